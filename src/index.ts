@@ -1,0 +1,22 @@
+export { handlePull } from './server/handle-pull.js';
+export { handlePush } from './server/handle-push.js';
+export { handleRequest } from './server/handle-request.js';
+export type { SyncContext, ErrorInfo, CorsOptions } from './server/context.js';
+export { DEFAULT_MAX_BODY_BYTES } from './server/context.js';
+export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './server/errors.js';
+export { defineMutator, InvalidArgsError, type Mutator, type Mutators } from './sync/mutator.js';
+export { UnknownMutatorError } from './sync/process-push.js';
+export type { WriteTransaction, ScanOptions, ScanResult, ScanIterator } from './sync/write-transaction.js';
+export { memoryStorage } from './storage/memory.js';
+export { compareUTF8 } from './storage/compare-utf8.js';
+export type { Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
+export type { JSONValue } from './protocol/json.js';
+export { PullRequestV0, PullRequestV1, PullRequest } from './protocol/pull-request.js';
+export { PushRequest, Mutation } from './protocol/push-request.js';
+export {
+  PatchOperation,
+  PullResponseV0,
+  PullResponseV1,
+  ClientStateNotFoundResponse,
+  VersionNotSupportedResponse,
+} from './protocol/pull-response.js';

@@ -1,0 +1,81 @@
+import type { Mutation } from '../protocol/push-request.js';
+import type { Storage } from '../storage/types.js';
+import type { Mutators } from '../sync/mutator.js';
+
+/**
+ * Everything the handlers need: where data lives, how mutations run, and who may do what.
+ *
+ * @example
+ * const ctx: SyncContext = {
+ *   storage: memoryStorage(),
+ *   mutators: { put: async (tx, args) => { const { key, value } = args as { key: string; value: JSONValue }; await tx.set(key, value); } },
+ * };
+ */
+export interface SyncContext {
+  /** The store that holds every space's data and client records. */
+  storage: Storage;
+  /** Mutators by name; a push naming any other mutator has that mutation skipped. */
+  mutators: Mutators;
+  /**
+   * Who sent the request: a user ID, or null to answer 401 (the client then calls `getAuth`).
+   * Gets the request with its `Authorization` header as the client sent it. When absent, every
+   * request is anonymous and client groups have no owner.
+   */
+  authenticate?: (request: Request) => string | null | Promise<string | null>;
+  /**
+   * Which space a request syncs: each space has its own data and version, so independent
+   * workspaces, documents or tenants do not contend. Default: one space, `''`. Throw an
+   * `HTTPError` (403) to refuse a user a space.
+   */
+  space?: (request: Request, userID: string | undefined) => string | Promise<string>;
+  /**
+   * The client `schemaVersion`s this server accepts: one, a list, or a test. Any other gets
+   * `VersionNotSupported` with `versionType: 'schema'`. Default: all.
+   */
+  schemaVersion?: string | readonly string[] | ((schemaVersion: string) => boolean);
+  /**
+   * The largest request body in bytes; larger ones get 413. The client never splits a push and
+   * re-sends every pending mutation, so a limit a real push can reach blocks that client for good.
+   * Default: 32 MiB.
+   */
+  maxBodyBytes?: number;
+  /**
+   * Told of every unexpected failure (a 5xx) and every mutation a mutator rejected, for logging.
+   * Default: `console.error`.
+   */
+  onError?: (error: unknown, info: ErrorInfo) => void;
+  /** CORS for {@link handleRequest}: which origins may call. Default: any (`'*'`). */
+  cors?: CorsOptions | false;
+}
+
+/** What {@link SyncContext.onError} is told about a failure. */
+export interface ErrorInfo {
+  /** The request being handled. */
+  request: Request;
+  /** The mutation whose mutator failed, when one did. */
+  mutation?: Mutation;
+}
+
+/** Which origins a browser may call from. */
+export interface CorsOptions {
+  /** `'*'`, a list of origins, or a test. */
+  origin: '*' | readonly string[] | ((origin: string) => boolean);
+  /** How long a browser may cache a preflight, in seconds. Default: 86400. */
+  maxAge?: number;
+}
+
+/** The default for {@link SyncContext.maxBodyBytes}: 32 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+export function reportError(ctx: SyncContext, error: unknown, info: ErrorInfo): void {
+  try {
+    (ctx.onError ?? defaultOnError)(error, info);
+  } catch {
+    // A broken logger must not turn a response into a crash.
+  }
+}
+
+function defaultOnError(error: unknown, info: ErrorInfo): void {
+  const where = info.mutation ? `mutation ${info.mutation.clientID}:${info.mutation.id} (${info.mutation.name})` : info.request.url;
+  console.error(`[viewsync] ${where}:`, error);
+}

@@ -1,0 +1,81 @@
+/** One problem with a request body: where it is and what is wrong. */
+export interface Issue {
+  /** Dotted path of the field, e.g. `mutations.3.id`; empty for the body itself. */
+  path: string;
+  /** What is wrong with it. */
+  message: string;
+}
+
+/**
+ * The one error class the server turns into a response: a status and a message, sent as
+ * `{error, message, issues?}`. Throw it from `authenticate` or `space` to refuse a request,
+ * e.g. `throw new HTTPError(403, 'You are not a member of this workspace')`.
+ */
+export class HTTPError extends Error {
+  override name = 'HTTPError';
+  /** The HTTP status to answer with. */
+  readonly status: number;
+  /** Field-level problems, for a body that broke the schema. */
+  readonly issues: readonly Issue[] | undefined;
+  /** Extra response headers, such as `Allow` or `Retry-After`. */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(status: number, message: string, options: HTTPErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.status = status;
+    this.issues = options.issues;
+    this.headers = options.headers ?? {};
+  }
+
+  /** A short name for the kind of error, such as `BadRequest`. */
+  get code(): string {
+    return STATUS_CODES[this.status] ?? (this.status >= 500 ? 'ServerError' : 'ClientError');
+  }
+
+  /** This error as a JSON response. */
+  toResponse(): Response {
+    const body = { error: this.code, message: this.message, ...(this.issues && { issues: this.issues }) };
+    return json(body, this.status, this.headers);
+  }
+}
+
+/** Options for {@link HTTPError}. */
+export interface HTTPErrorOptions {
+  /** Field-level problems. */
+  issues?: readonly Issue[];
+  /** Extra response headers. */
+  headers?: Record<string, string>;
+  /** The underlying error. */
+  cause?: unknown;
+}
+
+/**
+ * Thrown by a mutator whose mutation can succeed later (a dependency is down, a lock is held).
+ * The push stops before that mutation, keeps the ones before it, does not advance its client's
+ * lastMutationID, and answers 503 with `Retry-After`, so the client backs off and retries
+ * (spec, push rule 7). Anything else a mutator throws is permanent: the mutation is skipped.
+ */
+export class TemporaryError extends HTTPError {
+  override name = 'TemporaryError';
+
+  constructor(message: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(503, message, { cause: options.cause, headers: { 'retry-after': String(options.retryAfterSeconds ?? 1) } });
+  }
+}
+
+/** A JSON response. */
+export function json(body: unknown, status = 200, headers: Readonly<Record<string, string>> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+const STATUS_CODES: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  500: 'InternalServerError',
+  503: 'ServiceUnavailable',
+};

@@ -1,0 +1,83 @@
+import type * as v from 'valibot';
+import { type SyncContext, DEFAULT_MAX_BODY_BYTES, reportError } from './context.js';
+import { HTTPError, json } from './errors.js';
+import { parseBody, readJSONBody } from './read-body.js';
+
+/** A request that passed every check, ready for the sync layer. */
+export interface Prepared<T> {
+  body: T;
+  userID: string | undefined;
+  space: string;
+}
+
+/** What differs between the pull and the push endpoint. */
+export interface Endpoint<TSchema extends v.GenericSchema> {
+  /** `pull` or `push`: the versionType of a VersionNotSupported answer. */
+  kind: 'pull' | 'push';
+  /** The body's version field and the versions this server speaks. */
+  versionField: 'pullVersion' | 'pushVersion';
+  versions: readonly number[];
+  schema: TSchema;
+}
+
+/**
+ * The checks both endpoints make, in the order a client can act on: method (405), who is
+ * asking (401), the body (415, 413, 400), then the protocol versions (VersionNotSupported, as a
+ * 200 value) and finally which space. Resolves to a `Response` when the request ends here.
+ */
+export async function prepare<TSchema extends v.GenericSchema>(
+  request: Request,
+  ctx: SyncContext,
+  endpoint: Endpoint<TSchema>,
+): Promise<Prepared<v.InferOutput<TSchema>> | Response> {
+  if (request.method !== 'POST') {
+    throw new HTTPError(405, `${request.method} is not allowed on the ${endpoint.kind} endpoint; use POST`, { headers: { allow: 'POST' } });
+  }
+  let userID: string | undefined;
+  if (ctx.authenticate) {
+    userID = (await ctx.authenticate(request)) ?? undefined;
+    if (userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
+  }
+  const raw = await readJSONBody(request, ctx.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+
+  // Spec: a server ignores a version it does not expect, so only the version field is read.
+  const version = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>)[endpoint.versionField] : undefined;
+  if (typeof version === 'number' && !endpoint.versions.includes(version)) {
+    return versionNotSupported(endpoint.kind);
+  }
+  const body = parseBody(endpoint.schema, raw, `${endpoint.kind} request`);
+  if (!acceptsSchema(ctx.schemaVersion, (body as { schemaVersion: string }).schemaVersion)) {
+    return versionNotSupported('schema');
+  }
+  const space = ctx.space ? await ctx.space(request, userID) : '';
+  return { body, userID, space };
+}
+
+/**
+ * Runs a handler and turns every failure into a response: an `HTTPError` becomes its own,
+ * anything else a 500 that reveals nothing. 5xx failures go to `onError`.
+ */
+export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Response>): Promise<Response> {
+  try {
+    return await handle();
+  } catch (error) {
+    if (error instanceof HTTPError) {
+      if (error.status >= 500) reportError(ctx, error, { request });
+      return error.toResponse();
+    }
+    reportError(ctx, error, { request });
+    return new HTTPError(500, 'The server failed to handle the request; nothing was changed').toResponse();
+  }
+}
+
+/** Sent with status 200: the client only reads the bodies of 200 responses. */
+function versionNotSupported(versionType: 'pull' | 'push' | 'schema'): Response {
+  return json({ error: 'VersionNotSupported', versionType });
+}
+
+function acceptsSchema(accepted: SyncContext['schemaVersion'], schemaVersion: string): boolean {
+  if (accepted === undefined) return true;
+  if (typeof accepted === 'string') return accepted === schemaVersion;
+  if (typeof accepted === 'function') return accepted(schemaVersion);
+  return accepted.includes(schemaVersion);
+}

@@ -1,0 +1,75 @@
+import * as v from 'valibot';
+import { HTTPError } from './errors.js';
+
+/**
+ * Reads a JSON request body of at most `maxBytes` bytes. Throws 415 for a content type that is
+ * not JSON (a missing one is accepted: custom pullers may send no headers), 413 past the limit
+ * (checked on the declared length first, then while streaming, so a lying or absent
+ * Content-Length cannot make us buffer more), and 400 for bytes that are not UTF-8 JSON.
+ */
+export async function readJSONBody(request: Request, maxBytes: number): Promise<unknown> {
+  const type = request.headers.get('content-type');
+  if (type !== null && !isJSONType(type)) {
+    throw new HTTPError(415, `Content-Type ${JSON.stringify(type)} is not supported; send application/json`);
+  }
+  const tooLarge = () => new HTTPError(413, `The body is larger than the limit of ${maxBytes} bytes (maxBodyBytes)`);
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (declared > maxBytes) throw tooLarge();
+
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body !== null) {
+    const reader = request.body.getReader();
+    try {
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        size += next.value.byteLength;
+        if (size > maxBytes) {
+          void reader.cancel().catch(() => {});
+          throw tooLarge();
+        }
+        chunks.push(next.value);
+      }
+    } catch (error) {
+      if (error instanceof HTTPError) throw error;
+      throw new HTTPError(400, 'The request body could not be read', { cause: error });
+    }
+  }
+
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(concat(chunks, size));
+  } catch (error) {
+    throw new HTTPError(400, 'The body is not valid UTF-8', { cause: error });
+  }
+  if (text.trim() === '') throw new HTTPError(400, 'The body is empty; send a JSON object');
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new HTTPError(400, `The body is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** Validates `body` against a wire schema, or throws 400 naming each broken field. */
+export function parseBody<TSchema extends v.GenericSchema>(schema: TSchema, body: unknown, what: string): v.InferOutput<TSchema> {
+  const result = v.safeParse(schema, body);
+  if (result.success) return result.output;
+  const issues = result.issues.map((issue) => ({ path: v.getDotPath(issue) ?? '', message: issue.message }));
+  const first = issues[0]!;
+  throw new HTTPError(400, `Invalid ${what}: ${first.path ? `${first.path}: ` : ''}${first.message}`, { issues });
+}
+
+function isJSONType(contentType: string): boolean {
+  const essence = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  return essence === 'application/json' || (essence.startsWith('application/') && essence.endsWith('+json'));
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

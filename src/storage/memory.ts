@@ -1,0 +1,124 @@
+import { compareUTF8 } from './compare-utf8.js';
+import { SortedKeys } from './sorted-keys.js';
+import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
+
+/**
+ * An in-memory store: the embedded default, for development, tests and single-process servers.
+ * Its data lives as long as the object does.
+ *
+ * Guarantees (see {@link Storage}): read-write transactions hold an exclusive lock and write in
+ * place with an undo log, so a failed one is rolled back whole; read-only transactions share the
+ * lock with each other but never with a writer, so each sees one committed state. The price is
+ * that a pull waits while a push's mutator awaits something slow.
+ *
+ * @example
+ * const ctx = { storage: memoryStorage(), mutators };
+ */
+export function memoryStorage(): Storage {
+  const values = new Map<string, StoredValue>();
+  const keys = new SortedKeys();
+  const lock = new ReadWriteLock();
+
+  function write(undo: UndoLog, key: string, value: StoredValue | undefined): void {
+    undo.push([key, values.get(key)]);
+    if (value === undefined) {
+      if (values.delete(key)) keys.delete(key);
+    } else {
+      if (!values.has(key)) keys.add(key);
+      values.set(key, value);
+    }
+  }
+
+  return {
+    async transaction(fn, { readOnly }) {
+      const release = await lock.acquire(!readOnly);
+      const undo: UndoLog = [];
+      let open = true;
+      const check = (writing: boolean): void => {
+        if (!open) throw new Error('The storage transaction is already finished');
+        if (writing && readOnly) throw new Error('Cannot write in a read-only transaction');
+      };
+      const tx: StorageTransaction = {
+        async get(key) {
+          check(false);
+          return values.get(key);
+        },
+        async put(key, value) {
+          check(true);
+          write(undo, key, value);
+        },
+        async del(key) {
+          check(true);
+          write(undo, key, undefined);
+        },
+        async scan(options) {
+          check(false);
+          return scan(values, keys, options);
+        },
+      };
+      try {
+        return await fn(tx);
+      } catch (error) {
+        // Undo in reverse so a key written twice gets back its value from before the first write.
+        for (let i = undo.length - 1; i >= 0; i--) {
+          const [key, old] = undo[i]!;
+          write([], key, old);
+        }
+        throw error;
+      } finally {
+        open = false;
+        release();
+      }
+    },
+  };
+}
+
+type UndoLog = Array<[key: string, previous: StoredValue | undefined]>;
+
+function scan(
+  values: Map<string, StoredValue>,
+  keys: SortedKeys,
+  { prefix, start, limit = Infinity }: ScanOptions,
+): Array<[string, StoredValue]> {
+  const out: Array<[string, StoredValue]> = [];
+  if (limit <= 0) return out;
+  const fromStart = start !== undefined && compareUTF8(start.key, prefix) > 0;
+  const from = fromStart ? start.key : prefix;
+  for (const key of keys.from(from, fromStart && start.exclusive === true)) {
+    if (!key.startsWith(prefix)) break;
+    out.push([key, values.get(key)!]);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** Many readers or one writer, granted in arrival order so neither side starves. */
+class ReadWriteLock {
+  #readers = 0;
+  #writing = false;
+  #queue: Array<{ write: boolean; grant: () => void }> = [];
+
+  acquire(write: boolean): Promise<() => void> {
+    return new Promise((resolve) => {
+      this.#queue.push({ write, grant: () => resolve(() => this.#release(write)) });
+      this.#pump();
+    });
+  }
+
+  #release(write: boolean): void {
+    if (write) this.#writing = false;
+    else this.#readers--;
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && !this.#writing) {
+      const next = this.#queue[0]!;
+      if (next.write && this.#readers > 0) return;
+      this.#queue.shift();
+      if (next.write) this.#writing = true;
+      else this.#readers++;
+      next.grant();
+    }
+  }
+}

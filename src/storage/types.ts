@@ -1,0 +1,60 @@
+/**
+ * The storage seam: the one interface every store implements.
+ *
+ * viewsync keeps all of its state (entries, versions, client records) in a flat, ordered
+ * key-value space of string keys and JSON values. A store only has to offer transactions over
+ * that space. What a store must guarantee:
+ *
+ * 1. **Atomicity.** A read-write transaction whose callback resolves is committed whole; one whose
+ *    callback rejects (or whose commit fails) leaves no trace. `transaction` then rejects.
+ * 2. **Serialisable writes.** Read-write transactions behave as if they ran one after another.
+ *    The global version strategy depends on it: a version is read and bumped inside a push
+ *    transaction, so two pushes must never both read the same version (spec, "Global version
+ *    number strategy", rule 5). A store may get there with a lock, `SERIALIZABLE` isolation
+ *    plus retries, or a single writer.
+ * 3. **Consistent snapshots.** Every read inside one transaction (read-only or not) sees one
+ *    committed state plus that transaction's own writes, never a half-committed one.
+ * 4. **Ordering.** Keys order by their UTF-8 bytes ({@link compareUTF8}), as the client orders
+ *    them; `scan` returns entries in that order.
+ * 5. **Values.** Values are JSON values. A store may keep the object it was given (the caller
+ *    never mutates a value after `put` nor one returned by `get` or `scan`), or serialise it.
+ */
+export interface Storage {
+  /**
+   * Runs `fn` in a transaction and resolves with its result once committed.
+   * Retrying is the store's business: `fn` may run more than once, so it must have no effects
+   * outside `tx` (viewsync's own callbacks have none).
+   */
+  transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T>;
+}
+
+/** Options for {@link Storage.transaction}. */
+export interface TransactionOptions {
+  /** True for pulls: the callback only reads, so a store may use a cheaper snapshot. */
+  readOnly: boolean;
+}
+
+/** A JSON value as stored. */
+export type StoredValue = null | boolean | number | string | readonly StoredValue[] | { readonly [key: string]: StoredValue };
+
+/** The operations available inside a transaction. */
+export interface StorageTransaction {
+  /** The value at `key`, or `undefined` when there is none. */
+  get(key: string): Promise<StoredValue | undefined>;
+  /** Sets `key` to `value`. Rejects in a read-only transaction. */
+  put(key: string, value: StoredValue): Promise<void>;
+  /** Removes `key`; removing a missing key is not an error. Rejects in a read-only transaction. */
+  del(key: string): Promise<void>;
+  /** Entries in key order that match `options`, at most `options.limit` of them. */
+  scan(options: ScanOptions): Promise<ReadonlyArray<readonly [string, StoredValue]>>;
+}
+
+/** Which entries a {@link StorageTransaction.scan} returns. */
+export interface ScanOptions {
+  /** Only keys that start with this string. */
+  prefix: string;
+  /** Only keys at or after this key (after it when `exclusive`). */
+  start?: { key: string; exclusive?: boolean } | undefined;
+  /** At most this many entries; all of them when absent. */
+  limit?: number | undefined;
+}

@@ -1,0 +1,180 @@
+import type { JSONValue } from '../protocol/json.js';
+import type { PatchOperation } from '../protocol/pull-response.js';
+import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
+import { compareCookies, makeCookie, readCookie } from './cookie.js';
+import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import type { ClientRecord, GroupRecord, PullResult, SpaceSession, Strategy } from './strategy.js';
+
+/**
+ * The global version strategy (spec, "Global version number strategy"), one version per space.
+ * A push reads the space's version inside its transaction, stamps every change with the next
+ * one and stores it on commit; the store's serialisable writes make that the serialised
+ * version the spec asks for, never a clock or a sequence. Deletes leave tombstones, and a version
+ * index lets a pull read only what changed since its cookie.
+ */
+export const globalVersion: Strategy = async (tx, space) => {
+  const keys = new SpaceKeys(space);
+  const meta = (await tx.get(keys.meta)) as Meta | undefined;
+  return new GlobalVersionSession(tx, keys, meta?.version ?? 0, meta?.epoch);
+};
+
+interface Meta {
+  version: number;
+  epoch: string;
+}
+
+type Entry = { ver: number; val: JSONValue; del?: undefined } | { ver: number; del: true };
+
+interface StoredClient {
+  group: string;
+  lmid: number;
+  ver: number;
+}
+
+class GlobalVersionSession implements SpaceSession {
+  readonly #tx: StorageTransaction;
+  readonly #keys: SpaceKeys;
+  #version: number;
+  #epoch: string | undefined;
+  #changed = false;
+
+  constructor(tx: StorageTransaction, keys: SpaceKeys, version: number, epoch: string | undefined) {
+    this.#tx = tx;
+    this.#keys = keys;
+    this.#version = version;
+    this.#epoch = epoch;
+  }
+
+  async get(key: string): Promise<JSONValue | undefined> {
+    const entry = (await this.#tx.get(this.#keys.entry(key))) as Entry | undefined;
+    return entry?.del ? undefined : entry?.val;
+  }
+
+  async *scan(prefix: string, start?: { key: string; exclusive: boolean }) {
+    const skip = this.#keys.entryPrefix.length;
+    const from = start && { key: this.#keys.entry(start.key), exclusive: start.exclusive };
+    for await (const [key, entry] of scanAll(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) {
+      const { del, val } = entry as unknown as Entry & { val?: JSONValue };
+      if (!del) yield [key.slice(skip), val!] as const;
+    }
+  }
+
+  async put(key: string, value: JSONValue): Promise<void> {
+    await this.#stamp(key, { ver: this.#version + 1, val: value });
+  }
+
+  async del(key: string): Promise<void> {
+    const old = (await this.#tx.get(this.#keys.entry(key))) as Entry | undefined;
+    if (old !== undefined && !old.del) await this.#stamp(key, { ver: this.#version + 1, del: true }, old);
+  }
+
+  async getClient(clientID: string): Promise<ClientRecord | undefined> {
+    const stored = (await this.#tx.get(this.#keys.client(clientID))) as StoredClient | undefined;
+    return stored && { clientGroupID: stored.group, lastMutationID: stored.lmid };
+  }
+
+  async putClient(clientID: string, { clientGroupID, lastMutationID }: ClientRecord): Promise<void> {
+    const tx = this.#tx;
+    const keys = this.#keys;
+    const ver = this.#version + 1;
+    const old = (await tx.get(keys.client(clientID))) as StoredClient | undefined;
+    if (old) await tx.del(keys.lmid(old.group, old.ver, clientID));
+    await tx.put(keys.client(clientID), { group: clientGroupID, lmid: lastMutationID, ver } satisfies StoredClient);
+    await tx.put(keys.lmid(clientGroupID, ver, clientID), lastMutationID);
+    this.#changed = true;
+  }
+
+  async getGroup(clientGroupID: string): Promise<GroupRecord | undefined> {
+    return (await this.#tx.get(this.#keys.group(clientGroupID))) as GroupRecord | undefined;
+  }
+
+  async putGroup(clientGroupID: string, record: GroupRecord): Promise<void> {
+    await this.#tx.put(this.#keys.group(clientGroupID), { owner: record.owner });
+  }
+
+  async commit(): Promise<void> {
+    // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
+    if (!this.#changed) return;
+    this.#version += 1;
+    this.#epoch ??= crypto.randomUUID().replaceAll('-', '').slice(0, 12);
+    await this.#tx.put(this.#keys.meta, { version: this.#version, epoch: this.#epoch } satisfies Meta);
+    this.#changed = false;
+  }
+
+  async pull(cookie: JSONValue, clientGroupID: string | undefined): Promise<PullResult | 'ClientStateNotFound'> {
+    const current = makeCookie(this.#version, this.#epoch);
+    const since = this.#since(cookie, current);
+    if (since === 'ClientStateNotFound') return since;
+    const patch = since === 'reset' ? await this.#everything() : await this.#changesSince(since);
+    const lastMutationIDChanges: Record<string, number> = {};
+    if (clientGroupID !== undefined) {
+      const prefix = this.#keys.lmidPrefix(clientGroupID);
+      const start = { key: prefix + encodeVersion((since === 'reset' ? 0 : since) + 1) };
+      for await (const [key, lmid] of scanAll(this.#tx, { prefix, start })) {
+        lastMutationIDChanges[key.slice(prefix.length + VERSION_FIELD)] = lmid as number;
+      }
+    }
+    return { cookie: current, patch, lastMutationIDChanges };
+  }
+
+  /** The version a cookie stands for, `'reset'` when only a full patch will do. */
+  #since(cookie: JSONValue, current: JSONValue): number | 'reset' | 'ClientStateNotFound' {
+    const parsed = readCookie(cookie);
+    if (parsed === null) return 'reset';
+    if (parsed === 'foreign') {
+      // Spec pull rule 3: an unusable cookie gets everything. But the client throws on a cookie
+      // lower than its own and ignores an equal one, so a reset it would refuse is no recovery.
+      return compareCookies(current, cookie) > 0 ? 'reset' : 'ClientStateNotFound';
+    }
+    // Version 0 is the empty space in every incarnation: nothing to have lost.
+    if (parsed.order === 0) return 0;
+    // A cookie we cannot have issued: this store lost the state the client saw (a wiped or
+    // restored database). Only a new client group can recover; a reset would wedge the client.
+    if (parsed.order > this.#version || parsed.epoch !== this.#epoch) return 'ClientStateNotFound';
+    return parsed.order;
+  }
+
+  async #everything(): Promise<PatchOperation[]> {
+    const patch: PatchOperation[] = [{ op: 'clear' }];
+    for await (const [key, value] of this.scan('')) patch.push({ op: 'put', key, value });
+    return patch;
+  }
+
+  async #changesSince(since: number): Promise<PatchOperation[]> {
+    const patch: PatchOperation[] = [];
+    const prefix = this.#keys.versionPrefix;
+    const start = { key: prefix + encodeVersion(since + 1) };
+    for await (const [indexKey] of scanAll(this.#tx, { prefix, start })) {
+      const key = indexKey.slice(prefix.length + VERSION_FIELD);
+      const entry = (await this.#tx.get(this.#keys.entry(key))) as Entry;
+      patch.push(entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val });
+    }
+    return patch;
+  }
+
+  /** Writes an entry at the next version and moves its version-index row there. */
+  async #stamp(key: string, entry: Entry, known?: Entry): Promise<void> {
+    const tx = this.#tx;
+    const keys = this.#keys;
+    const old = known ?? ((await tx.get(keys.entry(key))) as Entry | undefined);
+    await tx.put(keys.entry(key), entry as unknown as StoredValue);
+    if (old?.ver !== entry.ver) {
+      if (old !== undefined) await tx.del(keys.version(old.ver, key));
+      await tx.put(keys.version(entry.ver, key), null);
+    }
+    this.#changed = true;
+  }
+}
+
+/** Every entry matching `options`, read from the store in pages. */
+async function* scanAll(tx: StorageTransaction, options: ScanOptions): AsyncGenerator<readonly [string, StoredValue]> {
+  let start = options.start;
+  for (;;) {
+    const page = await tx.scan({ prefix: options.prefix, start, limit: PAGE_SIZE });
+    yield* page;
+    if (page.length < PAGE_SIZE) return;
+    start = { key: page[page.length - 1]![0], exclusive: true };
+  }
+}
+
+const PAGE_SIZE = 512;

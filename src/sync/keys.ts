@@ -1,0 +1,61 @@
+/**
+ * Where the sync layer keeps things in the store's flat key space, per space:
+ *
+ * - `m/<space>`: the space's meta record, `{version, epoch}`;
+ * - `e/<space>/<key>`: an entry, `{ver, val}` or a tombstone `{ver, del: true}`;
+ * - `v/<space>/<ver>/<key>`: the version index, one row per entry at its latest version, so a
+ *   pull finds what changed since a cookie by a range scan;
+ * - `c/<space>/<clientID>`: a client record, `{group, lmid, ver}`;
+ * - `l/<space>/<group>/<ver>/<clientID>`: the lastMutationID index of a group, value `lmid`;
+ * - `g/<space>/<group>`: a client group record, `{owner}`.
+ *
+ * Space and group IDs are URI-encoded so that no `/` inside them can make one prefix cover
+ * another; user keys and client IDs come last, where any string is safe.
+ */
+export class SpaceKeys {
+  readonly meta: string;
+  readonly entryPrefix: string;
+  readonly versionPrefix: string;
+  readonly #space: string;
+
+  constructor(space: string) {
+    this.#space = encodeURIComponent(space);
+    this.meta = `m/${this.#space}`;
+    this.entryPrefix = `e/${this.#space}/`;
+    this.versionPrefix = `v/${this.#space}/`;
+  }
+
+  entry(key: string): string {
+    return this.entryPrefix + key;
+  }
+
+  version(version: number, key: string): string {
+    return this.versionPrefix + encodeVersion(version) + '/' + key;
+  }
+
+  client(clientID: string): string {
+    return `c/${this.#space}/${clientID}`;
+  }
+
+  group(group: string): string {
+    return `g/${this.#space}/${encodeURIComponent(group)}`;
+  }
+
+  lmidPrefix(group: string): string {
+    return `l/${this.#space}/${encodeURIComponent(group)}/`;
+  }
+
+  lmid(group: string, version: number, clientID: string): string {
+    return this.lmidPrefix(group) + encodeVersion(version) + '/' + clientID;
+  }
+}
+
+/** Fixed-width hex, so that string order is number order for every safe integer. */
+export function encodeVersion(version: number): string {
+  return version.toString(16).padStart(VERSION_WIDTH, '0');
+}
+
+/** Characters a version takes in a key, plus the `/` after it. */
+export const VERSION_FIELD = 15;
+
+const VERSION_WIDTH = 14;

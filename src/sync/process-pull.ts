@@ -1,0 +1,39 @@
+import type { PullRequest } from '../protocol/pull-request.js';
+import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
+import { HTTPError } from '../server/errors.js';
+import type { Storage } from '../storage/types.js';
+import { assertOwner } from './owner.js';
+import type { Strategy } from './strategy.js';
+
+/**
+ * Answers a pull of either version from one read-only transaction, so the lastMutationIDs are
+ * read with the patch they belong to (spec, pull rule 2).
+ */
+export async function processPull(
+  storage: Storage,
+  strategy: Strategy,
+  pull: PullRequest,
+  space: string,
+  userID: string | undefined,
+): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
+  return storage.transaction(async (tx) => {
+    const session = await strategy(tx, space);
+    if (pull.pullVersion === 1) {
+      await assertOwner(session, pull.clientGroupID, userID);
+      const result = await session.pull(pull.cookie, pull.clientGroupID);
+      return result === 'ClientStateNotFound' ? { error: result } : result;
+    }
+
+    const client = await session.getClient(pull.clientID);
+    if (client !== undefined) {
+      await assertOwner(session, client.clientGroupID, userID);
+    } else if (pull.lastMutationID > 0) {
+      // Spec, pull rule 7: only a new client is unknown; one that saw mutations processed means
+      // data was deleted, and the spec's answer is to abort with a 500.
+      throw new HTTPError(500, `Client ${pull.clientID} claims lastMutationID ${pull.lastMutationID} but the server has no record of it`);
+    }
+    const result = await session.pull(pull.cookie, undefined);
+    if (result === 'ClientStateNotFound') return { error: result };
+    return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
+  }, { readOnly: true });
+}

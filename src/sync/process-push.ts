@@ -1,0 +1,86 @@
+import type { Mutation, PushRequest } from '../protocol/push-request.js';
+import { HTTPError, TemporaryError } from '../server/errors.js';
+import type { Storage } from '../storage/types.js';
+import type { Mutators } from './mutator.js';
+import { assertOwner } from './owner.js';
+import type { ClientRecord, Strategy } from './strategy.js';
+import { MutationTransaction } from './write-transaction.js';
+
+/** What a push did, beyond committing. */
+export interface PushOutcome {
+  /**
+   * Mutations whose mutator threw: permanent errors (skipped, lastMutationID advanced) and the
+   * temporary error that stopped the push, if one did.
+   */
+  failures: Array<{ mutation: Mutation; error: unknown }>;
+  /** The temporary error that stopped the push, if one did. */
+  stoppedBy: TemporaryError | undefined;
+}
+
+/**
+ * Runs a push's mutations in order, in one storage transaction (spec, push rules 2-7).
+ * Throws an `HTTPError` (and commits nothing) when the group or a client is not the caller's.
+ */
+export async function processPush(
+  storage: Storage,
+  strategy: Strategy,
+  mutators: Mutators,
+  push: PushRequest,
+  space: string,
+  userID: string | undefined,
+): Promise<PushOutcome> {
+  return storage.transaction(async (tx) => {
+    const session = await strategy(tx, space);
+    const group = push.clientGroupID;
+    if (!(await assertOwner(session, group, userID))) await session.putGroup(group, { owner: userID ?? null });
+
+    const outcome: PushOutcome = { failures: [], stoppedBy: undefined };
+    const clients = new Map<string, ClientRecord & { dirty: boolean }>();
+    for (const [index, mutation] of push.mutations.entries()) {
+      let client = clients.get(mutation.clientID);
+      if (client === undefined) {
+        const stored = await session.getClient(mutation.clientID);
+        if (stored !== undefined && stored.clientGroupID !== group) {
+          throw new HTTPError(400, `mutations.${index}: client ${mutation.clientID} belongs to another client group`);
+        }
+        // A new client's record starts at 0 and is tied to this group (spec, push state table).
+        client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
+        clients.set(mutation.clientID, client);
+      }
+      // Already processed (the client re-sends everything pending) or out of order: skip.
+      if (mutation.id !== client.lastMutationID + 1) continue;
+
+      const mtx = new MutationTransaction(session, mutation.clientID, mutation.id, userID);
+      try {
+        const mutator = Object.hasOwn(mutators, mutation.name) ? mutators[mutation.name] : undefined;
+        if (mutator === undefined) throw new UnknownMutatorError(mutation.name);
+        await mutator(mtx, mutation.args);
+        await mtx.flush();
+      } catch (error) {
+        mtx.discard();
+        outcome.failures.push({ mutation, error });
+        if (error instanceof TemporaryError) {
+          outcome.stoppedBy = error;
+          break;
+        }
+        // Permanent (spec, push rule 6): none of its writes, but it counts as processed.
+      }
+      client.lastMutationID = mutation.id;
+      client.dirty = true;
+    }
+
+    for (const [clientID, { dirty, ...record }] of clients) {
+      if (dirty) await session.putClient(clientID, record);
+    }
+    await session.commit();
+    return outcome;
+  }, { readOnly: false });
+}
+
+/** A push named a mutator the server does not have. */
+export class UnknownMutatorError extends Error {
+  override name = 'UnknownMutatorError';
+  constructor(name: string) {
+    super(`No mutator is named ${JSON.stringify(name)}`);
+  }
+}
