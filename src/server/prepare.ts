@@ -40,8 +40,11 @@ export async function prepare<TSchema extends v.GenericSchema>(
   }
   const raw = await readJSONBody(request, ctx.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
 
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new HTTPError(400, `The body must be a JSON object (a ${endpoint.kind} request)`, { issues: [{ path: '', message: 'Expected an object' }] });
+  }
   // Spec: a server ignores a version it does not expect, so only the version field is read.
-  const version = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>)[endpoint.versionField] : undefined;
+  const version = (raw as Record<string, unknown>)[endpoint.versionField];
   if (typeof version === 'number' && !endpoint.versions.includes(version)) {
     return versionNotSupported(endpoint.kind);
   }

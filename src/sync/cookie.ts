@@ -21,9 +21,11 @@ export function readCookie(cookie: JSONValue): VersionCookie | null | 'foreign' 
   if (typeof cookie !== 'object' || Array.isArray(cookie)) return 'foreign';
   const { order, epoch, ...rest } = cookie as { [key: string]: JSONValue };
   if (!Number.isSafeInteger(order) || (order as number) < 0) return 'foreign';
-  if (epoch !== undefined && typeof epoch !== 'string') return 'foreign';
   if (Object.keys(rest).length > 0) return 'foreign';
-  return epoch === undefined ? { order: order as number } : { order: order as number, epoch };
+  // Exactly the shapes makeCookie issues: an epoch with every order but 0.
+  if (order === 0 && epoch === undefined) return { order: 0 };
+  if (typeof epoch !== 'string') return 'foreign';
+  return { order: order as number, epoch };
 }
 
 /**

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { handlePull, handlePush, HTTPError } from '../src/index.js';
+import { mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext } from './helpers.js';
+
+/** Tokens are `Bearer <user>`; anything else is refused. */
+const authenticate = (request: Request) => request.headers.get('authorization')?.match(/^Bearer (\w+)$/)?.[1] ?? null;
+const as = (user: string) => ({ authorization: `Bearer ${user}` });
+
+describe('rule 10: authentication and ownership of client groups', () => {
+  it('authenticate gets the Authorization header as sent; null means 401 on both endpoints', async () => {
+    const seen: Array<string | null> = [];
+    const ctx = testContext({ authenticate: (r) => (seen.push(r.headers.get('authorization')), authenticate(r)) });
+    for (const [handler, body] of [[handlePull, pullBody('g', null)], [handlePush, pushBody('g', [])]] as const) {
+      const response = await handler(post('/x', body, { authorization: 'Basic nope' }), ctx);
+      expect(response.status).toBe(401);
+      expect(await response.json()).toMatchObject({ error: 'Unauthorized' });
+    }
+    expect(seen).toEqual(['Basic nope', 'Basic nope']);
+  });
+
+  it('an async authenticate works', async () => {
+    const ctx = testContext({ authenticate: async (r) => authenticate(r) });
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })], as('alice'));
+    expect((await pull(ctx, 'g', null, as('alice'))).lastMutationIDChanges).toEqual({ c: 1 });
+  });
+
+  it('a group belongs to the user of its first push: another user gets 403 on pull and push and learns nothing', async () => {
+    const ctx = testContext({ authenticate });
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'secret', value: 'alice only' })], as('alice'));
+    const attempts = [
+      handlePull(post('/pull', pullBody('g', null), as('mallory')), ctx),
+      handlePull(post('/pull', pullBodyV0('c', null, 0), as('mallory')), ctx),
+      handlePush(post('/push', pushBody('g', [mutation('c', 2, 'put', { key: 'secret', value: 'pwned' })]), as('mallory')), ctx),
+    ];
+    for (const response of await Promise.all(attempts)) {
+      expect(response.status).toBe(403);
+      const text = await response.text();
+      expect(text).not.toMatch(/secret|alice|"c"/);
+    }
+    expect(await serverView(ctx, as('alice'))).toEqual(new Map([['secret', 'alice only']]));
+    expect((await pull(ctx, 'g', null, as('alice'))).lastMutationIDChanges).toEqual({ c: 1 });
+  });
+
+  it('without authenticate, requests are anonymous and groups have no owner', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })], { authorization: 'anything' });
+    await push(ctx, 'g', [mutation('c', 2, 'put', { key: 'a', value: 2 })], { authorization: 'something else' });
+    expect(await serverView(ctx)).toEqual(new Map([['a', 2]]));
+  });
+
+  it('mutators see the user', async () => {
+    const ctx = testContext({ authenticate, mutators: { whoami: (tx) => tx.set(`by/${tx.clientID}/${tx.mutationID}`, tx.userID ?? null) } });
+    await push(ctx, 'g', [mutation('c', 1, 'whoami')], as('alice'));
+    expect(await serverView(ctx, as('alice'))).toEqual(new Map([['by/c/1', 'alice']]));
+  });
+
+  it('space() decides which data a user syncs, and may refuse with an HTTPError', async () => {
+    const ctx = testContext({
+      authenticate,
+      space: (request, userID) => {
+        const space = new URL(request.url).searchParams.get('ws') ?? '';
+        if (space === 'admins' && userID !== 'root') throw new HTTPError(403, 'Only admins may sync this workspace');
+        return space;
+      },
+    });
+    const response = await handlePull(post('/pull?ws=admins', pullBody('g', null), as('alice')), ctx);
+    expect(response.status).toBe(403);
+    expect(await response.json()).toEqual({ error: 'Forbidden', message: 'Only admins may sync this workspace' });
+    expect((await handlePull(post('/pull?ws=admins', pullBody('g', null), as('root')), ctx)).status).toBe(200);
+  });
+
+  it('a throwing authenticate is a 500 that reveals nothing and is reported', async () => {
+    const ctx = testContext({ authenticate: () => { throw new Error('db password is hunter2'); } });
+    const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
+    expect(response.status).toBe(500);
+    expect(await response.text()).not.toMatch(/hunter2/);
+    expect(ctx.errors).toHaveLength(1);
+  });
+});

@@ -1,0 +1,110 @@
+import { expect } from 'vitest';
+import {
+  type JSONValue,
+  type Mutators,
+  type PatchOperation,
+  type SyncContext,
+  handlePull,
+  handlePush,
+  memoryStorage,
+  TemporaryError,
+} from '../src/index.js';
+
+/** Mutators the tests share: the real client fixtures use put, del and increment. */
+export const testMutators: Mutators = {
+  put: async (tx, { key, value }: { key: string; value: JSONValue }) => {
+    await tx.set(key, value);
+  },
+  del: async (tx, { key }: { key: string }) => {
+    await tx.del(key);
+  },
+  increment: async (tx, { key, delta }: { key: string; delta: number }) => {
+    const current = (await tx.get(key)) as number | undefined;
+    await tx.set(key, (current ?? 0) + delta);
+  },
+  /** Writes, then throws a permanent error: none of its writes may survive. */
+  putThenFail: async (tx, { key, value }: { key: string; value: JSONValue }) => {
+    await tx.set(key, value);
+    throw new Error('permanent failure after a write');
+  },
+  /** Writes, then throws a temporary error. */
+  putThenTemporary: async (tx, { key, value }: { key: string; value: JSONValue }) => {
+    await tx.set(key, value);
+    throw new TemporaryError('try again later', { retryAfterSeconds: 7 });
+  },
+};
+
+/** A context on a fresh memory store with the test mutators and a silent `onError`. */
+export function testContext(overrides: Partial<SyncContext> = {}): SyncContext & { errors: unknown[] } {
+  const errors: unknown[] = [];
+  return { storage: memoryStorage(), mutators: testMutators, onError: (error) => errors.push(error), errors, ...overrides };
+}
+
+/** A POST with a JSON body, as the real client sends it. */
+export function post(path: string, body: unknown, headers: Record<string, string> = {}): Request {
+  return new Request(`http://localhost${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: '', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+let counter = 0;
+
+/** A mutation of `clientID` numbered `id`. */
+export function mutation(clientID: string, id: number, name: string, args?: JSONValue) {
+  return { clientID, id, name, args, timestamp: ++counter };
+}
+
+/** A push body for `clientGroupID`. */
+export function pushBody(clientGroupID: string, mutations: ReturnType<typeof mutation>[], extra: Record<string, unknown> = {}) {
+  return { pushVersion: 1, clientGroupID, mutations, profileID: 'p1', schemaVersion: '', ...extra };
+}
+
+/** A version 1 pull body. */
+export function pullBody(clientGroupID: string, cookie: JSONValue, extra: Record<string, unknown> = {}) {
+  return { pullVersion: 1, clientGroupID, cookie, profileID: 'p1', schemaVersion: '', ...extra };
+}
+
+/** A version 0 pull body. */
+export function pullBodyV0(clientID: string, cookie: JSONValue, lastMutationID: number, extra: Record<string, unknown> = {}) {
+  return { pullVersion: 0, clientID, cookie, lastMutationID, profileID: 'p1', schemaVersion: '', ...extra };
+}
+
+/** Pushes and expects status 200. */
+export async function push(ctx: SyncContext, clientGroupID: string, mutations: ReturnType<typeof mutation>[], headers?: Record<string, string>) {
+  const response = await handlePush(post('/push', pushBody(clientGroupID, mutations), headers), ctx);
+  expect(response.status, await response.clone().text()).toBe(200);
+  return response;
+}
+
+export interface PullOK {
+  cookie: JSONValue;
+  lastMutationIDChanges: Record<string, number>;
+  patch: PatchOperation[];
+}
+
+/** Pulls (version 1) and returns the body of a 200 response. */
+export async function pull(ctx: SyncContext, clientGroupID: string, cookie: JSONValue, headers?: Record<string, string>): Promise<PullOK> {
+  const response = await handlePull(post('/pull', pullBody(clientGroupID, cookie), headers), ctx);
+  const text = await response.text();
+  expect(response.status, text).toBe(200);
+  return JSON.parse(text) as PullOK;
+}
+
+/** Applies a patch to a client view, as the client does (`sync/patch.ts`). */
+export function applyPatch(view: ReadonlyMap<string, JSONValue>, patch: readonly PatchOperation[]): Map<string, JSONValue> {
+  const next = new Map(view);
+  for (const op of patch) {
+    if (op.op === 'clear') next.clear();
+    else if (op.op === 'put') next.set(op.key, op.value);
+    else next.delete(op.key);
+  }
+  return next;
+}
+
+/** The whole server view of a space, read by a full pull. */
+export async function serverView(ctx: SyncContext, headers?: Record<string, string>): Promise<Map<string, JSONValue>> {
+  const { patch } = await pull(ctx, 'view-reader', null, headers);
+  return applyPatch(new Map(), patch);
+}

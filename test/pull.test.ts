@@ -1,0 +1,262 @@
+import { describe, expect, it } from 'vitest';
+import { handlePull, type JSONValue, memoryStorage, type StorageTransaction } from '../src/index.js';
+import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, serverView, testContext } from './helpers.js';
+
+async function pullResponse(ctx: ReturnType<typeof testContext>, body: unknown) {
+  const response = await handlePull(post('/pull', body), ctx);
+  return { status: response.status, body: await response.json() };
+}
+
+describe('rule 1: versions', () => {
+  it.each([2, -1, 0.5, 99])('pullVersion %s gets VersionNotSupported (pull) with status 200', async (pullVersion) => {
+    const ctx = testContext();
+    // Everything else about the body is ignored: the version decides first.
+    const { status, body } = await pullResponse(ctx, { pullVersion, whatever: true });
+    expect(status).toBe(200);
+    expect(body).toEqual({ error: 'VersionNotSupported', versionType: 'pull' });
+  });
+
+  it('an unaccepted schemaVersion gets VersionNotSupported (schema) with status 200, for v1 and v0', async () => {
+    for (const schemaVersion of ['v2', ['v1', 'v3'], (s: string) => s.startsWith('v1')] as const) {
+      const ctx = testContext({ schemaVersion });
+      expect(await pullResponse(ctx, pullBody('g', null, { schemaVersion: 'v0' }))).toEqual({
+        status: 200,
+        body: { error: 'VersionNotSupported', versionType: 'schema' },
+      });
+      expect((await pullResponse(ctx, pullBodyV0('c', null, 0, { schemaVersion: 'v0' }))).body.versionType).toBe('schema');
+    }
+  });
+
+  it('an accepted schemaVersion is served', async () => {
+    const ctx = testContext({ schemaVersion: ['v1', 'v2'] });
+    const { status, body } = await pullResponse(ctx, pullBody('g', null, { schemaVersion: 'v2' }));
+    expect(status).toBe(200);
+    expect(body.patch).toEqual([{ op: 'clear' }]);
+  });
+});
+
+describe('rule 2: one version per space, taken in the push transaction', () => {
+  it('the cookie is an object whose order is a number, and grows by one per push that changed something', async () => {
+    const ctx = testContext();
+    const first = await pull(ctx, 'g', null);
+    expect(first.cookie).toEqual({ order: 0 });
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 })]);
+    const second = await pull(ctx, 'g', first.cookie);
+    expect(second.cookie).toMatchObject({ order: 1, epoch: expect.any(String) });
+    expect(typeof (second.cookie as { order: unknown }).order).toBe('number');
+    await push(ctx, 'g', [mutation('c', 3, 'put', { key: 'a', value: 3 })]);
+    expect((await pull(ctx, 'g', second.cookie)).cookie).toMatchObject({ order: 2 });
+  });
+
+  it('a push that changes nothing (all duplicates) keeps the version', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    const before = await pull(ctx, 'g', null);
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 'again' })]);
+    expect((await pull(ctx, 'g', null)).cookie).toEqual(before.cookie);
+  });
+
+  it('deletes are soft: a pull from before the delete is told about it', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    const { cookie } = await pull(ctx, 'g', null);
+    await push(ctx, 'g', [mutation('c', 2, 'del', { key: 'a' })]);
+    expect((await pull(ctx, 'g', cookie)).patch).toEqual([{ op: 'del', key: 'a' }]);
+  });
+
+  it('spaces are versioned independently', async () => {
+    const ctx = testContext({ space: (request) => new URL(request.url).searchParams.get('space') ?? '' });
+    const inSpace = (space: string, body: unknown) => handlePull(post(`/pull?space=${space}`, body), ctx).then((r) => r.json());
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    expect(await inSpace('other', pullBody('g2', null))).toMatchObject({ cookie: { order: 0 }, patch: [{ op: 'clear' }] });
+    expect(await inSpace('', pullBody('g3', null))).toMatchObject({ cookie: { order: 1 } });
+  });
+});
+
+describe('rule 3: incremental patches', () => {
+  it('a pull returns exactly the entries changed after its cookie', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 1 })]);
+    const { cookie } = await pull(ctx, 'g', null);
+    await push(ctx, 'g', [mutation('c', 3, 'put', { key: 'b', value: 2 }), mutation('c', 4, 'put', { key: 'c', value: 3 })]);
+    const { patch } = await pull(ctx, 'g', cookie);
+    expect(patch).toEqual([
+      { op: 'put', key: 'b', value: 2 },
+      { op: 'put', key: 'c', value: 3 },
+    ]);
+  });
+
+  it('a key changed many times appears once, with its latest value', async () => {
+    const ctx = testContext();
+    const { cookie } = await pull(ctx, 'g', null);
+    for (let id = 1; id <= 5; id++) await push(ctx, 'g', [mutation('c', id, 'increment', { key: 'n', delta: 1 })]);
+    expect((await pull(ctx, 'g', cookie)).patch).toEqual([{ op: 'put', key: 'n', value: 5 }]);
+  });
+
+  it('reads only the changed entries, not the whole space', async () => {
+    const reads = { count: 0 };
+    const storage = countingStorage(reads);
+    const ctx = testContext({ storage });
+    const many = Array.from({ length: 500 }, (_, i) => mutation('c', i + 1, 'put', { key: `k${i}`, value: i }));
+    await push(ctx, 'g', many);
+    const { cookie } = await pull(ctx, 'g', null);
+    await push(ctx, 'g', [mutation('c', 501, 'put', { key: 'k7', value: 'new' })]);
+    reads.count = 0;
+    expect((await pull(ctx, 'g', cookie)).patch).toEqual([{ op: 'put', key: 'k7', value: 'new' }]);
+    expect(reads.count).toBeLessThan(10);
+  });
+
+  it('a new client group forking another group\'s cookie gets an ordinary incremental patch', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'a', value: 1 })]);
+    const { cookie } = await pull(ctx, 'g1', null);
+    await push(ctx, 'g1', [mutation('c1', 2, 'put', { key: 'b', value: 2 })]);
+    const forked = await pull(ctx, 'g2', cookie);
+    expect(forked.patch).toEqual([{ op: 'put', key: 'b', value: 2 }]);
+    expect(forked.lastMutationIDChanges).toEqual({});
+  });
+});
+
+describe('rule 4: a null or unusable cookie gets everything', () => {
+  it('a null cookie gets clear followed by a put for every live entry', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [
+      mutation('c', 1, 'put', { key: 'a', value: 1 }),
+      mutation('c', 2, 'put', { key: 'b', value: { x: [1] } }),
+      mutation('c', 3, 'del', { key: 'a' }),
+    ]);
+    expect((await pull(ctx, 'g', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'b', value: { x: [1] } }]);
+  });
+
+  it.each<JSONValue>([0, 3, '1', { order: 1 }, { order: '1' }, { order: 1, epoch: 7 }, true, [1]])(
+    'a cookie this server never issues (%j) that orders below the current one gets a full reset',
+    async (cookie) => {
+      const ctx = testContext();
+      for (let id = 1; id <= 5; id++) await push(ctx, 'g', [mutation('c', id, 'put', { key: `k${id}`, value: id })]);
+      const { patch, cookie: returned } = await pull(ctx, 'g', cookie);
+      expect(patch[0]).toEqual({ op: 'clear' });
+      expect(patch).toHaveLength(6);
+      expect(returned).toMatchObject({ order: 5 });
+    },
+  );
+});
+
+describe('rule 5: a cookie the server cannot have issued means lost state', () => {
+  it('an order above the current version gets ClientStateNotFound', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    const { cookie } = await pull(ctx, 'g', null);
+    const ahead = { ...(cookie as object), order: 2 };
+    expect(await pullResponse(ctx, pullBody('g', ahead))).toEqual({ status: 200, body: { error: 'ClientStateNotFound' } });
+  });
+
+  it('a cookie from an earlier incarnation of the store gets ClientStateNotFound, even at a lower order', async () => {
+    const old = testContext();
+    await push(old, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    const { cookie } = await pull(old, 'g', null);
+    const fresh = testContext(); // the server restarted on an empty store, then others pushed
+    for (let id = 1; id <= 3; id++) await push(fresh, 'g2', [mutation('d', id, 'put', { key: 'b', value: id })]);
+    expect((await pullResponse(fresh, pullBody('g', cookie))).body).toEqual({ error: 'ClientStateNotFound' });
+    expect((await pullResponse(fresh, pullBodyV0('c', cookie, 0))).body).toEqual({ error: 'ClientStateNotFound' });
+  });
+
+  it('a foreign cookie that orders at or above the current one gets ClientStateNotFound, not a reset the client would refuse', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    for (const cookie of [1, 50, 'zzz', '2', { order: 1.5 }]) {
+      expect((await pullResponse(ctx, pullBody('g', cookie))).body).toEqual({ error: 'ClientStateNotFound' });
+    }
+  });
+
+  it('a cookie at order 0 is valid in every incarnation: it holds nothing', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    expect((await pull(ctx, 'g', { order: 0 })).patch).toEqual([{ op: 'put', key: 'a', value: 1 }]);
+  });
+});
+
+describe('rule 6: lastMutationIDs', () => {
+  it('v1 returns the group\'s clients whose lastMutationID changed since the cookie, and no others', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c1', 1, 'put', { key: 'a', value: 1 }), mutation('c2', 1, 'put', { key: 'b', value: 1 })]);
+    await push(ctx, 'other', [mutation('x', 1, 'put', { key: 'c', value: 1 })]);
+    const first = await pull(ctx, 'g', null);
+    expect(first.lastMutationIDChanges).toEqual({ c1: 1, c2: 1 });
+    await push(ctx, 'g', [mutation('c2', 2, 'put', { key: 'b', value: 2 })]);
+    expect((await pull(ctx, 'g', first.cookie)).lastMutationIDChanges).toEqual({ c2: 2 });
+  });
+
+  it('lastMutationIDChanges are read in the same transaction as the patch', async () => {
+    const ctx = testContext();
+    const transactions: boolean[] = [];
+    const inner = ctx.storage;
+    ctx.storage = { transaction: (fn, options) => (transactions.push(options.readOnly), inner.transaction(fn, options)) };
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    transactions.length = 0;
+    const result = await pull(ctx, 'g', null);
+    expect(transactions).toEqual([true]);
+    expect(result.lastMutationIDChanges).toEqual({ c: 1 });
+  });
+
+  it('v0 returns the requesting client\'s lastMutationID with the patch', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 })]);
+    const { status, body } = await pullResponse(ctx, pullBodyV0('c', null, 0));
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      cookie: expect.objectContaining({ order: 1 }),
+      lastMutationID: 2,
+      patch: [{ op: 'clear' }, { op: 'put', key: 'a', value: 1 }, { op: 'put', key: 'b', value: 2 }],
+    });
+  });
+
+  it('v0: a new client gets lastMutationID 0; an unknown one that claims more gets 500, as the spec says', async () => {
+    const ctx = testContext();
+    expect((await pullResponse(ctx, pullBodyV0('new', null, 0))).body).toMatchObject({ lastMutationID: 0 });
+    const { status, body } = await pullResponse(ctx, pullBodyV0('lost', null, 4));
+    expect(status).toBe(500);
+    expect(body.message).toMatch(/claims lastMutationID 4/);
+  });
+
+  it('a pull never writes', async () => {
+    const ctx = testContext();
+    await pull(ctx, 'g', null);
+    await pullResponse(ctx, pullBodyV0('c', null, 0));
+    expect(await serverView(ctx)).toEqual(new Map());
+    // A v1 pull by a group that never pushed does not create it: another user may still claim it.
+    const owned = testContext({ authenticate: (r) => r.headers.get('authorization') || null });
+    await pull(owned, 'g', null, { authorization: 'alice' });
+    await push(owned, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })], { authorization: 'bob' });
+  });
+});
+
+it('applying a full pull to an empty view gives the server view', async () => {
+  const ctx = testContext();
+  await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'ü/🙂', value: 'ok' }), mutation('c', 2, 'put', { key: '\uffff', value: 1 })]);
+  const view = applyPatch(new Map(), (await pull(ctx, 'g', null)).patch);
+  expect([...view.keys()]).toEqual(['\uffff', 'ü/🙂'].sort());
+});
+
+/** A memory store that counts the entries it reads, to check what a pull costs. */
+function countingStorage(reads: { count: number }) {
+  const inner = memoryStorage();
+  return {
+    transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: { readOnly: boolean }) {
+      return inner.transaction(
+        (tx) =>
+          fn({
+            ...tx,
+            get: (key) => (reads.count++, tx.get(key)),
+            put: tx.put,
+            del: tx.del,
+            scan: async (o) => {
+              const rows = await tx.scan(o);
+              reads.count += rows.length;
+              return rows;
+            },
+          }),
+        options,
+      );
+    },
+  };
+}
