@@ -24,8 +24,10 @@ export function memoryStorage(): Storage {
     if (value === undefined) {
       if (values.delete(key)) keys.delete(key);
     } else {
-      if (!values.has(key)) keys.add(key);
+      // Set first: if the Map refuses (V8 caps a Map at 2^24 entries), the index stays in step.
+      const added = !values.has(key);
       values.set(key, value);
+      if (added) keys.add(key);
     }
   }
 
@@ -82,7 +84,7 @@ function scan(
 ): Array<[string, StoredValue]> {
   const out: Array<[string, StoredValue]> = [];
   if (limit <= 0) return out;
-  const fromStart = start !== undefined && compareUTF8(start.key, prefix) > 0;
+  const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
   const from = fromStart ? start.key : prefix;
   for (const key of keys.from(from, fromStart && start.exclusive === true)) {
     if (!key.startsWith(prefix)) break;

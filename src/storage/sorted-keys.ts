@@ -17,6 +17,13 @@ export class SortedKeys {
       chunks.push([key]);
       return;
     }
+    const last = chunks[chunks.length - 1]!;
+    // Version-index keys grow with the version, so most inserts land at the very end.
+    if (compareUTF8(last[last.length - 1]!, key) < 0) {
+      if (last.length < MAX_CHUNK) last.push(key);
+      else chunks.push([key]);
+      return;
+    }
     const c = Math.min(this.#chunkFor(key), chunks.length - 1);
     const chunk = chunks[c]!;
     const i = lowerBound(chunk, key);

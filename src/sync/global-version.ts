@@ -53,9 +53,11 @@ class GlobalVersionSession implements SpaceSession {
   async *scan(prefix: string, start?: { key: string; exclusive: boolean }) {
     const skip = this.#keys.entryPrefix.length;
     const from = start && { key: this.#keys.entry(start.key), exclusive: start.exclusive };
-    for await (const [key, entry] of scanAll(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) {
-      const { del, val } = entry as unknown as Entry & { val?: JSONValue };
-      if (!del) yield [key.slice(skip), val!] as const;
+    for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) {
+      for (const [key, entry] of page) {
+        const { del, val } = entry as unknown as Entry & { val?: JSONValue };
+        if (!del) yield [key.slice(skip), val!] as const;
+      }
     }
   }
 
@@ -110,8 +112,11 @@ class GlobalVersionSession implements SpaceSession {
     if (clientGroupID !== undefined) {
       const prefix = this.#keys.lmidPrefix(clientGroupID);
       const start = { key: prefix + encodeVersion((since === 'reset' ? 0 : since) + 1) };
-      for await (const [key, lmid] of scanAll(this.#tx, { prefix, start })) {
-        lastMutationIDChanges[key.slice(prefix.length + VERSION_FIELD)] = lmid as number;
+      for await (const page of scanPages(this.#tx, { prefix, start })) {
+        for (const [key, lmid] of page) {
+          // defineProperty: a client may be named "__proto__", which assignment would swallow.
+          Object.defineProperty(lastMutationIDChanges, key.slice(prefix.length + VERSION_FIELD), { value: lmid, enumerable: true, writable: true, configurable: true });
+        }
       }
     }
     return { cookie: current, patch, lastMutationIDChanges };
@@ -136,7 +141,14 @@ class GlobalVersionSession implements SpaceSession {
 
   async #everything(): Promise<PatchOperation[]> {
     const patch: PatchOperation[] = [{ op: 'clear' }];
-    for await (const [key, value] of this.scan('')) patch.push({ op: 'put', key, value });
+    const skip = this.#keys.entryPrefix.length;
+    // Page by page rather than through scan(): an await per entry costs a third of a full pull.
+    for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix })) {
+      for (const [key, entry] of page) {
+        const { del, val } = entry as unknown as Entry & { val?: JSONValue };
+        if (!del) patch.push({ op: 'put', key: key.slice(skip), value: val! });
+      }
+    }
     return patch;
   }
 
@@ -144,10 +156,12 @@ class GlobalVersionSession implements SpaceSession {
     const patch: PatchOperation[] = [];
     const prefix = this.#keys.versionPrefix;
     const start = { key: prefix + encodeVersion(since + 1) };
-    for await (const [indexKey] of scanAll(this.#tx, { prefix, start })) {
-      const key = indexKey.slice(prefix.length + VERSION_FIELD);
-      const entry = (await this.#tx.get(this.#keys.entry(key))) as Entry;
-      patch.push(entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val });
+    for await (const page of scanPages(this.#tx, { prefix, start })) {
+      for (const [indexKey] of page) {
+        const key = indexKey.slice(prefix.length + VERSION_FIELD);
+        const entry = (await this.#tx.get(this.#keys.entry(key))) as unknown as Entry;
+        patch.push(entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val });
+      }
     }
     return patch;
   }
@@ -166,12 +180,12 @@ class GlobalVersionSession implements SpaceSession {
   }
 }
 
-/** Every entry matching `options`, read from the store in pages. */
-async function* scanAll(tx: StorageTransaction, options: ScanOptions): AsyncGenerator<readonly [string, StoredValue]> {
+/** Every entry matching `options`, read from the store a page at a time. */
+async function* scanPages(tx: StorageTransaction, options: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, StoredValue]>> {
   let start = options.start;
   for (;;) {
     const page = await tx.scan({ prefix: options.prefix, start, limit: PAGE_SIZE });
-    yield* page;
+    if (page.length > 0) yield page;
     if (page.length < PAGE_SIZE) return;
     start = { key: page[page.length - 1]![0], exclusive: true };
   }

@@ -9,8 +9,8 @@
  * - `l/<space>/<group>/<ver>/<clientID>`: the lastMutationID index of a group, value `lmid`;
  * - `g/<space>/<group>`: a client group record, `{owner}`.
  *
- * Space and group IDs are URI-encoded so that no `/` inside them can make one prefix cover
- * another; user keys and client IDs come last, where any string is safe.
+ * Space and group IDs are escaped so that no `/` inside them can make one prefix cover another;
+ * user keys and client IDs come last, where any string is safe.
  */
 export class SpaceKeys {
   readonly meta: string;
@@ -19,7 +19,7 @@ export class SpaceKeys {
   readonly #space: string;
 
   constructor(space: string) {
-    this.#space = encodeURIComponent(space);
+    this.#space = escapeID(space);
     this.meta = `m/${this.#space}`;
     this.entryPrefix = `e/${this.#space}/`;
     this.versionPrefix = `v/${this.#space}/`;
@@ -38,11 +38,11 @@ export class SpaceKeys {
   }
 
   group(group: string): string {
-    return `g/${this.#space}/${encodeURIComponent(group)}`;
+    return `g/${this.#space}/${escapeID(group)}`;
   }
 
   lmidPrefix(group: string): string {
-    return `l/${this.#space}/${encodeURIComponent(group)}/`;
+    return `l/${this.#space}/${escapeID(group)}/`;
   }
 
   lmid(group: string, version: number, clientID: string): string {
@@ -53,6 +53,14 @@ export class SpaceKeys {
 /** Fixed-width hex, so that string order is number order for every safe integer. */
 export function encodeVersion(version: number): string {
   return version.toString(16).padStart(VERSION_WIDTH, '0');
+}
+
+/**
+ * Escapes `/` (and `%`, to stay reversible). Unlike encodeURIComponent it accepts any string,
+ * lone surrogates included, which JSON can carry.
+ */
+function escapeID(id: string): string {
+  return id.replaceAll('%', '%25').replaceAll('/', '%2F');
 }
 
 /** Characters a version takes in a key, plus the `/` after it. */

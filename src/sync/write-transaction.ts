@@ -152,7 +152,7 @@ export class MutationTransaction implements WriteTransaction {
   async *#entries({ prefix = '', start, limit = Infinity }: ScanOptions): AsyncGenerator<readonly [string, JSONValue]> {
     this.#check();
     if (limit <= 0) return;
-    const from = start && compareUTF8(start.key, prefix) > 0 ? { key: start.key, exclusive: start.exclusive ?? false } : undefined;
+    const from = start && compareUTF8(start.key, prefix) >= 0 ? { key: start.key, exclusive: start.exclusive ?? false } : undefined;
     let count = 0;
     for await (const [key, value] of this.#merged(prefix, from)) {
       if (value === DELETED) continue;
