@@ -19,6 +19,8 @@ export async function handleRequest(request: Request, ctx: SyncContext): Promise
     const handler = path.endsWith('/pull') ? handlePull : path.endsWith('/push') ? handlePush : undefined;
     if (handler === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push`);
     if (request.method === 'OPTIONS' && ctx.cors !== false) {
+      // Without an Origin it is no preflight, just a question about the resource.
+      if (!request.headers.has('origin')) return new Response(null, { status: 204, headers: { allow: 'POST, OPTIONS' } });
       const headers = corsHeaders(request, ctx.cors, true);
       if (headers === null) throw new HTTPError(403, `Origin ${request.headers.get('origin') ?? '(none)'} may not call this server`);
       return new Response(null, { status: 204, headers });

@@ -84,7 +84,7 @@ export class MutationTransaction implements WriteTransaction {
   }
 
   async get(key: string): Promise<JSONValue | undefined> {
-    this.#check();
+    this.#check(key);
     const written = this.#writes.get(key);
     if (written !== undefined) return written === DELETED ? undefined : written;
     return this.#space.get(key);
@@ -117,8 +117,7 @@ export class MutationTransaction implements WriteTransaction {
   }
 
   async set(key: string, value: JSONValue): Promise<void> {
-    this.#check();
-    if (typeof key !== 'string') throw new TypeError(`A key must be a string, got ${typeof key}`);
+    this.#check(key);
     this.#writes.set(key, frozenJSONCopy(value));
   }
 
@@ -143,14 +142,19 @@ export class MutationTransaction implements WriteTransaction {
     this.#writes.clear();
   }
 
-  #check(): void {
+  #check(key?: unknown): void {
     // A mutator that forgot an `await` would otherwise write into whatever runs next.
     if (!this.#open) throw new Error(`The transaction of mutation ${this.mutationID} is closed`);
+    // Args come from the wire: without this, `del(args.key)` with a number would delete "0".
+    if (arguments.length > 0 && typeof key !== 'string') throw new TypeError(`A key must be a string, got ${key === null ? 'null' : typeof key}`);
   }
 
   /** Live entries in range, with this mutation's writes laid over the space's. */
   async *#entries({ prefix = '', start, limit = Infinity }: ScanOptions): AsyncGenerator<readonly [string, JSONValue]> {
     this.#check();
+    if (typeof prefix !== 'string' || (start !== undefined && typeof start.key !== 'string')) {
+      throw new TypeError('scan: prefix and start.key must be strings');
+    }
     if (limit <= 0) return;
     const from = start && compareUTF8(start.key, prefix) >= 0 ? { key: start.key, exclusive: start.exclusive ?? false } : undefined;
     let count = 0;
