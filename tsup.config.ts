@@ -1,11 +1,18 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts' },
+  entry: {
+    index: 'src/index.ts',
+    node: 'adapters/node.ts',
+  },
   format: ['esm', 'cjs'],
-  dts: true,
+  // Shared chunks, so that every entry uses the one copy of the core (one HTTPError class).
+  splitting: true,
+  // The Node adapter needs Node's types; the root entry's own check (tsconfig.json) has none.
+  dts: { compilerOptions: { types: ['node'] } },
   clean: true,
   sourcemap: true,
   target: 'es2022',
   platform: 'neutral',
+  external: [/^node:/],
 });

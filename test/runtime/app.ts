@@ -1,0 +1,25 @@
+/**
+ * The app every runtime test serves: the same mutators and limits in Node, Deno, Bun and
+ * workerd. It imports nothing at run time, so each runtime's entry script can pair it with the
+ * package as that runtime loads it.
+ */
+import type { JSONValue, Storage, SyncContext, WriteTransaction } from '../../src/index.js';
+
+/** Small, so that the suite can send a body over it cheaply. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+export const runtimeMutators = {
+  put: async (tx: WriteTransaction, { key, value }: { key: string; value: JSONValue }) => {
+    await tx.set(key, value);
+  },
+  del: async (tx: WriteTransaction, { key }: { key: string }) => {
+    await tx.del(key);
+  },
+  increment: async (tx: WriteTransaction, { key, delta }: { key: string; delta: number }) => {
+    await tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + delta);
+  },
+};
+
+export function runtimeContext(storage: Storage): SyncContext {
+  return { storage, mutators: runtimeMutators, maxBodyBytes: MAX_BODY_BYTES, onError: () => {} };
+}

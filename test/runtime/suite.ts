@@ -1,0 +1,98 @@
+/**
+ * The HTTP suite every runtime runs against a real server: it checks the wiring (requests in,
+ * responses out, bodies, headers, limits, concurrency), not the protocol, which the core's own
+ * tests cover once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BODY_BYTES } from './app.js';
+
+export interface RunningServer {
+  /** Base URL; the suite calls `<url>pull` and `<url>push`. */
+  url: URL;
+  stop(): Promise<void>;
+}
+
+export function describeRuntime(name: string, start: () => Promise<RunningServer>): void {
+  describe(`runtime: ${name}`, () => {
+    let server: RunningServer;
+    beforeAll(async () => {
+      server = await start();
+    }, 120_000);
+    afterAll(() => server?.stop());
+
+    const call = (path: string, init: RequestInit = {}) => fetch(new URL(path, server.url), init);
+    const postJSON = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      call(path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: '', ...headers }, body: JSON.stringify(body) });
+    const push = (group: string, mutations: unknown[]) =>
+      postJSON('push', { pushVersion: 1, clientGroupID: group, mutations, profileID: 'p', schemaVersion: '' });
+    const pull = (group: string, cookie: unknown) =>
+      postJSON('pull', { pullVersion: 1, clientGroupID: group, cookie, profileID: 'p', schemaVersion: '' });
+
+    it('pushes and pulls: a round trip through the server', async () => {
+      const pushed = await push(`${name}-g1`, [
+        { clientID: `${name}-c1`, id: 1, name: 'put', args: { key: `${name}/a`, value: { unicode: 'ü🙂' } }, timestamp: 1 },
+        { clientID: `${name}-c1`, id: 2, name: 'increment', args: { key: `${name}/n`, delta: 2 }, timestamp: 2 },
+      ]);
+      expect(pushed.status).toBe(200);
+      expect(pushed.headers.get('content-type')).toMatch(/application\/json/);
+      expect(await pushed.json()).toEqual({});
+      const pulled = await pull(`${name}-g1`, null);
+      expect(pulled.status).toBe(200);
+      const body = await pulled.json();
+      expect(body.lastMutationIDChanges).toEqual({ [`${name}-c1`]: 2 });
+      expect(body.patch).toEqual(expect.arrayContaining([{ op: 'put', key: `${name}/a`, value: { unicode: 'ü🙂' } }, { op: 'put', key: `${name}/n`, value: 2 }]));
+      const again = await (await pull(`${name}-g1`, body.cookie)).json();
+      expect(again).toEqual({ cookie: body.cookie, lastMutationIDChanges: {}, patch: [] });
+    });
+
+    it('serves concurrent pushes without losing one', async () => {
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => push(`${name}-cg${i}`, [{ clientID: `${name}-cc${i}`, id: 1, name: 'increment', args: { key: `${name}/count`, delta: 1 }, timestamp: 1 }])),
+      );
+      expect(responses.map((r) => r.status)).toEqual(Array(20).fill(200));
+      const { patch } = await (await pull(`${name}-counter`, null)).json();
+      expect(patch).toContainEqual({ op: 'put', key: `${name}/count`, value: 20 });
+    });
+
+    it('answers errors with a status and a JSON body', async () => {
+      const malformed = await call('pull', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"pullVersion":' });
+      expect(malformed.status).toBe(400);
+      expect(await malformed.json()).toMatchObject({ error: 'BadRequest' });
+      const wrongType = await call('push', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+      expect(wrongType.status).toBe(415);
+      const get = await call('pull');
+      expect(get.status).toBe(405);
+      expect(get.headers.get('allow')).toBe('POST, OPTIONS');
+      await get.arrayBuffer();
+      expect((await postJSON('elsewhere', {})).status).toBe(404);
+    });
+
+    it('answers a CORS preflight', async () => {
+      const response = await call('push', {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-replicache-requestid' },
+      });
+      expect(response.status).toBe(204);
+      expect(response.headers.get('access-control-allow-origin')).toBe('*');
+      expect(response.headers.get('access-control-allow-headers')).toMatch(/x-replicache-requestid/);
+    });
+
+    it('refuses a body over the limit with 413, with and without Content-Length', async () => {
+      const big = JSON.stringify({ pushVersion: 1, clientGroupID: 'big', profileID: 'p', schemaVersion: '', mutations: [], pad: 'x'.repeat(MAX_BODY_BYTES) });
+      const declared = await call('push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+      expect(declared.status).toBe(413);
+      expect(await declared.json()).toMatchObject({ error: 'PayloadTooLarge' });
+      const bytes = new TextEncoder().encode(big);
+      const stream = new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += 8192) controller.enqueue(bytes.slice(i, i + 8192));
+          controller.close();
+        },
+      });
+      const chunked = await call('push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+      expect(chunked.status).toBe(413);
+      // The server is still up and serving after refusing.
+      expect((await pull('after-413', null)).status).toBe(200);
+    });
+  });
+}
