@@ -46,11 +46,11 @@ export function serve(ctx: SyncContext, options: ServeOptions = {}): Promise<Syn
 }
 
 async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncContext): Promise<void> {
-  const aborted = new AbortController();
-  res.once('close', () => aborted.abort());
+  // Rejects only when the client hangs up mid-body; the listener then drops the socket.
+  const small = await readSmallBody(req);
   let request: Request;
   try {
-    request = toRequest(req, aborted.signal);
+    request = toRequest(req, small);
   } catch {
     // Only a request line or Host header that makes no URL gets here.
     res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"BadRequest","message":"The request URL is not valid"}');
@@ -59,7 +59,12 @@ async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncCo
   await writeResponse(await handleRequest(request, ctx), res);
 }
 
-function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
+/**
+ * The request as a Fetch `Request`. It carries no AbortSignal: the core never reads one, a
+ * client that hangs up mid-body errors the body stream instead, and undici makes a Request with
+ * a signal cost half as much again.
+ */
+function toRequest(req: IncomingMessage, small: Uint8Array | undefined): Request {
   const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -67,8 +72,23 @@ function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
     else if (value !== undefined) headers.set(name, value);
   }
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-  return new Request(url, { method: req.method, headers, signal, body: hasBody ? bodyStream(req) : null, duplex: 'half' } as RequestInit);
+  return new Request(url, { method: req.method, headers, body: hasBody ? (small ?? bodyStream(req)) : null, duplex: 'half' } as RequestInit);
 }
+
+/**
+ * The whole body when it declares a small length, else undefined (it will be streamed). Node's
+ * parser never delivers more than the declared length, so this buffers at most SMALL_BODY bytes,
+ * and bytes make a Request about twice as fast as a stream does.
+ */
+async function readSmallBody(req: IncomingMessage): Promise<Uint8Array | undefined> {
+  const length = Number(req.headers['content-length'] ?? NaN);
+  if (!(length <= SMALL_BODY) || req.method === 'GET' || req.method === 'HEAD') return undefined;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+const SMALL_BODY = 64 * 1024;
 
 /**
  * The request body as a web stream that reads only as fast as the core consumes it: the socket
@@ -100,21 +120,16 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
   );
 }
 
-/** Writes a Fetch response, waiting for `drain` when the socket's buffer is full. */
+/**
+ * Writes a Fetch response in one `end` with a Content-Length. The core builds every body in
+ * memory, so streaming it in pieces would only cost time: a chunked body's separate terminator
+ * waits out the client's delayed ACK, which cut throughput tenfold when measured.
+ */
 async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
+  const body = new Uint8Array(await response.arrayBuffer());
   const headers: Record<string, string> = Object.fromEntries(response.headers);
-  // An unread request body (refused as too large) must not be left in the connection.
+  headers['content-length'] = String(body.byteLength);
+  // An unread request body (refused before or while reading) must not be left in the connection.
   if (!res.req.complete) headers.connection = 'close';
-  res.writeHead(response.status, headers);
-  if (response.body === null) return void res.end();
-  const reader = response.body.getReader();
-  try {
-    for (let next = await reader.read(); !next.done; next = await reader.read()) {
-      if (res.destroyed) return;
-      if (!res.write(next.value)) await new Promise((resume) => (res.once('drain', resume), res.once('close', resume)));
-    }
-    res.end();
-  } finally {
-    if (res.destroyed) void reader.cancel().catch(() => {});
-  }
+  if (!res.destroyed) res.writeHead(response.status, headers).end(body);
 }
