@@ -749,7 +749,8 @@ function finiteJSON(value: unknown): boolean {
 
 /** Whether `args` are not what the test mutator `name` expects (so it may fail in a bad-args way). */
 function badArgs(name: string, args: unknown): boolean {
-  if (!isObject(args) || typeof args.key !== 'string') return true;
+  // A key with half a surrogate pair has no UTF-8 form: every store refuses it.
+  if (!isObject(args) || typeof args.key !== 'string' || /\p{Surrogate}/u.test(args.key)) return true;
   if (name === 'del') return false;
   if (name === 'increment') return typeof args.delta !== 'number' || !Number.isFinite(args.delta);
   // A value nested 1000 deep or more may overflow the stack of the JSON copy (a RangeError).
@@ -760,6 +761,7 @@ function badArgs(name: string, args: unknown): boolean {
 const BAD_ARGS_MESSAGES = [
   /^Cannot destructure property '\w+' of '.*' as it is (null|undefined)\.$/,
   /^A key must be a string, got \w+$/,
+  /^Key .* holds a lone surrogate, which has no UTF-8 form$/s,
   /^value.* is not a JSON value \(.*\)$/,
   /^Cannot convert object to primitive value$/,
   /^Maximum call stack size exceeded$/,
@@ -867,6 +869,16 @@ async function checkInvariants(world: World, sent: Sent): Promise<void> {
   }
   expect(v.is(schemaOf(endpoint!), raw), `${context}\na body the wire schema rejects was processed`).toBe(true);
   if (endpoint === 'push') {
+    if (v.is(ClientStateNotFoundResponse, body)) {
+      // Only when the push names a client this store does not know, past its first mutation:
+      // proof that the store lost that client's state.
+      let lost = false;
+      for (const m of (raw as { mutations: Array<{ clientID: string; id: number }> }).mutations) {
+        if (m.id > 1 && !(await hasClientRecord(world, m.clientID))) lost = true;
+      }
+      expect(lost, `${context}\nClientStateNotFound for a push with no lost client`).toBe(true);
+      return;
+    }
     expect(body, context).toEqual({});
     return;
   }
@@ -935,9 +947,11 @@ describe('bad input never gets a 5xx, an undocumented shape or an internal error
   });
 
   it('client IDs, keys and arg fields named like Object.prototype members round-trip through push and pull', async () => {
-    const name = fc.oneof(fc.constantFrom(...PROTO_NAMES), weirdKey).filter((id) => !['c1', 'c2', 'c3'].includes(id));
+    // Well-formed only: IDs and keys with half a surrogate pair are refused (a test above).
+    const wellFormed = (text: string) => !/\p{Surrogate}/u.test(text);
+    const name = fc.oneof(fc.constantFrom(...PROTO_NAMES), weirdKey).filter((id) => !['c1', 'c2', 'c3'].includes(id) && wellFormed(id));
     await fc.assert(
-      fc.asyncProperty(name, weirdKey, protoObject, async (clientID, key, value) => {
+      fc.asyncProperty(name, weirdKey.filter(wellFormed), protoObject, async (clientID, key, value) => {
         const world = await seed({ auth: false, schemas: false });
         await push(world.ctx, 'g-proto', [mutation(clientID, 1, 'put', { key, value })]);
         expect(world.ctx.errors).toEqual([]);

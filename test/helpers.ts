@@ -108,3 +108,12 @@ export async function serverView(ctx: SyncContext, headers?: Record<string, stri
   const { patch } = await pull(ctx, 'view-reader', null, headers);
   return applyPatch(new Map(), patch);
 }
+
+/**
+ * The version a cookie stands for, given the cookie of version 1 of the same space: orders are
+ * the space's version plus a base taken from its creation time (src/sync/cookie.ts).
+ */
+export function versionOf(cookie: JSONValue, versionOne: JSONValue): number {
+  const order = (cookie as { order: number }).order;
+  return order === 0 ? 0 : order - (versionOne as { order: number }).order + 1;
+}

@@ -14,3 +14,12 @@ export type JSONValue =
  * schema only gives the field its type.
  */
 export const JSONValue = v.custom<JSONValue>(() => true);
+
+/**
+ * A string with no lone surrogate. IDs become storage keys, which order by UTF-8 bytes, and half
+ * a surrogate pair has no UTF-8 form.
+ */
+export const WellFormedString = v.pipe(
+  v.string(),
+  v.check((s) => !/\p{Surrogate}/u.test(s), 'Expected a well-formed string (it holds a lone surrogate)'),
+);

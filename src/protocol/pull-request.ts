@@ -1,10 +1,10 @@
 import * as v from 'valibot';
-import { JSONValue } from './json.js';
+import { JSONValue, WellFormedString } from './json.js';
 
 /** A pull of protocol version 1: a whole client group pulls at once. */
 export const PullRequestV1 = v.object({
   pullVersion: v.literal(1),
-  clientGroupID: v.string(),
+  clientGroupID: WellFormedString,
   cookie: JSONValue,
   profileID: v.string(),
   schemaVersion: v.string(),
@@ -16,7 +16,7 @@ export type PullRequestV1 = v.InferOutput<typeof PullRequestV1>;
 /** A pull of protocol version 0: one client pulls and learns its own lastMutationID. */
 export const PullRequestV0 = v.object({
   pullVersion: v.literal(0),
-  clientID: v.string(),
+  clientID: WellFormedString,
   cookie: JSONValue,
   lastMutationID: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
   profileID: v.string(),

@@ -1,9 +1,9 @@
 import * as v from 'valibot';
-import { JSONValue } from './json.js';
+import { JSONValue, WellFormedString } from './json.js';
 
 /** One mutation the client ran locally and asks the server to run. */
 export const Mutation = v.object({
-  clientID: v.string(),
+  clientID: WellFormedString,
   id: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
   name: v.string(),
   // The client omits `args` when a mutator is called without them (JSON drops `undefined`).
@@ -18,7 +18,7 @@ export type Mutation = v.InferOutput<typeof Mutation>;
 /** A push of protocol version 1: pending mutations of one client group, in order. */
 export const PushRequest = v.object({
   pushVersion: v.literal(1),
-  clientGroupID: v.string(),
+  clientGroupID: WellFormedString,
   mutations: v.array(Mutation),
   profileID: v.string(),
   schemaVersion: v.string(),

@@ -1,15 +1,33 @@
 import type { JSONValue } from '../protocol/json.js';
 
 /**
- * The cookie of the global version strategy: the space's version, and the epoch (a random ID
- * drawn when the space was created) that tells one incarnation of a store from the next.
- * Version 0 is the empty space in every incarnation, so its cookie carries no epoch.
+ * The cookie of the global version strategy. `epoch` is a random ID drawn when the space was
+ * created; it tells one incarnation of a store from the next (a wiped or restored database).
+ * `order` is the space's version plus a base taken from the creation time, so the cookies of a
+ * newer incarnation sort above those of an older one: a client that comes back with a cookie the
+ * server lost can then be sent a reset it accepts, as the client refuses any cookie lower than its
+ * own. Version 0 is the empty space in every incarnation, so its cookie is just `{order: 0}`.
  */
 export type VersionCookie = { order: number; epoch?: string };
 
-/** The cookie for `version` of a space created in `epoch`. */
-export function makeCookie(version: number, epoch: string | undefined): VersionCookie {
-  return version === 0 || epoch === undefined ? { order: version } : { order: version, epoch };
+/** Where the versions of a space created now start: a thousand per millisecond of its life. */
+export function orderBase(now: number): number {
+  // The spec bounds a space to about a thousand pushes a second: a million times below this.
+  // At 1000/ms, Date.now() stays within Number.MAX_SAFE_INTEGER until the year 2255.
+  return Math.floor(now) * 1000;
+}
+
+/**
+ * Whether a cookie names the empty view: `{order: 0}`, or `{order, epoch: ''}`, the cookie of a
+ * reset to a space that has no data yet, issued with an order above the lost cookie it replaced.
+ */
+export function isEmptyView(cookie: VersionCookie): boolean {
+  return cookie.order === 0 || cookie.epoch === '';
+}
+
+/** The cookie for `version` of a space created in `epoch` with versions starting at `base`. */
+export function makeCookie(version: number, space: { epoch: string; base: number } | undefined): VersionCookie {
+  return version === 0 || space === undefined ? { order: 0 } : { order: space.base + version, epoch: space.epoch };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
 import type { PatchOperation } from '../protocol/pull-response.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
-import { compareCookies, makeCookie, readCookie } from './cookie.js';
+import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, type VersionCookie } from './cookie.js';
 import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { ClientRecord, GroupRecord, PullResult, SpaceSession, Strategy } from './strategy.js';
 
@@ -15,13 +15,16 @@ import type { ClientRecord, GroupRecord, PullResult, SpaceSession, Strategy } fr
 export const globalVersion: Strategy = async (tx, space) => {
   const keys = new SpaceKeys(space);
   const meta = (await tx.get(keys.meta)) as Meta | undefined;
-  return new GlobalVersionSession(tx, keys, meta?.version ?? 0, meta?.epoch);
+  return new GlobalVersionSession(tx, keys, meta);
 };
 
-interface Meta {
+type Meta = {
   version: number;
+  /** Random ID of this incarnation of the space. */
   epoch: string;
-}
+  /** What the cookie's `order` adds to the version (see cookie.ts). */
+  base: number;
+};
 
 type Entry = { ver: number; val: JSONValue; del?: undefined } | { ver: number; del: true };
 
@@ -35,14 +38,14 @@ class GlobalVersionSession implements SpaceSession {
   readonly #tx: StorageTransaction;
   readonly #keys: SpaceKeys;
   #version: number;
-  #epoch: string | undefined;
+  #meta: Meta | undefined;
   #changed = false;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, version: number, epoch: string | undefined) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined) {
     this.#tx = tx;
     this.#keys = keys;
-    this.#version = version;
-    this.#epoch = epoch;
+    this.#meta = meta;
+    this.#version = meta?.version ?? 0;
   }
 
   async get(key: string): Promise<JSONValue | undefined> {
@@ -98,15 +101,19 @@ class GlobalVersionSession implements SpaceSession {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
     if (!this.#changed) return;
     this.#version += 1;
-    this.#epoch ??= crypto.randomUUID().replaceAll('-', '').slice(0, 12);
-    await this.#tx.put(this.#keys.meta, { version: this.#version, epoch: this.#epoch } satisfies Meta);
+    this.#meta ??= { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(Date.now()) };
+    this.#meta = { ...this.#meta, version: this.#version };
+    await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
   }
 
   async pull(cookie: JSONValue, clientGroupID: string | undefined): Promise<PullResult | 'ClientStateNotFound'> {
-    const current = makeCookie(this.#version, this.#epoch);
-    const since = this.#since(cookie, current);
-    if (since === 'ClientStateNotFound') return since;
+    const { since, current } = this.#answerTo(cookie);
+    // The client throws on a cookie lower than its own and drops a response whose cookie equals
+    // it, so such an answer would wedge it or be lost; only a new client group can recover.
+    const order = compareCookies(current, cookie);
+    if (order < 0 || (order === 0 && since === 'reset' && cookie !== null)) return 'ClientStateNotFound';
+
     const patch = since === 'reset' ? await this.#everything() : await this.#changesSince(since);
     const lastMutationIDChanges: Record<string, number> = {};
     if (clientGroupID !== undefined) {
@@ -122,21 +129,24 @@ class GlobalVersionSession implements SpaceSession {
     return { cookie: current, patch, lastMutationIDChanges };
   }
 
-  /** The version a cookie stands for, `'reset'` when only a full patch will do. */
-  #since(cookie: JSONValue, current: JSONValue): number | 'reset' | 'ClientStateNotFound' {
+  /** Which version a cookie stands for (`'reset'` when only everything will do), and the answer's cookie. */
+  #answerTo(cookie: JSONValue): { since: number | 'reset'; current: VersionCookie } {
+    const current = makeCookie(this.#version, this.#meta);
     const parsed = readCookie(cookie);
-    if (parsed === null) return 'reset';
-    if (parsed === 'foreign') {
-      // Spec pull rule 3: an unusable cookie gets everything. But the client throws on a cookie
-      // lower than its own and ignores an equal one, so a reset it would refuse is no recovery.
-      return compareCookies(current, cookie) > 0 ? 'reset' : 'ClientStateNotFound';
+    if (parsed === null) return { since: 'reset', current };
+    if (parsed !== 'foreign' && isEmptyView(parsed)) {
+      // Nothing to have lost. While the space is still empty, the same cookie is the answer.
+      return { since: 0, current: this.#version === 0 ? parsed : current };
     }
-    // Version 0 is the empty space in every incarnation: nothing to have lost.
-    if (parsed.order === 0) return 0;
-    // A cookie we cannot have issued: this store lost the state the client saw (a wiped or
-    // restored database). Only a new client group can recover; a reset would wedge the client.
-    if (parsed.order > this.#version || parsed.epoch !== this.#epoch) return 'ClientStateNotFound';
-    return parsed.order;
+    const meta = this.#meta;
+    if (parsed !== 'foreign' && meta !== undefined && parsed.epoch === meta.epoch && parsed.order > meta.base && parsed.order - meta.base <= this.#version) {
+      return { since: parsed.order - meta.base, current };
+    }
+    // A cookie we never issued (spec pull rule 3: unusable) or one of state this store lost (it
+    // was wiped or restored). A reloaded page forks such a cookie into every new client group it
+    // starts, so ClientStateNotFound would reload it forever: send everything, with a cookie
+    // that sorts above the lost one. A newer incarnation's does; an empty space's is made so.
+    return { since: 'reset', current: this.#version === 0 ? { order: orderBase(Date.now()), epoch: '' } : current };
   }
 
   async #everything(): Promise<PatchOperation[]> {

@@ -1,6 +1,6 @@
 import type { Mutation, PushRequest } from '../protocol/push-request.js';
 import { HTTPError, TemporaryError } from '../server/errors.js';
-import type { Storage } from '../storage/types.js';
+import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Mutators } from './mutator.js';
 import { assertOwner } from './owner.js';
 import type { ClientRecord, Strategy } from './strategy.js';
@@ -8,6 +8,8 @@ import { MutationTransaction } from './write-transaction.js';
 
 /** What a push did, beyond committing. */
 export interface PushOutcome {
+  /** True when the push proved the server lost the client's state; nothing was committed. */
+  clientStateNotFound: boolean;
   /**
    * Mutations whose mutator threw: permanent errors (skipped, lastMutationID advanced) and the
    * temporary error that stopped the push, if one did.
@@ -29,12 +31,19 @@ export async function processPush(
   space: string,
   userID: string | undefined,
 ): Promise<PushOutcome> {
-  return storage.transaction(async (tx) => {
+  try {
+    return await storage.transaction((tx) => run(tx), { readOnly: false });
+  } catch (error) {
+    if (error === LOST) return { clientStateNotFound: true, failures: [], stoppedBy: undefined };
+    throw error;
+  }
+
+  async function run(tx: StorageTransaction): Promise<PushOutcome> {
     const session = await strategy(tx, space);
     const group = push.clientGroupID;
     if (!(await assertOwner(session, group, userID))) await session.putGroup(group, { owner: userID ?? null });
 
-    const outcome: PushOutcome = { failures: [], stoppedBy: undefined };
+    const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
     const clients = new Map<string, ClientRecord & { dirty: boolean }>();
     for (const [index, mutation] of push.mutations.entries()) {
       let client = clients.get(mutation.clientID);
@@ -43,6 +52,11 @@ export async function processPush(
         if (stored !== undefined && stored.clientGroupID !== group) {
           throw new HTTPError(400, `mutations.${index}: client ${mutation.clientID} belongs to another client group`);
         }
+        // A client's ids start at 1 and it re-sends from its last acknowledged one, so an
+        // unknown client past 1 had mutations processed here that this store no longer knows
+        // (a wiped or restored database). Ignoring them would block it forever; this tells it
+        // to start over, as a lost cookie does on pull. Nothing of the push is committed.
+        if (stored === undefined && mutation.id > 1) throw LOST;
         // A new client's record starts at 0 and is tied to this group (spec, push state table).
         client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
         clients.set(mutation.clientID, client);
@@ -74,8 +88,11 @@ export async function processPush(
     }
     await session.commit();
     return outcome;
-  }, { readOnly: false });
+  }
 }
+
+/** Thrown inside the push transaction to roll it back when the client's state is lost. */
+const LOST = Symbol('client state lost');
 
 /** A push named a mutator the server does not have. */
 export class UnknownMutatorError extends Error {

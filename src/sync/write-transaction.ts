@@ -62,6 +62,9 @@ export interface ScanIterator<T> extends AsyncIterable<T> {
 
 const DELETED = Symbol('deleted');
 
+/** Half of a surrogate pair: in `u` mode a whole pair is one code point and does not match. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 /**
  * A transaction for one mutation. Its writes wait in a buffer until the mutator returns, then
  * `flush` hands them to the space; when the mutator throws they are dropped. This is what keeps
@@ -147,6 +150,9 @@ export class MutationTransaction implements WriteTransaction {
     if (!this.#open) throw new Error(`The transaction of mutation ${this.mutationID} is closed`);
     // Args come from the wire: without this, `del(args.key)` with a number would delete "0".
     if (arguments.length > 0 && typeof key !== 'string') throw new TypeError(`A key must be a string, got ${key === null ? 'null' : typeof key}`);
+    // Keys order by their UTF-8 bytes, and half a surrogate pair has none (SQLite would store
+    // U+FFFD, merging distinct keys): refuse it here, alike in every store.
+    if (arguments.length > 0 && LONE_SURROGATE.test(key as string)) throw new TypeError(`Key ${JSON.stringify(key)} holds a lone surrogate, which has no UTF-8 form`);
   }
 
   /** Live entries in range, with this mutation's writes laid over the space's. */

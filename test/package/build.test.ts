@@ -1,51 +1,58 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 /**
- * Builds the package as `npm run build` does, into a scratch folder, and uses what it produced
- * the way consumers will: `import` (ESM) and `require` (CJS).
+ * Uses `dist/` (built by test/global-setup.ts with the project's tsup config, as `npm run build`
+ * does) the way consumers will: `import` (ESM) and `require` (CJS).
  */
-const root = new URL('../..', import.meta.url).pathname;
-// Inside node_modules, so that the built files resolve `valibot` as an installed package would.
-const out = mkdtempSync(join(root, 'node_modules', '.viewsync-build-test-'));
-
-beforeAll(() => {
-  execFileSync(process.execPath, [join(root, 'node_modules/tsup/dist/cli-default.js'), '--out-dir', out], { cwd: root, stdio: 'pipe' });
-}, 60_000);
-afterAll(() => rmSync(out, { recursive: true, force: true }));
+const dist = new URL('../../dist/', import.meta.url).pathname;
 
 async function roundTrip(api: typeof import('../../src/index.js')) {
   const ctx = { storage: api.memoryStorage(), mutators: { put: (tx: import('../../src/index.js').WriteTransaction, a: { key: string }) => tx.set(a.key, 1) } };
-  const request = (path: string, body: unknown) => new Request(`http://x${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const request = (path: string, body: unknown) =>
+    new Request(`http://x${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   await api.handleRequest(request('/push', { pushVersion: 1, clientGroupID: 'g', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'c', id: 1, name: 'put', args: { key: 'k' } }] }), ctx);
   return (await api.handleRequest(request('/pull', { pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }), ctx)).json();
 }
 
+/** Every module specifier `file` imports, following relative imports into shared chunks. */
+function importsOf(file: string, seen = new Set<string>()): string[] {
+  if (seen.has(file)) return [];
+  seen.add(file);
+  const code = readFileSync(file, 'utf8');
+  const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\()["']([^"']+)["']/g)].map((m) => m[1]!);
+  return specifiers.flatMap((s) => (s.startsWith('.') ? importsOf(join(dirname(file), s), seen) : [s]));
+}
+
 describe('the built package', () => {
   it('works as ESM', async () => {
-    const api = await import(pathToFileURL(join(out, 'index.js')).href);
+    const api = await import(pathToFileURL(join(dist, 'index.js')).href);
     expect(await roundTrip(api)).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 1 }] });
   });
 
   it('works as CommonJS', async () => {
-    const api = createRequire(import.meta.url)(join(out, 'index.cjs'));
+    const api = createRequire(import.meta.url)(join(dist, 'index.cjs'));
     expect(await roundTrip(api)).toMatchObject({ lastMutationIDChanges: { c: 1 } });
   });
 
   it('ships type declarations for both', () => {
-    for (const file of ['index.d.ts', 'index.d.cts']) expect(readFileSync(join(out, file), 'utf8')).toMatch(/declare function handlePull/);
+    for (const file of ['index.d.ts', 'index.d.cts']) expect(readFileSync(join(dist, file), 'utf8')).toMatch(/handlePull/);
   });
 
-  it('imports nothing runtime-specific from the root entry, so it runs in any runtime', () => {
-    for (const file of ['index.js', 'index.cjs']) {
-      const code = readFileSync(join(out, file), 'utf8');
-      const imports = [...code.matchAll(/(?:from\s+|require\()["']([^"']+)["']/g)].map((m) => m[1]);
-      expect(imports.every((name) => name === 'valibot')).toBe(true);
-      expect(code).not.toMatch(/\bprocess\.|\bBuffer\b|__dirname/);
+  it.each(['index', 'deno', 'bun', 'cloudflare'])('the %s entry imports nothing but valibot, in ESM and CJS, so it runs in any runtime', (entry) => {
+    for (const file of [`${entry}.js`, `${entry}.cjs`]) {
+      expect(new Set(importsOf(join(dist, file)))).toEqual(new Set(['valibot']));
+      expect(readFileSync(join(dist, file), 'utf8')).not.toMatch(/\bprocess\.|\bBuffer\b|__dirname/);
+    }
+  });
+
+  it('the entries share one copy of the core, so its classes (HTTPError) are one class everywhere', () => {
+    for (const extension of ['.js', '.cjs']) {
+      const files = readdirSync(dist).filter((file) => file.endsWith(extension));
+      expect(files.filter((file) => /\bclass HTTPError\b|\bHTTPError = (\(_class\d* = )?class\b/.test(readFileSync(join(dist, file), 'utf8')))).toHaveLength(1);
     }
   });
 });
