@@ -4,6 +4,9 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     node: 'adapters/node.ts',
+    deno: 'adapters/deno.ts',
+    bun: 'adapters/bun.ts',
+    cloudflare: 'adapters/cloudflare.ts',
   },
   format: ['esm', 'cjs'],
   // Shared chunks, so that every entry uses the one copy of the core (one HTTPError class).
@@ -15,4 +18,6 @@ export default defineConfig({
   target: 'es2022',
   platform: 'neutral',
   external: [/^node:/],
+  // Keep `node:http` as written: bare `http` would not resolve in Deno or Bun's Node mode.
+  removeNodeProtocol: false,
 });

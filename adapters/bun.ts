@@ -1,0 +1,32 @@
+import { handleRequest, type SyncContext } from '../src/index.js';
+import type { ServeOptions, SyncServer } from './types.js';
+
+export type { ServeOptions, SyncServer } from './types.js';
+
+/**
+ * Starts `Bun.serve` for both endpoints and resolves once it listens.
+ *
+ * @example
+ * const server = await serve(ctx, { port: 8787 });
+ * console.log(`pull: ${server.url}pull`);
+ */
+export async function serve(ctx: SyncContext, options: ServeOptions = {}): Promise<SyncServer> {
+  const server = Bun.serve({
+    port: options.port ?? 8787,
+    hostname: options.hostname ?? '127.0.0.1',
+    fetch: (request) => handleRequest(request, ctx),
+  });
+  const { port, hostname, url } = server;
+  // `true` closes open connections too, as `stop` promises, rather than waiting for them.
+  return { port, hostname, url: new URL(url), stop: () => server.stop(true) };
+}
+
+/** The little of Bun's API used here, so that no Bun types need installing. */
+declare const Bun: {
+  serve(options: { port: number; hostname: string; fetch: (request: Request) => Promise<Response> }): {
+    readonly port: number;
+    readonly hostname: string;
+    readonly url: URL;
+    stop(closeActiveConnections?: boolean): Promise<void>;
+  };
+};

@@ -1,0 +1,30 @@
+import { handleRequest, type SyncContext } from '../src/index.js';
+import type { ServeOptions, SyncServer } from './types.js';
+
+export type { ServeOptions, SyncServer } from './types.js';
+
+/**
+ * Starts `Deno.serve` for both endpoints and resolves once it listens.
+ *
+ * @example
+ * const server = await serve(ctx, { port: 8787 });
+ * console.log(`pull: ${server.url}pull`);
+ */
+export async function serve(ctx: SyncContext, options: ServeOptions = {}): Promise<SyncServer> {
+  const server = Deno.serve(
+    // An empty onListen keeps Deno from printing its own "Listening on" line.
+    { port: options.port ?? 8787, hostname: options.hostname ?? '127.0.0.1', onListen: () => {} },
+    (request) => handleRequest(request, ctx),
+  );
+  const { port, hostname } = server.addr;
+  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+  return { port, hostname, url: new URL(`http://${host}:${port}/`), stop: () => server.shutdown() };
+}
+
+/** The little of Deno's API used here, so that no Deno types need installing. */
+declare const Deno: {
+  serve(
+    options: { port: number; hostname: string; onListen: () => void },
+    handler: (request: Request) => Promise<Response>,
+  ): { readonly addr: { hostname: string; port: number }; shutdown(): Promise<void> };
+};

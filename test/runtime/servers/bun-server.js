@@ -1,0 +1,11 @@
+// Serves the runtime suite's app from the built package in Bun; spawned by ../bun.test.ts.
+// JavaScript, so that the type check does not need dist/, which is built only when tests start.
+import { memoryStorage } from '../../../dist/index.js';
+import { serve } from '../../../dist/bun.js';
+import { runtimeContext } from '../app.ts';
+
+const server = await serve(runtimeContext(memoryStorage()), { port: 0 });
+console.log(JSON.stringify({ url: server.url.href }));
+// The test stops the server by closing stdin; exiting on its own then shows `stop()` let go.
+for await (const _ of Bun.stdin.stream());
+await server.stop();

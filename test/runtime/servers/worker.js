@@ -1,0 +1,10 @@
+// The runtime suite's app as a Cloudflare Worker, from the built package: every request goes to
+// one Durable Object per space (`?space=`, default `default`), which keeps the space's data in its
+// own SQLite storage. Bundled by ./start-workerd.ts; JavaScript, so that the type check does not
+// need dist/, which is built only when tests start.
+import { createSyncObject, routeToObject } from '../../../dist/cloudflare.js';
+import { MAX_BODY_BYTES, runtimeMutators } from '../app.ts';
+
+export const SyncObject = createSyncObject(() => ({ mutators: runtimeMutators, maxBodyBytes: MAX_BODY_BYTES, onError: () => {} }));
+
+export default routeToObject({ binding: 'SYNC', space: (request) => new URL(request.url).searchParams.get('space') ?? 'default' });
