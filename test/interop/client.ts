@@ -6,18 +6,15 @@
  */
 import 'fake-indexeddb/auto';
 import { Replicache, type LogLevel, type LogSink, type MutatorDefs, type ReadonlyJSONValue, type WriteTransaction } from 'replicache';
+import { runtimeMutators } from '../runtime/app.js';
 
-/** The same mutators as `runtimeMutators` on the server: the client runs them speculatively. */
-export const clientMutators = {
-  put: async (tx: WriteTransaction, { key, value }: { key: string; value: ReadonlyJSONValue }) => {
-    await tx.set(key, value);
-  },
-  del: async (tx: WriteTransaction, { key }: { key: string }) => {
-    await tx.del(key);
-  },
-  increment: async (tx: WriteTransaction, { key, delta }: { key: string; delta: number }) => {
-    await tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + delta);
-  },
+/**
+ * The client runs the server's own mutator source (`runtimeMutators`): they use only methods both
+ * transactions have, which is the point of viewsync's `WriteTransaction` matching the client's.
+ * The types differ only in what each side adds (`userID` here, `reason: 'initial'` there).
+ */
+export const clientMutators = runtimeMutators as unknown as {
+  [K in keyof typeof runtimeMutators]: (tx: WriteTransaction, args: Parameters<(typeof runtimeMutators)[K]>[1]) => Promise<void>;
 };
 
 /** A name no earlier run or test used, so no IndexedDB state leaks in. */
