@@ -9,10 +9,9 @@ import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RunningServer, StartOptions, StartServer } from './suite.js';
 
-export function withStablePort(start: () => Promise<RunningServer>): StartServer {
+export function withStablePort(start: (options: { requireAuth?: string }) => Promise<RunningServer>): StartServer {
   return async ({ port = 0, requireAuth }: StartOptions = {}) => {
-    if (requireAuth !== undefined) throw new Error('This server cannot be started with requireAuth');
-    const backend = await start();
+    const backend = await start({ requireAuth });
     const proxy = createServer((req, res) => {
       const target = new URL(req.url ?? '/', backend.url);
       const headers = { ...req.headers, host: target.host };

@@ -3,6 +3,5 @@ import { withStablePort } from './stable-port.js';
 import { describeInterop } from './suite.js';
 
 // The built Cloudflare adapter in real workerd (a Durable Object per space, in-memory SQLite),
-// behind a forwarding proxy so that a restart keeps the port. Its Worker has no `authenticate`,
-// so the Authorization test runs against the Node server only.
-describeInterop('workerd', withStablePort(startWorkerd), { requireAuth: false });
+// behind a forwarding proxy so that a restart keeps the port.
+describeInterop('workerd', withStablePort(startWorkerd));

@@ -16,6 +16,7 @@ export interface WorkerdServer {
 /**
  * Serves `servers/worker.js` (the runtime app over the built `dist/cloudflare.js`) in workerd
  * through Miniflare: a Worker routing to a SQLite-backed Durable Object per space, data in memory.
+ * With `requireAuth`, its `authenticate` accepts exactly that Authorization header (else 401).
  * Needs `dist/`, which test/global-setup.ts builds; every wait is bounded.
  *
  * @example
@@ -23,7 +24,7 @@ export interface WorkerdServer {
  * await fetch(new URL('pull', server.url), { method: 'POST', … });
  * await server.stop();
  */
-export async function startWorkerd(): Promise<WorkerdServer> {
+export async function startWorkerd(options: { requireAuth?: string } = {}): Promise<WorkerdServer> {
   if (!existsSync(`${root}dist/cloudflare.js`)) throw new Error(`${root}dist/cloudflare.js is missing: run \`npm run build\` first`);
   const bundle = await build({
     entryPoints: [`${root}test/runtime/servers/worker.js`],
@@ -42,6 +43,8 @@ export async function startWorkerd(): Promise<WorkerdServer> {
     host: '127.0.0.1',
     port: 0,
     durableObjects: { SYNC: { className: 'SyncObject', useSQLite: true } },
+    // The worker checks the Authorization header against this token, when one is given.
+    bindings: options.requireAuth === undefined ? {} : { REQUIRE_AUTH: options.requireAuth },
   });
   try {
     const url = await withTimeout(mf.ready, 30_000, 'workerd (Miniflare) did not start within 30 s');

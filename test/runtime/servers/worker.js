@@ -5,6 +5,12 @@
 import { createSyncObject, routeToObject } from '../../../dist/cloudflare.js';
 import { MAX_BODY_BYTES, runtimeMutators } from '../app.ts';
 
-export const SyncObject = createSyncObject(() => ({ mutators: runtimeMutators, maxBodyBytes: MAX_BODY_BYTES, onError: () => {} }));
+export const SyncObject = createSyncObject((env) => ({
+  mutators: runtimeMutators,
+  maxBodyBytes: MAX_BODY_BYTES,
+  onError: () => {},
+  // The header exactly as the client sent it, or 401 (the client then calls getAuth).
+  ...(env.REQUIRE_AUTH !== undefined && { authenticate: (request) => (request.headers.get('authorization') === env.REQUIRE_AUTH ? 'interop-user' : null) }),
+}));
 
 export default routeToObject({ binding: 'SYNC', space: (request) => new URL(request.url).searchParams.get('space') ?? 'default' });
