@@ -172,6 +172,31 @@ describe('rule 5: a cookie the server cannot have issued means lost state', () =
     }
   });
 
+  it('an empty store answers a lost cookie with an "empty as of now" cookie: no churn while empty, then ordinary patches', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.UTC(2026, 0, 1));
+      const old = testContext();
+      await push(old, 'g', [mutation('c', 1, 'put', { key: 'lost', value: 1 })]);
+      const { cookie: lost } = await pull(old, 'g', null);
+      vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 5));
+      const fresh = testContext(); // restarted empty: no push has reached it yet
+      const reset = await pull(fresh, 'forked-group', lost);
+      expect(reset.patch).toEqual([{ op: 'clear' }]);
+      expect(reset.cookie).toMatchObject({ epoch: '' });
+      expect(compareCookies(reset.cookie, lost)).toBeGreaterThan(0);
+      vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 6));
+      expect(await pull(fresh, 'forked-group', reset.cookie)).toEqual({ cookie: reset.cookie, patch: [], lastMutationIDChanges: {} });
+      await push(fresh, 'forked-group', [mutation('n', 1, 'put', { key: 'new', value: 1 })]);
+      const next = await pull(fresh, 'forked-group', reset.cookie);
+      expect(next.patch).toEqual([{ op: 'put', key: 'new', value: 1 }]);
+      expect(compareCookies(next.cookie, reset.cookie)).toBeGreaterThan(0);
+      expect(next.lastMutationIDChanges).toEqual({ n: 1 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('a cookie from an earlier incarnation that still sorts higher (the clock went back) gets ClientStateNotFound', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
