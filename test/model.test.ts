@@ -4,11 +4,12 @@
  * src/. More cases by hand: `FC_RUNS=20000 npx vitest run test/model.test.ts`.
  */
 import * as fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handlePull, handlePush, type JSONValue, type Mutators, TemporaryError } from '../src/index.js';
-import { applyPatch, post, pullBody, pullBodyV0, pushBody, testContext, testMutators, versionOf } from './helpers.js';
+import { applyPatch, post, pullBody, pullBodyV0, pushBody, testContext, testMutators } from './helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1500);
+const CLOCK = Date.UTC(2026, 10, 21);
 
 const GROUPS = [
   ['c0', 'c1'],
@@ -77,41 +78,56 @@ class Model {
   /** Client records and data as of each version. */
   history: Array<{ data: Map<string, JSONValue>; clients: Map<string, { group: number; lmid: number }> }> = [this.#snapshot()];
 
-  /** Applies a push; returns the status the server must answer with, or its 200 error. */
-  push(group: number, mutations: Array<{ clientID: string; id: number; name: string; args: { key: string; value: JSONValue; delta: number } }>): number | 'ClientStateNotFound' {
-    const data = new Map(this.data);
-    const clients = new Map([...this.clients].map(([id, c]) => [id, { ...c }]));
+  /**
+   * Applies a push; returns the status the server must answer with, or its 200 error. In one
+   * transaction a refused push changes nothing; `perMutation`, each mutation commits on its own.
+   */
+  push(
+    group: number,
+    mutations: Array<{ clientID: string; id: number; name: string; args: { key: string; value: JSONValue; delta: number } }>,
+    perMutation: boolean,
+  ): number | 'ClientStateNotFound' {
+    let data = new Map(this.data);
+    let clients = new Map([...this.clients].map(([id, c]) => [id, { ...c }]));
     let changed = false;
+    const commit = () => {
+      this.data = data;
+      this.clients = clients;
+      if (changed) {
+        this.version++;
+        this.history.push(this.#snapshot());
+      }
+      data = new Map(data);
+      clients = new Map([...clients].map(([id, c]) => [id, { ...c }]));
+      changed = false;
+    };
     let status = 200;
     for (const m of mutations) {
       let client = clients.get(m.clientID);
       if (client === undefined) {
-        if (m.id > 1) return 'ClientStateNotFound'; // lost state: the whole push is refused
+        if (m.id > 1) return 'ClientStateNotFound'; // lost state: refused, with what is uncommitted
         client = { group, lmid: 0 };
         clients.set(m.clientID, client);
         changed = true;
       } else if (client.group !== group) {
-        return 400; // the whole push is refused; nothing changes
+        return 400; // refused, with what is uncommitted
       }
-      if (m.id !== client.lmid + 1) continue;
-      const { key, value, delta } = m.args;
-      if (m.name === 'temporary') {
-        status = 503;
-        break;
+      if (m.id === client.lmid + 1) {
+        const { key, value, delta } = m.args;
+        if (m.name === 'temporary') {
+          status = 503;
+          break;
+        }
+        if (m.name === 'put') data.set(key, value);
+        if (m.name === 'del') data.delete(key);
+        if (m.name === 'increment') data.set(key, ((data.get(key) ?? 0) as number) + delta);
+        if (m.name === 'mark') data.set(`m/${m.clientID}/${m.id}`, true);
+        client.lmid = m.id;
+        changed = true;
       }
-      if (m.name === 'put') data.set(key, value);
-      if (m.name === 'del') data.delete(key);
-      if (m.name === 'increment') data.set(key, ((data.get(key) ?? 0) as number) + delta);
-      if (m.name === 'mark') data.set(`m/${m.clientID}/${m.id}`, true);
-      client.lmid = m.id;
-      changed = true;
+      if (perMutation) commit();
     }
-    this.data = data;
-    this.clients = clients;
-    if (changed) {
-      this.version++;
-      this.history.push(this.#snapshot());
-    }
+    commit();
     return status;
   }
 
@@ -120,14 +136,16 @@ class Model {
   }
 }
 
-async function run(steps: Step[]): Promise<void> {
-  const ctx = testContext({ mutators });
+async function run(steps: Step[], perMutation = false): Promise<void> {
+  const ctx = testContext({ mutators, transactionPerMutation: perMutation });
   const model = new Model();
   /** Cookies the server has issued, with the model version each stands for. */
   const cookies: Array<{ cookie: JSONValue; version: number }> = [];
   const pickCookie = (pick: number | null) => (pick === null || cookies.length === 0 ? { cookie: null, version: -1 } : cookies[pick % cookies.length]!);
   const next = new Map<string, number>(); // what each client would send next, as its pending queue
-  let versionOne: JSONValue | undefined; // the cookie of version 1: orders are versions plus a base
+  // Orders are versions plus a base, creation time x 1000; a frozen clock makes the base known.
+  vi.setSystemTime(CLOCK);
+  const versionOf = (cookie: { order: number }) => (cookie.order === 0 ? 0 : cookie.order - CLOCK * 1000);
 
   for (const step of steps) {
     if (step.kind === 'push') {
@@ -142,7 +160,7 @@ async function run(steps: Step[]): Promise<void> {
         return { clientID, id, name, args: { key: m.key, value, delta: m.delta }, timestamp: 1 };
       });
       next.clear();
-      const expected = model.push(step.group, batch);
+      const expected = model.push(step.group, batch, perMutation);
       const response = await handlePush(post('/push', pushBody(`g${step.group}`, batch)), ctx);
       const text = await response.text();
       if (expected === 'ClientStateNotFound') expect([response.status, JSON.parse(text)]).toEqual([200, { error: expected }]);
@@ -150,8 +168,7 @@ async function run(steps: Step[]): Promise<void> {
 
       // The cookie grows exactly when something changed (the model bumps only then).
       const latest = await handlePull(post('/pull', pullBody('observer', null)), ctx).then((r) => r.json());
-      if (model.version === 1 && versionOne === undefined) versionOne = latest.cookie;
-      expect(versionOne === undefined ? latest.cookie.order : versionOf(latest.cookie, versionOne)).toBe(model.version);
+      expect(versionOf(latest.cookie)).toBe(model.version);
       cookies.push({ cookie: latest.cookie, version: model.version });
       continue;
     }
@@ -162,7 +179,7 @@ async function run(steps: Step[]): Promise<void> {
       const body = await handlePull(post('/pull', pullBody(`g${step.group}`, cookie)), ctx).then((r) => r.json());
       // Applying the patch to the view the client had at its cookie gives the server's view.
       expect(applyPatch(viewAtCookie, body.patch)).toEqual(model.data);
-      expect(versionOne === undefined ? body.cookie.order : versionOf(body.cookie, versionOne)).toBe(model.version);
+      expect(versionOf(body.cookie)).toBe(model.version);
       // lastMutationIDChanges: this group's clients whose record changed since the cookie.
       const before = since < 0 ? new Map() : model.history[since]!.clients;
       const expectedChanges: Record<string, number> = {};
@@ -192,8 +209,15 @@ async function run(steps: Step[]): Promise<void> {
 }
 
 describe('model-based: random pushes and pulls agree with the reference model', () => {
+  beforeAll(() => vi.useFakeTimers({ toFake: ['Date'] }));
+  afterAll(() => vi.useRealTimers());
+
   it('applying any pull patch to the view at its cookie yields the server view; lastMutationIDs never decrease; the cookie grows iff something changed', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 25 }), run), { numRuns: RUNS });
+    await fc.assert(fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 25 }), (steps) => run(steps)), { numRuns: RUNS });
+  });
+
+  it('the same holds with a storage transaction per mutation, one version per mutation that changed something', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 25 }), (steps) => run(steps, true)), { numRuns: Math.ceil(RUNS / 3) });
   });
 
   it('the model check can fail: a server that skipped the temporary-error rule would be caught', async () => {

@@ -239,3 +239,34 @@ describe('the whole push is one transaction', () => {
     expect(versionOf(result.cookie, versionOne)).toBe(30);
   });
 });
+
+describe('transactionPerMutation', () => {
+  it('runs each mutation in its own read-write transaction, each visible to pulls as it commits', async () => {
+    const inner = memoryStorage();
+    const modes: boolean[] = [];
+    const ctx = testContext({ transactionPerMutation: true, storage: { transaction: (fn, o) => (modes.push(o.readOnly), inner.transaction(fn, o)) } });
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 }), mutation('c', 3, 'increment', { key: 'n', delta: 1 })]);
+    expect(modes).toEqual([false, false, false]);
+    expect(await serverView(ctx)).toEqual(new Map<string, unknown>([['a', 1], ['b', 2], ['n', 1]]));
+    expect(await lmids(ctx)).toEqual({ c: 3 });
+  });
+
+  it('keeps the mutations before one that refuses the push (a client of another group)', async () => {
+    const ctx = testContext({ transactionPerMutation: true });
+    await push(ctx, 'other', [mutation('x', 1, 'put', { key: 'x', value: 1 })]);
+    const response = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('x', 2, 'put', { key: 'x', value: 2 })])), ctx);
+    expect(response.status).toBe(400);
+    expect(await serverView(ctx)).toEqual(new Map([['a', 1], ['x', 1]]));
+  });
+
+  it('still discards all writes of a mutator that throws, and stops at a temporary error', async () => {
+    const ctx = testContext({ transactionPerMutation: true });
+    const response = await handlePush(
+      post('/push', pushBody('g', [mutation('c', 1, 'putThenFail', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 }), mutation('c', 3, 'putThenTemporary', { key: 'c', value: 3 })])),
+      ctx,
+    );
+    expect(response.status).toBe(503);
+    expect(await serverView(ctx)).toEqual(new Map([['b', 2]]));
+    expect(await lmids(ctx)).toEqual({ c: 2 });
+  });
+});

@@ -44,6 +44,12 @@ export interface SyncContext {
    * Default: `console.error`.
    */
   onError?: (error: unknown, info: ErrorInfo) => void;
+  /**
+   * Run each mutation of a push in its own storage transaction instead of the whole push in one
+   * (the default). A push then never holds the store's write lock for long, at the cost of a
+   * transaction and a version per mutation; a push refused partway keeps what came before.
+   */
+  transactionPerMutation?: boolean;
   /** CORS for {@link handleRequest}: which origins may call. Default: any (`'*'`). */
   cors?: CorsOptions | false;
 }

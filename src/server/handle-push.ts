@@ -17,7 +17,8 @@ export function handlePush(request: Request, ctx: SyncContext): Promise<Response
   return respond(request, ctx, async () => {
     const prepared = await prepare(request, ctx, { kind: 'push', versionField: 'pushVersion', versions: PUSH_VERSIONS, schema: PushRequest });
     if (prepared instanceof Response) return prepared;
-    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, prepared.body, prepared.space, prepared.userID);
+    const { body, space, userID } = prepared;
+    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, space, userID, ctx.transactionPerMutation);
     if (outcome.clientStateNotFound) return json({ error: 'ClientStateNotFound' });
     for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
     return outcome.stoppedBy ? outcome.stoppedBy.toResponse() : json({});

@@ -20,8 +20,10 @@ export interface PushOutcome {
 }
 
 /**
- * Runs a push's mutations in order, in one storage transaction (spec, push rules 2-7).
- * Throws an `HTTPError` (and commits nothing) when the group or a client is not the caller's.
+ * Runs a push's mutations in order (spec, push rules 2-7): in one storage transaction, or with
+ * `perMutation` in one each, so a long push never holds the store's write lock for its whole
+ * length (rule 5 allows both). Throws an `HTTPError` when the group or a client is not the
+ * caller's; in one transaction that commits nothing, per mutation it keeps those before it.
  */
 export async function processPush(
   storage: Storage,
@@ -30,22 +32,32 @@ export async function processPush(
   push: PushRequest,
   space: string,
   userID: string | undefined,
+  perMutation = false,
 ): Promise<PushOutcome> {
+  const all = push.mutations.map((mutation, index) => ({ mutation, index }));
+  const batches = perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
+  const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
   try {
-    return await storage.transaction((tx) => run(tx), { readOnly: false });
+    for (const batch of batches) {
+      const done = await storage.transaction((tx) => run(tx, batch), { readOnly: false });
+      outcome.failures.push(...done.failures);
+      outcome.stoppedBy = done.stoppedBy;
+      if (done.stoppedBy) break;
+    }
   } catch (error) {
-    if (error === LOST) return { clientStateNotFound: true, failures: [], stoppedBy: undefined };
+    if (error === LOST) return { ...outcome, clientStateNotFound: true };
     throw error;
   }
+  return outcome;
 
-  async function run(tx: StorageTransaction): Promise<PushOutcome> {
+  async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<PushOutcome> {
     const session = await strategy(tx, space);
     const group = push.clientGroupID;
     if (!(await assertOwner(session, group, userID))) await session.putGroup(group, { owner: userID ?? null });
 
     const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
     const clients = new Map<string, ClientRecord & { dirty: boolean }>();
-    for (const [index, mutation] of push.mutations.entries()) {
+    for (const { mutation, index } of batch) {
       let client = clients.get(mutation.clientID);
       if (client === undefined) {
         const stored = await session.getClient(mutation.clientID);
@@ -55,7 +67,7 @@ export async function processPush(
         // A client's ids start at 1 and it re-sends from its last acknowledged one, so an
         // unknown client past 1 had mutations processed here that this store no longer knows
         // (a wiped or restored database). Ignoring them would block it forever; this tells it
-        // to start over, as a lost cookie does on pull. Nothing of the push is committed.
+        // to start over, as a lost cookie does on pull. Nothing of this transaction is committed.
         if (stored === undefined && mutation.id > 1) throw LOST;
         // A new client's record starts at 0 and is tied to this group (spec, push state table).
         client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
