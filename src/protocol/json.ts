@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { hasLoneSurrogate } from '../storage/compare-utf8.js';
 
 /** Any JSON value, read-only. */
 export type JSONValue =
@@ -21,5 +22,5 @@ export const JSONValue = v.custom<JSONValue>(() => true);
  */
 export const WellFormedString = v.pipe(
   v.string(),
-  v.check((s) => !/\p{Surrogate}/u.test(s), 'Expected a well-formed string (it holds a lone surrogate)'),
+  v.check((s) => !hasLoneSurrogate(s), 'Expected a well-formed string (it holds a lone surrogate)'),
 );

@@ -27,6 +27,17 @@ export function compareUTF8(a: string, b: string): number {
 
 const HIGH_UNIT = /[\ud800-\uffff]/;
 
+/**
+ * Whether `text` holds half of a surrogate pair. Such a string has no UTF-8 form, so it cannot
+ * be a key (SQLite, for one, would store U+FFFD and merge distinct keys).
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  // In `u` mode a whole pair is one code point and does not match.
+  return LONE_SURROGATE.test(text);
+}
+
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 /** Moves surrogates above U+E000-U+FFFF, keeping order within each range. */
 function remapHighUnit(unit: number): number {
   return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;

@@ -1,4 +1,5 @@
-import { compareUTF8 } from './compare-utf8.js';
+import { compareUTF8, hasLoneSurrogate } from './compare-utf8.js';
+import { ReadWriteLock } from './lock.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
 
 /**
@@ -32,14 +33,14 @@ export function durableObjectStorage(storage: DurableObjectStorage): Storage {
   if (known !== undefined) return known;
   const { sql } = storage;
   sql.exec(`CREATE TABLE IF NOT EXISTS ${TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`);
-  const [writers, table] = [new Lock(), new Lock()];
+  const [writers, table] = [new ReadWriteLock(), new ReadWriteLock()];
 
   async function run<T>(fn: (tx: StorageTransaction) => Promise<T>, writes?: Writes): Promise<T> {
     let open = true;
     const check = (key: string, write = false): void => {
       if (!open) throw new Error('The storage transaction is already finished');
       if (write && writes === undefined) throw new Error('Cannot write in a read-only transaction');
-      if (LONE_SURROGATE.test(key)) throw new Error(`Key ${JSON.stringify(key)} has a lone surrogate, which SQLite text cannot hold`);
+      if (hasLoneSurrogate(key)) throw new Error(`Key ${JSON.stringify(key)} has a lone surrogate, which SQLite text cannot hold`);
     };
     const tx: StorageTransaction = {
       async get(key) {
@@ -102,7 +103,6 @@ export interface DurableObjectStorage {
 }
 
 const TABLE = 'viewsync_kv';
-const LONE_SURROGATE = /\p{Surrogate}/u;
 const stores = new WeakMap<DurableObjectStorage, Storage>();
 type Row = { key: string; value: string };
 
@@ -137,31 +137,4 @@ function upperBound(prefix: string): string | undefined {
     if (last < 0x10ffff) return points.join('') + String.fromCodePoint(last === 0xd7ff ? 0xe000 : last + 1);
   }
   return undefined;
-}
-
-/** Shared or exclusive holds, granted in arrival order so that neither kind starves. */
-class Lock {
-  #shared = 0;
-  #exclusive = false;
-  #queue: Array<{ exclusive: boolean; grant: () => void }> = [];
-
-  async hold<T>(exclusive: boolean, fn: () => T | Promise<T>): Promise<T> {
-    await new Promise<void>((grant) => (this.#queue.push({ exclusive, grant }), this.#pump()));
-    try {
-      return await fn();
-    } finally {
-      if (exclusive) this.#exclusive = false;
-      else this.#shared--;
-      this.#pump();
-    }
-  }
-
-  #pump(): void {
-    for (let next = this.#queue[0]; next && !this.#exclusive && !(next.exclusive && this.#shared > 0); next = this.#queue[0]) {
-      this.#queue.shift();
-      if (next.exclusive) this.#exclusive = true;
-      else this.#shared++;
-      next.grant();
-    }
-  }
 }

@@ -1,4 +1,5 @@
 import { compareUTF8 } from './compare-utf8.js';
+import { ReadWriteLock } from './lock.js';
 import { SortedKeys } from './sorted-keys.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
 
@@ -32,45 +33,45 @@ export function memoryStorage(): Storage {
   }
 
   return {
-    async transaction(fn, { readOnly }) {
-      const release = await lock.acquire(!readOnly);
-      const undo: UndoLog = [];
-      let open = true;
-      const check = (writing: boolean): void => {
-        if (!open) throw new Error('The storage transaction is already finished');
-        if (writing && readOnly) throw new Error('Cannot write in a read-only transaction');
-      };
-      const tx: StorageTransaction = {
-        async get(key) {
-          check(false);
-          return values.get(key);
-        },
-        async put(key, value) {
-          check(true);
-          write(undo, key, value);
-        },
-        async del(key) {
-          check(true);
-          write(undo, key, undefined);
-        },
-        async scan(options) {
-          check(false);
-          return scan(values, keys, options);
-        },
-      };
-      try {
-        return await fn(tx);
-      } catch (error) {
-        // Undo in reverse so a key written twice gets back its value from before the first write.
-        for (let i = undo.length - 1; i >= 0; i--) {
-          const [key, old] = undo[i]!;
-          write([], key, old);
+    transaction(fn, { readOnly }) {
+      return lock.hold(!readOnly, async () => {
+        const undo: UndoLog = [];
+        let open = true;
+        const check = (writing: boolean): void => {
+          if (!open) throw new Error('The storage transaction is already finished');
+          if (writing && readOnly) throw new Error('Cannot write in a read-only transaction');
+        };
+        const tx: StorageTransaction = {
+          async get(key) {
+            check(false);
+            return values.get(key);
+          },
+          async put(key, value) {
+            check(true);
+            write(undo, key, value);
+          },
+          async del(key) {
+            check(true);
+            write(undo, key, undefined);
+          },
+          async scan(options) {
+            check(false);
+            return scan(values, keys, options);
+          },
+        };
+        try {
+          return await fn(tx);
+        } catch (error) {
+          // Undo in reverse so a key written twice gets back its value from before the first write.
+          for (let i = undo.length - 1; i >= 0; i--) {
+            const [key, old] = undo[i]!;
+            write([], key, old);
+          }
+          throw error;
+        } finally {
+          open = false;
         }
-        throw error;
-      } finally {
-        open = false;
-        release();
-      }
+      });
     },
   };
 }
@@ -92,35 +93,4 @@ function scan(
     if (out.length >= limit) break;
   }
   return out;
-}
-
-/** Many readers or one writer, granted in arrival order so neither side starves. */
-class ReadWriteLock {
-  #readers = 0;
-  #writing = false;
-  #queue: Array<{ write: boolean; grant: () => void }> = [];
-
-  acquire(write: boolean): Promise<() => void> {
-    return new Promise((resolve) => {
-      this.#queue.push({ write, grant: () => resolve(() => this.#release(write)) });
-      this.#pump();
-    });
-  }
-
-  #release(write: boolean): void {
-    if (write) this.#writing = false;
-    else this.#readers--;
-    this.#pump();
-  }
-
-  #pump(): void {
-    while (this.#queue.length > 0 && !this.#writing) {
-      const next = this.#queue[0]!;
-      if (next.write && this.#readers > 0) return;
-      this.#queue.shift();
-      if (next.write) this.#writing = true;
-      else this.#readers++;
-      next.grant();
-    }
-  }
 }

@@ -25,9 +25,9 @@ export function isEmptyView(cookie: VersionCookie): boolean {
   return cookie.order === 0 || cookie.epoch === '';
 }
 
-/** The cookie for `version` of a space created in `epoch` with versions starting at `base`. */
-export function makeCookie(version: number, space: { epoch: string; base: number } | undefined): VersionCookie {
-  return version === 0 || space === undefined ? { order: 0 } : { order: space.base + version, epoch: space.epoch };
+/** The cookie of a space at `version`, created in `epoch` with orders from `base`; absent: empty. */
+export function makeCookie(space: { version: number; epoch: string; base: number } | undefined): VersionCookie {
+  return space === undefined || space.version === 0 ? { order: 0 } : { order: space.base + space.version, epoch: space.epoch };
 }
 
 /**

@@ -37,7 +37,7 @@ interface StoredClient {
 class GlobalVersionSession implements SpaceSession {
   readonly #tx: StorageTransaction;
   readonly #keys: SpaceKeys;
-  #version: number;
+  /** The space's meta record as committed; undefined until its first change. */
   #meta: Meta | undefined;
   #changed = false;
 
@@ -45,7 +45,10 @@ class GlobalVersionSession implements SpaceSession {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
-    this.#version = meta?.version ?? 0;
+  }
+
+  get #version(): number {
+    return this.#meta?.version ?? 0;
   }
 
   async get(key: string): Promise<JSONValue | undefined> {
@@ -56,12 +59,7 @@ class GlobalVersionSession implements SpaceSession {
   async *scan(prefix: string, start?: { key: string; exclusive: boolean }) {
     const skip = this.#keys.entryPrefix.length;
     const from = start && { key: this.#keys.entry(start.key), exclusive: start.exclusive };
-    for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) {
-      for (const [key, entry] of page) {
-        const { del, val } = entry as unknown as Entry & { val?: JSONValue };
-        if (!del) yield [key.slice(skip), val!] as const;
-      }
-    }
+    for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) yield* live(page, skip);
   }
 
   async put(key: string, value: JSONValue): Promise<void> {
@@ -100,9 +98,8 @@ class GlobalVersionSession implements SpaceSession {
   async commit(): Promise<void> {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
     if (!this.#changed) return;
-    this.#version += 1;
-    this.#meta ??= { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(Date.now()) };
-    this.#meta = { ...this.#meta, version: this.#version };
+    const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(Date.now()) };
+    this.#meta = { ...created, version: created.version + 1 };
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
   }
@@ -131,7 +128,7 @@ class GlobalVersionSession implements SpaceSession {
 
   /** Which version a cookie stands for (`'reset'` when only everything will do), and the answer's cookie. */
   #answerTo(cookie: JSONValue): { since: number | 'reset'; current: VersionCookie } {
-    const current = makeCookie(this.#version, this.#meta);
+    const current = makeCookie(this.#meta);
     const parsed = readCookie(cookie);
     if (parsed === null) return { since: 'reset', current };
     if (parsed !== 'foreign' && isEmptyView(parsed)) {
@@ -154,10 +151,7 @@ class GlobalVersionSession implements SpaceSession {
     const skip = this.#keys.entryPrefix.length;
     // Page by page rather than through scan(): an await per entry costs a third of a full pull.
     for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix })) {
-      for (const [key, entry] of page) {
-        const { del, val } = entry as unknown as Entry & { val?: JSONValue };
-        if (!del) patch.push({ op: 'put', key: key.slice(skip), value: val! });
-      }
+      for (const [key, value] of live(page, skip)) patch.push({ op: 'put', key, value });
     }
     return patch;
   }
@@ -187,6 +181,14 @@ class GlobalVersionSession implements SpaceSession {
       await tx.put(keys.version(entry.ver, key), null);
     }
     this.#changed = true;
+  }
+}
+
+/** The live entries of a page of `e/` rows, with user keys (the row key less `skip` chars). */
+function* live(page: ReadonlyArray<readonly [string, StoredValue]>, skip: number): Generator<readonly [string, JSONValue]> {
+  for (const [key, entry] of page) {
+    const { del, val } = entry as unknown as Entry & { val?: JSONValue };
+    if (!del) yield [key.slice(skip), val!];
   }
 }
 

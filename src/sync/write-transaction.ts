@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { compareUTF8 } from '../storage/compare-utf8.js';
+import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
 import { frozenJSONCopy } from './frozen-json.js';
 import type { SpaceSession } from './strategy.js';
 
@@ -62,9 +62,6 @@ export interface ScanIterator<T> extends AsyncIterable<T> {
 
 const DELETED = Symbol('deleted');
 
-/** Half of a surrogate pair: in `u` mode a whole pair is one code point and does not match. */
-const LONE_SURROGATE = /\p{Surrogate}/u;
-
 /**
  * A transaction for one mutation. Its writes wait in a buffer until the mutator returns, then
  * `flush` hands them to the space; when the mutator throws they are dropped. This is what keeps
@@ -87,7 +84,7 @@ export class MutationTransaction implements WriteTransaction {
   }
 
   async get(key: string): Promise<JSONValue | undefined> {
-    this.#check(key);
+    this.#checkKey(key);
     const written = this.#writes.get(key);
     if (written !== undefined) return written === DELETED ? undefined : written;
     return this.#space.get(key);
@@ -120,7 +117,7 @@ export class MutationTransaction implements WriteTransaction {
   }
 
   async set(key: string, value: JSONValue): Promise<void> {
-    this.#check(key);
+    this.#checkKey(key);
     this.#writes.set(key, frozenJSONCopy(value));
   }
 
@@ -145,14 +142,17 @@ export class MutationTransaction implements WriteTransaction {
     this.#writes.clear();
   }
 
-  #check(key?: unknown): void {
+  #check(): void {
     // A mutator that forgot an `await` would otherwise write into whatever runs next.
     if (!this.#open) throw new Error(`The transaction of mutation ${this.mutationID} is closed`);
+  }
+
+  #checkKey(key: unknown): void {
+    this.#check();
     // Args come from the wire: without this, `del(args.key)` with a number would delete "0".
-    if (arguments.length > 0 && typeof key !== 'string') throw new TypeError(`A key must be a string, got ${key === null ? 'null' : typeof key}`);
-    // Keys order by their UTF-8 bytes, and half a surrogate pair has none (SQLite would store
-    // U+FFFD, merging distinct keys): refuse it here, alike in every store.
-    if (arguments.length > 0 && LONE_SURROGATE.test(key as string)) throw new TypeError(`Key ${JSON.stringify(key)} holds a lone surrogate, which has no UTF-8 form`);
+    if (typeof key !== 'string') throw new TypeError(`A key must be a string, got ${key === null ? 'null' : typeof key}`);
+    // Keys order by their UTF-8 bytes; refuse one with none here, alike in every store.
+    if (hasLoneSurrogate(key)) throw new TypeError(`Key ${JSON.stringify(key)} holds a lone surrogate, which has no UTF-8 form`);
   }
 
   /** Live entries in range, with this mutation's writes laid over the space's. */
