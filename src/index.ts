@@ -2,11 +2,20 @@ export { handlePull } from './server/handle-pull.js';
 export { handlePush } from './server/handle-push.js';
 export { handleRequest } from './server/handle-request.js';
 export type { SyncContext, ErrorInfo, CorsOptions } from './server/context.js';
-export { DEFAULT_MAX_BODY_BYTES } from './server/context.js';
+export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
 export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './server/errors.js';
 export { defineMutator, InvalidArgsError, type Mutator, type Mutators } from './sync/mutator.js';
-export { UnknownMutatorError } from './sync/process-push.js';
-export type { WriteTransaction, ScanOptions, ScanResult, ScanIterator } from './sync/write-transaction.js';
+export { UnknownMutatorError, MutatorTimeoutError } from './sync/process-push.js';
+export type {
+  ReadTransaction,
+  WriteTransaction,
+  ScanOptions,
+  ScanIndexOptions,
+  IndexKey,
+  DeepReadonly,
+  ScanResult,
+  ScanIterator,
+} from './sync/write-transaction.js';
 export { memoryStorage } from './storage/memory.js';
 export { compareUTF8 } from './storage/compare-utf8.js';
 export type { Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, HTTPError } from '../src/index.js';
+import { handlePull, handlePush, HTTPError, type SyncContext } from '../src/index.js';
 import { mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext } from './helpers.js';
 
 /** Tokens are `Bearer <user>`; anything else is refused. */
 const authenticate = (request: Request) => request.headers.get('authorization')?.match(/^Bearer (\w+)$/)?.[1] ?? null;
 const as = (user: string) => ({ authorization: `Bearer ${user}` });
 
-describe('rule 10: authentication and ownership of client groups', () => {
+describe('rule 10: authentication, and client groups that belong to their user', () => {
   it('authenticate gets the Authorization header as sent; null means 401 on both endpoints', async () => {
     const seen: Array<string | null> = [];
     const ctx = testContext({ authenticate: (r) => (seen.push(r.headers.get('authorization')), authenticate(r)) });
@@ -24,21 +24,45 @@ describe('rule 10: authentication and ownership of client groups', () => {
     expect((await pull(ctx, 'g', null, as('alice'))).lastMutationIDChanges).toEqual({ c: 1 });
   });
 
-  it('a group belongs to the user of its first push: another user gets 403 on pull and push and learns nothing', async () => {
+  it("client groups and clients are per user: another user's answers for the same IDs are those of IDs never used", async () => {
+    // Alice pushes from group `group` and client `client`; mallory then probes g and c.
+    const world = async (group: string, client: string) => {
+      const ctx = testContext({ authenticate });
+      await push(ctx, group, [mutation(client, 1, 'put', { key: 'secret', value: 'alice only' })], as('alice'));
+      return ctx;
+    };
+    const probe = async (ctx: SyncContext) => {
+      const answers = [
+        await handlePull(post('/pull', pullBody('g', null), as('mallory')), ctx),
+        await handlePull(post('/pull', pullBodyV0('c', null, 0), as('mallory')), ctx),
+        await handlePull(post('/pull', pullBodyV0('c', null, 1), as('mallory')), ctx),
+        await handlePush(post('/push', pushBody('g', [mutation('c', 2, 'put', { key: 'x', value: 'pwned' })]), as('mallory')), ctx),
+      ];
+      // Cookies differ between two stores (each space draws its own epoch); nothing else may.
+      return Promise.all(answers.map(async (response) => `${response.status} ${(await response.text()).replace(/"cookie":\{[^}]*\}/, '"cookie":…')}`));
+    };
+    const ctx = await world('g', 'c');
+    const used = await probe(ctx);
+    expect(used).toEqual(await probe(await world('other-group', 'other-client')));
+    expect(used[0]).toMatch(/^200 .*"lastMutationIDChanges":\{\}/);
+    expect(used[3]).toBe('200 {"error":"ClientStateNotFound"}');
+    // Nothing of alice's changed, and she goes on.
+    await push(ctx, 'g', [mutation('c', 2, 'put', { key: 'secret', value: 'still alice' })], as('alice'));
+    expect((await pull(ctx, 'g', null, as('alice'))).lastMutationIDChanges).toEqual({ c: 2 });
+    expect(await serverView(ctx, as('alice'))).toEqual(new Map([['secret', 'still alice']]));
+  });
+
+  it("a user who learns another's future client ID cannot block it", async () => {
     const ctx = testContext({ authenticate });
-    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'secret', value: 'alice only' })], as('alice'));
-    const attempts = [
-      handlePull(post('/pull', pullBody('g', null), as('mallory')), ctx),
-      handlePull(post('/pull', pullBodyV0('c', null, 0), as('mallory')), ctx),
-      handlePush(post('/push', pushBody('g', [mutation('c', 2, 'put', { key: 'secret', value: 'pwned' })]), as('mallory')), ctx),
-    ];
-    for (const response of await Promise.all(attempts)) {
-      expect(response.status).toBe(403);
-      const text = await response.text();
-      expect(text).not.toMatch(/secret|alice|"c"/);
-    }
-    expect(await serverView(ctx, as('alice'))).toEqual(new Map([['secret', 'alice only']]));
-    expect((await pull(ctx, 'g', null, as('alice'))).lastMutationIDChanges).toEqual({ c: 1 });
+    // Mallory registers "next" in a group of hers before alice's tab of that ID ever pushes.
+    await push(ctx, 'mallory-group', [mutation('next', 1, 'put', { key: 'm', value: 1 })], as('mallory'));
+    await push(ctx, 'g', [mutation('next', 1, 'put', { key: 'a', value: 1 })], as('alice'));
+    expect((await pull(ctx, 'g', null, as('alice'))).lastMutationIDChanges).toEqual({ next: 1 });
+    expect((await pull(ctx, 'mallory-group', null, as('mallory'))).lastMutationIDChanges).toEqual({ next: 1 });
+    // A push of another user into the same group ID is a group of hers, apart from alice's.
+    await push(ctx, 'g', [mutation('tab', 1, 'put', { key: 'b', value: 1 }), mutation('tab', 2, 'put', { key: 'b', value: 2 })], as('mallory'));
+    expect((await pull(ctx, 'g', null, as('alice'))).lastMutationIDChanges).toEqual({ next: 1 });
+    expect((await pull(ctx, 'g', null, as('mallory'))).lastMutationIDChanges).toEqual({ tab: 2 });
   });
 
   it('without authenticate, requests are anonymous and groups have no owner', async () => {

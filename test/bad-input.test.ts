@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { handlePull, handlePush, type SyncContext } from '../src/index.js';
 import { mutation, post, pull, pullBody, push, pushBody, testContext } from './helpers.js';
 
+const JSON_TYPE = { 'content-type': 'application/json' };
+
 const endpoints = [
   ['pull', handlePull, pullBody('g', null)],
   ['push', handlePush, pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])],
@@ -51,14 +53,14 @@ describe.each(endpoints)('rule 11: bad input on the %s endpoint changes nothing 
   });
 
   it('a body over the limit gets 413, by Content-Length and while streaming', async () => {
-    const { ctx, unchanged } = await seeded({ maxBodyBytes: 200 });
+    const { ctx, unchanged } = await seeded({ limits: { bodyBytes: 200 } });
     const big = { ...valid, padding: 'x'.repeat(500) };
     const declared = await handler(post('/x', big), ctx);
     expect(declared.status).toBe(413);
     expect(await declared.json()).toMatchObject({ error: 'PayloadTooLarge', message: expect.stringContaining('200 bytes') });
     const bytes = new TextEncoder().encode(JSON.stringify(big));
     const stream = new ReadableStream({ start: (c) => (c.enqueue(bytes.slice(0, 100)), c.enqueue(bytes.slice(100)), c.close()) });
-    const streamed = await handler(new Request('http://localhost/x', { method: 'POST', body: stream, duplex: 'half' } as RequestInit), ctx);
+    const streamed = await handler(new Request('http://localhost/x', { method: 'POST', headers: JSON_TYPE, body: stream, duplex: 'half' } as RequestInit), ctx);
     expect(streamed.status).toBe(413);
     await unchanged();
   });

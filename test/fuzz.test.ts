@@ -28,6 +28,8 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import {
   ClientStateNotFoundResponse,
+  DEFAULT_LIMITS,
+  MAX_VALUE_DEPTH,
   type ErrorInfo,
   HTTPError,
   handlePull,
@@ -143,9 +145,10 @@ async function seed(variant: Variant, overrides: Partial<SyncContext> = {}): Pro
   return { ctx, log, writes, variant, cookies: [first, latest] };
 }
 
-/** Whether the store holds a client record for `clientID` (default space). */
-async function hasClientRecord(world: World, clientID: string): Promise<boolean> {
-  const key = new SpaceKeys('').client(clientID);
+/** Whether the store holds a record of the requesting user's client `clientID` (default space). */
+async function hasClientRecord(world: World, request: Request, clientID: string): Promise<boolean> {
+  const userID = world.variant.auth ? (bearer(request) ?? undefined) : undefined;
+  const key = new SpaceKeys('').client(userID, clientID);
   return (await world.ctx.storage.transaction((tx) => tx.get(key), { readOnly: true })) !== undefined;
 }
 
@@ -751,10 +754,14 @@ function finiteJSON(value: unknown): boolean {
 function badArgs(name: string, args: unknown): boolean {
   // A key with half a surrogate pair has no UTF-8 form: every store refuses it.
   if (!isObject(args) || typeof args.key !== 'string' || /\p{Surrogate}/u.test(args.key)) return true;
+  // Keys may be up to limits.keyBytes (1,024) bytes of UTF-8, at most 3 bytes a unit.
+  if (args.key.length * 3 > DEFAULT_LIMITS.keyBytes) return true;
   if (name === 'del') return false;
   if (name === 'increment') return typeof args.delta !== 'number' || !Number.isFinite(args.delta);
-  // A value nested 1000 deep or more may overflow the stack of the JSON copy (a RangeError).
-  return !Object.hasOwn(args, 'value') || !finiteJSON(args.value) || depth(args.value) >= 1000;
+  // Values may nest MAX_VALUE_DEPTH deep (depth() also counts the innermost scalar) and hold up to
+  // limits.valueBytes of JSON, at most 6 bytes a character.
+  if (!Object.hasOwn(args, 'value') || !finiteJSON(args.value) || depth(args.value) > MAX_VALUE_DEPTH) return true;
+  return depth(args.value) < 1000 && JSON.stringify(args.value).length * 6 > DEFAULT_LIMITS.valueBytes;
 }
 
 /** How a test mutator fails when its args are bad: destructuring null, a non-string key, a non-JSON value... */
@@ -764,7 +771,9 @@ const BAD_ARGS_MESSAGES = [
   /^Key .* holds a lone surrogate, which has no UTF-8 form$/s,
   /^value.* is not a JSON value \(.*\)$/,
   /^Cannot convert object to primitive value$/,
-  /^Maximum call stack size exceeded$/,
+  /^value.* nests deeper than 100 levels$/,
+  /^A key of \d+ bytes is longer than the limit of 1024 \(limits.keyBytes\)$/,
+  /^The value is larger than the limit of \d+ bytes of JSON \(limits.valueBytes\)$/,
 ];
 
 /** Whether `error`, reported for `m`, is a permanent failure the test mutators and args explain. */
@@ -812,7 +821,7 @@ async function checkInvariants(world: World, sent: Sent): Promise<void> {
       endpoint === 'pull' &&
       v.is(PullRequestV0, raw) &&
       raw.lastMutationID > 0 &&
-      !(await hasClientRecord(world, raw.clientID)) &&
+      !(await hasClientRecord(world, sent.request, raw.clientID)) &&
       sent.errors.length === 1 &&
       sent.errors[0]!.error instanceof HTTPError &&
       sent.errors[0]!.error.status === 500;
@@ -874,7 +883,7 @@ async function checkInvariants(world: World, sent: Sent): Promise<void> {
       // proof that the store lost that client's state.
       let lost = false;
       for (const m of (raw as { mutations: Array<{ clientID: string; id: number }> }).mutations) {
-        if (m.id > 1 && !(await hasClientRecord(world, m.clientID))) lost = true;
+        if (m.id > 1 && !(await hasClientRecord(world, sent.request, m.clientID))) lost = true;
       }
       expect(lost, `${context}\nClientStateNotFound for a push with no lost client`).toBe(true);
       return;
@@ -1058,7 +1067,7 @@ describe('oversized bodies get 413', () => {
   it('a body over maxBodyBytes gets 413 and changes nothing, with a true, lying, garbage or absent Content-Length', async () => {
     await fc.assert(
       fc.asyncProperty(sizing, fc.oneof(fc.integer({ min: LIMIT + 1, max: 6 * LIMIT }), fc.constantFrom(LIMIT + 1, LIMIT + 2, LIMIT + 3)), async (shape, size) => {
-        const world = await seed({ auth: false, schemas: false }, { maxBodyBytes: LIMIT });
+        const world = await seed({ auth: false, schemas: false }, { limits: { bodyBytes: LIMIT } });
         const before = await observe(world);
         const { bytes, request: req } = request(padded(shape.endpoint, size, shape.pad, shape.where), shape);
         expect(bytes.length).toBeGreaterThan(LIMIT);
@@ -1075,7 +1084,7 @@ describe('oversized bodies get 413', () => {
   it('a body within maxBodyBytes is never refused for size (the limit counts bytes, and a declared length over it is enough)', async () => {
     await fc.assert(
       fc.asyncProperty(sizing, fc.oneof(fc.integer({ min: 300, max: LIMIT }), fc.constantFrom(LIMIT - 1, LIMIT)), fc.boolean(), async (shape, size, overDeclared) => {
-        const world = await seed({ auth: false, schemas: false }, { maxBodyBytes: LIMIT });
+        const world = await seed({ auth: false, schemas: false }, { limits: { bodyBytes: LIMIT } });
         let text = padded(shape.endpoint, size, shape.pad, shape.where);
         // Multi-byte padding may overshoot: trim whitespace padding, or drop the case.
         while (encoder.encode(text).length > LIMIT && text.endsWith(' ')) text = text.slice(0, -1);
@@ -1091,7 +1100,7 @@ describe('oversized bodies get 413', () => {
   });
 
   it('an endless body gets 413 after reading about maxBodyBytes, and the stream is cancelled', async () => {
-    const world = await seed({ auth: false, schemas: false }, { maxBodyBytes: LIMIT });
+    const world = await seed({ auth: false, schemas: false }, { limits: { bodyBytes: LIMIT } });
     const before = await observe(world);
     for (const endpoint of ['pull', 'push'] as const) {
       let pulled = 0;

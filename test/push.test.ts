@@ -69,7 +69,7 @@ describe('rule 7: mutations in order, each exactly once', () => {
     expect(await lmids(ctx)).toEqual({ c: 0 });
     const response = await handlePush(post('/push', pushBody('other', [mutation('c', 1, 'put', { key: 'a', value: 1 })])), ctx);
     expect(response.status).toBe(400);
-    expect((await response.json()).message).toMatch(/client c belongs to another client group/);
+    expect((await response.json()).message).toMatch(/client "c" belongs to another of your client groups/);
   });
 
   it('a client of another group anywhere in a push rejects the whole push, changing nothing', async () => {

@@ -1,6 +1,8 @@
 import type { Mutation } from '../protocol/push-request.js';
 import type { Storage } from '../storage/types.js';
+import type { Limits } from '../sync/limits.js';
 import type { Mutators } from '../sync/mutator.js';
+import { logError } from './log.js';
 
 /**
  * Everything the handlers need: where data lives, how mutations run, and who may do what.
@@ -34,14 +36,15 @@ export interface SyncContext {
    */
   schemaVersion?: string | readonly string[] | ((schemaVersion: string) => boolean);
   /**
-   * The largest request body in bytes; larger ones get 413. The client never splits a push and
-   * re-sends every pending mutation, so a limit a real push can reach blocks that client for good.
-   * Default: 32 MiB.
+   * Bounds on what one request may cost: body size, mutations per push, ID, key and value sizes,
+   * and how long a mutator may run. Each default is generous (see {@link Limits}); the client
+   * never splits a push, so a body limit a real push can reach blocks that client for good.
    */
-  maxBodyBytes?: number;
+  limits?: Partial<Limits>;
   /**
    * Told of every unexpected failure (a 5xx) and every mutation a mutator rejected, for logging.
-   * Default: `console.error`.
+   * Default: one line on `console.error` per failure, with what clients sent escaped, and at most
+   * a few lines a second (repeats are counted, and the count printed once logging resumes).
    */
   onError?: (error: unknown, info: ErrorInfo) => void;
   /**
@@ -70,18 +73,10 @@ export interface CorsOptions {
   maxAge?: number;
 }
 
-/** The default for {@link SyncContext.maxBodyBytes}: 32 MiB. */
-export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
-
 export function reportError(ctx: SyncContext, error: unknown, info: ErrorInfo): void {
   try {
-    (ctx.onError ?? defaultOnError)(error, info);
+    (ctx.onError ?? logError)(error, info);
   } catch {
     // A broken logger must not turn a response into a crash.
   }
-}
-
-function defaultOnError(error: unknown, info: ErrorInfo): void {
-  const where = info.mutation ? `mutation ${info.mutation.clientID}:${info.mutation.id} (${info.mutation.name})` : info.request.url;
-  console.error(`[viewsync] ${where}:`, error);
 }

@@ -4,6 +4,7 @@ import { processPull } from '../sync/process-pull.js';
 import type { SyncContext } from './context.js';
 import { json } from './errors.js';
 import { prepare, respond } from './prepare.js';
+import { pullBody } from './pull-body.js';
 
 /**
  * The pull endpoint: answers a pull of version 0 or 1 with the patch that brings the client's
@@ -14,8 +15,20 @@ import { prepare, respond } from './prepare.js';
  */
 export function handlePull(request: Request, ctx: SyncContext): Promise<Response> {
   return respond(request, ctx, async () => {
-    const prepared = await prepare(request, ctx, { kind: 'pull', versionField: 'pullVersion', versions: PULL_VERSIONS, schema: PullRequest });
+    const prepared = await prepare(request, ctx, PULL);
     if (prepared instanceof Response) return prepared;
-    return json(await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID));
+    const result = await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID);
+    return 'patch' in result ? pullBody(result) : json(result);
   });
 }
+
+const PULL = {
+  kind: 'pull',
+  versionField: 'pullVersion',
+  versions: PULL_VERSIONS,
+  schema: PullRequest,
+  longID(pull: PullRequest, fits: (id: string) => boolean): string | undefined {
+    if (pull.pullVersion === 1 ? !fits(pull.clientGroupID) : !fits(pull.clientID)) return pull.pullVersion === 1 ? 'clientGroupID' : 'clientID';
+    return !fits(pull.profileID) ? 'profileID' : !fits(pull.schemaVersion) ? 'schemaVersion' : undefined;
+  },
+} as const;

@@ -7,20 +7,40 @@ import { prepare, respond } from './prepare.js';
 
 /**
  * The push endpoint: runs a client group's pending mutations in order, in one transaction.
- * Answers 200 `{}` once they are committed, or 503 when a mutator threw a `TemporaryError`.
- * Never rejects; every failure is a `Response`.
+ * Answers 200 `{}` once they are committed, or 503 when a mutator threw a `TemporaryError` or
+ * ran out of time. Never rejects; every failure is a `Response`.
  *
  * @example
  * const response = await handlePush(request, { storage, mutators });
  */
 export function handlePush(request: Request, ctx: SyncContext): Promise<Response> {
   return respond(request, ctx, async () => {
-    const prepared = await prepare(request, ctx, { kind: 'push', versionField: 'pushVersion', versions: PUSH_VERSIONS, schema: PushRequest });
+    const prepared = await prepare(request, ctx, PUSH);
     if (prepared instanceof Response) return prepared;
-    const { body, space, userID } = prepared;
-    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, space, userID, ctx.transactionPerMutation);
+    const { body, space, userID, limits } = prepared;
+    const perMutation = ctx.transactionPerMutation ?? false;
+    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation });
     if (outcome.clientStateNotFound) return json({ error: 'ClientStateNotFound' });
     for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
     return outcome.stoppedBy ? outcome.stoppedBy.toResponse() : json({});
   });
 }
+
+const PUSH = {
+  kind: 'push',
+  versionField: 'pushVersion',
+  versions: PUSH_VERSIONS,
+  schema: PushRequest,
+  // The client re-sends every pending mutation and never splits a push: run the first ones now,
+  // and the rest, still pending, come again in the next push.
+  bound: (raw: Record<string, unknown>, limits: { mutationsPerPush: number }) =>
+    Array.isArray(raw.mutations) && raw.mutations.length > limits.mutationsPerPush ? { ...raw, mutations: raw.mutations.slice(0, limits.mutationsPerPush) } : raw,
+  longID(push: PushRequest, fits: (id: string) => boolean): string | undefined {
+    for (const field of ['clientGroupID', 'profileID', 'schemaVersion'] as const) if (!fits(push[field])) return field;
+    for (const [i, { clientID, name }] of push.mutations.entries()) {
+      if (!fits(clientID)) return `mutations.${i}.clientID`;
+      if (!fits(name)) return `mutations.${i}.name`;
+    }
+    return undefined;
+  },
+} as const;

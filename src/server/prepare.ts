@@ -1,5 +1,7 @@
 import type * as v from 'valibot';
-import { type SyncContext, DEFAULT_MAX_BODY_BYTES, reportError } from './context.js';
+import { hasLoneSurrogate } from '../storage/compare-utf8.js';
+import { fitsUTF8, type Limits, resolveLimits } from '../sync/limits.js';
+import { type SyncContext, reportError } from './context.js';
 import { HTTPError, json } from './errors.js';
 import { parseBody, readJSONBody } from './read-body.js';
 
@@ -8,6 +10,7 @@ export interface Prepared<T> {
   body: T;
   userID: string | undefined;
   space: string;
+  limits: Limits;
 }
 
 /** What differs between the pull and the push endpoint. */
@@ -18,6 +21,10 @@ export interface Endpoint<TSchema extends v.GenericSchema> {
   versionField: 'pullVersion' | 'pushVersion';
   versions: readonly number[];
   schema: TSchema;
+  /** Cuts a parsed body down to what one request may make the server do, before validation. */
+  bound?: (raw: Record<string, unknown>, limits: Limits) => Record<string, unknown>;
+  /** The path of the first ID in the body that `fits` refuses, if any. */
+  longID: (body: v.InferOutput<TSchema>, fits: (id: string) => boolean) => string | undefined;
 }
 
 /**
@@ -38,7 +45,8 @@ export async function prepare<TSchema extends v.GenericSchema>(
     userID = (await ctx.authenticate(request)) ?? undefined;
     if (userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
   }
-  const raw = await readJSONBody(request, ctx.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  const limits = resolveLimits(ctx.limits);
+  let raw = await readJSONBody(request, limits.bodyBytes);
 
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new HTTPError(400, `The body must be a JSON object (a ${endpoint.kind} request)`, { issues: [{ path: '', message: 'Expected an object' }] });
@@ -48,12 +56,19 @@ export async function prepare<TSchema extends v.GenericSchema>(
   if (typeof version === 'number' && !endpoint.versions.includes(version)) {
     return versionNotSupported(endpoint.kind);
   }
+  if (endpoint.bound) raw = endpoint.bound(raw as Record<string, unknown>, limits);
   const body = parseBody(endpoint.schema, raw, `${endpoint.kind} request`);
+  const fits = (id: string) => fitsUTF8(id, limits.idBytes);
+  const long = endpoint.longID(body, fits);
+  if (long !== undefined) throw tooLong(long, limits);
   if (!acceptsSchema(ctx.schemaVersion, (body as { schemaVersion: string }).schemaVersion)) {
     return versionNotSupported('schema');
   }
   const space = ctx.space ? await ctx.space(request, userID) : '';
-  return { body, userID, space };
+  if (typeof space !== 'string' || !fits(space) || hasLoneSurrogate(space)) {
+    throw new HTTPError(400, `The space this request names must be a well-formed string of at most ${limits.idBytes} bytes (limits.idBytes)`);
+  }
+  return { body, userID, space, limits };
 }
 
 /**
@@ -71,6 +86,11 @@ export async function respond(request: Request, ctx: SyncContext, handle: () => 
     reportError(ctx, error, { request });
     return new HTTPError(500, 'The server failed to handle the request; nothing was changed').toResponse();
   }
+}
+
+function tooLong(path: string, limits: Limits): HTTPError {
+  const message = `Longer than the limit of ${limits.idBytes} bytes (limits.idBytes)`;
+  return new HTTPError(400, `Invalid request: ${path}: ${message}`, { issues: [{ path, message }] });
 }
 
 /** Sent with status 200: the client only reads the bodies of 200 responses. */

@@ -1,5 +1,5 @@
 import { compareUTF8, hasLoneSurrogate } from './compare-utf8.js';
-import { ReadWriteLock } from './lock.js';
+import { SpaceLocks } from './lock.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
 
 /**
@@ -11,11 +11,13 @@ import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './ty
  * 1. Atomicity: a read-write transaction buffers its writes and, once its callback resolves,
  *    applies them in one `transactionSync`, which rolls back whole if a statement throws; a
  *    callback that rejects drops the buffer unseen.
- * 2. Serialisable writes: a read-write transaction holds the writers' lock from start to commit.
- * 3. Consistent snapshots: only a commit changes the table, and it waits for the table lock that
- *    read-only transactions share, so none sees one halfway or in between two reads. A
- *    read-write transaction reads the table (no one else can commit) under its own buffer. So,
- *    unlike one lock, pulls go on while a push's mutator awaits something slow.
+ * 2. Serialisable writes: a read-write transaction holds its space's writers' lock from start
+ *    to commit.
+ * 3. Consistent snapshots: only a commit changes the table, and it waits for its space's table
+ *    lock that read-only transactions share, so none sees one halfway or in between two reads. A
+ *    read-write transaction reads the table (no one else can commit in its space) under its own
+ *    buffer. So, unlike one lock, pulls go on while a push's mutator awaits something slow.
+ *    Both locks are per space: spaces never wait for each other.
  * 4. Ordering: SQLite compares TEXT by memcmp of UTF-8 (BINARY collation), as {@link compareUTF8}
  *    does; scans merge the buffer in that order. A prefix is a primary key range: [prefix,
  *    prefix with its last code point raised by one).
@@ -33,7 +35,7 @@ export function durableObjectStorage(storage: DurableObjectStorage): Storage {
   if (known !== undefined) return known;
   const { sql } = storage;
   sql.exec(`CREATE TABLE IF NOT EXISTS ${TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`);
-  const [writers, table] = [new ReadWriteLock(), new ReadWriteLock()];
+  const [writers, table] = [new SpaceLocks(), new SpaceLocks()];
 
   async function run<T>(fn: (tx: StorageTransaction) => Promise<T>, writes?: Writes): Promise<T> {
     let open = true;
@@ -80,12 +82,12 @@ export function durableObjectStorage(storage: DurableObjectStorage): Storage {
   }
 
   const store: Storage = {
-    transaction(fn, { readOnly }) {
-      if (readOnly) return table.hold(false, () => run(fn));
-      return writers.hold(true, async () => {
+    transaction(fn, { readOnly, space }) {
+      if (readOnly) return table.hold(space, false, () => run(fn));
+      return writers.hold(space, true, async () => {
         const writes: Writes = new Map();
         const result = await run(fn, writes);
-        if (writes.size > 0) await table.hold(true, () => commit(writes));
+        if (writes.size > 0) await table.hold(space, true, () => commit(writes));
         return result;
       });
     },

@@ -22,6 +22,11 @@ export class ReadWriteLock {
     }
   }
 
+  /** Whether nobody holds the lock or waits for it. */
+  get idle(): boolean {
+    return !this.#exclusive && this.#shared === 0 && this.#queue.length === 0;
+  }
+
   #pump(): void {
     for (let next = this.#queue[0]; next && !this.#exclusive && !(next.exclusive && this.#shared > 0); next = this.#queue[0]) {
       this.#queue.shift();
@@ -29,5 +34,35 @@ export class ReadWriteLock {
       else this.#shared++;
       next.grant();
     }
+  }
+}
+
+/**
+ * A readers-writer lock per space, for stores whose transactions name their space: transactions
+ * of one space exclude each other as one lock would, while other spaces go on. A transaction of
+ * no space may touch anything, so it waits for every space and holds them all.
+ */
+export class SpaceLocks {
+  readonly #all = new ReadWriteLock();
+  readonly #spaces = new Map<string, ReadWriteLock>();
+
+  /** Runs `fn` holding `space`'s lock (shared or exclusive), or every lock when `space` is undefined. */
+  hold<T>(space: string | undefined, exclusive: boolean, fn: () => T | Promise<T>): Promise<T> {
+    if (space === undefined) return this.#all.hold(true, fn);
+    return this.#all.hold(false, async () => {
+      let lock = this.#spaces.get(space);
+      if (lock === undefined) this.#spaces.set(space, (lock = new ReadWriteLock()));
+      try {
+        return await lock.hold(exclusive, fn);
+      } finally {
+        // A space's lock lives only while someone holds or waits for it.
+        if (lock.idle) this.#spaces.delete(space);
+      }
+    });
+  }
+
+  /** How many spaces have a lock now: those held or waited for. */
+  get size(): number {
+    return this.#spaces.size;
   }
 }

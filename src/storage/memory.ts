@@ -1,5 +1,5 @@
 import { compareUTF8 } from './compare-utf8.js';
-import { ReadWriteLock } from './lock.js';
+import { SpaceLocks } from './lock.js';
 import { SortedKeys } from './sorted-keys.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
 
@@ -7,10 +7,11 @@ import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './ty
  * An in-memory store: the embedded default, for development, tests and single-process servers.
  * Its data lives as long as the object does.
  *
- * Guarantees (see {@link Storage}): read-write transactions hold an exclusive lock and write in
- * place with an undo log, so a failed one is rolled back whole; read-only transactions share the
- * lock with each other but never with a writer, so each sees one committed state. The price is
- * that a pull waits while a push's mutator awaits something slow.
+ * Guarantees (see {@link Storage}): read-write transactions hold their space's lock exclusively
+ * and write in place with an undo log, so a failed one is rolled back whole; read-only
+ * transactions share it with each other but never with a writer, so each sees one committed
+ * state. Spaces lock apart, so one space's slow push never holds up another's pulls or pushes;
+ * within a space, a pull waits while a push's mutator awaits something.
  *
  * @example
  * const ctx = { storage: memoryStorage(), mutators };
@@ -18,7 +19,7 @@ import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './ty
 export function memoryStorage(): Storage {
   const values = new Map<string, StoredValue>();
   const keys = new SortedKeys();
-  const lock = new ReadWriteLock();
+  const locks = new SpaceLocks();
 
   function write(undo: UndoLog, key: string, value: StoredValue | undefined): void {
     undo.push([key, values.get(key)]);
@@ -33,8 +34,8 @@ export function memoryStorage(): Storage {
   }
 
   return {
-    transaction(fn, { readOnly }) {
-      return lock.hold(!readOnly, async () => {
+    transaction(fn, { readOnly, space }) {
+      return locks.hold(space, !readOnly, async () => {
         const undo: UndoLog = [];
         let open = true;
         const check = (writing: boolean): void => {

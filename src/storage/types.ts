@@ -11,7 +11,9 @@
  *    The global version strategy depends on it: a version is read and bumped inside a push
  *    transaction, so two pushes must never both read the same version (spec, "Global version
  *    number strategy", rule 5). A store may get there with a lock, `SERIALIZABLE` isolation
- *    plus retries, or a single writer.
+ *    plus retries, or a single writer. Transactions of different spaces (see
+ *    {@link TransactionOptions.space}) touch disjoint keys, so a store should let them run side
+ *    by side: one space's slow push must not hold up another space.
  * 3. **Consistent snapshots.** Every read inside one transaction (read-only or not) sees one
  *    committed state plus that transaction's own writes, never a half-committed one.
  * 4. **Ordering.** Keys order by their UTF-8 bytes ({@link compareUTF8}), as the client orders
@@ -32,6 +34,13 @@ export interface Storage {
 export interface TransactionOptions {
   /** True for pulls: the callback only reads, so a store may use a cheaper snapshot. */
   readOnly: boolean;
+  /**
+   * The space the transaction works in, when it works in one. It then reads and writes only that
+   * space's keys, which no transaction of another space touches, so a store may lock per space
+   * (viewsync's own transactions always name one). Without it, a transaction may touch any key
+   * and must be isolated from all others.
+   */
+  space?: string | undefined;
 }
 
 /** A JSON value as stored. */

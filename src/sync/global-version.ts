@@ -3,7 +3,7 @@ import type { PatchOperation } from '../protocol/pull-response.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
 import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, type VersionCookie } from './cookie.js';
 import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import type { ClientRecord, GroupRecord, PullResult, SpaceSession, Strategy } from './strategy.js';
+import type { ClientRecord, GroupRef, PullResult, SpaceSession, Strategy } from './strategy.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -71,28 +71,20 @@ class GlobalVersionSession implements SpaceSession {
     if (old !== undefined && !old.del) await this.#stamp(key, { ver: this.#version + 1, del: true }, old);
   }
 
-  async getClient(clientID: string): Promise<ClientRecord | undefined> {
-    const stored = (await this.#tx.get(this.#keys.client(clientID))) as StoredClient | undefined;
+  async getClient(userID: string | undefined, clientID: string): Promise<ClientRecord | undefined> {
+    const stored = (await this.#tx.get(this.#keys.client(userID, clientID))) as StoredClient | undefined;
     return stored && { clientGroupID: stored.group, lastMutationID: stored.lmid };
   }
 
-  async putClient(clientID: string, { clientGroupID, lastMutationID }: ClientRecord): Promise<void> {
+  async putClient(userID: string | undefined, clientID: string, { clientGroupID, lastMutationID }: ClientRecord): Promise<void> {
     const tx = this.#tx;
     const keys = this.#keys;
     const ver = this.#version + 1;
-    const old = (await tx.get(keys.client(clientID))) as StoredClient | undefined;
-    if (old) await tx.del(keys.lmid(old.group, old.ver, clientID));
-    await tx.put(keys.client(clientID), { group: clientGroupID, lmid: lastMutationID, ver } satisfies StoredClient);
-    await tx.put(keys.lmid(clientGroupID, ver, clientID), lastMutationID);
+    const old = (await tx.get(keys.client(userID, clientID))) as StoredClient | undefined;
+    if (old) await tx.del(keys.lmid(userID, old.group, old.ver, clientID));
+    await tx.put(keys.client(userID, clientID), { group: clientGroupID, lmid: lastMutationID, ver } satisfies StoredClient);
+    await tx.put(keys.lmid(userID, clientGroupID, ver, clientID), lastMutationID);
     this.#changed = true;
-  }
-
-  async getGroup(clientGroupID: string): Promise<GroupRecord | undefined> {
-    return (await this.#tx.get(this.#keys.group(clientGroupID))) as GroupRecord | undefined;
-  }
-
-  async putGroup(clientGroupID: string, record: GroupRecord): Promise<void> {
-    await this.#tx.put(this.#keys.group(clientGroupID), { owner: record.owner });
   }
 
   async commit(): Promise<void> {
@@ -104,7 +96,7 @@ class GlobalVersionSession implements SpaceSession {
     this.#changed = false;
   }
 
-  async pull(cookie: JSONValue, clientGroupID: string | undefined): Promise<PullResult | 'ClientStateNotFound'> {
+  async pull(cookie: JSONValue, group: GroupRef | undefined): Promise<PullResult | 'ClientStateNotFound'> {
     const { since, current } = this.#answerTo(cookie);
     // The client throws on a cookie lower than its own and drops a response whose cookie equals
     // it, so such an answer would wedge it or be lost; only a new client group can recover.
@@ -113,8 +105,8 @@ class GlobalVersionSession implements SpaceSession {
 
     const patch = since === 'reset' ? await this.#everything() : await this.#changesSince(since);
     const lastMutationIDChanges: Record<string, number> = {};
-    if (clientGroupID !== undefined) {
-      const prefix = this.#keys.lmidPrefix(clientGroupID);
+    if (group !== undefined) {
+      const prefix = this.#keys.lmidPrefix(group.userID, group.clientGroupID);
       const start = { key: prefix + encodeVersion((since === 'reset' ? 0 : since) + 1) };
       for await (const page of scanPages(this.#tx, { prefix, start })) {
         for (const [key, lmid] of page) {

@@ -5,12 +5,13 @@
  * - `e/<space>/<key>`: an entry, `{ver, val}` or a tombstone `{ver, del: true}`;
  * - `v/<space>/<ver>/<key>`: the version index, one row per entry at its latest version, so a
  *   pull finds what changed since a cookie by a range scan;
- * - `c/<space>/<clientID>`: a client record, `{group, lmid, ver}`;
- * - `l/<space>/<group>/<ver>/<clientID>`: the lastMutationID index of a group, value `lmid`;
- * - `g/<space>/<group>`: a client group record, `{owner}`.
+ * - `c/<space>/<user>/<clientID>`: a client record, `{group, lmid, ver}`;
+ * - `l/<space>/<user>/<group>/<ver>/<clientID>`: the lastMutationID index of a group, value `lmid`.
  *
- * Space and group IDs are escaped so that no `/` inside them can make one prefix cover another;
- * user keys and client IDs come last, where any string is safe.
+ * Clients and groups are per user (`<user>` is `-` when requests are anonymous, else `u` and the
+ * user ID), so no user can see, join or block another's. Space, user and group IDs are escaped
+ * so that no `/` inside them can make one prefix cover another; user keys and client IDs come
+ * last, where any string is safe.
  */
 export class SpaceKeys {
   readonly meta: string;
@@ -33,20 +34,16 @@ export class SpaceKeys {
     return this.versionPrefix + encodeVersion(version) + '/' + key;
   }
 
-  client(clientID: string): string {
-    return `c/${this.#space}/${clientID}`;
+  client(userID: string | undefined, clientID: string): string {
+    return `c/${this.#space}/${userPart(userID)}/${clientID}`;
   }
 
-  group(group: string): string {
-    return `g/${this.#space}/${escapeID(group)}`;
+  lmidPrefix(userID: string | undefined, group: string): string {
+    return `l/${this.#space}/${userPart(userID)}/${escapeID(group)}/`;
   }
 
-  lmidPrefix(group: string): string {
-    return `l/${this.#space}/${escapeID(group)}/`;
-  }
-
-  lmid(group: string, version: number, clientID: string): string {
-    return this.lmidPrefix(group) + encodeVersion(version) + '/' + clientID;
+  lmid(userID: string | undefined, group: string, version: number, clientID: string): string {
+    return this.lmidPrefix(userID, group) + encodeVersion(version) + '/' + clientID;
   }
 }
 
@@ -61,6 +58,11 @@ export function encodeVersion(version: number): string {
  */
 function escapeID(id: string): string {
   return id.replaceAll('%', '%25').replaceAll('/', '%2F');
+}
+
+/** The user's part of a client or group key: `-` for anonymous requests, never a user's. */
+function userPart(userID: string | undefined): string {
+  return userID === undefined ? '-' : 'u' + escapeID(userID);
 }
 
 /** Characters a version takes in a key, plus the `/` after it. */

@@ -4,12 +4,15 @@ import type { WriteTransaction } from './write-transaction.js';
 
 /**
  * A mutator: the server's version of a function the client registered under the same name.
- * It must have no effects outside `tx`: a store may retry a transaction, running it again.
+ * Its `tx` may be typed with viewsync's {@link WriteTransaction} (which has `userID`) or with the
+ * client's own `WriteTransaction`, so the client's mutator source runs here unchanged; what it
+ * returns is ignored. It must have no effects outside `tx`: a store may retry a transaction,
+ * running it again, and it must not wait on the outside world (see `limits.mutatorMs`).
  */
 export type Mutator = {
   // Method syntax makes the parameters bivariant, so a mutator may declare the args it expects
-  // (`(tx, args: {key: string}) => ...`), as the client's mutators do.
-  run(tx: WriteTransaction, args: JSONValue | undefined): void | Promise<void>;
+  // (`(tx, args: {key: string}) => ...`) and either transaction type, as the client's mutators do.
+  run(tx: WriteTransaction, args: JSONValue | undefined): unknown;
 }['run'];
 
 /** Mutators by name, as in the client's `mutators` option. */
@@ -26,10 +29,10 @@ export type Mutators = Readonly<Record<string, Mutator>>;
  */
 export function defineMutator<TSchema extends v.GenericSchema<unknown, unknown>>(
   schema: TSchema,
-  run: (tx: WriteTransaction, args: v.InferOutput<TSchema>) => void | Promise<void>,
+  run: (tx: WriteTransaction, args: v.InferOutput<TSchema>) => unknown,
 ): Mutator {
   return (tx, args) => {
-    const result = v.safeParse(schema, args);
+    const result = v.safeParse(schema, args, { abortEarly: true });
     if (!result.success) throw new InvalidArgsError(v.summarize(result.issues));
     return run(tx, result.output);
   };

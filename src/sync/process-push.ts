@@ -1,8 +1,8 @@
 import type { Mutation, PushRequest } from '../protocol/push-request.js';
 import { HTTPError, TemporaryError } from '../server/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
-import type { Mutators } from './mutator.js';
-import { assertOwner } from './owner.js';
+import type { Limits } from './limits.js';
+import type { Mutator, Mutators } from './mutator.js';
 import type { ClientRecord, Strategy } from './strategy.js';
 import { MutationTransaction } from './write-transaction.js';
 
@@ -19,27 +19,30 @@ export interface PushOutcome {
   stoppedBy: TemporaryError | undefined;
 }
 
+/** Who pushes, where, and how. */
+export interface PushOptions {
+  space: string;
+  userID: string | undefined;
+  limits: Pick<Limits, 'keyBytes' | 'valueBytes' | 'mutatorMs'>;
+  /** A storage transaction per mutation rather than one for the whole push. */
+  perMutation: boolean;
+}
+
 /**
  * Runs a push's mutations in order (spec, push rules 2-7): in one storage transaction, or with
- * `perMutation` in one each, so a long push never holds the store's write lock for its whole
- * length (rule 5 allows both). Throws an `HTTPError` when the group or a client is not the
- * caller's; in one transaction that commits nothing, per mutation it keeps those before it.
+ * `perMutation` in one each, so a long push never holds the space's write lock for its whole
+ * length (rule 5 allows both). Clients are the pushing user's own: another user's client of the
+ * same ID is another client. Throws an `HTTPError` when a client belongs to another of the
+ * user's groups; in one transaction that commits nothing, per mutation it keeps those before it.
  */
-export async function processPush(
-  storage: Storage,
-  strategy: Strategy,
-  mutators: Mutators,
-  push: PushRequest,
-  space: string,
-  userID: string | undefined,
-  perMutation = false,
-): Promise<PushOutcome> {
+export async function processPush(storage: Storage, strategy: Strategy, mutators: Mutators, push: PushRequest, options: PushOptions): Promise<PushOutcome> {
+  const { space, userID, limits } = options;
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
-  const batches = perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
+  const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
   const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
   try {
     for (const batch of batches) {
-      const done = await storage.transaction((tx) => run(tx, batch), { readOnly: false });
+      const done = await storage.transaction((tx) => run(tx, batch), { readOnly: false, space });
       outcome.failures.push(...done.failures);
       outcome.stoppedBy = done.stoppedBy;
       if (done.stoppedBy) break;
@@ -53,16 +56,14 @@ export async function processPush(
   async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<PushOutcome> {
     const session = await strategy(tx, space);
     const group = push.clientGroupID;
-    if (!(await assertOwner(session, group, userID))) await session.putGroup(group, { owner: userID ?? null });
-
     const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
     const clients = new Map<string, ClientRecord & { dirty: boolean }>();
     for (const { mutation, index } of batch) {
       let client = clients.get(mutation.clientID);
       if (client === undefined) {
-        const stored = await session.getClient(mutation.clientID);
+        const stored = await session.getClient(userID, mutation.clientID);
         if (stored !== undefined && stored.clientGroupID !== group) {
-          throw new HTTPError(400, `mutations.${index}: client ${mutation.clientID} belongs to another client group`);
+          throw new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`);
         }
         // A client's ids start at 1 and it re-sends from its last acknowledged one, so an
         // unknown client past 1 had mutations processed here that this store no longer knows
@@ -76,11 +77,11 @@ export async function processPush(
       // Already processed (the client re-sends everything pending) or out of order: skip.
       if (mutation.id !== client.lastMutationID + 1) continue;
 
-      const mtx = new MutationTransaction(session, mutation.clientID, mutation.id, userID);
+      const mtx = new MutationTransaction(session, { clientID: mutation.clientID, mutationID: mutation.id, userID }, limits);
       try {
         const mutator = Object.hasOwn(mutators, mutation.name) ? mutators[mutation.name] : undefined;
         if (mutator === undefined) throw new UnknownMutatorError(mutation.name);
-        await mutator(mtx, mutation.args);
+        await runWithDeadline(mutator, mtx, mutation, limits.mutatorMs);
         await mtx.flush();
       } catch (error) {
         mtx.discard();
@@ -96,11 +97,36 @@ export async function processPush(
     }
 
     for (const [clientID, { dirty, ...record }] of clients) {
-      if (dirty) await session.putClient(clientID, record);
+      if (dirty) await session.putClient(userID, clientID, record);
     }
     await session.commit();
     return outcome;
   }
+}
+
+/**
+ * Runs a mutator, rejecting with a {@link MutatorTimeoutError} once it has run `ms`
+ * milliseconds. The caller then discards its transaction, so a mutator that wakes up later
+ * finds it closed; its promise is abandoned, never awaited again.
+ */
+async function runWithDeadline(mutator: Mutator, tx: MutationTransaction, mutation: Mutation, ms: number): Promise<void> {
+  const result = mutator(tx, mutation.args);
+  // A mutator that returned without a promise has finished; most never need the timer.
+  if (!isThenable(result)) return;
+  if (!(ms < Infinity)) return void (await result);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new MutatorTimeoutError(mutation.name, ms)), ms);
+  });
+  try {
+    await Promise.race([result, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Thrown inside the push transaction to roll it back when the client's state is lost. */
@@ -111,5 +137,18 @@ export class UnknownMutatorError extends Error {
   override name = 'UnknownMutatorError';
   constructor(name: string) {
     super(`No mutator is named ${JSON.stringify(name)}`);
+  }
+}
+
+/**
+ * A mutator ran past `limits.mutatorMs`. It stops its push like a `TemporaryError` (503 with
+ * `Retry-After`): its writes are discarded and its client sends it again later.
+ */
+export class MutatorTimeoutError extends TemporaryError {
+  override name = 'MutatorTimeoutError';
+  constructor(mutatorName: string, ms: number) {
+    super(`Mutator ${JSON.stringify(mutatorName)} ran longer than ${ms} ms (limits.mutatorMs); its writes were discarded`, {
+      retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
+    });
   }
 }

@@ -20,19 +20,21 @@ export interface SpaceSession {
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */
   del(key: string): Promise<void>;
 
-  /** A client's record, if the client ever pushed to this space. */
-  getClient(clientID: string): Promise<ClientRecord | undefined>;
-  /** Creates or updates a client's record. */
-  putClient(clientID: string, record: ClientRecord): Promise<void>;
-  /** A client group's record, if the group ever pushed to this space. */
-  getGroup(clientGroupID: string): Promise<GroupRecord | undefined>;
-  /** Creates a client group's record. */
-  putGroup(clientGroupID: string, record: GroupRecord): Promise<void>;
+  /**
+   * The record of `userID`'s client `clientID`, if it ever pushed to this space. Clients and
+   * client groups are per user: another user's client of the same ID is another client.
+   */
+  getClient(userID: string | undefined, clientID: string): Promise<ClientRecord | undefined>;
+  /** Creates or updates the record of `userID`'s client `clientID`. */
+  putClient(userID: string | undefined, clientID: string, record: ClientRecord): Promise<void>;
 
   /** Makes this session's changes visible to pulls; call once, at the end of a push. */
   commit(): Promise<void>;
-  /** What a client holding `cookie` needs to catch up, or `'ClientStateNotFound'`. */
-  pull(cookie: JSONValue, clientGroupID: string | undefined): Promise<PullResult | 'ClientStateNotFound'>;
+  /**
+   * What a client holding `cookie` needs to catch up, or `'ClientStateNotFound'`; with `group`,
+   * the lastMutationIDs of that user's client group that changed since the cookie.
+   */
+  pull(cookie: JSONValue, group: GroupRef | undefined): Promise<PullResult | 'ClientStateNotFound'>;
 }
 
 /** What the server knows of one client. */
@@ -41,10 +43,10 @@ export interface ClientRecord {
   lastMutationID: number;
 }
 
-/** What the server knows of one client group. */
-export interface GroupRecord {
-  /** The user who first pushed for the group; null when requests are anonymous. */
-  owner: string | null;
+/** A client group: its ID and the user it belongs to (undefined when requests are anonymous). */
+export interface GroupRef {
+  userID: string | undefined;
+  clientGroupID: string;
 }
 
 /** A successful pull, before it is shaped for its protocol version. */

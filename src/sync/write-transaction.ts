@@ -1,13 +1,41 @@
 import type { JSONValue } from '../protocol/json.js';
 import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
 import { frozenJSONCopy } from './frozen-json.js';
+import { fitsUTF8, type Limits, utf8Length } from './limits.js';
 import type { SpaceSession } from './strategy.js';
 
 /**
- * What a mutator gets on the server: the methods of the client's `WriteTransaction`, so one
- * mutator source runs on both sides, plus who is mutating. Values it reads are frozen.
+ * A read-only view of a space, with the read methods of the client's `ReadTransaction`. Values
+ * it returns are frozen.
  */
-export interface WriteTransaction {
+export interface ReadTransaction {
+  /** The value at `key`, or undefined. */
+  get(key: string): Promise<JSONValue | undefined>;
+  /** The value at `key` as the type you name (unchecked, as on the client), or undefined. */
+  get<T extends JSONValue>(key: string): Promise<DeepReadonly<T> | undefined>;
+  /** Whether `key` has a value. */
+  has(key: string): Promise<boolean>;
+  /** Whether the space holds no entries at all. */
+  isEmpty(): Promise<boolean>;
+  /** Entries in key order (UTF-8 byte order, as on the client). */
+  scan(options?: ScanOptions): ScanResult<string, JSONValue>;
+  /** Entries in key order, values typed as you name (unchecked, as on the client). */
+  scan<V extends JSONValue>(options?: ScanOptions): ScanResult<string, DeepReadonly<V>>;
+  /**
+   * Indexes are defined in the client's options and exist only there: on the server a scan with
+   * `indexName` throws. It is declared so that mutators typed for the client type-check here.
+   */
+  scan(options: ScanIndexOptions): ScanResult<IndexKey, JSONValue>;
+  /** As above: throws on the server. */
+  scan<V extends JSONValue>(options: ScanIndexOptions): ScanResult<IndexKey, DeepReadonly<V>>;
+}
+
+/**
+ * What a mutator gets on the server: the client's `WriteTransaction`, so one mutator source runs
+ * on both sides (a mutator typed against the client's `WriteTransaction` from `replicache` is
+ * accepted as it is), plus who is mutating.
+ */
+export interface WriteTransaction extends ReadTransaction {
   /** The client that ran the mutation. */
   readonly clientID: string;
   /** The mutation's id, sequential per client. */
@@ -18,49 +46,72 @@ export interface WriteTransaction {
   readonly reason: 'authoritative';
   /** Always `'server'`, so shared mutator code can tell where it runs. */
   readonly location: 'server';
-  /** The value at `key`, or undefined. */
-  get(key: string): Promise<JSONValue | undefined>;
-  /** Whether `key` has a value. */
-  has(key: string): Promise<boolean>;
-  /** Whether the space holds no entries at all. */
-  isEmpty(): Promise<boolean>;
-  /** Entries in key order (UTF-8 byte order, as on the client). */
-  scan(options?: ScanOptions): ScanResult;
+  /** @deprecated The client's old name for {@link location}. */
+  readonly environment: 'server';
   /** Sets `key` to a JSON value (copied and frozen). */
   set(key: string, value: JSONValue): Promise<void>;
+  /** @deprecated The client's old name for {@link set}. */
+  put(key: string, value: JSONValue): Promise<void>;
   /** Removes `key`; resolves to whether it had a value. */
   del(key: string): Promise<boolean>;
 }
 
-/** Which entries {@link WriteTransaction.scan} returns, as on the client. */
+/** Which entries {@link ReadTransaction.scan} returns, as on the client. */
 export interface ScanOptions {
   /** Only keys starting with this string. */
-  prefix?: string;
+  prefix?: string | undefined;
   /** Start at this key, or just after it when `exclusive`. */
-  start?: { key: string; exclusive?: boolean };
+  start?: { key: string; exclusive?: boolean | undefined } | undefined;
   /** At most this many entries. */
-  limit?: number;
+  limit?: number | undefined;
 }
+
+/** The client's options for a scan over one of its indexes (which the server does not have). */
+export interface ScanIndexOptions {
+  /** Only secondary keys starting with this string. */
+  prefix?: string | undefined;
+  /** At most this many entries. */
+  limit?: number | undefined;
+  /** The index, as named in the client's `indexes` option. */
+  indexName: string;
+  /** Start at this secondary key (and primary key), or just after it when `exclusive`. */
+  start?: { key: readonly [secondary: string, primary?: string | undefined] | string; exclusive?: boolean | undefined } | undefined;
+}
+
+/** The key of an index entry on the client: its secondary and primary key. */
+export type IndexKey = readonly [secondary: string, primary: string];
+
+/** `T`, read-only all the way down, as the client types what it reads. */
+export type DeepReadonly<T> = T extends null | boolean | string | number | undefined ? T : { readonly [K in keyof T]: DeepReadonly<T[K]> };
 
 /** The result of a scan: iterate it for values, or ask for keys, entries or an array. */
-export interface ScanResult extends AsyncIterable<JSONValue> {
+export interface ScanResult<TKey = string, TValue = JSONValue> extends AsyncIterable<TValue> {
+  /** The values in key order, as {@link values} gives them. */
+  [Symbol.asyncIterator](): ScanIterator<TValue>;
   /** The values in key order. */
-  values(): ScanIterator<JSONValue>;
+  values(): ScanIterator<TValue>;
   /** The keys in order. */
-  keys(): ScanIterator<string>;
+  keys(): ScanIterator<TKey>;
   /** `[key, value]` pairs in key order. */
-  entries(): ScanIterator<readonly [string, JSONValue]>;
+  entries(): ScanIterator<readonly [TKey, TValue]>;
   /** All values, as an array. */
-  toArray(): Promise<JSONValue[]>;
+  toArray(): Promise<TValue[]>;
 }
 
-/** An async iterable that can also collect itself. */
-export interface ScanIterator<T> extends AsyncIterable<T> {
-  /** Everything, as an array. */
+/** An async iterator that can also collect the rest of itself. */
+export interface ScanIterator<T> extends AsyncIterableIterator<T> {
+  /** Everything not yet iterated, as an array. */
   toArray(): Promise<T[]>;
 }
 
 const DELETED = Symbol('deleted');
+
+/** Who runs a mutation: its client, its id, and the authenticated user. */
+export interface MutationInfo {
+  clientID: string;
+  mutationID: number;
+  userID: string | undefined;
+}
 
 /**
  * A transaction for one mutation. Its writes wait in a buffer until the mutator returns, then
@@ -70,20 +121,25 @@ const DELETED = Symbol('deleted');
 export class MutationTransaction implements WriteTransaction {
   readonly reason = 'authoritative';
   readonly location = 'server';
+  readonly environment = 'server';
+  readonly clientID: string;
+  readonly mutationID: number;
+  readonly userID: string | undefined;
   readonly #space: SpaceSession;
+  readonly #limits: Pick<Limits, 'keyBytes' | 'valueBytes'>;
   readonly #writes = new Map<string, JSONValue | typeof DELETED>();
   #open = true;
 
-  constructor(
-    space: SpaceSession,
-    readonly clientID: string,
-    readonly mutationID: number,
-    readonly userID: string | undefined,
-  ) {
+  constructor(space: SpaceSession, info: MutationInfo, limits: Pick<Limits, 'keyBytes' | 'valueBytes'>) {
     this.#space = space;
+    this.clientID = info.clientID;
+    this.mutationID = info.mutationID;
+    this.userID = info.userID;
+    this.#limits = limits;
   }
 
-  async get(key: string): Promise<JSONValue | undefined> {
+  // One signature for the interface's typed overloads: the values are JSON either way.
+  async get(key: string): Promise<any> {
     this.#checkKey(key);
     const written = this.#writes.get(key);
     if (written !== undefined) return written === DELETED ? undefined : written;
@@ -99,26 +155,34 @@ export class MutationTransaction implements WriteTransaction {
     return true;
   }
 
-  scan(options: ScanOptions = {}): ScanResult {
-    const entries = () => this.#entries(options);
-    const values = iterator(async function* () {
-      for await (const [, value] of entries()) yield value;
-    });
+  scan(options: ScanOptions | ScanIndexOptions = {}): ScanResult<any, any> {
+    if ('indexName' in options && options.indexName !== undefined) {
+      throw new TypeError(`scan: indexes (indexName ${JSON.stringify(String(options.indexName).slice(0, 100))}) exist only on the client; scan by key prefix on the server`);
+    }
+    const entries = () => this.#entries(options as ScanOptions);
+    const values = () =>
+      iterator(async function* () {
+        for await (const [, value] of entries()) yield value;
+      });
     return {
-      [Symbol.asyncIterator]: () => values[Symbol.asyncIterator](),
-      values: () => values,
+      [Symbol.asyncIterator]: values,
+      values,
       keys: () =>
         iterator(async function* () {
           for await (const [key] of entries()) yield key;
         }),
       entries: () => iterator(entries),
-      toArray: () => values.toArray(),
+      toArray: () => values().toArray(),
     };
   }
 
   async set(key: string, value: JSONValue): Promise<void> {
     this.#checkKey(key);
-    this.#writes.set(key, frozenJSONCopy(value));
+    this.#writes.set(key, frozenJSONCopy(value, this.#limits.valueBytes));
+  }
+
+  put(key: string, value: JSONValue): Promise<void> {
+    return this.set(key, value);
   }
 
   async del(key: string): Promise<boolean> {
@@ -143,7 +207,8 @@ export class MutationTransaction implements WriteTransaction {
   }
 
   #check(): void {
-    // A mutator that forgot an `await` would otherwise write into whatever runs next.
+    // A mutator that forgot an `await`, or one abandoned past its deadline, would otherwise write
+    // into whatever runs next.
     if (!this.#open) throw new Error(`The transaction of mutation ${this.mutationID} is closed`);
   }
 
@@ -152,7 +217,10 @@ export class MutationTransaction implements WriteTransaction {
     // Args come from the wire: without this, `del(args.key)` with a number would delete "0".
     if (typeof key !== 'string') throw new TypeError(`A key must be a string, got ${key === null ? 'null' : typeof key}`);
     // Keys order by their UTF-8 bytes; refuse one with none here, alike in every store.
-    if (hasLoneSurrogate(key)) throw new TypeError(`Key ${JSON.stringify(key)} holds a lone surrogate, which has no UTF-8 form`);
+    if (hasLoneSurrogate(key)) throw new TypeError(`Key ${JSON.stringify(key.slice(0, 100))} holds a lone surrogate, which has no UTF-8 form`);
+    if (!fitsUTF8(key, this.#limits.keyBytes)) {
+      throw new RangeError(`A key of ${utf8Length(key)} bytes is longer than the limit of ${this.#limits.keyBytes} (limits.keyBytes)`);
+    }
   }
 
   /** Live entries in range, with this mutation's writes laid over the space's. */
@@ -187,13 +255,14 @@ export class MutationTransaction implements WriteTransaction {
   }
 }
 
-function iterator<T>(make: () => AsyncIterable<T>): ScanIterator<T> {
-  return {
-    [Symbol.asyncIterator]: () => make()[Symbol.asyncIterator](),
+/** An iterator over `make()`'s items that can also collect the rest of them. */
+function iterator<T>(make: () => AsyncGenerator<T>): ScanIterator<T> {
+  const items = make();
+  return Object.assign(items, {
     async toArray() {
       const out: T[] = [];
-      for await (const item of make()) out.push(item);
+      for await (const item of items) out.push(item);
       return out;
     },
-  };
+  });
 }

@@ -1,9 +1,12 @@
 import { createServer, request as httpRequest } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createListener, serve, type SyncServer } from '../../adapters/node.js';
-import { memoryStorage, type SyncContext } from '../../src/index.js';
+import { nodeServerOptions } from '../../adapters/node-bridge.js';
+import { createListener, type NodeServeOptions, serve, type SyncServer } from '../../adapters/node.js';
+import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
 import { runtimeContext, runtimeMutators } from '../runtime/app.js';
 
 // What only the Node bridge promises (the shared runtime suite covers the common wiring).
@@ -12,8 +15,8 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.stop()));
 });
 
-async function start(ctx: SyncContext): Promise<SyncServer> {
-  const server = await serve(ctx, { port: 0 });
+async function start(ctx: SyncContext, options: NodeServeOptions = {}): Promise<SyncServer> {
+  const server = await serve(ctx, { port: 0, ...options });
   servers.push(server);
   return server;
 }
@@ -33,7 +36,7 @@ function bigPush(bytes: number): Uint8Array {
 
 describe('viewsync/node', () => {
   it('streams a large body without a Content-Length, read as fast as it arrives, and applies it', async () => {
-    const server = await start({ storage: memoryStorage(), mutators: runtimeMutators });
+    const server = await start({ storage: memoryStorage(), mutators: runtimeMutators, limits: { valueBytes: 16 * 1024 * 1024 } });
     const body = bigPush(8 * 1024 * 1024);
     let sent = 0;
     const stream = new ReadableStream<Uint8Array>({
@@ -111,4 +114,92 @@ describe('viewsync/node', () => {
     await server.stop();
     await expect(pull(server.url)).rejects.toThrow();
   });
+
+  it('closes a connection whose body trickles in slower than requestTimeout allows (was: open past 45 s)', async () => {
+    const server = await start(runtimeContext(memoryStorage()), { requestTimeout: 400 });
+    const started = performance.now();
+    const { raw, closedAfter } = await new Promise<{ raw: string; closedAfter: number }>((resolve) => {
+      const socket = connect(server.port, '127.0.0.1', () => {
+        socket.write('POST /push HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n');
+        const drip = setInterval(() => socket.writable && socket.write('{'), 50);
+        let raw = '';
+        socket.on('data', (chunk) => (raw += chunk));
+        socket.on('close', () => (clearInterval(drip), resolve({ raw, closedAfter: performance.now() - started })));
+      });
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 408/);
+    expect(closedAfter).toBeGreaterThanOrEqual(350);
+    expect(closedAfter).toBeLessThan(2_000);
+    expect((await pull(server.url)).status).toBe(200);
+  });
+
+  it('closes a connection that stops reading its response for idleTimeout', async () => {
+    const server = await start(await bigSpace(), { idleTimeout: 300 });
+    const socket = await stalledSocket(server.port);
+    let received = 0;
+    socket.on('data', (chunk: Buffer) => (received += chunk.length));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // A paused socket notices the close only once it reads again: what is left is cut short.
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    socket.resume();
+    await closed;
+    expect(received).toBeGreaterThan(0);
+    expect(received).toBeLessThan(20 * 1024 * 1024);
+  });
+
+  it('the defaults bound slow clients to a minute', async () => {
+    expect(nodeServerOptions({})).toMatchObject({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, timeout: 60_000 });
+    expect(nodeServerOptions({}).connectionsCheckingInterval).toBeLessThanOrEqual(1_000);
+  });
+
+  it('30 clients that never read a 20 MiB pull do not make the server hold 30 copies of it (was: 150 held 1.6 GB of a 10 MiB one)', async () => {
+    const server = await start(await bigSpace());
+    const sockets: Socket[] = [];
+    await pull(server.url); // warm up: the first pull's code and buffers are not the sockets'
+    const before = memory();
+    for (let i = 0; i < 30; i++) sockets.push(await stalledSocket(server.port));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const held = memory() - before;
+    for (const socket of sockets) socket.destroy();
+    // Each holds a slice or two of the response (a few MiB, as values are up to 1 MiB), not its
+    // 20 MiB: all of them would be 600 MiB.
+    expect(held).toBeLessThan(300 * 1024 * 1024);
+  });
 });
+
+/** A context whose space holds twenty 1 MiB values, so a full pull is 20 MiB. */
+async function bigSpace(): Promise<SyncContext> {
+  const storage = memoryStorage();
+  const value = 'x'.repeat(1024 * 1024 - 2);
+  const ctx: SyncContext = { ...runtimeContext(storage), mutators: { fill: async (tx) => { for (let i = 0; i < 20; i++) await tx.set(`k${i}`, value); } } };
+  await handleFill(ctx);
+  return ctx;
+}
+
+async function handleFill(ctx: SyncContext): Promise<void> {
+  const body = JSON.stringify({ pushVersion: 1, clientGroupID: 'filler', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'f', id: 1, name: 'fill', timestamp: 0 }] });
+  const response = await handleRequest(new Request('http://x/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), ctx);
+  if (response.status !== 200) throw new Error(await response.text());
+}
+
+/** A socket that sends a full pull and never reads the answer. */
+function stalledSocket(port: number): Promise<Socket> {
+  const body = JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' });
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1' }, () => {
+      socket.pause();
+      socket.write(`POST /pull HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+      resolve(socket);
+    });
+  });
+}
+
+/** Bytes of memory in use after a full garbage collection. */
+function memory(): number {
+  gc();
+  const { heapUsed, external } = process.memoryUsage();
+  return heapUsed + external;
+}
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;

@@ -21,5 +21,5 @@ export const runtimeMutators = {
 };
 
 export function runtimeContext(storage: Storage): SyncContext {
-  return { storage, mutators: runtimeMutators, maxBodyBytes: MAX_BODY_BYTES, onError: () => {} };
+  return { storage, mutators: runtimeMutators, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {} };
 }

@@ -7,7 +7,7 @@ import { MAX_BODY_BYTES, runtimeMutators } from '../app.ts';
 
 export const SyncObject = createSyncObject((env) => ({
   mutators: runtimeMutators,
-  maxBodyBytes: MAX_BODY_BYTES,
+  limits: { bodyBytes: MAX_BODY_BYTES },
   onError: () => {},
   // The header exactly as the client sent it, or 401 (the client then calls getAuth).
   ...(env.REQUIRE_AUTH !== undefined && { authenticate: (request) => (request.headers.get('authorization') === env.REQUIRE_AUTH ? 'interop-user' : null) }),

@@ -1,0 +1,73 @@
+import type { PatchOperation } from '../protocol/pull-response.js';
+
+/**
+ * A pull answer as a JSON response. A small one is a single string, as any response; one over
+ * {@link STREAM_AT} characters is a stream that serialises the patch a slice at a time as the
+ * client reads it. So a large space never needs one string (V8 caps a string near 512 MiB), and
+ * a client that reads slowly, or not at all, holds the patch's operations, which share their
+ * values with the store, rather than a copy of its text.
+ */
+export function pullBody(body: { patch: readonly PatchOperation[] }): Response {
+  const { patch } = body;
+  // `{"cookie":…,"lastMutationIDChanges":…}` less its `}`, then the patch. Every answer with a
+  // patch has a cookie, so the head is never `{}`.
+  const head = JSON.stringify({ ...body, patch: undefined }).slice(0, -1) + ',"patch":[';
+  const pieces = [head];
+  let length = head.length;
+  const slices = patchSlices(patch);
+  for (let next = slices.next(); ; next = slices.next()) {
+    if (next.done) return new Response(pieces.join('') + ']}', { headers: JSON_TYPE });
+    // Each slice is a JSON array: its items, less the brackets, joined by commas.
+    pieces.push((pieces.length > 1 ? ',' : '') + next.value.slice(1, -1));
+    length += next.value.length;
+    if (length > STREAM_AT) break;
+  }
+
+  const encoder = new TextEncoder();
+  let first: string | undefined = pieces.join('');
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (first !== undefined) {
+        controller.enqueue(encoder.encode(first));
+        first = undefined;
+        return;
+      }
+      const next = slices.next();
+      if (next.done) {
+        controller.enqueue(encoder.encode(']}'));
+        controller.close();
+        return;
+      }
+      // Encode the slice as it is and turn its brackets into the separators in place: a slice
+      // can be a megabyte, and slicing the string first would copy it twice more.
+      const bytes = encoder.encode(next.value);
+      bytes[0] = 0x2c; // ',' (a slice here always follows another)
+      controller.enqueue(bytes.subarray(0, bytes.length - 1));
+    },
+    // No read-ahead: a slice is made only when the reader asks for it.
+  }, { highWaterMark: 0 });
+  return new Response(stream, { headers: JSON_TYPE });
+}
+
+/**
+ * The patch's operations as JSON arrays, a slice at a time: each slice goes through one native
+ * `JSON.stringify`. Slices start at one operation and double while they stay under
+ * {@link SLICE_CHARS}, so a slice is never much more than that or than one value (at most
+ * `limits.valueBytes`), whatever the values' sizes.
+ */
+function* patchSlices(patch: readonly PatchOperation[]): Generator<string, void> {
+  let count = 1;
+  for (let i = 0; i < patch.length; ) {
+    const end = Math.min(patch.length, i + count);
+    const text = JSON.stringify(patch.slice(i, end));
+    yield text;
+    i = end;
+    if (text.length > SLICE_CHARS * 2) count = Math.max(1, count >> 1);
+    else if (text.length < SLICE_CHARS / 2) count = Math.min(4096, count * 2);
+  }
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+/** Answers longer than this many characters are streamed. */
+const STREAM_AT = 1024 * 1024;
+const SLICE_CHARS = 64 * 1024;

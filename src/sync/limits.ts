@@ -1,0 +1,110 @@
+/**
+ * Bounds on the work and storage one request can cause. Each default is far above what the real
+ * client sends, so only hostile or broken clients ever meet one; each is set in
+ * {@link SyncContext.limits}.
+ */
+export interface Limits {
+  /** The largest request body, in bytes; a larger one gets 413. Default: 32 MiB. */
+  bodyBytes: number;
+  /**
+   * The most mutations one push runs. The client re-sends every pending mutation in each push and
+   * never splits one, so the rest are not refused: they stay pending and come again in the next
+   * push, after the ones run now. Default: 10,000.
+   */
+  mutationsPerPush: number;
+  /**
+   * The longest ID, in UTF-8 bytes: `clientGroupID`, `clientID`, `profileID`, `schemaVersion`,
+   * a mutator's name, and the space from `space()`. A longer one gets 400. Default: 512.
+   */
+  idBytes: number;
+  /** The longest key a mutator may read or write, in UTF-8 bytes. Default: 1,024. */
+  keyBytes: number;
+  /**
+   * The largest value a mutator may write, as UTF-8 JSON text. The client recommends values
+   * under 1 MB; every value must also fit in a pull response. Default: 1 MiB.
+   */
+  valueBytes: number;
+  /**
+   * How long a mutator may run, in milliseconds. Past it, its push stops as if it had thrown a
+   * `TemporaryError` (503 with `Retry-After`), its writes are discarded and the store is free for
+   * others. A mutator stuck in a synchronous loop cannot be stopped: mutators must not wait on
+   * the outside world. Default: 10,000.
+   */
+  mutatorMs: number;
+}
+
+/** The defaults of {@link Limits}. */
+export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
+  bodyBytes: 32 * 1024 * 1024,
+  mutationsPerPush: 10_000,
+  idBytes: 512,
+  keyBytes: 1024,
+  valueBytes: 1024 * 1024,
+  mutatorMs: 10_000,
+});
+
+/**
+ * How deeply a stored value may nest (an array or object counts one level). Not configurable:
+ * every value stored must be servable, and `JSON.stringify` fails a few thousand levels down, at
+ * a depth that differs between runtimes and between a cold and a warm JIT.
+ */
+export const MAX_VALUE_DEPTH = 100;
+
+/** The limits in force: the defaults with `overrides` laid over them. */
+export function resolveLimits(overrides: Partial<Limits> | undefined): Limits {
+  return overrides === undefined ? DEFAULT_LIMITS : { ...DEFAULT_LIMITS, ...overrides };
+}
+
+/**
+ * Whether `text` is at most `max` bytes in UTF-8. Exact for well-formed strings; a lone
+ * surrogate counts three bytes, as the replacement character it would become.
+ */
+export function fitsUTF8(text: string, max: number): boolean {
+  if (text.length > max) return false;
+  if (text.length * 3 <= max) return true;
+  return utf8Length(text) <= max;
+}
+
+/** The length of `text` in UTF-8 bytes. */
+export function utf8Length(text: string): number {
+  // The native scan is many times faster than the loop, and most text is ASCII.
+  if (!NON_ASCII.test(text)) return text.length;
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) continue;
+    // A pair's two units are four bytes: count one extra for each unit of the pair.
+    bytes += unit < 0x800 ? 1 : unit >= 0xd800 && unit < 0xe000 && isPair(text, i) ? 1 : 2;
+  }
+  return bytes;
+}
+
+/**
+ * The length of `JSON.stringify(text)` in UTF-8 bytes: quotes, escapes (`\n`, `\u0001`, and a
+ * lone surrogate as `\ud800`) and characters of one to four bytes.
+ */
+export function jsonStringBytes(text: string): number {
+  if (!NEEDS_COUNTING.test(text)) return text.length + 2;
+  let bytes = 2;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0x20 && unit < 0x80) bytes += unit === 0x22 || unit === 0x5c ? 2 : 1;
+    else if (unit < 0x20) bytes += SHORT_ESCAPES.includes(unit) ? 2 : 6;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit < 0xd800 || unit >= 0xe000) bytes += 3;
+    else bytes += isPair(text, i) ? 2 : 6;
+  }
+  return bytes;
+}
+
+const NON_ASCII = /[^\u0000-\u007f]/;
+/** What JSON escapes or spells in more than one byte: anything but printable ASCII, `"` and `\`. */
+const NEEDS_COUNTING = /[^\u0020\u0021\u0023-\u005b\u005d-\u007e]/;
+/** \b \t \n \f \r */
+const SHORT_ESCAPES = [0x08, 0x09, 0x0a, 0x0c, 0x0d];
+
+function isPair(text: string, i: number): boolean {
+  const unit = text.charCodeAt(i);
+  const other = unit < 0xdc00 ? text.charCodeAt(i + 1) : text.charCodeAt(i - 1);
+  return unit < 0xdc00 ? other >= 0xdc00 && other < 0xe000 : other >= 0xd800 && other < 0xdc00;
+}
