@@ -14,7 +14,8 @@ export default defineConfig({
   // The Node adapter needs Node's types; the root entry's own check (tsconfig.json) has none.
   dts: { compilerOptions: { types: ['node'] } },
   clean: true,
-  sourcemap: true,
+  // No source maps: they would point at sources the package does not ship.
+  sourcemap: false,
   target: 'es2022',
   platform: 'neutral',
   external: [/^node:/],
