@@ -5,17 +5,14 @@
  * server holds, and a record of the client's HTTP requests.
  */
 import 'fake-indexeddb/auto';
-import { Replicache, type LogLevel, type LogSink, type MutatorDefs, type ReadonlyJSONValue, type WriteTransaction } from 'replicache';
+import { Replicache, type LogLevel, type LogSink, type MutatorDefs, type ReadonlyJSONValue } from 'replicache';
 import { runtimeMutators } from '../runtime/app.js';
 
 /**
- * The client runs the server's own mutator source (`runtimeMutators`): they use only methods both
- * transactions have, which is the point of viewsync's `WriteTransaction` matching the client's.
- * The types differ only in what each side adds (`userID` here, `reason: 'initial'` there).
+ * The client runs the server's own mutator source (`runtimeMutators`), typed against the
+ * client's `WriteTransaction`: the server accepts it as it is, with no cast on either side.
  */
-export const clientMutators = runtimeMutators as unknown as {
-  [K in keyof typeof runtimeMutators]: (tx: WriteTransaction, args: Parameters<(typeof runtimeMutators)[K]>[1]) => Promise<void>;
-};
+export const clientMutators = runtimeMutators;
 
 /** A name no earlier run or test used, so no IndexedDB state leaks in. */
 export function uniqueName(label: string): string {

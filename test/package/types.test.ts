@@ -62,7 +62,7 @@ describe.concurrent('the packed package in a strict project without skipLibCheck
   it.each(MODES)('TypeScript %s, module %s, moduleResolution %s', async (version, module, moduleResolution) => {
     const dir = userProject(['replicache', '@types'], { 'consumer.ts': CONSUMER });
     if (module === 'commonjs') writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true }));
-    const tsc = join(ROOT, 'node_modules', version === '5.4' ? 'typescript-5.4' : 'typescript', 'bin', 'tsc');
+    const tsc = join(ROOT, 'node_modules', version === '5.4' ? 'oldest-typescript' : 'typescript', 'bin', 'tsc');
     const args = ['--strict', '--noEmit', '--target', 'es2022', '--lib', 'es2022,dom,dom.iterable', '--types', 'node', '--module', module, '--moduleResolution', moduleResolution, 'consumer.ts'];
     const result = await run(process.execPath, [tsc, ...args], { cwd: dir }).catch((error: { stdout: string }) => error);
     expect(result.stdout).toBe('');

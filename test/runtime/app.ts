@@ -3,13 +3,15 @@
  * workerd. It imports nothing at run time, so each runtime's entry script can pair it with the
  * package as that runtime loads it.
  */
-import type { JSONValue, Storage, SyncContext, WriteTransaction } from '../../src/index.js';
+import type { ReadonlyJSONValue, WriteTransaction } from 'replicache';
+import type { Storage, SyncContext } from '../../src/index.js';
 
 /** Small, so that the suite can send a body over it cheaply. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+/** Typed against the client's transaction: the real client runs this same source (test/interop). */
 export const runtimeMutators = {
-  put: async (tx: WriteTransaction, { key, value }: { key: string; value: JSONValue }) => {
+  put: async (tx: WriteTransaction, { key, value }: { key: string; value: ReadonlyJSONValue }) => {
     await tx.set(key, value);
   },
   del: async (tx: WriteTransaction, { key }: { key: string }) => {
