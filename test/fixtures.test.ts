@@ -5,7 +5,7 @@ import { handleRequest } from '../src/index.js';
 import { testContext } from './helpers.js';
 
 /** Real requests captured from replicache@15.3.0, with the answers of a conforming server. */
-const fixtures = JSON.parse(readFileSync(fileURLToPath(new URL('../../shared/fixtures/real-client-requests.json', import.meta.url)), 'utf8'));
+const fixtures = JSON.parse(readFileSync(fileURLToPath(new URL('./fixtures/real-client-requests.json', import.meta.url)), 'utf8'));
 
 function replay(name: string): Request {
   const { request } = fixtures[name];
