@@ -1,4 +1,4 @@
-// Bun: `bun examples/bun.ts` (in this repository `viewsync` resolves to the source through
+// Bun: `npx bun examples/bun.ts` (in this repository `viewsync` resolves to the source through
 // tsconfig.json's paths; in your project it is the installed package).
 import { memoryStorage } from 'viewsync';
 import { serve } from 'viewsync/bun';

@@ -3,6 +3,13 @@ import { memoryStorage } from 'viewsync';
 import { serve } from 'viewsync/node';
 import { mutators } from './app.js';
 
-const server = await serve({ storage: memoryStorage(), mutators }, { port: Number(process.env.PORT ?? 8787), hostname: process.env.HOST });
+const port = Number(process.env.PORT ?? 8787);
+const server = await serve({ storage: memoryStorage(), mutators }, { port, hostname: process.env.HOST }).catch((error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EADDRINUSE' && error.code !== 'EACCES') throw error;
+  const why = error.code === 'EADDRINUSE' ? 'is in use' : 'needs privileges';
+  console.error(`Port ${port} ${why}: pick another with PORT, e.g. \`PORT=${port + 1} npm start\`.`);
+  process.exit(1);
+});
 console.log(`viewsync on Node ${process.version}\n  pullURL: ${new URL('pull', server.url)}\n  pushURL: ${new URL('push', server.url)}`);
 process.once('SIGINT', () => void server.stop().then(() => process.exit(0)));
+process.once('SIGTERM', () => void server.stop().then(() => process.exit(0)));

@@ -1,0 +1,74 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+/** A command started by {@link startCommand}, ready. */
+export interface Started {
+  /** What it printed (stdout and stderr) so far. */
+  readonly output: () => string;
+  /** The first match of `ready` in its output. */
+  readonly match: RegExpMatchArray;
+  /** Stops it (SIGTERM, then SIGKILL after 5 s) and resolves once it has exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a command and resolves once its output matches `ready`; rejects, with its output, when
+ * it exits first or prints no match within `timeoutMs`. Its whole process group is stopped, so
+ * a wrapper (npx, wrangler) takes its children down with it.
+ */
+export function startCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready: RegExp; timeoutMs?: number }): Promise<Started> {
+  const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (error) => resolve(`could not start: ${error.message}`));
+    child.once('exit', (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`));
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    kill(child, 'SIGTERM');
+    const timer = setTimeout(() => kill(child, 'SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return new Promise<Started>((resolve, reject) => {
+    const fail = (why: string) => (void stop(), reject(new Error(`${command} ${args.join(' ')}: ${why}\n--- output ---\n${output}`)));
+    const timer = setTimeout(() => fail(`printed nothing matching ${options.ready} within ${(options.timeoutMs ?? 30_000) / 1000} s`), options.timeoutMs ?? 30_000);
+    const onData = (text: string) => {
+      output += text;
+      const match = output.match(options.ready);
+      if (match) (clearTimeout(timer), resolve({ output: () => output, match, stop }));
+    };
+    child.stdout!.setEncoding('utf8').on('data', onData);
+    child.stderr!.setEncoding('utf8').on('data', onData);
+    void exited.then((why) => (clearTimeout(timer), fail(why)));
+  });
+}
+
+/** Runs a command to its end: its exit code and output. */
+export function runCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<{ code: number | null; output: string }> {
+  const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (output += text));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, output })));
+}
+
+/** A port nothing listens on now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function kill(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // Already gone.
+  }
+}
