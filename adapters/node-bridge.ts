@@ -103,9 +103,9 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
 /** Resolves true once `res` can take more, false if it closes first. */
 function drained(res: ServerResponse): Promise<boolean> {
   return new Promise((resolve) => {
-    const done = (ok: boolean) => (res.off('drain', onDrain).off('close', onClose), resolve(ok));
-    const onDrain = () => done(true);
-    const onClose = () => done(false);
+    const done = (ok: boolean): void => (res.off('drain', onDrain).off('close', onClose), resolve(ok));
+    const onDrain = (): void => done(true);
+    const onClose = (): void => done(false);
     res.on('drain', onDrain).on('close', onClose);
   });
 }

@@ -223,7 +223,7 @@ describe('a mutator that never finishes', () => {
   });
 
   it('the default deadline is 10 s', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const ctx = testContext({ mutators: { hang: () => new Promise(() => {}) } });
     const response = handlePush(post('/push', pushBody('g', [mutation('c', 1, 'hang')])), ctx);
     await vi.advanceTimersByTimeAsync(9_999);

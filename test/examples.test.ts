@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, runCommand, type Started, startCommand } from './command.js';
+import { pushAndPull } from './helpers.js';
 import { ROOT } from './package/packed.js';
 
 // Every example in examples/ starts as its comment says and serves a push and a pull.
@@ -11,17 +12,6 @@ afterEach(async () => {
 });
 
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
-
-/** Pushes a mutation to `base` and pulls it back. */
-export async function pushAndPull(base: URL, query = ''): Promise<void> {
-  const post = (path: string, body: unknown) =>
-    fetch(new URL(path + query, base), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const mutation = { clientID: 'c', id: 1, name: 'put', args: { key: 'hello', value: 'world' }, timestamp: 1 };
-  const pushed = await post('push', { pushVersion: 1, clientGroupID: 'g', mutations: [mutation], profileID: 'p', schemaVersion: '' });
-  expect(pushed.status, await pushed.clone().text()).toBe(200);
-  const pulled = await (await post('pull', { pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' })).json();
-  expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'hello', value: 'world' }] });
-}
 
 async function start(command: string, args: string[], ready: RegExp, cwd = ROOT, env: Record<string, string> = {}): Promise<Started> {
   const started = await startCommand(command, args, { cwd, env, ready, timeoutMs: 60_000 });

@@ -117,3 +117,13 @@ export function versionOf(cookie: JSONValue, versionOne: JSONValue): number {
   const order = (cookie as { order: number }).order;
   return order === 0 ? 0 : order - (versionOne as { order: number }).order + 1;
 }
+
+/** Pushes `put hello=world` to the server at `base` over HTTP and pulls it back. */
+export async function pushAndPull(base: URL, query = ''): Promise<void> {
+  const send = (path: string, body: unknown) =>
+    fetch(new URL(path + query, base), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const pushed = await send('push', pushBody('g', [mutation('c', 1, 'put', { key: 'hello', value: 'world' })]));
+  expect(pushed.status, await pushed.clone().text()).toBe(200);
+  const pulled = await (await send('pull', pullBody('g', null))).json();
+  expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'hello', value: 'world' }] });
+}

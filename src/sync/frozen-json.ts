@@ -11,59 +11,82 @@ import { jsonStringBytes, MAX_VALUE_DEPTH } from './limits.js';
  * large.
  */
 export function frozenJSONCopy(value: unknown, maxBytes: number): JSONValue {
-  const size = { bytes: 0 };
-  const copy = copyValue(value, 'value', 0, size, new Set());
-  if (size.bytes > maxBytes) {
+  const walk: Walk = { bytes: 0, path: [], seen: new Set() };
+  const copy = copyValue(value, walk);
+  if (walk.bytes > maxBytes) {
     throw new RangeError(`The value is larger than the limit of ${maxBytes} bytes of JSON (limits.valueBytes)`);
   }
   return copy;
 }
 
-function copyValue(value: unknown, path: string, depth: number, size: { bytes: number }, seen: Set<object>): JSONValue {
+/** What a copy carries down: bytes counted so far, where it is (for messages), and the open parents. */
+interface Walk {
+  bytes: number;
+  path: Array<string | number>;
+  seen: Set<object>;
+}
+
+function copyValue(value: unknown, walk: Walk): JSONValue {
   switch (typeof value) {
     case 'string':
-      size.bytes += jsonStringBytes(value);
+      walk.bytes += jsonStringBytes(value);
       return value;
     case 'boolean':
-      size.bytes += value ? 4 : 5;
+      walk.bytes += value ? 4 : 5;
       return value;
     case 'number':
       if (!Number.isFinite(value)) break;
-      size.bytes += String(value).length;
+      walk.bytes += String(value).length;
       return value;
     case 'object': {
       if (value === null) {
-        size.bytes += 4;
+        walk.bytes += 4;
         return null;
       }
-      if (depth >= MAX_VALUE_DEPTH) throw new RangeError(`${path} nests deeper than ${MAX_VALUE_DEPTH} levels`);
-      if (seen.has(value)) throw new TypeError(`${path} is part of a cycle, so it is not JSON`);
-      seen.add(value);
+      if (walk.path.length >= MAX_VALUE_DEPTH) throw new RangeError(`${where(walk)} nests deeper than ${MAX_VALUE_DEPTH} levels`);
+      if (walk.seen.has(value)) throw new TypeError(`${where(walk)} is part of a cycle, so it is not JSON`);
+      walk.seen.add(value);
       let copy: JSONValue;
       if (Array.isArray(value)) {
         // Brackets, and a comma between items.
-        size.bytes += 2 + Math.max(0, value.length - 1);
-        copy = value.map((item, i) => copyValue(item, `${path}[${i}]`, depth + 1, size, seen));
+        walk.bytes += 2 + Math.max(0, value.length - 1);
+        const out = new Array<JSONValue>(value.length);
+        for (let i = 0; i < value.length; i++) {
+          walk.path.push(i);
+          out[i] = copyValue(value[i], walk);
+          walk.path.pop();
+        }
+        copy = out;
       } else if (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null) {
         const out: Record<string, JSONValue> = {};
         let members = 0;
-        for (const [key, item] of Object.entries(value)) {
+        for (const key of Object.keys(value)) {
+          const item = (value as Record<string, unknown>)[key];
           if (item === undefined) continue; // as JSON.stringify drops it
           members++;
-          size.bytes += jsonStringBytes(key) + 1; // "key":
-          // defineProperty, because assigning "__proto__" (a legal JSON key) would set the prototype.
-          Object.defineProperty(out, key, { value: copyValue(item, `${path}.${key}`, depth + 1, size, seen), enumerable: true, writable: true, configurable: true });
+          walk.bytes += jsonStringBytes(key) + 1; // "key":
+          walk.path.push(key);
+          const itemCopy = copyValue(item, walk);
+          walk.path.pop();
+          // Assigning "__proto__" (a legal JSON key) would set the prototype instead.
+          if (key === '__proto__') Object.defineProperty(out, key, { value: itemCopy, enumerable: true, writable: true, configurable: true });
+          else out[key] = itemCopy;
         }
-        size.bytes += 2 + Math.max(0, members - 1);
+        walk.bytes += 2 + Math.max(0, members - 1);
         copy = out;
       } else {
         break;
       }
-      seen.delete(value);
+      walk.seen.delete(value);
       return Object.freeze(copy);
     }
   }
-  throw new TypeError(`${path} is not a JSON value (${describe(value)})`);
+  throw new TypeError(`${where(walk)} is not a JSON value (${describe(value)})`);
+}
+
+/** The path to where a walk is, as `value.a[0].b`. */
+function where(walk: Walk): string {
+  return 'value' + walk.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('');
 }
 
 function describe(value: unknown): string {

@@ -40,6 +40,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
   const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
   const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
+  const watchdog = new Watchdog(limits.mutatorMs);
   try {
     for (const batch of batches) {
       const done = await storage.transaction((tx) => run(tx, batch), { readOnly: false, space });
@@ -50,6 +51,8 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   } catch (error) {
     if (error === LOST) return { ...outcome, clientStateNotFound: true };
     throw error;
+  } finally {
+    watchdog.stop();
   }
   return outcome;
 
@@ -81,7 +84,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       try {
         const mutator = Object.hasOwn(mutators, mutation.name) ? mutators[mutation.name] : undefined;
         if (mutator === undefined) throw new UnknownMutatorError(mutation.name);
-        await runWithDeadline(mutator, mtx, mutation, limits.mutatorMs);
+        await watchdog.run(mutator, mtx, mutation);
         await mtx.flush();
       } catch (error) {
         mtx.discard();
@@ -105,23 +108,55 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
 }
 
 /**
- * Runs a mutator, rejecting with a {@link MutatorTimeoutError} once it has run `ms`
- * milliseconds. The caller then discards its transaction, so a mutator that wakes up later
- * finds it closed; its promise is abandoned, never awaited again.
+ * Runs mutators, rejecting with a {@link MutatorTimeoutError} once one has run `ms`
+ * milliseconds. The caller then discards its transaction, so a mutator that wakes up later finds
+ * it closed; its promise is abandoned. One timer serves a whole push, however many mutations:
+ * when it fires it expires the running mutator if that one is past its time, else waits again.
  */
-async function runWithDeadline(mutator: Mutator, tx: MutationTransaction, mutation: Mutation, ms: number): Promise<void> {
-  const result = mutator(tx, mutation.args);
-  // A mutator that returned without a promise has finished; most never need the timer.
-  if (!isThenable(result)) return;
-  if (!(ms < Infinity)) return void (await result);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new MutatorTimeoutError(mutation.name, ms)), ms);
-  });
-  try {
-    await Promise.race([result, expired]);
-  } finally {
-    clearTimeout(timer);
+class Watchdog {
+  readonly #ms: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #running: { started: number; name: string; expire: (error: Error) => void } | undefined;
+
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+
+  run(mutator: Mutator, tx: MutationTransaction, mutation: Mutation): Promise<void> | undefined {
+    const result = mutator(tx, mutation.args);
+    // A mutator that returned without a promise has finished; most never need the timer.
+    if (!isThenable(result)) return undefined;
+    if (!(this.#ms < Infinity)) return Promise.resolve(result).then(() => {});
+    return new Promise<void>((resolve, reject) => {
+      const running = { started: performance.now(), name: mutation.name, expire: reject };
+      this.#running = running;
+      this.#arm(this.#ms);
+      const settle = (ok: boolean) => (error?: unknown) => {
+        if (this.#running === running) this.#running = undefined;
+        if (ok) resolve();
+        else reject(error);
+      };
+      result.then(settle(true), settle(false));
+    });
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(delay: number): void {
+    this.#timer ??= setTimeout(() => this.#fire(), delay);
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    const running = this.#running;
+    if (running === undefined) return;
+    const left = running.started + this.#ms - performance.now();
+    if (left > 0) return this.#arm(left);
+    this.#running = undefined;
+    running.expire(new MutatorTimeoutError(running.name, this.#ms));
   }
 }
 

@@ -30,7 +30,9 @@ export function userProject(dependencies: readonly string[] = [], files: Record<
     if (name.includes('/')) mkdirSync(join(modules, name.split('/')[0]!), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules', name), join(modules, name), 'dir');
   }
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+  // Listed as a user's would be: Deno resolves bare imports through package.json.
+  const listed = Object.fromEntries(['viewsync', 'valibot', ...dependencies.filter((name) => !name.startsWith('@types'))].map((name) => [name, '*']));
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module', dependencies: listed }));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;
 }

@@ -1,22 +1,105 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, expect, it } from 'vitest';
-import { mutation, post, pullBody, pushBody } from '../helpers.js';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { freePort, type Started, startCommand } from '../command.js';
+import { mutation, post, pullBody, pushAndPull, pushBody } from '../helpers.js';
+import { ROOT, userProject } from './packed.js';
 
-const root = new URL('../..', import.meta.url).pathname;
-const dir = mkdtempSync(join(root, 'node_modules', '.viewsync-readme-'));
+/**
+ * Every code snippet of README.md, as printed, in a user's project that installed the packed
+ * package. Each TypeScript or TOML snippet follows a `<!-- snippet: FILE RUNNER -->` line that
+ * names the file it becomes and how it runs:
+ * - `module`: imported by other snippets;
+ * - `node`, `deno`, `bun`: a server started with that runtime (`tsx` for Node), on `PORT`;
+ * - `client`: the browser client, run in Node (with an in-memory IndexedDB) against the `node`
+ *   server, its `localhost:8787` pointed at that server's port;
+ * - `fetch`: a module whose default export's `fetch` is called;
+ * - `wrangler`: a Worker run by `wrangler dev`, with the `config` snippet as its wrangler.toml.
+ * Every TypeScript snippet also compiles, all together, in a strict project (no skipLibCheck).
+ */
+const run = promisify(execFile);
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const snippets = [...readme.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ file: file!, runner: runner!, language: language!, code: code! }));
+const dir = userProject(['replicache', 'fake-indexeddb', '@types'], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
+const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
+const byRunner = (runner: string) => snippets.filter((snippet) => snippet.runner === runner);
+
+const running: Started[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((started) => started.stop()));
+});
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-it('the README quick-start example runs as printed', async () => {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const example = /```ts\n(import [^]*?)```/.exec(readme)![1]!;
-  expect(example.split('\n').filter(Boolean).length).toBeLessThanOrEqual(12);
-  const file = join(dir, 'example.ts');
-  writeFileSync(file, example.replace(`from 'viewsync'`, `from ${JSON.stringify(join(root, 'src/index.ts'))}`));
-  const app = (await import(pathToFileURL(file).href)).default as { fetch: (r: Request) => Promise<Response> };
+async function start(command: string, args: string[], port: number, ready: RegExp): Promise<Started> {
+  const started = await startCommand(command, args, { cwd: dir, env: { PORT: String(port), WRANGLER_SEND_METRICS: 'false', DENO_NO_UPDATE_CHECK: '1' }, ready, timeoutMs: 60_000 });
+  running.push(started);
+  return started;
+}
 
-  await app.fetch(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'hello', value: 'world' })])));
-  const pulled = await (await app.fetch(post('/pull', pullBody('g', null)))).json();
-  expect(pulled.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'hello', value: 'world' }]);
+describe('README.md', () => {
+  it('marks every TypeScript and TOML snippet with how it runs, and there are some of each kind', () => {
+    const fenced = [...readme.matchAll(/```(ts|toml|js|tsx)\n/g)].length;
+    expect(snippets.length).toBe(fenced);
+    for (const runner of ['module', 'node', 'client', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
+  });
+
+  it('every TypeScript snippet compiles in a strict project against the packed package', async () => {
+    const files = snippets.filter(({ language }) => language === 'ts').map(({ file }) => file);
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    const args = ['--strict', '--noEmit', '--allowImportingTsExtensions', '--target', 'es2022', '--lib', 'es2022,dom,dom.iterable', '--types', 'node', '--module', 'nodenext', '--moduleResolution', 'nodenext', ...files];
+    const result = await run(process.execPath, [tsc, ...args], { cwd: dir }).catch((error: { stdout: string }) => error);
+    expect(result.stdout).toBe('');
+  });
+
+  it.each(byRunner('node').map(({ file }) => file))('%s serves in Node, and the client snippet syncs through it', async (file) => {
+    const port = await freePort();
+    await start(bin('tsx'), [file], port, /push:/);
+    await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+
+    for (const client of byRunner('client')) {
+      const local = `local-${client.file}`;
+      writeFileSync(join(dir, local), client.code.replaceAll('localhost:8787', `localhost:${port}`));
+      const started = await startCommand(bin('tsx'), ['--import', 'fake-indexeddb/auto', local], { cwd: dir, ready: /$/, timeoutMs: 10_000 });
+      running.push(started);
+      // The snippet's mutation reaches the server: some client's lastMutationID and the value.
+      await expect.poll(() => view(port), { timeout: 15_000, interval: 100 }).toMatchObject({ hello: 'world' });
+    }
+  });
+
+  it.each(byRunner('deno').map(({ file }) => file))('%s serves in Deno', async (file) => {
+    const port = await freePort();
+    await start(bin('deno'), ['run', '--no-remote', '--allow-net', '--allow-env', file], port, /push:/);
+    await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+  });
+
+  it.each(byRunner('bun').map(({ file }) => file))('%s serves in Bun', async (file) => {
+    const port = await freePort();
+    await start(bin('bun'), [file], port, /push:/);
+    await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+  });
+
+  it.each(byRunner('wrangler').map(({ file }) => file))('%s serves in workerd under `wrangler dev`, with the wrangler.toml snippet', async (file) => {
+    const config = readFileSync(join(dir, byRunner('config')[0]!.file), 'utf8');
+    expect(config).toContain(`main = "${file}"`);
+    const port = await freePort();
+    await start(bin('wrangler'), ['dev', '--port', String(port), '--ip', '127.0.0.1'], port, /Ready on/);
+    await pushAndPull(new URL(`http://127.0.0.1:${port}/`), '?space=readme');
+  });
+
+  it.each(byRunner('fetch').map(({ file }) => file))('%s answers push and pull through its default export', async (file) => {
+    const app = (await import(pathToFileURL(join(dir, file)).href)).default as { fetch: (request: Request) => Promise<Response> };
+    expect((await app.fetch(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'hello', value: 'world' })])))).status).toBe(200);
+    const pulled = await (await app.fetch(post('/pull', pullBody('g', null)))).json();
+    expect(pulled.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'hello', value: 'world' }]);
+  });
 });
+
+/** The server's whole view, by a full pull of a group of its own. */
+async function view(port: number): Promise<Record<string, unknown>> {
+  const response = await fetch(`http://127.0.0.1:${port}/pull`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pullBody('reader', null)) });
+  const { patch } = (await response.json()) as { patch: Array<{ op: string; key?: string; value?: unknown }> };
+  return Object.fromEntries(patch.filter((op) => op.op === 'put').map((op) => [op.key, op.value]));
+}
