@@ -5,18 +5,18 @@ import { createServer } from 'node:net';
 export interface Started {
   /** What it printed (stdout and stderr) so far. */
   readonly output: () => string;
-  /** The first match of `ready` in its output. */
-  readonly match: RegExpMatchArray;
+  /** The first match of `ready` in its output (empty without `ready`). */
+  readonly match: RegExpMatchArray | [];
   /** Stops it (SIGTERM, then SIGKILL after 5 s) and resolves once it has exited. */
   stop(): Promise<void>;
 }
 
 /**
- * Starts a command and resolves once its output matches `ready`; rejects, with its output, when
- * it exits first or prints no match within `timeoutMs`. Its whole process group is stopped, so
+ * Starts a command and resolves once its output matches `ready` (at once without one); rejects,
+ * with its output, when it exits first or prints no match within `timeoutMs`. Its whole process group is stopped, so
  * a wrapper (npx, wrangler) takes its children down with it.
  */
-export function startCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready: RegExp; timeoutMs?: number }): Promise<Started> {
+export function startCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready?: RegExp; timeoutMs?: number }): Promise<Started> {
   const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   const exited = new Promise<string>((resolve) => {
@@ -35,9 +35,10 @@ export function startCommand(command: string, args: string[], options: { cwd: st
     const timer = setTimeout(() => fail(`printed nothing matching ${options.ready} within ${(options.timeoutMs ?? 30_000) / 1000} s`), options.timeoutMs ?? 30_000);
     const onData = (text: string) => {
       output += text;
-      const match = output.match(options.ready);
+      const match = options.ready && output.match(options.ready);
       if (match) (clearTimeout(timer), resolve({ output: () => output, match, stop }));
     };
+    if (options.ready === undefined) (clearTimeout(timer), resolve({ output: () => output, match: [], stop }));
     child.stdout!.setEncoding('utf8').on('data', onData);
     child.stderr!.setEncoding('utf8').on('data', onData);
     void exited.then((why) => (clearTimeout(timer), fail(why)));
