@@ -15,7 +15,7 @@ export type {
   DeepReadonly,
   ScanResult,
   ScanIterator,
-} from './sync/write-transaction.js';
+} from './sync/transaction.js';
 export { memoryStorage } from './storage/memory.js';
 export { compareUTF8 } from './storage/compare-utf8.js';
 export type { Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { JSONValue } from '../protocol/json.js';
-import type { WriteTransaction } from './write-transaction.js';
+import type { WriteTransaction } from './transaction.js';
 
 /**
  * A mutator: the server's version of a function the client registered under the same name.
