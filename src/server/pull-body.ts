@@ -9,6 +9,12 @@ import type { PatchOperation } from '../protocol/pull-response.js';
  */
 export function pullBody(body: { patch: readonly PatchOperation[] }): Response {
   const { patch } = body;
+  // Most answers are a few operations: one stringify, kept only if it is small (a few large
+  // values could make a long one, which is then streamed and this string dropped).
+  if (patch.length <= SHORT_PATCH) {
+    const text = JSON.stringify(body);
+    if (text.length <= STREAM_AT) return new Response(text, { headers: JSON_TYPE });
+  }
   // `{"cookie":…,"lastMutationIDChanges":…}` less its `}`, then the patch. Every answer with a
   // patch has a cookie, so the head is never `{}`.
   const head = JSON.stringify({ ...body, patch: undefined }).slice(0, -1) + ',"patch":[';
@@ -68,6 +74,8 @@ function* patchSlices(patch: readonly PatchOperation[]): Generator<string, void>
 }
 
 const JSON_TYPE = { 'content-type': 'application/json' };
+/** Patches of at most this many operations are first tried as one string. */
+const SHORT_PATCH = 64;
 /** Answers longer than this many characters are streamed. */
 const STREAM_AT = 1024 * 1024;
 const SLICE_CHARS = 64 * 1024;

@@ -9,10 +9,16 @@ export class ReadWriteLock {
 
   /** Runs `fn` once the lock is held (shared or exclusive), and releases it when `fn` settles. */
   async hold<T>(exclusive: boolean, fn: () => T | Promise<T>): Promise<T> {
-    await new Promise<void>((grant) => {
-      this.#queue.push({ exclusive, grant });
-      this.#pump();
-    });
+    if (this.#queue.length === 0 && !this.#exclusive && !(exclusive && this.#shared > 0)) {
+      // Free now and nobody waiting: take it without a round through the queue.
+      if (exclusive) this.#exclusive = true;
+      else this.#shared++;
+    } else {
+      await new Promise<void>((grant) => {
+        this.#queue.push({ exclusive, grant });
+        this.#pump();
+      });
+    }
     try {
       return await fn();
     } finally {
