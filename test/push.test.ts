@@ -106,6 +106,23 @@ describe('rule 7: mutations in order, each exactly once', () => {
     expect(await lmids(ctx)).toEqual({ c: 1 });
     expect(ctx.errors).toHaveLength(1);
   });
+  it('a store that fails while a mutation\'s writes are applied fails the push (500, nothing committed), never skips the mutation', async () => {
+    const ctx = testContext();
+    const inner = ctx.storage;
+    let fail = false;
+    ctx.storage = {
+      transaction: (fn, options) =>
+        inner.transaction((tx) => fn({ ...tx, get: tx.get, scan: tx.scan, del: tx.del, put: (key, value) => (fail && key.startsWith('e/') ? Promise.reject(new Error('disk full')) : tx.put(key, value)) }), options),
+    };
+    fail = true;
+    const response = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])), ctx);
+    expect(response.status).toBe(500);
+    fail = false;
+    expect(await lmids(ctx)).toEqual({});
+    // The client re-sends it, and this time it applies.
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    expect(await serverView(ctx)).toEqual(new Map([['a', 1]]));
+  });
 });
 
 describe('rule 8: a permanent error discards all of a mutation\'s writes, and it still counts', () => {

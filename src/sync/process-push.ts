@@ -81,12 +81,13 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       if (mutation.id !== client.lastMutationID + 1) continue;
 
       const mtx = new MutationTransaction(session, { clientID: mutation.clientID, mutationID: mutation.id, userID }, limits);
+      let failed = false;
       try {
         const mutator = Object.hasOwn(mutators, mutation.name) ? mutators[mutation.name] : undefined;
         if (mutator === undefined) throw new UnknownMutatorError(mutation.name);
         await watchdog.run(mutator, mtx, mutation);
-        await mtx.flush();
       } catch (error) {
+        failed = true;
         mtx.discard();
         outcome.failures.push({ mutation, error });
         if (error instanceof TemporaryError) {
@@ -95,6 +96,9 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
         }
         // Permanent (spec, push rule 6): none of its writes, but it counts as processed.
       }
+      // Outside the try: a store that fails here fails the push (a 500, nothing committed), it
+      // does not make the mutation look like a permanent error.
+      if (!failed) await mtx.flush();
       client.lastMutationID = mutation.id;
       client.dirty = true;
     }
