@@ -1,0 +1,157 @@
+import { compareUTF8, hasLoneSurrogate } from './compare-utf8.js';
+import { SpaceLocks } from './lock.js';
+import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
+import { type StorageReader, WriteBuffer } from './write-buffer.js';
+
+/**
+ * A synchronous SQLite connection: what the SQLite store needs of a driver (better-sqlite3,
+ * `bun:sqlite`, `node:sqlite`, a Durable Object's `sql`).
+ */
+export interface SQLiteConnection {
+  /** The rows `query` selects. */
+  all(query: string, params: readonly unknown[]): Array<Record<string, unknown>>;
+  /** Runs a statement that returns no rows. */
+  run(query: string, params: readonly unknown[]): void;
+  /** Runs `fn` in one transaction, rolled back whole if it throws. */
+  transaction(fn: () => void): void;
+}
+
+/**
+ * The store over one SQLite table of keys and JSON text, shared by `sqliteStorage` and
+ * `durableObjectStorage`. A synchronous driver cannot keep a transaction open across awaits while
+ * other requests run, so the guarantees of {@link Storage} come from two locks per space and a
+ * write buffer:
+ * 1. Atomicity: a read-write transaction buffers its writes and, once its callback resolves,
+ *    applies them in one SQLite transaction, which rolls back whole if a statement throws; a
+ *    callback that rejects drops the buffer unseen.
+ * 2. Serialisable writes: a read-write transaction holds its space's writers' lock from start to
+ *    commit (a transaction of no space holds every space's).
+ * 3. Consistent snapshots: only a commit changes the table, and it waits for its space's table
+ *    lock, which read-only transactions share, so none sees one halfway or between two reads. A
+ *    read-write transaction reads the table (no one else commits in its space) under its buffer.
+ *    So pulls go on while a push's mutator awaits something slow, and spaces never wait for
+ *    each other.
+ * 4. Ordering: SQLite compares TEXT by memcmp of UTF-8 (the BINARY collation), as
+ *    `compareUTF8` does. A prefix is a primary key range: [prefix, prefix with its last code
+ *    point raised by one).
+ * 5. Values: `JSON.stringify` at commit, `JSON.parse` at each read from the table.
+ * Keys with a lone surrogate are refused: UTF-8 cannot spell them.
+ */
+export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): Storage {
+  const name = migrate(db, tablePrefix);
+  const [writers, committing] = [new SpaceLocks(), new SpaceLocks()];
+  const sql = {
+    get: `SELECT value FROM ${name} WHERE key = ?`,
+    scan: (after: boolean, bounded: boolean) => `SELECT key, value FROM ${name} WHERE key ${after ? '>' : '>='} ?${bounded ? ' AND key < ?' : ''} ORDER BY key LIMIT ?`,
+    upsert: `INSERT INTO ${name} (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    del: `DELETE FROM ${name} WHERE key = ?`,
+  };
+  const committed: StorageReader = {
+    async get(key) {
+      const [row] = db.all(sql.get, [key]);
+      return row && (JSON.parse(row.value as string) as StoredValue);
+    },
+    async scan({ prefix, start, limit = Infinity }: ScanOptions) {
+      if (limit <= 0) return [];
+      const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
+      const from = fromStart ? start.key : prefix;
+      const end = upperBound(prefix);
+      const params = end === undefined ? [from, finite(limit)] : [from, end, finite(limit)];
+      const rows = db.all(sql.scan(fromStart && start.exclusive === true, end !== undefined), params);
+      return rows.map((row): [string, StoredValue] => [row.key as string, JSON.parse(row.value as string) as StoredValue]);
+    },
+  };
+
+  function commit(writes: ReadonlyMap<string, StoredValue | undefined>): void {
+    db.transaction(() => {
+      for (const [key, value] of writes) {
+        if (value === undefined) db.run(sql.del, [key]);
+        else db.run(sql.upsert, [key, JSON.stringify(value)]);
+      }
+    });
+  }
+
+  return {
+    transaction(fn, { readOnly, space }) {
+      if (readOnly) return committing.hold(space, false, () => runChecked(fn, committed, false));
+      return writers.hold(space, true, async () => {
+        const buffer = new WriteBuffer(committed, { cacheReads: true });
+        const result = await runChecked(fn, buffer, true);
+        if (buffer.writes.size > 0) await committing.hold(space, true, () => commit(buffer.writes));
+        return result;
+      });
+    },
+  };
+}
+
+/**
+ * Brings the tables to the current schema version and returns the key-value table's quoted
+ * name. Idempotent, and safe when two connections start at once: the check and the changes run
+ * in one write transaction. Version 1: `<prefix>kv (key TEXT PRIMARY KEY, value TEXT)`, the
+ * table the Durable Object store has always had (as `viewsync_kv`).
+ */
+function migrate(db: SQLiteConnection, prefix: string): string {
+  const [kv, meta] = [quoteIdentifier(`${prefix}kv`), quoteIdentifier(`${prefix}schema`)];
+  const migrations = [`CREATE TABLE IF NOT EXISTS ${kv} (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`];
+  db.transaction(() => {
+    db.run(`CREATE TABLE IF NOT EXISTS ${meta} (version INTEGER NOT NULL)`, []);
+    const version = Number(db.all(`SELECT max(version) AS version FROM ${meta}`, [])[0]?.version ?? 0);
+    if (version > migrations.length) throw new Error(`The ${prefix}* tables are at schema version ${version}, newer than this viewsync knows (${migrations.length}): upgrade viewsync`);
+    for (const statement of migrations.slice(version)) db.run(statement, []);
+    if (version < migrations.length) {
+      db.run(`DELETE FROM ${meta}`, []);
+      db.run(`INSERT INTO ${meta} (version) VALUES (?)`, [migrations.length]);
+    }
+  });
+  return kv;
+}
+
+/**
+ * Runs `fn` over `tx`, refusing use after it settled, writes when read-only, and keys SQLite
+ * cannot hold.
+ */
+async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, tx: StorageReader & Partial<StorageTransaction>, writable: boolean): Promise<T> {
+  let open = true;
+  const check = (key: string, write = false): void => {
+    if (!open) throw new Error('The storage transaction is already finished');
+    if (write && !writable) throw new Error('Cannot write in a read-only transaction');
+    if (hasLoneSurrogate(key)) throw new Error(`Key ${JSON.stringify(key)} has a lone surrogate, which SQLite text cannot hold`);
+  };
+  try {
+    return await fn({
+      get: async (key) => (check(key), tx.get(key)),
+      put: async (key, value) => (check(key, true), tx.put!(key, value)),
+      del: async (key) => (check(key, true), tx.del!(key)),
+      scan: async (options) => {
+        check(options.prefix);
+        if (options.start !== undefined) check(options.start.key);
+        return tx.scan(options);
+      },
+    });
+  } finally {
+    open = false;
+  }
+}
+
+/** SQLite's LIMIT: -1 is none. */
+function finite(limit: number): number {
+  return Number.isFinite(limit) ? Math.ceil(limit) : -1;
+}
+
+/** A table name as an SQL identifier: letters, digits and `_` only, so no quoting can go wrong. */
+export function quoteIdentifier(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
+    throw new TypeError(`Table name ${JSON.stringify(name)} must be 1 to 63 letters, digits and _, not starting with a digit (see tablePrefix)`);
+  }
+  return `"${name}"`;
+}
+
+/** The least string above every string that starts with `prefix`; none when it is all U+10FFFF. */
+export function upperBound(prefix: string): string | undefined {
+  const points = Array.from(prefix);
+  while (points.length > 0) {
+    const last = points.pop()!.codePointAt(0)!;
+    if (last < 0x10ffff) return points.join('') + String.fromCodePoint(last === 0xd7ff ? 0xe000 : last + 1);
+  }
+  return undefined;
+}
