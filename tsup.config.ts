@@ -7,6 +7,8 @@ export default defineConfig({
     deno: 'adapters/deno.ts',
     bun: 'adapters/bun.ts',
     cloudflare: 'adapters/cloudflare.ts',
+    sqlite: 'src/storage/sqlite.ts',
+    testing: 'src/testing/index.ts',
   },
   format: ['esm', 'cjs'],
   // Shared chunks, so that every entry uses the one copy of the core (one HTTPError class).

@@ -1,5 +1,6 @@
 import { compareUTF8, hasLoneSurrogate } from './compare-utf8.js';
 import { SpaceLocks } from './lock.js';
+import { fromTextKey, toTextKey } from './text-keys.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 
@@ -32,8 +33,8 @@ export interface SQLiteConnection {
  *    So pulls go on while a push's mutator awaits something slow, and spaces never wait for
  *    each other.
  * 4. Ordering: SQLite compares TEXT by memcmp of UTF-8 (the BINARY collation), as
- *    `compareUTF8` does. A prefix is a primary key range: [prefix, prefix with its last code
- *    point raised by one).
+ *    `compareUTF8` does, and keys are written with `toTextKey`, which keeps that order. A prefix
+ *    is a primary key range: [prefix, prefix with its last code point raised by one).
  * 5. Values: `JSON.stringify` at commit, `JSON.parse` at each read from the table.
  * Keys with a lone surrogate are refused: UTF-8 cannot spell them.
  */
@@ -48,7 +49,7 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): St
   };
   const committed: StorageReader = {
     async get(key) {
-      const [row] = db.all(sql.get, [key]);
+      const [row] = db.all(sql.get, [toTextKey(key)]);
       return row && (JSON.parse(row.value as string) as StoredValue);
     },
     async scan({ prefix, start, limit = Infinity }: ScanOptions) {
@@ -56,17 +57,17 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): St
       const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
       const from = fromStart ? start.key : prefix;
       const end = upperBound(prefix);
-      const params = end === undefined ? [from, finite(limit)] : [from, end, finite(limit)];
+      const params = end === undefined ? [toTextKey(from), finite(limit)] : [toTextKey(from), toTextKey(end), finite(limit)];
       const rows = db.all(sql.scan(fromStart && start.exclusive === true, end !== undefined), params);
-      return rows.map((row): [string, StoredValue] => [row.key as string, JSON.parse(row.value as string) as StoredValue]);
+      return rows.map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
     },
   };
 
   function commit(writes: ReadonlyMap<string, StoredValue | undefined>): void {
     db.transaction(() => {
       for (const [key, value] of writes) {
-        if (value === undefined) db.run(sql.del, [key]);
-        else db.run(sql.upsert, [key, JSON.stringify(value)]);
+        if (value === undefined) db.run(sql.del, [toTextKey(key)]);
+        else db.run(sql.upsert, [toTextKey(key), JSON.stringify(value)]);
       }
     });
   }

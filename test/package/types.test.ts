@@ -19,6 +19,9 @@ import { serve } from 'viewsync/node';
 import { serve as serveDeno } from 'viewsync/deno';
 import { serve as serveBun } from 'viewsync/bun';
 import { createSyncObject, routeToObject } from 'viewsync/cloudflare';
+import { sqliteStorage } from 'viewsync/sqlite';
+import { storageConformance, type ConformanceCheck } from 'viewsync/testing';
+import Database from 'better-sqlite3';
 import { object, string } from 'valibot';
 import type { MutatorDefs, WriteTransaction as ClientWriteTransaction } from 'replicache';
 
@@ -46,6 +49,8 @@ export const handler = { fetch: (request: Request) => handleRequest(request, ctx
 export const SyncObject = createSyncObject(() => ({ mutators: shared }));
 export const worker = routeToObject({ binding: 'SYNC', space: () => 'main' });
 export const starts = [serve, serveDeno, serveBun];
+export const onDisk: SyncContext = { storage: sqliteStorage(new Database('sync.db'), { tablePrefix: 'app_' }), mutators: shared };
+export const checks: ConformanceCheck[] = storageConformance(() => memoryStorage(), { runs: 10 });
 void client;
 void notClient;
 `;
@@ -63,7 +68,9 @@ describe.concurrent('the packed package in a strict project without skipLibCheck
     const dir = userProject(['replicache', '@types'], { 'consumer.ts': CONSUMER });
     if (module === 'commonjs') writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true }));
     const tsc = join(ROOT, 'node_modules', version === '5.4' ? 'oldest-typescript' : 'typescript', 'bin', 'tsc');
-    const args = ['--strict', '--noEmit', '--target', 'es2022', '--lib', 'es2022,dom,dom.iterable', '--types', 'node', '--module', module, '--moduleResolution', moduleResolution, 'consumer.ts'];
+    // better-sqlite3's own types need esModuleInterop for a default import from CommonJS.
+    const interop = module === 'commonjs' ? ['--esModuleInterop'] : [];
+    const args = [...interop, '--strict', '--noEmit', '--target', 'es2022', '--lib', 'es2022,dom,dom.iterable', '--types', 'node', '--module', module, '--moduleResolution', moduleResolution, 'consumer.ts'];
     const result = await run(process.execPath, [tsc, ...args], { cwd: dir }).catch((error: { stdout: string }) => error);
     expect(result.stdout).toBe('');
   });
