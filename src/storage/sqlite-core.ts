@@ -1,7 +1,8 @@
-import { compareUTF8, hasLoneSurrogate } from './compare-utf8.js';
+import { runChecked } from './checked.js';
+import { compareUTF8 } from './compare-utf8.js';
 import { SpaceLocks } from './lock.js';
-import { fromTextKey, toTextKey } from './text-keys.js';
-import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
+import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
+import type { ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 
 /**
@@ -107,52 +108,7 @@ function migrate(db: SQLiteConnection, prefix: string): string {
   return kv;
 }
 
-/**
- * Runs `fn` over `tx`, refusing use after it settled, writes when read-only, and keys SQLite
- * cannot hold.
- */
-async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, tx: StorageReader & Partial<StorageTransaction>, writable: boolean): Promise<T> {
-  let open = true;
-  const check = (key: string, write = false): void => {
-    if (!open) throw new Error('The storage transaction is already finished');
-    if (write && !writable) throw new Error('Cannot write in a read-only transaction');
-    if (hasLoneSurrogate(key)) throw new Error(`Key ${JSON.stringify(key)} has a lone surrogate, which SQLite text cannot hold`);
-  };
-  try {
-    return await fn({
-      get: async (key) => (check(key), tx.get(key)),
-      put: async (key, value) => (check(key, true), tx.put!(key, value)),
-      del: async (key) => (check(key, true), tx.del!(key)),
-      scan: async (options) => {
-        check(options.prefix);
-        if (options.start !== undefined) check(options.start.key);
-        return tx.scan(options);
-      },
-    });
-  } finally {
-    open = false;
-  }
-}
-
 /** SQLite's LIMIT: -1 is none. */
 function finite(limit: number): number {
   return Number.isFinite(limit) ? Math.ceil(limit) : -1;
-}
-
-/** A table name as an SQL identifier: letters, digits and `_` only, so no quoting can go wrong. */
-export function quoteIdentifier(name: string): string {
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
-    throw new TypeError(`Table name ${JSON.stringify(name)} must be 1 to 63 letters, digits and _, not starting with a digit (see tablePrefix)`);
-  }
-  return `"${name}"`;
-}
-
-/** The least string above every string that starts with `prefix`; none when it is all U+10FFFF. */
-export function upperBound(prefix: string): string | undefined {
-  const points = Array.from(prefix);
-  while (points.length > 0) {
-    const last = points.pop()!.codePointAt(0)!;
-    if (last < 0x10ffff) return points.join('') + String.fromCodePoint(last === 0xd7ff ? 0xe000 : last + 1);
-  }
-  return undefined;
 }

@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
 import type { Storage } from '../../src/storage/types.js';
-import { storageConformance } from '../../src/testing/conformance.js';
+import { type ConformanceOptions, storageConformance } from '../../src/testing/conformance.js';
 
 /**
  * Registers the shared storage conformance suite (`viewsync/testing`) as vitest tests: every
@@ -9,8 +9,8 @@ import { storageConformance } from '../../src/testing/conformance.js';
  * @example
  * describeStorageConformance('memoryStorage', () => memoryStorage());
  */
-export function describeStorageConformance(name: string, create: () => Storage | Promise<Storage>): void {
+export function describeStorageConformance(name: string, create: () => Storage | Promise<Storage>, options: ConformanceOptions = {}): void {
   describe(`${name} conforms to Storage`, () => {
-    for (const check of storageConformance(create, { runs: Number(process.env.FC_RUNS ?? 200) })) it(check.name, check.run);
+    for (const check of storageConformance(create, { runs: Number(process.env.FC_RUNS ?? 200), ...options })) it(check.name, check.run);
   });
 }

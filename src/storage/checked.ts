@@ -1,0 +1,31 @@
+import { hasLoneSurrogate } from './compare-utf8.js';
+import type { StorageTransaction } from './types.js';
+import type { StorageReader } from './write-buffer.js';
+
+/**
+ * Runs `fn` over `tx`, refusing use after it settled, writes when read-only, and keys a database
+ * cannot hold (half a surrogate pair has no UTF-8 form).
+ */
+export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, tx: StorageReader & Partial<StorageTransaction>, writable: boolean): Promise<T> {
+  let open = true;
+  const check = (key: string, write = false): void => {
+    if (!open) throw new Error('The storage transaction is already finished');
+    if (write && !writable) throw new Error('Cannot write in a read-only transaction');
+    if (hasLoneSurrogate(key)) throw new Error(`Key ${JSON.stringify(key)} has a lone surrogate, which has no UTF-8 form`);
+  };
+  try {
+    return await fn({
+      get: async (key) => (check(key), tx.get(key)),
+      put: async (key, value) => (check(key, true), tx.put!(key, value)),
+      del: async (key) => (check(key, true), tx.del!(key)),
+      scan: async (options) => {
+        check(options.prefix);
+        if (options.start !== undefined) check(options.start.key);
+        return tx.scan(options);
+      },
+    });
+  } finally {
+    open = false;
+  }
+}
+

@@ -1,0 +1,147 @@
+import { runChecked } from './checked.js';
+import { compareUTF8 } from './compare-utf8.js';
+import { type PostgresClient, type PostgresQuery, postgresDriver } from './postgres-driver.js';
+import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
+import type { ScanOptions, Storage, StoredValue } from './types.js';
+import { type StorageReader, WriteBuffer } from './write-buffer.js';
+
+export type { PostgresClient } from './postgres-driver.js';
+
+/**
+ * A store in PostgreSQL, shared by any number of server instances: a `postgres` (postgres.js)
+ * client, or a PGlite database for embedded use and tests. Returns at once; the first
+ * transaction creates its tables (`viewsync_kv` and `viewsync_schema`, or with another
+ * `tablePrefix`, in `schema`), and so does {@link PostgresStorage.migrate} for deploy scripts.
+ *
+ * How it keeps the guarantees of {@link Storage}, across instances:
+ * 1. Atomicity: one PostgreSQL transaction; writes are buffered and sent at commit as one
+ *    multi-row upsert and one multi-row delete.
+ * 2. Serialisable writes: a read-write transaction runs at READ COMMITTED holding its space's
+ *    advisory lock (`pg_advisory_xact_lock`, and a shared lock that a transaction of no space
+ *    takes alone), so pushes to one space queue on every instance while other spaces go on. Each
+ *    statement then sees everything committed before the lock was granted, and nothing else can
+ *    commit in the space until this one ends.
+ * 3. Consistent snapshots: read-only transactions run at REPEATABLE READ READ ONLY, one snapshot,
+ *    no locks, never a serialisation failure.
+ * 4. Ordering: keys are `text COLLATE "C"` (byte order, which is UTF-8 order in a UTF-8
+ *    database, checked when the tables are made), written with `toTextKey`, as PostgreSQL text
+ *    cannot hold U+0000.
+ * 5. Values: JSON as `text`, not `jsonb`, which would reorder object members and refuse U+0000.
+ * A deadlock or serialisation failure (40P01, 40001: none is expected) is retried a few times.
+ * Every transaction sets its isolation level in its own BEGIN, so a pooler in transaction mode
+ * (PgBouncer) is fine; pass `prepare: false` there (or create the client with it).
+ *
+ * @example
+ * import postgres from 'postgres';
+ * const storage = postgresStorage(postgres(process.env.DATABASE_URL!));
+ */
+export function postgresStorage(client: PostgresClient, options: PostgresStorageOptions = {}): PostgresStorage {
+  const driver = postgresDriver(client, options.prepare ?? true);
+  const prefix = options.tablePrefix ?? 'viewsync_';
+  const schema = options.schema === undefined ? '' : `${quoteIdentifier(options.schema)}.`;
+  const [kv, meta] = [`${schema}${quoteIdentifier(`${prefix}kv`)}`, `${schema}${quoteIdentifier(`${prefix}schema`)}`];
+  // Advisory locks are one namespace for a whole database: key them by this store's table.
+  const lockName = `viewsync ${kv}`;
+  const sql = {
+    get: `SELECT value FROM ${kv} WHERE key = $1`,
+    scan: (after: boolean, bounded: boolean) =>
+      `SELECT key, value FROM ${kv} WHERE key ${after ? '>' : '>='} $1${bounded ? ' AND key < $3' : ''} ORDER BY key LIMIT $2`,
+    upsert: `INSERT INTO ${kv} (key, value) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+    del: `DELETE FROM ${kv} WHERE key = ANY($1::text[])`,
+    lockSpace: 'SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))',
+    lockAll: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+  };
+
+  const reader = (query: PostgresQuery): StorageReader => ({
+    async get(key) {
+      const [row] = await query(sql.get, [toTextKey(key)]);
+      return row && (JSON.parse(row.value as string) as StoredValue);
+    },
+    async scan({ prefix: keyPrefix, start, limit = Infinity }: ScanOptions) {
+      if (limit <= 0) return [];
+      const fromStart = start !== undefined && compareUTF8(start.key, keyPrefix) >= 0;
+      const from = toTextKey(fromStart ? start.key : keyPrefix);
+      const end = upperBound(keyPrefix);
+      const count = Number.isFinite(limit) ? Math.ceil(limit) : null;
+      const rows = await query(sql.scan(fromStart && start.exclusive === true, end !== undefined), end === undefined ? [from, count] : [from, count, toTextKey(end)]);
+      return rows.map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
+    },
+  });
+
+  let ready: Promise<void> | undefined;
+  const migrate = (): Promise<void> => {
+    ready ??= migrateTables(driver, { kv, meta, schema: options.schema, lockName }).catch((error: unknown) => {
+      ready = undefined; // a later transaction tries again
+      throw error;
+    });
+    return ready;
+  };
+
+  return {
+    migrate,
+    async transaction(fn, { readOnly, space }) {
+      await migrate();
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await driver.transaction(readOnly ? 'ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'ISOLATION LEVEL READ COMMITTED', async (query) => {
+            if (readOnly) return runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false);
+            if (space === undefined) await query(sql.lockAll, [lockName]);
+            else await query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`]);
+            const buffer = new WriteBuffer(reader(query), { cacheReads: true });
+            const result = await runChecked(fn, buffer, true);
+            const puts = [...buffer.writes].filter((entry): entry is [string, StoredValue] => entry[1] !== undefined);
+            const dels = [...buffer.writes].filter(([, value]) => value === undefined).map(([key]) => toTextKey(key));
+            if (puts.length > 0) await query(sql.upsert, [puts.map(([key]) => toTextKey(key)), puts.map(([, value]) => JSON.stringify(value))]);
+            if (dels.length > 0) await query(sql.del, [dels]);
+            return result;
+          });
+        } catch (error) {
+          if (attempt >= RETRIES || !RETRYABLE.has((error as { code?: unknown })?.code as string)) throw error;
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+        }
+      }
+    },
+  };
+}
+
+/** Options for {@link postgresStorage}. */
+export interface PostgresStorageOptions {
+  /** The schema of the tables, created if missing. Default: the connection's search path (`public`). */
+  schema?: string;
+  /** What the table names start with, so several apps can share a schema. Default: `viewsync_`. */
+  tablePrefix?: string;
+  /** Prepare statements (postgres.js only). Set `false` behind a pooler in transaction mode. Default: true. */
+  prepare?: boolean;
+}
+
+/** A PostgreSQL store, with its schema step for deploy scripts. */
+export interface PostgresStorage extends Storage {
+  /** Creates or upgrades the tables now (the first transaction does it otherwise). Idempotent. */
+  migrate(): Promise<void>;
+}
+
+const RETRYABLE = new Set(['40001', '40P01']);
+const RETRIES = 5;
+
+/**
+ * Schema versions in order. Idempotent, and safe when instances start at once: the check and the
+ * changes run in one transaction under an advisory lock.
+ */
+async function migrateTables(driver: ReturnType<typeof postgresDriver>, t: { kv: string; meta: string; schema: string | undefined; lockName: string }): Promise<void> {
+  const migrations = [`CREATE TABLE IF NOT EXISTS ${t.kv} (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)`];
+  await driver.transaction('ISOLATION LEVEL READ COMMITTED', async (query) => {
+    const [encoding] = await query('SELECT current_setting($1) AS encoding', ['server_encoding']);
+    if (encoding?.encoding !== 'UTF8') throw new Error(`The database's encoding is ${String(encoding?.encoding)}: viewsync needs UTF8 (key order is UTF-8 byte order)`);
+    await query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${t.lockName} schema`]);
+    if (t.schema !== undefined) await query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(t.schema)}`, []);
+    await query(`CREATE TABLE IF NOT EXISTS ${t.meta} (version integer NOT NULL)`, []);
+    const [row] = await query(`SELECT max(version) AS version FROM ${t.meta}`, []);
+    const version = Number(row?.version ?? 0);
+    if (version > migrations.length) throw new Error(`The viewsync tables are at schema version ${version}, newer than this viewsync knows (${migrations.length}): upgrade viewsync`);
+    for (const statement of migrations.slice(version)) await query(statement, []);
+    if (version < migrations.length) {
+      await query(`DELETE FROM ${t.meta}`, []);
+      await query(`INSERT INTO ${t.meta} (version) VALUES ($1)`, [migrations.length]);
+    }
+  });
+}

@@ -1,0 +1,61 @@
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { describeStorageConformance } from './conformance.js';
+
+// PostgreSQL stores: on a real server when DATABASE_URL is set (.ci/run starts one), and always on
+// PGlite, so a fresh clone runs these too. Each store gets a schema of its own.
+const url = process.env.DATABASE_URL;
+const server = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
+const lite = new PGlite();
+const schemas: string[] = [];
+const schema = () => {
+  const name = `conformance_${process.pid}_${schemas.length}`;
+  schemas.push(name);
+  return name;
+};
+
+afterAll(async () => {
+  if (server) {
+    for (const name of schemas) await server.unsafe(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+    await server.end();
+  }
+  await lite.close();
+}, 60_000);
+
+if (server) describeStorageConformance('postgresStorage (postgres.js, a real server)', () => postgresStorage(server, { schema: schema() }));
+else it.skip('postgresStorage on a real server: set DATABASE_URL (scripts/start-postgres.sh starts one)', () => {});
+describeStorageConformance('postgresStorage (PGlite)', () => postgresStorage(lite, { schema: schema() }), { oneAtATime: true });
+
+describe.runIf(server)('postgresStorage on a real server', () => {
+  it('two instances starting at once on an empty database both come up, with one set of tables', async () => {
+    const name = schema();
+    const clients = [postgres(url!, { onnotice: () => {}, max: 1 }), postgres(url!, { onnotice: () => {}, max: 1 })];
+    try {
+      await Promise.all(clients.map((client, i) => postgresStorage(client, { schema: name }).transaction((tx) => tx.put(`from ${i}`, i), { readOnly: false, space: 's' })));
+      const tables = await server!.unsafe(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`, [name]);
+      expect(tables.map((row) => row.table_name)).toEqual(['viewsync_kv', 'viewsync_schema']);
+      expect(await server!.unsafe(`SELECT version FROM "${name}".viewsync_schema`)).toEqual([{ version: 1 }]);
+    } finally {
+      await Promise.all(clients.map((client) => client.end()));
+    }
+  });
+
+  it('keys are text in the C collation, values text: byte order, and JSON exactly as written', async () => {
+    const name = schema();
+    await postgresStorage(server!, { schema: name }).migrate();
+    const columns = await server!.unsafe(`SELECT column_name, data_type, collation_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'viewsync_kv' ORDER BY ordinal_position`, [name]);
+    expect(columns.map((row) => ({ ...row }))).toEqual([
+      { column_name: 'key', data_type: 'text', collation_name: 'C' },
+      { column_name: 'value', data_type: 'text', collation_name: null },
+    ]);
+  });
+
+  it('a newer schema version is refused with a clear error', async () => {
+    const name = schema();
+    await postgresStorage(server!, { schema: name }).migrate();
+    await server!.unsafe(`UPDATE "${name}".viewsync_schema SET version = 7`);
+    await expect(postgresStorage(server!, { schema: name }).migrate()).rejects.toThrow(/schema version 7, newer than this viewsync knows \(1\): upgrade viewsync/);
+  });
+});
