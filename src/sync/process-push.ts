@@ -4,6 +4,7 @@ import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import type { Mutator, Mutators } from './mutator.js';
 import type { ClientRecord, Strategy } from './strategy.js';
+import { runInGroup } from './group-commit.js';
 import { MutationTransaction } from './write-transaction.js';
 
 /** What a push did, beyond committing. */
@@ -43,20 +44,21 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   const watchdog = new Watchdog(limits.mutatorMs);
   try {
     for (const batch of batches) {
-      const done = await storage.transaction((tx) => run(tx, batch), { readOnly: false, space });
+      // Group commit: pushes to this space that queue behind a running one share a transaction.
+      const done = await runInGroup(storage, space, (tx) => run(tx, batch));
+      if (done instanceof HTTPError) throw done;
+      if (done === LOST) return { ...outcome, clientStateNotFound: true };
       outcome.failures.push(...done.failures);
       outcome.stoppedBy = done.stoppedBy;
       if (done.stoppedBy) break;
     }
-  } catch (error) {
-    if (error === LOST) return { ...outcome, clientStateNotFound: true };
-    throw error;
   } finally {
     watchdog.stop();
   }
   return outcome;
 
-  async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<PushOutcome> {
+  /** One batch in a transaction: its outcome, or the refusal that keeps none of its writes. */
+  async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<{ result: PushOutcome | HTTPError | typeof LOST; keep: boolean }> {
     const session = await strategy(tx, space);
     const group = push.clientGroupID;
     const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
@@ -66,13 +68,14 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       if (client === undefined) {
         const stored = await session.getClient(userID, mutation.clientID);
         if (stored !== undefined && stored.clientGroupID !== group) {
-          throw new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`);
+          const error = new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`);
+          return { result: error, keep: false };
         }
         // A client's ids start at 1 and it re-sends from its last acknowledged one, so an
         // unknown client past 1 had mutations processed here that this store no longer knows
         // (a wiped or restored database). Ignoring them would block it forever; this tells it
-        // to start over, as a lost cookie does on pull. Nothing of this transaction is committed.
-        if (stored === undefined && mutation.id > 1) throw LOST;
+        // to start over, as a lost cookie does on pull. Nothing of this batch is kept.
+        if (stored === undefined && mutation.id > 1) return { result: LOST, keep: false };
         // A new client's record starts at 0 and is tied to this group (spec, push state table).
         client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
         clients.set(mutation.clientID, client);
@@ -107,7 +110,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       if (dirty) await session.putClient(userID, clientID, record);
     }
     await session.commit();
-    return outcome;
+    return { result: outcome, keep: true };
   }
 }
 
@@ -168,7 +171,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
-/** Thrown inside the push transaction to roll it back when the client's state is lost. */
+/** What a batch resolves to when the client's state is lost: nothing of it is kept. */
 const LOST = Symbol('client state lost');
 
 /** A push named a mutator the server does not have. */

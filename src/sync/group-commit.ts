@@ -1,0 +1,66 @@
+import type { Storage, StorageTransaction } from '../storage/types.js';
+import { WriteBuffer } from '../storage/write-buffer.js';
+
+/**
+ * A piece of work inside a shared read-write transaction: what it resolves to, and whether its
+ * writes stay. A job that throws fails the whole transaction (a store error); a refusal of its
+ * own (a 400, ClientStateNotFound) is `keep: false`, which drops its writes alone.
+ */
+export type Job<T> = (tx: StorageTransaction) => Promise<{ result: T; keep: boolean }>;
+
+/**
+ * Group commit: runs `job` in a read-write transaction of `space`, together with the jobs that
+ * arrived for that space while its previous transaction ran. A space's pushes are serialised
+ * anyway (the version rule), so while one transaction holds the space, the pushes that queue
+ * behind it cost one transaction between them instead of one each: on a database, one lock, one
+ * commit and one flush for many pushes. Each job writes into a buffer of its own, kept only when
+ * the job says so, so one push's refusal never touches another's writes; they run in arrival
+ * order, each seeing the writes of those before it.
+ */
+export function runInGroup<T>(storage: Storage, space: string, job: Job<T>): Promise<T> {
+  let spaces = queues.get(storage);
+  if (spaces === undefined) queues.set(storage, (spaces = new Map()));
+  let queue = spaces.get(space);
+  if (queue === undefined) spaces.set(space, (queue = []));
+  return new Promise<T>((resolve, reject) => {
+    queue.push({ job: job as Job<unknown>, resolve: resolve as (value: unknown) => void, reject });
+    // The first job of an idle space starts at once; later ones wait for the running transaction.
+    if (queue.length === 1) void drain(storage, space, spaces, queue);
+  });
+}
+
+/** Jobs waiting, per store and space; the first entry of a queue is running or about to. */
+const queues = new WeakMap<Storage, Map<string, Waiting[]>>();
+
+interface Waiting {
+  job: Job<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Most jobs in one transaction, so that no transaction grows without bound under load. */
+const MAX_GROUP = 256;
+
+async function drain(storage: Storage, space: string, spaces: Map<string, Waiting[]>, queue: Waiting[]): Promise<void> {
+  while (queue.length > 0) {
+    const group = queue.slice(0, MAX_GROUP);
+    try {
+      const results = await storage.transaction(async (tx) => {
+        const out: unknown[] = [];
+        for (const { job } of group) {
+          const buffer = new WriteBuffer(tx);
+          const { result, keep } = await job(buffer);
+          if (keep) await buffer.flushTo(tx);
+          out.push(result);
+        }
+        return out;
+      }, { readOnly: false, space });
+      group.forEach(({ resolve }, i) => resolve(results[i]));
+    } catch (error) {
+      for (const { reject } of group) reject(error);
+    }
+    // Jobs that arrived meanwhile stay queued for the next round.
+    queue.splice(0, group.length);
+  }
+  spaces.delete(space);
+}
