@@ -5,7 +5,12 @@
  */
 import * as fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { handlePull, handlePush, type JSONValue, type Mutators, TemporaryError } from '../src/index.js';
+import Database from 'better-sqlite3';
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, TemporaryError } from '../src/index.js';
+import { postgresStorage } from '../src/storage/postgres.js';
+import { sqliteStorage } from '../src/storage/sqlite.js';
 import { applyPatch, post, pullBody, pullBodyV0, pushBody, testContext, testMutators } from './helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1500);
@@ -136,8 +141,8 @@ class Model {
   }
 }
 
-async function run(steps: Step[], perMutation = false): Promise<void> {
-  const ctx = testContext({ mutators, transactionPerMutation: perMutation });
+async function run(steps: Step[], perMutation = false, storage: Storage = memoryStorage()): Promise<void> {
+  const ctx = testContext({ storage, mutators, transactionPerMutation: perMutation });
   const model = new Model();
   /** Cookies the server has issued, with the model version each stands for. */
   const cookies: Array<{ cookie: JSONValue; version: number }> = [];
@@ -226,5 +231,34 @@ describe('model-based: random pushes and pulls agree with the reference model', 
       { kind: 'push', group: 0, mutations: [{ slot: 0, foreign: false, offset: 0, name: 'put', key: 'a', value: 1, delta: 0 }, { slot: 0, foreign: false, offset: 0, name: 'temporary', key: 'a', value: 2, delta: 0 }] },
       { kind: 'pull', group: 0, cookiePick: null },
     ]);
+  });
+});
+
+describe('model-based, on the durable stores: the same properties, fewer cases', () => {
+  const url = process.env.DATABASE_URL;
+  const server = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
+  let lite: PGlite | undefined;
+  const schemas: string[] = [];
+  const postgresStore = () => {
+    const schema = `model_${process.pid}_${schemas.length}`;
+    schemas.push(schema);
+    return postgresStorage(server ?? (lite ??= new PGlite()), { schema });
+  };
+  beforeAll(() => vi.useFakeTimers({ toFake: ['Date'] }));
+  afterAll(async () => {
+    vi.useRealTimers();
+    if (server) {
+      for (const schema of schemas) await server.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await server.end();
+    }
+    await lite?.close();
+  }, 60_000);
+
+  it('sqliteStorage (better-sqlite3)', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 25 }), fc.boolean(), (steps, perMutation) => run(steps, perMutation, sqliteStorage(new Database(':memory:')))), { numRuns: Math.ceil(RUNS / 5) });
+  });
+
+  it(`postgresStorage (${server ? 'a real server' : 'PGlite'})`, async () => {
+    await fc.assert(fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 25 }), fc.boolean(), (steps, perMutation) => run(steps, perMutation, postgresStore())), { numRuns: Math.ceil(RUNS / 5) });
   });
 });
