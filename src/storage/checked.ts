@@ -1,6 +1,6 @@
 import { hasLoneSurrogate } from './compare-utf8.js';
 import type { StorageTransaction } from './types.js';
-import type { StorageReader } from './write-buffer.js';
+import { getMany, type StorageReader } from './write-buffer.js';
 
 /**
  * Runs `fn` over `tx`, refusing use after it settled, writes when read-only, and keys a database
@@ -16,6 +16,7 @@ export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, 
   try {
     return await fn({
       get: async (key) => (check(key), tx.get(key)),
+      getMany: async (keys) => (keys.forEach((key) => check(key)), getMany(tx, keys)),
       put: async (key, value) => (check(key, true), tx.put!(key, value)),
       del: async (key) => (check(key, true), tx.del!(key)),
       scan: async (options) => {

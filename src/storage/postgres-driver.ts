@@ -19,12 +19,33 @@ export type PostgresClient = PostgresJsClient | PGliteClient;
 /** Runs one statement with positional parameters; resolves to its rows. */
 export type PostgresQuery = (query: string, params: readonly unknown[]) => Promise<Array<Record<string, unknown>>>;
 
-/** One way to run a transaction, whichever client it is. */
-export function postgresDriver(client: PostgresClient, prepare: boolean): { transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<T>): Promise<T> } {
+/** What a transaction's body resolves to: its result, and the statements to run just before COMMIT. */
+export interface TransactionEnd<T> {
+  result: T;
+  finish: ReadonlyArray<readonly [query: string, params: readonly unknown[]]>;
+}
+
+/** Runs transactions on either client. */
+export interface PostgresDriver {
+  /** Runs `fn` between `BEGIN <mode>` and COMMIT (ROLLBACK if anything fails). */
+  transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T>;
+}
+
+/**
+ * A driver for `client`. On postgres.js, the closing writes go out together (pipelined) before
+ * COMMIT. (Its `begin` rather than a reserved connection with BEGIN pipelined too: a reserved
+ * connection whose backend was killed hangs or crashes postgres.js 3.4, `begin` recovers.)
+ */
+export function postgresDriver(client: PostgresClient, prepare: boolean): PostgresDriver {
   if ('begin' in client && typeof client.begin === 'function') {
     return {
-      transaction: async <T>(mode: string, fn: (query: PostgresQuery) => Promise<T>) =>
-        (await client.begin(mode, (tx) => fn(async (query, params) => (await tx.unsafe(query, params as never[], { prepare })) as Array<Record<string, unknown>>))) as T,
+      transaction: async <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>) =>
+        (await client.begin(mode, async (tx) => {
+          const query: PostgresQuery = async (text, params) => (await tx.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>;
+          const { result, finish } = await fn(query);
+          await Promise.all(finish.map(([text, params]) => query(text, params)));
+          return result;
+        })) as T,
     };
   }
   if ('transaction' in client && typeof client.transaction === 'function') {
@@ -32,11 +53,14 @@ export function postgresDriver(client: PostgresClient, prepare: boolean): { tran
     // second never starts while the first awaits (its statements would land in the first).
     let queue: Promise<unknown> = Promise.resolve();
     return {
-      transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<T>): Promise<T> {
+      transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T> {
         const run = () =>
           client.transaction(async (tx) => {
-            await tx.query(`SET TRANSACTION ${mode}`);
-            return fn(async (query, params) => (await tx.query(query, [...params])).rows as Array<Record<string, unknown>>);
+            const query: PostgresQuery = async (text, params) => (await tx.query(text, [...params])).rows as Array<Record<string, unknown>>;
+            await query(`SET TRANSACTION ${mode}`, []);
+            const { result, finish } = await fn(query);
+            for (const [text, params] of finish) await query(text, params);
+            return result;
           });
         const result = queue.then(run, run);
         queue = result.catch(() => {});

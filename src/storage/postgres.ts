@@ -14,7 +14,7 @@ export type { PostgresClient } from './postgres-driver.js';
  * `tablePrefix`, in `schema`), and so does {@link PostgresStorage.migrate} for deploy scripts.
  *
  * How it keeps the guarantees of {@link Storage}, across instances:
- * 1. Atomicity: one PostgreSQL transaction; writes are buffered and sent at commit as one
+ * 1. Atomicity: one PostgreSQL transaction; writes are buffered and sent with the COMMIT as one
  *    multi-row upsert and one multi-row delete.
  * 2. Serialisable writes: a read-write transaction runs at READ COMMITTED holding its space's
  *    advisory lock (`pg_advisory_xact_lock`, and a shared lock that a transaction of no space
@@ -44,6 +44,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   const lockName = `viewsync ${kv}`;
   const sql = {
     get: `SELECT value FROM ${kv} WHERE key = $1`,
+    getMany: `SELECT key, value FROM ${kv} WHERE key = ANY($1::text[])`,
     scan: (after: boolean, bounded: boolean) =>
       `SELECT key, value FROM ${kv} WHERE key ${after ? '>' : '>='} $1${bounded ? ' AND key < $3' : ''} ORDER BY key LIMIT $2`,
     upsert: `INSERT INTO ${kv} (key, value) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
@@ -56,6 +57,11 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     async get(key) {
       const [row] = await query(sql.get, [toTextKey(key)]);
       return row && (JSON.parse(row.value as string) as StoredValue);
+    },
+    async getMany(keys) {
+      const rows = await query(sql.getMany, [keys.map(toTextKey)]);
+      const found = new Map(rows.map((row) => [fromTextKey(row.key as string), row.value as string]));
+      return keys.map((key) => (found.has(key) ? (JSON.parse(found.get(key)!) as StoredValue) : undefined));
     },
     async scan({ prefix: keyPrefix, start, limit = Infinity }: ScanOptions) {
       if (limit <= 0) return [];
@@ -84,16 +90,20 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       for (let attempt = 1; ; attempt++) {
         try {
           return await driver.transaction(readOnly ? 'ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'ISOLATION LEVEL READ COMMITTED', async (query) => {
-            if (readOnly) return runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false);
-            if (space === undefined) await query(sql.lockAll, [lockName]);
-            else await query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`]);
+            if (readOnly) return { result: await runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false), finish: [] };
+            // Not awaited: the statements after it queue behind it on the connection, so the lock
+            // costs no round trip of its own; a failure shows in them and below.
+            const locked = space === undefined ? query(sql.lockAll, [lockName]) : query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`]);
+            locked.catch(() => {});
             const buffer = new WriteBuffer(reader(query), { cacheReads: true });
             const result = await runChecked(fn, buffer, true);
+            await locked;
             const puts = [...buffer.writes].filter((entry): entry is [string, StoredValue] => entry[1] !== undefined);
             const dels = [...buffer.writes].filter(([, value]) => value === undefined).map(([key]) => toTextKey(key));
-            if (puts.length > 0) await query(sql.upsert, [puts.map(([key]) => toTextKey(key)), puts.map(([, value]) => JSON.stringify(value))]);
-            if (dels.length > 0) await query(sql.del, [dels]);
-            return result;
+            const finish: Array<[string, unknown[]]> = [];
+            if (puts.length > 0) finish.push([sql.upsert, [puts.map(([key]) => toTextKey(key)), puts.map(([, value]) => JSON.stringify(value))]]);
+            if (dels.length > 0) finish.push([sql.del, [dels]]);
+            return { result, finish };
           });
         } catch (error) {
           if (attempt >= RETRIES || !RETRYABLE.has((error as { code?: unknown })?.code as string)) throw error;
@@ -143,5 +153,6 @@ async function migrateTables(driver: ReturnType<typeof postgresDriver>, t: { kv:
       await query(`DELETE FROM ${t.meta}`, []);
       await query(`INSERT INTO ${t.meta} (version) VALUES ($1)`, [migrations.length]);
     }
+    return { result: undefined, finish: [] };
   });
 }

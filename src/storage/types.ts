@@ -56,6 +56,11 @@ export interface StorageTransaction {
   del(key: string): Promise<void>;
   /** Entries in key order that match `options`, at most `options.limit` of them. */
   scan(options: ScanOptions): Promise<ReadonlyArray<readonly [string, StoredValue]>>;
+  /**
+   * The values at `keys`, in their order. Optional: a store over a network implements it to
+   * read many keys in one round trip; without it, viewsync calls `get` for each.
+   */
+  getMany?(keys: readonly string[]): Promise<Array<StoredValue | undefined>>;
 }
 
 /** Which entries a {@link StorageTransaction.scan} returns. */

@@ -2,7 +2,7 @@ import { compareUTF8 } from './compare-utf8.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from './types.js';
 
 /** What a {@link WriteBuffer} reads through to: a transaction, or a store's committed state. */
-export type StorageReader = Pick<StorageTransaction, 'get' | 'scan'>;
+export type StorageReader = Pick<StorageTransaction, 'get' | 'scan' | 'getMany'>;
 
 /**
  * Writes held in memory over what `base` holds, read back merged with it: `get` and `scan` see
@@ -33,6 +33,17 @@ export class WriteBuffer implements StorageTransaction {
     const value = await this.#base.get(key);
     cache?.set(key, value);
     return value;
+  }
+
+  async getMany(keys: readonly string[]): Promise<Array<StoredValue | undefined>> {
+    const cache = this.#cache;
+    const missing = [...new Set(keys.filter((key) => !this.writes.has(key) && !cache?.has(key)))];
+    const fetched = new Map<string, StoredValue | undefined>();
+    if (missing.length > 0) {
+      const found = await getMany(this.#base, missing);
+      missing.forEach((key, i) => (fetched.set(key, found[i]), cache?.set(key, found[i])));
+    }
+    return keys.map((key) => (this.writes.has(key) ? this.writes.get(key) : fetched.has(key) ? fetched.get(key) : cache?.get(key)));
   }
 
   async put(key: string, value: StoredValue): Promise<void> {
@@ -67,4 +78,9 @@ export class WriteBuffer implements StorageTransaction {
       else await tx.put(key, value);
     }
   }
+}
+
+/** `reader.getMany(keys)`, or a `get` for each key where the reader has no `getMany`. */
+export function getMany(reader: StorageReader, keys: readonly string[]): Promise<Array<StoredValue | undefined>> {
+  return reader.getMany ? reader.getMany(keys) : Promise.all(keys.map((key) => reader.get(key)));
 }

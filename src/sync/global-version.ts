@@ -1,6 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
 import type { PatchOperation } from '../protocol/pull-response.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
+import { getMany } from '../storage/write-buffer.js';
 import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, type VersionCookie } from './cookie.js';
 import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { ClientRecord, GroupRef, PullResult, SpaceSession, Strategy } from './strategy.js';
@@ -12,10 +13,16 @@ import type { ClientRecord, GroupRef, PullResult, SpaceSession, Strategy } from 
  * version the spec asks for, never a clock or a sequence. Deletes leave tombstones, and a version
  * index lets a pull read only what changed since its cookie.
  */
-export const globalVersion: Strategy = async (tx, space) => {
-  const keys = new SpaceKeys(space);
-  const meta = (await tx.get(keys.meta)) as Meta | undefined;
-  return new GlobalVersionSession(tx, keys, meta);
+export const globalVersion: Strategy = {
+  async open(tx, space) {
+    const keys = new SpaceKeys(space);
+    const meta = (await tx.get(keys.meta)) as Meta | undefined;
+    return new GlobalVersionSession(tx, keys, meta);
+  },
+  pushReads(space, userID, clientIDs) {
+    const keys = new SpaceKeys(space);
+    return [keys.meta, ...[...new Set(clientIDs)].map((clientID) => keys.client(userID, clientID))];
+  },
 };
 
 type Meta = {
@@ -153,11 +160,13 @@ class GlobalVersionSession implements SpaceSession {
     const prefix = this.#keys.versionPrefix;
     const start = { key: prefix + encodeVersion(since + 1) };
     for await (const page of scanPages(this.#tx, { prefix, start })) {
-      for (const [indexKey] of page) {
-        const key = indexKey.slice(prefix.length + VERSION_FIELD);
-        const entry = (await this.#tx.get(this.#keys.entry(key))) as unknown as Entry;
+      const changed = page.map(([indexKey]) => indexKey.slice(prefix.length + VERSION_FIELD));
+      // One read for the page's entries: one round trip on a database.
+      const entries = (await getMany(this.#tx, changed.map((key) => this.#keys.entry(key)))) as unknown as Entry[];
+      changed.forEach((key, i) => {
+        const entry = entries[i]!;
         patch.push(entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val });
-      }
+      });
     }
     return patch;
   }

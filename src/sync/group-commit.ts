@@ -15,15 +15,16 @@ export type Job<T> = (tx: StorageTransaction) => Promise<{ result: T; keep: bool
  * behind it cost one transaction between them instead of one each: on a database, one lock, one
  * commit and one flush for many pushes. Each job writes into a buffer of its own, kept only when
  * the job says so, so one push's refusal never touches another's writes; they run in arrival
- * order, each seeing the writes of those before it.
+ * order, each seeing the writes of those before it. `reads` are keys the job reads first: a
+ * store with `getMany` fetches a whole group's in one go.
  */
-export function runInGroup<T>(storage: Storage, space: string, job: Job<T>): Promise<T> {
+export function runInGroup<T>(storage: Storage, space: string, job: Job<T>, reads: readonly string[] = []): Promise<T> {
   let spaces = queues.get(storage);
   if (spaces === undefined) queues.set(storage, (spaces = new Map()));
   let queue = spaces.get(space);
   if (queue === undefined) spaces.set(space, (queue = []));
   return new Promise<T>((resolve, reject) => {
-    queue.push({ job: job as Job<unknown>, resolve: resolve as (value: unknown) => void, reject });
+    queue.push({ job: job as Job<unknown>, reads, resolve: resolve as (value: unknown) => void, reject });
     // The first job of an idle space starts at once; later ones wait for the running transaction.
     if (queue.length === 1) void drain(storage, space, spaces, queue);
   });
@@ -34,6 +35,8 @@ const queues = new WeakMap<Storage, Map<string, Waiting[]>>();
 
 interface Waiting {
   job: Job<unknown>;
+  /** Keys the job reads first, fetched for the whole group at once where the store can. */
+  reads: readonly string[];
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -46,6 +49,9 @@ async function drain(storage: Storage, space: string, spaces: Map<string, Waitin
     const group = queue.slice(0, MAX_GROUP);
     try {
       const results = await storage.transaction(async (tx) => {
+        // One round trip for what every job reads first; a store keeps what it read.
+        const reads = [...new Set(group.flatMap((waiting) => waiting.reads))];
+        if (tx.getMany && reads.length > 0) await tx.getMany(reads);
         const out: unknown[] = [];
         for (const { job } of group) {
           const buffer = new WriteBuffer(tx);

@@ -17,7 +17,7 @@ export async function processPull(
   userID: string | undefined,
 ): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
   return storage.transaction(async (tx) => {
-    const session = await strategy(tx, space);
+    const session = await strategy.open(tx, space);
     if (pull.pullVersion === 1) {
       const result = await session.pull(pull.cookie, { userID, clientGroupID: pull.clientGroupID });
       return result === 'ClientStateNotFound' ? { error: result } : result;

@@ -45,7 +45,8 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   try {
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
-      const done = await runInGroup(storage, space, (tx) => run(tx, batch));
+      const reads = strategy.pushReads(space, userID, batch.map(({ mutation }) => mutation.clientID));
+      const done = await runInGroup(storage, space, (tx) => run(tx, batch), reads);
       if (done instanceof HTTPError) throw done;
       if (done === LOST) return { ...outcome, clientStateNotFound: true };
       outcome.failures.push(...done.failures);
@@ -59,7 +60,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
 
   /** One batch in a transaction: its outcome, or the refusal that keeps none of its writes. */
   async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<{ result: PushOutcome | HTTPError | typeof LOST; keep: boolean }> {
-    const session = await strategy(tx, space);
+    const session = await strategy.open(tx, space);
     const group = push.clientGroupID;
     const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
     const clients = new Map<string, ClientRecord & { dirty: boolean }>();

@@ -7,7 +7,15 @@ import type { StorageTransaction } from '../storage/types.js';
  * {@link SpaceSession}; the global version strategy (`global-version.ts`) is the one
  * implementation today, and a row-version strategy can slot in beside it.
  */
-export type Strategy = (tx: StorageTransaction, space: string) => Promise<SpaceSession>;
+export interface Strategy {
+  /** `space`, seen from inside `tx`. */
+  open(tx: StorageTransaction, space: string): Promise<SpaceSession>;
+  /**
+   * The storage keys a push of `userID`'s clients reads before its mutators run, so that group
+   * commit can fetch a whole group's in one round trip (`StorageTransaction.getMany`).
+   */
+  pushReads(space: string, userID: string | undefined, clientIDs: Iterable<string>): string[];
+}
 
 /** One space, seen from inside one storage transaction. */
 export interface SpaceSession {

@@ -128,6 +128,23 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
         expect(keysOf(await scan(storage, { prefix: 'a' }))).toEqual(['a', 'a\u0000', 'a\u0000b', 'a\u0001']);
       });
 
+      it('getMany, where a store has it, reads as get does: in order, missing keys undefined, own writes seen', async () => {
+        const storage = await create();
+        await putAll(storage, [['a', 1], ['b', { two: 2 }], ['c\u0000', 3]]);
+        const keys = ['b', 'missing', 'a', 'c\u0000', 'a'];
+        const expected = [{ two: 2 }, undefined, 1, 3, 1];
+        const { viaMany, viaGet } = await storage.transaction(async (tx) => {
+          await tx.put('new', 'n');
+          await tx.del('a');
+          const all = [...keys, 'new'];
+          return { viaMany: tx.getMany ? await tx.getMany(all) : undefined, viaGet: await Promise.all(all.map((key) => tx.get(key))) };
+        }, RW);
+        expect(viaGet).toEqual([{ two: 2 }, undefined, undefined, 3, undefined, 'n']);
+        if (viaMany !== undefined) expect(viaMany).toEqual(viaGet);
+        const read = await storage.transaction(async (tx) => (tx.getMany ? tx.getMany(keys) : Promise.all(keys.map((key) => tx.get(key)))), RO);
+        expect(read).toEqual(expected.map((value, i) => (keys[i] === 'a' ? undefined : value)));
+      });
+
       it('any JSON value put is read back equal, by get and by scan', async () => {
         const storage = await create();
         // -0 goes through JSON as 0, so a serialising store may return 0: normalise the input.

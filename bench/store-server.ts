@@ -1,0 +1,35 @@
+/**
+ * One sync server for the store benchmark, in its own process so that it does not share a core
+ * with the load generator: `node --import tsx bench/store-server.ts <memory|sqlite|postgres> [where]`
+ * (`where`: a database file for sqlite, a schema for postgres, with DATABASE_URL). The space is
+ * the `space` query parameter. Prints one JSON line, `{port}`; stops on SIGTERM.
+ */
+import Database from 'better-sqlite3';
+import postgres from 'postgres';
+import { serve } from '../adapters/node.js';
+import { type JSONValue, memoryStorage, type Mutators, type Storage } from '../src/index.js';
+import { postgresStorage } from '../src/storage/postgres.js';
+import { sqliteStorage } from '../src/storage/sqlite.js';
+
+const [kind, where] = process.argv.slice(2);
+let close = async () => {};
+let storage: Storage;
+if (kind === 'memory') storage = memoryStorage();
+else if (kind === 'sqlite') storage = sqliteStorage(new Database(where!));
+else if (kind === 'postgres') {
+  const sql = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 10 });
+  storage = postgresStorage(sql, { schema: where });
+  close = () => sql.end({ timeout: 1 });
+} else throw new Error(`Unknown store ${kind}; use memory, sqlite or postgres`);
+
+const mutators: Mutators = {
+  put: async (tx, { key, value }: { key: string; value: JSONValue }) => tx.set(key, value),
+  increment: async (tx, { key }: { key: string }) => tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + 1),
+  /** Many rows in one mutation, for seeding a large space quickly. */
+  seed: async (tx, { from, count }: { from: number; count: number }) => {
+    for (let i = from; i < from + count; i++) await tx.set(`item/${String(i).padStart(8, '0')}`, { title: `Item ${i}`, done: false, order: i, revision: 0 });
+  },
+};
+const server = await serve({ storage, mutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: (error) => console.error(error) }, { port: 0 });
+console.log(JSON.stringify({ port: server.port }));
+process.once('SIGTERM', () => void server.stop().then(close).then(() => process.exit(0)));
