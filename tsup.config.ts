@@ -8,6 +8,7 @@ export default defineConfig({
     bun: 'adapters/bun.ts',
     cloudflare: 'adapters/cloudflare.ts',
     sqlite: 'src/storage/sqlite.ts',
+    postgres: 'src/storage/postgres.ts',
     testing: 'src/testing/index.ts',
   },
   format: ['esm', 'cjs'],

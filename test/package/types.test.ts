@@ -21,7 +21,9 @@ import { serve as serveBun } from 'viewsync/bun';
 import { createSyncObject, routeToObject } from 'viewsync/cloudflare';
 import { sqliteStorage } from 'viewsync/sqlite';
 import { storageConformance, type ConformanceCheck } from 'viewsync/testing';
+import { postgresStorage } from 'viewsync/postgres';
 import Database from 'better-sqlite3';
+import postgres from 'postgres';
 import { object, string } from 'valibot';
 import type { MutatorDefs, WriteTransaction as ClientWriteTransaction } from 'replicache';
 
@@ -50,6 +52,8 @@ export const SyncObject = createSyncObject(() => ({ mutators: shared }));
 export const worker = routeToObject({ binding: 'SYNC', space: () => 'main' });
 export const starts = [serve, serveDeno, serveBun];
 export const onDisk: SyncContext = { storage: sqliteStorage(new Database('sync.db'), { tablePrefix: 'app_' }), mutators: shared };
+export const onPostgres: SyncContext = { storage: postgresStorage(postgres(process.env.DATABASE_URL!, { prepare: false }), { schema: 'sync', prepare: false }), mutators: shared };
+// (PGlite's own declarations need @types/emscripten without skipLibCheck; test/storage checks it.)
 export const checks: ConformanceCheck[] = storageConformance(() => memoryStorage(), { runs: 10 });
 void client;
 void notClient;
@@ -65,7 +69,7 @@ const MODES = [
 // Each check takes seconds (without skipLibCheck, tsc checks valibot's and Node's declarations too).
 describe.concurrent('the packed package in a strict project without skipLibCheck', () => {
   it.each(MODES)('TypeScript %s, module %s, moduleResolution %s', async (version, module, moduleResolution) => {
-    const dir = userProject(['replicache', '@types'], { 'consumer.ts': CONSUMER });
+    const dir = userProject(['replicache', '@types', 'postgres'], { 'consumer.ts': CONSUMER });
     if (module === 'commonjs') writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true }));
     const tsc = join(ROOT, 'node_modules', version === '5.4' ? 'oldest-typescript' : 'typescript', 'bin', 'tsc');
     // better-sqlite3's own types need esModuleInterop for a default import from CommonJS.
