@@ -1,28 +1,71 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Reply } from '../src/server/reply.js';
+import { BODY_BYTES } from '../src/server/read-body.js';
 import type { NodeServeOptions } from './node.js';
 
 // The bridge between node:http and Fetch, the one adapter that cannot be thin (see node.ts).
 
 /**
- * The request as a Fetch `Request`. It carries no AbortSignal: the core never reads one, a
- * client that hangs up mid-body errors the body stream instead, and undici makes a Request with
- * a signal cost half as much again.
+ * The request as a Fetch `Request`. A small body, read already, makes a stand-in that answers
+ * `method`, `url` and `headers` itself and hands the core the body's bytes: undici's `Request`,
+ * its `Headers` and its body stream cost more than a whole small pull. Anything else about it
+ * (user code calling `request.json()`, `clone()`, reading `signal`...) builds the real `Request`
+ * then, once. A large body comes as a real `Request` with a stream. There is no AbortSignal: the
+ * core never reads one, and a client that hangs up mid-body errors the body stream instead.
  */
 export function toRequest(req: IncomingMessage, small: Uint8Array | undefined): Request {
-  const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+  const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`).href;
+  const method = req.method ?? 'GET';
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  if (small === undefined) return new Request(url, { method, headers: toHeaders(req.headers), body: hasBody ? bodyStream(req) : null, duplex: 'half' } as RequestInit);
+  let headers: Headers | undefined;
+  let real: Request | undefined;
+  const fast: Record<PropertyKey, () => unknown> = {
+    method: () => method,
+    url: () => url,
+    headers: () => (headers ??= lazyHeaders(req.headers)),
+    [BODY_BYTES]: () => small,
+  };
+  return new Proxy(Object.create(Request.prototype) as Request, {
+    get(_, property) {
+      if (Object.hasOwn(fast, property)) return fast[property]!();
+      real ??= new Request(url, { method, headers: toHeaders(req.headers), body: hasBody ? (small as Uint8Array<ArrayBuffer>) : null });
+      const value = Reflect.get(real, property, real) as unknown;
+      return typeof value === 'function' ? value.bind(real) : value;
+    },
+  });
+}
+
+/** Node's headers as Fetch `Headers`, read from Node's object until something needs a real one. */
+function lazyHeaders(raw: IncomingHttpHeaders): Headers {
+  let real: Headers | undefined;
+  const value = (name: string) => {
+    const found = raw[name.toLowerCase()];
+    return Array.isArray(found) ? found.join(', ') : found;
+  };
+  return new Proxy(Object.create(Headers.prototype) as Headers, {
+    get(_, property) {
+      if (property === 'get') return (name: string) => value(name) ?? null;
+      if (property === 'has') return (name: string) => value(name) !== undefined;
+      real ??= toHeaders(raw);
+      const member = Reflect.get(real, property, real) as unknown;
+      return typeof member === 'function' ? member.bind(real) : member;
+    },
+  });
+}
+
+function toHeaders(raw: IncomingHttpHeaders): Headers {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
+  for (const [name, value] of Object.entries(raw)) {
     if (Array.isArray(value)) for (const item of value) headers.append(name, item);
     else if (value !== undefined) headers.set(name, value);
   }
-  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-  return new Request(url, { method: req.method, headers, body: hasBody ? (small ?? bodyStream(req)) : null, duplex: 'half' } as RequestInit);
+  return headers;
 }
 
 /**
  * The whole body when it declares a small length, else undefined (it will be streamed). Node's
- * parser never delivers more than the declared length, so this buffers at most SMALL_BODY bytes,
- * and bytes make a Request about twice as fast as a stream does.
+ * parser never delivers more than the declared length, so this buffers at most SMALL_BODY bytes.
  */
 export async function readSmallBody(req: IncomingMessage): Promise<Uint8Array | undefined> {
   const length = Number(req.headers['content-length'] ?? NaN);
@@ -69,28 +112,25 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
 }
 
 /**
- * Writes a Fetch response. A body of one chunk (all but large pulls) goes in one `end` with a
- * Content-Length: a chunked body's separate terminator waits out the client's delayed ACK, which
- * cut throughput tenfold when measured. A longer one is written as the client reads it.
+ * Writes a reply. Text goes in one `end` with a Content-Length: a chunked body's separate
+ * terminator waits out the client's delayed ACK, which cut throughput tenfold when measured. A
+ * stream (a long pull) is written as the client reads it.
  */
-export async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
-  const headers: Record<string, string> = Object.fromEntries(response.headers);
+export async function writeReply(reply: Reply, res: ServerResponse): Promise<void> {
+  const headers = { ...reply.headers };
   // An unread request body (refused before or while reading) must not be left in the connection.
   if (!res.req.complete) headers.connection = 'close';
-  const reader = response.body?.getReader();
-  const first = reader && (await nextChunk(reader));
-  const second = first && (await nextChunk(reader!));
-  if (second === undefined) {
-    const body = first ?? new Uint8Array(0);
-    headers['content-length'] = String(body.byteLength);
-    if (!res.destroyed) res.writeHead(response.status, headers).end(body);
+  const { body } = reply;
+  if (body === null || typeof body === 'string') {
+    headers['content-length'] = String(body === null ? 0 : Buffer.byteLength(body));
+    if (!res.destroyed) res.writeHead(reply.status, headers).end(body ?? undefined);
     return;
   }
-  res.writeHead(response.status, headers);
-  for (let chunk: Uint8Array | undefined = first!, queued: Uint8Array | undefined = second; chunk; ) {
+  const reader = body.getReader();
+  res.writeHead(reply.status, headers);
+  for (let chunk = await nextChunk(reader); chunk; chunk = await nextChunk(reader)) {
     // Wait while the socket is full; stop (and drop what is left) once the client has gone.
-    if (res.destroyed || (!res.write(chunk) && !(await drained(res)))) return void reader!.cancel().catch(() => {});
-    [chunk, queued] = [queued ?? (await nextChunk(reader!)), undefined];
+    if (res.destroyed || (!res.write(chunk) && !(await drained(res)))) return void reader.cancel().catch(() => {});
   }
   res.end();
 }

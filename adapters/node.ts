@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { handleRequest, type SyncContext } from '../src/index.js';
-import { nodeServerOptions, readSmallBody, toRequest, writeResponse } from './node-bridge.js';
+import type { SyncContext } from '../src/index.js';
+import { requestReply } from '../src/server/handle-request.js';
+import { nodeServerOptions, readSmallBody, toRequest, writeReply } from './node-bridge.js';
 import type { ServeOptions, SyncServer } from './types.js';
 
 export type { ServeOptions, SyncServer } from './types.js';
@@ -73,5 +74,5 @@ async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncCo
     res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"BadRequest","message":"The request URL is not valid"}');
     return;
   }
-  await writeResponse(await handleRequest(request, ctx), res);
+  await writeReply(await requestReply(request, ctx), res);
 }

@@ -4,7 +4,8 @@
  * same core behind `@hono/node-server`'s bridge. Each server runs in its own process; autocannon
  * drives it from this one. Rounds alternate the servers so that drift in load hits all alike.
  *
- * Run: `npm run build && npm run bench:http` (about two minutes). Not part of `npm test`.
+ * Run: `npm run build && npm run bench:http` (about two minutes; `RUNTIMES=node` for Node's
+ * alone). Not part of `npm test`.
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -23,7 +24,8 @@ const SERVERS = {
   'deno viewsync': [bin('deno'), 'run', '--allow-net', '--allow-read', fetchServer, 'viewsync'],
 } as const;
 type Kind = keyof typeof SERVERS;
-const KINDS = Object.keys(SERVERS) as Kind[];
+/** `RUNTIMES=node,bun` measures only those runtimes' servers. */
+const KINDS = (Object.keys(SERVERS) as Kind[]).filter((kind) => !process.env.RUNTIMES || process.env.RUNTIMES.split(',').includes(kind.split(' ')[0]!));
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const SECONDS = Number(process.env.SECONDS ?? 5);
 

@@ -1,3 +1,5 @@
+import { json, type Reply, toResponse } from './reply.js';
+
 /** One problem with a request body: where it is and what is wrong. */
 export interface Issue {
   /** Dotted path of the field, e.g. `mutations.3.id`; empty for the body itself. */
@@ -34,6 +36,11 @@ export class HTTPError extends Error {
 
   /** This error as a JSON response. */
   toResponse(): Response {
+    return toResponse(this.toReply());
+  }
+
+  /** This error as a JSON {@link Reply} (what the handlers build before a `Response`). */
+  toReply(): Reply {
     const body = { error: this.code, message: this.message, ...(this.issues && { issues: this.issues }) };
     return json(body, this.status, this.headers);
   }
@@ -61,11 +68,6 @@ export class TemporaryError extends HTTPError {
   constructor(message: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
     super(503, message, { cause: options.cause, headers: { 'retry-after': String(options.retryAfterSeconds ?? 1) } });
   }
-}
-
-/** A JSON response. */
-export function json(body: unknown, status = 200, headers: Readonly<Record<string, string>> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 }
 
 const STATUS_CODES: Record<number, string> = {

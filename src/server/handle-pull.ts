@@ -2,7 +2,7 @@ import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPull } from '../sync/process-pull.js';
 import type { SyncContext } from './context.js';
-import { json } from './errors.js';
+import { json, type Reply, toResponse } from './reply.js';
 import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
 
@@ -13,10 +13,15 @@ import { pullBody } from './pull-body.js';
  * @example
  * const response = await handlePull(request, { storage, mutators });
  */
-export function handlePull(request: Request, ctx: SyncContext): Promise<Response> {
+export async function handlePull(request: Request, ctx: SyncContext): Promise<Response> {
+  return toResponse(await pullReply(request, ctx));
+}
+
+/** {@link handlePull}, answering with a {@link Reply}. */
+export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
   return respond(request, ctx, async () => {
     const prepared = await prepare(request, ctx, PULL);
-    if (prepared instanceof Response) return prepared;
+    if ('status' in prepared) return prepared;
     const result = await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID);
     return 'patch' in result ? pullBody(result) : json(result);
   });

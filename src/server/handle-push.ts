@@ -2,7 +2,7 @@ import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPush } from '../sync/process-push.js';
 import { type SyncContext, reportError } from './context.js';
-import { json } from './errors.js';
+import { json, type Reply, toResponse } from './reply.js';
 import { prepare, respond } from './prepare.js';
 
 /**
@@ -13,16 +13,21 @@ import { prepare, respond } from './prepare.js';
  * @example
  * const response = await handlePush(request, { storage, mutators });
  */
-export function handlePush(request: Request, ctx: SyncContext): Promise<Response> {
+export async function handlePush(request: Request, ctx: SyncContext): Promise<Response> {
+  return toResponse(await pushReply(request, ctx));
+}
+
+/** {@link handlePush}, answering with a {@link Reply}. */
+export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
   return respond(request, ctx, async () => {
     const prepared = await prepare(request, ctx, PUSH);
-    if (prepared instanceof Response) return prepared;
+    if ('status' in prepared) return prepared;
     const { body, space, userID, limits } = prepared;
     const perMutation = ctx.transactionPerMutation ?? false;
     const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation });
     if (outcome.clientStateNotFound) return json({ error: 'ClientStateNotFound' });
     for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
-    return outcome.stoppedBy ? outcome.stoppedBy.toResponse() : json({});
+    return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
   });
 }
 

@@ -1,9 +1,10 @@
 import type { SyncContext } from './context.js';
 import { corsHeaders } from './cors.js';
 import { HTTPError } from './errors.js';
-import { handlePull } from './handle-pull.js';
-import { handlePush } from './handle-push.js';
+import { pullReply } from './handle-pull.js';
+import { pushReply } from './handle-push.js';
 import { respond } from './prepare.js';
+import { type Reply, toResponse } from './reply.js';
 
 /**
  * One fetch handler for both endpoints, the thing to mount: `POST` to a path ending in `/pull`
@@ -14,24 +15,27 @@ import { respond } from './prepare.js';
  * export default { fetch: (request: Request) => handleRequest(request, ctx) };
  */
 export async function handleRequest(request: Request, ctx: SyncContext): Promise<Response> {
-  const response = await respond(request, ctx, async () => {
+  return toResponse(await requestReply(request, ctx));
+}
+
+/** {@link handleRequest}, answering with a {@link Reply}: what the Node adapter serves. */
+export async function requestReply(request: Request, ctx: SyncContext): Promise<Reply> {
+  const reply = await respond(request, ctx, async () => {
     const path = new URL(request.url).pathname;
-    const handler = path.endsWith('/pull') ? handlePull : path.endsWith('/push') ? handlePush : undefined;
+    const handler = path.endsWith('/pull') ? pullReply : path.endsWith('/push') ? pushReply : undefined;
     if (handler === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push`);
     if (request.method === 'OPTIONS' && ctx.cors !== false) {
       // Without an Origin it is no preflight, just a question about the resource.
-      if (!request.headers.has('origin')) return new Response(null, { status: 204, headers: { allow: 'POST, OPTIONS' } });
+      if (!request.headers.has('origin')) return { status: 204, headers: { allow: 'POST, OPTIONS' }, body: null };
       const headers = corsHeaders(request, ctx.cors, true);
       if (headers === null) throw new HTTPError(403, `Origin ${request.headers.get('origin') ?? '(none)'} may not call this server`);
-      return new Response(null, { status: 204, headers });
+      return { status: 204, headers, body: null };
     }
     if (request.method !== 'POST') {
       throw new HTTPError(405, `${request.method} is not allowed; use POST`, { headers: { allow: ctx.cors === false ? 'POST' : 'POST, OPTIONS' } });
     }
     return handler(request, ctx);
   });
-  if (request.method !== 'OPTIONS') {
-    for (const [name, value] of Object.entries(corsHeaders(request, ctx.cors, false) ?? {})) response.headers.set(name, value);
-  }
-  return response;
+  if (request.method !== 'OPTIONS') Object.assign(reply.headers, corsHeaders(request, ctx.cors, false));
+  return reply;
 }

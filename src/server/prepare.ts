@@ -2,7 +2,8 @@ import type * as v from 'valibot';
 import { hasLoneSurrogate } from '../storage/compare-utf8.js';
 import { fitsUTF8, type Limits, resolveLimits } from '../sync/limits.js';
 import { type SyncContext, reportError } from './context.js';
-import { HTTPError, json } from './errors.js';
+import { HTTPError } from './errors.js';
+import { json, type Reply } from './reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
 
 /** A request that passed every check, ready for the sync layer. */
@@ -30,13 +31,13 @@ export interface Endpoint<TSchema extends v.GenericSchema> {
 /**
  * The checks both endpoints make, in the order a client can act on: method (405), who is
  * asking (401), the body (415, 413, 400), then the protocol versions (VersionNotSupported, as a
- * 200 value) and finally which space. Resolves to a `Response` when the request ends here.
+ * 200 value) and finally which space. Resolves to a {@link Reply} when the request ends here.
  */
 export async function prepare<TSchema extends v.GenericSchema>(
   request: Request,
   ctx: SyncContext,
   endpoint: Endpoint<TSchema>,
-): Promise<Prepared<v.InferOutput<TSchema>> | Response> {
+): Promise<Prepared<v.InferOutput<TSchema>> | Reply> {
   if (request.method !== 'POST') {
     throw new HTTPError(405, `${request.method} is not allowed on the ${endpoint.kind} endpoint; use POST`, { headers: { allow: 'POST' } });
   }
@@ -75,16 +76,16 @@ export async function prepare<TSchema extends v.GenericSchema>(
  * Runs a handler and turns every failure into a response: an `HTTPError` becomes its own,
  * anything else a 500 that reveals nothing. 5xx failures go to `onError`.
  */
-export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Response>): Promise<Response> {
+export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>): Promise<Reply> {
   try {
     return await handle();
   } catch (error) {
     if (error instanceof HTTPError) {
       if (error.status >= 500) reportError(ctx, error, { request });
-      return error.toResponse();
+      return error.toReply();
     }
     reportError(ctx, error, { request });
-    return new HTTPError(500, 'The server failed to handle the request; nothing was changed').toResponse();
+    return new HTTPError(500, 'The server failed to handle the request; nothing was changed').toReply();
   }
 }
 
@@ -94,7 +95,7 @@ function tooLong(path: string, limits: Limits): HTTPError {
 }
 
 /** Sent with status 200: the client only reads the bodies of 200 responses. */
-function versionNotSupported(versionType: 'pull' | 'push' | 'schema'): Response {
+function versionNotSupported(versionType: 'pull' | 'push' | 'schema'): Reply {
   return json({ error: 'VersionNotSupported', versionType });
 }
 

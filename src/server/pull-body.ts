@@ -1,19 +1,20 @@
 import type { PatchOperation } from '../protocol/pull-response.js';
+import type { Reply } from './reply.js';
 
 /**
- * A pull answer as a JSON response. A small one is a single string, as any response; one over
+ * A pull answer as a JSON reply. A small one is a single string, as any response; one over
  * {@link STREAM_AT} characters is a stream that serialises the patch a slice at a time as the
  * client reads it. So a large space never needs one string (V8 caps a string near 512 MiB), and
  * a client that reads slowly, or not at all, holds the patch's operations, which share their
  * values with the store, rather than a copy of its text.
  */
-export function pullBody(body: { patch: readonly PatchOperation[] }): Response {
+export function pullBody(body: { patch: readonly PatchOperation[] }): Reply {
   const { patch } = body;
   // Most answers are a few operations: one stringify, kept only if it is small (a few large
   // values could make a long one, which is then streamed and this string dropped).
   if (patch.length <= SHORT_PATCH) {
     const text = JSON.stringify(body);
-    if (text.length <= STREAM_AT) return new Response(text, { headers: JSON_TYPE });
+    if (text.length <= STREAM_AT) return { status: 200, headers: { ...JSON_TYPE }, body: text };
   }
   // `{"cookie":…,"lastMutationIDChanges":…}` less its `}`, then the patch. Every answer with a
   // patch has a cookie, so the head is never `{}`.
@@ -22,7 +23,7 @@ export function pullBody(body: { patch: readonly PatchOperation[] }): Response {
   let length = head.length;
   const slices = patchSlices(patch);
   for (let next = slices.next(); ; next = slices.next()) {
-    if (next.done) return new Response(pieces.join('') + ']}', { headers: JSON_TYPE });
+    if (next.done) return { status: 200, headers: { ...JSON_TYPE }, body: pieces.join('') + ']}' };
     // Each slice is a JSON array: its items, less the brackets, joined by commas.
     pieces.push((pieces.length > 1 ? ',' : '') + next.value.slice(1, -1));
     length += next.value.length;
@@ -52,7 +53,7 @@ export function pullBody(body: { patch: readonly PatchOperation[] }): Response {
     },
     // No read-ahead: a slice is made only when the reader asks for it.
   }, { highWaterMark: 0 });
-  return new Response(stream, { headers: JSON_TYPE });
+  return { status: 200, headers: { ...JSON_TYPE }, body: stream };
 }
 
 /**

@@ -52,6 +52,27 @@ describe('viewsync/node', () => {
     expect(patch[1]).toEqual({ op: 'put', key: 'big', value: 'x'.repeat(8 * 1024 * 1024) });
   });
 
+  it("gives authenticate and space a Request that works as one (headers, body, clone, instanceof), and still reads the body after user code did", async () => {
+    const seen: unknown[] = [];
+    const server = await start({
+      ...runtimeContext(memoryStorage()),
+      authenticate: async (request) => {
+        const body = (await request.clone().json()) as { clientGroupID: string };
+        seen.push(request instanceof Request, request.method, new URL(request.url).pathname, request.headers.get('Authorization'), request.headers.has('content-type'));
+        seen.push([...request.headers.keys()].includes('x-replicache-requestid'), body.clientGroupID, (await request.text()).length > 0);
+        return 'user';
+      },
+    });
+    const response = await fetch(new URL('pull', server.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer t', 'x-replicache-requestid': 'c-s-1' },
+      body: JSON.stringify({ pullVersion: 1, clientGroupID: 'lazy', cookie: null, profileID: 'p', schemaVersion: '' }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ patch: [{ op: 'clear' }] });
+    expect(seen).toEqual([true, 'POST', '/pull', 'Bearer t', true, true, 'lazy', true]);
+  });
+
   it('survives a client that hangs up mid-body, and keeps serving', async () => {
     const errors: unknown[] = [];
     const server = await start({ ...runtimeContext(memoryStorage()), onError: (error) => errors.push(error) });
