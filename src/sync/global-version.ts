@@ -193,15 +193,20 @@ function* live(page: ReadonlyArray<readonly [string, StoredValue]>, skip: number
   }
 }
 
-/** Every entry matching `options`, read from the store a page at a time. */
+/**
+ * Every entry matching `options`, read from the store a page at a time. Pages start small (a
+ * mutator's scan often wants a few entries) and double up to a few thousand rows, so a full pull
+ * of a large space costs a few dozen queries on a database, not hundreds.
+ */
 async function* scanPages(tx: StorageTransaction, options: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, StoredValue]>> {
   let start = options.start;
-  for (;;) {
-    const page = await tx.scan({ prefix: options.prefix, start, limit: PAGE_SIZE });
+  for (let size = FIRST_PAGE; ; size = Math.min(size * 2, LAST_PAGE)) {
+    const page = await tx.scan({ prefix: options.prefix, start, limit: size });
     if (page.length > 0) yield page;
-    if (page.length < PAGE_SIZE) return;
+    if (page.length < size) return;
     start = { key: page[page.length - 1]![0], exclusive: true };
   }
 }
 
-const PAGE_SIZE = 512;
+const FIRST_PAGE = 128;
+const LAST_PAGE = 4096;
