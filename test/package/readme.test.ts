@@ -3,8 +3,9 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import postgres from 'postgres';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { freePort, type Started, startCommand } from '../command.js';
+import { freePort, runCommand, type Started, startCommand } from '../command.js';
 import { mutation, post, pullBody, pushAndPull, pushBody } from '../helpers.js';
 import { ROOT, userProject } from './packed.js';
 
@@ -14,6 +15,9 @@ import { ROOT, userProject } from './packed.js';
  * names the file it becomes and how it runs:
  * - `module`: imported by other snippets;
  * - `node`, `deno`, `bun`: a server started with that runtime (`tsx` for Node), on `PORT`;
+ * - `node-postgres`: a `node` server that needs `DATABASE_URL` (a database of its own here;
+ *   skipped without a server, as .ci/run always has one);
+ * - `node-test`: a `node:test` file, run with `tsx --test`;
  * - `client`: the browser client, run in Node (with an in-memory IndexedDB) against the `node`
  *   server, its `localhost:8787` pointed at that server's port;
  * - `fetch`: a module whose default export's `fetch` is called;
@@ -23,7 +27,7 @@ import { ROOT, userProject } from './packed.js';
 const run = promisify(execFile);
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const snippets = [...readme.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ file: file!, runner: runner!, language: language!, code: code! }));
-const dir = userProject(['replicache', 'fake-indexeddb', '@types'], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
+const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check'], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 const byRunner = (runner: string) => snippets.filter((snippet) => snippet.runner === runner);
 
@@ -33,8 +37,8 @@ afterEach(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function start(command: string, args: string[], port: number, ready: RegExp): Promise<Started> {
-  const started = await startCommand(command, args, { cwd: dir, env: { PORT: String(port), WRANGLER_SEND_METRICS: 'false', DENO_NO_UPDATE_CHECK: '1' }, ready, timeoutMs: 60_000 });
+async function start(command: string, args: string[], port: number, ready: RegExp, env: Record<string, string> = {}): Promise<Started> {
+  const started = await startCommand(command, args, { cwd: dir, env: { PORT: String(port), WRANGLER_SEND_METRICS: 'false', DENO_NO_UPDATE_CHECK: '1', ...env }, ready, timeoutMs: 60_000 });
   running.push(started);
   return started;
 }
@@ -43,11 +47,13 @@ describe('README.md', () => {
   it('marks every TypeScript and TOML snippet with how it runs, and there are some of each kind', () => {
     const fenced = [...readme.matchAll(/```(ts|toml|js|tsx)\n/g)].length;
     expect(snippets.length).toBe(fenced);
-    for (const runner of ['module', 'node', 'client', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
+    for (const runner of ['module', 'node', 'node-postgres', 'node-test', 'client', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
   });
 
   it('every TypeScript snippet compiles in a strict project against the packed package', async () => {
-    const files = snippets.filter(({ language }) => language === 'ts').map(({ file }) => file);
+    // But Deno's and Bun's, which import their runtime's own modules (node:sqlite, bun:sqlite),
+    // whose types a Node project has not: running them in their runtime, below, is their test.
+    const files = snippets.filter(({ language, runner }) => language === 'ts' && runner !== 'deno' && runner !== 'bun').map(({ file }) => file);
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     const args = ['--strict', '--noEmit', '--allowImportingTsExtensions', '--target', 'es2022', '--lib', 'es2022,dom,dom.iterable', '--types', 'node', '--module', 'nodenext', '--moduleResolution', 'nodenext', ...files];
     const result = await run(process.execPath, [tsc, ...args], { cwd: dir }).catch((error: { stdout: string }) => error);
@@ -56,6 +62,7 @@ describe('README.md', () => {
 
   it.each(byRunner('node').map(({ file }) => file))('%s serves in Node', async (file) => {
     const port = await freePort();
+    freshDatabaseFiles();
     await start(bin('tsx'), [file], port, /push:/);
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
   });
@@ -70,14 +77,41 @@ describe('README.md', () => {
     await expect.poll(() => view(port), { timeout: 15_000, interval: 100 }).toEqual({ hello: 'world' });
   });
 
+  it.runIf(process.env.DATABASE_URL).each(byRunner('node-postgres').map(({ file }) => file))('%s serves in Node on PostgreSQL (a database of its own)', async (file) => {
+    const admin = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 1 });
+    const database = `readme_${process.pid}`;
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.unsafe(`CREATE DATABASE ${database}`);
+    try {
+      const url = new URL(process.env.DATABASE_URL!);
+      url.pathname = `/${database}`;
+      const port = await freePort();
+      const started = await start(bin('tsx'), [file], port, /push:/, { DATABASE_URL: url.href });
+      await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+      await started.stop();
+    } finally {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+
+  it.each(byRunner('node-test').map(({ file }) => file))('%s passes under node:test', async (file) => {
+    const { code, output } = await runCommand(bin('tsx'), ['--test', file], { cwd: dir });
+    expect(code, output.slice(-2000)).toBe(0);
+    expect(Number(/# pass (\d+)/.exec(output)?.[1])).toBeGreaterThan(30);
+    expect(output).toMatch(/# fail 0/);
+  });
+
   it.each(byRunner('deno').map(({ file }) => file))('%s serves in Deno', async (file) => {
     const port = await freePort();
-    await start(bin('deno'), ['run', '--no-remote', '--allow-net', '--allow-env', file], port, /push:/);
+    freshDatabaseFiles();
+    await start(bin('deno'), ['run', '--no-remote', '--allow-net', '--allow-env', '--allow-read', '--allow-write', file], port, /push:/);
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
   });
 
   it.each(byRunner('bun').map(({ file }) => file))('%s serves in Bun', async (file) => {
     const port = await freePort();
+    freshDatabaseFiles();
     await start(bin('bun'), [file], port, /push:/);
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
   });
@@ -97,6 +131,11 @@ describe('README.md', () => {
     expect(pulled.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'hello', value: 'world' }]);
   });
 });
+
+/** Removes the SQLite snippets' database, so each server starts on an empty one. */
+function freshDatabaseFiles(): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(join(dir, `sync.db${suffix}`), { force: true });
+}
 
 /** The server's whole view, by a full pull of a group of its own. */
 async function view(port: number): Promise<Record<string, unknown>> {
