@@ -443,23 +443,16 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
       ])('a %s transaction reads one committed state: A === B while writers update both', async (_, readOnly) => {
         const storage = await create();
         await putAll(storage, [['snap/A', 0], ['snap/B', 0]]);
-        const jobs: Array<Promise<unknown>> = [];
         const seen: Array<Promise<StoredValue[]>> = [];
-        for (let i = 1; i <= 20; i++) {
-          jobs.push(storage.transaction(async (tx) => {
-            await tx.put('snap/A', i);
-            await tick();
-            await tx.put('snap/B', i);
-            await tick();
-          }, RW));
+        const jobs = writersOfBoth(storage, ['snap/A', 'snap/B'], () =>
           seen.push(storage.transaction(async (tx) => {
             const a = await tx.get('snap/A');
             await tick();
             const b = await tx.get('snap/B');
             await tick();
             return [a, b, await tx.get('snap/A')] as StoredValue[];
-          }, { readOnly }));
-        }
+          }, { readOnly })),
+        );
         await Promise.all(jobs);
         for (const [a, ...rest] of await Promise.all(seen)) expect(rest).toEqual([a, a]);
         expect(await scan(storage, { prefix: 'snap/' })).toEqual([['snap/A', 20], ['snap/B', 20]]);
@@ -468,15 +461,8 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
       it('scans in one transaction read one committed state while writers update the range', async () => {
         const storage = await create();
         await putAll(storage, [['snap/A', 0], ['snap/B', 0]]);
-        const jobs: Array<Promise<unknown>> = [];
         const seen: Array<Promise<StoredValue[]>> = [];
-        for (let i = 1; i <= 20; i++) {
-          jobs.push(storage.transaction(async (tx) => {
-            await tx.put('snap/B', i);
-            await tick();
-            await tx.put('snap/A', i);
-            await tick();
-          }, RW));
+        const jobs = writersOfBoth(storage, ['snap/B', 'snap/A'], () =>
           seen.push(read(storage, async (tx) => {
             const first = await tx.scan({ prefix: 'snap/', limit: 1 });
             await tick();
@@ -484,8 +470,8 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
             await tick();
             const all = await tx.scan({ prefix: 'snap/' });
             return [...first, ...rest, ...all].map(([, value]) => value);
-          }));
-        }
+          })),
+        );
         await Promise.all(jobs);
         for (const values of await Promise.all(seen)) expect(values).toEqual(Array(4).fill(values[0]));
       });
@@ -665,6 +651,23 @@ function shuffled<T>(items: readonly T[]): T[] {
     [out[i], out[j]] = [out[j]!, out[i]!];
   }
   return out;
+}
+
+/**
+ * 20 read-write transactions, the i-th setting both `keys` to i, one, an await, then the other;
+ * `alongside` runs as each starts (a reader to race them). Resolves to the writers.
+ */
+function writersOfBoth(storage: Storage, keys: readonly [string, string], alongside: () => void): Array<Promise<unknown>> {
+  return Array.from({ length: 20 }, (_, n) => {
+    const writing = storage.transaction(async (tx) => {
+      await tx.put(keys[0], n + 1);
+      await tick();
+      await tx.put(keys[1], n + 1);
+      await tick();
+    }, RW);
+    alongside();
+    return writing;
+  });
 }
 
 function tick(): Promise<void> {
