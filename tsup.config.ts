@@ -10,6 +10,7 @@ export default defineConfig({
     sqlite: 'src/storage/sqlite.ts',
     postgres: 'src/storage/postgres.ts',
     testing: 'src/testing/index.ts',
+    client: 'src/client/index.ts',
   },
   format: ['esm', 'cjs'],
   // Shared chunks, so that every entry uses the one copy of the core (one HTTPError class).

@@ -127,12 +127,21 @@ export async function writeReply(reply: Reply, res: ServerResponse): Promise<voi
     return;
   }
   const reader = body.getReader();
+  // A client that goes while the stream has nothing to say (a poke stream, between pokes) must
+  // release it now, not at its next chunk.
+  const cancel = () => void reader.cancel().catch(() => {});
+  res.once('close', cancel);
+  if (res.destroyed) return cancel();
   res.writeHead(reply.status, headers);
-  for (let chunk = await nextChunk(reader); chunk; chunk = await nextChunk(reader)) {
-    // Wait while the socket is full; stop (and drop what is left) once the client has gone.
-    if (res.destroyed || (!res.write(chunk) && !(await drained(res)))) return void reader.cancel().catch(() => {});
+  try {
+    for (let chunk = await nextChunk(reader); chunk; chunk = await nextChunk(reader)) {
+      // Wait while the socket is full; stop (and drop what is left) once the client has gone.
+      if (res.destroyed || (!res.write(chunk) && !(await drained(res)))) return cancel();
+    }
+  } finally {
+    res.off('close', cancel);
   }
-  res.end();
+  if (!res.destroyed) res.end();
 }
 
 async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Uint8Array | undefined> {

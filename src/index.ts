@@ -1,6 +1,9 @@
 export { handlePull } from './server/handle-pull.js';
 export { handlePush } from './server/handle-push.js';
 export { handleRequest } from './server/handle-request.js';
+export { handlePoke } from './server/handle-poke.js';
+export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
+export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, ErrorInfo, CorsOptions } from './server/context.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
 export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './server/errors.js';

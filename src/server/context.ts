@@ -1,3 +1,4 @@
+import type { PokeOptions } from '../poke/hub.js';
 import type { Mutation } from '../protocol/push-request.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from '../sync/limits.js';
@@ -53,6 +54,11 @@ export interface SyncContext {
    * transaction and a version per mutation; a push refused partway keeps what came before.
    */
   transactionPerMutation?: boolean;
+  /**
+   * The poke endpoint (`GET …/poke`, Server-Sent Events) and the notices pushes send to it: how
+   * often, through which notifier. Default: on, in this process. `false` serves no pokes.
+   */
+  pokes?: PokeOptions | false;
   /** CORS for {@link handleRequest}: which origins may call. Default: any (`'*'`). */
   cors?: CorsOptions | false;
 }

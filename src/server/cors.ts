@@ -4,10 +4,11 @@ import type { CorsOptions } from './context.js';
 const ALLOWED_HEADERS = 'authorization, content-type, x-replicache-requestid, x-sync-requestid';
 
 /**
- * CORS headers for a response to `request`, or null when the request comes from an origin that
+ * CORS headers for a response to `request` (a preflight for a `GET` or a `POST` when
+ * `preflightFor` says which), or null when the request comes from an origin that
  * may not call (or from no browser at all, which needs none).
  */
-export function corsHeaders(request: Request, options: CorsOptions | false | undefined, preflight: boolean): Record<string, string> | null {
+export function corsHeaders(request: Request, options: CorsOptions | false | undefined, preflightFor?: 'GET' | 'POST'): Record<string, string> | null {
   const origin = request.headers.get('origin');
   if (origin === null || options === false) return null;
   const allowed = options?.origin ?? '*';
@@ -16,8 +17,8 @@ export function corsHeaders(request: Request, options: CorsOptions | false | und
   else if (typeof allowed === 'function' ? allowed(origin) : allowed.includes(origin)) {
     headers = { 'access-control-allow-origin': origin, vary: 'origin' };
   } else return null;
-  if (preflight) {
-    headers['access-control-allow-methods'] = 'POST, OPTIONS';
+  if (preflightFor !== undefined) {
+    headers['access-control-allow-methods'] = `${preflightFor}, OPTIONS`;
     headers['access-control-allow-headers'] = ALLOWED_HEADERS;
     headers['access-control-max-age'] = String(options?.maxAge ?? 86400);
   }

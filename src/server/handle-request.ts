@@ -2,14 +2,16 @@ import type { SyncContext } from './context.js';
 import { corsHeaders } from './cors.js';
 import { HTTPError } from './errors.js';
 import { pullReply } from './handle-pull.js';
+import { pokeReply } from './handle-poke.js';
 import { pushReply } from './handle-push.js';
 import { respond } from './prepare.js';
 import { type Reply, toResponse } from './reply.js';
 
 /**
- * One fetch handler for both endpoints, the thing to mount: `POST` to a path ending in `/pull`
- * or `/push` goes to {@link handlePull} or {@link handlePush}, `OPTIONS` answers a CORS
- * preflight, any other method is 405 and any other path 404. Never rejects.
+ * One fetch handler for every endpoint, the thing to mount: `POST` to a path ending in `/pull`
+ * or `/push` goes to {@link handlePull} or {@link handlePush}, `GET` of a path ending in `/poke`
+ * to {@link handlePoke}, `OPTIONS` answers a CORS preflight, any other method is 405 and any
+ * other path 404. Never rejects.
  *
  * @example
  * export default { fetch: (request: Request) => handleRequest(request, ctx) };
@@ -22,20 +24,25 @@ export async function handleRequest(request: Request, ctx: SyncContext): Promise
 export async function requestReply(request: Request, ctx: SyncContext): Promise<Reply> {
   const reply = await respond(request, ctx, async () => {
     const path = new URL(request.url).pathname;
-    const handler = path.endsWith('/pull') ? pullReply : path.endsWith('/push') ? pushReply : undefined;
-    if (handler === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push`);
+    const route = ROUTES.find(({ suffix }) => path.endsWith(suffix));
+    if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke`);
+    const allow = ctx.cors === false ? route.method : `${route.method}, OPTIONS`;
     if (request.method === 'OPTIONS' && ctx.cors !== false) {
       // Without an Origin it is no preflight, just a question about the resource.
-      if (!request.headers.has('origin')) return { status: 204, headers: { allow: 'POST, OPTIONS' }, body: null };
-      const headers = corsHeaders(request, ctx.cors, true);
+      if (!request.headers.has('origin')) return { status: 204, headers: { allow }, body: null };
+      const headers = corsHeaders(request, ctx.cors, route.method);
       if (headers === null) throw new HTTPError(403, `Origin ${request.headers.get('origin') ?? '(none)'} may not call this server`);
       return { status: 204, headers, body: null };
     }
-    if (request.method !== 'POST') {
-      throw new HTTPError(405, `${request.method} is not allowed; use POST`, { headers: { allow: ctx.cors === false ? 'POST' : 'POST, OPTIONS' } });
-    }
-    return handler(request, ctx);
+    if (request.method !== route.method) throw new HTTPError(405, `${request.method} is not allowed; use ${route.method}`, { headers: { allow } });
+    return route.reply(request, ctx);
   });
-  if (request.method !== 'OPTIONS') Object.assign(reply.headers, corsHeaders(request, ctx.cors, false));
+  if (request.method !== 'OPTIONS') Object.assign(reply.headers, corsHeaders(request, ctx.cors));
   return reply;
 }
+
+const ROUTES = [
+  { suffix: '/pull', method: 'POST', reply: pullReply },
+  { suffix: '/push', method: 'POST', reply: pushReply },
+  { suffix: '/poke', method: 'GET', reply: pokeReply },
+] as const;

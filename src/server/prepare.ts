@@ -41,11 +41,7 @@ export async function prepare<TSchema extends v.GenericSchema>(
   if (request.method !== 'POST') {
     throw new HTTPError(405, `${request.method} is not allowed on the ${endpoint.kind} endpoint; use POST`, { headers: { allow: 'POST' } });
   }
-  let userID: string | undefined;
-  if (ctx.authenticate) {
-    userID = (await ctx.authenticate(request)) ?? undefined;
-    if (userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
-  }
+  const userID = await identify(request, ctx);
   const limits = resolveLimits(ctx.limits);
   let raw = await readJSONBody(request, limits.bodyBytes);
 
@@ -65,11 +61,25 @@ export async function prepare<TSchema extends v.GenericSchema>(
   if (!acceptsSchema(ctx.schemaVersion, (body as { schemaVersion: string }).schemaVersion)) {
     return versionNotSupported('schema');
   }
+  const space = await resolveSpace(request, ctx, userID, limits);
+  return { body, userID, space, limits };
+}
+
+/** Who sent the request (`authenticate`); 401 when it refuses, undefined when there is none. */
+export async function identify(request: Request, ctx: SyncContext): Promise<string | undefined> {
+  if (!ctx.authenticate) return undefined;
+  const userID = (await ctx.authenticate(request)) ?? undefined;
+  if (userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
+  return userID;
+}
+
+/** Which space the request syncs (`space`), checked as an ID. */
+export async function resolveSpace(request: Request, ctx: SyncContext, userID: string | undefined, limits: Limits): Promise<string> {
   const space = ctx.space ? await ctx.space(request, userID) : '';
-  if (typeof space !== 'string' || !fits(space) || hasLoneSurrogate(space)) {
+  if (typeof space !== 'string' || !fitsUTF8(space, limits.idBytes) || hasLoneSurrogate(space)) {
     throw new HTTPError(400, `The space this request names must be a well-formed string of at most ${limits.idBytes} bytes (limits.idBytes)`);
   }
-  return { body, userID, space, limits };
+  return space;
 }
 
 /**

@@ -94,13 +94,14 @@ class GlobalVersionSession implements SpaceSession {
     this.#changed = true;
   }
 
-  async commit(): Promise<void> {
+  async commit(): Promise<boolean> {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
-    if (!this.#changed) return;
+    if (!this.#changed) return false;
     const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(Date.now()) };
     this.#meta = { ...created, version: created.version + 1 };
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
+    return true;
   }
 
   async pull(cookie: JSONValue, group: GroupRef | undefined): Promise<PullResult | 'ClientStateNotFound'> {

@@ -18,6 +18,8 @@ export interface PushOutcome {
   failures: Array<{ mutation: Mutation; error: unknown }>;
   /** The temporary error that stopped the push, if one did. */
   stoppedBy: TemporaryError | undefined;
+  /** True when the push committed a change (data or a lastMutationID), so the space's clients should pull. */
+  changed: boolean;
 }
 
 /** Who pushes, where, and how. */
@@ -40,7 +42,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   const { space, userID, limits } = options;
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
   const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
-  const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
+  const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false };
   const watchdog = new Watchdog(limits.mutatorMs);
   try {
     for (const batch of batches) {
@@ -51,6 +53,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       if (done === LOST) return { ...outcome, clientStateNotFound: true };
       outcome.failures.push(...done.failures);
       outcome.stoppedBy = done.stoppedBy;
+      outcome.changed ||= done.changed;
       if (done.stoppedBy) break;
     }
   } finally {
@@ -62,7 +65,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<{ result: PushOutcome | HTTPError | typeof LOST; keep: boolean }> {
     const session = await strategy.open(tx, space);
     const group = push.clientGroupID;
-    const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined };
+    const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false };
     const clients = new Map<string, ClientRecord & { dirty: boolean }>();
     for (const { mutation, index } of batch) {
       let client = clients.get(mutation.clientID);
@@ -110,7 +113,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
     for (const [clientID, { dirty, ...record }] of clients) {
       if (dirty) await session.putClient(userID, clientID, record);
     }
-    await session.commit();
+    outcome.changed = await session.commit();
     return { result: outcome, keep: true };
   }
 }

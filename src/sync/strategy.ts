@@ -36,8 +36,11 @@ export interface SpaceSession {
   /** Creates or updates the record of `userID`'s client `clientID`. */
   putClient(userID: string | undefined, clientID: string, record: ClientRecord): Promise<void>;
 
-  /** Makes this session's changes visible to pulls; call once, at the end of a push. */
-  commit(): Promise<void>;
+  /**
+   * Makes this session's changes visible to pulls; call once, at the end of a push. Resolves
+   * true when there were any (a pull would now answer differently), which is when to poke.
+   */
+  commit(): Promise<boolean>;
   /**
    * What a client holding `cookie` needs to catch up, or `'ClientStateNotFound'`; with `group`,
    * the lastMutationIDs of that user's client group that changed since the cookie.

@@ -1,0 +1,1 @@
+export { connectPokes, type PokeConnection, type PokeConnectionOptions, type PokeTarget } from './pokes.js';

@@ -1,0 +1,144 @@
+/** What {@link connectPokes} needs of a client: a `Replicache` instance has it all. */
+export interface PokeTarget {
+  /** Pulls now (Replicache coalesces calls that come while one is under way). */
+  pull(): unknown;
+  /** True once the client is closed: the connection then closes too. */
+  readonly closed?: boolean;
+  /** Sent as the `Authorization` header when set, as the client sends it on pull and push. */
+  readonly auth?: string;
+}
+
+/** Options for {@link connectPokes}. */
+export interface PokeConnectionOptions {
+  /** Headers for the stream's request. Default: `Authorization` from `rep.auth` when it is set. */
+  headers?: () => HeadersInit | Promise<HeadersInit>;
+  /** Milliseconds before the first reconnect; each failure in a row doubles it. Default: 500. */
+  minDelayMs?: number;
+  /** The longest wait between reconnects, in milliseconds. Default: 10,000. */
+  maxDelayMs?: number;
+  /**
+   * Milliseconds without a byte (a poke or a heartbeat) after which the stream is taken for dead
+   * and opened again: a network that drops silently never ends a stream. Default: 45,000
+   * (three heartbeats at the server's default).
+   */
+  idleMs?: number;
+  /** The `fetch` to use. Default: the global one. */
+  fetch?: typeof fetch;
+}
+
+/** An open {@link connectPokes} connection. */
+export interface PokeConnection {
+  /** True while a stream is open. */
+  readonly connected: boolean;
+  /** Stops listening and reconnecting. */
+  close(): void;
+}
+
+/**
+ * Keeps a `Replicache` instance listening to the server's poke stream (`GET …/poke`): it pulls on
+ * every poke and on every (re)connect, when pokes may have been missed. A stream that fails or
+ * ends is opened again after a growing, jittered delay (at once when the browser comes back
+ * online). Uses `fetch`, not `EventSource`, so it can send an `Authorization` header.
+ *
+ * @example
+ * const rep = new Replicache({ name: userID, licenseKey, pushURL: '/sync/push', pullURL: '/sync/pull', mutators });
+ * connectPokes(rep, '/sync/poke');
+ */
+export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeConnectionOptions = {}): PokeConnection {
+  const { minDelayMs = 500, maxDelayMs = 10_000, idleMs = 45_000 } = options;
+  const fetchStream = options.fetch ?? ((input, init) => fetch(input, init));
+  const headers = options.headers ?? ((): HeadersInit => (rep.auth ? { authorization: rep.auth } : {}));
+  const stopped = new AbortController();
+  let connected = false;
+  let wake: (() => void) | undefined;
+  const online = () => wake?.();
+  const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
+  target.addEventListener?.('online', online);
+
+  const done = () => stopped.signal.aborted || rep.closed === true;
+  const pull = () => {
+    if (done()) return;
+    try {
+      Promise.resolve(rep.pull()).catch(() => {});
+    } catch {
+      // A client closing under us; the loop ends at its next check.
+    }
+  };
+
+  void (async () => {
+    for (let failures = 0; !done(); failures++) {
+      if (await listen()) failures = 0;
+      connected = false;
+      if (done()) break;
+      await sleep(Math.min(maxDelayMs, minDelayMs * 2 ** failures) * (0.5 + Math.random() / 2));
+    }
+    target.removeEventListener?.('online', online);
+  })();
+
+  /** One stream, until it ends or fails; true when it was open for a while. */
+  async function listen(): Promise<boolean> {
+    const request = new AbortController();
+    const abort = () => request.abort();
+    stopped.signal.addEventListener('abort', abort);
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const alive = () => {
+      clearTimeout(idle);
+      idle = setTimeout(abort, idleMs);
+    };
+    let opened = false;
+    try {
+      alive();
+      const response = await fetchStream(url, { headers: await headers(), signal: request.signal, cache: 'no-store' });
+      if (!response.ok || response.body === null) {
+        await response.body?.cancel().catch(() => {});
+        return false;
+      }
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        alive();
+        if (!opened) {
+          // The server sends its first bytes once it is listening: a pull now misses nothing.
+          opened = connected = true;
+          pull();
+        }
+        buffer = normalise(buffer + next.value);
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          if (/^data(:|$)/m.test(buffer.slice(0, end))) pull();
+          buffer = buffer.slice(end + 2);
+        }
+        if (done()) break;
+      }
+      return opened;
+    } catch {
+      return opened;
+    } finally {
+      clearTimeout(idle);
+      stopped.signal.removeEventListener('abort', abort);
+      request.abort();
+    }
+  }
+
+  function sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const end = () => (clearTimeout(timer), stopped.signal.removeEventListener('abort', end), (wake = undefined), resolve());
+      const timer = setTimeout(end, ms);
+      stopped.signal.addEventListener('abort', end);
+      wake = end;
+    });
+  }
+
+  return {
+    get connected() {
+      return connected && !done();
+    },
+    close() {
+      stopped.abort();
+    },
+  };
+}
+
+/** Server-Sent Events end lines with CRLF, LF or CR; a CR at the very end may be half of a CRLF. */
+function normalise(text: string): string {
+  return text.replace(/\r\n|\r(?=[\s\S])/g, '\n');
+}

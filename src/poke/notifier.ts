@@ -1,0 +1,63 @@
+import type { Storage } from '../storage/types.js';
+
+/**
+ * How a server hears that a space changed, wherever the change was made: the seam between
+ * pushes and the poke streams. The default, {@link localNotifier}, reaches the streams of one
+ * process; `postgresNotifier` (from `viewsync/postgres`) reaches every instance on one database.
+ * A notifier carries only the space's name: clients learn what changed by pulling.
+ */
+export interface Notifier {
+  /** Tells every subscriber of `space`, on every instance this notifier reaches, that it changed. */
+  notify(space: string): void | Promise<void>;
+  /**
+   * Calls `listener` after each change of `space` until the returned function is called. When
+   * it returns (or resolves), no later change is missed: a client that pulls after that learns
+   * either from its pull or from a poke.
+   */
+  subscribe(space: string, listener: () => void): Unsubscribe | Promise<Unsubscribe>;
+}
+
+/** Stops a {@link Notifier.subscribe} subscription. */
+export type Unsubscribe = () => void;
+
+/** A notifier that reaches the subscribers of this process only. */
+export function localNotifier(): Notifier & { readonly spaces: number } {
+  const listeners = new Map<string, Set<() => void>>();
+  return {
+    notify(space) {
+      for (const listener of listeners.get(space) ?? []) {
+        try {
+          listener();
+        } catch {
+          // One subscriber's failure must not keep the others unpoked.
+        }
+      }
+    },
+    subscribe(space, listener) {
+      let set = listeners.get(space);
+      if (set === undefined) listeners.set(space, (set = new Set()));
+      // A wrapper, so that one listener subscribed twice is two subscriptions.
+      const own = () => listener();
+      set.add(own);
+      return () => {
+        set.delete(own);
+        if (set.size === 0 && listeners.get(space) === set) listeners.delete(space);
+      };
+    },
+    get spaces() {
+      return listeners.size;
+    },
+  };
+}
+
+const byStorage = new WeakMap<Storage, Notifier>();
+
+/**
+ * The notifier a context uses when it names none: one per store, so that every context (and
+ * every handler) over the same store in this process pokes the same streams.
+ */
+export function defaultNotifier(storage: Storage): Notifier {
+  let notifier = byStorage.get(storage);
+  if (notifier === undefined) byStorage.set(storage, (notifier = localNotifier()));
+  return notifier;
+}

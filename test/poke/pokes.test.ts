@@ -1,0 +1,232 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, test } from 'vitest';
+import { handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
+import { hubOf } from '../../src/server/handle-poke.js';
+import { mutation, pushBody, post, testContext } from '../helpers.js';
+import { EventReader } from './sse.js';
+
+/** Opens a poke stream through `handleRequest`. */
+async function open(ctx: SyncContext, path = '/poke', headers: Record<string, string> = {}): Promise<EventReader> {
+  const response = await handleRequest(new Request(`http://localhost${path}`, { headers }), ctx);
+  expect(response.status, await peekError(response)).toBe(200);
+  const reader = new EventReader(response.body!);
+  await reader.until(() => reader.blocks.length > 0);
+  return reader;
+}
+
+async function peekError(response: Response): Promise<string> {
+  return response.status === 200 ? '' : await response.clone().text();
+}
+
+let next = 0;
+async function pushPut(ctx: SyncContext, path = '/push', key = 'k', headers: Record<string, string> = {}) {
+  const response = await handleRequest(post(path, pushBody(`g${next}`, [mutation(`c${next++}`, 1, 'put', { key, value: next })]), headers), ctx);
+  expect(response.status).toBe(200);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the poke stream', () => {
+  test('is Server-Sent Events that a proxy neither caches nor buffers, opening with a comment', async () => {
+    const ctx = testContext();
+    const response = await handleRequest(new Request('http://localhost/sync/poke'), ctx);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    expect(response.headers.get('cache-control')).toBe('no-cache, no-transform');
+    expect(response.headers.get('x-accel-buffering')).toBe('no');
+    const reader = new EventReader(response.body!);
+    await reader.until(() => reader.blocks.length === 1);
+    expect(reader.blocks[0]).toMatch(/^retry: \d+\n:/);
+    expect(reader.pokes).toBe(0);
+    await reader.cancel();
+  });
+
+  test('a push that changes the space pokes its streams, with no data about the change', async () => {
+    const ctx = testContext();
+    const [a, b] = [await open(ctx), await open(ctx)];
+    await pushPut(ctx);
+    await a.until(() => a.pokes === 1);
+    await b.until(() => b.pokes === 1);
+    expect(a.blocks.at(-1)).toBe('data: poke');
+    await Promise.all([a.cancel(), b.cancel()]);
+  });
+
+  test('a push to another space does not poke, nor does a push that changes nothing', async () => {
+    const ctx = testContext({ space: (request) => new URL(request.url).searchParams.get('space') ?? 'main' });
+    const reader = await open(ctx, '/poke?space=a');
+    await pushPut(ctx, '/push?space=b');
+    // Already processed: the client re-sent it, nothing changes.
+    const again = pushBody('g-same', [mutation('c-same', 1, 'put', { key: 'x', value: 1 })]);
+    expect((await handleRequest(post('/push?space=a', again), ctx)).status).toBe(200);
+    await reader.until(() => reader.pokes === 1);
+    expect((await handleRequest(post('/push?space=a', again), ctx)).status).toBe(200);
+    await pushPut(ctx, '/push?space=b');
+    await sleep(150);
+    expect(reader.pokes).toBe(1);
+    await reader.cancel();
+  });
+
+  test('a burst of pushes gives a poke at its start and one after its end, not one each', async () => {
+    const ctx = testContext({ pokes: { coalesceMs: 200 } });
+    const reader = await open(ctx);
+    for (let i = 0; i < 50; i++) await pushPut(ctx);
+    await reader.until(() => reader.pokes === 2);
+    await sleep(400);
+    expect(reader.pokes).toBe(2);
+  });
+
+  test('idle streams get heartbeats (comments, which clients ignore)', async () => {
+    const ctx = testContext({ pokes: { heartbeatMs: 30 } });
+    const reader = await open(ctx);
+    await reader.until(() => reader.comments >= 4);
+    expect(reader.pokes).toBe(0);
+    await reader.cancel();
+  });
+
+  test('is checked with authenticate and space, as pull and push are', async () => {
+    const ctx = testContext({
+      // An EventSource cannot send headers: this app takes the token from the query string too.
+      authenticate: (request) => {
+        const token = request.headers.get('authorization') ?? new URL(request.url).searchParams.get('token');
+        return token?.startsWith('user-') ? token.slice(5) : null;
+      },
+      space: (request, userID) => {
+        const space = new URL(request.url).searchParams.get('space') ?? '';
+        if (space === 'private' && userID !== 'alice') throw new HTTPError(403, 'Not a member of this space');
+        return space;
+      },
+    });
+    expect((await handleRequest(new Request('http://localhost/poke'), ctx)).status).toBe(401);
+    expect((await handleRequest(new Request('http://localhost/poke?space=private&token=user-bob'), ctx)).status).toBe(403);
+    const reader = await open(ctx, '/poke?space=private&token=user-alice');
+    await pushPut(ctx, '/push?space=private', 'k', { authorization: 'user-alice' });
+    await reader.until(() => reader.pokes === 1);
+    await reader.cancel();
+    const long = 'x'.repeat(600);
+    expect((await handleRequest(new Request(`http://localhost/poke?space=${long}&token=user-bob`), ctx)).status).toBe(400);
+    expect(ctx.errors).toEqual([]);
+  });
+
+  test('answers GET only, with the methods in Allow and in a CORS preflight', async () => {
+    const ctx = testContext();
+    const wrong = await handleRequest(post('/poke', {}), ctx);
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('GET, OPTIONS');
+    const preflight = await handleRequest(
+      new Request('http://localhost/poke', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' } }),
+      ctx,
+    );
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, OPTIONS');
+    expect(preflight.headers.get('access-control-allow-headers')).toContain('authorization');
+    const get = await handleRequest(new Request('http://localhost/pull'), ctx);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST, OPTIONS');
+  });
+
+  test('pokes: false serves no stream, and pushes still work', async () => {
+    const ctx = testContext({ pokes: false });
+    expect((await handleRequest(new Request('http://localhost/poke'), ctx)).status).toBe(404);
+    await pushPut(ctx);
+  });
+
+  test('a notifier that fails to subscribe answers 503 with Retry-After, and the next stream tries again', async () => {
+    const local = localNotifier();
+    let fail = true;
+    const notifier: Notifier = {
+      notify: (space) => local.notify(space),
+      subscribe: async (space, listener) => {
+        if (fail) throw new Error('LISTEN failed');
+        return local.subscribe(space, listener);
+      },
+    };
+    const ctx = testContext({ pokes: { notifier } });
+    const refused = await handleRequest(new Request('http://localhost/poke'), ctx);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(hubOf(ctx).streams).toBe(0);
+    fail = false;
+    const reader = await open(ctx);
+    await pushPut(ctx);
+    await reader.until(() => reader.pokes === 1);
+    await reader.cancel();
+  });
+
+  test('a notifier that fails to notify leaves the push committed and tells onError', async () => {
+    const notifier: Notifier = { notify: () => Promise.reject(new Error('NOTIFY failed')), subscribe: () => () => {} };
+    const ctx = testContext({ pokes: { notifier } });
+    await pushPut(ctx);
+    await sleep(10);
+    expect(ctx.errors).toHaveLength(1);
+    expect(String(ctx.errors[0])).toContain('NOTIFY failed');
+  });
+
+  test('past maxStreams a stream is refused with 503 and Retry-After', async () => {
+    const ctx = testContext({ pokes: { maxStreams: 2 } });
+    const open2 = [await open(ctx), await open(ctx)];
+    const refused = await handleRequest(new Request('http://localhost/poke'), ctx);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('10');
+    await open2[0]!.cancel();
+    const again = await open(ctx);
+    await Promise.all([again.cancel(), open2[1]!.cancel()]);
+  });
+
+  test('contexts over one store poke each other\'s streams (the default notifier is per store)', async () => {
+    const a = testContext();
+    const b = { ...a };
+    const reader = await open(a);
+    await pushPut(b);
+    await reader.until(() => reader.pokes === 1);
+    await reader.cancel();
+  });
+});
+
+describe('what a stream holds', () => {
+  test('10,000 streams opened and dropped: every stream, subscription and byte is released', async () => {
+    const notifier = localNotifier();
+    const ctx = testContext({ pokes: { notifier } });
+    const hub = hubOf(ctx);
+    const spaces = (request: Request) => new URL(request.url).searchParams.get('s') ?? '';
+    ctx.space = spaces;
+    const before = memory();
+    const readers: EventReader[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      const response = await handleRequest(new Request(`http://localhost/poke?s=${i % 100}`), ctx);
+      readers.push(new EventReader(response.body!));
+    }
+    expect(hub.streams).toBe(10_000);
+    expect(notifier.spaces).toBe(100);
+    const open = memory() - before;
+    await Promise.all(readers.map((reader) => reader.cancel()));
+    readers.length = 0;
+    expect(hub.streams).toBe(0);
+    expect(hub.spaces).toBe(0);
+    expect(notifier.spaces).toBe(0);
+    const after = memory() - before;
+    // Open streams cost memory; dropped, they cost none (a little slack for the heap's noise).
+    expect(open).toBeGreaterThan(5 * 2 ** 20);
+    expect(after).toBeLessThan(Math.max(2 * 2 ** 20, open / 10));
+  });
+
+  test('a stream nobody reads is closed after two heartbeats, and released', async () => {
+    const ctx = testContext({ pokes: { heartbeatMs: 40 } });
+    const response = await handleRequest(new Request('http://localhost/poke'), ctx);
+    expect(hubOf(ctx).streams).toBe(1);
+    await sleep(200);
+    expect(hubOf(ctx).streams).toBe(0);
+    // It closed cleanly: what was queued can still be read to the end.
+    expect(await response.text()).toMatch(/^retry:/);
+  });
+});
+
+/** Bytes of memory in use after a full garbage collection. */
+function memory(): number {
+  gc();
+  const { heapUsed, external } = process.memoryUsage();
+  return heapUsed + external;
+}
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
