@@ -2,7 +2,8 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serve, type SyncServer } from '../adapters/node.js';
 import { type JSONValue, type PatchOperation, type SyncContext, TemporaryError } from '../src/index.js';
-import { postgresStorage } from '../src/storage/postgres.js';
+import { postgresNotifier, postgresStorage } from '../src/storage/postgres.js';
+import { EventReader } from './poke/sse.js';
 import { applyPatch, mutation, pullBody, pushBody, testMutators } from './helpers.js';
 
 // Several server instances on one PostgreSQL database: each instance its own connection pool,
@@ -41,7 +42,8 @@ const mutators = {
 /** A server instance: its own pool, store and Node server, on `schema`. */
 async function instance(schema: string, name = 'viewsync'): Promise<{ server: SyncServer; stop: () => Promise<void> }> {
   const sql = postgres(url!, { onnotice: () => {}, max: 8, connection: { application_name: name } });
-  const ctx: SyncContext = { storage: postgresStorage(sql, { schema }), mutators, onError: () => {} };
+  // Notices on a channel of this test's own, so that other tests' instances stay out.
+  const ctx: SyncContext = { storage: postgresStorage(sql, { schema }), mutators, onError: () => {}, pokes: { notifier: postgresNotifier(sql, { channel: schema }) } };
   const server = await serve(ctx, { port: 0 });
   const stop = async () => {
     await server.stop();
@@ -138,6 +140,39 @@ describe.runIf(admin)('instances sharing one PostgreSQL database', () => {
     expect(applyPatch(new Map(), full.patch)).toEqual(new Map([['a', 1], ['b', 2], ['c', 3]]));
     expect(full.lastMutationIDChanges).toEqual({ c: 3 });
   }, 60_000);
+  it('a push on one instance pokes the streams of its space on the others; a dropped LISTEN connection, once back, pokes them all', async () => {
+    const schema = newSchema();
+    const [a, b] = [await instance(schema, 'poke-a'), await instance(schema, 'poke-b')];
+    const open = async (server: { server: SyncServer }) => {
+      const response = await fetch(new URL('poke', server.server.url));
+      expect(response.status).toBe(200);
+      const reader = new EventReader(response.body!);
+      await reader.until(() => reader.blocks.length > 0);
+      return reader;
+    };
+    const [onA, onB] = [await open(a), await open(b)];
+    const latencies: number[] = [];
+    for (let i = 1; i <= 20; i++) {
+      const started = performance.now();
+      expect((await send(a.server, 'push', pushBody('poke-group', [mutation('poke-client', i, 'put', { key: 'k', value: i })]))).status).toBe(200);
+      await onB.until(() => onB.pokes === i);
+      latencies.push(performance.now() - started);
+      await onA.until(() => onA.pokes === i);
+      // Past the coalescing window, so that each push is a poke of its own.
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    }
+    expect(onB.pokes).toBe(20);
+    latencies.sort((x, y) => x - y);
+    console.log(`push on A until poke on B, 20 pushes: p50 ${latencies[10]!.toFixed(1)} ms, max ${latencies[19]!.toFixed(1)} ms`);
+
+    // Kill B's listening connection: postgres.js reconnects, and B pokes its streams, since
+    // notices sent in between are lost.
+    await admin!.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'poke-b' AND query ILIKE 'listen%'`);
+    await onB.until(() => onB.pokes === 21, 15_000);
+    expect((await send(a.server, 'push', pushBody('poke-group', [mutation('poke-client', 21, 'put', { key: 'k', value: 21 })]))).status).toBe(200);
+    await onB.until(() => onB.pokes === 22, 15_000);
+    await Promise.all([onA.cancel(), onB.cancel()]);
+  });
 });
 
 if (!admin) it.skip('instances sharing one PostgreSQL database: set DATABASE_URL (scripts/start-postgres.sh starts a server)', () => {});

@@ -20,8 +20,16 @@ export interface Notifier {
 /** Stops a {@link Notifier.subscribe} subscription. */
 export type Unsubscribe = () => void;
 
+/** A notifier of this process only, which can also poke every space it knows. */
+export interface LocalNotifier extends Notifier {
+  /** Spaces with subscribers. */
+  readonly spaces: number;
+  /** Notifies every space with subscribers: for when changes may have been missed. */
+  notifyAll(): void;
+}
+
 /** A notifier that reaches the subscribers of this process only. */
-export function localNotifier(): Notifier & { readonly spaces: number } {
+export function localNotifier(): LocalNotifier {
   const listeners = new Map<string, Set<() => void>>();
   return {
     notify(space) {
@@ -43,6 +51,9 @@ export function localNotifier(): Notifier & { readonly spaces: number } {
         set.delete(own);
         if (set.size === 0 && listeners.get(space) === set) listeners.delete(space);
       };
+    },
+    notifyAll() {
+      for (const space of [...listeners.keys()]) this.notify(space);
     },
     get spaces() {
       return listeners.size;

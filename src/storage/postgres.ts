@@ -6,6 +6,7 @@ import type { ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 
 export type { PostgresClient } from './postgres-driver.js';
+export { postgresNotifier, type PostgresNotifierClient, type PostgresNotifierOptions } from '../poke/postgres-notifier.js';
 
 /**
  * A store in PostgreSQL, shared by any number of server instances: a `postgres` (postgres.js)
@@ -156,3 +157,4 @@ async function migrateTables(driver: ReturnType<typeof postgresDriver>, t: { kv:
     return { result: undefined, finish: [] };
   });
 }
+

@@ -9,7 +9,7 @@ export class EventReader {
   #ended = false;
   #buffer = '';
 
-  constructor(body: ReadableStream<Uint8Array>) {
+  constructor(body: ReadableStream<Uint8Array<ArrayBuffer>>) {
     this.#reader = body.pipeThrough(new TextDecoderStream()).getReader();
     void this.#read();
   }

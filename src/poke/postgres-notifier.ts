@@ -1,0 +1,69 @@
+import type { Notifier } from './notifier.js';
+import { localNotifier } from './notifier.js';
+
+/** A postgres.js client (`postgres(url)`): the part {@link postgresNotifier} uses. */
+export interface PostgresNotifierClient {
+  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): PromiseLike<{ unlisten(): PromiseLike<unknown> }>;
+  notify(channel: string, payload: string): PromiseLike<unknown>;
+}
+
+/** Options for {@link postgresNotifier}. */
+export interface PostgresNotifierOptions {
+  /** The `LISTEN`/`NOTIFY` channel; apps sharing a database but not spaces may use their own. Default: `viewsync`. */
+  channel?: string;
+}
+
+/**
+ * A notifier for server instances that share one PostgreSQL database: a push on one instance
+ * pokes the streams of that space on every instance, through `NOTIFY` and `LISTEN` on one
+ * channel (postgres.js keeps one connection listening and reconnects it). Streams of the
+ * instance that pushed are poked at once, without waiting for the round trip. When the
+ * listening connection comes back after a drop, every space with streams here is poked, since
+ * its notices in between are lost. A space's name must fit in a notice (under 8,000 bytes;
+ * `limits.idBytes` is 512).
+ *
+ * @example
+ * const sql = postgres(process.env.DATABASE_URL!);
+ * const ctx = { storage: postgresStorage(sql), mutators, pokes: { notifier: postgresNotifier(sql) } };
+ */
+export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresNotifierOptions = {}): Notifier & { close(): Promise<void> } {
+  const channel = options.channel ?? 'viewsync';
+  const local = localNotifier();
+  // Notices say which instance sent them, so that one's own come back to nobody.
+  const self = Math.random().toString(36).slice(2, 10);
+  let listening: Promise<{ unlisten(): PromiseLike<unknown> }> | undefined;
+  let connections = 0;
+
+  const listen = () =>
+    (listening ??= Promise.resolve(
+      sql.listen(
+        channel,
+        (payload) => {
+          const at = payload.indexOf(':');
+          if (at >= 0 && payload.slice(0, at) !== self) local.notify(payload.slice(at + 1));
+        },
+        () => {
+          if (connections++ > 0) local.notifyAll();
+        },
+      ),
+    ).catch((error: unknown) => {
+      listening = undefined;
+      throw error;
+    }));
+
+  return {
+    async notify(space) {
+      local.notify(space);
+      await sql.notify(channel, `${self}:${space}`);
+    },
+    async subscribe(space, listener) {
+      await listen();
+      return local.subscribe(space, listener);
+    },
+    async close() {
+      const current = listening;
+      listening = undefined;
+      if (current) await (await current.catch(() => undefined))?.unlisten();
+    },
+  };
+}
