@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Clients, FetchRecorder, clientMutators, pendingCount, serverData, snapshot, uniqueName, waitFor, type Rep } from './client.js';
 import type { MutatorDefs, WriteTransaction } from 'replicache';
+import { connectPokes } from '../../src/client/index.js';
 
 export interface RunningServer {
   /** Base URL; the client calls `<url>pull` and `<url>push`. */
@@ -133,6 +134,26 @@ export function describeInterop(name: string, start: StartServer, options: Inter
       expect([0, 1, 2]).toContain(onServer[`${p}shared`]);
       await converged(reps, p, onServer);
       noClientErrors(reps);
+    });
+
+    it('with pokes and no pull interval, each write reaches the other group and is confirmed on its own', async () => {
+      const p = uniqueName('pokes') + '/';
+      const reps = [0, 1].map((i) => clients.open({ name: uniqueName(`poke${i}`), pullInterval: null }));
+      const [writer, watcher] = reps as [Rep, Rep];
+      const connections = reps.map((rep) => connectPokes(rep, new URL('poke', server.url)));
+      try {
+        await waitFor(() => connections.every((connection) => connection.connected), { message: 'both poke streams to open' });
+        for (let i = 0; i < 5; i++) {
+          await writer.mutate.put({ key: `${p}${i}`, value: i });
+          await waitFor(() => watcher.query((tx) => tx.has(`${p}${i}`)), { timeout: 5_000, interval: 5, message: `the watcher to see ${p}${i}` });
+        }
+        // The writer learns its mutations were applied only from a pull, which only a poke starts.
+        await drained([writer], 5_000);
+        await converged(reps, p, Object.fromEntries([0, 1, 2, 3, 4].map((i) => [`${p}${i}`, i])));
+        noClientErrors(reps);
+      } finally {
+        for (const connection of connections) connection.close();
+      }
     });
 
     it('two instances of one name share a client group (tabs) and see each other’s writes', async () => {
