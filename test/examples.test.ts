@@ -1,15 +1,25 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, runCommand, type Started, startCommand } from './command.js';
-import { pushAndPull } from './helpers.js';
+import { mutation, pullBody, pushAndPull, pushBody } from './helpers.js';
 import { ROOT } from './package/packed.js';
 
 // Every example in examples/ starts as its comment says and serves a push and a pull.
 const running: Started[] = [];
+const folders: string[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((started) => started.stop()));
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
+
+const tempFolder = () => {
+  const folder = mkdtempSync(join(tmpdir(), 'viewsync-todo-'));
+  folders.push(folder);
+  return folder;
+};
 
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 
@@ -20,18 +30,37 @@ async function start(command: string, args: string[], ready: RegExp, cwd = ROOT,
 }
 
 describe('examples', () => {
-  it('npm start: the Node example serves on PORT', async () => {
+  it('npm start: the TodoMVC demo serves its page, and the sync endpoints under /api/, on PORT with SQLite in DATA_DIR', async () => {
     const port = await freePort();
-    const started = await start('npm', ['start'], /pushURL: (\S+)/, ROOT, { PORT: String(port) });
+    const dataDir = tempFolder();
+    const started = await start('npm', ['start'], /TodoMVC on viewsync: (\S+) \((.+)\)/, ROOT, { PORT: String(port), DATA_DIR: dataDir });
+    expect(started.match[1]).toBe(`http://127.0.0.1:${port}/`);
+    expect(started.match[2]).toBe(`SQLite store: ${join(dataDir, 'todo.db')}`);
+    await expectTodoApp(new URL(started.match[1]!));
+    expect(existsSync(join(dataDir, 'todo.db'))).toBe(true);
+  });
+
+  it('npm start -- --memory: the TodoMVC demo on a memory store, on any free port with PORT=0', async () => {
+    const dataDir = tempFolder();
+    const started = await start('npm', ['start', '--', '--memory'], /TodoMVC on viewsync: (\S+) \((.+)\)/, ROOT, { PORT: '0', DATA_DIR: dataDir });
+    expect(started.match[1]).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*\/$/);
+    expect(started.match[2]).toMatch(/^memory store/);
+    await expectTodoApp(new URL(started.match[1]!));
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it('Node, honouring PORT', async () => {
+    const port = await freePort();
+    const started = await start('npx', ['tsx', 'examples/node.ts'], /pushURL: (\S+)/, ROOT, { PORT: String(port) });
     expect(started.match[1]).toBe(`http://127.0.0.1:${port}/push`);
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
   });
 
-  it('npm start on a busy port says which port and how to pick another, in one line', async () => {
+  it.each(['examples/node.ts', 'examples/todo/server.ts'])('%s on a busy port says which port and how to pick another, in one line', async (script) => {
     const busy = createServer().listen(0, '127.0.0.1');
     await new Promise((resolve) => busy.once('listening', resolve));
     const port = (busy.address() as { port: number }).port;
-    const { code, output } = await runCommand(bin('tsx'), ['examples/node.ts'], { cwd: ROOT, env: { PORT: String(port) } });
+    const { code, output } = await runCommand(bin('tsx'), [script], { cwd: ROOT, env: { PORT: String(port), DATA_DIR: tempFolder() } });
     busy.close();
     expect(code).toBe(1);
     expect(output.trim()).toBe(`Port ${port} is in use: pick another with PORT, e.g. \`PORT=${port + 1} npm start\`.`);
@@ -55,3 +84,26 @@ describe('examples', () => {
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`), '?space=test');
   });
 });
+
+/** The demo's page and assets, a todo pushed and pulled back under /api/, and a poke stream. */
+async function expectTodoApp(base: URL): Promise<void> {
+  const page = await fetch(base);
+  expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+  expect(await page.text()).toContain('<section class="todoapp">');
+  for (const [path, type] of [['client.js', /^text\/javascript/], ['todomvc.css', /^text\/css/]] as const) {
+    const asset = await fetch(new URL(path, base));
+    expect([asset.status, asset.headers.get('content-type')]).toEqual([200, expect.stringMatching(type)]);
+    await asset.arrayBuffer();
+  }
+  const send = (path: string, body: unknown) =>
+    fetch(new URL(`api/${path}`, base), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const todo = { id: 't1', text: 'Try the demo', sort: 1 };
+  const pushed = await send('push', pushBody('g', [mutation('c', 1, 'createTodo', todo)]));
+  expect(pushed.status, await pushed.clone().text()).toBe(200);
+  const pulled = await (await send('pull', pullBody('g', null))).json();
+  expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'todo/t1', value: { ...todo, completed: false } }] });
+  const pokes = new AbortController();
+  const stream = await fetch(new URL('api/poke', base), { signal: pokes.signal });
+  expect([stream.status, stream.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/event-stream/)]);
+  pokes.abort();
+}

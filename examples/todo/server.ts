@@ -1,0 +1,70 @@
+// TodoMVC on viewsync: `npm start` keeps the todos in SQLite (data/todo.db), `npm start -- --memory`
+// in memory. PORT, HOST and DATA_DIR (the folder for todo.db) are optional.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { build } from 'esbuild';
+import { memoryStorage } from 'viewsync';
+import { createListener } from 'viewsync/node';
+import { sqliteStorage } from 'viewsync/sqlite';
+import { nodeServerOptions } from '../../adapters/node-bridge.js';
+import { mutators } from './server-mutators.js';
+
+const port = Number(process.env.PORT ?? 8787);
+const hostname = process.env.HOST ?? '127.0.0.1';
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+let db: Database.Database | undefined;
+let store = 'memory store: the todos go when the server stops';
+if (!process.argv.includes('--memory')) {
+  const folder = process.env.DATA_DIR ?? here('../../data');
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, 'todo.db');
+  db = new Database(file);
+  const shown = relative(process.cwd(), file);
+  store = `SQLite store: ${shown.startsWith('..') ? file : shown}`;
+}
+const api = createListener({ storage: db ? sqliteStorage(db) : memoryStorage(), mutators });
+
+// Bundled once, in memory: the page is a demo, not something to deploy.
+const bundle = await build({ entryPoints: [here('client.ts')], tsconfig: here('../../tsconfig.json'), bundle: true, write: false, format: 'esm', platform: 'browser', logLevel: 'warning' });
+const assets = new Map<string, [type: string, body: Uint8Array]>([
+  ['/', ['text/html; charset=utf-8', readFileSync(here('index.html'))]],
+  ['/client.js', ['text/javascript; charset=utf-8', bundle.outputFiles[0]!.contents]],
+  ['/todomvc.css', ['text/css; charset=utf-8', readFileSync(createRequire(import.meta.url).resolve('todomvc-app-css/index.css'))]],
+]);
+
+const { timeout, ...serverOptions } = nodeServerOptions({});
+const server = createServer(serverOptions, (req, res) => {
+  const path = (req.url ?? '/').split('?')[0]!;
+  if (path.startsWith('/api/')) return api(req, res);
+  if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
+  const asset = assets.get(path);
+  if (asset === undefined) return void res.writeHead(404, { 'content-type': 'text/plain' }).end(`Nothing at ${path}; the app is at /`);
+  res.writeHead(200, { 'content-type': asset[0], 'content-length': asset[1].byteLength, 'cache-control': 'no-cache' });
+  res.end(req.method === 'HEAD' ? undefined : asset[1]);
+});
+server.setTimeout(timeout, (socket) => socket.destroy());
+
+server.once('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EADDRINUSE' && error.code !== 'EACCES') throw error;
+  const why = error.code === 'EADDRINUSE' ? 'is in use' : 'needs privileges';
+  console.error(`Port ${port} ${why}: pick another with PORT, e.g. \`PORT=${port + 1} npm start\`.`);
+  process.exit(1);
+});
+server.listen(port, hostname, () => {
+  const { port, address } = server.address() as AddressInfo;
+  console.log(`TodoMVC on viewsync: http://${address.includes(':') ? `[${address}]` : address}:${port}/ (${store})`);
+});
+
+const stop = () => {
+  // Poke streams never end by themselves: close them, or `close` would wait for ever.
+  server.close(() => (db?.close(), process.exit(0)));
+  server.closeAllConnections();
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
