@@ -10,10 +10,11 @@ export type { ServeOptions, SyncServer } from './types.js';
  * const server = await serve(ctx, { port: 8787 });
  * console.log(`pull: ${server.url}pull`);
  */
-export async function serve(ctx: SyncContext, options: ServeOptions = {}): Promise<SyncServer> {
+export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Promise<SyncServer> {
   const server = Bun.serve({
     port: options.port ?? 8787,
     hostname: options.hostname ?? '127.0.0.1',
+    idleTimeout: options.idleTimeout ?? 30,
     fetch: (request) => handleRequest(request, ctx),
   });
   const { port, hostname, url } = server;
@@ -21,9 +22,15 @@ export async function serve(ctx: SyncContext, options: ServeOptions = {}): Promi
   return { port, hostname, url: new URL(url), stop: () => server.stop(true) };
 }
 
+/** {@link ServeOptions}, plus Bun's idle timeout. */
+export interface BunServeOptions extends ServeOptions {
+  /** Seconds a connection may send and receive nothing; keep it above the poke heartbeat (15 s). Default: 30 (Bun's own: 10). */
+  idleTimeout?: number;
+}
+
 /** The little of Bun's API used here, so that no Bun types need installing. */
 declare const Bun: {
-  serve(options: { port: number; hostname: string; fetch: (request: Request) => Promise<Response> }): {
+  serve(options: { port: number; hostname: string; idleTimeout: number; fetch: (request: Request) => Promise<Response> }): {
     readonly port: number;
     readonly hostname: string;
     readonly url: URL;

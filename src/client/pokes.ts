@@ -95,6 +95,9 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
       }
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';
+      // Lines end in CRLF, LF or CR: a chunk that ends in CR ends a line, and an LF that starts
+      // the next chunk is the rest of it.
+      let halfCRLF = false;
       for (let next = await reader.read(); !next.done; next = await reader.read()) {
         alive();
         if (!opened) {
@@ -102,7 +105,9 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
           opened = connected = true;
           pull();
         }
-        buffer = normalise(buffer + next.value);
+        const text: string = halfCRLF && next.value.startsWith('\n') ? next.value.slice(1) : next.value;
+        halfCRLF = text.endsWith('\r');
+        buffer += text.replace(/\r\n?/g, '\n');
         for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           if (/^data(:|$)/m.test(buffer.slice(0, end))) pull();
           buffer = buffer.slice(end + 2);
@@ -136,9 +141,4 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
       stopped.abort();
     },
   };
-}
-
-/** Server-Sent Events end lines with CRLF, LF or CR; a CR at the very end may be half of a CRLF. */
-function normalise(text: string): string {
-  return text.replace(/\r\n|\r(?=[\s\S])/g, '\n');
 }

@@ -24,6 +24,8 @@ const POKE = encoder.encode('data: poke\n\n');
 const HEARTBEAT = encoder.encode(':\n\n');
 /** Chunks a stream may have unread before pokes to it are dropped (a later read gets the newest). */
 const POKE_BACKLOG = 4;
+/** Streams poked before other work gets a turn. */
+const POKE_SLICE = 500;
 
 /**
  * The open poke streams of one context, by space. A space is subscribed to the notifier while
@@ -119,7 +121,7 @@ export class PokeHub {
       entry.again = true;
       return;
     }
-    for (const { controller } of entry.streams) if ((controller.desiredSize ?? 0) > -POKE_BACKLOG) offer(controller, POKE);
+    sendInSlices([...entry.streams]);
     entry.timer = setTimeout(() => {
       entry.timer = undefined;
       if (entry.again) {
@@ -170,6 +172,19 @@ interface Stream {
   controller: ReadableStreamDefaultController<Uint8Array>;
   /** It still had unread chunks at the last heartbeat. */
   stale: boolean;
+}
+
+/**
+ * Pokes streams a slice at a time, letting I/O in between: each poke is a socket write, and a
+ * space with many thousands of streams would otherwise hold the event loop for its whole list.
+ */
+function sendInSlices(streams: readonly Stream[], from = 0): void {
+  const end = Math.min(streams.length, from + POKE_SLICE);
+  for (let i = from; i < end; i++) {
+    const { controller } = streams[i]!;
+    if ((controller.desiredSize ?? 0) > -POKE_BACKLOG) offer(controller, POKE);
+  }
+  if (end < streams.length) setTimeout(() => sendInSlices(streams, end), 0);
 }
 
 /** Enqueues a copy: a runtime may detach a chunk it writes, and one array goes to every stream. */

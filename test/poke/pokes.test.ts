@@ -230,3 +230,26 @@ function memory(): number {
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
+
+describe('a space with many streams', () => {
+  test('is poked in slices of 500 that let other work in between, and every stream gets its poke', async () => {
+    const notifier = localNotifier();
+    const hub = hubOf(testContext({ pokes: { notifier } }));
+    const readers = await Promise.all(
+      Array.from({ length: 1_200 }, async () => {
+        const reader = (await hub.open('')).getReader();
+        await reader.read();
+        return reader;
+      }),
+    );
+    let poked = 0;
+    notifier.notify('');
+    for (const reader of readers) void reader.read().then(() => poked++);
+    // Reads of what is already queued settle within a few microtasks; the rest waits for a timer.
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    expect(poked).toBe(500);
+    await sleep(50);
+    expect(poked).toBe(1_200);
+    await Promise.all(readers.map((reader) => reader.cancel()));
+  });
+});

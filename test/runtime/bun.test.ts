@@ -1,5 +1,24 @@
+import { expect, test } from 'vitest';
 import { describeRuntime } from './suite.js';
 import { spawnServer } from './spawn-server.js';
 
 // The built package in real Bun, from node_modules; `--no-install` keeps Bun from fetching anything.
 describeRuntime('bun', () => spawnServer('bun', ['--no-install', 'test/runtime/servers/bun-server.js']));
+
+// Bun.serve closes a connection idle for 10 s by default, less than the 15 s between heartbeats.
+test('bun: a poke stream idle for longer than Bun’s default idle timeout stays open', async () => {
+  const server = await spawnServer('bun', ['--no-install', 'test/runtime/servers/bun-server.js']);
+  try {
+    const response = await fetch(new URL('poke', server.url));
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = (await reader.read()).value ?? '';
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    const body = { pushVersion: 1, clientGroupID: 'idle', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'idle', id: 1, name: 'put', args: { key: 'idle', value: 1 }, timestamp: 1 }] };
+    const pushed = await fetch(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(pushed.status).toBe(200);
+    while (!text.includes('data: poke\n\n')) text += (await reader.read()).value ?? '';
+    await reader.cancel();
+  } finally {
+    await server.stop();
+  }
+}, 30_000);

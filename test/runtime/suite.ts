@@ -67,6 +67,18 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       expect((await postJSON('elsewhere', {})).status).toBe(404);
     });
 
+    it('streams pokes: a push to the space pokes an open stream', async () => {
+      const response = await call('poke');
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/event-stream');
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? '';
+      expect(text).toMatch(/^retry: /);
+      expect((await push(`${name}-poker`, [{ clientID: `${name}-poker`, id: 1, name: 'put', args: { key: `${name}/poked`, value: 1 }, timestamp: 1 }])).status).toBe(200);
+      while (!text.includes('data: poke\n\n')) text += (await reader.read()).value ?? '';
+      await reader.cancel();
+    });
+
     it('answers a CORS preflight', async () => {
       const response = await call('push', {
         method: 'OPTIONS',

@@ -1,0 +1,138 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, test } from 'vitest';
+import { serve, type SyncServer } from '../../adapters/node.js';
+import { connectPokes, type PokeConnection } from '../../src/client/index.js';
+import { memoryStorage, type SyncContext } from '../../src/index.js';
+import { mutation, pushBody, testMutators } from '../helpers.js';
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+/** A stand-in for a Replicache instance: counts pulls, and has `auth` and `closed`. */
+function fakeClient(auth?: string) {
+  return { pulls: 0, auth, closed: false, pull() { this.pulls++; } };
+}
+
+async function until(test: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!test()) {
+    if (Date.now() > deadline) throw new Error('Timed out');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function start(ctx: SyncContext, port = 0): Promise<SyncServer> {
+  const server = await serve(ctx, { port });
+  cleanup.push(() => server.stop());
+  return server;
+}
+
+function connect(...args: Parameters<typeof connectPokes>): PokeConnection {
+  const connection = connectPokes(...args);
+  cleanup.push(() => connection.close());
+  return connection;
+}
+
+let next = 0;
+async function pushPut(url: URL, headers: Record<string, string> = {}): Promise<void> {
+  const body = pushBody(`g${next}`, [mutation(`c${next++}`, 1, 'put', { key: 'k', value: next })]);
+  const response = await fetch(new URL('push', url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  expect(response.status).toBe(200);
+}
+
+describe('connectPokes', () => {
+  test('pulls once the stream is open, then on every poke', async () => {
+    const server = await start({ storage: memoryStorage(), mutators: testMutators });
+    const rep = fakeClient();
+    const connection = connect(rep, new URL('poke', server.url));
+    await until(() => connection.connected && rep.pulls === 1);
+    await pushPut(server.url);
+    await until(() => rep.pulls === 2);
+    await sleep(100);
+    await pushPut(server.url);
+    await until(() => rep.pulls === 3);
+  });
+
+  test('sends the client\'s auth as its Authorization header, and keeps trying while refused', async () => {
+    let token = 'old';
+    const ctx: SyncContext = { storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === token ? 'u' : null) };
+    const server = await start(ctx);
+    const rep = fakeClient('new');
+    const connection = connect(rep, new URL('poke', server.url), { minDelayMs: 20, maxDelayMs: 50 });
+    await sleep(200);
+    expect(connection.connected).toBe(false);
+    expect(rep.pulls).toBe(0);
+    // What Replicache's getAuth does after a 401 on pull: the next attempt sends the new token.
+    token = 'new';
+    await until(() => connection.connected && rep.pulls === 1);
+  });
+
+  test('reconnects when the server comes back, and pulls then for what it missed', async () => {
+    const ctx: SyncContext = { storage: memoryStorage(), mutators: testMutators };
+    const first = await start(ctx);
+    const rep = fakeClient();
+    const connection = connect(rep, new URL('poke', first.url), { minDelayMs: 20, maxDelayMs: 100 });
+    await until(() => connection.connected && rep.pulls === 1);
+    await first.stop();
+    await until(() => !connection.connected);
+    await sleep(300);
+    const second = await start(ctx, first.port);
+    await until(() => connection.connected && rep.pulls === 2);
+    await pushPut(second.url);
+    await until(() => rep.pulls === 3);
+  });
+
+  test('a stream that goes silent (no heartbeat) is taken for dead and opened again', async () => {
+    let requests = 0;
+    // Sends the opening, then nothing, as a connection that a network dropped silently.
+    const silent: Server = createServer((_, res) => {
+      requests++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).write('retry: 1000\n\n');
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise((resolve) => (silent.closeAllConnections(), silent.close(resolve))));
+    const rep = fakeClient();
+    connect(rep, `http://127.0.0.1:${(silent.address() as AddressInfo).port}/poke`, { idleMs: 100, minDelayMs: 10, maxDelayMs: 20 });
+    await until(() => requests >= 3 && rep.pulls >= 3);
+  });
+
+  test('reads events split anywhere and in any line ending, and ignores comments', async () => {
+    const chunks = ['retry: 10', '00\r\n\r', '\n: heart', 'beat\r\n\r\nda', 'ta: poke\n', '\n:x\n\ndata: poke\r\r'];
+    const server: Server = createServer(async (_, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const chunk of chunks) {
+        res.write(chunk);
+        await sleep(10);
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))));
+    const rep = fakeClient();
+    connect(rep, `http://127.0.0.1:${(server.address() as AddressInfo).port}/poke`, { minDelayMs: 10_000 });
+    // One pull on opening, one per `data` event: heartbeats and comments pull nothing.
+    await until(() => rep.pulls === 3);
+    await sleep(100);
+    expect(rep.pulls).toBe(3);
+  });
+
+  test('close() stops it, and so does a closed client: no more requests', async () => {
+    const ctx: SyncContext = { storage: memoryStorage(), mutators: testMutators };
+    let requests = 0;
+    const server = await start({ ...ctx, authenticate: () => (requests++, null) });
+    const closed = connectPokes(fakeClient(), new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 10 });
+    const closedClient = fakeClient();
+    connectPokes(closedClient, new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 10 });
+    await until(() => requests >= 4);
+    closed.close();
+    closedClient.closed = true;
+    await sleep(50);
+    const then = requests;
+    await sleep(200);
+    expect(requests).toBe(then);
+  });
+});
