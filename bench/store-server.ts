@@ -3,6 +3,8 @@
  * with the load generator: `node --import tsx bench/store-server.ts <memory|sqlite|postgres> [where]`
  * (`where`: a database file for sqlite, a schema for postgres, with DATABASE_URL). The space is
  * the `space` query parameter. Prints one JSON line, `{port}`; stops on SIGTERM.
+ * `KEEP_ALIVE_MS` raises the adapter's keep-alive timeout (default 5 s), for a benchmark whose
+ * clients keep their connections open between rounds, as browsers do.
  */
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
@@ -30,6 +32,8 @@ const mutators: Mutators = {
     for (let i = from; i < from + count; i++) await tx.set(`item/${String(i).padStart(8, '0')}`, { title: `Item ${i}`, done: false, order: i, revision: 0 });
   },
 };
-const server = await serve({ storage, mutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: (error) => console.error(error) }, { port: 0 });
+const keepAliveTimeout = process.env.KEEP_ALIVE_MS ? Number(process.env.KEEP_ALIVE_MS) : undefined;
+const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
+const server = await serve({ storage, mutators, space, onError: (error) => console.error(error) }, { port: 0, keepAliveTimeout });
 console.log(JSON.stringify({ port: server.port }));
 process.once('SIGTERM', () => void server.stop().then(close).then(() => process.exit(0)));
