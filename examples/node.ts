@@ -1,4 +1,4 @@
-// Node: `npm start` (or `npx tsx examples/node.ts`). PORT and HOST are optional.
+// Node: `npx tsx examples/node.ts`. PORT and HOST are optional.
 import { memoryStorage } from 'viewsync';
 import { serve } from 'viewsync/node';
 import { mutators } from './app.js';
@@ -7,7 +7,7 @@ const port = Number(process.env.PORT ?? 8787);
 const server = await serve({ storage: memoryStorage(), mutators }, { port, hostname: process.env.HOST }).catch((error: NodeJS.ErrnoException) => {
   if (error.code !== 'EADDRINUSE' && error.code !== 'EACCES') throw error;
   const why = error.code === 'EADDRINUSE' ? 'is in use' : 'needs privileges';
-  console.error(`Port ${port} ${why}: pick another with PORT, e.g. \`PORT=${port + 1} npm start\`.`);
+  console.error(`Port ${port} ${why}: pick another with PORT, e.g. \`PORT=${port + 1} npx tsx examples/node.ts\`.`);
   process.exit(1);
 });
 console.log(`viewsync on Node ${process.version}\n  pullURL: ${new URL('pull', server.url)}\n  pushURL: ${new URL('push', server.url)}`);

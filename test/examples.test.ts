@@ -56,14 +56,17 @@ describe('examples', () => {
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
   });
 
-  it.each(['examples/node.ts', 'examples/todo/server.ts'])('%s on a busy port says which port and how to pick another, in one line', async (script) => {
+  it.each([
+    ['examples/node.ts', 'npx tsx examples/node.ts'],
+    ['examples/todo/server.ts', 'npm start'],
+  ])('%s on a busy port says which port and how to pick another, in one line', async (script, command) => {
     const busy = createServer().listen(0, '127.0.0.1');
     await new Promise((resolve) => busy.once('listening', resolve));
     const port = (busy.address() as { port: number }).port;
     const { code, output } = await runCommand(bin('tsx'), [script], { cwd: ROOT, env: { PORT: String(port), DATA_DIR: tempFolder() } });
     busy.close();
     expect(code).toBe(1);
-    expect(output.trim()).toBe(`Port ${port} is in use: pick another with PORT, e.g. \`PORT=${port + 1} npm start\`.`);
+    expect(output.trim()).toBe(`Port ${port} is in use: pick another with PORT, e.g. \`PORT=${port + 1} ${command}\`.`);
   });
 
   it('Deno, from the source, honouring PORT', async () => {
