@@ -26,6 +26,18 @@ export async function readJSONBody(request: Request, maxBytes: number): Promise<
     if (read.byteLength > maxBytes) throw tooLarge();
     chunks.push(read);
     size = read.byteLength;
+  } else if (declared <= WHOLE_BODY && !request.headers.has('transfer-encoding')) {
+    // A small body of a declared length: one native read, much cheaper than a stream's chunks
+    // (Bun, Deno). HTTP framing holds it to the declared length; checked again all the same.
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(await request.arrayBuffer());
+    } catch (error) {
+      throw new HTTPError(400, 'The request body could not be read', { cause: error });
+    }
+    if (bytes.byteLength > maxBytes) throw tooLarge();
+    chunks.push(bytes);
+    size = bytes.byteLength;
   } else if (request.body !== null) {
     const reader = request.body.getReader();
     try {
@@ -62,6 +74,9 @@ export async function readJSONBody(request: Request, maxBytes: number): Promise<
  * core reads the bytes rather than a stream made of them (the Node adapter's requests).
  */
 export const BODY_BYTES = Symbol('viewsync body bytes');
+
+/** Bodies up to this declared length are read whole rather than as a stream. */
+const WHOLE_BODY = 1024 * 1024;
 
 /**
  * Validates `body` against a wire schema, or throws 400 naming the first broken field. It stops
