@@ -42,7 +42,7 @@ describe('the built package', () => {
     for (const file of ['index.d.ts', 'index.d.cts']) expect(readFileSync(join(dist, file), 'utf8')).toMatch(/handlePull/);
   });
 
-  it.each(['index', 'deno', 'bun', 'cloudflare', 'sqlite', 'postgres'])('the %s entry imports nothing but valibot, in ESM and CJS, so it runs in any runtime', (entry) => {
+  it.each(['index', 'deno', 'bun', 'cloudflare', 'sqlite', 'postgres', 'client'])('the %s entry imports nothing but valibot, in ESM and CJS, so it runs in any runtime', (entry) => {
     for (const file of [`${entry}.js`, `${entry}.cjs`]) {
       expect([...new Set(importsOf(join(dist, file)))].filter((name) => name !== 'valibot')).toEqual([]);
       expect(readFileSync(join(dist, file), 'utf8')).not.toMatch(/\bprocess\.|\bBuffer\b|__dirname/);

@@ -21,11 +21,12 @@ import { serve as serveBun } from 'viewsync/bun';
 import { createSyncObject, routeToObject } from 'viewsync/cloudflare';
 import { sqliteStorage } from 'viewsync/sqlite';
 import { storageConformance, type ConformanceCheck } from 'viewsync/testing';
-import { postgresStorage } from 'viewsync/postgres';
+import { postgresNotifier, postgresStorage } from 'viewsync/postgres';
+import { connectPokes, type PokeConnection } from 'viewsync/client';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { object, string } from 'valibot';
-import type { MutatorDefs, WriteTransaction as ClientWriteTransaction } from 'replicache';
+import { Replicache, type MutatorDefs, type WriteTransaction as ClientWriteTransaction } from 'replicache';
 
 // One mutator source for client and server, typed against the client's transaction.
 export const shared = {
@@ -52,7 +53,10 @@ export const SyncObject = createSyncObject(() => ({ mutators: shared }));
 export const worker = routeToObject({ binding: 'SYNC', space: () => 'main' });
 export const starts = [serve, serveDeno, serveBun];
 export const onDisk: SyncContext = { storage: sqliteStorage(new Database('sync.db'), { tablePrefix: 'app_' }), mutators: shared };
-export const onPostgres: SyncContext = { storage: postgresStorage(postgres(process.env.DATABASE_URL!, { prepare: false }), { schema: 'sync', prepare: false }), mutators: shared };
+const sql = postgres(process.env.DATABASE_URL!, { prepare: false });
+export const onPostgres: SyncContext = { storage: postgresStorage(sql, { schema: 'sync', prepare: false }), mutators: shared, pokes: { notifier: postgresNotifier(sql), coalesceMs: 100 } };
+// A Replicache instance is what connectPokes takes, as it is.
+export const pokes: PokeConnection = connectPokes(new Replicache({ name: 'u', licenseKey: 'k', mutators: shared }), '/sync/poke', { maxDelayMs: 5_000 });
 // (PGlite's own declarations need @types/emscripten without skipLibCheck; test/storage checks it.)
 export const checks: ConformanceCheck[] = storageConformance(() => memoryStorage(), { runs: 10 });
 void client;
