@@ -101,8 +101,13 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
           controller.close();
         },
       });
-      const chunked = await call('push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
-      expect(chunked.status).toBe(413);
+      // A server may answer 413 and close before the client has sent the rest (workerd does, now
+      // and then): undici then reports the reset of its write rather than the answer.
+      const chunked = await call('push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit).catch(
+        (error: { cause?: { code?: string } }) => error,
+      );
+      if (chunked instanceof Response) expect(chunked.status).toBe(413);
+      else expect(chunked.cause?.code).toBe('ECONNRESET');
       // The server is still up and serving after refusing.
       expect((await pull('after-413', null)).status).toBe(200);
     });
