@@ -2,6 +2,7 @@ export { handlePull } from './server/handle-pull.js';
 export { handlePush } from './server/handle-push.js';
 export { handleRequest } from './server/handle-request.js';
 export { handlePoke } from './server/handle-poke.js';
+export { collectGarbage, type CollectOptions, type Collected, type RetentionOptions } from './server/collect-garbage.js';
 export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
 export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, ErrorInfo, CorsOptions } from './server/context.js';

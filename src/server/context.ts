@@ -1,4 +1,5 @@
 import type { PokeOptions } from '../poke/hub.js';
+import type { RetentionOptions } from './collect-garbage.js';
 import type { Mutation } from '../protocol/push-request.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from '../sync/limits.js';
@@ -59,6 +60,13 @@ export interface SyncContext {
    * often, through which notifier. Default: on, in this process. `false` serves no pokes.
    */
   pokes?: PokeOptions | false;
+  /**
+   * How long idle client groups and the tombstones of deleted entries are kept (see
+   * `collectGarbage`). Default: 30 days each.
+   */
+  retention?: RetentionOptions;
+  /** Milliseconds since the epoch, for retention and tombstones. Default: `Date.now`; tests set their own. */
+  clock?: () => number;
   /** CORS for {@link handleRequest}: which origins may call. Default: any (`'*'`). */
   cors?: CorsOptions | false;
 }

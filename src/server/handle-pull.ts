@@ -1,6 +1,7 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPull } from '../sync/process-pull.js';
+import { clockOf } from './collect-garbage.js';
 import type { SyncContext } from './context.js';
 import { json, type Reply, toResponse } from './reply.js';
 import { prepare, respond } from './prepare.js';
@@ -22,7 +23,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
   return respond(request, ctx, async () => {
     const prepared = await prepare(request, ctx, PULL);
     if ('status' in prepared) return prepared;
-    const result = await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID);
+    const result = await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID, clockOf(ctx));
     return 'patch' in result ? pullBody(result) : json(result);
   });
 }

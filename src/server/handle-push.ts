@@ -2,6 +2,7 @@ import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPush } from '../sync/process-push.js';
 import { type SyncContext, reportError } from './context.js';
+import { clockOf, collectAfterPush } from './collect-garbage.js';
 import { announce } from './handle-poke.js';
 import { json, type Reply, toResponse } from './reply.js';
 import { prepare, respond } from './prepare.js';
@@ -25,8 +26,11 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
     if ('status' in prepared) return prepared;
     const { body, space, userID, limits } = prepared;
     const perMutation = ctx.transactionPerMutation ?? false;
-    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation });
-    if (outcome.changed) announce(ctx, space, request);
+    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, clock: clockOf(ctx) });
+    if (outcome.changed) {
+      announce(ctx, space, request);
+      collectAfterPush(ctx, space, request);
+    }
     if (outcome.clientStateNotFound) return json({ error: 'ClientStateNotFound' });
     for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
     return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});

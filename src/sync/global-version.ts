@@ -3,8 +3,10 @@ import type { PatchOperation } from '../protocol/pull-response.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, type VersionCookie } from './cookie.js';
+import { collectSpace } from './housekeeping.js';
 import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import type { ClientRecord, GroupRef, PullResult, SpaceSession, Strategy } from './strategy.js';
+import type { Entry, GroupRecord, Meta, StoredClient } from './records.js';
+import type { ClientRecord, GroupRef, PullResult, SessionClock, SpaceSession, Strategy } from './strategy.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -14,44 +16,32 @@ import type { ClientRecord, GroupRef, PullResult, SpaceSession, Strategy } from 
  * index lets a pull read only what changed since its cookie.
  */
 export const globalVersion: Strategy = {
-  async open(tx, space) {
+  async open(tx, space, clock) {
     const keys = new SpaceKeys(space);
     const meta = (await tx.get(keys.meta)) as Meta | undefined;
-    return new GlobalVersionSession(tx, keys, meta);
+    return new GlobalVersionSession(tx, keys, meta, clock);
   },
-  pushReads(space, userID, clientIDs) {
+  pushReads(space, userID, clientGroupID, clientIDs) {
     const keys = new SpaceKeys(space);
-    return [keys.meta, ...[...new Set(clientIDs)].map((clientID) => keys.client(userID, clientID))];
+    return [keys.meta, keys.group(userID, clientGroupID), ...[...new Set(clientIDs)].map((clientID) => keys.client(userID, clientID))];
   },
+  collect: collectSpace,
 };
 
-type Meta = {
-  version: number;
-  /** Random ID of this incarnation of the space. */
-  epoch: string;
-  /** What the cookie's `order` adds to the version (see cookie.ts). */
-  base: number;
-};
-
-type Entry = { ver: number; val: JSONValue; del?: undefined } | { ver: number; del: true };
-
-interface StoredClient {
-  group: string;
-  lmid: number;
-  ver: number;
-}
 
 class GlobalVersionSession implements SpaceSession {
   readonly #tx: StorageTransaction;
   readonly #keys: SpaceKeys;
   /** The space's meta record as committed; undefined until its first change. */
   #meta: Meta | undefined;
+  readonly #clock: SessionClock;
   #changed = false;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock) {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
+    this.#clock = clock;
   }
 
   get #version(): number {
@@ -75,7 +65,30 @@ class GlobalVersionSession implements SpaceSession {
 
   async del(key: string): Promise<void> {
     const old = (await this.#tx.get(this.#keys.entry(key))) as Entry | undefined;
-    if (old !== undefined && !old.del) await this.#stamp(key, { ver: this.#version + 1, del: true }, old);
+    if (old === undefined || old.del) return;
+    const ver = this.#version + 1;
+    await this.#stamp(key, { ver, del: true }, old);
+    // Housekeeping removes tombstones oldest first, once they are older than their retention.
+    await this.#tx.put(this.#keys.tombstone(ver, key), this.#clock.now);
+  }
+
+  async groupSeen(userID: string | undefined, clientGroupID: string): Promise<number | 'expired' | undefined> {
+    const group = (await this.#tx.get(this.#keys.group(userID, clientGroupID))) as GroupRecord | undefined;
+    return group === undefined ? undefined : 'expired' in group ? 'expired' : group.seen;
+  }
+
+  async touchGroup(userID: string | undefined, clientGroupID: string, seen: number | undefined): Promise<void> {
+    const { now, touchEveryMs } = this.#clock;
+    // Coarse on purpose: a write now and then, not one per pull, is enough to tell idle groups.
+    if (seen !== undefined && now - seen < touchEveryMs) return;
+    const keys = this.#keys;
+    if (seen !== undefined) await this.#tx.del(keys.groupAt(keys.activityPrefix, seen, userID, clientGroupID));
+    await this.#tx.put(keys.group(userID, clientGroupID), { seen: now } satisfies GroupRecord);
+    await this.#tx.put(keys.groupAt(keys.activityPrefix, now, userID, clientGroupID), [userID ?? null, clientGroupID]);
+  }
+
+  get hasExpiredGroups(): boolean {
+    return this.#meta?.expiredGroups === true;
   }
 
   async getClient(userID: string | undefined, clientID: string): Promise<ClientRecord | undefined> {
@@ -97,7 +110,7 @@ class GlobalVersionSession implements SpaceSession {
   async commit(): Promise<boolean> {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
     if (!this.#changed) return false;
-    const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(Date.now()) };
+    const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(this.#clock.now) };
     this.#meta = { ...created, version: created.version + 1 };
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
@@ -137,13 +150,16 @@ class GlobalVersionSession implements SpaceSession {
     }
     const meta = this.#meta;
     if (parsed !== 'foreign' && meta !== undefined && parsed.epoch === meta.epoch && parsed.order > meta.base && parsed.order - meta.base <= this.#version) {
-      return { since: parsed.order - meta.base, current };
+      const since = parsed.order - meta.base;
+      // Deletes after `since` whose tombstones housekeeping removed cannot be told: start over.
+      // The answer's cookie is the current one, above `since`, so the client takes the reset.
+      return since < (meta.floor ?? 0) ? { since: 'reset', current } : { since, current };
     }
     // A cookie we never issued (spec pull rule 3: unusable) or one of state this store lost (it
     // was wiped or restored). A reloaded page forks such a cookie into every new client group it
     // starts, so ClientStateNotFound would reload it forever: send everything, with a cookie
     // that sorts above the lost one. A newer incarnation's does; an empty space's is made so.
-    return { since: 'reset', current: this.#version === 0 ? { order: orderBase(Date.now()), epoch: '' } : current };
+    return { since: 'reset', current: this.#version === 0 ? { order: orderBase(this.#clock.now), epoch: '' } : current };
   }
 
   async #everything(): Promise<PatchOperation[]> {
@@ -178,6 +194,7 @@ class GlobalVersionSession implements SpaceSession {
     const keys = this.#keys;
     const old = known ?? ((await tx.get(keys.entry(key))) as Entry | undefined);
     await tx.put(keys.entry(key), entry as unknown as StoredValue);
+    if (old?.del && old.ver !== entry.ver) await tx.del(keys.tombstone(old.ver, key));
     if (old?.ver !== entry.ver) {
       if (old !== undefined) await tx.del(keys.version(old.ver, key));
       await tx.put(keys.version(entry.ver, key), null);

@@ -6,7 +6,13 @@
  * - `v/<space>/<ver>/<key>`: the version index, one row per entry at its latest version, so a
  *   pull finds what changed since a cookie by a range scan;
  * - `c/<space>/<user>/<clientID>`: a client record, `{group, lmid, ver}`;
- * - `l/<space>/<user>/<group>/<ver>/<clientID>`: the lastMutationID index of a group, value `lmid`.
+ * - `l/<space>/<user>/<group>/<ver>/<clientID>`: the lastMutationID index of a group, value `lmid`;
+ * - `g/<space>/<user>/<group>`: a group that pushed, `{seen}` (its last activity, coarse), or
+ *   `{expired}` once housekeeping removed its clients;
+ * - `a/<space>/<seen>/<user>/<group>` and `x/<space>/<expired>/<user>/<group>`: the groups by
+ *   last activity and the expired ones by expiry, value `[userID, group]`, so housekeeping finds
+ *   the oldest by a range scan;
+ * - `t/<space>/<ver>/<key>`: the tombstones by version, value the time of the delete.
  *
  * Clients and groups are per user (`<user>` is `-` when requests are anonymous, else `u` and the
  * user ID), so no user can see, join or block another's. Space, user and group IDs are escaped
@@ -17,6 +23,9 @@ export class SpaceKeys {
   readonly meta: string;
   readonly entryPrefix: string;
   readonly versionPrefix: string;
+  readonly activityPrefix: string;
+  readonly expiredPrefix: string;
+  readonly tombstonePrefix: string;
   readonly #space: string;
 
   constructor(space: string) {
@@ -24,6 +33,22 @@ export class SpaceKeys {
     this.meta = `m/${this.#space}`;
     this.entryPrefix = `e/${this.#space}/`;
     this.versionPrefix = `v/${this.#space}/`;
+    this.activityPrefix = `a/${this.#space}/`;
+    this.expiredPrefix = `x/${this.#space}/`;
+    this.tombstonePrefix = `t/${this.#space}/`;
+  }
+
+  group(userID: string | undefined, group: string): string {
+    return `g/${this.#space}/${userPart(userID)}/${escapeID(group)}`;
+  }
+
+  /** A group's row in the activity index (`a/`) or the expired index (`x/`), at `time`. */
+  groupAt(prefix: string, time: number, userID: string | undefined, group: string): string {
+    return `${prefix}${encodeVersion(time)}/${userPart(userID)}/${escapeID(group)}`;
+  }
+
+  tombstone(version: number, key: string): string {
+    return this.tombstonePrefix + encodeVersion(version) + '/' + key;
   }
 
   entry(key: string): string {
@@ -50,6 +75,19 @@ export class SpaceKeys {
 /** Fixed-width hex, so that string order is number order for every safe integer. */
 export function encodeVersion(version: number): string {
   return version.toString(16).padStart(VERSION_WIDTH, '0');
+}
+
+/** The number a fixed-width hex field stands for. */
+export function decodeVersion(field: string): number {
+  return parseInt(field, 16);
+}
+
+/** The spaces' meta keys start with this; the rest of such a key is {@link spaceOfMeta}'s. */
+export const META_PREFIX = 'm/';
+
+/** The space whose meta record is at `key`. */
+export function spaceOfMeta(key: string): string {
+  return key.slice(META_PREFIX.length).replaceAll('%2F', '/').replaceAll('%25', '%');
 }
 
 /**

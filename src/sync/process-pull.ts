@@ -2,7 +2,7 @@ import type { PullRequest } from '../protocol/pull-request.js';
 import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
 import { HTTPError } from '../server/errors.js';
 import type { Storage } from '../storage/types.js';
-import type { Strategy } from './strategy.js';
+import type { SessionClock, Strategy } from './strategy.js';
 
 /**
  * Answers a pull of either version from one read-only transaction, so the lastMutationIDs are
@@ -15,15 +15,25 @@ export async function processPull(
   pull: PullRequest,
   space: string,
   userID: string | undefined,
+  clock: SessionClock,
 ): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
-  return storage.transaction(async (tx) => {
-    const session = await strategy.open(tx, space);
+  let stale: number | undefined;
+  const response = await storage.transaction(async (tx) => {
+    const session = await strategy.open(tx, space, clock);
     if (pull.pullVersion === 1) {
-      const result = await session.pull(pull.cookie, { userID, clientGroupID: pull.clientGroupID });
+      const group = { userID, clientGroupID: pull.clientGroupID };
+      const seen = await session.groupSeen(userID, pull.clientGroupID);
+      // Housekeeping removed the group's clients: the client starts a new group.
+      if (seen === 'expired') return { error: 'ClientStateNotFound' as const };
+      stale = seen !== undefined && clock.now - seen >= clock.touchEveryMs ? seen : undefined;
+      const result = await session.pull(pull.cookie, group);
       return result === 'ClientStateNotFound' ? { error: result } : result;
     }
 
     const client = await session.getClient(userID, pull.clientID);
+    // Forgotten by housekeeping, not lost: the deprecated form of ClientStateNotFound (spec,
+    // pull responses of version 0) makes the client start over.
+    if (client === undefined && pull.lastMutationID > 0 && session.hasExpiredGroups) return { error: 'ClientStateNotFound' as const };
     if (client === undefined && pull.lastMutationID > 0) {
       // Spec, pull rule 7: only a new client is unknown; one that saw mutations processed means
       // data was deleted, and the spec's answer is to abort with a 500.
@@ -33,4 +43,16 @@ export async function processPull(
     if (result === 'ClientStateNotFound') return { error: result };
     return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
   }, { readOnly: true, space });
+  // A group that only pulls is active too: refresh its record, rarely, outside the read.
+  if (stale !== undefined && pull.pullVersion === 1) await touch(storage, strategy, space, userID, pull.clientGroupID, clock);
+  return response;
+}
+
+/** Records a group's activity in a write transaction of its own, unless it expired meanwhile. */
+async function touch(storage: Storage, strategy: Strategy, space: string, userID: string | undefined, clientGroupID: string, clock: SessionClock): Promise<void> {
+  await storage.transaction(async (tx) => {
+    const session = await strategy.open(tx, space, clock);
+    const seen = await session.groupSeen(userID, clientGroupID);
+    if (seen !== 'expired') await session.touchGroup(userID, clientGroupID, seen);
+  }, { readOnly: false, space });
 }

@@ -3,7 +3,7 @@ import { HTTPError, TemporaryError } from '../server/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import type { Mutator, Mutators } from './mutator.js';
-import type { ClientRecord, Strategy } from './strategy.js';
+import type { ClientRecord, SessionClock, Strategy } from './strategy.js';
 import { runInGroup } from './group-commit.js';
 import { MutationTransaction } from './write-transaction.js';
 
@@ -29,6 +29,8 @@ export interface PushOptions {
   limits: Pick<Limits, 'keyBytes' | 'valueBytes' | 'mutatorMs'>;
   /** A storage transaction per mutation rather than one for the whole push. */
   perMutation: boolean;
+  /** The time the push happens at, for group activity and tombstones. */
+  clock: SessionClock;
 }
 
 /**
@@ -47,7 +49,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   try {
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
-      const reads = strategy.pushReads(space, userID, batch.map(({ mutation }) => mutation.clientID));
+      const reads = strategy.pushReads(space, userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
       const done = await runInGroup(storage, space, (tx) => run(tx, batch), reads);
       if (done instanceof HTTPError) throw done;
       if (done === LOST) return { ...outcome, clientStateNotFound: true };
@@ -63,8 +65,11 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
 
   /** One batch in a transaction: its outcome, or the refusal that keeps none of its writes. */
   async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<{ result: PushOutcome | HTTPError | typeof LOST; keep: boolean }> {
-    const session = await strategy.open(tx, space);
+    const session = await strategy.open(tx, space, options.clock);
     const group = push.clientGroupID;
+    // Housekeeping removed this group's clients: the client must start a new group.
+    const seen = await session.groupSeen(userID, group);
+    if (seen === 'expired') return { result: LOST, keep: false };
     const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false };
     const clients = new Map<string, ClientRecord & { dirty: boolean }>();
     for (const { mutation, index } of batch) {
@@ -113,6 +118,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
     for (const [clientID, { dirty, ...record }] of clients) {
       if (dirty) await session.putClient(userID, clientID, record);
     }
+    await session.touchGroup(userID, group, seen);
     outcome.changed = await session.commit();
     return { result: outcome, keep: true };
   }

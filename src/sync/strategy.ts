@@ -8,13 +8,40 @@ import type { StorageTransaction } from '../storage/types.js';
  * implementation today, and a row-version strategy can slot in beside it.
  */
 export interface Strategy {
-  /** `space`, seen from inside `tx`. */
-  open(tx: StorageTransaction, space: string): Promise<SpaceSession>;
+  /** `space`, seen from inside `tx`, at `clock.now`. */
+  open(tx: StorageTransaction, space: string, clock: SessionClock): Promise<SpaceSession>;
   /**
-   * The storage keys a push of `userID`'s clients reads before its mutators run, so that group
-   * commit can fetch a whole group's in one round trip (`StorageTransaction.getMany`).
+   * The storage keys a push of `userID`'s group and clients reads before its mutators run, so
+   * that group commit can fetch a whole group's in one round trip (`StorageTransaction.getMany`).
    */
-  pushReads(space: string, userID: string | undefined, clientIDs: Iterable<string>): string[];
+  pushReads(space: string, userID: string | undefined, clientGroupID: string, clientIDs: Iterable<string>): string[];
+  /**
+   * One bounded step of housekeeping in `space`: removes at most about `limit` records of each
+   * kind that `retention` lets go at `now`. `done` when nothing is left to remove.
+   */
+  collect(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }>;
+}
+
+/** The time a session works at, and how stale a group's activity may get before it is refreshed. */
+export interface SessionClock {
+  now: number;
+  touchEveryMs: number;
+}
+
+/** How long idle client groups and tombstones are kept, in milliseconds; `false`: for ever. */
+export interface Retention {
+  clientGroups: number | false;
+  tombstones: number | false;
+}
+
+/** What housekeeping removed. */
+export interface Collected {
+  /** Client groups expired (each leaves a small marker for a while). */
+  clientGroups: number;
+  /** Client records removed with their groups. */
+  clients: number;
+  /** Tombstones of deleted entries removed. */
+  tombstones: number;
 }
 
 /** One space, seen from inside one storage transaction. */
@@ -35,6 +62,16 @@ export interface SpaceSession {
   getClient(userID: string | undefined, clientID: string): Promise<ClientRecord | undefined>;
   /** Creates or updates the record of `userID`'s client `clientID`. */
   putClient(userID: string | undefined, clientID: string, record: ClientRecord): Promise<void>;
+
+  /**
+   * When `userID`'s group was last seen (pushing or pulling), `'expired'` once housekeeping
+   * removed its clients, undefined when it never pushed (it then has nothing to lose).
+   */
+  groupSeen(userID: string | undefined, clientGroupID: string): Promise<number | 'expired' | undefined>;
+  /** Records that the group is active now, if its last record (`seen`) is stale. */
+  touchGroup(userID: string | undefined, clientGroupID: string, seen: number | undefined): Promise<void>;
+  /** Whether housekeeping ever expired a group of this space. */
+  readonly hasExpiredGroups: boolean;
 
   /**
    * Makes this session's changes visible to pulls; call once, at the end of a push. Resolves

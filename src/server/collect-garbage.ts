@@ -1,0 +1,120 @@
+import type { Storage } from '../storage/types.js';
+import { globalVersion } from '../sync/global-version.js';
+import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
+import type { Collected, Retention, SessionClock } from '../sync/strategy.js';
+import { type SyncContext, reportError } from './context.js';
+
+/** How long idle client groups and tombstones are kept: see {@link SyncContext.retention}. */
+export interface RetentionOptions {
+  /** Milliseconds a client group may neither push nor pull before it expires; `false`: for ever. Default: 30 days. */
+  clientGroups?: number | false;
+  /** Milliseconds a deleted entry's tombstone is kept; `false`: for ever. Default: 30 days. */
+  tombstones?: number | false;
+}
+
+/** Options for {@link collectGarbage}. */
+export interface CollectOptions {
+  /** Only this space. Default: every space in the store. */
+  space?: string;
+  /** Records of each kind removed per transaction, so that no push waits long behind one. Default: 256. */
+  batch?: number;
+}
+
+/** What {@link collectGarbage} removed. */
+export type { Collected } from '../sync/strategy.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+
+export function resolveRetention(options: RetentionOptions | undefined): Retention {
+  return { clientGroups: options?.clientGroups ?? 30 * DAY, tombstones: options?.tombstones ?? 30 * DAY };
+}
+
+/** The time a request works at, and how often a group's activity is written down. */
+export function clockOf(ctx: SyncContext): SessionClock {
+  const { clientGroups } = resolveRetention(ctx.retention);
+  // A tenth of the retention: an idle group expires between 0.9 and 1 times it after its last sign.
+  return { now: (ctx.clock ?? Date.now)(), touchEveryMs: (clientGroups === false ? 30 * DAY : clientGroups) / 10 };
+}
+
+/**
+ * Removes what the retention lets go: client groups idle past `retention.clientGroups` (with their
+ * clients; each leaves a marker, so its next request gets ClientStateNotFound and the client
+ * starts a new group) and tombstones past `retention.tombstones` (a pull whose cookie is older
+ * than the newest one removed gets a reset). Works in small transactions, so pushes and pulls
+ * wait at most one of them; run it from a cron job or a Durable Object alarm, or leave it to the
+ * little that runs after pushes. Resolves to what it removed.
+ *
+ * @example
+ * setInterval(() => void collectGarbage(ctx).then((removed) => console.log(removed)), 60 * 60 * 1000);
+ */
+export async function collectGarbage(ctx: SyncContext, options: CollectOptions = {}): Promise<Collected> {
+  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0 };
+  const spaces = options.space === undefined ? await allSpaces(ctx.storage) : [options.space];
+  for (const space of spaces) {
+    const removed = await collectSpace(ctx, space, options.batch ?? 256, Infinity);
+    total.clientGroups += removed.clientGroups;
+    total.clients += removed.clients;
+    total.tombstones += removed.tombstones;
+  }
+  return total;
+}
+
+/**
+ * After a push, now and then, a few batches of housekeeping in its space, in the background: at
+ * most one run per space and context at a time, and one a minute, the first a minute after the
+ * space's first push here.
+ */
+export function collectAfterPush(ctx: SyncContext, space: string, request: Request): void {
+  const retention = resolveRetention(ctx.retention);
+  if (retention.clientGroups === false && retention.tombstones === false) return;
+  let last = lastRuns.get(ctx);
+  if (last === undefined) lastRuns.set(ctx, (last = new Map()));
+  const now = (ctx.clock ?? Date.now)();
+  const previous = last.get(space);
+  // The first push of a space in this process starts the minute; a run comes after it.
+  if (previous === undefined) {
+    // A Map keeps insertion order: forget the longest-known spaces first, so it stays small.
+    if (last.size >= 10_000) last.delete(last.keys().next().value!);
+    last.set(space, now);
+    return;
+  }
+  if (previous === RUNNING || now - previous < 60_000) return;
+  last.set(space, RUNNING);
+  const runs = last;
+  collectSpace(ctx, space, 256, 4).then(
+    () => runs.set(space, now),
+    (error: unknown) => (runs.set(space, now), reportError(ctx, error, { request })),
+  );
+}
+
+const RUNNING = -1;
+const lastRuns = new WeakMap<SyncContext, Map<string, number>>();
+
+async function collectSpace(ctx: SyncContext, space: string, batch: number, maxBatches: number): Promise<Collected> {
+  const retention = resolveRetention(ctx.retention);
+  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0 };
+  for (let i = 0; i < maxBatches; i++) {
+    const now = clockOf(ctx).now;
+    const step = await ctx.storage.transaction((tx) => globalVersion.collect(tx, space, now, retention, batch), { readOnly: false, space });
+    total.clientGroups += step.clientGroups;
+    total.clients += step.clients;
+    total.tombstones += step.tombstones;
+    if (step.done) break;
+  }
+  return total;
+}
+
+/** Every space with a meta record, a page at a time. */
+async function allSpaces(storage: Storage): Promise<string[]> {
+  const spaces: string[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await storage.transaction(
+      (tx) => tx.scan({ prefix: META_PREFIX, start: after === undefined ? undefined : { key: after, exclusive: true }, limit: 1_000 }),
+      { readOnly: true },
+    );
+    for (const [key] of page) spaces.push(spaceOfMeta(key));
+    if (page.length < 1_000) return spaces;
+    after = page.at(-1)![0];
+  }
+}

@@ -1,0 +1,101 @@
+import type { StorageTransaction } from '../storage/types.js';
+import { decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import type { Entry, GroupRecord, Meta, StoredClient } from './records.js';
+import type { Collected, Retention } from './strategy.js';
+
+/**
+ * One bounded step of housekeeping in a space, in the caller's transaction: the oldest tombstones
+ * past their retention, the groups idle past theirs (with their clients), and the markers of
+ * expired groups past the tombstone window. Each kind is read from an index in time or version
+ * order, from its oldest row, so a step reads little beyond what it removes and never scans the
+ * space. Whatever it removes, the meta record remembers what pulls must know: the newest version
+ * whose deletes are gone (older cookies then get a reset) and that groups were expired.
+ */
+export async function collectSpace(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }> {
+  const keys = new SpaceKeys(space);
+  const meta = (await tx.get(keys.meta)) as Meta | undefined;
+  const counts = { clientGroups: 0, clients: 0, tombstones: 0 };
+  if (meta === undefined) return { ...counts, done: true };
+  let done = true;
+  let floor = meta.floor ?? 0;
+
+  const tombstones = await oldest(tx, keys.tombstonePrefix, limit, retention.tombstones === false ? -Infinity : now - retention.tombstones, (_, at) => at as number);
+  done &&= tombstones.done;
+  for (const [row] of tombstones.rows) {
+    const rest = row.slice(keys.tombstonePrefix.length);
+    const version = decodeVersion(rest.slice(0, VERSION_FIELD - 1));
+    const key = rest.slice(VERSION_FIELD);
+    const entry = (await tx.get(keys.entry(key))) as Entry | undefined;
+    if (entry?.del && entry.ver === version) {
+      await tx.del(keys.entry(key));
+      await tx.del(keys.version(version, key));
+      counts.tombstones++;
+    }
+    await tx.del(row);
+    floor = Math.max(floor, version);
+  }
+
+  const idle = await oldest(tx, keys.activityPrefix, limit, retention.clientGroups === false ? -Infinity : now - retention.clientGroups, timeOf(keys.activityPrefix));
+  done &&= idle.done;
+  for (const [row, value] of idle.rows) {
+    const [user, group] = value as [string | null, string];
+    const userID = user ?? undefined;
+    const record = (await tx.get(keys.group(userID, group))) as GroupRecord | undefined;
+    // A row left behind by a later refresh is not the group's current one: only the row goes.
+    if (record !== undefined && 'seen' in record && record.seen === timeOf(keys.activityPrefix)(row)) {
+      counts.clients += await removeClients(tx, keys, userID, group);
+      await tx.put(keys.group(userID, group), { expired: now } satisfies GroupRecord);
+      await tx.put(keys.groupAt(keys.expiredPrefix, now, userID, group), value);
+      counts.clientGroups++;
+    }
+    await tx.del(row);
+  }
+
+  // Markers last as long as tombstones: a group gone longer than that finds its cookie reset anyway.
+  const markers = await oldest(tx, keys.expiredPrefix, limit, retention.tombstones === false ? -Infinity : now - retention.tombstones, timeOf(keys.expiredPrefix));
+  done &&= markers.done;
+  for (const [row, value] of markers.rows) {
+    const [user, group] = value as [string | null, string];
+    const record = (await tx.get(keys.group(user ?? undefined, group))) as GroupRecord | undefined;
+    if (record !== undefined && 'expired' in record && record.expired === timeOf(keys.expiredPrefix)(row)) await tx.del(keys.group(user ?? undefined, group));
+    await tx.del(row);
+  }
+
+  if (floor !== (meta.floor ?? 0) || (counts.clientGroups > 0 && !meta.expiredGroups)) {
+    await tx.put(keys.meta, { ...meta, floor, ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }) } satisfies Meta);
+  }
+  return { ...counts, done };
+}
+
+/** Up to `limit` rows under `prefix`, from the oldest, while their time is at most `cutoff`. */
+async function oldest(tx: StorageTransaction, prefix: string, limit: number, cutoff: number, time: (row: string, value: unknown) => number) {
+  if (cutoff === -Infinity) return { rows: [], done: true };
+  const page = await tx.scan({ prefix, limit });
+  // Rows are in time order (tombstones in version order, which follows time), so the first one
+  // past the cutoff ends the step.
+  const end = page.findIndex(([row, value]) => time(row, value) > cutoff);
+  const rows = end < 0 ? page : page.slice(0, end);
+  return { rows, done: end >= 0 || page.length < limit };
+}
+
+/** The time in an `a/` or `x/` row's key. */
+function timeOf(prefix: string): (row: string) => number {
+  return (row) => decodeVersion(row.slice(prefix.length, prefix.length + VERSION_FIELD - 1));
+}
+
+/** Removes a group's clients and its lastMutationID index; resolves to how many clients. */
+async function removeClients(tx: StorageTransaction, keys: SpaceKeys, userID: string | undefined, group: string): Promise<number> {
+  const prefix = keys.lmidPrefix(userID, group);
+  let removed = 0;
+  for (const [row] of await tx.scan({ prefix })) {
+    const clientID = row.slice(prefix.length + VERSION_FIELD);
+    const client = (await tx.get(keys.client(userID, clientID))) as StoredClient | undefined;
+    // A client record that moved to another group (it cannot, today) would not be this group's.
+    if (client?.group === group) {
+      await tx.del(keys.client(userID, clientID));
+      removed++;
+    }
+    await tx.del(row);
+  }
+  return removed;
+}

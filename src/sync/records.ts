@@ -1,0 +1,29 @@
+import type { JSONValue } from '../protocol/json.js';
+
+/** The records of the global version strategy, as stored (see keys.ts for where). */
+
+/** A space's meta record, written by every push that changed something. */
+export type Meta = {
+  version: number;
+  /** Random ID of this incarnation of the space. */
+  epoch: string;
+  /** What the cookie's `order` adds to the version (see cookie.ts). */
+  base: number;
+  /** The newest version of a tombstone housekeeping removed: older cookies get a reset. */
+  floor?: number;
+  /** Housekeeping has expired client groups here: a client it forgot gets ClientStateNotFound. */
+  expiredGroups?: true;
+};
+
+/** An entry at the version that last wrote it, or its tombstone. */
+export type Entry = { ver: number; val: JSONValue; del?: undefined } | { ver: number; del: true };
+
+/** What the server knows of a client. */
+export interface StoredClient {
+  group: string;
+  lmid: number;
+  ver: number;
+}
+
+/** A client group that pushed: when it was last seen (coarsely), or when housekeeping expired it. */
+export type GroupRecord = { seen: number } | { expired: number };

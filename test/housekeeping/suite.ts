@@ -1,0 +1,184 @@
+/**
+ * Housekeeping, rule by rule, on any store: a context over `create()` with a clock the test
+ * moves, a retention of seconds, and `collectGarbage` run by hand.
+ */
+import { describe, expect, it } from 'vitest';
+import { collectGarbage, handlePull, handlePush, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
+import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../helpers.js';
+
+const SECOND = 1_000;
+
+export function describeHousekeeping(name: string, create: () => Storage | Promise<Storage>): void {
+  describe(`housekeeping: ${name}`, () => {
+    /** A context at time `clock.now`, keeping groups and tombstones 10 s. */
+    async function context(retention: SyncContext['retention'] = { clientGroups: 10 * SECOND, tombstones: 10 * SECOND }) {
+      const clock = { now: 1_800_000_000_000 };
+      const ctx: SyncContext = { storage: await create(), mutators: testMutators, retention, clock: () => clock.now, onError: () => {} };
+      return { ctx, clock };
+    }
+    const put = (client: string, id: number, key: string, value: JSONValue) => mutation(client, id, 'put', { key, value });
+    const del = (client: string, id: number, key: string) => mutation(client, id, 'del', { key });
+    async function answer(ctx: SyncContext, body: unknown, path: '/pull' | '/push') {
+      const response = await (path === '/pull' ? handlePull : handlePush)(post(path, body), ctx);
+      expect(response.status).toBe(200);
+      return response.json();
+    }
+
+    it('tombstones past their retention go; an older cookie then gets a reset above it, a newer one its patch', async () => {
+      const { ctx, clock } = await context();
+      await push(ctx, 'writer', [put('w', 1, 'a', 1), put('w', 2, 'b', 2), put('w', 3, 'c', 3)]);
+      const old = await pull(ctx, 'reader', null);
+      await push(ctx, 'writer', [del('w', 4, 'a')]);
+      clock.now += 5 * SECOND;
+      await push(ctx, 'writer', [del('w', 5, 'b')]);
+      const middle = await pull(ctx, 'reader', old.cookie);
+      clock.now += 6 * SECOND;
+      // `a` was deleted 11 s ago, `b` 6 s ago: only `a`'s tombstone goes.
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 1 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+
+      const reset = await pull(ctx, 'reader', old.cookie);
+      expect(reset.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'c', value: 3 }]);
+      expect((reset.cookie as { order: number }).order).toBeGreaterThan((old.cookie as { order: number }).order);
+      // Newer than the removed tombstone: the ordinary patch, and it still hears of `b`.
+      expect(middle.patch).toEqual([{ op: 'del', key: 'a' }, { op: 'del', key: 'b' }]);
+      await push(ctx, 'writer', [put('w', 6, 'd', 4)]);
+      const next = await pull(ctx, 'reader', middle.cookie);
+      expect(next.patch).toEqual([{ op: 'put', key: 'd', value: 4 }]);
+      expect(applyPatch(new Map([['c', 3]]), next.patch)).toEqual(new Map([['c', 3], ['d', 4]]));
+    });
+
+    it('an entry deleted and written again is live: its old tombstone is not collected', async () => {
+      const { ctx, clock } = await context();
+      await push(ctx, 'writer', [put('w', 1, 'k', 1), del('w', 2, 'k'), put('w', 3, 'k', 2)]);
+      clock.now += 20 * SECOND;
+      expect((await collectGarbage(ctx)).tombstones).toBe(0);
+      expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'k', value: 2 }]);
+    });
+
+    it('an idle group expires with its clients; its next pull and push get ClientStateNotFound, others carry on', async () => {
+      const { ctx, clock } = await context();
+      await push(ctx, 'idle', [put('i1', 1, 'x', 1)]);
+      await push(ctx, 'idle', [put('i2', 1, 'y', 1)]);
+      const { cookie } = await pull(ctx, 'idle', null);
+      clock.now += 8 * SECOND;
+      await push(ctx, 'busy', [put('b', 1, 'z', 1)]);
+      clock.now += 3 * SECOND;
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 2, tombstones: 0 });
+
+      expect(await answer(ctx, { pullVersion: 1, clientGroupID: 'idle', cookie, profileID: 'p', schemaVersion: '' }, '/pull')).toEqual({ error: 'ClientStateNotFound' });
+      expect(await answer(ctx, pushBody('idle', [put('i1', 2, 'x', 2)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
+      // Even a client it never had: the group is gone.
+      expect(await answer(ctx, pushBody('idle', [put('i3', 1, 'x', 3)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
+      // Nothing of those pushes was applied; the busy group is untouched.
+      const view = await pull(ctx, 'busy', null);
+      expect(applyPatch(new Map(), view.patch)).toEqual(new Map([['x', 1], ['y', 1], ['z', 1]]));
+      expect(view.lastMutationIDChanges).toEqual({ b: 1 });
+    });
+
+    it('a new group that forks another group’s cookie gets an ordinary patch, also after that group expired', async () => {
+      const { ctx, clock } = await context();
+      await push(ctx, 'first', [put('f', 1, 'a', 1)]);
+      const { cookie } = await pull(ctx, 'first', null);
+      await push(ctx, 'other', [put('o', 1, 'b', 2)]);
+      clock.now += 11 * SECOND;
+      expect((await collectGarbage(ctx)).clientGroups).toBe(2);
+      const forked = await pull(ctx, 'forked', cookie);
+      expect(forked.patch).toEqual([{ op: 'put', key: 'b', value: 2 }]);
+      expect(forked.lastMutationIDChanges).toEqual({});
+    });
+
+    it('a group that only pulls stays alive; idle means no push and no pull', async () => {
+      const { ctx, clock } = await context();
+      await push(ctx, 'reader', [put('r', 1, 'a', 1)]);
+      let { cookie } = await pull(ctx, 'reader', null);
+      for (let i = 0; i < 4; i++) {
+        clock.now += 6 * SECOND;
+        ({ cookie } = await pull(ctx, 'reader', cookie));
+        expect((await collectGarbage(ctx)).clientGroups).toBe(0);
+      }
+      clock.now += 11 * SECOND;
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 0 });
+    });
+
+    it('an expired group’s marker lasts as long as tombstones, then goes', async () => {
+      const { ctx, clock } = await context({ clientGroups: 10 * SECOND, tombstones: 30 * SECOND });
+      await push(ctx, 'gone', [put('g', 1, 'a', 1)]);
+      clock.now += 11 * SECOND;
+      expect((await collectGarbage(ctx)).clientGroups).toBe(1);
+      clock.now += 29 * SECOND;
+      await collectGarbage(ctx);
+      expect(await answer(ctx, pushBody('gone', [put('g', 2, 'a', 2)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
+      clock.now += 2 * SECOND;
+      await collectGarbage(ctx);
+      // The marker is gone; so are the clients: a client past its first mutation is still told.
+      expect(await answer(ctx, pushBody('gone', [put('g', 2, 'a', 2)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
+      // A brand-new client may use the name again.
+      expect(await answer(ctx, pushBody('gone', [put('g2', 1, 'a', 3)]), '/push')).toEqual({});
+    });
+
+    it('a version 0 client its group forgot gets the deprecated ClientStateNotFound (200), not a 500', async () => {
+      const { ctx, clock } = await context();
+      await push(ctx, 'v0client', [put('v0client', 1, 'a', 1)]);
+      clock.now += 11 * SECOND;
+      expect((await collectGarbage(ctx)).clients).toBe(1);
+      expect(await answer(ctx, pullBodyV0('v0client', null, 1), '/pull')).toEqual({ error: 'ClientStateNotFound' });
+    });
+
+    it('retention false keeps everything; the defaults keep 30 days', async () => {
+      const kept = await context({ clientGroups: false, tombstones: false });
+      await push(kept.ctx, 'g', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
+      kept.clock.now += 365 * 24 * 3600 * SECOND;
+      expect(await collectGarbage(kept.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+      const defaults = await context({});
+      await push(defaults.ctx, 'g', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
+      defaults.clock.now += 29 * 24 * 3600 * SECOND;
+      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+      defaults.clock.now += 2 * 24 * 3600 * SECOND;
+      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 1 });
+    });
+
+    it('collects in small transactions: 300 tombstones, 40 groups and 40 markers in batches of 16', async () => {
+      const { ctx, clock } = await context();
+      const storage = ctx.storage;
+      let transactions = 0;
+      ctx.storage = { transaction: (fn, options) => (options.readOnly || transactions++, storage.transaction(fn, options)) };
+      await push(ctx, 'writer', Array.from({ length: 300 }, (_, i) => put('w', i + 1, `k${i}`, i)));
+      await push(ctx, 'writer', Array.from({ length: 300 }, (_, i) => del('w', 301 + i, `k${i}`)));
+      for (let g = 0; g < 39; g++) await push(ctx, `group${g}`, [put(`client${g}`, 1, `g${g}`, g)]);
+      clock.now += 11 * SECOND;
+      transactions = 0;
+      expect(await collectGarbage(ctx, { batch: 16 })).toEqual({ clientGroups: 40, clients: 40, tombstones: 300 });
+      expect(transactions).toBeGreaterThanOrEqual(300 / 16);
+      clock.now += 11 * SECOND;
+      expect(await collectGarbage(ctx, { batch: 16, space: '' })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+      // Only the live entries are left to send.
+      expect((await pull(ctx, 'reader', null)).patch).toHaveLength(40);
+    });
+
+    it('spaces are collected each on its own, and collectGarbage finds them all', async () => {
+      const { ctx, clock } = await context();
+      ctx.space = (request) => new URL(request.url).searchParams.get('space') ?? '';
+      for (const space of ['a', 'b/c', '%']) {
+        const body = pushBody('g', [put('c', 1, 'k', 1), del('c', 2, 'k')]);
+        expect((await handlePush(post(`/push?space=${encodeURIComponent(space)}`, body), ctx)).status).toBe(200);
+      }
+      clock.now += 11 * SECOND;
+      expect(await collectGarbage(ctx, { space: 'b/c' })).toEqual({ clientGroups: 1, clients: 1, tombstones: 1 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 2, clients: 2, tombstones: 2 });
+    });
+
+    it('a little runs after pushes, in the background, at most once a minute per space', async () => {
+      const { ctx, clock } = await context();
+      const tombstones = () => ctx.storage.transaction(async (tx) => (await tx.scan({ prefix: 't/' })).length, { readOnly: true });
+      await push(ctx, 'w', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
+      clock.now += 30 * SECOND;
+      await push(ctx, 'w', [put('c', 3, 'b', 1)]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await tombstones()).toBe(1);
+      clock.now += 40 * SECOND;
+      await push(ctx, 'w', [put('c', 4, 'b', 2)]);
+      await expect.poll(tombstones, { timeout: 5_000 }).toBe(0);
+    });
+  });
+}
