@@ -1,0 +1,57 @@
+/**
+ * The real client against a server whose retention is seconds: an idle tab's group expires;
+ * when the tab comes back, the client is told, starts a new group under the same name (what the
+ * default handler's reload does) and ends with the server's full data, logging no error but the
+ * client's own notice of ClientStateNotFound.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { serve, type SyncServer } from '../../adapters/node.js';
+import { collectGarbage, memoryStorage, type SyncContext } from '../../src/index.js';
+import { runtimeContext } from '../runtime/app.js';
+import { Clients, pendingCount, snapshot, uniqueName, waitFor } from './client.js';
+
+let server: SyncServer;
+const ctx: SyncContext = { ...runtimeContext(memoryStorage()), retention: { clientGroups: 1_000, tombstones: 1_000 } };
+const clients = new Clients(() => server.url);
+afterAll(async () => {
+  await clients.closeAll();
+  await server?.stop();
+});
+
+it('an idle tab whose group expired recovers: ClientStateNotFound, a new group, all the data, no client error', async () => {
+  server = await serve(ctx, { port: 0 });
+  const name = uniqueName('idle-tab');
+  let notFound = 0;
+  // No pull interval: the tab is idle until the test says otherwise.
+  const idle = clients.open({ name, pullInterval: null, onClientStateNotFound: () => notFound++ });
+  await idle.mutate.put({ key: 'gc/mine', value: 1 });
+  await idle.mutate.put({ key: 'gc/doomed', value: 2 });
+  // Only a pull confirms them, and this tab pulls only when told.
+  await waitFor(async () => (await idle.pull({ now: true }), (await pendingCount(idle)) === 0), { message: 'the idle tab’s mutations to be confirmed' });
+
+  const other = clients.open({ name: uniqueName('busy-tab') });
+  await new Promise((resolve) => setTimeout(resolve, 1_200));
+  await other.mutate.put({ key: 'gc/theirs', value: 3 });
+  await other.mutate.del({ key: 'gc/doomed' });
+  await waitFor(async () => (await pendingCount(other)) === 0);
+  await new Promise((resolve) => setTimeout(resolve, 1_200));
+  // The idle group, and the tombstone of gc/doomed (older than the idle tab's cookie knows).
+  const removed = await collectGarbage(ctx);
+  expect(removed.clientGroups).toBeGreaterThanOrEqual(1);
+  expect(removed.tombstones).toBe(1);
+
+  await idle.pull({ now: true }).catch(() => {});
+  await waitFor(() => notFound === 1, { message: 'onClientStateNotFound on the idle tab' });
+  await idle.close();
+  // The reload: the same name, a new client group, forked from the old one's data and cookie.
+  const back = clients.open({ name });
+  await waitFor(async () => JSON.stringify(await snapshot(back, 'gc/')) === JSON.stringify({ 'gc/mine': 1, 'gc/theirs': 3 }), {
+    message: async () => `the reopened tab to hold the server's data; it holds ${JSON.stringify(await snapshot(back, 'gc/'))}`,
+  } as never);
+  expect(await back.clientGroupID).not.toBe(await idle.clientGroupID);
+  await back.mutate.put({ key: 'gc/again', value: 4 });
+  await waitFor(async () => (await pendingCount(back)) === 0, { message: 'the new group to push' });
+  // The client announces ClientStateNotFound itself, at error level; nothing else is an error.
+  expect(idle.logs.filter((entry) => entry.level === 'error').map(({ message }) => message.replace(/: \w+$/, ''))).toEqual(['Client state not found on server, clientGroupID']);
+  for (const rep of [other, back]) expect(rep.logs.filter((entry) => entry.level === 'error')).toEqual([]);
+});
