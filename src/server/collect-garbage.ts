@@ -16,7 +16,7 @@ export interface RetentionOptions {
 export interface CollectOptions {
   /** Only this space. Default: every space in the store. */
   space?: string;
-  /** Records of each kind removed per transaction, so that no push waits long behind one. Default: 256. */
+  /** Records of each kind removed per transaction, so that no push waits long behind one. Default: 64. */
   batch?: number;
 }
 
@@ -51,7 +51,7 @@ export async function collectGarbage(ctx: SyncContext, options: CollectOptions =
   const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0 };
   const spaces = options.space === undefined ? await allSpaces(ctx.storage) : [options.space];
   for (const space of spaces) {
-    const removed = await collectSpace(ctx, space, options.batch ?? 256, Infinity);
+    const removed = await collectSpace(ctx, space, options.batch ?? 64, Infinity);
     total.clientGroups += removed.clientGroups;
     total.clients += removed.clients;
     total.tombstones += removed.tombstones;
@@ -81,7 +81,7 @@ export function collectAfterPush(ctx: SyncContext, space: string, request: Reque
   if (previous === RUNNING || now - previous < 60_000) return;
   last.set(space, RUNNING);
   const runs = last;
-  collectSpace(ctx, space, 256, 4).then(
+  collectSpace(ctx, space, 64, 16).then(
     () => runs.set(space, now),
     (error: unknown) => (runs.set(space, now), reportError(ctx, error, { request })),
   );
