@@ -13,15 +13,15 @@
  * scripts/start-postgres.sh unless DATABASE_URL is set). `SECONDS` sets each push run's length
  * (default 5). Not part of `npm test`. Progress on stderr, tables on stdout.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { median, progress } from './measure.js';
+import { startStoreServer, type StoreServer } from './poke-clients.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const SECONDS = Number(process.env.SECONDS ?? 5);
@@ -30,27 +30,11 @@ const admin = postgres(url, { onnotice: () => {}, max: 2 });
 const dir = mkdtempSync(join(tmpdir(), 'viewsync-bench-'));
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-interface Server {
-  port: number;
-  pid: number;
-  stop(): Promise<void>;
-}
+type Server = StoreServer;
 
-/** Starts bench/store-server.ts for `kind` in a process of its own. */
-async function startServer(kind: string, where?: string): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/store-server.ts'), kind, ...(where ? [where] : [])], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, DATABASE_URL: url },
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
-  });
-  return {
-    port: (JSON.parse(line) as { port: number }).port,
-    pid: child.pid!,
-    stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))),
-  };
+/** Starts bench/store-server.ts for `kind` in a process of its own, on this run's database. */
+function startServer(kind: string, where?: string): Promise<Server> {
+  return startStoreServer(kind, where, { DATABASE_URL: url });
 }
 
 /** POSTs JSON over a kept-alive connection: the status and the body's byte length (and text, if asked). */

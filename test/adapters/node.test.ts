@@ -1,13 +1,12 @@
 import { createServer, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeServerOptions } from '../../adapters/node-bridge.js';
 import { createListener, type NodeServeOptions, serve, type SyncServer } from '../../adapters/node.js';
 import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
 import { runtimeContext, runtimeMutators } from '../runtime/app.js';
+import { memoryInUse } from '../memory.js';
 
 // What only the Node bridge promises (the shared runtime suite covers the common wiring).
 const servers: Array<{ stop(): Promise<void> }> = [];
@@ -177,10 +176,10 @@ describe('viewsync/node', () => {
     const server = await start(await bigSpace());
     const sockets: Socket[] = [];
     await pull(server.url); // warm up: the first pull's code and buffers are not the sockets'
-    const before = memory();
+    const before = memoryInUse();
     for (let i = 0; i < 30; i++) sockets.push(await stalledSocket(server.port));
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const held = memory() - before;
+    const held = memoryInUse() - before;
     for (const socket of sockets) socket.destroy();
     // Each holds a slice or two of the response (a few MiB, as values are up to 1 MiB), not its
     // 20 MiB: all of them would be 600 MiB.
@@ -214,13 +213,3 @@ function stalledSocket(port: number): Promise<Socket> {
     });
   });
 }
-
-/** Bytes of memory in use after a full garbage collection. */
-function memory(): number {
-  gc();
-  const { heapUsed, external } = process.memoryUsage();
-  return heapUsed + external;
-}
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;

@@ -1,10 +1,9 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, test } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { hubOf } from '../../src/server/handle-poke.js';
 import { mutation, pushBody, testContext } from '../helpers.js';
+import { memoryInUse } from '../memory.js';
 
 const servers: SyncServer[] = [];
 afterEach(async () => {
@@ -62,10 +61,10 @@ describe('poke streams through the Node adapter', () => {
     for (let wave = 0; wave < 20; wave++) {
       const streams = await Promise.all(Array.from({ length: 500 }, () => openStream(server.url)));
       await until(() => hub.streams === 500);
-      if (wave === 10) open = memory();
+      if (wave === 10) open = memoryInUse();
       for (const stream of streams) stream.destroy();
       await until(() => hub.streams === 0);
-      settled.push(memory());
+      settled.push(memoryInUse());
     }
     expect(hub.spaces).toBe(0);
     // The first waves warm caches up (code, pools); after that, dropped streams leave nothing:
@@ -84,13 +83,3 @@ describe('poke streams through the Node adapter', () => {
     await until(() => streams.every(({ res }) => res.destroyed || res.complete));
   });
 });
-
-/** Bytes of memory in use after a full garbage collection. */
-function memory(): number {
-  gc();
-  const { heapUsed, external } = process.memoryUsage();
-  return heapUsed + external;
-}
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;

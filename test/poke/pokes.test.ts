@@ -1,10 +1,9 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 import { handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
 import { hubOf } from '../../src/server/handle-poke.js';
 import { mutation, pushBody, post, testContext } from '../helpers.js';
 import { EventReader } from './sse.js';
+import { memoryInUse } from '../memory.js';
 
 /** Opens a poke stream through `handleRequest`. */
 async function open(ctx: SyncContext, path = '/poke', headers: Record<string, string> = {}): Promise<EventReader> {
@@ -190,7 +189,7 @@ describe('what a stream holds', () => {
     const hub = hubOf(ctx);
     const spaces = (request: Request) => new URL(request.url).searchParams.get('s') ?? '';
     ctx.space = spaces;
-    const before = memory();
+    const before = memoryInUse();
     const readers: EventReader[] = [];
     for (let i = 0; i < 10_000; i++) {
       const response = await handleRequest(new Request(`http://localhost/poke?s=${i % 100}`), ctx);
@@ -198,13 +197,13 @@ describe('what a stream holds', () => {
     }
     expect(hub.streams).toBe(10_000);
     expect(notifier.spaces).toBe(100);
-    const open = memory() - before;
+    const open = memoryInUse() - before;
     await Promise.all(readers.map((reader) => reader.cancel()));
     readers.length = 0;
     expect(hub.streams).toBe(0);
     expect(hub.spaces).toBe(0);
     expect(notifier.spaces).toBe(0);
-    const after = memory() - before;
+    const after = memoryInUse() - before;
     // Open streams cost memory; dropped, they cost none (a little slack for the heap's noise).
     expect(open).toBeGreaterThan(5 * 2 ** 20);
     expect(after).toBeLessThan(Math.max(2 * 2 ** 20, open / 10));
@@ -220,16 +219,6 @@ describe('what a stream holds', () => {
     expect(await response.text()).toMatch(/^retry:/);
   });
 });
-
-/** Bytes of memory in use after a full garbage collection. */
-function memory(): number {
-  gc();
-  const { heapUsed, external } = process.memoryUsage();
-  return heapUsed + external;
-}
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 describe('a space with many streams', () => {
   test('is poked in slices of 500 that let other work in between, and every stream gets its poke', async () => {
