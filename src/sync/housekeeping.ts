@@ -1,4 +1,5 @@
 import type { StorageTransaction } from '../storage/types.js';
+import { getMany } from '../storage/write-buffer.js';
 import { decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from './records.js';
 import type { Collected, Retention } from './strategy.js';
@@ -21,11 +22,14 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
 
   const tombstones = await oldest(tx, keys.tombstonePrefix, limit, retention.tombstones === false ? -Infinity : now - retention.tombstones, (_, at) => at as number);
   done &&= tombstones.done;
-  for (const [row] of tombstones.rows) {
+  const found = tombstones.rows.map(([row]) => {
     const rest = row.slice(keys.tombstonePrefix.length);
-    const version = decodeVersion(rest.slice(0, VERSION_FIELD - 1));
-    const key = rest.slice(VERSION_FIELD);
-    const entry = (await tx.get(keys.entry(key))) as Entry | undefined;
+    return { row, version: decodeVersion(rest.slice(0, VERSION_FIELD - 1)), key: rest.slice(VERSION_FIELD) };
+  });
+  // One read for the batch's entries: one round trip on a database.
+  const entries = (await readMany(tx, found.map(({ key }) => keys.entry(key)))) as Array<Entry | undefined>;
+  for (const [i, { row, version, key }] of found.entries()) {
+    const entry = entries[i];
     if (entry?.del && entry.ver === version) {
       await tx.del(keys.entry(key));
       await tx.del(keys.version(version, key));
@@ -37,10 +41,10 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
 
   const idle = await oldest(tx, keys.activityPrefix, limit, retention.clientGroups === false ? -Infinity : now - retention.clientGroups, timeOf(keys.activityPrefix));
   done &&= idle.done;
-  for (const [row, value] of idle.rows) {
-    const [user, group] = value as [string | null, string];
-    const userID = user ?? undefined;
-    const record = (await tx.get(keys.group(userID, group))) as GroupRecord | undefined;
+  const idleGroups = (await readMany(tx, idle.rows.map(([, value]) => keys.group(...groupOf(value))))) as Array<GroupRecord | undefined>;
+  for (const [i, [row, value]] of idle.rows.entries()) {
+    const [userID, group] = groupOf(value);
+    const record = idleGroups[i];
     // A row left behind by a later refresh is not the group's current one: only the row goes.
     if (record !== undefined && 'seen' in record && record.seen === timeOf(keys.activityPrefix)(row)) {
       counts.clients += await removeClients(tx, keys, userID, group);
@@ -54,10 +58,10 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   // Markers last as long as tombstones: a group gone longer than that finds its cookie reset anyway.
   const markers = await oldest(tx, keys.expiredPrefix, limit, retention.tombstones === false ? -Infinity : now - retention.tombstones, timeOf(keys.expiredPrefix));
   done &&= markers.done;
-  for (const [row, value] of markers.rows) {
-    const [user, group] = value as [string | null, string];
-    const record = (await tx.get(keys.group(user ?? undefined, group))) as GroupRecord | undefined;
-    if (record !== undefined && 'expired' in record && record.expired === timeOf(keys.expiredPrefix)(row)) await tx.del(keys.group(user ?? undefined, group));
+  const marked = (await readMany(tx, markers.rows.map(([, value]) => keys.group(...groupOf(value))))) as Array<GroupRecord | undefined>;
+  for (const [i, [row, value]] of markers.rows.entries()) {
+    const record = marked[i];
+    if (record !== undefined && 'expired' in record && record.expired === timeOf(keys.expiredPrefix)(row)) await tx.del(keys.group(...groupOf(value)));
     await tx.del(row);
   }
 
@@ -78,6 +82,17 @@ async function oldest(tx: StorageTransaction, prefix: string, limit: number, cut
   return { rows, done: end >= 0 || page.length < limit };
 }
 
+/** The values at `keys` in one read, or none for no keys (no round trip for nothing). */
+function readMany(tx: StorageTransaction, keys: readonly string[]): Promise<unknown[]> {
+  return keys.length === 0 ? Promise.resolve([]) : getMany(tx, keys);
+}
+
+/** The user and group an `a/` or `x/` row stands for, from its value. */
+function groupOf(value: unknown): [userID: string | undefined, group: string] {
+  const [user, group] = value as [string | null, string];
+  return [user ?? undefined, group];
+}
+
 /** The time in an `a/` or `x/` row's key. */
 function timeOf(prefix: string): (row: string) => number {
   return (row) => decodeVersion(row.slice(prefix.length, prefix.length + VERSION_FIELD - 1));
@@ -87,11 +102,13 @@ function timeOf(prefix: string): (row: string) => number {
 async function removeClients(tx: StorageTransaction, keys: SpaceKeys, userID: string | undefined, group: string): Promise<number> {
   const prefix = keys.lmidPrefix(userID, group);
   let removed = 0;
-  for (const [row] of await tx.scan({ prefix })) {
-    const clientID = row.slice(prefix.length + VERSION_FIELD);
-    const client = (await tx.get(keys.client(userID, clientID))) as StoredClient | undefined;
+  const rows = await tx.scan({ prefix });
+  const clientIDs = rows.map(([row]) => row.slice(prefix.length + VERSION_FIELD));
+  const clients = (await readMany(tx, clientIDs.map((clientID) => keys.client(userID, clientID)))) as Array<StoredClient | undefined>;
+  for (const [i, [row]] of rows.entries()) {
+    const clientID = clientIDs[i]!;
     // A client record that moved to another group (it cannot, today) would not be this group's.
-    if (client?.group === group) {
+    if (clients[i]?.group === group) {
       await tx.del(keys.client(userID, clientID));
       removed++;
     }
