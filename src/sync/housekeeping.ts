@@ -39,7 +39,8 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
     floor = Math.max(floor, version);
   }
 
-  const idle = await oldest(tx, keys.activityPrefix, limit, retention.clientGroups === false ? -Infinity : now - retention.clientGroups, timeOf(keys.activityPrefix));
+  // A group costs two reads of its own (its clients): fewer of them a batch keeps batches short.
+  const idle = await oldest(tx, keys.activityPrefix, Math.max(1, Math.floor(limit / 4)), retention.clientGroups === false ? -Infinity : now - retention.clientGroups, timeOf(keys.activityPrefix));
   done &&= idle.done;
   const idleGroups = (await readMany(tx, idle.rows.map(([, value]) => keys.group(...groupOf(value))))) as Array<GroupRecord | undefined>;
   for (const [i, [row, value]] of idle.rows.entries()) {
