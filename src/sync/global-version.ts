@@ -16,10 +16,13 @@ import type { ClientRecord, GroupRef, PullResult, SessionClock, SpaceSession, St
  * index lets a pull read only what changed since its cookie.
  */
 export const globalVersion: Strategy = {
-  async open(tx, space, clock) {
+  async open(tx, space, clock, group) {
     const keys = new SpaceKeys(space);
-    const meta = (await tx.get(keys.meta)) as Meta | undefined;
-    return new GlobalVersionSession(tx, keys, meta, clock);
+    if (group === undefined) return new GlobalVersionSession(tx, keys, (await tx.get(keys.meta)) as Meta | undefined, clock);
+    // A pull reads both first: one round trip on a database, not two.
+    const groupKey = keys.group(group.userID, group.clientGroupID);
+    const [meta, record] = (await getMany(tx, [keys.meta, groupKey])) as [Meta | undefined, GroupRecord | undefined];
+    return new GlobalVersionSession(tx, keys, meta, clock, { key: groupKey, record });
   },
   pushReads(space, userID, clientGroupID, clientIDs) {
     const keys = new SpaceKeys(space);
@@ -35,13 +38,16 @@ class GlobalVersionSession implements SpaceSession {
   /** The space's meta record as committed; undefined until its first change. */
   #meta: Meta | undefined;
   readonly #clock: SessionClock;
+  /** A group record read with the meta record, when the session was opened for a group. */
+  readonly #read: { key: string; record: GroupRecord | undefined } | undefined;
   #changed = false;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, read?: { key: string; record: GroupRecord | undefined }) {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
     this.#clock = clock;
+    this.#read = read;
   }
 
   get #version(): number {
@@ -73,7 +79,8 @@ class GlobalVersionSession implements SpaceSession {
   }
 
   async groupSeen(userID: string | undefined, clientGroupID: string): Promise<number | 'expired' | undefined> {
-    const group = (await this.#tx.get(this.#keys.group(userID, clientGroupID))) as GroupRecord | undefined;
+    const key = this.#keys.group(userID, clientGroupID);
+    const group = this.#read?.key === key ? this.#read.record : ((await this.#tx.get(key)) as GroupRecord | undefined);
     return group === undefined ? undefined : 'expired' in group ? 'expired' : group.seen;
   }
 

@@ -19,9 +19,9 @@ export async function processPull(
 ): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
   let stale: number | undefined;
   const response = await storage.transaction(async (tx) => {
-    const session = await strategy.open(tx, space, clock);
+    const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
+    const session = await strategy.open(tx, space, clock, group);
     if (pull.pullVersion === 1) {
-      const group = { userID, clientGroupID: pull.clientGroupID };
       const seen = await session.groupSeen(userID, pull.clientGroupID);
       // Housekeeping removed the group's clients: the client starts a new group.
       if (seen === 'expired') return { error: 'ClientStateNotFound' as const };

@@ -8,8 +8,8 @@ import type { StorageTransaction } from '../storage/types.js';
  * implementation today, and a row-version strategy can slot in beside it.
  */
 export interface Strategy {
-  /** `space`, seen from inside `tx`, at `clock.now`. */
-  open(tx: StorageTransaction, space: string, clock: SessionClock): Promise<SpaceSession>;
+  /** `space`, seen from inside `tx`, at `clock.now`; by `group`, when one asks (its record is read at once). */
+  open(tx: StorageTransaction, space: string, clock: SessionClock, group?: GroupRef): Promise<SpaceSession>;
   /**
    * The storage keys a push of `userID`'s group and clients reads before its mutators run, so
    * that group commit can fetch a whole group's in one round trip (`StorageTransaction.getMany`).
