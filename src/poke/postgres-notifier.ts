@@ -4,7 +4,7 @@ import { localNotifier } from './notifier.js';
 /** A postgres.js client (`postgres(url)`): the part {@link postgresNotifier} uses. */
 export interface PostgresNotifierClient {
   listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): PromiseLike<{ unlisten(): PromiseLike<unknown> }>;
-  notify(channel: string, payload: string): PromiseLike<unknown>;
+  begin<T>(fn: (sql: { unsafe(query: string, params?: never[]): PromiseLike<unknown> }) => Promise<T>): Promise<unknown>;
 }
 
 /** Options for {@link postgresNotifier}. */
@@ -54,7 +54,9 @@ export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresN
   return {
     async notify(space) {
       local.notify(space);
-      await sql.notify(channel, `${self}:${space}`);
+      // Not postgres.js's own `notify`: right after a backend was killed, that one could throw
+      // from a timer inside postgres.js 3.4 (an uncaught TypeError, which ends the process).
+      await sql.begin((tx) => Promise.resolve(tx.unsafe('SELECT pg_notify($1, $2)', [channel, `${self}:${space}`] as never[])));
     },
     async subscribe(space, listener) {
       await listen();
