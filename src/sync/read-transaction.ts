@@ -1,0 +1,124 @@
+import type { JSONValue } from '../protocol/json.js';
+import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
+import { fitsUTF8, type Limits, utf8Length } from './limits.js';
+import type { SpaceSession } from './strategy.js';
+import type { ReadTransaction, ScanIndexOptions, ScanIterator, ScanOptions, ScanResult } from './transaction.js';
+
+/** What a write laid over the space says of a key it removed. */
+export const DELETED = Symbol('deleted');
+
+/**
+ * The client's `ReadTransaction` over one space, as views see it; mutation transactions add
+ * their writes on top. Once closed it throws: a caller that forgot an `await`, or one abandoned
+ * past its deadline, would otherwise read from (or write into) whatever runs next.
+ */
+export class SpaceReadTransaction implements ReadTransaction {
+  protected readonly space: Pick<SpaceSession, 'get' | 'scan'>;
+  readonly #limits: Pick<Limits, 'keyBytes'>;
+  #open = true;
+
+  constructor(space: Pick<SpaceSession, 'get' | 'scan'>, limits: Pick<Limits, 'keyBytes'>) {
+    this.space = space;
+    this.#limits = limits;
+  }
+
+  // One signature for the interface's typed overloads: the values are JSON either way.
+  async get(key: string): Promise<any> {
+    this.checkKey(key);
+    const value = await this.lookup(key);
+    return value === DELETED ? undefined : value;
+  }
+
+  async has(key: string): Promise<boolean> {
+    return (await this.get(key)) !== undefined;
+  }
+
+  async isEmpty(): Promise<boolean> {
+    for await (const _ of this.#entries({ limit: 1 })) return false;
+    return true;
+  }
+
+  scan(options: ScanOptions | ScanIndexOptions = {}): ScanResult<any, any> {
+    if ('indexName' in options && options.indexName !== undefined) {
+      throw new TypeError(`scan: indexes (indexName ${JSON.stringify(String(options.indexName).slice(0, 100))}) exist only on the client; scan by key prefix on the server`);
+    }
+    const entries = () => this.#entries(options as ScanOptions);
+    const values = () =>
+      iterator(async function* () {
+        for await (const [, value] of entries()) yield value;
+      });
+    return {
+      [Symbol.asyncIterator]: values,
+      values,
+      keys: () =>
+        iterator(async function* () {
+          for await (const [key] of entries()) yield key;
+        }),
+      entries: () => iterator(entries),
+      toArray: () => values().toArray(),
+    };
+  }
+
+  /** Ends the transaction: every later call throws. */
+  close(): void {
+    this.#open = false;
+  }
+
+  /** The value at `key` as this transaction sees it; subclasses lay their writes over the space. */
+  protected lookup(key: string): Promise<JSONValue | undefined | typeof DELETED> {
+    return this.space.get(key);
+  }
+
+  /** The entries in range in key order, as this transaction sees them (removed ones as {@link DELETED}). */
+  protected range(prefix: string, from: { key: string; exclusive: boolean } | undefined): AsyncIterable<readonly [string, JSONValue | typeof DELETED]> {
+    return this.space.scan(prefix, from);
+  }
+
+  protected check(): void {
+    if (!this.#open) throw new Error(`${this.describe()} is closed`);
+  }
+
+  /** What an error message calls this transaction. */
+  protected describe(): string {
+    return 'The transaction';
+  }
+
+  protected checkKey(key: unknown): asserts key is string {
+    this.check();
+    // Args come from the wire: without this, `del(args.key)` with a number would delete "0".
+    if (typeof key !== 'string') throw new TypeError(`A key must be a string, got ${key === null ? 'null' : typeof key}`);
+    // Keys order by their UTF-8 bytes; refuse one with none here, alike in every store.
+    if (hasLoneSurrogate(key)) throw new TypeError(`Key ${JSON.stringify(key.slice(0, 100))} holds a lone surrogate, which has no UTF-8 form`);
+    if (!fitsUTF8(key, this.#limits.keyBytes)) {
+      throw new RangeError(`A key of ${utf8Length(key)} bytes is longer than the limit of ${this.#limits.keyBytes} (limits.keyBytes)`);
+    }
+  }
+
+  /** Live entries in range. */
+  async *#entries({ prefix = '', start, limit = Infinity }: ScanOptions): AsyncGenerator<readonly [string, JSONValue]> {
+    this.check();
+    if (typeof prefix !== 'string' || (start !== undefined && typeof start.key !== 'string')) {
+      throw new TypeError('scan: prefix and start.key must be strings');
+    }
+    if (limit <= 0) return;
+    const from = start && compareUTF8(start.key, prefix) >= 0 ? { key: start.key, exclusive: start.exclusive ?? false } : undefined;
+    let count = 0;
+    for await (const [key, value] of this.range(prefix, from)) {
+      if (value === DELETED) continue;
+      yield [key, value];
+      if (++count >= limit) return;
+    }
+  }
+}
+
+/** An iterator over `make()`'s items that can also collect the rest of them. */
+function iterator<T>(make: () => AsyncGenerator<T>): ScanIterator<T> {
+  const items = make();
+  return Object.assign(items, {
+    async toArray() {
+      const out: T[] = [];
+      for await (const item of items) out.push(item);
+      return out;
+    },
+  });
+}
