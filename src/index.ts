@@ -10,6 +10,7 @@ export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
 export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './server/errors.js';
 export { defineMutator, InvalidArgsError, type Mutator, type Mutators } from './sync/mutator.js';
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/process-push.js';
+export type { View, ViewRequest } from './sync/view.js';
 export type {
   ReadTransaction,
   WriteTransaction,

@@ -214,14 +214,24 @@ describe('rule 5: a cookie the server cannot have issued means lost state', () =
     }
   });
 
-  it('a foreign cookie that orders at or above the current one gets ClientStateNotFound, not a reset the client would refuse', async () => {
+  it('a foreign cookie that orders above the current one gets ClientStateNotFound, not a reset the client would refuse', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
     const { cookie: current } = await pull(ctx, 'g', null);
     const order = (current as { order: number }).order;
     // Numbers compare as numbers; if either side is a string, both compare as strings.
-    for (const cookie of [order, order + 1, 9e15, 'zzz', String(order + 1), { order: order + 0.5 }]) {
+    for (const cookie of [order + 1, 9e15, 'zzz', String(order + 1), { order: order + 0.5 }]) {
       expect((await pullResponse(ctx, pullBody('g', cookie))).body).toEqual({ error: 'ClientStateNotFound' });
+    }
+  });
+
+  it('a foreign cookie that orders equal to the current one gets a reset: the client drops only a cookie deeply equal to its own', async () => {
+    const ctx = testContext();
+    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
+    const { cookie: current } = await pull(ctx, 'g', null);
+    const order = (current as { order: number }).order;
+    for (const cookie of [order, { ...(current as object), extra: 1 }]) {
+      expect(await pull(ctx, 'g', cookie)).toEqual({ cookie: current, lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'a', value: 1 }] });
     }
   });
 

@@ -4,6 +4,7 @@ import type { Mutation } from '../protocol/push-request.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from '../sync/limits.js';
 import type { Mutators } from '../sync/mutator.js';
+import type { View } from '../sync/view.js';
 import { logError } from './log.js';
 
 /**
@@ -32,6 +33,15 @@ export interface SyncContext {
    * `HTTPError` (403) to refuse a user a space.
    */
   space?: (request: Request, userID: string | undefined) => string | Promise<string>;
+  /**
+   * Which part of the space each user may read: the key prefixes `view(tx, {userID,
+   * clientGroupID})` returns, read from the space through `tx` (the client's `ReadTransaction`),
+   * say from membership entries. A pull then carries exactly the entries under them, and when
+   * they change, the entries that came into or left the view. Mutators still see the whole
+   * space: what a user may write is for them to check, with `tx.userID`. Throw an `HTTPError`
+   * to refuse a pull. Default: every user reads the whole space.
+   */
+  view?: View;
   /**
    * The client `schemaVersion`s this server accepts: one, a list, or a test. Any other gets
    * `VersionNotSupported` with `versionType: 'schema'`. Default: all.

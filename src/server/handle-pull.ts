@@ -1,5 +1,6 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { globalVersion } from '../sync/global-version.js';
+import { resolveLimits } from '../sync/limits.js';
 import { processPull } from '../sync/process-pull.js';
 import { clockOf } from './collect-garbage.js';
 import type { SyncContext } from './context.js';
@@ -23,7 +24,8 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
   return respond(request, ctx, async () => {
     const prepared = await prepare(request, ctx, PULL);
     if ('status' in prepared) return prepared;
-    const result = await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID, clockOf(ctx));
+    const views = ctx.view && { view: ctx.view, limits: resolveLimits(ctx.limits) };
+    const result = await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID, clockOf(ctx), views);
     return 'patch' in result ? pullBody(result) : json(result);
   });
 }

@@ -1,4 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
+import { VIEW_ID_LENGTH } from './view.js';
 
 /**
  * The cookie of the global version strategy. `epoch` is a random ID drawn when the space was
@@ -7,8 +8,9 @@ import type { JSONValue } from '../protocol/json.js';
  * newer incarnation sort above those of an older one: a client that comes back with a cookie the
  * server lost can then be sent a reset it accepts, as the client refuses any cookie lower than its
  * own. Version 0 is the empty space in every incarnation, so its cookie is just `{order: 0}`.
+ * With per-user views, `view` names the prefixes the client's data was drawn from (view.ts).
  */
-export type VersionCookie = { order: number; epoch?: string };
+export type VersionCookie = { order: number; epoch?: string; view?: string };
 
 /** Where the versions of a space created now start: a thousand per millisecond of its life. */
 export function orderBase(now: number): number {
@@ -37,13 +39,26 @@ export function makeCookie(space: { version: number; epoch: string; base: number
 export function readCookie(cookie: JSONValue): VersionCookie | null | 'foreign' {
   if (cookie === null) return null;
   if (typeof cookie !== 'object' || Array.isArray(cookie)) return 'foreign';
-  const { order, epoch, ...rest } = cookie as { [key: string]: JSONValue };
+  const { order, epoch, view, ...rest } = cookie as { [key: string]: JSONValue };
   if (!Number.isSafeInteger(order) || (order as number) < 0) return 'foreign';
   if (Object.keys(rest).length > 0) return 'foreign';
+  if (view !== undefined && (typeof view !== 'string' || view.length !== VIEW_ID_LENGTH)) return 'foreign';
+  const named = view === undefined ? {} : { view };
   // Exactly the shapes makeCookie issues: an epoch with every order but 0.
-  if (order === 0 && epoch === undefined) return { order: 0 };
+  if (order === 0 && epoch === undefined) return { order: 0, ...named };
   if (typeof epoch !== 'string') return 'foreign';
-  return { order: order as number, epoch };
+  return { order: order as number, epoch, ...named };
+}
+
+/**
+ * Whether a response with `cookie` would be dropped by a client holding `held`: the client
+ * ignores a response whose cookie is deeply equal to its own, whatever the patch.
+ */
+export function sameCookie(cookie: VersionCookie, held: JSONValue): boolean {
+  if (typeof held !== 'object' || held === null || Array.isArray(held)) return false;
+  const other = held as { [key: string]: JSONValue };
+  const fields = Object.keys(cookie) as Array<keyof VersionCookie>;
+  return Object.keys(other).length === fields.length && fields.every((field) => other[field] === cookie[field]);
 }
 
 /**

@@ -1,12 +1,13 @@
 import type { JSONValue } from '../protocol/json.js';
-import type { PatchOperation } from '../protocol/pull-response.js';
-import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
+import type { StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, type VersionCookie } from './cookie.js';
+import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
 import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import type { Entry, GroupRecord, Meta, StoredClient } from './records.js';
-import type { ClientRecord, GroupRef, PullResult, SessionClock, SpaceSession, Strategy } from './strategy.js';
+import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js';
+import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
+import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
+import { Prefixes } from './view.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -124,14 +125,33 @@ class GlobalVersionSession implements SpaceSession {
     return true;
   }
 
-  async pull(cookie: JSONValue, group: GroupRef | undefined): Promise<PullResult | 'ClientStateNotFound'> {
-    const { since, current } = this.#answerTo(cookie);
+  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'> {
+    const answer = this.#answerTo(cookie, view);
+    const { current } = answer;
+    let { since, from } = answer;
+    let keepView: PullResult['keepView'];
+    if (view !== undefined) {
+      // The current view's record (to keep it alive) and, when the view changed since the
+      // cookie, the old one's: what the client holds. One read: one round trip on a database.
+      const wanted = from === undefined && since !== 'reset' ? [view.id, (readCookie(cookie) as VersionCookie).view!] : [view.id];
+      const [mine, old] = (await getMany(this.#tx, wanted.map((id) => this.#keys.view(id)))) as Array<ViewRecord | undefined>;
+      if (mine === undefined || this.#clock.now - mine.used >= this.#clock.touchEveryMs) keepView = { used: mine?.used };
+      if (wanted.length === 2) {
+        // Lost to housekeeping, or another user's: start over from the caller's own view.
+        if (old === undefined || old.user !== (view.userID ?? null)) since = 'reset';
+        else from = Prefixes.canonical(old.prefixes);
+      }
+    }
     // The client throws on a cookie lower than its own and drops a response whose cookie equals
     // it, so such an answer would wedge it or be lost; only a new client group can recover.
-    const order = compareCookies(current, cookie);
-    if (order < 0 || (order === 0 && since === 'reset' && cookie !== null)) return 'ClientStateNotFound';
+    if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return 'ClientStateNotFound';
 
-    const patch = since === 'reset' ? await this.#everything() : await this.#changesSince(since);
+    const patch =
+      since === 'reset'
+        ? await resetPatch(this.#tx, this.#keys, view?.prefixes)
+        : view === undefined
+          ? await changesSince(this.#tx, this.#keys, since)
+          : await viewPatch(this.#tx, this.#keys, since, from!, view.prefixes);
     const lastMutationIDChanges: Record<string, number> = {};
     if (group !== undefined) {
       const prefix = this.#keys.lmidPrefix(group.userID, group.clientGroupID);
@@ -143,56 +163,48 @@ class GlobalVersionSession implements SpaceSession {
         }
       }
     }
-    return { cookie: current, patch, lastMutationIDChanges };
+    return { cookie: current, patch, lastMutationIDChanges, keepView };
   }
 
-  /** Which version a cookie stands for (`'reset'` when only everything will do), and the answer's cookie. */
-  #answerTo(cookie: JSONValue): { since: number | 'reset'; current: VersionCookie } {
-    const current = makeCookie(this.#meta);
+  async keepView(view: ResolvedView, used: number | undefined): Promise<void> {
+    const keys = this.#keys;
+    const now = this.#clock.now;
+    if (used !== undefined) await this.#tx.del(keys.viewUse(used, view.id));
+    await this.#tx.put(keys.view(view.id), { user: view.userID ?? null, prefixes: [...view.prefixes.list], used: now } satisfies ViewRecord);
+    await this.#tx.put(keys.viewUse(now, view.id), null);
+  }
+
+  /**
+   * Which version a cookie stands for (`'reset'` when only everything will do), the answer's
+   * cookie and, with a view, the prefixes the client's data was drawn from when they are known
+   * without a read: left undefined, they are in the record the cookie names.
+   */
+  #answerTo(cookie: JSONValue, view: ResolvedView | undefined): { since: number | 'reset'; current: VersionCookie; from?: Prefixes } {
+    const named = (cookie: VersionCookie): VersionCookie => (view === undefined ? cookie : { ...cookie, view: view.id });
+    const current = named(makeCookie(this.#meta));
     const parsed = readCookie(cookie);
     if (parsed === null) return { since: 'reset', current };
     if (parsed !== 'foreign' && isEmptyView(parsed)) {
-      // Nothing to have lost. While the space is still empty, the same cookie is the answer.
-      return { since: 0, current: this.#version === 0 ? parsed : current };
+      // Nothing to have lost, nor any data. While the space is still empty, the same cookie is the answer.
+      const { view: _, ...order } = parsed;
+      return { since: 0, current: this.#version === 0 ? named(order) : current, from: Prefixes.none };
     }
     const meta = this.#meta;
     if (parsed !== 'foreign' && meta !== undefined && parsed.epoch === meta.epoch && parsed.order > meta.base && parsed.order - meta.base <= this.#version) {
       const since = parsed.order - meta.base;
       // Deletes after `since` whose tombstones housekeeping removed cannot be told: start over.
       // The answer's cookie is the current one, above `since`, so the client takes the reset.
-      return since < (meta.floor ?? 0) ? { since: 'reset', current } : { since, current };
+      if (since < (meta.floor ?? 0)) return { since: 'reset', current };
+      // A cookie of the whole space (issued before the view existed) or of a view that no longer
+      // exists: a reset costs what the current view holds, a patch could cost the whole space.
+      if ((view === undefined) !== (parsed.view === undefined)) return { since: 'reset', current };
+      return { since, current, ...(view !== undefined && parsed.view === view.id && { from: view.prefixes }) };
     }
     // A cookie we never issued (spec pull rule 3: unusable) or one of state this store lost (it
     // was wiped or restored). A reloaded page forks such a cookie into every new client group it
     // starts, so ClientStateNotFound would reload it forever: send everything, with a cookie
     // that sorts above the lost one. A newer incarnation's does; an empty space's is made so.
-    return { since: 'reset', current: this.#version === 0 ? { order: orderBase(this.#clock.now), epoch: '' } : current };
-  }
-
-  async #everything(): Promise<PatchOperation[]> {
-    const patch: PatchOperation[] = [{ op: 'clear' }];
-    const skip = this.#keys.entryPrefix.length;
-    // Page by page rather than through scan(): an await per entry costs a third of a full pull.
-    for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix })) {
-      for (const [key, value] of live(page, skip)) patch.push({ op: 'put', key, value });
-    }
-    return patch;
-  }
-
-  async #changesSince(since: number): Promise<PatchOperation[]> {
-    const patch: PatchOperation[] = [];
-    const prefix = this.#keys.versionPrefix;
-    const start = { key: prefix + encodeVersion(since + 1) };
-    for await (const page of scanPages(this.#tx, { prefix, start })) {
-      const changed = page.map(([indexKey]) => indexKey.slice(prefix.length + VERSION_FIELD));
-      // One read for the page's entries: one round trip on a database.
-      const entries = (await getMany(this.#tx, changed.map((key) => this.#keys.entry(key)))) as unknown as Entry[];
-      changed.forEach((key, i) => {
-        const entry = entries[i]!;
-        patch.push(entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val });
-      });
-    }
-    return patch;
+    return { since: 'reset', current: this.#version === 0 ? named({ order: orderBase(this.#clock.now), epoch: '' }) : current };
   }
 
   /** Writes an entry at the next version and moves its version-index row there. */
@@ -209,29 +221,3 @@ class GlobalVersionSession implements SpaceSession {
     this.#changed = true;
   }
 }
-
-/** The live entries of a page of `e/` rows, with user keys (the row key less `skip` chars). */
-function* live(page: ReadonlyArray<readonly [string, StoredValue]>, skip: number): Generator<readonly [string, JSONValue]> {
-  for (const [key, entry] of page) {
-    const { del, val } = entry as unknown as Entry & { val?: JSONValue };
-    if (!del) yield [key.slice(skip), val!];
-  }
-}
-
-/**
- * Every entry matching `options`, read from the store a page at a time. Pages start small (a
- * mutator's scan often wants a few entries) and double up to a few thousand rows, so a full pull
- * of a large space costs a few dozen queries on a database, not hundreds.
- */
-async function* scanPages(tx: StorageTransaction, options: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, StoredValue]>> {
-  let start = options.start;
-  for (let size = FIRST_PAGE; ; size = Math.min(size * 2, LAST_PAGE)) {
-    const page = await tx.scan({ prefix: options.prefix, start, limit: size });
-    if (page.length > 0) yield page;
-    if (page.length < size) return;
-    start = { key: page[page.length - 1]![0], exclusive: true };
-  }
-}
-
-const FIRST_PAGE = 128;
-const LAST_PAGE = 4096;

@@ -12,7 +12,10 @@
  * - `a/<space>/<seen>/<user>/<group>` and `x/<space>/<expired>/<user>/<group>`: the groups by
  *   last activity and the expired ones by expiry, value `[userID, group]`, so housekeeping finds
  *   the oldest by a range scan;
- * - `t/<space>/<ver>/<key>`: the tombstones by version, value the time of the delete.
+ * - `t/<space>/<ver>/<key>`: the tombstones by version, value the time of the delete;
+ * - `w/<space>/<view>`: a view record, `{user, prefixes, used}`: the prefixes a cookie's view name
+ *   stands for, and when a pull last issued it (coarse);
+ * - `u/<space>/<used>/<view>`: the view records by last use, so housekeeping finds the oldest.
  *
  * Clients and groups are per user (`<user>` is `-` when requests are anonymous, else `u` and the
  * user ID), so no user can see, join or block another's. Space, user and group IDs are escaped
@@ -26,6 +29,7 @@ export class SpaceKeys {
   readonly activityPrefix: string;
   readonly expiredPrefix: string;
   readonly tombstonePrefix: string;
+  readonly viewUsePrefix: string;
   readonly #space: string;
 
   constructor(space: string) {
@@ -36,6 +40,17 @@ export class SpaceKeys {
     this.activityPrefix = `a/${this.#space}/`;
     this.expiredPrefix = `x/${this.#space}/`;
     this.tombstonePrefix = `t/${this.#space}/`;
+    this.viewUsePrefix = `u/${this.#space}/`;
+  }
+
+  /** The record of the view named `id` (a name is base64url: no escaping needed). */
+  view(id: string): string {
+    return `w/${this.#space}/${id}`;
+  }
+
+  /** A view record's row in the use index, at `time`. */
+  viewUse(time: number, id: string): string {
+    return this.viewUsePrefix + encodeVersion(time) + '/' + id;
   }
 
   group(userID: string | undefined, group: string): string {

@@ -31,6 +31,11 @@ export interface Limits {
    * the outside world. Default: 10,000.
    */
   mutatorMs: number;
+  /**
+   * The most key prefixes a view may return for one user (see `SyncContext.view`); more is an
+   * error in the app (500), never a quietly narrowed view. Default: 10,000.
+   */
+  viewPrefixes: number;
 }
 
 /** The defaults of {@link Limits}. */
@@ -41,6 +46,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   keyBytes: 1024,
   valueBytes: 1024 * 1024,
   mutatorMs: 10_000,
+  viewPrefixes: 10_000,
 });
 
 /**

@@ -2,7 +2,10 @@ import type { PullRequest } from '../protocol/pull-request.js';
 import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
 import { HTTPError } from '../server/errors.js';
 import type { Storage } from '../storage/types.js';
-import type { SessionClock, Strategy } from './strategy.js';
+import type { Limits } from './limits.js';
+import { SpaceReadTransaction } from './read-transaction.js';
+import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
+import { Prefixes, type View, type ViewRequest, viewID } from './view.js';
 
 /**
  * Answers a pull of either version from one read-only transaction, so the lastMutationIDs are
@@ -16,18 +19,29 @@ export async function processPull(
   space: string,
   userID: string | undefined,
   clock: SessionClock,
+  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'> },
 ): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
   let stale: number | undefined;
+  let keep: { view: ResolvedView; used: number | undefined } | undefined;
   const response = await storage.transaction(async (tx) => {
+    stale = keep = undefined;
     const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
     const session = await strategy.open(tx, space, clock, group);
+    const clientGroupID = pull.pullVersion === 1 ? pull.clientGroupID : pull.clientID;
+    const view = views && (await resolveView(session, views.view, { userID, clientGroupID }, views.limits));
+    const answer = async (group: GroupRef | undefined) => {
+      const result = await session.pull(pull.cookie, group, view);
+      if (result !== 'ClientStateNotFound' && result.keepView) keep = { view: view!, used: result.keepView.used };
+      return result;
+    };
     if (pull.pullVersion === 1) {
       const seen = await session.groupSeen(userID, pull.clientGroupID);
       // Housekeeping removed the group's clients: the client starts a new group.
       if (seen === 'expired') return { error: 'ClientStateNotFound' as const };
       stale = seen !== undefined && clock.now - seen >= clock.touchEveryMs ? seen : undefined;
-      const result = await session.pull(pull.cookie, group);
-      return result === 'ClientStateNotFound' ? { error: result } : result;
+      const result = await answer(group);
+      if (result === 'ClientStateNotFound') return { error: result };
+      return { cookie: result.cookie, lastMutationIDChanges: result.lastMutationIDChanges, patch: result.patch };
     }
 
     const client = await session.getClient(userID, pull.clientID);
@@ -39,13 +53,29 @@ export async function processPull(
       // data was deleted, and the spec's answer is to abort with a 500.
       throw new HTTPError(500, `Client ${JSON.stringify(pull.clientID)} claims lastMutationID ${pull.lastMutationID} but the server has no record of it`);
     }
-    const result = await session.pull(pull.cookie, undefined);
+    const result = await answer(undefined);
     if (result === 'ClientStateNotFound') return { error: result };
     return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
   }, { readOnly: true, space });
+  // The cookie names a view whose record is missing or old: write it before the client holds it.
+  if (keep !== undefined && !('error' in response)) {
+    const { view, used } = keep;
+    await storage.transaction(async (tx) => (await strategy.open(tx, space, clock)).keepView(view, used), { readOnly: false, space });
+  }
   // A group that only pulls is active too: refresh its record, rarely, outside the read.
   if (stale !== undefined && pull.pullVersion === 1) await touch(storage, strategy, space, userID, pull.clientGroupID, clock);
   return response;
+}
+
+/** The prefixes `view` gives the caller, read through the pull's own snapshot, and their name. */
+async function resolveView(session: SpaceSession, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'>): Promise<ResolvedView> {
+  const tx = new SpaceReadTransaction(session, limits);
+  try {
+    const prefixes = await Prefixes.of(await view(tx, request), limits);
+    return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID };
+  } finally {
+    tx.close();
+  }
 }
 
 /** Records a group's activity in a write transaction of its own, unless it expired meanwhile. */

@@ -27,3 +27,12 @@ export interface StoredClient {
 
 /** A client group that pushed: when it was last seen (coarsely), or when housekeeping expired it. */
 export type GroupRecord = { seen: number } | { expired: number };
+
+/** What a view name in a cookie stands for (see view.ts), and when a pull last issued it. */
+export interface ViewRecord {
+  /** The user the view is of (null: anonymous); the name is only good for that user. */
+  user: string | null;
+  /** The view's prefixes, in canonical form. */
+  prefixes: string[];
+  used: number;
+}

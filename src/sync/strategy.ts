@@ -1,6 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
 import type { PatchOperation } from '../protocol/pull-response.js';
 import type { StorageTransaction } from '../storage/types.js';
+import type { Prefixes } from './view.js';
 
 /**
  * The seam between the protocol and how patches are computed. The handlers speak only to a
@@ -80,9 +81,23 @@ export interface SpaceSession {
   commit(): Promise<boolean>;
   /**
    * What a client holding `cookie` needs to catch up, or `'ClientStateNotFound'`; with `group`,
-   * the lastMutationIDs of that user's client group that changed since the cookie.
+   * the lastMutationIDs of that user's client group that changed since the cookie; with `view`,
+   * only the entries under its prefixes (and the cookie names the view).
    */
-  pull(cookie: JSONValue, group: GroupRef | undefined): Promise<PullResult | 'ClientStateNotFound'>;
+  pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'>;
+  /**
+   * Stores the record of `view`, which a pull named in its cookie (see {@link PullResult.keepView});
+   * `used` is when the record was last written, if it exists.
+   */
+  keepView(view: ResolvedView, used: number | undefined): Promise<void>;
+}
+
+/** A user's view, as a pull computed it. */
+export interface ResolvedView {
+  /** The view's name in cookies (a hash of the user and the prefixes). */
+  id: string;
+  prefixes: Prefixes;
+  userID: string | undefined;
 }
 
 /** What the server knows of one client. */
@@ -103,4 +118,10 @@ export interface PullResult {
   patch: PatchOperation[];
   /** Clients of the group whose lastMutationID changed since the cookie (empty without a group). */
   lastMutationIDChanges: Record<string, number>;
+  /**
+   * Set when the view record the cookie names is missing or was last written long ago: the
+   * caller writes it ({@link SpaceSession.keepView}) before answering, so the client can present
+   * it later and housekeeping knows it is in use.
+   */
+  keepView?: { used: number | undefined } | undefined;
 }

@@ -1,0 +1,109 @@
+import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
+import { fitsUTF8, type Limits } from './limits.js';
+import type { ReadTransaction } from './transaction.js';
+
+/** Whose view is asked for. */
+export interface ViewRequest {
+  /** The authenticated user, or undefined when requests are anonymous. */
+  userID: string | undefined;
+  /** The pulling client group; in a version 0 pull, which has no groups, the client's ID. */
+  clientGroupID: string;
+}
+
+/**
+ * Which part of a space a user may read: the key prefixes, computed from the space's data as of
+ * the pull (a membership entry, say). `''` is the whole space; no prefixes, none of it.
+ */
+export type View = (
+  tx: ReadTransaction,
+  request: ViewRequest,
+) => Iterable<string> | AsyncIterable<string> | Promise<Iterable<string> | AsyncIterable<string>>;
+
+/**
+ * A set of key prefixes in its one canonical form: sorted by UTF-8 bytes, each once, none
+ * starting with another (`a/` makes `a/b/` say nothing more). Two views cover the same keys
+ * exactly when their forms are equal, which is what lets a view be named by its contents.
+ */
+export class Prefixes {
+  readonly list: readonly string[];
+
+  private constructor(list: readonly string[]) {
+    this.list = list;
+  }
+
+  /** The canonical form of what a view returned; throws on a prefix no key could start with. */
+  static async of(source: Iterable<string> | AsyncIterable<string>, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'>): Promise<Prefixes> {
+    if (source === null || typeof source !== 'object' || (!(Symbol.iterator in source) && !(Symbol.asyncIterator in source))) {
+      throw new TypeError(`view must return an iterable of key prefixes, got ${source === null ? 'null' : typeof source}`);
+    }
+    const all: string[] = [];
+    for await (const prefix of source as AsyncIterable<unknown>) {
+      if (typeof prefix !== 'string') throw new TypeError(`view returned a prefix that is not a string: ${prefix === null ? 'null' : typeof prefix}`);
+      if (hasLoneSurrogate(prefix)) throw new TypeError(`view returned the prefix ${JSON.stringify(prefix.slice(0, 100))}, which holds a lone surrogate`);
+      if (!fitsUTF8(prefix, limits.keyBytes)) throw new RangeError(`view returned a prefix longer than a key may be (limits.keyBytes, ${limits.keyBytes} bytes)`);
+      if (all.push(prefix) > limits.viewPrefixes) throw new RangeError(`view returned more than ${limits.viewPrefixes} prefixes (limits.viewPrefixes)`);
+    }
+    return Prefixes.canonical(all);
+  }
+
+  /** The canonical form of `prefixes`, trusted to be valid (read back from a view record). */
+  static canonical(prefixes: readonly string[]): Prefixes {
+    const sorted = [...prefixes].sort(compareUTF8);
+    const kept: string[] = [];
+    // Everything starting with a prefix sorts right after it, before anything that does not.
+    for (const prefix of sorted) if (kept.length === 0 || !prefix.startsWith(kept[kept.length - 1]!)) kept.push(prefix);
+    return new Prefixes(kept);
+  }
+
+  static readonly none = new Prefixes([]);
+
+  /** Whether some prefix of the set starts `key` (or a prefix, taken as the keys under it). */
+  covers(key: string): boolean {
+    // Only the greatest prefix at or before the key can start it: any other one that did would
+    // start that greatest one too, which the canonical form rules out.
+    const i = this.#lastAtOrBefore(key);
+    return i >= 0 && key.startsWith(this.list[i]!);
+  }
+
+  /**
+   * The regions of this set that `other` does not cover: each prefix of this set that no prefix
+   * of `other` starts, with the prefixes of `other` inside it, whose keys are not in the region.
+   */
+  minus(other: Prefixes): Array<{ prefix: string; except: Prefixes }> {
+    const regions: Array<{ prefix: string; except: Prefixes }> = [];
+    for (const prefix of this.list) {
+      if (other.covers(prefix)) continue;
+      const inside: string[] = [];
+      for (let i = other.#lastAtOrBefore(prefix) + 1; i < other.list.length && other.list[i]!.startsWith(prefix); i++) inside.push(other.list[i]!);
+      regions.push({ prefix, except: new Prefixes(inside) });
+    }
+    return regions;
+  }
+
+  /** The index of the greatest prefix at or before `key`, or -1. */
+  #lastAtOrBefore(key: string): number {
+    let low = 0;
+    let high = this.list.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      if (compareUTF8(this.list[middle]!, key) <= 0) low = middle + 1;
+      else high = middle - 1;
+    }
+    return high;
+  }
+}
+
+/**
+ * The name of `userID`'s view `prefixes`: a hash of both, so equal views of one user share a
+ * record and one user's name never stands for another's view. 128 bits: no two views collide.
+ */
+export async function viewID(userID: string | undefined, prefixes: Prefixes): Promise<string> {
+  const text = JSON.stringify([userID ?? null, prefixes.list]);
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+  let binary = '';
+  for (const byte of digest.subarray(0, 16)) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+/** The longest view name a cookie may carry; longer is not one of ours. */
+export const VIEW_ID_LENGTH = 22;
