@@ -8,6 +8,9 @@ import {
   handlePush,
   memoryStorage,
   TemporaryError,
+  type Storage,
+  type StorageTransaction,
+  type TransactionOptions,
 } from '../src/index.js';
 
 /** Mutators the tests share: the real client fixtures use put, del and increment. */
@@ -126,4 +129,27 @@ export async function pushAndPull(base: URL, query = ''): Promise<void> {
   expect(pushed.status, await pushed.clone().text()).toBe(200);
   const pulled = await (await send('pull', pullBody('g', null))).json();
   expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'hello', value: 'world' }] });
+}
+
+/** A memory store that counts the entries it reads (each `get`, each row a `scan` returns), to check what a pull costs. */
+export function countingStorage(reads: { count: number }): Storage {
+  const inner = memoryStorage();
+  return {
+    transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions) {
+      return inner.transaction(
+        (tx) =>
+          fn({
+            get: (key) => (reads.count++, tx.get(key)),
+            put: (key, value) => tx.put(key, value),
+            del: (key) => tx.del(key),
+            scan: async (o) => {
+              const rows = await tx.scan(o);
+              reads.count += rows.length;
+              return rows;
+            },
+          }),
+        options,
+      );
+    },
+  };
 }

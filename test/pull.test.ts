@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { compareCookies } from '../src/sync/cookie.js';
-import { handlePull, type JSONValue, memoryStorage, type StorageTransaction } from '../src/index.js';
-import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, serverView, testContext, versionOf } from './helpers.js';
+import { handlePull, type JSONValue } from '../src/index.js';
+import { applyPatch, countingStorage, mutation, post, pull, pullBody, pullBodyV0, push, serverView, testContext, versionOf } from './helpers.js';
 
 async function pullResponse(ctx: ReturnType<typeof testContext>, body: unknown) {
   const response = await handlePull(post('/pull', body), ctx);
@@ -303,27 +303,3 @@ it('applying a full pull to an empty view gives the server view', async () => {
   const view = applyPatch(new Map(), (await pull(ctx, 'g', null)).patch);
   expect([...view.keys()]).toEqual(['\uffff', 'ü/🙂'].sort());
 });
-
-/** A memory store that counts the entries it reads, to check what a pull costs. */
-function countingStorage(reads: { count: number }) {
-  const inner = memoryStorage();
-  return {
-    transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: { readOnly: boolean }) {
-      return inner.transaction(
-        (tx) =>
-          fn({
-            ...tx,
-            get: (key) => (reads.count++, tx.get(key)),
-            put: tx.put,
-            del: tx.del,
-            scan: async (o) => {
-              const rows = await tx.scan(o);
-              reads.count += rows.length;
-              return rows;
-            },
-          }),
-        options,
-      );
-    },
-  };
-}

@@ -48,13 +48,14 @@ export function clockOf(ctx: SyncContext): SessionClock {
  * setInterval(() => void collectGarbage(ctx).then((removed) => console.log(removed)), 60 * 60 * 1000);
  */
 export async function collectGarbage(ctx: SyncContext, options: CollectOptions = {}): Promise<Collected> {
-  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0 };
+  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
   const spaces = options.space === undefined ? await allSpaces(ctx.storage) : [options.space];
   for (const space of spaces) {
     const removed = await collectSpace(ctx, space, options.batch ?? 64, Infinity);
     total.clientGroups += removed.clientGroups;
     total.clients += removed.clients;
     total.tombstones += removed.tombstones;
+    total.views += removed.views;
   }
   return total;
 }
@@ -92,13 +93,14 @@ const lastRuns = new WeakMap<SyncContext, Map<string, number>>();
 
 async function collectSpace(ctx: SyncContext, space: string, batch: number, maxBatches: number): Promise<Collected> {
   const retention = resolveRetention(ctx.retention);
-  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0 };
+  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
   for (let i = 0; i < maxBatches; i++) {
     const now = clockOf(ctx).now;
     const step = await ctx.storage.transaction((tx) => globalVersion.collect(tx, space, now, retention, batch), { readOnly: false, space });
     total.clientGroups += step.clientGroups;
     total.clients += step.clients;
     total.tombstones += step.tombstones;
+    total.views += step.views;
     if (step.done) break;
   }
   return total;

@@ -1,7 +1,7 @@
 import type { StorageTransaction } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import type { Entry, GroupRecord, Meta, StoredClient } from './records.js';
+import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { Collected, Retention } from './strategy.js';
 
 /**
@@ -15,7 +15,7 @@ import type { Collected, Retention } from './strategy.js';
 export async function collectSpace(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }> {
   const keys = new SpaceKeys(space);
   const meta = (await tx.get(keys.meta)) as Meta | undefined;
-  const counts = { clientGroups: 0, clients: 0, tombstones: 0 };
+  const counts = { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
   if (meta === undefined) return { ...counts, done: true };
   let done = true;
   let floor = meta.floor ?? 0;
@@ -63,6 +63,21 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   for (const [i, [row, value]] of markers.rows.entries()) {
     const record = marked[i];
     if (record !== undefined && 'expired' in record && record.expired === timeOf(keys.expiredPrefix)(row)) await tx.del(keys.group(...groupOf(value)));
+    await tx.del(row);
+  }
+
+  // A view record no pull issued for the group retention: a client holding a cookie that names
+  // it gets a reset if its view changed since (and nothing worse), so it may go.
+  const unused = await oldest(tx, keys.viewUsePrefix, limit, retention.clientGroups === false ? -Infinity : now - retention.clientGroups, timeOf(keys.viewUsePrefix));
+  done &&= unused.done;
+  const ids = unused.rows.map(([row]) => row.slice(keys.viewUsePrefix.length + VERSION_FIELD));
+  const views = (await readMany(tx, ids.map((id) => keys.view(id)))) as Array<ViewRecord | undefined>;
+  for (const [i, [row]] of unused.rows.entries()) {
+    // A row left behind by a later refresh is not the record's current one: only the row goes.
+    if (views[i] !== undefined && views[i].used === timeOf(keys.viewUsePrefix)(row)) {
+      await tx.del(keys.view(ids[i]!));
+      counts.views++;
+    }
     await tx.del(row);
   }
 

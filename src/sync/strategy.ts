@@ -43,6 +43,8 @@ export interface Collected {
   clients: number;
   /** Tombstones of deleted entries removed. */
   tombstones: number;
+  /** Records of views no pull named for the client-group retention. */
+  views: number;
 }
 
 /** One space, seen from inside one storage transaction. */
