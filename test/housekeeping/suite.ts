@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, handlePush, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../helpers.js';
+import { membershipView, ViewClient, write } from '../views/app.js';
 
 const SECOND = 1_000;
 
@@ -34,8 +35,8 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       const middle = await pull(ctx, 'reader', old.cookie);
       clock.now += 6 * SECOND;
       // `a` was deleted 11 s ago, `b` 6 s ago: only `a`'s tombstone goes.
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 1 });
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 1, views: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
 
       const reset = await pull(ctx, 'reader', old.cookie);
       expect(reset.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'c', value: 3 }]);
@@ -64,7 +65,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       clock.now += 8 * SECOND;
       await push(ctx, 'busy', [put('b', 1, 'z', 1)]);
       clock.now += 3 * SECOND;
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 2, tombstones: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 2, tombstones: 0, views: 0 });
 
       expect(await answer(ctx, { pullVersion: 1, clientGroupID: 'idle', cookie, profileID: 'p', schemaVersion: '' }, '/pull')).toEqual({ error: 'ClientStateNotFound' });
       expect(await answer(ctx, pushBody('idle', [put('i1', 2, 'x', 2)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
@@ -98,7 +99,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         expect((await collectGarbage(ctx)).clientGroups).toBe(0);
       }
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 0, views: 0 });
     });
 
     it('an expired group’s marker lasts as long as tombstones, then goes', async () => {
@@ -129,13 +130,13 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       const kept = await context({ clientGroups: false, tombstones: false });
       await push(kept.ctx, 'g', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
       kept.clock.now += 365 * 24 * 3600 * SECOND;
-      expect(await collectGarbage(kept.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+      expect(await collectGarbage(kept.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
       const defaults = await context({});
       await push(defaults.ctx, 'g', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
       defaults.clock.now += 29 * 24 * 3600 * SECOND;
-      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
       defaults.clock.now += 2 * 24 * 3600 * SECOND;
-      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 1 });
+      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0 });
     });
 
     it('collects in small transactions: 300 tombstones, 40 groups and 40 markers in batches of 16', async () => {
@@ -148,10 +149,10 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       for (let g = 0; g < 39; g++) await push(ctx, `group${g}`, [put(`client${g}`, 1, `g${g}`, g)]);
       clock.now += 11 * SECOND;
       transactions = 0;
-      expect(await collectGarbage(ctx, { batch: 16 })).toEqual({ clientGroups: 40, clients: 40, tombstones: 300 });
+      expect(await collectGarbage(ctx, { batch: 16 })).toEqual({ clientGroups: 40, clients: 40, tombstones: 300, views: 0 });
       expect(transactions).toBeGreaterThanOrEqual(300 / 16);
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx, { batch: 16, space: '' })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0 });
+      expect(await collectGarbage(ctx, { batch: 16, space: '' })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
       // Only the live entries are left to send.
       expect((await pull(ctx, 'reader', null)).patch).toHaveLength(40);
     });
@@ -164,8 +165,8 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         expect((await handlePush(post(`/push?space=${encodeURIComponent(space)}`, body), ctx)).status).toBe(200);
       }
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx, { space: 'b/c' })).toEqual({ clientGroups: 1, clients: 1, tombstones: 1 });
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 2, clients: 2, tombstones: 2 });
+      expect(await collectGarbage(ctx, { space: 'b/c' })).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 2, clients: 2, tombstones: 2, views: 0 });
     });
 
     it('a little runs after pushes, in the background, at most once a minute per space', async () => {
@@ -179,6 +180,27 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       clock.now += 40 * SECOND;
       await push(ctx, 'w', [put('c', 4, 'b', 2)]);
       await expect.poll(tombstones, { timeout: 5_000 }).toBe(0);
+    });
+
+    it('view records no pull issued for the group retention go; a cookie naming one gets a reset once its view changed', async () => {
+      const { ctx, clock } = await context();
+      Object.assign(ctx, { authenticate: (request: Request) => request.headers.get('authorization') || null, view: membershipView });
+      await write(ctx, 'admin', { 'member/alice/1': '1', 'member/bob/1': '1', 'doc/1/x': 1, 'doc/2/x': 2 });
+      const alice = new ViewClient(ctx, 'alice');
+      const bob = new ViewClient(ctx, 'bob');
+      await alice.pull();
+      await bob.pull();
+      // Bob pulls now and then, which keeps his record; alice does not.
+      for (let i = 0; i < 3; i++) {
+        clock.now += 4 * SECOND;
+        await bob.pull();
+      }
+      expect(await collectGarbage(ctx)).toMatchObject({ views: 1 });
+      expect(await collectGarbage(ctx)).toMatchObject({ views: 0 });
+      await write(ctx, 'admin', { 'member/alice/2': '2', 'member/bob/2': '2' });
+      expect((await alice.pull()).patch[0]).toEqual({ op: 'clear' });
+      expect((await bob.pull()).patch).toEqual(expect.arrayContaining([{ op: 'put', key: 'doc/2/x', value: 2 }]));
+      expect([alice.data.get('doc/2/x'), bob.data.get('doc/2/x'), bob.data.size]).toEqual([2, 2, 4]);
     });
   });
 }

@@ -3,7 +3,7 @@
  * same through the model test (model.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, HTTPError, type JSONValue, type StorageTransaction, type View } from '../../src/index.js';
+import { handlePull, HTTPError, type JSONValue, type StorageTransaction, type View } from '../../src/index.js';
 import { countingStorage, post, pull, pullBody, pullBodyV0 } from '../helpers.js';
 import { as, membershipView, viewContext, ViewClient, write } from './app.js';
 
@@ -305,30 +305,6 @@ describe('what a pull costs', () => {
     const revoked = await cost();
     expect(revoked.ops).toBe(101);
     expect(revoked.reads).toBeLessThan(idle.reads + 101 + 40);
-  });
-});
-
-describe('housekeeping of view records', () => {
-  it('records no pull issued for the client-group retention are collected; a cookie naming one then gets a reset', async () => {
-    let now = Date.UTC(2026, 10, 1);
-    const day = 24 * 60 * 60 * 1000;
-    const ctx = await workspace({ clock: () => now, retention: { clientGroups: 30 * day, tombstones: 30 * day } });
-    const alice = new ViewClient(ctx, 'alice');
-    await alice.pull();
-    const bob = new ViewClient(ctx, 'bob');
-    await bob.pull();
-    // Bob keeps pulling, so his record is refreshed; alice's is left alone.
-    for (let i = 0; i < 10; i++) {
-      now += 4 * day;
-      await bob.pull();
-    }
-    expect(await viewRecords(ctx.storage)).toHaveLength(2);
-    expect(await collectGarbage(ctx)).toMatchObject({ views: 1 });
-    expect((await viewRecords(ctx.storage)).map(([, record]) => (record as { user: string }).user)).toEqual(['bob']);
-    await write(ctx, 'admin', { 'member/alice/3': '3', 'member/bob/3': '3' });
-    expect((await alice.pull()).patch[0]).toEqual({ op: 'clear' });
-    expect((await bob.pull()).patch[0]).not.toEqual({ op: 'clear' });
-    expect(alice.data.get('doc/3/title')).toBe('three');
   });
 });
 
