@@ -1,0 +1,173 @@
+/**
+ * Model-based property test of per-user views: random writes (data and memberships), changes of
+ * the view from outside the space, lost view records, housekeeping and pulls of any user from any
+ * cookie ever issued (their own, another group's, another user's), on every store. For each pull:
+ * applying its patch to what the client held at its cookie gives exactly the live entries under
+ * the caller's prefixes at the server, and no key outside the caller's view (now, or at its
+ * cookie when the cookie is the caller's own) is named. More cases by hand:
+ * `FC_RUNS=5000 npx vitest run test/views/model.test.ts`.
+ */
+import * as fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import { collectGarbage, handlePull, type JSONValue, memoryStorage, type Storage, type View } from '../../src/index.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { applyPatch, post, pullBody, pullBodyV0 } from '../helpers.js';
+import { as, viewContext, write } from './app.js';
+
+const RUNS = Number(process.env.FC_RUNS ?? 500);
+const USERS = ['alice', 'bob', 'carol'] as const;
+/** What a view may add from outside the space: nothing, a narrow prefix, a wide one, everything. */
+const EXTRAS = [null, 'doc/1/a', 'doc/', ''] as const;
+const DAY = 24 * 60 * 60 * 1000;
+
+const keyArb = fc.oneof(
+  // Few keys, so that writes, deletes, grants and revokes meet the same ones often.
+  { weight: 3, arbitrary: fc.constantFrom('doc/1/a', 'doc/1/b', 'doc/2/a', 'doc/1x') },
+  { weight: 3, arbitrary: fc.constantFrom('member/alice/1', 'member/alice/2', 'member/bob/1', 'member/bob/2', 'member/carol/1') },
+  { weight: 1, arbitrary: fc.constantFrom('other', 'doc/3/a') },
+);
+
+type Step =
+  | { kind: 'write'; entries: Array<[string, number | null]> }
+  | { kind: 'pull'; user: number; group: number; v0: boolean; from: 'own' | 'any' | 'none'; pick: number }
+  | { kind: 'extra'; user: number; extra: (typeof EXTRAS)[number] }
+  | { kind: 'loseRecords' }
+  | { kind: 'collect' };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('write' as const), entries: fc.array(fc.tuple(keyArb, fc.option(fc.nat({ max: 9 }), { freq: 2 })), { minLength: 1, maxLength: 4 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('pull' as const),
+      user: fc.nat({ max: USERS.length - 1 }),
+      group: fc.nat({ max: 1 }),
+      v0: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
+      // Mostly the client's own latest cookie, as a real client sends; sometimes any cookie ever
+      // issued (a fork, another user's, an old one); sometimes none.
+      from: fc.constantFrom<Array<'own' | 'any' | 'none'>>('own', 'own', 'own', 'own', 'any', 'any', 'none'),
+      pick: fc.nat(),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('extra' as const), user: fc.nat({ max: USERS.length - 1 }), extra: fc.constantFrom(...EXTRAS) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'loseRecords' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'collect' as const }) },
+);
+
+/** Whether a prefix of `prefixes` starts `key`. */
+const covers = (prefixes: readonly string[], key: string) => prefixes.some((prefix) => key.startsWith(prefix));
+
+async function run(steps: Step[], storage: Storage, serverView?: View): Promise<void> {
+  let now = Date.UTC(2026, 10, 23);
+  const extras = new Map<string, string | null>();
+  /** The model's view, from the model's data: memberships, the outside extra, the group. */
+  const prefixesOf = (data: Map<string, JSONValue>, user: string, group: string): string[] => {
+    const prefixes = [`member/${user}/`];
+    for (const [key, value] of data) if (key.startsWith(`member/${user}/`)) prefixes.push(`doc/${String(value)}/`);
+    const extra = extras.get(user);
+    if (extra != null) prefixes.push(extra);
+    // The second group of each user never sees document 2: views may differ between groups.
+    return group.endsWith('-1') ? prefixes.filter((prefix) => prefix !== 'doc/2/') : prefixes;
+  };
+  // The server's view is the same function, written against the transaction.
+  const view: View = async (tx, { userID, clientGroupID }) => {
+    const data = new Map<string, JSONValue>();
+    for await (const [key, value] of tx.scan({ prefix: `member/${userID}/` }).entries()) data.set(key, value);
+    return prefixesOf(data, userID!, clientGroupID);
+  };
+  const ctx = viewContext({ storage, view: serverView ?? view, clock: () => now, retention: { clientGroups: DAY, tombstones: DAY } });
+
+  const model = new Map<string, JSONValue>();
+  /** Every cookie issued: to whom, for which prefixes, and what its client then held. */
+  const issued: Array<{ cookie: JSONValue; user: string; group: string; v0: boolean; prefixes: string[]; held: Map<string, JSONValue> }> = [];
+
+  for (const step of steps) {
+    if (step.kind === 'write') {
+      const entries = Object.fromEntries(step.entries.map(([key, value]) => [key, value === null ? undefined : key.startsWith('member/') ? key.slice(-1) : value]));
+      await write(ctx, 'admin', entries);
+      for (const [key, value] of Object.entries(entries)) {
+        if (value === undefined) model.delete(key);
+        else model.set(key, value);
+      }
+    } else if (step.kind === 'extra') {
+      extras.set(USERS[step.user]!, step.extra);
+    } else if (step.kind === 'loseRecords') {
+      await storage.transaction(async (tx) => {
+        for (const [row] of await tx.scan({ prefix: 'w/' })) await tx.del(row);
+      }, { readOnly: false });
+    } else if (step.kind === 'collect') {
+      now += 2 * DAY;
+      await collectGarbage(ctx);
+    } else {
+      const user = USERS[step.user]!;
+      const group = `${user}-${step.group}`;
+      const own = issued.filter((cookie) => cookie.group === group && cookie.v0 === step.v0).at(-1);
+      const from = step.from === 'own' ? own : step.from === 'none' || issued.length === 0 ? undefined : issued[step.pick % issued.length]!;
+      const cookie = from?.cookie ?? null;
+      const body = step.v0 ? pullBodyV0(group, cookie, 0) : pullBody(group, cookie);
+      const response = await handlePull(post('/pull', body), { ...ctx, authenticate: () => user });
+      const text = await response.text();
+      expect(response.status, text).toBe(200);
+      const result = JSON.parse(text) as { cookie: JSONValue; patch: Array<{ op: string; key?: string }> };
+      expect(result).not.toHaveProperty('error');
+      const prefixes = prefixesOf(model, user, group);
+      const expected = new Map([...model].filter(([key]) => covers(prefixes, key)));
+      const held = applyPatch(from?.held ?? new Map(), result.patch as never);
+      expect(held).toEqual(expected);
+      // No key outside the caller's view, now or (for their own cookie) at the cookie.
+      const allowed = [...prefixes, ...(from?.user === user ? from.prefixes : [])];
+      for (const op of result.patch) if (op.key !== undefined) expect(covers(allowed, op.key), op.key).toBe(true);
+      // Another user's cookie: a reset (unless it held nothing, as at an empty space's cookie).
+      if (from !== undefined && from.user !== user && from.held.size > 0) expect(result.patch[0]).toEqual({ op: 'clear' });
+      issued.push({ cookie: result.cookie, user, group, v0: step.v0, prefixes, held });
+    }
+  }
+  expect(ctx.errors).toEqual([]);
+}
+
+// size 'max': lengths spread up to maxLength; the default keeps most sequences under ten steps.
+const steps = fc.array(stepArb, { minLength: 1, maxLength: 40, size: 'max' });
+
+describe('model-based: per-user views', () => {
+  it('on the memory store: every patch brings its client exactly to its view, and names nothing outside it', async () => {
+    await fc.assert(fc.asyncProperty(steps, (s) => run(s, memoryStorage())), { numRuns: RUNS });
+  });
+
+  it('the property can fail: a server whose view is the whole space is caught', async () => {
+    const sequence: Step[] = [
+      { kind: 'write', entries: [['doc/1/a', 1]] },
+      { kind: 'pull', user: 0, group: 0, v0: false, from: 'none', pick: 0 },
+    ];
+    await run(sequence, memoryStorage());
+    await expect(run(sequence, memoryStorage(), () => [''])).rejects.toThrow();
+  });
+
+  it('sqliteStorage (better-sqlite3)', async () => {
+    await fc.assert(fc.asyncProperty(steps, (s) => run(s, sqliteStorage(new Database(':memory:')))), { numRuns: Math.ceil(RUNS / 5) });
+  });
+
+  const url = process.env.DATABASE_URL;
+  const server = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
+  let lite: PGlite | undefined;
+  const schemas: string[] = [];
+  afterAll(async () => {
+    if (server) {
+      for (const schema of schemas) await server.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await server.end();
+    }
+    await lite?.close();
+  }, 60_000);
+
+  it(`postgresStorage (${server ? 'a real server' : 'PGlite'})`, async () => {
+    const store = () => {
+      const schema = `views_model_${process.pid}_${schemas.length}`;
+      schemas.push(schema);
+      return postgresStorage(server ?? (lite ??= new PGlite()), { schema });
+    };
+    await fc.assert(fc.asyncProperty(steps, (s) => run(s, store())), { numRuns: Math.ceil(RUNS / 10) });
+  });
+});
