@@ -129,17 +129,21 @@ class GlobalVersionSession implements SpaceSession {
     const answer = this.#answerTo(cookie, view);
     const { current } = answer;
     let { since, from } = answer;
-    let keepView: PullResult['keepView'];
+    let viewRecord: PullResult['viewRecord'];
     if (view !== undefined) {
-      // The current view's record (to keep it alive) and, when the view changed since the
-      // cookie, the old one's: what the client holds. One read: one round trip on a database.
-      const wanted = from === undefined && since !== 'reset' ? [view.id, (readCookie(cookie) as VersionCookie).view!] : [view.id];
-      const [mine, old] = (await getMany(this.#tx, wanted.map((id) => this.#keys.view(id)))) as Array<ViewRecord | undefined>;
-      if (mine === undefined || this.#clock.now - mine.used >= this.#clock.touchEveryMs) keepView = { used: mine?.used };
-      if (wanted.length === 2) {
+      // The current view's record, unless this process knows it is in the store and recent, and,
+      // when the view changed since the cookie, the old one's: what the client holds. One read:
+      // one round trip on a database.
+      const known = view.seen !== undefined && this.#clock.now - view.seen < this.#clock.touchEveryMs;
+      const old = from === undefined && since !== 'reset' ? (readCookie(cookie) as VersionCookie).view! : undefined;
+      const wanted = [...(known ? [] : [view.id]), ...(old === undefined ? [] : [old])];
+      const records = wanted.length === 0 ? [] : ((await getMany(this.#tx, wanted.map((id) => this.#keys.view(id)))) as Array<ViewRecord | undefined>);
+      if (!known) viewRecord = { used: records[0]?.used };
+      if (old !== undefined) {
+        const record = records.at(-1);
         // Lost to housekeeping, or another user's: start over from the caller's own view.
-        if (old === undefined || old.user !== (view.userID ?? null)) since = 'reset';
-        else from = Prefixes.canonical(old.prefixes);
+        if (record === undefined || record.user !== (view.userID ?? null)) since = 'reset';
+        else from = Prefixes.canonical(record.prefixes);
       }
     }
     // The client throws on a cookie lower than its own and drops a response whose cookie equals
@@ -163,7 +167,7 @@ class GlobalVersionSession implements SpaceSession {
         }
       }
     }
-    return { cookie: current, patch, lastMutationIDChanges, keepView };
+    return { cookie: current, patch, lastMutationIDChanges, viewRecord };
   }
 
   async keepView(view: ResolvedView, used: number | undefined): Promise<void> {

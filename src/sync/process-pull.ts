@@ -5,7 +5,7 @@ import type { Storage } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import { SpaceReadTransaction } from './read-transaction.js';
 import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
-import { Prefixes, type View, type ViewRequest, viewID } from './view.js';
+import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 
 /**
  * Answers a pull of either version from one read-only transaction, so the lastMutationIDs are
@@ -23,15 +23,22 @@ export async function processPull(
 ): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
   let stale: number | undefined;
   let keep: { view: ResolvedView; used: number | undefined } | undefined;
+  let fresh: { view: ResolvedView; used: number } | undefined;
   const response = await storage.transaction(async (tx) => {
-    stale = keep = undefined;
+    stale = keep = fresh = undefined;
     const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
     const session = await strategy.open(tx, space, clock, group);
     const clientGroupID = pull.pullVersion === 1 ? pull.clientGroupID : pull.clientID;
     const view = views && (await resolveView(session, views.view, { userID, clientGroupID }, views.limits));
+    if (view !== undefined) view.seen = recentViews.get(storage, space, view.id);
     const answer = async (group: GroupRef | undefined) => {
       const result = await session.pull(pull.cookie, group, view);
-      if (result !== 'ClientStateNotFound' && result.keepView) keep = { view: view!, used: result.keepView.used };
+      const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
+      if (record !== undefined) {
+        const { used } = record;
+        if (used === undefined || clock.now - used >= clock.touchEveryMs) keep = { view: view!, used };
+        else fresh = { view: view!, used };
+      }
       return result;
     };
     if (pull.pullVersion === 1) {
@@ -57,15 +64,20 @@ export async function processPull(
     if (result === 'ClientStateNotFound') return { error: result };
     return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
   }, { readOnly: true, space });
-  // The cookie names a view whose record is missing or old: write it before the client holds it.
-  if (keep !== undefined && !('error' in response)) {
-    const { view, used } = keep;
-    await storage.transaction(async (tx) => (await strategy.open(tx, space, clock)).keepView(view, used), { readOnly: false, space });
+  if (!('error' in response)) {
+    // The cookie names a view whose record is missing or old: write it before the client holds it.
+    if (keep !== undefined) {
+      const { view, used } = keep;
+      await storage.transaction(async (tx) => (await strategy.open(tx, space, clock)).keepView(view, used), { readOnly: false, space });
+      recentViews.set(storage, space, view.id, clock.now);
+    } else if (fresh !== undefined) recentViews.set(storage, space, fresh.view.id, fresh.used);
   }
   // A group that only pulls is active too: refresh its record, rarely, outside the read.
   if (stale !== undefined && pull.pullVersion === 1) await touch(storage, strategy, space, userID, pull.clientGroupID, clock);
   return response;
 }
+
+const recentViews = new RecentViews();
 
 /** The prefixes `view` gives the caller, read through the pull's own snapshot, and their name. */
 async function resolveView(session: SpaceSession, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'>): Promise<ResolvedView> {

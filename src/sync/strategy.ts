@@ -88,7 +88,7 @@ export interface SpaceSession {
    */
   pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'>;
   /**
-   * Stores the record of `view`, which a pull named in its cookie (see {@link PullResult.keepView});
+   * Stores the record of `view`, which a pull named in its cookie (see {@link PullResult.viewRecord});
    * `used` is when the record was last written, if it exists.
    */
   keepView(view: ResolvedView, used: number | undefined): Promise<void>;
@@ -100,6 +100,8 @@ export interface ResolvedView {
   id: string;
   prefixes: Prefixes;
   userID: string | undefined;
+  /** When this process last knew the view's record to be in the store, written at that time. */
+  seen?: number | undefined;
 }
 
 /** What the server knows of one client. */
@@ -120,10 +122,6 @@ export interface PullResult {
   patch: PatchOperation[];
   /** Clients of the group whose lastMutationID changed since the cookie (empty without a group). */
   lastMutationIDChanges: Record<string, number>;
-  /**
-   * Set when the view record the cookie names is missing or was last written long ago: the
-   * caller writes it ({@link SpaceSession.keepView}) before answering, so the client can present
-   * it later and housekeeping knows it is in use.
-   */
-  keepView?: { used: number | undefined } | undefined;
+  /** The current view's record as the pull read it (`used` undefined: missing); absent when not read. */
+  viewRecord?: { used: number | undefined } | undefined;
 }

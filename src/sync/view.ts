@@ -37,12 +37,15 @@ export class Prefixes {
       throw new TypeError(`view must return an iterable of key prefixes, got ${source === null ? 'null' : typeof source}`);
     }
     const all: string[] = [];
-    for await (const prefix of source as AsyncIterable<unknown>) {
+    const add = (prefix: unknown) => {
       if (typeof prefix !== 'string') throw new TypeError(`view returned a prefix that is not a string: ${prefix === null ? 'null' : typeof prefix}`);
       if (hasLoneSurrogate(prefix)) throw new TypeError(`view returned the prefix ${JSON.stringify(prefix.slice(0, 100))}, which holds a lone surrogate`);
       if (!fitsUTF8(prefix, limits.keyBytes)) throw new RangeError(`view returned a prefix longer than a key may be (limits.keyBytes, ${limits.keyBytes} bytes)`);
       if (all.push(prefix) > limits.viewPrefixes) throw new RangeError(`view returned more than ${limits.viewPrefixes} prefixes (limits.viewPrefixes)`);
-    }
+    };
+    // An array (the usual answer) without an await per prefix.
+    if (Symbol.iterator in source) for (const prefix of source as Iterable<unknown>) add(prefix);
+    else for await (const prefix of source as AsyncIterable<unknown>) add(prefix);
     return Prefixes.canonical(all);
   }
 
@@ -99,10 +102,45 @@ export class Prefixes {
  */
 export async function viewID(userID: string | undefined, prefixes: Prefixes): Promise<string> {
   const text = JSON.stringify([userID ?? null, prefixes.list]);
+  const known = names.get(text);
+  if (known !== undefined) return known;
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
   let binary = '';
   for (const byte of digest.subarray(0, 16)) binary += String.fromCharCode(byte);
-  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+  const id = btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+  // A digest costs a hop to the runtime's crypto; most pulls name a view already named.
+  if (text.length <= MEMO_TEXT) remember(names, text, id, MEMO_SIZE);
+  return id;
+}
+
+const names = new Map<string, string>();
+const MEMO_SIZE = 4_096;
+const MEMO_TEXT = 2_048;
+
+/**
+ * When a process last knew each view record to be in a store (per store, by space and name), so
+ * that an up-to-date pull need not read it: its only use is to keep the record from housekeeping,
+ * which leaves a record alone for far longer than the refresh interval.
+ */
+export class RecentViews {
+  readonly #byStore = new WeakMap<object, Map<string, number>>();
+
+  get(storage: object, space: string, id: string): number | undefined {
+    return this.#byStore.get(storage)?.get(`${id}/${space}`);
+  }
+
+  set(storage: object, space: string, id: string, used: number): void {
+    let known = this.#byStore.get(storage);
+    if (known === undefined) this.#byStore.set(storage, (known = new Map()));
+    remember(known, `${id}/${space}`, used, MEMO_SIZE);
+  }
+}
+
+/** Sets `key` in a map kept to `size` entries, the longest-known going first. */
+function remember<K, V>(map: Map<K, V>, key: K, value: V, size: number): void {
+  map.delete(key);
+  if (map.size >= size) map.delete(map.keys().next().value!);
+  map.set(key, value);
 }
 
 /** The longest view name a cookie may carry; longer is not one of ours. */
