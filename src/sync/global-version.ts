@@ -154,10 +154,11 @@ class GlobalVersionSession implements SpaceSession {
       since === 'reset'
         ? await resetPatch(this.#tx, this.#keys, view?.prefixes)
         : view === undefined
-          ? await changesSince(this.#tx, this.#keys, since)
-          : await viewPatch(this.#tx, this.#keys, since, from!, view.prefixes);
+          ? await changesSince(this.#tx, this.#keys, since, this.#version)
+          : await viewPatch(this.#tx, this.#keys, since, this.#version, from!, view.prefixes);
     const lastMutationIDChanges: Record<string, number> = {};
-    if (group !== undefined) {
+    // A lastMutationID changes with the version, so an up-to-date client has none to learn.
+    if (group !== undefined && (since === 'reset' || since < this.#version)) {
       const prefix = this.#keys.lmidPrefix(group.userID, group.clientGroupID);
       const start = { key: prefix + encodeVersion((since === 'reset' ? 0 : since) + 1) };
       for await (const page of scanPages(this.#tx, { prefix, start })) {

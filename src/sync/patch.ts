@@ -23,9 +23,14 @@ export async function resetPatch(tx: StorageTransaction, keys: SpaceKeys, view?:
   return patch;
 }
 
-/** The changes after version `since`, in version order, of the keys `keep` accepts (all without it). */
-export async function changesSince(tx: StorageTransaction, keys: SpaceKeys, since: number, keep?: (key: string) => boolean): Promise<PatchOperation[]> {
+/**
+ * The changes after version `since` up to `latest` (the space's version), in version order, of
+ * the keys `keep` accepts (all without it).
+ */
+export async function changesSince(tx: StorageTransaction, keys: SpaceKeys, since: number, latest: number, keep?: (key: string) => boolean): Promise<PatchOperation[]> {
   const patch: PatchOperation[] = [];
+  // An up-to-date client, the most common pull: no version after the latest to look for.
+  if (since >= latest) return patch;
   const prefix = keys.versionPrefix;
   const start = { key: prefix + encodeVersion(since + 1) };
   for await (const page of scanPages(tx, { prefix, start })) {
@@ -44,13 +49,13 @@ export async function changesSince(tx: StorageTransaction, keys: SpaceKeys, sinc
 
 /**
  * What a client holding the data under `from` as of version `since` needs to hold the data under
- * `to` now: the changes since then in what both cover, every live entry of what only `to`
+ * `to` now (version `latest`): the changes since then in what both cover, every live entry of what only `to`
  * covers, and a delete for every key of what only `from` covers that the client may hold. Its
  * cost follows the changes since `since` and the entries that enter or leave the view, not the
  * size of the view.
  */
-export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, since: number, from: Prefixes, to: Prefixes): Promise<PatchOperation[]> {
-  const patch = await changesSince(tx, keys, since, (key) => from.covers(key) && to.covers(key));
+export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, since: number, latest: number, from: Prefixes, to: Prefixes): Promise<PatchOperation[]> {
+  const patch = await changesSince(tx, keys, since, latest, (key) => from.covers(key) && to.covers(key));
   const skip = keys.entryPrefix.length;
   for (const { prefix, except } of to.minus(from)) {
     for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {

@@ -4,7 +4,7 @@
  * package as that runtime loads it.
  */
 import type { ReadonlyJSONValue, WriteTransaction } from 'replicache';
-import type { Storage, SyncContext } from '../../src/index.js';
+import type { Storage, SyncContext, View } from '../../src/index.js';
 
 /** Small, so that the suite can send a body over it cheaply. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -22,6 +22,12 @@ export const runtimeMutators = {
   },
 };
 
+/**
+ * A view every runtime can serve anonymously: a client group reads the prefixes listed at
+ * `views/<clientGroupID>`, or the whole space when there is no such entry (every other test).
+ */
+export const runtimeView: View = async (tx, { clientGroupID }) => ((await tx.get(`views/${clientGroupID}`)) as string[] | undefined) ?? [''];
+
 export function runtimeContext(storage: Storage): SyncContext {
-  return { storage, mutators: runtimeMutators, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {} };
+  return { storage, mutators: runtimeMutators, view: runtimeView, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {} };
 }

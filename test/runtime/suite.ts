@@ -45,6 +45,19 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       expect(again).toEqual({ cookie: body.cookie, lastMutationIDChanges: {}, patch: [] });
     });
 
+    it('narrows pulls to a view, and moves what enters and leaves it', async () => {
+      const group = `${name}-viewer`;
+      const put = (id: number, key: string, value: unknown) => ({ clientID: `${name}-vw`, id, name: 'put', args: { key, value }, timestamp: id });
+      await push(`${name}-vg`, [put(1, `${name}/v/a/1`, 1), put(2, `${name}/v/b/1`, 2), put(3, `views/${group}`, [`${name}/v/a/`])]);
+      const first = await (await pull(group, null)).json();
+      expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: `${name}/v/a/1`, value: 1 }]);
+      await push(`${name}-vg`, [put(4, `views/${group}`, [`${name}/v/b/`])]);
+      const moved = await (await pull(group, first.cookie)).json();
+      expect(moved.patch).toEqual(expect.arrayContaining([{ op: 'del', key: `${name}/v/a/1` }, { op: 'put', key: `${name}/v/b/1`, value: 2 }]));
+      expect(moved.patch).toHaveLength(2);
+      expect(moved.cookie.view).not.toBe(first.cookie.view);
+    });
+
     it('serves concurrent pushes without losing one', async () => {
       const responses = await Promise.all(
         Array.from({ length: 20 }, (_, i) => push(`${name}-cg${i}`, [{ clientID: `${name}-cc${i}`, id: 1, name: 'increment', args: { key: `${name}/count`, delta: 1 }, timestamp: 1 }])),

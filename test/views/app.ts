@@ -6,11 +6,11 @@
 import type { JSONValue, SyncContext, View } from '../../src/index.js';
 import { applyPatch, mutation, pull, push, testContext } from '../helpers.js';
 
-export const membershipView: View = async (tx, { userID }) => {
+export const membershipView = (async (tx, { userID }) => {
   const prefixes = [`member/${userID}/`];
   for await (const doc of tx.scan({ prefix: `member/${userID}/` })) prefixes.push(`doc/${doc as string}/`);
   return prefixes;
-};
+}) satisfies View;
 
 /** Requests as `user`: the test contexts take the Authorization header as the user ID. */
 export const as = (user: string) => ({ authorization: user });

@@ -3,10 +3,11 @@
 // own SQLite storage. Bundled by ./start-workerd.ts; JavaScript, so that the type check does not
 // need dist/, which is built only when tests start.
 import { createSyncObject, routeToObject } from '../../../dist/cloudflare.js';
-import { MAX_BODY_BYTES, runtimeMutators } from '../app.ts';
+import { MAX_BODY_BYTES, runtimeMutators, runtimeView } from '../app.ts';
 
 export const SyncObject = createSyncObject((env) => ({
   mutators: runtimeMutators,
+  view: runtimeView,
   limits: { bodyBytes: MAX_BODY_BYTES },
   onError: () => {},
   // The header exactly as the client sent it, or 401 (the client then calls getAuth).
