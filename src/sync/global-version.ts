@@ -63,7 +63,7 @@ class GlobalVersionSession implements SpaceSession {
   async *scan(prefix: string, start?: { key: string; exclusive: boolean }) {
     const skip = this.#keys.entryPrefix.length;
     const from = start && { key: this.#keys.entry(start.key), exclusive: start.exclusive };
-    for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) yield* live(page, skip);
+    for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) yield [...live(page, skip)];
   }
 
   async put(key: string, value: JSONValue): Promise<void> {

@@ -34,7 +34,7 @@ export class SpaceReadTransaction implements ReadTransaction {
   }
 
   async isEmpty(): Promise<boolean> {
-    for await (const _ of this.#entries({ limit: 1 })) return false;
+    for await (const page of this.#pages({ limit: 1 })) if (page.length > 0) return false;
     return true;
   }
 
@@ -42,19 +42,13 @@ export class SpaceReadTransaction implements ReadTransaction {
     if ('indexName' in options && options.indexName !== undefined) {
       throw new TypeError(`scan: indexes (indexName ${JSON.stringify(String(options.indexName).slice(0, 100))}) exist only on the client; scan by key prefix on the server`);
     }
-    const entries = () => this.#entries(options as ScanOptions);
-    const values = () =>
-      iterator(async function* () {
-        for await (const [, value] of entries()) yield value;
-      });
+    const pages = () => this.#pages(options as ScanOptions);
+    const values = () => iterator(pages(), (entry) => entry[1]);
     return {
       [Symbol.asyncIterator]: values,
       values,
-      keys: () =>
-        iterator(async function* () {
-          for await (const [key] of entries()) yield key;
-        }),
-      entries: () => iterator(entries),
+      keys: () => iterator(pages(), (entry) => entry[0]),
+      entries: () => iterator(pages(), (entry) => entry),
       toArray: () => values().toArray(),
     };
   }
@@ -69,8 +63,8 @@ export class SpaceReadTransaction implements ReadTransaction {
     return this.space.get(key);
   }
 
-  /** The entries in range in key order, as this transaction sees them (removed ones as {@link DELETED}). */
-  protected range(prefix: string, from: { key: string; exclusive: boolean } | undefined): AsyncIterable<readonly [string, JSONValue | typeof DELETED]> {
+  /** The entries in range in key order, a page at a time, as this transaction sees them (removed ones as {@link DELETED}). */
+  protected range(prefix: string, from: { key: string; exclusive: boolean } | undefined): AsyncIterable<ReadonlyArray<readonly [string, JSONValue | typeof DELETED]>> {
     return this.space.scan(prefix, from);
   }
 
@@ -94,31 +88,60 @@ export class SpaceReadTransaction implements ReadTransaction {
     }
   }
 
-  /** Live entries in range. */
-  async *#entries({ prefix = '', start, limit = Infinity }: ScanOptions): AsyncGenerator<readonly [string, JSONValue]> {
+  /** Live entries in range, a page at a time. */
+  async *#pages({ prefix = '', start, limit = Infinity }: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, JSONValue]>> {
     this.check();
     if (typeof prefix !== 'string' || (start !== undefined && typeof start.key !== 'string')) {
       throw new TypeError('scan: prefix and start.key must be strings');
     }
     if (limit <= 0) return;
     const from = start && compareUTF8(start.key, prefix) >= 0 ? { key: start.key, exclusive: start.exclusive ?? false } : undefined;
-    let count = 0;
-    for await (const [key, value] of this.range(prefix, from)) {
-      if (value === DELETED) continue;
-      yield [key, value];
-      if (++count >= limit) return;
+    let left = limit;
+    for await (const page of this.range(prefix, from)) {
+      const kept = page.filter((entry): entry is readonly [string, JSONValue] => entry[1] !== DELETED);
+      if (kept.length >= left) return yield kept.slice(0, left);
+      left -= kept.length;
+      yield kept;
     }
   }
 }
 
-/** An iterator over `make()`'s items that can also collect the rest of them. */
-function iterator<T>(make: () => AsyncGenerator<T>): ScanIterator<T> {
-  const items = make();
-  return Object.assign(items, {
+/**
+ * An async iterator over the items of `pages`, each mapped by `item`, that can also collect the
+ * rest of them. Not a generator: a generator's yield costs a trip through the microtask queue
+ * per item, and scans are the hot path of views and many mutators.
+ */
+function iterator<E, T>(pages: AsyncIterator<ReadonlyArray<E>>, item: (entry: E) => T): ScanIterator<T> {
+  let page: ReadonlyArray<E> = [];
+  let at = 0;
+  let done = false;
+  const next = async (): Promise<IteratorResult<T>> => {
+    while (at >= page.length) {
+      if (done) return { value: undefined, done: true };
+      const result = await pages.next();
+      if (result.done) {
+        done = true;
+        return { value: undefined, done: true };
+      }
+      page = result.value;
+      at = 0;
+    }
+    return { value: item(page[at++]!), done: false };
+  };
+  const self: ScanIterator<T> = {
+    next,
+    async return(value?: unknown) {
+      done = true;
+      page = [];
+      await pages.return?.();
+      return { value: value as T, done: true };
+    },
+    [Symbol.asyncIterator]: () => self,
     async toArray() {
       const out: T[] = [];
-      for await (const item of items) out.push(item);
+      for (let result = await next(); !result.done; result = await next()) out.push(result.value);
       return out;
     },
-  });
+  };
+  return self;
 }

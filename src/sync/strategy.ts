@@ -51,8 +51,12 @@ export interface Collected {
 export interface SpaceSession {
   /** The live value at `key`, if any. */
   get(key: string): Promise<JSONValue | undefined>;
-  /** Live entries in key order, from `start` (or `prefix`) on, while keys start with `prefix`. */
-  scan(prefix: string, start?: { key: string; exclusive: boolean }): AsyncGenerator<readonly [string, JSONValue]>;
+  /**
+   * Live entries in key order, from `start` (or `prefix`) on, while keys start with `prefix`, a
+   * page at a time: a consumer that stops early reads little, and one that reads on pays no
+   * await per entry.
+   */
+  scan(prefix: string, start?: { key: string; exclusive: boolean }): AsyncGenerator<ReadonlyArray<readonly [string, JSONValue]>>;
   /** Sets `key`, stamping the change for later pulls. */
   put(key: string, value: JSONValue): Promise<void>;
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */

@@ -77,18 +77,22 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
     return written !== undefined ? Promise.resolve(written) : this.#space.get(key);
   }
 
-  /** The space's entries and the buffered writes in range, merged in key order. */
+  /** The space's entries and the buffered writes in range, merged in key order, a page at a time. */
   protected override async *range(prefix: string, from: { key: string; exclusive: boolean } | undefined) {
     const writes = this.#writes;
     const inRange = (key: string) =>
       key.startsWith(prefix) && (from === undefined || compareUTF8(key, from.key) >= (from.exclusive ? 1 : 0));
     const buffered = [...writes.keys()].filter(inRange).sort(compareUTF8);
     let b = 0;
-    for await (const [key, stored] of this.#space.scan(prefix, from)) {
-      for (; b < buffered.length && compareUTF8(buffered[b]!, key) < 0; b++) yield [buffered[b]!, writes.get(buffered[b]!)!] as const;
-      if (buffered[b] === key) b++;
-      yield [key, writes.has(key) ? writes.get(key)! : stored] as const;
+    for await (const page of this.#space.scan(prefix, from)) {
+      const merged: Array<readonly [string, JSONValue | typeof DELETED]> = [];
+      for (const [key, stored] of page) {
+        for (; b < buffered.length && compareUTF8(buffered[b]!, key) < 0; b++) merged.push([buffered[b]!, writes.get(buffered[b]!)!]);
+        if (buffered[b] === key) b++;
+        merged.push([key, writes.has(key) ? writes.get(key)! : stored]);
+      }
+      yield merged;
     }
-    for (; b < buffered.length; b++) yield [buffered[b]!, writes.get(buffered[b]!)!] as const;
+    yield buffered.slice(b).map((key) => [key, writes.get(key)!] as const);
   }
 }
