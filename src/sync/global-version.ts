@@ -134,7 +134,8 @@ class GlobalVersionSession implements SpaceSession {
       // The current view's record, unless this process knows it is in the store and recent, and,
       // when the view changed since the cookie, the old one's: what the client holds. One read:
       // one round trip on a database.
-      const known = view.seen !== undefined && this.#clock.now - view.seen < this.#clock.touchEveryMs;
+      // An empty space's cookie names no data: no later pull needs its view's record.
+      const known = this.#version === 0 || (view.seen !== undefined && this.#clock.now - view.seen < this.#clock.touchEveryMs);
       const old = from === undefined && since !== 'reset' ? (readCookie(cookie) as VersionCookie).view! : undefined;
       const wanted = [...(known ? [] : [view.id]), ...(old === undefined ? [] : [old])];
       const records = wanted.length === 0 ? [] : ((await getMany(this.#tx, wanted.map((id) => this.#keys.view(id)))) as Array<ViewRecord | undefined>);

@@ -1,6 +1,6 @@
 import type { PullRequest } from '../protocol/pull-request.js';
 import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
-import { HTTPError } from '../server/errors.js';
+import { HTTPError, TemporaryError } from '../server/errors.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import { SpaceReadTransaction } from './read-transaction.js';
@@ -19,7 +19,7 @@ export async function processPull(
   space: string,
   userID: string | undefined,
   clock: SessionClock,
-  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'> },
+  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'mutatorMs'> },
 ): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
   let stale: number | undefined;
   let keep: { view: ResolvedView; used: number | undefined } | undefined;
@@ -79,13 +79,25 @@ export async function processPull(
 
 const recentViews = new RecentViews();
 
-/** The prefixes `view` gives the caller, read through the pull's own snapshot, and their name. */
-async function resolveView(session: SpaceSession, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'>): Promise<ResolvedView> {
+/**
+ * The prefixes `view` gives the caller, read through the pull's own snapshot, and their name.
+ * A view that runs past `limits.mutatorMs` fails the pull as a `TemporaryError` (503): it holds
+ * a snapshot, which on some stores holds up the space's commits.
+ */
+async function resolveView(session: SpaceSession, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'mutatorMs'>): Promise<ResolvedView> {
   const tx = new SpaceReadTransaction(session, limits);
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const prefixes = await Prefixes.of(await view(tx, request), limits);
+    const computed = (async () => Prefixes.of(await view(tx, request), limits))();
+    // Past the deadline, what the view does next (a read of the closed tx throws) is nobody's.
+    computed.catch(() => {});
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new TemporaryError(`view ran longer than ${limits.mutatorMs} ms (limits.mutatorMs)`, { retryAfterSeconds: 1 })), limits.mutatorMs);
+    });
+    const prefixes = await Promise.race([computed, deadline]);
     return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID };
   } finally {
+    clearTimeout(timer);
     tx.close();
   }
 }

@@ -247,6 +247,23 @@ describe('what a view gets and may return', () => {
     expect(next.patch).toHaveLength(2);
   });
 
+  it('a view that runs past limits.mutatorMs fails the pull with 503 and Retry-After, and its later reads throw', async () => {
+    let late: string | undefined;
+    const ctx = await workspace({
+      limits: { mutatorMs: 50 },
+      view: async (tx) => {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        late = await tx.get('doc/1/title').then(() => 'read', (error: unknown) => String(error));
+        return ['doc/'];
+      },
+    });
+    const started = Date.now();
+    const response = await handlePull(post('/pull', pullBody('g', null), as('alice')), ctx);
+    expect([response.status, response.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(Date.now() - started).toBeLessThan(190);
+    await expect.poll(() => late).toMatch(/closed/);
+  });
+
   it('an HTTPError from the view refuses the pull with its status', async () => {
     const ctx = await workspace({
       view: () => {
