@@ -26,7 +26,8 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
     if ('status' in prepared) return prepared;
     const { body, space, userID, limits } = prepared;
     const perMutation = ctx.transactionPerMutation ?? false;
-    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, clock: clockOf(ctx) });
+    const prefixIndex = ctx.view !== undefined;
+    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx) });
     if (outcome.changed) {
       announce(ctx, space, request);
       collectAfterPush(ctx, space, request);

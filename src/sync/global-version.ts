@@ -3,7 +3,7 @@ import type { StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
-import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import { bucketsOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
@@ -17,13 +17,14 @@ import { Prefixes } from './view.js';
  * index lets a pull read only what changed since its cookie.
  */
 export const globalVersion: Strategy = {
-  async open(tx, space, clock, group) {
+  async open(tx, space, clock, group, options = {}) {
     const keys = new SpaceKeys(space);
-    if (group === undefined) return new GlobalVersionSession(tx, keys, (await tx.get(keys.meta)) as Meta | undefined, clock);
+    const prefixIndex = options.prefixIndex ?? false;
+    if (group === undefined) return new GlobalVersionSession(tx, keys, (await tx.get(keys.meta)) as Meta | undefined, clock, prefixIndex);
     // A pull reads both first: one round trip on a database, not two.
     const groupKey = keys.group(group.userID, group.clientGroupID);
     const [meta, record] = (await getMany(tx, [keys.meta, groupKey])) as [Meta | undefined, GroupRecord | undefined];
-    return new GlobalVersionSession(tx, keys, meta, clock, { key: groupKey, record });
+    return new GlobalVersionSession(tx, keys, meta, clock, prefixIndex, { key: groupKey, record });
   },
   pushReads(space, userID, clientGroupID, clientIDs) {
     const keys = new SpaceKeys(space);
@@ -41,13 +42,16 @@ class GlobalVersionSession implements SpaceSession {
   readonly #clock: SessionClock;
   /** A group record read with the meta record, when the session was opened for a group. */
   readonly #read: { key: string; record: GroupRecord | undefined } | undefined;
+  /** Whether this session's changes go into the prefix index too. */
+  readonly #prefixIndex: boolean;
   #changed = false;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, read?: { key: string; record: GroupRecord | undefined }) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, prefixIndex: boolean, read?: { key: string; record: GroupRecord | undefined }) {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
     this.#clock = clock;
+    this.#prefixIndex = prefixIndex;
     this.#read = read;
   }
 
@@ -119,7 +123,11 @@ class GlobalVersionSession implements SpaceSession {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
     if (!this.#changed) return false;
     const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(this.#clock.now) };
-    this.#meta = { ...created, version: created.version + 1 };
+    const { prefixIndexFrom, ...rest } = created;
+    const version = created.version + 1;
+    // The prefix index covers the versions since it was last turned on: a change written without
+    // it (the view was off) ends the run, and pulls read the version index for older cookies.
+    this.#meta = { ...rest, version, ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }) };
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
     return true;
@@ -156,7 +164,7 @@ class GlobalVersionSession implements SpaceSession {
         ? await resetPatch(this.#tx, this.#keys, view?.prefixes)
         : view === undefined
           ? await changesSince(this.#tx, this.#keys, since, this.#version)
-          : await viewPatch(this.#tx, this.#keys, since, this.#version, from!, view.prefixes);
+          : await viewPatch(this.#tx, this.#keys, { since, latest: this.#version, prefixIndexFrom: this.#meta?.prefixIndexFrom }, from!, view.prefixes);
     const lastMutationIDChanges: Record<string, number> = {};
     // A lastMutationID changes with the version, so an up-to-date client has none to learn.
     if (group !== undefined && (since === 'reset' || since < this.#version)) {
@@ -223,6 +231,12 @@ class GlobalVersionSession implements SpaceSession {
     if (old?.ver !== entry.ver) {
       if (old !== undefined) await tx.del(keys.version(old.ver, key));
       await tx.put(keys.version(entry.ver, key), null);
+      if (this.#prefixIndex) {
+        for (const [depth, bucket] of bucketsOf(key)) {
+          if (old !== undefined) await tx.del(keys.prefixIndexRow(depth, bucket, old.ver, key));
+          await tx.put(keys.prefixIndexRow(depth, bucket, entry.ver, key), null);
+        }
+      }
     }
     this.#changed = true;
   }

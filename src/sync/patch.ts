@@ -2,7 +2,7 @@ import type { JSONValue } from '../protocol/json.js';
 import type { PatchOperation } from '../protocol/pull-response.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
+import { bucketsOf, decodeVersion, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry } from './records.js';
 import type { Prefixes } from './view.js';
 
@@ -36,26 +36,29 @@ export async function changesSince(tx: StorageTransaction, keys: SpaceKeys, sinc
   for await (const page of scanPages(tx, { prefix, start })) {
     let changed = page.map(([indexKey]) => indexKey.slice(prefix.length + VERSION_FIELD));
     if (keep !== undefined) changed = changed.filter(keep);
-    if (changed.length === 0) continue;
     // One read for the page's entries: one round trip on a database.
-    const entries = (await getMany(tx, changed.map((key) => keys.entry(key)))) as unknown as Entry[];
-    changed.forEach((key, i) => {
-      const entry = entries[i]!;
-      patch.push(entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val });
-    });
+    patch.push(...(await readChanges(tx, keys, changed.map((key) => [key, undefined]))));
   }
   return patch;
 }
 
+/** Which versions a view patch spans: after `since`, up to `latest`, and the prefix index's first. */
+export interface PatchSpan {
+  since: number;
+  latest: number;
+  /** Every change from this version on is in the prefix index; undefined: the index is not kept. */
+  prefixIndexFrom: number | undefined;
+}
+
 /**
- * What a client holding the data under `from` as of version `since` needs to hold the data under
- * `to` now (version `latest`): the changes since then in what both cover, every live entry of what only `to`
+ * What a client holding the data under `from` as of `span.since` needs to hold the data under
+ * `to` now: the changes since then in what both cover, every live entry of what only `to`
  * covers, and a delete for every key of what only `from` covers that the client may hold. Its
- * cost follows the changes since `since` and the entries that enter or leave the view, not the
- * size of the view.
+ * cost follows the changes in view and the entries that enter or leave it, not the size of the
+ * view nor (with the prefix index) the changes elsewhere in the space.
  */
-export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, since: number, latest: number, from: Prefixes, to: Prefixes): Promise<PatchOperation[]> {
-  const patch = await changesSince(tx, keys, since, latest, (key) => from.covers(key) && to.covers(key));
+export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: PatchSpan, from: Prefixes, to: Prefixes): Promise<PatchOperation[]> {
+  const patch = await changesInView(tx, keys, span, from.intersect(to));
   const skip = keys.entryPrefix.length;
   for (const { prefix, except } of to.minus(from)) {
     for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
@@ -68,10 +71,76 @@ export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, since: 
         const entry = stored as unknown as Entry;
         const key = row.slice(skip);
         // A tombstone at or before `since` was already a delete the client applied.
-        if ((!entry.del || entry.ver > since) && !except.covers(key)) patch.push({ op: 'del', key });
+        if ((!entry.del || entry.ver > span.since) && !except.covers(key)) patch.push({ op: 'del', key });
       }
     }
   }
+  return patch;
+}
+
+/**
+ * The changes in `span` under `prefixes`. When every prefix falls in a bucket of the prefix index
+ * and the index covers the span, the changes are read from each prefix's bucket, unless the
+ * version index turns out to hold fewer: one page of it, as long as the buckets are few, tells.
+ * Otherwise the version index is read whole and filtered.
+ */
+async function changesInView(tx: StorageTransaction, keys: SpaceKeys, span: PatchSpan, prefixes: Prefixes): Promise<PatchOperation[]> {
+  const { since, latest, prefixIndexFrom } = span;
+  if (since >= latest || prefixes.list.length === 0) return [];
+  const buckets = prefixIndexFrom !== undefined && since + 1 >= prefixIndexFrom ? bucketsFor(prefixes) : undefined;
+  if (buckets === undefined) return changesSince(tx, keys, since, latest, (key) => prefixes.covers(key));
+  const budget = 32 + 4 * buckets.size;
+  const first = await tx.scan({ prefix: keys.versionPrefix, start: { key: keys.versionPrefix + encodeVersion(since + 1) }, limit: budget });
+  if (first.length < budget) {
+    const changed = first.map(([row]) => row.slice(keys.versionPrefix.length + VERSION_FIELD)).filter((key) => prefixes.covers(key));
+    return readChanges(tx, keys, changed.map((key) => [key, undefined]));
+  }
+  const patch: PatchOperation[] = [];
+  for (const [bucket, { depth, within }] of buckets) {
+    const index = keys.prefixIndex(depth, bucket);
+    for await (const page of scanPages(tx, { prefix: index, start: { key: index + encodeVersion(since + 1) } })) {
+      const changed: Array<[string, number]> = [];
+      for (const [row] of page) {
+        const key = row.slice(index.length + VERSION_FIELD);
+        if (within.some((prefix) => key.startsWith(prefix))) changed.push([key, decodeVersion(row.slice(index.length, index.length + VERSION_FIELD - 1))]);
+      }
+      patch.push(...(await readChanges(tx, keys, changed)));
+    }
+  }
+  return patch;
+}
+
+/**
+ * The prefixes grouped by the deepest bucket of the prefix index each falls in, or undefined when
+ * one falls in none (it has no `/`, like `''`: only the version index holds all it covers).
+ */
+function bucketsFor(prefixes: Prefixes): Map<string, { depth: number; within: string[] }> | undefined {
+  const buckets = new Map<string, { depth: number; within: string[] }>();
+  for (const prefix of prefixes.list) {
+    const deepest = bucketsOf(prefix).at(-1);
+    if (deepest === undefined) return undefined;
+    const [depth, bucket] = deepest;
+    const known = buckets.get(bucket);
+    if (known === undefined) buckets.set(bucket, { depth, within: [prefix] });
+    else known.within.push(prefix);
+  }
+  return buckets;
+}
+
+/**
+ * The operations for changed keys, read in one round trip. A key paired with a version is from
+ * the prefix index, whose row must be the entry's latest change: the index is read only over
+ * versions it covers whole (`prefixIndexFrom`), so this is a guard, not a filter.
+ */
+async function readChanges(tx: StorageTransaction, keys: SpaceKeys, changed: ReadonlyArray<readonly [string, number | undefined]>): Promise<PatchOperation[]> {
+  if (changed.length === 0) return [];
+  const entries = (await getMany(tx, changed.map(([key]) => keys.entry(key)))) as unknown as Array<Entry | undefined>;
+  const patch: PatchOperation[] = [];
+  changed.forEach(([key, version], i) => {
+    const entry = entries[i];
+    if (entry === undefined || (version !== undefined && entry.ver !== version)) return;
+    patch.push(entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val });
+  });
   return patch;
 }
 

@@ -29,6 +29,8 @@ export interface PushOptions {
   limits: Pick<Limits, 'keyBytes' | 'valueBytes' | 'mutatorMs'>;
   /** A storage transaction per mutation rather than one for the whole push. */
   perMutation: boolean;
+  /** Keep the prefix index, which pulls with a view read (see keys.ts). */
+  prefixIndex?: boolean;
   /** The time the push happens at, for group activity and tombstones. */
   clock: SessionClock;
 }
@@ -65,7 +67,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
 
   /** One batch in a transaction: its outcome, or the refusal that keeps none of its writes. */
   async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<{ result: PushOutcome | HTTPError | typeof LOST; keep: boolean }> {
-    const session = await strategy.open(tx, space, options.clock);
+    const session = await strategy.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false });
     const group = push.clientGroupID;
     // Housekeeping removed this group's clients: the client must start a new group.
     const seen = await session.groupSeen(userID, group);

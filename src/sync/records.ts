@@ -13,6 +13,8 @@ export type Meta = {
   floor?: number;
   /** Housekeeping has expired client groups here: a client it forgot gets ClientStateNotFound. */
   expiredGroups?: true;
+  /** The version from which every change is in the prefix index (see keys.ts); absent: it is not kept. */
+  prefixIndexFrom?: number;
 };
 
 /** An entry at the version that last wrote it, or its tombstone. */

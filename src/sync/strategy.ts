@@ -10,7 +10,7 @@ import type { Prefixes } from './view.js';
  */
 export interface Strategy {
   /** `space`, seen from inside `tx`, at `clock.now`; by `group`, when one asks (its record is read at once). */
-  open(tx: StorageTransaction, space: string, clock: SessionClock, group?: GroupRef): Promise<SpaceSession>;
+  open(tx: StorageTransaction, space: string, clock: SessionClock, group?: GroupRef, options?: SessionOptions): Promise<SpaceSession>;
   /**
    * The storage keys a push of `userID`'s group and clients reads before its mutators run, so
    * that group commit can fetch a whole group's in one round trip (`StorageTransaction.getMany`).
@@ -21,6 +21,12 @@ export interface Strategy {
    * kind that `retention` lets go at `now`. `done` when nothing is left to remove.
    */
   collect(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }>;
+}
+
+/** How a session writes. */
+export interface SessionOptions {
+  /** Keep the prefix index too, which pulls with a view read (on when the context has a view). */
+  prefixIndex?: boolean;
 }
 
 /** The time a session works at, and how stale a group's activity may get before it is refreshed. */

@@ -83,6 +83,16 @@ export class Prefixes {
     return regions;
   }
 
+  /** The keys both sets cover, as a set of prefixes. */
+  intersect(other: Prefixes): Prefixes {
+    const both: string[] = [];
+    for (const prefix of this.list) {
+      if (other.covers(prefix)) both.push(prefix);
+      else for (let i = other.#lastAtOrBefore(prefix) + 1; i < other.list.length && other.list[i]!.startsWith(prefix); i++) both.push(other.list[i]!);
+    }
+    return new Prefixes(both);
+  }
+
   /** The index of the greatest prefix at or before `key`, or -1. */
   #lastAtOrBefore(key: string): number {
     let low = 0;

@@ -32,14 +32,25 @@ const keyArb = fc.oneof(
 );
 
 type Step =
-  | { kind: 'write'; entries: Array<[string, number | null]> }
+  | { kind: 'write'; entries: Array<[string, number | null]>; viewless: boolean }
+  | { kind: 'noise'; count: number }
   | { kind: 'pull'; user: number; group: number; v0: boolean; from: 'own' | 'any' | 'none'; pick: number }
   | { kind: 'extra'; user: number; extra: (typeof EXTRAS)[number] }
   | { kind: 'loseRecords' }
   | { kind: 'collect' };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('write' as const), entries: fc.array(fc.tuple(keyArb, fc.option(fc.nat({ max: 9 }), { freq: 2 })), { minLength: 1, maxLength: 4 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('write' as const),
+      entries: fc.array(fc.tuple(keyArb, fc.option(fc.nat({ max: 9 }), { freq: 2 })), { minLength: 1, maxLength: 4 }),
+      // Now and then pushed to a server with no view, which keeps no prefix index meanwhile.
+      viewless: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+    }),
+  },
+  // Many changes outside every document at once, so that pulls read the prefix index.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('noise' as const), count: fc.integer({ min: 30, max: 90 }) }) },
   {
     weight: 5,
     arbitrary: fc.record({
@@ -86,9 +97,12 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
   const issued: Array<{ cookie: JSONValue; user: string; group: string; v0: boolean; prefixes: string[]; held: Map<string, JSONValue> }> = [];
 
   for (const step of steps) {
-    if (step.kind === 'write') {
-      const entries = Object.fromEntries(step.entries.map(([key, value]) => [key, value === null ? undefined : key.startsWith('member/') ? key.slice(-1) : value]));
-      await write(ctx, 'admin', entries);
+    if (step.kind === 'write' || step.kind === 'noise') {
+      const entries =
+        step.kind === 'noise'
+          ? Object.fromEntries(Array.from({ length: step.count }, (_, i) => [`noise/${i % 40}/${i}`, step.count]))
+          : Object.fromEntries(step.entries.map(([key, value]) => [key, value === null ? undefined : key.startsWith('member/') ? key.slice(-1) : value]));
+      await write(step.kind === 'write' && step.viewless ? { ...ctx, view: undefined } : ctx, 'admin', entries);
       for (const [key, value] of Object.entries(entries)) {
         if (value === undefined) model.delete(key);
         else model.set(key, value);
@@ -139,7 +153,7 @@ describe('model-based: per-user views', () => {
 
   it('the property can fail: a server whose view is the whole space is caught', async () => {
     const sequence: Step[] = [
-      { kind: 'write', entries: [['doc/1/a', 1]] },
+      { kind: 'write', entries: [['doc/1/a', 1]], viewless: false },
       { kind: 'pull', user: 0, group: 0, v0: false, from: 'none', pick: 0 },
     ];
     await run(sequence, memoryStorage());

@@ -289,7 +289,7 @@ describe('what a view gets and may return', () => {
 });
 
 describe('what a pull costs', () => {
-  it('in proportion to the changes in view and the entries that enter or leave it, not to the space or the view', async () => {
+  it('in proportion to the changes in view and the entries that enter or leave it, not to the space, the view or the changes elsewhere', async () => {
     const reads = { count: 0 };
     const ctx = viewContext({ storage: countingStorage(reads) });
     // 20,000 entries in 200 documents; alice reads 10 of them (1,000 entries).
@@ -322,6 +322,12 @@ describe('what a pull costs', () => {
     const revoked = await cost();
     expect(revoked.ops).toBe(101);
     expect(revoked.reads).toBeLessThan(idle.reads + 101 + 40);
+    // 5,000 changes elsewhere in the space and 2 in view: the prefix index reads the 2, not the 5,000.
+    for (let doc = 1; doc < 53; doc++) if (doc % 20 !== 0) await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`doc/${doc}/${String(i).padStart(3, '0')}`, -i])));
+    await write(ctx, 'admin', { 'doc/0/001': 'x', 'doc/20/001': 'y' });
+    const elsewhere = await cost();
+    expect(elsewhere.ops).toBe(2);
+    expect(elsewhere.reads).toBeLessThan(idle.reads + 150);
   });
 });
 
