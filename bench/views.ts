@@ -5,7 +5,8 @@
  * - an up-to-date pull;
  * - a pull after 10 changes in the user's documents;
  * - sharing a prefix of 10,000 entries with the user (the pull after the grant) against a full
- *   pull of a space of 10,000 entries.
+ *   pull of a space of 10,000 entries;
+ * - a push of 10 changes, which with a view also keeps the prefix index.
  * Every pull is timed from `handlePull` to its whole body. `STORES=memory,sqlite,postgres`
  * (PostgreSQL needs DATABASE_URL). `npm run bench:views`.
  */
@@ -47,11 +48,12 @@ const view: View = async (tx, { userID }) => {
 const request = (path: string, body: unknown) =>
   new Request(`http://bench${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'u' }, body: JSON.stringify(body) });
 
-/** The writer's next mutation id, per context (each is another space). */
-const pushes = new WeakMap<SyncContext, number>();
+/** The writer's last mutation id, per space (the contexts with and without the view share one). */
+const pushes = new Map<string, number>();
 async function push(ctx: SyncContext, name: string, args: JSONValue): Promise<void> {
-  const id = (pushes.get(ctx) ?? 0) + 1;
-  pushes.set(ctx, id);
+  const space = ctx === small ? 'small' : '';
+  const id = (pushes.get(space) ?? 0) + 1;
+  pushes.set(space, id);
   const body = { pushVersion: 1, clientGroupID: 'writer', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'writer', id, name, args, timestamp: 0 }] };
   const response = await handlePush(request('/push', body), ctx);
   if (response.status !== 200) throw new Error(`push: ${response.status} ${await response.text()}`);
@@ -67,6 +69,9 @@ async function pull(ctx: SyncContext, cookie: JSONValue, space = ''): Promise<{ 
   return { cookie: parsed.cookie, ops: parsed.patch.length };
 }
 
+/** The context of the space of 10,000 entries, for the full pull. */
+let small: SyncContext | undefined;
+
 const PLAN = { warmup: 3, minIterations: 20, minMs: 300, maxIterations: 400 };
 
 async function bench(name: string, storage: Storage): Promise<Row[]> {
@@ -74,13 +79,14 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   const viewed: SyncContext = { ...base, view };
   const started = performance.now();
   const chunk = 5_000;
-  for (let from = 0; from < ENTRIES; from += chunk) await push(base, 'fill', { prefix: 'doc/', from, count: Math.min(chunk, ENTRIES - from) });
+  // Through the context with the view, as an app with views pushes: the prefix index is kept.
+  for (let from = 0; from < ENTRIES; from += chunk) await push(viewed, 'fill', { prefix: 'doc/', from, count: Math.min(chunk, ENTRIES - from) });
   // The user's 10 documents, spread over the space.
   const docs = Array.from({ length: MEMBER_OF }, (_, i) => Math.floor((i * DOCS) / MEMBER_OF) + 7);
-  await push(base, 'set', { entries: Object.fromEntries(docs.map((doc) => [`member/u/${doc}`, `doc/${doc}/`])) });
+  await push(viewed, 'set', { entries: Object.fromEntries(docs.map((doc) => [`member/u/${doc}`, `doc/${doc}/`])) });
   // A document of 10,000 entries to share, and a space of 10,000 entries for the full pull.
-  for (let from = 0; from < GRANT; from += chunk) await push(base, 'fill', { prefix: 'big/', from, count: chunk });
-  const small: SyncContext = { ...base, space: () => 'small' };
+  for (let from = 0; from < GRANT; from += chunk) await push(viewed, 'fill', { prefix: 'big/', from, count: chunk });
+  small = { ...base, space: () => 'small' };
   for (let from = 0; from < GRANT; from += chunk) await push(small, 'fill', { prefix: 'doc/', from, count: chunk });
   progress(`${name}: seeded ${ENTRIES} entries in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 
@@ -99,7 +105,7 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
     times.up.push(...(await sample(PLAN, () => without.cookie, async (cookie) => void (await pull(base, cookie)))));
     // Ten changes in the user's documents, then the pull that brings them; both clients catch up.
     for (let i = 0; i < 20; i++) {
-      await push(base, 'set', { entries: tenChanges() });
+      await push(viewed, 'set', { entries: tenChanges() });
       let start = performance.now();
       const a = await pull(viewed, withView.cookie);
       times.tenView.push(performance.now() - start);
@@ -112,19 +118,28 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
     }
     // Share the prefix of 10,000 entries, pull, revoke, pull.
     for (let i = 0; i < 3; i++) {
-      await push(base, 'set', { entries: { 'member/u/big': 'big/' } });
+      await push(viewed, 'set', { entries: { 'member/u/big': 'big/' } });
       let start = performance.now();
       const granted = await pull(viewed, withView.cookie);
       times.grant.push(performance.now() - start);
       if (granted.ops !== GRANT + 1) throw new Error(`the grant gave ${granted.ops} ops`);
-      await push(base, 'set', { entries: { 'member/u/big': null } });
+      await push(viewed, 'set', { entries: { 'member/u/big': null } });
       withView = await pull(viewed, granted.cookie);
       start = performance.now();
-      const full = await pull(small, null, 'small');
+      const full = await pull(small!, null, 'small');
       times.full.push(performance.now() - start);
       if (full.ops !== GRANT + 1) throw new Error(`the full pull gave ${full.ops} ops`);
     }
     progress(`${name}: round ${round + 1} of ${ROUNDS}`);
+  }
+  // Last, as it turns the prefix index off and on: what keeping it costs a push of 10 changes.
+  const pushTimes = { view: [] as number[], none: [] as number[] };
+  for (let i = 0; i < 200; i++) {
+    for (const [ctx, times] of [[viewed, pushTimes.view], [base, pushTimes.none]] as const) {
+      const start = performance.now();
+      await push(ctx, 'set', { entries: tenChanges() });
+      times.push(performance.now() - start);
+    }
   }
   const p = (xs: number[]) => `p50 ${median(xs).toFixed(3)} ms, p90 ${quantile(xs, 0.9).toFixed(3)} ms, n=${xs.length}`;
   const ratio = (a: number[], b: number[]) => median(a) / median(b);
@@ -132,6 +147,7 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
     { benchmark: `${name}: up-to-date pull, view / none`, value: ratio(times.upView, times.up), unit: 'x', note: `view ${p(times.upView)}; none ${p(times.up)}` },
     { benchmark: `${name}: pull after 10 changes, view / none`, value: ratio(times.tenView, times.ten), unit: 'x', note: `view ${p(times.tenView)}; none ${p(times.ten)}` },
     { benchmark: `${name}: grant of 10k entries / full pull of 10k`, value: ratio(times.grant, times.full), unit: 'x', note: `grant ${p(times.grant)}; full ${p(times.full)}` },
+    { benchmark: `${name}: push of 10 changes, view / none`, value: ratio(pushTimes.view, pushTimes.none), unit: 'x', note: `view ${p(pushTimes.view)}; none ${p(pushTimes.none)}` },
   ];
 }
 

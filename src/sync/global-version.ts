@@ -3,7 +3,7 @@ import type { StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
-import { bucketsOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
@@ -231,11 +231,10 @@ class GlobalVersionSession implements SpaceSession {
     if (old?.ver !== entry.ver) {
       if (old !== undefined) await tx.del(keys.version(old.ver, key));
       await tx.put(keys.version(entry.ver, key), null);
-      if (this.#prefixIndex) {
-        for (const [depth, bucket] of bucketsOf(key)) {
-          if (old !== undefined) await tx.del(keys.prefixIndexRow(depth, bucket, old.ver, key));
-          await tx.put(keys.prefixIndexRow(depth, bucket, entry.ver, key), null);
-        }
+      const bucket = this.#prefixIndex ? bucketOf(key) : undefined;
+      if (bucket !== undefined) {
+        if (old !== undefined) await tx.del(keys.prefixIndexRow(bucket, old.ver, key));
+        await tx.put(keys.prefixIndexRow(bucket, entry.ver, key), null);
       }
     }
     this.#changed = true;

@@ -1,6 +1,6 @@
 import type { StorageTransaction } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { bucketsOf, decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import { bucketOf, decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { Collected, Retention } from './strategy.js';
 
@@ -34,7 +34,8 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
       await tx.del(keys.entry(key));
       await tx.del(keys.version(version, key));
       // Its rows in the prefix index, if the index was kept when it was deleted.
-      for (const [depth, bucket] of bucketsOf(key)) await tx.del(keys.prefixIndexRow(depth, bucket, version, key));
+      const bucket = bucketOf(key);
+      if (bucket !== undefined) await tx.del(keys.prefixIndexRow(bucket, version, key));
       counts.tombstones++;
     }
     await tx.del(row);

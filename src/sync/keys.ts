@@ -16,10 +16,10 @@
  * - `w/<space>/<view>`: a view record, `{user, prefixes, used}`: the prefixes a cookie's view name
  *   stands for, and when a pull last issued it (coarse);
  * - `u/<space>/<used>/<view>`: the view records by last use, so housekeeping finds the oldest;
- * - `b1/<space>/<segment>/<ver>/<key>` and `b2/<space>/<segment>/<segment>/<ver>/<key>`: the
- *   prefix index, written while a view is configured: the version index again, once by the key's
- *   first segment and once by its first two (a segment ends with `/`), so that a pull whose view
- *   is `doc/<id>/` prefixes reads the changes under them, not every change to the space.
+ * - `b/<space>/<segment>/<segment>/<ver>/<key>`: the prefix index, written while a view is
+ *   configured: the version index again, by the key's first two segments (each ending with `/`;
+ *   keys with fewer have no row), so that a pull whose view is prefixes like `doc/<id>/` reads
+ *   the changes under them, not every change to the space.
  *
  * Clients and groups are per user (`<user>` is `-` when requests are anonymous, else `u` and the
  * user ID), so no user can see, join or block another's. Space, user and group IDs are escaped
@@ -52,14 +52,14 @@ export class SpaceKeys {
     return `w/${this.#space}/${id}`;
   }
 
-  /** Where the prefix index keeps the changes under `bucket`, a key's first `depth` segments. */
-  prefixIndex(depth: number, bucket: string): string {
-    return `b${depth}/${this.#space}/${bucket}`;
+  /** Where the prefix index keeps the changes under `bucket`, the first two segments of keys. */
+  prefixIndex(bucket: string): string {
+    return `b/${this.#space}/${bucket}`;
   }
 
-  /** The prefix index's row of `key`, changed at `version`, in its bucket at `depth`. */
-  prefixIndexRow(depth: number, bucket: string, version: number, key: string): string {
-    return this.prefixIndex(depth, bucket) + encodeVersion(version) + '/' + key;
+  /** The prefix index's row of `key`, changed at `version` (its bucket is {@link bucketOf} it). */
+  prefixIndexRow(bucket: string, version: number, key: string): string {
+    return this.prefixIndex(bucket) + encodeVersion(version) + '/' + key;
   }
 
   /** A view record's row in the use index, at `time`. */
@@ -101,19 +101,14 @@ export class SpaceKeys {
   }
 }
 
-/** How many leading segments the prefix index goes down to. */
-export const PREFIX_INDEX_DEPTH = 2;
-
 /**
- * The buckets `key` (or a prefix) falls in, shallowest first: its text up to and including its
- * first `/`, then its second, down to {@link PREFIX_INDEX_DEPTH}, as `[depth, bucket]`.
+ * The bucket of the prefix index `key` (or a prefix) falls in: its text up to and including its
+ * second `/`, or undefined when it has fewer. Two segments, as in `doc/<id>/` or
+ * `member/<user>/`, are what views are made of; one more row per change is what the index costs.
  */
-export function bucketsOf(key: string): Array<[depth: number, bucket: string]> {
-  const buckets: Array<[number, string]> = [];
-  for (let end = key.indexOf('/'); end >= 0 && buckets.length < PREFIX_INDEX_DEPTH; end = key.indexOf('/', end + 1)) {
-    buckets.push([buckets.length + 1, key.slice(0, end + 1)]);
-  }
-  return buckets;
+export function bucketOf(key: string): string | undefined {
+  const second = key.indexOf('/', key.indexOf('/') + 1);
+  return key.indexOf('/') < 0 || second < 0 ? undefined : key.slice(0, second + 1);
 }
 
 /** Fixed-width hex, so that string order is number order for every safe integer. */

@@ -2,7 +2,7 @@ import type { JSONValue } from '../protocol/json.js';
 import type { PatchOperation } from '../protocol/pull-response.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { bucketsOf, decodeVersion, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
+import { bucketOf, decodeVersion, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry } from './records.js';
 import type { Prefixes } from './view.js';
 
@@ -96,8 +96,8 @@ async function changesInView(tx: StorageTransaction, keys: SpaceKeys, span: Patc
     return readChanges(tx, keys, changed.map((key) => [key, undefined]));
   }
   const patch: PatchOperation[] = [];
-  for (const [bucket, { depth, within }] of buckets) {
-    const index = keys.prefixIndex(depth, bucket);
+  for (const [bucket, within] of buckets) {
+    const index = keys.prefixIndex(bucket);
     for await (const page of scanPages(tx, { prefix: index, start: { key: index + encodeVersion(since + 1) } })) {
       const changed: Array<[string, number]> = [];
       for (const [row] of page) {
@@ -111,18 +111,18 @@ async function changesInView(tx: StorageTransaction, keys: SpaceKeys, span: Patc
 }
 
 /**
- * The prefixes grouped by the deepest bucket of the prefix index each falls in, or undefined when
- * one falls in none (it has no `/`, like `''`: only the version index holds all it covers).
+ * The prefixes grouped by the bucket of the prefix index each falls in, or undefined when one
+ * falls in none (it has fewer than two segments, like `doc/` or `''`: only the version index
+ * holds all it covers).
  */
-function bucketsFor(prefixes: Prefixes): Map<string, { depth: number; within: string[] }> | undefined {
-  const buckets = new Map<string, { depth: number; within: string[] }>();
+function bucketsFor(prefixes: Prefixes): Map<string, string[]> | undefined {
+  const buckets = new Map<string, string[]>();
   for (const prefix of prefixes.list) {
-    const deepest = bucketsOf(prefix).at(-1);
-    if (deepest === undefined) return undefined;
-    const [depth, bucket] = deepest;
+    const bucket = bucketOf(prefix);
+    if (bucket === undefined) return undefined;
     const known = buckets.get(bucket);
-    if (known === undefined) buckets.set(bucket, { depth, within: [prefix] });
-    else known.within.push(prefix);
+    if (known === undefined) buckets.set(bucket, [prefix]);
+    else known.push(prefix);
   }
   return buckets;
 }
