@@ -56,7 +56,8 @@ async function push(ctx: SyncContext, name: string, args: JSONValue): Promise<vo
   pushes.set(space, id);
   const body = { pushVersion: 1, clientGroupID: 'writer', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'writer', id, name, args, timestamp: 0 }] };
   const response = await handlePush(request('/push', body), ctx);
-  if (response.status !== 200) throw new Error(`push: ${response.status} ${await response.text()}`);
+  const text = await response.text();
+  if (response.status !== 200 || text !== '{}') throw new Error(`push: ${response.status} ${text}`);
 }
 
 /** A pull from `cookie`; its cookie and patch length. */
@@ -75,6 +76,7 @@ let small: SyncContext | undefined;
 const PLAN = { warmup: 3, minIterations: 20, minMs: 300, maxIterations: 400 };
 
 async function bench(name: string, storage: Storage): Promise<Row[]> {
+  pushes.clear();
   const base: SyncContext = { storage, mutators, authenticate: () => 'u', space: (r) => new URL(r.url).searchParams.get('space') ?? '', onError: (e) => console.error(e) };
   const viewed: SyncContext = { ...base, view };
   const started = performance.now();

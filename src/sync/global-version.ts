@@ -26,6 +26,9 @@ export const globalVersion: Strategy = {
     const [meta, record] = (await getMany(tx, [keys.meta, groupKey])) as [Meta | undefined, GroupRecord | undefined];
     return new GlobalVersionSession(tx, keys, meta, clock, prefixIndex, { key: groupKey, record });
   },
+  reader(tx, space) {
+    return new GlobalVersionSession(tx, new SpaceKeys(space), undefined, { now: 0, touchEveryMs: Infinity }, false);
+  },
   pushReads(space, userID, clientGroupID, clientIDs) {
     const keys = new SpaceKeys(space);
     return [keys.meta, keys.group(userID, clientGroupID), ...[...new Set(clientIDs)].map((clientID) => keys.client(userID, clientID))];

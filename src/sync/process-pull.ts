@@ -27,9 +27,12 @@ export async function processPull(
   const response = await storage.transaction(async (tx) => {
     stale = keep = fresh = undefined;
     const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
-    const session = await strategy.open(tx, space, clock, group);
     const clientGroupID = pull.pullVersion === 1 ? pull.clientGroupID : pull.clientID;
-    const view = views && (await resolveView(session, views.view, { userID, clientGroupID }, views.limits));
+    // The view's reads need nothing the session reads first: on a database they go out together.
+    const [session, view] = await Promise.all([
+      strategy.open(tx, space, clock, group),
+      views && resolveView(strategy.reader(tx, space), views.view, { userID, clientGroupID }, views.limits),
+    ]);
     if (view !== undefined) view.seen = recentViews.get(storage, space, view.id);
     const answer = async (group: GroupRef | undefined) => {
       const result = await session.pull(pull.cookie, group, view);
@@ -84,7 +87,7 @@ const recentViews = new RecentViews();
  * A view that runs past `limits.mutatorMs` fails the pull as a `TemporaryError` (503): it holds
  * a snapshot, which on some stores holds up the space's commits.
  */
-async function resolveView(session: SpaceSession, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'mutatorMs'>): Promise<ResolvedView> {
+async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'mutatorMs'>): Promise<ResolvedView> {
   const tx = new SpaceReadTransaction(session, limits);
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {

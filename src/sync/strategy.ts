@@ -11,6 +11,8 @@ import type { Prefixes } from './view.js';
 export interface Strategy {
   /** `space`, seen from inside `tx`, at `clock.now`; by `group`, when one asks (its record is read at once). */
   open(tx: StorageTransaction, space: string, clock: SessionClock, group?: GroupRef, options?: SessionOptions): Promise<SpaceSession>;
+  /** The live entries of `space`, seen from inside `tx`, without reading anything else first. */
+  reader(tx: StorageTransaction, space: string): Pick<SpaceSession, 'get' | 'scan'>;
   /**
    * The storage keys a push of `userID`'s group and clients reads before its mutators run, so
    * that group commit can fetch a whole group's in one round trip (`StorageTransaction.getMany`).
