@@ -142,24 +142,13 @@ class GlobalVersionSession implements SpaceSession {
     let { since, from } = answer;
     let viewRecord: PullResult['viewRecord'];
     if (view !== undefined) {
-      // The current view's record, unless this process knows it is in the store and recent, and,
-      // when the view changed since the cookie, the old one's: what the client holds. One read:
-      // one round trip on a database.
-      // An empty space's cookie names no data: no later pull needs its view's record.
-      const known = this.#version === 0 || (view.seen !== undefined && this.#clock.now - view.seen < this.#clock.touchEveryMs);
-      const old = from === undefined && since !== 'reset' ? (readCookie(cookie) as VersionCookie).view! : undefined;
-      const wanted = [...(known ? [] : [view.id]), ...(old === undefined ? [] : [old])];
-      const records = wanted.length === 0 ? [] : ((await getMany(this.#tx, wanted.map((id) => this.#keys.view(id)))) as Array<ViewRecord | undefined>);
-      if (!known) viewRecord = { used: records[0]?.used };
-      if (old !== undefined) {
-        const record = records.at(-1);
-        // Lost to housekeeping, or another user's: start over from the caller's own view.
-        if (record === undefined || record.user !== (view.userID ?? null)) since = 'reset';
-        else from = Prefixes.canonical(record.prefixes);
-      }
+      const recalled = await this.#recall(view, since !== 'reset' && from === undefined ? (readCookie(cookie) as VersionCookie).view : undefined);
+      viewRecord = recalled.current;
+      if (recalled.old === 'lost') since = 'reset';
+      else if (recalled.old !== undefined) from = recalled.old;
     }
-    // The client throws on a cookie lower than its own and drops a response whose cookie equals
-    // it, so such an answer would wedge it or be lost; only a new client group can recover.
+    // The client throws on a cookie lower than its own and drops a response whose cookie deeply
+    // equals it, so such an answer would wedge it or be lost; only a new client group can recover.
     if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return 'ClientStateNotFound';
 
     const patch =
@@ -181,6 +170,23 @@ class GlobalVersionSession implements SpaceSession {
       }
     }
     return { cookie: current, patch, lastMutationIDChanges, viewRecord };
+  }
+
+  /**
+   * Reads, in one round trip, the current view's record (unless this process knows it is in the
+   * store and recent) and, when the cookie names another view (`old`), that one's prefixes: what
+   * the client holds. `'lost'` when that record is gone (housekeeping) or another user's.
+   */
+  async #recall(view: ResolvedView, old: string | undefined): Promise<{ current: PullResult['viewRecord']; old: Prefixes | 'lost' | undefined }> {
+    // An empty space's cookie names no data: no later pull needs its view's record.
+    const known = this.#version === 0 || (view.seen !== undefined && this.#clock.now - view.seen < this.#clock.touchEveryMs);
+    const wanted = [...(known ? [] : [view.id]), ...(old === undefined ? [] : [old])];
+    const records = wanted.length === 0 ? [] : ((await getMany(this.#tx, wanted.map((id) => this.#keys.view(id)))) as Array<ViewRecord | undefined>);
+    const record = old === undefined ? undefined : records.at(-1);
+    return {
+      current: known ? undefined : { used: records[0]?.used },
+      old: old === undefined ? undefined : record === undefined || record.user !== (view.userID ?? null) ? 'lost' : Prefixes.canonical(record.prefixes),
+    };
   }
 
   async keepView(view: ResolvedView, used: number | undefined): Promise<void> {
