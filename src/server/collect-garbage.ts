@@ -48,14 +48,11 @@ export function clockOf(ctx: SyncContext): SessionClock {
  * setInterval(() => void collectGarbage(ctx).then((removed) => console.log(removed)), 60 * 60 * 1000);
  */
 export async function collectGarbage(ctx: SyncContext, options: CollectOptions = {}): Promise<Collected> {
-  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
+  const total = nothingCollected();
   const spaces = options.space === undefined ? await allSpaces(ctx.storage) : [options.space];
   for (const space of spaces) {
     const removed = await collectSpace(ctx, space, options.batch ?? 64, Infinity);
-    total.clientGroups += removed.clientGroups;
-    total.clients += removed.clients;
-    total.tombstones += removed.tombstones;
-    total.views += removed.views;
+    add(total, removed);
   }
   return total;
 }
@@ -93,17 +90,26 @@ const lastRuns = new WeakMap<SyncContext, Map<string, number>>();
 
 async function collectSpace(ctx: SyncContext, space: string, batch: number, maxBatches: number): Promise<Collected> {
   const retention = resolveRetention(ctx.retention);
-  const total: Collected = { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
+  const total = nothingCollected();
   for (let i = 0; i < maxBatches; i++) {
     const now = clockOf(ctx).now;
     const step = await ctx.storage.transaction((tx) => globalVersion.collect(tx, space, now, retention, batch), { readOnly: false, space });
-    total.clientGroups += step.clientGroups;
-    total.clients += step.clients;
-    total.tombstones += step.tombstones;
-    total.views += step.views;
+    add(total, step);
     if (step.done) break;
   }
   return total;
+}
+
+function nothingCollected(): Collected {
+  return { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
+}
+
+/** Adds what one step removed to `total`. */
+function add(total: Collected, step: Collected): void {
+  total.clientGroups += step.clientGroups;
+  total.clients += step.clients;
+  total.tombstones += step.tombstones;
+  total.views += step.views;
 }
 
 /** Every space with a meta record, a page at a time. */

@@ -74,23 +74,22 @@ export class Prefixes {
    */
   minus(other: Prefixes): Array<{ prefix: string; except: Prefixes }> {
     const regions: Array<{ prefix: string; except: Prefixes }> = [];
-    for (const prefix of this.list) {
-      if (other.covers(prefix)) continue;
-      const inside: string[] = [];
-      for (let i = other.#lastAtOrBefore(prefix) + 1; i < other.list.length && other.list[i]!.startsWith(prefix); i++) inside.push(other.list[i]!);
-      regions.push({ prefix, except: new Prefixes(inside) });
-    }
+    for (const prefix of this.list) if (!other.covers(prefix)) regions.push({ prefix, except: new Prefixes(other.#inside(prefix)) });
     return regions;
   }
 
   /** The keys both sets cover, as a set of prefixes. */
   intersect(other: Prefixes): Prefixes {
     const both: string[] = [];
-    for (const prefix of this.list) {
-      if (other.covers(prefix)) both.push(prefix);
-      else for (let i = other.#lastAtOrBefore(prefix) + 1; i < other.list.length && other.list[i]!.startsWith(prefix); i++) both.push(other.list[i]!);
-    }
+    for (const prefix of this.list) both.push(...(other.covers(prefix) ? [prefix] : other.#inside(prefix)));
     return new Prefixes(both);
+  }
+
+  /** The prefixes of this set that start with `prefix` (and so lie inside it), in order. */
+  #inside(prefix: string): string[] {
+    const inside: string[] = [];
+    for (let i = this.#lastAtOrBefore(prefix) + 1; i < this.list.length && this.list[i]!.startsWith(prefix); i++) inside.push(this.list[i]!);
+    return inside;
   }
 
   /** The index of the greatest prefix at or before `key`, or -1. */
