@@ -2,7 +2,7 @@ import type { Storage } from '../storage/types.js';
 import { globalVersion } from '../sync/global-version.js';
 import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
 import type { Collected, Retention, SessionClock } from '../sync/strategy.js';
-import { type SyncContext, reportError } from './context.js';
+import { type ErrorInfo, type SyncContext, reportError } from './context.js';
 
 /** How long idle client groups and tombstones are kept: see {@link SyncContext.retention}. */
 export interface RetentionOptions {
@@ -62,7 +62,7 @@ export async function collectGarbage(ctx: SyncContext, options: CollectOptions =
  * most one run per space and context at a time, and one a minute, the first a minute after the
  * space's first push here.
  */
-export function collectAfterPush(ctx: SyncContext, space: string, request: Request): void {
+export function collectAfterPush(ctx: SyncContext, space: string, info: ErrorInfo): void {
   const retention = resolveRetention(ctx.retention);
   if (retention.clientGroups === false && retention.tombstones === false) return;
   let last = lastRuns.get(ctx);
@@ -81,7 +81,7 @@ export function collectAfterPush(ctx: SyncContext, space: string, request: Reque
   const runs = last;
   collectSpace(ctx, space, 64, 16).then(
     () => runs.set(space, now),
-    (error: unknown) => (runs.set(space, now), reportError(ctx, error, { request })),
+    (error: unknown) => (runs.set(space, now), reportError(ctx, error, info)),
   );
 }
 
@@ -113,7 +113,7 @@ function add(total: Collected, step: Collected): void {
 }
 
 /** Every space with a meta record, a page at a time. */
-async function allSpaces(storage: Storage): Promise<string[]> {
+export async function allSpaces(storage: Storage): Promise<string[]> {
   const spaces: string[] = [];
   let after: string | undefined;
   for (;;) {

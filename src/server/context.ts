@@ -83,8 +83,12 @@ export interface SyncContext {
 
 /** What {@link SyncContext.onError} is told about a failure. */
 export interface ErrorInfo {
-  /** The request being handled. */
-  request: Request;
+  /** The request being handled; absent for a call from the app's backend (`transact`, `importSpace`…). */
+  request?: Request | undefined;
+  /** The backend call that failed, when no request did: `'transact'`, `'importSpace'`… */
+  operation?: string | undefined;
+  /** The space of that backend call. */
+  space?: string | undefined;
   /** The mutation whose mutator failed, when one did. */
   mutation?: Mutation;
 }

@@ -1,7 +1,7 @@
 import { defaultNotifier, type Notifier } from '../poke/notifier.js';
 import { PokeHub } from '../poke/hub.js';
 import { resolveLimits } from '../sync/limits.js';
-import { type SyncContext, reportError } from './context.js';
+import { type ErrorInfo, type SyncContext, reportError } from './context.js';
 import { HTTPError } from './errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
 import { type Reply, toResponse } from './reply.js';
@@ -34,9 +34,9 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
 }
 
 /** Tells `space`'s poke streams, on every instance the notifier reaches, that it changed. */
-export function announce(ctx: SyncContext, space: string, request: Request): void {
+export function announce(ctx: SyncContext, space: string, info: ErrorInfo): void {
   if (ctx.pokes === false) return;
-  const failed = (error: unknown) => reportError(ctx, error, { request });
+  const failed = (error: unknown) => reportError(ctx, error, info);
   try {
     const sent = notifierOf(ctx).notify(space);
     // The push is committed whatever happens here: a lost poke only delays clients to their next pull.

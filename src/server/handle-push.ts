@@ -29,8 +29,8 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
     const prefixIndex = ctx.view !== undefined;
     const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx) });
     if (outcome.changed) {
-      announce(ctx, space, request);
-      collectAfterPush(ctx, space, request);
+      announce(ctx, space, { request });
+      collectAfterPush(ctx, space, { request });
     }
     if (outcome.clientStateNotFound) return json({ error: 'ClientStateNotFound' });
     for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });

@@ -28,7 +28,8 @@ export function describeFailure(error: unknown, info: ErrorInfo): string {
   if (mutation !== undefined) {
     return `mutation ${mutation.id} of client ${quote(mutation.clientID)} (${quote(mutation.name)}) rejected: ${summary(error)}`;
   }
-  return `${request.method} ${quote(new URL(request.url).pathname)} failed: ${summary(error)}${frames(error)}`;
+  const what = request === undefined ? `${info.operation ?? 'a backend call'} in space ${quote(info.space ?? '')}` : `${request.method} ${quote(new URL(request.url).pathname)}`;
+  return `${what} failed: ${summary(error)}${frames(error)}`;
 }
 
 /** `Name: message`, escaped and shortened. */

@@ -19,7 +19,10 @@
  * - `b/<space>/<segment>/<segment>/<ver>/<key>`: the prefix index, written while a view is
  *   configured: the version index again, by the key's first two segments (each ending with `/`;
  *   keys with fewer have no row), so that a pull whose view is prefixes like `doc/<id>/` reads
- *   the changes under them, not every change to the space.
+ *   the changes under them, not every change to the space;
+ * - `i/<space>/<import>/<key>`: an import's staging area (`importSpace`), the dump's entries
+ *   checked and waiting to be applied; `<import>` starts with the time it began, so housekeeping
+ *   can remove one a crashed import left.
  *
  * Clients and groups are per user (`<user>` is `-` when requests are anonymous, else `u` and the
  * user ID), so no user can see, join or block another's. Space, user and group IDs are escaped
@@ -34,6 +37,9 @@ export class SpaceKeys {
   readonly expiredPrefix: string;
   readonly tombstonePrefix: string;
   readonly viewUsePrefix: string;
+  readonly stagingPrefix: string;
+  readonly groupPrefix: string;
+  readonly clientPrefix: string;
   readonly #space: string;
 
   constructor(space: string) {
@@ -45,6 +51,14 @@ export class SpaceKeys {
     this.expiredPrefix = `x/${this.#space}/`;
     this.tombstonePrefix = `t/${this.#space}/`;
     this.viewUsePrefix = `u/${this.#space}/`;
+    this.stagingPrefix = `i/${this.#space}/`;
+    this.groupPrefix = `g/${this.#space}/`;
+    this.clientPrefix = `c/${this.#space}/`;
+  }
+
+  /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
+  staging(id: string): string {
+    return `${this.stagingPrefix}${id}/`;
   }
 
   /** The record of the view named `id` (a name is base64url: no escaping needed). */
@@ -68,7 +82,20 @@ export class SpaceKeys {
   }
 
   group(userID: string | undefined, group: string): string {
-    return `g/${this.#space}/${userPart(userID)}/${escapeID(group)}`;
+    return `${this.groupPrefix}${userPart(userID)}/${escapeID(group)}`;
+  }
+
+  /** The user and group of a group record's key (the inverse of {@link group}). */
+  groupOf(key: string): { userID: string | undefined; clientGroupID: string } {
+    const [user, group] = key.slice(this.groupPrefix.length).split('/') as [string, string];
+    return { userID: userOf(user), clientGroupID: unescapeID(group) };
+  }
+
+  /** The user and client ID of a client record's key (the inverse of {@link client}). */
+  clientOf(key: string): { userID: string | undefined; clientID: string } {
+    const rest = key.slice(this.clientPrefix.length);
+    const slash = rest.indexOf('/');
+    return { userID: userOf(rest.slice(0, slash)), clientID: rest.slice(slash + 1) };
   }
 
   /** A group's row in the activity index (`a/`) or the expired index (`x/`), at `time`. */
@@ -89,7 +116,7 @@ export class SpaceKeys {
   }
 
   client(userID: string | undefined, clientID: string): string {
-    return `c/${this.#space}/${userPart(userID)}/${clientID}`;
+    return `${this.clientPrefix}${userPart(userID)}/${clientID}`;
   }
 
   lmidPrefix(userID: string | undefined, group: string): string {
@@ -126,7 +153,7 @@ export const META_PREFIX = 'm/';
 
 /** The space whose meta record is at `key`. */
 export function spaceOfMeta(key: string): string {
-  return key.slice(META_PREFIX.length).replaceAll('%2F', '/').replaceAll('%25', '%');
+  return unescapeID(key.slice(META_PREFIX.length));
 }
 
 /**
@@ -135,6 +162,15 @@ export function spaceOfMeta(key: string): string {
  */
 function escapeID(id: string): string {
   return id.replaceAll('%', '%25').replaceAll('/', '%2F');
+}
+
+function unescapeID(id: string): string {
+  return id.replaceAll('%2F', '/').replaceAll('%25', '%');
+}
+
+/** The user a key's user part names (see {@link userPart}). */
+function userOf(part: string): string | undefined {
+  return part === '-' ? undefined : unescapeID(part.slice(1));
 }
 
 /** The user's part of a client or group key: `-` for anonymous requests, never a user's. */

@@ -2,7 +2,7 @@ import type { Mutation, PushRequest } from '../protocol/push-request.js';
 import { HTTPError, TemporaryError } from '../server/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
-import type { Mutator, Mutators } from './mutator.js';
+import type { Mutators } from './mutator.js';
 import type { ClientRecord, SessionClock, Strategy } from './strategy.js';
 import { runInGroup } from './group-commit.js';
 import { MutationTransaction } from './write-transaction.js';
@@ -99,7 +99,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       try {
         const mutator = Object.hasOwn(mutators, mutation.name) ? mutators[mutation.name] : undefined;
         if (mutator === undefined) throw new UnknownMutatorError(mutation.name);
-        await watchdog.run(mutator, mtx, mutation);
+        await watchdog.run(mutation.name, () => mutator(mtx, mutation.args));
       } catch (error) {
         failed = true;
         mtx.discard();
@@ -127,12 +127,12 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
 }
 
 /**
- * Runs mutators, rejecting with a {@link MutatorTimeoutError} once one has run `ms`
- * milliseconds. The caller then discards its transaction, so a mutator that wakes up later finds
+ * Runs mutators (or a backend's transaction function), rejecting with a
+ * {@link MutatorTimeoutError} once one has run `ms` milliseconds. The caller then discards its transaction, so a mutator that wakes up later finds
  * it closed; its promise is abandoned. One timer serves a whole push, however many mutations:
  * when it fires it expires the running mutator if that one is past its time, else waits again.
  */
-class Watchdog {
+export class Watchdog {
   readonly #ms: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running: { started: number; name: string; expire: (error: Error) => void } | undefined;
@@ -141,13 +141,14 @@ class Watchdog {
     this.#ms = ms;
   }
 
-  run(mutator: Mutator, tx: MutationTransaction, mutation: Mutation): Promise<void> | undefined {
-    const result = mutator(tx, mutation.args);
+  /** Calls `call`, named `name` in a timeout's message: undefined when it returned without a promise. */
+  run(name: string, call: () => unknown): Promise<void> | undefined {
+    const result = call();
     // A mutator that returned without a promise has finished; most never need the timer.
     if (!isThenable(result)) return undefined;
     if (!(this.#ms < Infinity)) return Promise.resolve(result).then(() => {});
     return new Promise<void>((resolve, reject) => {
-      const running = { started: performance.now(), name: mutation.name, expire: reject };
+      const running = { started: performance.now(), name, expire: reject };
       this.#running = running;
       this.#arm(this.#ms);
       const settle = (ok: boolean) => (error?: unknown) => {

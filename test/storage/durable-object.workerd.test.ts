@@ -8,12 +8,14 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { durableObjectStorage } from '../../src/storage/durable-object.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../../src/storage/types.js';
+import { describeBackend } from '../backend/suite.js';
 import { describeHousekeeping } from '../housekeeping/suite.js';
 import { describeStorageConformance } from './conformance.js';
 import type { StorageObject } from './durable-object.worker.js';
 
 describeStorageConformance('durableObjectStorage', () => objectStorage(newObject()));
 describeHousekeeping('durableObjectStorage', () => objectStorage(newObject()));
+describeBackend('durableObjectStorage', () => objectStorage(newObject()), (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)));
 
 describe('durableObjectStorage in a Durable Object', () => {
   it('a read-only transaction does not wait for a read-write one that is awaiting, nor see its writes', async () => {

@@ -1,0 +1,179 @@
+import type { JSONValue } from '../protocol/json.js';
+import { clockOf } from '../server/collect-garbage.js';
+import type { SyncContext } from '../server/context.js';
+import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
+import { frozenJSONCopy } from '../sync/frozen-json.js';
+import { runInGroup } from '../sync/group-commit.js';
+import { applyStep, stage, stagingID, unstage } from '../sync/import-batch.js';
+import { fitsUTF8, type Limits, resolveLimits } from '../sync/limits.js';
+import { DUMP_FORMAT, DUMP_KIND } from './dump.js';
+import { DumpError, type DumpSource, lines } from './lines.js';
+import { afterWrite, checkSpace } from './transact.js';
+
+/** Options for {@link importSpace}. */
+export interface ImportOptions {
+  /**
+   * `'replace'`: the space ends up holding exactly the dump's entries (keys the dump lacks are
+   * deleted). `'merge'`: the dump's entries are set, and nothing else changes.
+   */
+  mode: 'replace' | 'merge';
+  /** Told how far the import got, about once per thousand entries: for a progress line. */
+  onProgress?: (progress: ImportProgress) => void;
+}
+
+/** How far an import got. */
+export interface ImportProgress {
+  /** `'reading'`: the dump is being read and checked; `'applying'`: it is being written to the space. */
+  phase: 'reading' | 'applying';
+  /** Entries read from the dump so far. */
+  entries: number;
+  /** Entries written or deleted in the space so far. */
+  applied: number;
+}
+
+/** What an import did. */
+export interface ImportResult {
+  /** Entries in the dump. */
+  entries: number;
+  /** Entries written: new ones and changed ones. Entries the space already held as in the dump are left alone. */
+  written: number;
+  /** Entries deleted because the dump lacks them (`'replace'` only). */
+  deleted: number;
+}
+
+/**
+ * Reads a dump made by {@link exportSpace} (or by hand: see dump.ts) from `source`, a stream or
+ * async iterable of bytes or strings cut anywhere, and brings `space` to it.
+ *
+ * It works in two phases. First the whole dump is read, checked line by line (JSON, the header's
+ * format, keys in ascending order, the key and value limits) and written to a staging area of the
+ * space, a batch per transaction, in bounded memory. A bad line rejects with a {@link DumpError}
+ * naming it, the staging area is removed, and the space is as it was. Then the staged entries
+ * are applied in batches of a thousand keys, each a transaction queued with the space's pushes,
+ * taking a new version like a push, so clients at any cookie get a correct patch. A dump of up to
+ * a thousand entries is applied in one transaction; a larger one is not atomic: a pull during
+ * the apply may see part of it, and a crash midway leaves part of it applied (run it again).
+ * Run one import of a space at a time.
+ *
+ * @example
+ * // A seed: a file in the dump format.
+ * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace' });
+ */
+export async function importSpace(ctx: SyncContext, space: string, source: DumpSource, options: ImportOptions): Promise<ImportResult> {
+  checkSpace(space);
+  if (options?.mode !== 'replace' && options?.mode !== 'merge') throw new TypeError(`importSpace: options.mode must be 'replace' or 'merge', got ${JSON.stringify(options?.mode)}`);
+  const limits = resolveLimits(ctx.limits);
+  const id = stagingID(clockOf(ctx).now);
+  const progress = (phase: ImportProgress['phase'], entries: number, applied: number) => options.onProgress?.({ phase, entries, applied });
+  let entries: number;
+  try {
+    entries = await read(ctx, space, id, source, limits, (count) => progress('reading', count, 0));
+  } catch (error) {
+    await drop(ctx, space, id);
+    throw error;
+  }
+  const result: ImportResult = { entries, written: 0, deleted: 0 };
+  try {
+    let after: string | undefined;
+    for (let done = false; !done; ) {
+      const clock = clockOf(ctx);
+      const step = await runInGroup(ctx.storage, space, async (tx) => ({
+        result: await applyStep(tx, space, id, after, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined }),
+        keep: true,
+      }));
+      ({ after, done } = step);
+      result.written += step.written;
+      result.deleted += step.deleted;
+      if (step.changed) afterWrite(ctx, space, 'importSpace');
+      progress('applying', entries, result.written + result.deleted);
+    }
+  } catch (error) {
+    await drop(ctx, space, id).catch(() => {});
+    throw error;
+  }
+  return result;
+}
+
+/** Reads and checks the dump into import `id`'s staging area; resolves to its number of entries. */
+async function read(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, told: (entries: number) => void): Promise<number> {
+  // The longest line an entry within the limits makes: a key escaped at worst 6 characters per byte.
+  const maxChars = 6 * limits.keyBytes + limits.valueBytes + 32;
+  let header = false;
+  let previous: string | undefined;
+  let count = 0;
+  let batch: Array<readonly [string, JSONValue]> = [];
+  let bytes = 0;
+  const flush = async () => {
+    const entries = batch;
+    batch = [];
+    bytes = 0;
+    await ctx.storage.transaction((tx) => stage(tx, space, id, entries), { readOnly: false, space });
+    told(count);
+  };
+  for await (const { text, number } of lines(source, maxChars)) {
+    if (text.trim() === '') continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw new DumpError(number, `is not JSON (${(error as Error).message})`);
+    }
+    if (!header) {
+      checkHeader(parsed, number);
+      header = true;
+      continue;
+    }
+    const [key, value] = checkEntry(parsed, number, limits);
+    if (previous !== undefined && compareUTF8(previous, key) >= 0) {
+      throw new DumpError(number, `has key ${quote(key)}, which is not after the previous line's ${quote(previous)}: a dump lists each key once, in ascending order (UTF-8 bytes)`);
+    }
+    previous = key;
+    count++;
+    batch.push([key, value]);
+    bytes += text.length;
+    if (batch.length >= BATCH || bytes >= BATCH_CHARS) await flush();
+  }
+  if (!header) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
+  if (batch.length > 0) await flush();
+  return count;
+}
+
+function checkHeader(parsed: unknown, line: number): void {
+  const header = parsed as { viewsync?: unknown; format?: unknown } | null;
+  if (typeof header !== 'object' || header === null || Array.isArray(header) || header.viewsync !== DUMP_KIND) {
+    throw new DumpError(line, `is not a viewsync dump's header: it should be an object with "viewsync": "${DUMP_KIND}"`);
+  }
+  if (header.format !== DUMP_FORMAT) {
+    throw new DumpError(line, `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads format ${DUMP_FORMAT}`);
+  }
+}
+
+function checkEntry(parsed: unknown, line: number, limits: Limits): [string, JSONValue] {
+  const entry = parsed as { key?: unknown; value?: unknown } | null;
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry) || Object.keys(entry).length !== 2 || !('key' in entry) || !('value' in entry)) {
+    throw new DumpError(line, 'is not an entry: it should be an object with exactly "key" and "value"');
+  }
+  const { key, value } = entry;
+  if (typeof key !== 'string') throw new DumpError(line, `has a key that is not a string (${typeof key})`);
+  if (hasLoneSurrogate(key)) throw new DumpError(line, `has key ${quote(key)}, which holds a lone surrogate (no UTF-8 form)`);
+  if (!fitsUTF8(key, limits.keyBytes)) throw new DumpError(line, `has a key longer than ${limits.keyBytes} bytes (limits.keyBytes)`);
+  try {
+    return [key, frozenJSONCopy(value, limits.valueBytes)];
+  } catch (error) {
+    throw new DumpError(line, `has a value that cannot be stored: ${(error as Error).message}`);
+  }
+}
+
+/** Removes import `id`'s staging area, a batch per transaction. */
+async function drop(ctx: SyncContext, space: string, id: string): Promise<void> {
+  while (!(await ctx.storage.transaction((tx) => unstage(tx, space, id, BATCH), { readOnly: false, space })));
+}
+
+function quote(key: string): string {
+  return JSON.stringify(key.length > 100 ? `${key.slice(0, 100)}…` : key);
+}
+
+/** Keys per transaction, staging and applying: a transaction stays small, and quick for the pushes queued behind it. */
+const BATCH = 1_000;
+/** At most this many characters of lines per staging transaction, for large values. */
+const BATCH_CHARS = 8 * 1024 * 1024;

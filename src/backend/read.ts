@@ -1,0 +1,31 @@
+import type { SyncContext } from '../server/context.js';
+import { globalVersion } from '../sync/global-version.js';
+import { resolveLimits } from '../sync/limits.js';
+import { SpaceReadTransaction } from '../sync/read-transaction.js';
+import type { ReadTransaction } from '../sync/transaction.js';
+import { checkSpace } from './transact.js';
+
+/**
+ * Runs `fn` on one consistent, read-only snapshot of `space`'s entries (`get`, `has`, `isEmpty`,
+ * `scan`, as a client's `ReadTransaction`), for a REST API, an e-mail digest or a server-rendered
+ * page: it never sees half of a push. Resolves with what `fn` returned; `tx` is closed then.
+ *
+ * On PostgreSQL the snapshot holds no lock. On the SQLite, memory and Durable Object stores it
+ * holds back the space's commits until `fn` returns (pushes wait, none fail), so keep `fn` short:
+ * read, then do slow work (rendering, sending) after it resolves.
+ *
+ * @example
+ * const todos = await read(ctx, 'acme', (tx) => tx.scan({ prefix: 'todo/' }).toArray());
+ */
+export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTransaction) => T | Promise<T>): Promise<T> {
+  checkSpace(space);
+  const limits = resolveLimits(ctx.limits);
+  return ctx.storage.transaction(async (storageTx) => {
+    const tx = new SpaceReadTransaction(globalVersion.reader(storageTx, space), limits);
+    try {
+      return await fn(tx);
+    } finally {
+      tx.close();
+    }
+  }, { readOnly: true, space });
+}

@@ -1,0 +1,98 @@
+import type { JSONValue } from '../protocol/json.js';
+import { clockOf, collectAfterPush } from '../server/collect-garbage.js';
+import type { SyncContext } from '../server/context.js';
+import { announce } from '../server/handle-poke.js';
+import { globalVersion } from '../sync/global-version.js';
+import { runInGroup } from '../sync/group-commit.js';
+import { resolveLimits } from '../sync/limits.js';
+import { UnknownMutatorError, Watchdog } from '../sync/process-push.js';
+import type { WriteTransaction } from '../sync/transaction.js';
+import { MutationTransaction } from '../sync/write-transaction.js';
+
+/** Options for {@link transact} and {@link mutate}. */
+export interface TransactOptions {
+  /** What `tx.userID` says, for mutators that check permissions. Default: undefined (no user). */
+  userID?: string | undefined;
+  /**
+   * How long `fn` may run, in milliseconds, while it holds the space's writes up. Past it, the
+   * call rejects with a `MutatorTimeoutError` and nothing is written. Default: `limits.mutatorMs`.
+   */
+  timeoutMs?: number | undefined;
+}
+
+/**
+ * Runs `fn` in a transaction of `space` from the app's backend: a webhook, a cron job, a seed
+ * script, an admin fix. `tx` is the transaction mutators get (`get`, `has`, `isEmpty`, `scan`,
+ * `set`, `del`), with no client: `tx.clientID` is `''` and `tx.mutationID` 0. It queues with the
+ * space's pushes and commits with them (group commit), all or nothing: when `fn` throws, the call
+ * rejects with that error and nothing is written. A write moves the space's version once, so
+ * every client's next pull carries it, and pokes the space's subscribers on every instance the
+ * notifier reaches. No client's lastMutationID changes. Resolves with what `fn` returned.
+ *
+ * `fn` may run more than once when a store retries a transaction, as mutators may: it must have
+ * no effects outside `tx` and must not wait on the outside world (see {@link TransactOptions.timeoutMs}).
+ *
+ * @example
+ * await transact(ctx, 'acme', async (tx) => {
+ *   await tx.set(`invoice/${id}`, { ...(await tx.get(`invoice/${id}`)), paid: true });
+ * });
+ */
+export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions = {}): Promise<T> {
+  checkSpace(space);
+  const limits = resolveLimits(ctx.limits);
+  const watchdog = new Watchdog(options.timeoutMs ?? limits.mutatorMs);
+  const clock = clockOf(ctx);
+  try {
+    const done = await runInGroup<{ ok: true; value: T; changed: boolean } | { ok: false; error: unknown }>(
+      ctx.storage,
+      space,
+      async (storageTx) => {
+        const session = await globalVersion.open(storageTx, space, clock, undefined, { prefixIndex: ctx.view !== undefined });
+        const tx = new MutationTransaction(session, { clientID: '', mutationID: 0, userID: options.userID }, limits);
+        let value!: T;
+        try {
+          await watchdog.run('transact', async () => {
+            value = await fn(tx);
+          });
+        } catch (error) {
+          tx.discard();
+          // The caller's own failure: its writes go, the transaction's other pushes stay.
+          return { result: { ok: false, error }, keep: false };
+        }
+        await tx.flush();
+        return { result: { ok: true, value, changed: await session.commit() }, keep: true };
+      },
+    );
+    if (!done.ok) throw done.error;
+    if (done.changed) afterWrite(ctx, space, 'transact');
+    return done.value;
+  } finally {
+    watchdog.stop();
+  }
+}
+
+/**
+ * Runs the registered mutator `name` with `args` from the app's backend, as {@link transact}
+ * runs a function: a webhook route reuses the mutators clients run. Rejects as a push would
+ * record the mutation's failure (an `UnknownMutatorError`, an `InvalidArgsError` for args its
+ * schema refuses, or whatever the mutator threw), and then nothing is written.
+ *
+ * @example
+ * await mutate(ctx, 'acme', 'markPaid', { invoice: id });
+ */
+export async function mutate(ctx: SyncContext, space: string, name: string, args: JSONValue | undefined, options: TransactOptions = {}): Promise<void> {
+  const mutator = Object.hasOwn(ctx.mutators, name) ? ctx.mutators[name] : undefined;
+  if (mutator === undefined) throw new UnknownMutatorError(name);
+  await transact(ctx, space, async (tx) => void (await mutator(tx, args)), options);
+}
+
+/** After a backend write commits: the pokes and the housekeeping a push would start. */
+export function afterWrite(ctx: SyncContext, space: string, operation: string): void {
+  announce(ctx, space, { operation, space });
+  collectAfterPush(ctx, space, { operation, space });
+}
+
+/** A space is any string, as `SyncContext.space` returns it; a typo like `undefined` is not. */
+export function checkSpace(space: unknown): asserts space is string {
+  if (typeof space !== 'string') throw new TypeError(`A space must be a string, got ${space === null ? 'null' : typeof space}`);
+}

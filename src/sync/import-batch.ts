@@ -1,0 +1,108 @@
+import type { JSONValue } from '../protocol/json.js';
+import { compareUTF8 } from '../storage/compare-utf8.js';
+import type { StorageTransaction, StoredValue } from '../storage/types.js';
+import { getMany } from '../storage/write-buffer.js';
+import { globalVersion } from './global-version.js';
+import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import type { SessionClock } from './strategy.js';
+
+/**
+ * The storage side of `importSpace`: a dump's entries are first written to a staging area of
+ * the space, a batch per transaction, and applied from there only once the whole dump has been
+ * read and checked, so that a dump refused at any line changes nothing the space's clients see.
+ */
+
+/** A new import's name: its start time first, so housekeeping can tell an abandoned one's age. */
+export function stagingID(now: number): string {
+  return encodeVersion(now) + '-' + crypto.randomUUID().slice(0, 8);
+}
+
+/** When the import named `id` began. */
+export function stagingStart(id: string): number {
+  return parseInt(id.slice(0, VERSION_FIELD - 1), 16);
+}
+
+/** Writes checked entries into the staging area of import `id`. */
+export async function stage(tx: StorageTransaction, space: string, id: string, entries: ReadonlyArray<readonly [string, JSONValue]>): Promise<void> {
+  const area = new SpaceKeys(space).staging(id);
+  for (const [key, value] of entries) await tx.put(area + key, value as StoredValue);
+}
+
+/** Removes up to `limit` rows of import `id`'s staging area; true when none is left. */
+export async function unstage(tx: StorageTransaction, space: string, id: string, limit: number): Promise<boolean> {
+  const rows = await tx.scan({ prefix: new SpaceKeys(space).staging(id), limit });
+  for (const [row] of rows) await tx.del(row);
+  return rows.length < limit;
+}
+
+/** Where an apply stands: every key up to `after` is done. */
+export interface ApplyStep {
+  after: string | undefined;
+  done: boolean;
+  /** Entries the step wrote (new or changed). */
+  written: number;
+  /** Entries the step deleted (replace only). */
+  deleted: number;
+  /** Whether the step changed the space (it then took a new version). */
+  changed: boolean;
+}
+
+/**
+ * One step of applying import `id`: walks the staged entries and the space's live entries
+ * together, in key order, from just after `after`, at most `limit` of each, and makes the space
+ * agree with the dump over that range. A staged entry whose value differs from the live one (or
+ * that is missing) is written; with `replace`, a live entry the dump lacks is deleted. Equal
+ * entries keep their version, so clients download only what the import changed. Each staged row
+ * is removed once applied. The step's changes take one new version, as a push's do.
+ */
+export async function applyStep(
+  tx: StorageTransaction,
+  space: string,
+  id: string,
+  after: string | undefined,
+  options: { replace: boolean; limit: number; clock: SessionClock; prefixIndex: boolean },
+): Promise<ApplyStep> {
+  const { limit } = options;
+  const keys = new SpaceKeys(space);
+  const area = keys.staging(id);
+  const staged = await tx.scan({ prefix: area, start: after === undefined ? undefined : { key: area + after, exclusive: true }, limit });
+  const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex });
+  const live: Array<readonly [string, JSONValue]> = [];
+  const scan = session.scan('', after === undefined ? undefined : { key: after, exclusive: true });
+  for await (const page of scan) {
+    live.push(...page);
+    if (live.length >= limit) {
+      await scan.return(undefined);
+      break;
+    }
+  }
+  live.length = Math.min(live.length, limit);
+  // Every key up to the last of a full page is known on that side; past it, only the other's.
+  const ends = [staged.length === limit ? staged.at(-1)![0].slice(area.length) : undefined, live.length === limit ? live.at(-1)![0] : undefined];
+  const bound = ends.filter((end): end is string => end !== undefined).sort(compareUTF8)[0];
+  const within = (key: string) => bound === undefined || compareUTF8(key, bound) <= 0;
+  // The entries this step may write, read in one go (a round trip on a database, not one per key).
+  const incoming = staged.map(([row, value]) => [row.slice(area.length), value as JSONValue] as const).filter(([key]) => within(key));
+  await getMany(tx, incoming.map(([key]) => keys.entry(key)));
+
+  const current = new Map(live.filter(([key]) => within(key)));
+  let written = 0;
+  let deleted = 0;
+  for (const [key, value] of incoming) {
+    const old = current.get(key);
+    current.delete(key);
+    if (old === undefined || JSON.stringify(old) !== JSON.stringify(value)) {
+      await session.put(key, value);
+      written++;
+    }
+    await tx.del(area + key);
+  }
+  if (options.replace) {
+    for (const key of current.keys()) {
+      await session.del(key);
+      deleted++;
+    }
+  }
+  const changed = await session.commit();
+  return { after: bound, done: bound === undefined, written, deleted, changed };
+}

@@ -1,0 +1,273 @@
+/**
+ * The app's backend on any store: `transact`, `mutate`, `read`, `exportSpace`, `importSpace` and
+ * `inspect`, against pulls and pushes of the same space.
+ */
+import * as v from 'valibot';
+import { describe, expect, test } from 'vitest';
+import {
+  defineMutator,
+  DumpError,
+  exportSpace,
+  importSpace,
+  inspect,
+  InvalidArgsError,
+  type JSONValue,
+  mutate,
+  type Mutators,
+  read,
+  type Storage,
+  type SyncContext,
+  transact,
+  UnknownMutatorError,
+} from '../../src/index.js';
+import { applyPatch, mutation, pull, push, testMutators } from '../helpers.js';
+
+const mutators: Mutators = {
+  ...testMutators,
+  /** Sets `a`, waits, sets `b`: a reader that could see half a push would see them differ. */
+  pair: async (tx, { n }: { n: number }) => {
+    await tx.set('pair/a', n);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    await tx.set('pair/b', n);
+  },
+  paid: defineMutator(v.object({ invoice: v.string() }), async (tx, { invoice }) => {
+    await tx.set(`invoice/${invoice}`, { paid: true, by: tx.userID ?? null });
+  }),
+};
+
+/** Everything in the store, raw: what "changes nothing" is checked against. */
+export async function rawContents(storage: Storage): Promise<ReadonlyArray<readonly [string, unknown]>> {
+  return storage.transaction((tx) => tx.scan({ prefix: '' }), { readOnly: true });
+}
+
+/** The text of a stream of bytes. */
+export async function text(stream: ReadableStream<Uint8Array>): Promise<string> {
+  return new Response(stream).text();
+}
+
+/** A dump's lines as a stream cut into pieces of `size` characters, as a file or socket would deliver them. */
+export function chunked(dump: string, size = 7): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(dump);
+  let at = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (at >= bytes.length) return controller.close();
+      controller.enqueue(bytes.slice(at, (at += size)));
+    },
+  });
+}
+
+/**
+ * Runs a test's body on a new store. A Durable Object's store runs the body inside its object
+ * (workerd forbids awaiting, inside one object, a promise or stream made outside it).
+ */
+export type Within = (body: (storage: Storage) => Promise<void>) => Promise<void>;
+
+export function describeBackend(name: string, create: () => Storage | Promise<Storage>, within: Within = async (body) => body(await create())): void {
+  describe(`the app's backend: ${name}`, () => {
+    const it = (title: string, body: (ctx: SyncContext) => Promise<void>) =>
+      test(title, () => within((storage) => body({ storage, mutators, onError: () => {} })));
+    const order = (cookie: JSONValue) => (cookie as { order: number }).order;
+
+    it('a backend write between two pulls is in the second pull’s patch, with a higher cookie; no lastMutationID moves', async (ctx) => {
+      await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'invoice/1', value: { paid: false } })]);
+      const first = await pull(ctx, 'g1', null);
+      const returned = await transact(ctx, '', async (tx) => {
+        const invoice = (await tx.get('invoice/1')) as { paid: boolean };
+        await tx.set('invoice/1', { ...invoice, paid: true });
+        await tx.set('invoice/2', { paid: false });
+        await tx.del('missing');
+        return { clientID: tx.clientID, mutationID: tx.mutationID, userID: tx.userID };
+      });
+      expect(returned).toEqual({ clientID: '', mutationID: 0, userID: undefined });
+      const second = await pull(ctx, 'g1', first.cookie);
+      expect(second.patch).toEqual([
+        { op: 'put', key: 'invoice/1', value: { paid: true } },
+        { op: 'put', key: 'invoice/2', value: { paid: false } },
+      ]);
+      expect(order(second.cookie)).toBe(order(first.cookie) + 1);
+      expect(second.lastMutationIDChanges).toEqual({});
+      // The client's next mutation is still its next: its lastMutationID stayed 1.
+      await push(ctx, 'g1', [mutation('c1', 2, 'put', { key: 'invoice/3', value: {} })]);
+      expect((await pull(ctx, 'g1', second.cookie)).lastMutationIDChanges).toEqual({ c1: 2 });
+
+      // A backend call that writes nothing keeps the version: the cookie stays.
+      const third = await pull(ctx, 'g1', null);
+      expect(await transact(ctx, '', (tx) => tx.get('invoice/2'))).toEqual({ paid: false });
+      expect((await pull(ctx, 'g1', third.cookie)).cookie).toEqual(third.cookie);
+    });
+
+    it('transact interleaved with 8 concurrent pushers loses no write, and every client converges', async (ctx) => {
+      const rounds = 6;
+      const views = new Map<string, { cookie: JSONValue; data: Map<string, JSONValue> }>();
+      async function catchUp(group: string) {
+        const held = views.get(group) ?? { cookie: null, data: new Map<string, JSONValue>() };
+        const { cookie, patch } = await pull(ctx, group, held.cookie);
+        views.set(group, { cookie, data: applyPatch(held.data, patch) });
+      }
+      const pusher = async (p: number) => {
+        for (let i = 1; i <= rounds; i++) {
+          await push(ctx, `g${p}`, [mutation(`c${p}`, 2 * i - 1, 'increment', { key: 'count', delta: 1 }), mutation(`c${p}`, 2 * i, 'put', { key: `pusher/${p}/${i}`, value: i })]);
+          await catchUp(`g${p}`);
+        }
+      };
+      const backend = async () => {
+        for (let i = 1; i <= rounds; i++) {
+          await transact(ctx, '', async (tx) => {
+            await tx.set('count', (((await tx.get('count')) as number | undefined) ?? 0) + 100);
+            await tx.set(`backend/${i}`, i);
+          });
+        }
+      };
+      await Promise.all([...Array.from({ length: 8 }, (_, p) => pusher(p)), backend()]);
+      const everything = await pull(ctx, 'reader', null);
+      const server = applyPatch(new Map(), everything.patch);
+      expect(server.get('count')).toBe(8 * rounds + 100 * rounds);
+      expect(server.size).toBe(1 + 8 * rounds + rounds);
+      for (let p = 0; p < 8; p++) {
+        await catchUp(`g${p}`);
+        expect(views.get(`g${p}`)!.data).toEqual(server);
+      }
+    });
+
+    it('a throwing fn rejects with its error and leaves nothing; pushes committed beside it stay', async (ctx) => {
+      await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'kept', value: 1 })]);
+      const before = await rawContents(ctx.storage);
+      const failure = new Error('the webhook was forged');
+      await expect(transact(ctx, '', async (tx) => {
+        await tx.set('kept', 2);
+        await tx.set('new', 2);
+        throw failure;
+      })).rejects.toBe(failure);
+      expect(await rawContents(ctx.storage)).toEqual(before);
+
+      // Queued together behind a running transaction, they share one storage transaction.
+      let release!: () => void;
+      const running = transact(ctx, '', async (tx) => {
+        await new Promise<void>((resolve) => (release = resolve));
+        await tx.set('first', 1);
+      });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const pushed = push(ctx, 'g1', [mutation('c1', 2, 'put', { key: 'pushed', value: 1 })]);
+      const failed = expect(transact(ctx, '', async (tx) => {
+        await tx.set('pushed', 'overwritten');
+        throw failure;
+      })).rejects.toBe(failure);
+      release();
+      await running;
+      await pushed;
+      await failed;
+      const data = applyPatch(new Map(), (await pull(ctx, 'reader', null)).patch);
+      expect(Object.fromEntries(data)).toEqual({ first: 1, kept: 1, pushed: 1 });
+      // A transaction kept after fn returned is closed.
+      let kept!: { set(key: string, value: JSONValue): Promise<void> };
+      await transact(ctx, '', (tx) => void (kept = tx));
+      await expect(kept.set('late', 1)).rejects.toThrow(/closed/);
+    });
+
+    it('a fn that runs past its time rejects, writes nothing, and frees the space', async (ctx) => {
+      const stuck = transact(ctx, '', async (tx) => {
+        await tx.set('never', 1);
+        await new Promise((resolve) => setTimeout(resolve, 5_000));
+      }, { timeoutMs: 50 });
+      await expect(stuck).rejects.toThrow(/ran longer than 50 ms/);
+      await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'after', value: 1 })]);
+      expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'after', value: 1 }]);
+    });
+
+    it('read sees no half of a concurrent push', async (ctx) => {
+      const seen: Array<[unknown, unknown]> = [];
+      const pushes = (async () => {
+        for (let n = 1; n <= 15; n++) await push(ctx, 'g1', [mutation('c1', n, 'pair', { n })]);
+      })();
+      let reading = true;
+      void pushes.finally(() => (reading = false));
+      while (reading) {
+        seen.push(await read(ctx, '', async (tx) => {
+          const a = await tx.get('pair/a');
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          return [a, await tx.get('pair/b')] as [unknown, unknown];
+        }));
+      }
+      await pushes;
+      expect(seen.length).toBeGreaterThan(3);
+      for (const [a, b] of seen) expect(a).toBe(b);
+      expect(await read(ctx, '', (tx) => tx.scan({ prefix: 'pair/' }).entries().toArray())).toEqual([['pair/a', 15], ['pair/b', 15]]);
+      // Read-only: the transaction has no set.
+      expect(await read(ctx, '', (tx) => 'set' in tx)).toBe(false);
+    });
+
+    it('mutate runs a registered mutator as a push would; args its schema refuses or an unknown name reject and write nothing', async (ctx) => {
+      const cookie = (await pull(ctx, 'g1', null)).cookie;
+      await mutate(ctx, '', 'paid', { invoice: '7' }, { userID: 'stripe' });
+      expect((await pull(ctx, 'g1', cookie)).patch).toEqual([{ op: 'put', key: 'invoice/7', value: { paid: true, by: 'stripe' } }]);
+      const before = await rawContents(ctx.storage);
+      await expect(mutate(ctx, '', 'paid', { invoice: 7 })).rejects.toBeInstanceOf(InvalidArgsError);
+      await expect(mutate(ctx, '', 'nope', {})).rejects.toBeInstanceOf(UnknownMutatorError);
+      await expect(mutate(ctx, '', 'putThenFail', { key: 'x', value: 1 })).rejects.toThrow(/permanent failure/);
+      expect(await rawContents(ctx.storage)).toEqual(before);
+    });
+
+    it('export then import, into another space of this store, gives the same full pull; merge only sets', async (ctx) => {
+      // In UTF-8 order: `z` (0x7a) before `ü` (0xc3 0xbc).
+      const entries: Array<[string, JSONValue]> = [['a', 1], ['b/z', 'line\nbreak'], ['b/ü', { nested: ['🙂', null, true] }], ['c', -0.5], ['\u{10FFFF}', '']];
+      await transact(ctx, 'from', async (tx) => {
+        for (const [key, value] of entries) await tx.set(key, value);
+      });
+      const dump = await text(exportSpace(ctx, 'from'));
+      const lines = dump.trimEnd().split('\n');
+      expect(JSON.parse(lines[0]!)).toMatchObject({ viewsync: 'space', format: 1, space: 'from' });
+      expect(lines.slice(1).map((line) => JSON.parse(line) as unknown)).toEqual(entries.map(([key, value]) => ({ key, value })));
+
+      await transact(ctx, 'to', (tx) => tx.set('stale', 1));
+      expect(await importSpace(ctx, 'to', chunked(dump), { mode: 'replace' })).toEqual({ entries: 5, written: 5, deleted: 1 });
+      const view = await read(ctx, 'to', (tx) => tx.scan().entries().toArray());
+      expect(view).toEqual(entries);
+      // The same dump again changes nothing.
+      expect(await importSpace(ctx, 'to', chunked(dump, 1000), { mode: 'replace' })).toEqual({ entries: 5, written: 0, deleted: 0 });
+      // Merge sets and keeps the rest.
+      await transact(ctx, 'to', (tx) => tx.set('extra', true));
+      const merge = `${lines[0]}\n{"key":"a","value":2}\n`;
+      expect(await importSpace(ctx, 'to', [merge], { mode: 'merge' })).toEqual({ entries: 1, written: 1, deleted: 0 });
+      expect(await read(ctx, 'to', (tx) => Promise.all([tx.get('a'), tx.get('extra'), tx.get('c')]))).toEqual([2, true, -0.5]);
+    });
+
+    it('a dump with a bad line rejects naming it and changes nothing', async (ctx) => {
+      await transact(ctx, '', (tx) => tx.set('kept', 1));
+      const before = await rawContents(ctx.storage);
+      const header = '{"viewsync":"space","format":1,"space":"x","exported":"2026-11-24T00:00:00.000Z"}';
+      const cases: Array<[string, number, RegExp]> = [
+        ['', 1, /empty/],
+        ['{"viewsync":"space","format":2}\n', 1, /format 2/],
+        [`${header}\n{"key":"a","value":1}\n{"key":"b","value":\n`, 3, /not JSON/],
+        [`${header}\n{"key":"b","value":1}\n{"key":"a","value":1}\n`, 3, /not after/],
+        [`${header}\n{"key":"a","value":1}\n{"key":"a","value":2}\n`, 3, /not after/],
+        [`${header}\n{"key":1,"value":1}\n`, 2, /not a string/],
+        [`${header}\n{"key":"a"}\n`, 2, /exactly "key" and "value"/],
+        [`${header}\n{"key":"\\ud800","value":1}\n`, 2, /lone surrogate/],
+        [`${header}\n\n{"key":"a","value":1}\n["a",1]\n`, 4, /not an entry/],
+      ];
+      for (const [dump, line, message] of cases) {
+        const failure = await importSpace(ctx, '', [dump], { mode: 'replace' }).then(() => undefined, (error: unknown) => error);
+        expect(failure, dump).toBeInstanceOf(DumpError);
+        expect((failure as DumpError).line, dump).toBe(line);
+        expect((failure as DumpError).message, dump).toMatch(message);
+        expect(await rawContents(ctx.storage)).toEqual(before);
+      }
+    });
+
+    it('inspect lists spaces with their entries, size, version and groups, and one space’s clients', async (ctx) => {
+      await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'k', value: 'vv' }), mutation('c2', 1, 'put', { key: 'k2', value: 1 })]);
+      await transact(ctx, 'other', (tx) => tx.set('x', null));
+      const { spaces } = await inspect(ctx);
+      expect(spaces.map(({ space, entries, bytes, version, clientGroups }) => ({ space, entries, bytes, version, clientGroups }))).toEqual([
+        { space: '', entries: 2, bytes: 'k"vv"k21'.length, version: 1, clientGroups: 1 },
+        { space: 'other', entries: 1, bytes: 'xnull'.length, version: 1, clientGroups: 0 },
+      ]);
+      expect(typeof spaces[0]!.lastActivity).toBe('number');
+      const detail = await inspect(ctx, '');
+      expect(detail.groups).toEqual([{ userID: null, clientGroupID: 'g1', lastActive: spaces[0]!.lastActivity, expired: false, clients: { c1: 1, c2: 1 } }]);
+      expect(await inspect(ctx, 'none')).toEqual({ space: 'none', entries: 0, bytes: 0, version: 0, clientGroups: 0, lastActivity: null, groups: [] });
+    });
+  });
+}
