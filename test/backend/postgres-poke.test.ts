@@ -1,0 +1,58 @@
+/**
+ * A backend write on one instance pokes the poke streams of its space on another, through one
+ * PostgreSQL database (postgresNotifier): a real server, as instances share one in production.
+ */
+import postgres from 'postgres';
+import { afterAll, describe, expect, it } from 'vitest';
+import { handlePoke, importSpace, mutate, type SyncContext, transact } from '../../src/index.js';
+import { postgresNotifier, postgresStorage } from '../../src/storage/postgres.js';
+import { testMutators } from '../helpers.js';
+import { EventReader } from '../poke/sse.js';
+
+const url = process.env.DATABASE_URL;
+
+describe.skipIf(url === undefined)('backend writes poke other instances through PostgreSQL', () => {
+  const schema = `backend_poke_${process.pid}`;
+  const clients: Array<ReturnType<typeof postgres>> = [];
+  afterAll(async () => {
+    await clients[0]?.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await Promise.all(clients.map((sql) => sql.end()));
+  });
+
+  /** An instance: its own connections, the shared tables, pokes through LISTEN/NOTIFY. */
+  function instance(): SyncContext {
+    const sql = postgres(url!, { onnotice: () => {}, max: 4 });
+    clients.push(sql);
+    return {
+      storage: postgresStorage(sql, { schema }),
+      mutators: testMutators,
+      space: (request) => new URL(request.url).searchParams.get('space') ?? '',
+      pokes: { notifier: postgresNotifier(sql, { channel: schema }), coalesceMs: 0 },
+      onError: (error) => console.error(error),
+    };
+  }
+
+  it('transact, mutate and importSpace on A each poke a subscriber of the space on B, and only of that space', async () => {
+    const [a, b] = [instance(), instance()];
+    const subscribe = async (space: string) => {
+      const response = await handlePoke(new Request(`http://b/poke?space=${space}`), b);
+      expect(response.status).toBe(200);
+      const reader = new EventReader(response.body!);
+      await reader.until(() => reader.comments >= 1);
+      return reader;
+    };
+    const [acme, other] = [await subscribe('acme'), await subscribe('other')];
+    await transact(a, 'acme', (tx) => tx.set('invoice/1', { paid: true }));
+    await acme.until(() => acme.pokes === 1);
+    await mutate(a, 'acme', 'put', { key: 'invoice/2', value: { paid: false } });
+    await acme.until(() => acme.pokes === 2);
+    await importSpace(a, 'acme', ['{"viewsync":"space","format":1}\n{"key":"seed","value":1}\n'], { mode: 'merge' });
+    await acme.until(() => acme.pokes === 3);
+    // A call that writes nothing pokes no one.
+    await transact(a, 'acme', (tx) => tx.get('seed'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(acme.pokes).toBe(3);
+    expect(other.pokes).toBe(0);
+    await Promise.all([acme.cancel(), other.cancel()]);
+  });
+});
