@@ -1,0 +1,70 @@
+/**
+ * A backend write reaches the real `replicache` client (in Node, over fake-indexeddb, through the
+ * Node adapter) on every store a Node server runs: the client polls never (`pullInterval: null`),
+ * so what it shows came through the poke the write sent, and the pull that followed.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import Database from 'better-sqlite3';
+import postgres from 'postgres';
+import { afterAll, afterEach, describe, it } from 'vitest';
+import type { ReadonlyJSONValue } from 'replicache';
+import { serve, type SyncServer } from '../../adapters/node.js';
+import { connectPokes } from '../../src/client/index.js';
+import { importSpace, memoryStorage, mutate, type Storage, transact } from '../../src/index.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { Clients, uniqueName, waitFor } from '../interop/client.js';
+import { runtimeMutators } from '../runtime/app.js';
+
+const url = process.env.DATABASE_URL;
+const sql = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
+const schema = `backend_client_${process.pid}`;
+afterAll(async () => {
+  await sql?.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await sql?.end();
+});
+
+const stores: Array<[string, () => Storage]> = [
+  ['memoryStorage', () => memoryStorage()],
+  ['sqliteStorage', () => sqliteStorage(new Database(':memory:'))],
+  [sql === undefined ? 'postgresStorage (PGlite)' : 'postgresStorage (a real server)', () => postgresStorage(sql ?? new PGlite(), { schema })],
+];
+
+describe.each(stores)('a backend write reaches the real client: %s', (_, create) => {
+  let server: SyncServer;
+  const clients = new Clients(() => server.url);
+  const closing: Array<() => void> = [];
+  afterEach(async () => {
+    closing.splice(0).forEach((close) => close());
+    await clients.closeAll();
+    await server?.stop();
+  });
+
+  it('transact, mutate and importSpace each show on a subscribed screen, with no polling', async () => {
+    const ctx = { storage: create(), mutators: runtimeMutators, onError: (error: unknown) => console.error(error) };
+    server = await serve(ctx, { port: 0 });
+    const rep = clients.open({ name: uniqueName('backend'), pullInterval: null });
+    closing.push(connectPokes(rep, new URL('poke', server.url)).close);
+    const shown = { invoices: {} as Record<string, ReadonlyJSONValue> };
+    rep.subscribe((tx) => tx.scan({ prefix: 'invoice/' }).entries().toArray(), { onData: (entries) => (shown.invoices = Object.fromEntries(entries)) });
+    const showing = (expected: Record<string, ReadonlyJSONValue>) =>
+      waitFor(() => JSON.stringify(shown.invoices) === JSON.stringify(expected), { message: () => `the screen to show ${JSON.stringify(expected)}; it shows ${JSON.stringify(shown.invoices)}` });
+
+    await rep.mutate.put({ key: 'invoice/1', value: { paid: false } });
+    await showing({ 'invoice/1': { paid: false } });
+    await waitFor(async () => (await rep.experimentalPendingMutations()).length === 0, { message: 'the client’s write to be confirmed' });
+
+    // A payment webhook marks it paid.
+    await transact(ctx, '', async (tx) => tx.set('invoice/1', { ...((await tx.get('invoice/1')) as object), paid: true }));
+    await showing({ 'invoice/1': { paid: true } });
+    await mutate(ctx, '', 'put', { key: 'invoice/2', value: { paid: false } });
+    await showing({ 'invoice/1': { paid: true }, 'invoice/2': { paid: false } });
+    await importSpace(ctx, '', ['{"viewsync":"space","format":1}\n{"key":"invoice/3","value":{"paid":true}}\n'], { mode: 'replace' });
+    await showing({ 'invoice/3': { paid: true } });
+    // The client's own mutations still go through: its lastMutationID was left alone.
+    await rep.mutate.put({ key: 'invoice/4', value: { paid: false } });
+    await waitFor(async () => (await rep.experimentalPendingMutations()).length === 0, { message: 'the client’s second write to be confirmed' });
+    await showing({ 'invoice/3': { paid: true }, 'invoice/4': { paid: false } });
+    await waitFor(() => rep.logs.filter((entry) => entry.level === 'error').length === 0, { message: () => JSON.stringify(rep.logs) });
+  });
+});
