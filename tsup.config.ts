@@ -11,6 +11,7 @@ export default defineConfig({
     postgres: 'src/storage/postgres.ts',
     testing: 'src/testing/index.ts',
     client: 'src/client/index.ts',
+    cli: 'src/cli/bin.ts',
   },
   format: ['esm', 'cjs'],
   // Shared chunks, so that every entry uses the one copy of the core (one HTTPError class).
@@ -22,7 +23,7 @@ export default defineConfig({
   sourcemap: false,
   target: 'es2022',
   platform: 'neutral',
-  external: [/^node:/],
+  external: [/^node:/, /^bun:/],
   // Keep `node:http` as written: bare `http` would not resolve in Deno or Bun's Node mode.
   removeNodeProtocol: false,
 });

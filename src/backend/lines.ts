@@ -1,5 +1,5 @@
-/** Where an import reads a dump from: a request body, a file stream, stdin. */
-export type DumpSource = ReadableStream<Uint8Array | string> | AsyncIterable<Uint8Array | string>;
+/** Where an import reads a dump from: a request body, a file stream, stdin, or text at hand. */
+export type DumpSource = ReadableStream<Uint8Array | string> | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string> | string;
 
 /** A line of a dump, without its line break, and its number (from 1). */
 export interface Line {
@@ -64,6 +64,7 @@ function trimCR(line: string): string {
 
 /** The chunks of a stream or an async iterable, releasing a stream's lock however the loop ends. */
 async function* iterate(source: DumpSource): AsyncGenerator<Uint8Array | string> {
+  if (typeof source === 'string') return yield source;
   if (!('getReader' in source)) return yield* source;
   const reader = source.getReader();
   let done = false;

@@ -1,0 +1,254 @@
+import { once } from 'node:events';
+import { parseArgs } from 'node:util';
+import { exportSpace } from '../backend/export.js';
+import { importSpace } from '../backend/import.js';
+import { inspect, type SpaceSummary } from '../backend/inspect.js';
+import { DumpError } from '../backend/lines.js';
+import { collectGarbage } from '../server/collect-garbage.js';
+import type { SyncContext } from '../server/context.js';
+import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
+import { HELP, UsageError } from './usage.js';
+
+/** Options by name, and the commands that take each (those without a list: every command). */
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  json: { type: 'boolean', for: ['inspect', 'gc'] },
+  quiet: { type: 'boolean', for: ['export', 'import'] },
+  merge: { type: 'boolean', for: ['import'] },
+  space: { type: 'string', for: ['gc'] },
+  'client-groups': { type: 'string', for: ['gc'] },
+  tombstones: { type: 'string', for: ['gc'] },
+  sqlite: { type: 'string' },
+  postgres: { type: 'string' },
+  schema: { type: 'string' },
+  'table-prefix': { type: 'string' },
+} as const;
+
+type Options = StoreOptions & { json?: boolean; quiet?: boolean; merge?: boolean; space?: string; 'client-groups'?: string; tombstones?: string };
+
+/** Runs the CLI on `argv` (without node and the script); resolves to the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  let store: OpenStore | undefined;
+  try {
+    const { values, positionals } = parse(argv);
+    const [command = '', ...rest] = positionals;
+    if (!(command in HELP) || command === '') {
+      if (values.help || command === '' || command === 'help') return print(HELP[rest[0] ?? ''] ?? HELP['']!), 0;
+      throw new UsageError(`Unknown command ${JSON.stringify(command)}`);
+    }
+    if (values.help) return print(HELP[command]!), 0;
+    for (const name of Object.keys(values) as Array<keyof typeof OPTIONS>) {
+      const only: readonly string[] | undefined = 'for' in OPTIONS[name] ? (OPTIONS[name] as { for: readonly string[] }).for : undefined;
+      if (only !== undefined && !only.includes(command)) throw new UsageError(`${command} takes no --${name}`);
+    }
+    const options = values as Options;
+    switch (command) {
+      case 'inspect':
+        store = await openStore(options);
+        await inspectCommand(context(store), operand(command, rest, 0), options);
+        return 0;
+      case 'export': {
+        const space = operand(command, rest, 1)!;
+        store = await openStore(options);
+        await exportCommand(context(store), space, options);
+        return 0;
+      }
+      case 'import': {
+        const space = operand(command, rest, 1)!;
+        if (process.stdin.isTTY) throw new UsageError(`import reads the dump from stdin: viewsync import ${quoteArg(space)} < dump.ndjson`);
+        store = await openStore(options, { create: true });
+        await importCommand(context(store), space, options);
+        return 0;
+      }
+      default: {
+        if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
+        const retention = { clientGroups: days(options['client-groups'], '--client-groups'), tombstones: days(options.tombstones, '--tombstones') };
+        store = await openStore(options);
+        await gcCommand({ ...context(store), retention }, options);
+        return 0;
+      }
+    }
+  } catch (error) {
+    if (error instanceof UsageError) return fail(`${error.message}\nRun 'viewsync --help' for usage.`, 2);
+    if (error instanceof CLIError || error instanceof DumpError) return fail(error.message, 1);
+    return fail(`Failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`, 1);
+  } finally {
+    await store?.close().catch(() => {});
+  }
+}
+
+/** The command's SPACE: required when `min` is 1, optional when 0; more is an error. */
+function operand(command: string, rest: readonly string[], min: 0 | 1): string | undefined {
+  if (rest.length > 1) throw new UsageError(`${command} takes one SPACE, got ${rest.length} arguments`);
+  if (rest.length < min) throw new UsageError(`${command} needs a SPACE (quote the default space as '')`);
+  return rest[0];
+}
+
+function parse(argv: readonly string[]) {
+  try {
+    const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }) }]));
+    return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true }) as { values: Options & { help?: boolean }; positionals: string[] };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function context(store: OpenStore): SyncContext {
+  return { storage: store.storage, mutators: {}, pokes: false, onError: () => {} };
+}
+
+async function inspectCommand(ctx: SyncContext, space: string | undefined, options: Options): Promise<void> {
+  if (space !== undefined) {
+    const detail = await inspect(ctx, space);
+    if (options.json) return print(JSON.stringify(detail, null, 2));
+    const { groups, ...summary } = detail;
+    print(table([summaryRow(summary)], SUMMARY_HEADINGS));
+    print('');
+    if (groups.length === 0) return print('No client groups.');
+    print(table(groups.map((group) => [
+      group.userID ?? '(anonymous)',
+      group.clientGroupID,
+      group.expired ? 'expired' : date(group.lastActive),
+      Object.entries(group.clients).map(([client, lmid]) => `${client}=${lmid}`).join(' '),
+    ]), ['USER', 'CLIENT GROUP', 'LAST ACTIVE', 'CLIENTS (lastMutationID)']));
+    return;
+  }
+  const { spaces } = await inspect(ctx);
+  if (options.json) return print(JSON.stringify({ spaces }, null, 2));
+  if (spaces.length === 0) return print('No spaces: the store holds no data.');
+  print(table(spaces.map(summaryRow), SUMMARY_HEADINGS));
+}
+
+const SUMMARY_HEADINGS = ['SPACE', 'ENTRIES', 'SIZE', 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY'];
+
+function summaryRow(summary: SpaceSummary): string[] {
+  return [JSON.stringify(summary.space), count(summary.entries), size(summary.bytes), String(summary.version), String(summary.clientGroups), date(summary.lastActivity)];
+}
+
+async function exportCommand(ctx: SyncContext, space: string, options: Options): Promise<void> {
+  const started = performance.now();
+  let lines = 0;
+  const progress = reporter(options.quiet, () => `export: ${count(Math.max(0, lines - 1))} entries of ${JSON.stringify(space)}…`);
+  const out = process.stdout;
+  try {
+    const reader = exportSpace(ctx, space).getReader();
+    try {
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        const chunk = next.value;
+        for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
+        progress.tick();
+        if (!out.write(chunk)) await drained(out);
+      }
+    } catch (error) {
+      // stdout failed (a closed pipe): end the snapshot now, not when the export's idle timer fires.
+      await reader.cancel().catch(() => {});
+      throw error;
+    }
+  } finally {
+    progress.stop();
+  }
+  await new Promise<void>((resolve, reject) => out.write('', (error) => (error ? reject(error) : resolve())));
+  if (!options.quiet) process.stderr.write(`exported ${count(lines - 1)} entries of ${JSON.stringify(space)} in ${seconds(started)}\n`);
+}
+
+async function importCommand(ctx: SyncContext, space: string, options: Options): Promise<void> {
+  const started = performance.now();
+  let last = { phase: 'reading', entries: 0, applied: 0 };
+  const progress = reporter(options.quiet, () => (last.phase === 'reading' ? `import: ${count(last.entries)} entries read and checked…` : `import: ${count(last.applied)} changes of ${count(last.entries)} entries applied…`));
+  try {
+    const result = await importSpace(ctx, space, process.stdin, {
+      mode: options.merge ? 'merge' : 'replace',
+      onProgress: (now) => {
+        last = now;
+        progress.tick();
+      },
+    });
+    if (!options.quiet) {
+      process.stderr.write(`imported ${count(result.entries)} entries into ${JSON.stringify(space)} in ${seconds(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged\n`);
+    }
+  } finally {
+    progress.stop();
+  }
+}
+
+async function gcCommand(ctx: SyncContext, options: Options): Promise<void> {
+  const removed = await collectGarbage(ctx, { ...(options.space !== undefined && { space: options.space }) });
+  if (options.json) return print(JSON.stringify(removed));
+  print(`Removed ${count(removed.clientGroups)} client groups (${count(removed.clients)} clients), ${count(removed.tombstones)} tombstones, ${count(removed.views)} view records.`);
+}
+
+/**
+ * A progress line on stderr, at most once a `VIEWSYNC_PROGRESS_MS` (default 1,000 ms), and only
+ * after the first such interval: a short run prints none.
+ */
+function reporter(quiet: boolean | undefined, line: () => string) {
+  const every = Number(process.env.VIEWSYNC_PROGRESS_MS ?? 1_000);
+  let next = performance.now() + every;
+  const tty = process.stderr.isTTY === true;
+  let shown = false;
+  return {
+    tick() {
+      if (quiet || performance.now() < next) return;
+      next = performance.now() + every;
+      shown = true;
+      // On a terminal the line is rewritten in place; in a log, each is a line of its own.
+      process.stderr.write(tty ? `\r${line()}\x1b[K` : `${line()}\n`);
+    },
+    stop() {
+      if (shown && tty) process.stderr.write('\r\x1b[K');
+    },
+  };
+}
+
+function days(value: string | undefined, option: string): number | false {
+  if (value === undefined) return 30 * DAY;
+  if (value === 'forever') return false;
+  const number = Number(value);
+  if (!(number >= 0) || value.trim() === '') throw new UsageError(`${option} takes a number of days or 'forever', got ${JSON.stringify(value)}`);
+  return number * DAY;
+}
+
+const DAY = 24 * 60 * 60 * 1000;
+
+function table(rows: string[][], headings: string[]): string {
+  const widths = headings.map((heading, i) => Math.max(heading.length, ...rows.map((row) => row[i]!.length)));
+  return [headings, ...rows].map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n');
+}
+
+function count(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  for (; value >= 1024 && unit < units.length - 1; unit++) value /= 1024;
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
+function date(ms: number | null): string {
+  return ms === null ? '-' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+function seconds(started: number): string {
+  return `${((performance.now() - started) / 1000).toFixed(1)} s`;
+}
+
+function quoteArg(text: string): string {
+  return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+function drained(stream: NodeJS.WriteStream): Promise<unknown> {
+  return Promise.race([once(stream, 'drain'), once(stream, 'close')]);
+}
+
+function print(text: string): void {
+  process.stdout.write(text + '\n');
+}
+
+function fail(message: string, code: number): number {
+  process.stderr.write(`viewsync: ${message}\n`);
+  return code;
+}

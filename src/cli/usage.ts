@@ -1,0 +1,66 @@
+/** A command line the CLI cannot run: printed with a pointer to --help, exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const STORE = `Store (one of):
+  --sqlite FILE          a SQLite database file
+  --postgres URL         a PostgreSQL database (default: $DATABASE_URL)
+  --schema NAME          PostgreSQL schema of the tables (default: the search path)
+  --table-prefix PREFIX  what the table names start with (default: viewsync_)`;
+
+/** The help of each command, and of the CLI as a whole (''). */
+export const HELP: Record<string, string> = {
+  '': `viewsync: look into and move the data of a viewsync store
+
+Usage: viewsync <command> [options]
+
+Commands:
+  inspect [SPACE]   spaces with their entries, size, version and client groups;
+                    with SPACE, its client groups and their clients
+  export SPACE      write SPACE's entries to stdout as NDJSON
+  import SPACE      read a dump from stdin into SPACE (replaces it; --merge only sets)
+  gc                remove idle client groups, old tombstones and unused view records
+
+Run 'viewsync <command> --help' for a command's options.
+Exit codes: 0 done, 1 failed (store, dump), 2 wrong usage.`,
+  inspect: `Usage: viewsync inspect [SPACE] [options]
+
+Without SPACE: every space with its entries, their size, its version, its client groups and
+their last activity. With SPACE: that space, and each client group with its clients'
+lastMutationIDs. Counting reads every entry.
+
+Options:
+  --json                 print plain JSON instead of a table
+${STORE}`,
+  export: `Usage: viewsync export SPACE [options] > dump.ndjson
+
+Writes SPACE's live entries to stdout: a header line, then one JSON line per entry in key
+order, from one consistent snapshot. Progress goes to stderr.
+
+Options:
+  --quiet                no progress on stderr
+${STORE}`,
+  import: `Usage: viewsync import SPACE [options] < dump.ndjson
+
+Reads a dump (from 'viewsync export' or made by hand) from stdin and makes SPACE hold
+exactly its entries. The whole dump is checked before SPACE changes: a bad line names its
+number and nothing is imported. A SQLite file is created if missing.
+
+Options:
+  --merge                only set the dump's entries; keep the others
+  --quiet                no progress on stderr
+${STORE}`,
+  gc: `Usage: viewsync gc [options]
+
+Removes what the retention lets go, as collectGarbage() does: client groups idle longer than
+--client-groups days (with their clients), tombstones older than --tombstones days, and view
+records no pull named for --client-groups days.
+
+Options:
+  --space SPACE          only this space (default: every space)
+  --client-groups DAYS   retention of idle client groups, or 'forever' (default: 30)
+  --tombstones DAYS      retention of tombstones, or 'forever' (default: 30)
+  --json                 print plain JSON
+${STORE}`,
+};
