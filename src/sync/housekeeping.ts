@@ -7,17 +7,20 @@ import type { Collected, Retention } from './strategy.js';
 /**
  * One bounded step of housekeeping in a space, in the caller's transaction: the oldest tombstones
  * past their retention, the groups idle past theirs (with their clients), and the markers of
- * expired groups past the tombstone window. Each kind is read from an index in time or version
+ * expired groups past the tombstone window, and the staging areas of imports that crashed. Each kind is read from an index in time or version
  * order, from its oldest row, so a step reads little beyond what it removes and never scans the
  * space. Whatever it removes, the meta record remembers what pulls must know: the newest version
  * whose deletes are gone (older cookies then get a reset) and that groups were expired.
  */
 export async function collectSpace(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }> {
   const keys = new SpaceKeys(space);
-  const meta = (await tx.get(keys.meta)) as Meta | undefined;
   const counts = { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
-  if (meta === undefined) return { ...counts, done: true };
-  let done = true;
+  // What a crashed import left behind (see import-batch.ts): no import runs for a day.
+  const abandoned = await oldest(tx, keys.stagingPrefix, limit, now - ABANDONED_IMPORT_MS, timeOf(keys.stagingPrefix));
+  for (const [row] of abandoned.rows) await tx.del(row);
+  let done = abandoned.done;
+  const meta = (await tx.get(keys.meta)) as Meta | undefined;
+  if (meta === undefined) return { ...counts, done };
   let floor = meta.floor ?? 0;
 
   const tombstones = await oldest(tx, keys.tombstonePrefix, limit, retention.tombstones === false ? -Infinity : now - retention.tombstones, (_, at) => at as number);
@@ -89,6 +92,9 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   }
   return { ...counts, done };
 }
+
+/** How old a staging area is when housekeeping takes it for abandoned. */
+const ABANDONED_IMPORT_MS = 24 * 60 * 60 * 1000;
 
 /** Up to `limit` rows under `prefix`, from the oldest, while their time is at most `cutoff`. */
 async function oldest(tx: StorageTransaction, prefix: string, limit: number, cutoff: number, time: (row: string, value: unknown) => number) {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, handlePush, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
+import { stage, stagingID } from '../../src/sync/import-batch.js';
 
 const SECOND = 1_000;
 
@@ -47,6 +48,20 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       const next = await pull(ctx, 'reader', middle.cookie);
       expect(next.patch).toEqual([{ op: 'put', key: 'd', value: 4 }]);
       expect(applyPatch(new Map([['c', 3]]), next.patch)).toEqual(new Map([['c', 3], ['d', 4]]));
+    });
+
+    it('the staging area a crashed import left is removed a day after the import began; a running one stays', async () => {
+      const { ctx, clock } = await context();
+      await push(ctx, 'writer', [put('w', 1, 'kept', 1)]);
+      const [crashed, running] = [stagingID(clock.now - 25 * 60 * 60 * SECOND), stagingID(clock.now - 60 * SECOND)];
+      await ctx.storage.transaction(async (tx) => {
+        await stage(tx, '', crashed, Array.from({ length: 150 }, (_, i) => [`k${i}`, i] as const));
+        await stage(tx, '', running, [['k', 1]]);
+      }, { readOnly: false, space: '' });
+      await collectGarbage(ctx);
+      const rows = await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true });
+      expect(rows.map(([row]) => row)).toEqual([`i//${running}/k`]);
+      expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'kept', value: 1 }]);
     });
 
     it('an entry deleted and written again is live: its old tombstone is not collected', async () => {
