@@ -1,5 +1,3 @@
-import type { JSONValue } from '../protocol/json.js';
-
 /**
  * The dump format of `exportSpace` and `importSpace`: NDJSON, UTF-8. The first line is a header,
  * `{"viewsync":"space","format":1,"space":…,"exported":…}`; each line after it is one live entry,
@@ -25,9 +23,4 @@ export interface DumpHeader {
 export function headerLine(space: string, now: number): string {
   const header: DumpHeader = { viewsync: DUMP_KIND, format: DUMP_FORMAT, space, exported: new Date(now).toISOString() };
   return JSON.stringify(header) + '\n';
-}
-
-/** An entry's line, with its newline. */
-export function entryLine(key: string, value: JSONValue): string {
-  return `{"key":${JSON.stringify(key)},"value":${JSON.stringify(value)}}\n`;
 }

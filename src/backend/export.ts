@@ -1,7 +1,7 @@
 import type { SyncContext } from '../server/context.js';
-import { globalVersion } from '../sync/global-version.js';
+import { exportPages } from '../sync/export-pages.js';
 import { checkSpace } from './transact.js';
-import { entryLine, headerLine } from './dump.js';
+import { headerLine } from './dump.js';
 
 /** Options for {@link exportSpace}. */
 export interface ExportOptions {
@@ -50,11 +50,9 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
   const run = () =>
     ctx.storage.transaction(async (tx) => {
       controller.enqueue(encoder.encode(headerLine(space, (ctx.clock ?? Date.now)())));
-      const entries = globalVersion.reader(tx, space).scan('');
-      for await (const page of entries) {
-        if (cancelled) return void (await entries.return(undefined));
-        let text = '';
-        for (const [key, value] of page) text += entryLine(key, value);
+      const pages = exportPages(tx, space);
+      for await (const text of pages) {
+        if (cancelled) return void (await pages.return(undefined));
         controller.enqueue(encoder.encode(text));
         if ((controller.desiredSize ?? 1) <= 0) await wanted();
       }

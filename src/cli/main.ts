@@ -174,7 +174,7 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
 async function gcCommand(ctx: SyncContext, options: Options): Promise<void> {
   const removed = await collectGarbage(ctx, { ...(options.space !== undefined && { space: options.space }) });
   if (options.json) return print(JSON.stringify(removed));
-  print(`Removed ${count(removed.clientGroups)} client groups (${count(removed.clients)} clients), ${count(removed.tombstones)} tombstones, ${count(removed.views)} view records.`);
+  print(`Removed ${plural(removed.clientGroups, 'client group')} (${plural(removed.clients, 'client')}), ${plural(removed.tombstones, 'tombstone')}, ${plural(removed.views, 'view record')}.`);
 }
 
 /**
@@ -217,6 +217,10 @@ function table(rows: string[][], headings: string[]): string {
 
 function count(n: number): string {
   return n.toLocaleString('en-US');
+}
+
+function plural(n: number, noun: string): string {
+  return `${count(n)} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 function size(bytes: number): string {

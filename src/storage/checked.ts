@@ -1,5 +1,5 @@
 import { hasLoneSurrogate } from './compare-utf8.js';
-import type { StorageTransaction } from './types.js';
+import type { ScanOptions, StorageTransaction } from './types.js';
 import { getMany, type StorageReader } from './write-buffer.js';
 
 /**
@@ -13,6 +13,10 @@ export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, 
     if (write && !writable) throw new Error('Cannot write in a read-only transaction');
     if (hasLoneSurrogate(key)) throw new Error(`Key ${JSON.stringify(key)} has a lone surrogate, which has no UTF-8 form`);
   };
+  const checkScan = (options: ScanOptions): void => {
+    check(options.prefix);
+    if (options.start !== undefined) check(options.start.key);
+  };
   try {
     return await fn({
       get: async (key) => (check(key), tx.get(key)),
@@ -20,10 +24,15 @@ export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, 
       put: async (key, value) => (check(key, true), tx.put!(key, value)),
       del: async (key) => (check(key, true), tx.del!(key)),
       scan: async (options) => {
-        check(options.prefix);
-        if (options.start !== undefined) check(options.start.key);
+        checkScan(options);
         return tx.scan(options);
       },
+      ...(tx.scanText && {
+        scanText: async (options: ScanOptions) => {
+          checkScan(options);
+          return tx.scanText!(options);
+        },
+      }),
     });
   } finally {
     open = false;

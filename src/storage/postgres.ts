@@ -64,16 +64,22 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       const found = new Map(rows.map((row) => [fromTextKey(row.key as string), row.value as string]));
       return keys.map((key) => (found.has(key) ? (JSON.parse(found.get(key)!) as StoredValue) : undefined));
     },
-    async scan({ prefix: keyPrefix, start, limit = Infinity }: ScanOptions) {
-      if (limit <= 0) return [];
-      const fromStart = start !== undefined && compareUTF8(start.key, keyPrefix) >= 0;
-      const from = toTextKey(fromStart ? start.key : keyPrefix);
-      const end = upperBound(keyPrefix);
-      const count = Number.isFinite(limit) ? Math.ceil(limit) : null;
-      const rows = await query(sql.scan(fromStart && start.exclusive === true, end !== undefined), end === undefined ? [from, count] : [from, count, toTextKey(end)]);
-      return rows.map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
+    async scan(options: ScanOptions) {
+      return (await rowsOf(query, options)).map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
+    },
+    async scanText(options: ScanOptions) {
+      return (await rowsOf(query, options)).map((row): [string, string] => [fromTextKey(row.key as string), row.value as string]);
     },
   });
+
+  async function rowsOf(query: PostgresQuery, { prefix: keyPrefix, start, limit = Infinity }: ScanOptions): Promise<Array<Record<string, unknown>>> {
+    if (limit <= 0) return [];
+    const fromStart = start !== undefined && compareUTF8(start.key, keyPrefix) >= 0;
+    const from = toTextKey(fromStart ? start.key : keyPrefix);
+    const end = upperBound(keyPrefix);
+    const count = Number.isFinite(limit) ? Math.ceil(limit) : null;
+    return query(sql.scan(fromStart && start.exclusive === true, end !== undefined), end === undefined ? [from, count] : [from, count, toTextKey(end)]);
+  }
 
   let ready: Promise<void> | undefined;
   const migrate = (): Promise<void> => {

@@ -57,17 +57,23 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): St
       const [row] = db.all(sql.get, [toTextKey(key)]);
       return row && (JSON.parse(row.value as string) as StoredValue);
     },
-    async scan({ prefix, start, limit = Infinity }: ScanOptions) {
-      if (limit <= 0) return [];
-      const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
-      const from = fromStart ? start.key : prefix;
-      const end = upperBound(prefix);
-      const count = finite(limit);
-      const params = [toTextKey(from), ...(end === undefined ? [] : [toTextKey(end)]), ...(LITERAL_LIMITS.has(count) ? [] : [count])];
-      const rows = db.all(sql.scan(fromStart && start.exclusive === true, end !== undefined, count), params);
-      return rows.map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
+    async scan(options: ScanOptions) {
+      return rowsOf(options).map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
+    },
+    async scanText(options: ScanOptions) {
+      return rowsOf(options).map((row): [string, string] => [fromTextKey(row.key as string), row.value as string]);
     },
   };
+
+  function rowsOf({ prefix, start, limit = Infinity }: ScanOptions): Array<Record<string, unknown>> {
+    if (limit <= 0) return [];
+    const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
+    const from = fromStart ? start.key : prefix;
+    const end = upperBound(prefix);
+    const count = finite(limit);
+    const params = [toTextKey(from), ...(end === undefined ? [] : [toTextKey(end)]), ...(LITERAL_LIMITS.has(count) ? [] : [count])];
+    return db.all(sql.scan(fromStart && start.exclusive === true, end !== undefined, count), params);
+  }
 
   function commit(writes: ReadonlyMap<string, StoredValue | undefined>): void {
     db.transaction(() => {

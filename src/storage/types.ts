@@ -61,6 +61,12 @@ export interface StorageTransaction {
    * read many keys in one round trip; without it, viewsync calls `get` for each.
    */
   getMany?(keys: readonly string[]): Promise<Array<StoredValue | undefined>>;
+  /**
+   * What {@link scan} returns, each value as the JSON text the store holds (what `JSON.stringify`
+   * made of it). Optional: a store that keeps values as JSON text implements it so that an
+   * export copies that text instead of parsing and serialising every value again.
+   */
+  scanText?(options: ScanOptions): Promise<ReadonlyArray<readonly [string, string]>>;
 }
 
 /** Which entries a {@link StorageTransaction.scan} returns. */

@@ -2,7 +2,7 @@ import { compareUTF8 } from './compare-utf8.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from './types.js';
 
 /** What a {@link WriteBuffer} reads through to: a transaction, or a store's committed state. */
-export type StorageReader = Pick<StorageTransaction, 'get' | 'scan' | 'getMany'>;
+export type StorageReader = Pick<StorageTransaction, 'get' | 'scan' | 'getMany' | 'scanText'>;
 
 /**
  * Writes held in memory over what `base` holds, read back merged with it: `get` and `scan` see
@@ -69,6 +69,12 @@ export class WriteBuffer implements StorageTransaction {
     }
     const live = [...merged].filter((entry): entry is [string, StoredValue] => entry[1] !== undefined);
     return live.sort(([a], [b]) => compareUTF8(a, b)).slice(0, limit);
+  }
+
+  async scanText(options: ScanOptions): Promise<ReadonlyArray<readonly [string, string]>> {
+    // The base's text is the committed value: only good while nothing here overlays it.
+    if (this.writes.size === 0 && this.#base.scanText) return this.#base.scanText(options);
+    return (await this.scan(options)).map(([key, value]) => [key, JSON.stringify(value)] as const);
   }
 
   /** Writes the buffered writes into `tx`. */

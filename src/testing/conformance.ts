@@ -145,6 +145,24 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
         expect(read).toEqual(expected.map((value, i) => (keys[i] === 'a' ? undefined : value)));
       });
 
+      it('scanText, where a store has it, returns what scan does with each value as its JSON text, own writes included', async () => {
+        const storage = await create();
+        await putAll(storage, [['p/a', { one: [1, 'ü\u0000'] }], ['p/b', null], ['p/c\u0000', 'three'], ['q', 4]]);
+        const both = (tx: StorageTransaction, options: ScanOptions) =>
+          Promise.all([tx.scan(options), tx.scanText ? tx.scanText(options) : undefined]);
+        for (const options of [{ prefix: 'p/' }, { prefix: 'p/', start: { key: 'p/a', exclusive: true }, limit: 1 }, { prefix: '' }]) {
+          const [values, texts] = await storage.transaction((tx) => both(tx, options), RO);
+          if (texts !== undefined) expect(texts.map(([key, text]) => [key, JSON.parse(text) as unknown])).toEqual(values);
+        }
+        const [values, texts] = await storage.transaction(async (tx) => {
+          await tx.put('p/b', 'written');
+          await tx.del('p/a');
+          return both(tx, { prefix: 'p/' });
+        }, RW);
+        expect(values).toEqual([['p/b', 'written'], ['p/c\u0000', 'three']]);
+        if (texts !== undefined) expect(texts.map(([key, text]) => [key, JSON.parse(text) as unknown])).toEqual(values);
+      });
+
       it('any JSON value put is read back equal, by get and by scan', async () => {
         const storage = await create();
         // -0 goes through JSON as 0, so a serialising store may return 0: normalise the input.

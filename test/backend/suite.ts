@@ -213,7 +213,10 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       const entries: Array<[string, JSONValue]> = [['a', 1], ['b/z', 'line\nbreak'], ['b/ü', { nested: ['🙂', null, true] }], ['c', -0.5], ['\u{10FFFF}', '']];
       await transact(ctx, 'from', async (tx) => {
         for (const [key, value] of entries) await tx.set(key, value);
+        await tx.set('b/gone', 1);
       });
+      // A tombstone, which no export carries.
+      await transact(ctx, 'from', (tx) => tx.del('b/gone'));
       const dump = await text(exportSpace(ctx, 'from'));
       const lines = dump.trimEnd().split('\n');
       expect(JSON.parse(lines[0]!)).toMatchObject({ viewsync: 'space', format: 1, space: 'from' });

@@ -132,7 +132,7 @@ describe('the viewsync CLI, run as a process', () => {
     expect(JSON.parse(sh(`viewsync gc --sqlite gc.db --json`).stdout)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
     const run = sh(`viewsync gc --sqlite gc.db --client-groups 5 --tombstones 5`);
     expect(run.status, run.stderr).toBe(0);
-    expect(run.stdout).toBe('Removed 1 client groups (1 clients), 1 tombstones, 0 view records.\n');
+    expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records.\n');
     expect(await collectGarbage({ ...ctx, clock: Date.now, retention: { clientGroups: 1, tombstones: 1 } })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
   });
 
