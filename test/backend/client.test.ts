@@ -5,8 +5,7 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import Database from 'better-sqlite3';
-import postgres from 'postgres';
-import { afterAll, afterEach, describe, it } from 'vitest';
+import { afterEach, describe, it } from 'vitest';
 import type { ReadonlyJSONValue } from 'replicache';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { connectPokes } from '../../src/client/index.js';
@@ -15,19 +14,14 @@ import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
 import { runtimeMutators } from '../runtime/app.js';
+import { testDatabase } from '../stores.js';
 
-const url = process.env.DATABASE_URL;
-const sql = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
-const schema = `backend_client_${process.pid}`;
-afterAll(async () => {
-  await sql?.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await sql?.end();
-});
+const database = testDatabase('backend_client');
 
 const stores: Array<[string, () => Storage]> = [
   ['memoryStorage', () => memoryStorage()],
   ['sqliteStorage', () => sqliteStorage(new Database(':memory:'))],
-  [sql === undefined ? 'postgresStorage (PGlite)' : 'postgresStorage (a real server)', () => postgresStorage(sql ?? new PGlite(), { schema })],
+  [database === undefined ? 'postgresStorage (PGlite)' : 'postgresStorage (a real server)', () => postgresStorage(database?.sql ?? new PGlite(), { schema: database?.schema })],
 ];
 
 describe.each(stores)('a backend write reaches the real client: %s', (_, create) => {

@@ -5,25 +5,19 @@
 import { PGlite } from '@electric-sql/pglite';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import postgres from 'postgres';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DumpError, exportSpace, importSpace, type JSONValue, memoryStorage, type Storage, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch, mutation, pull, push, testMutators } from '../helpers.js';
+import { testDatabase } from '../stores.js';
 import { chunked, rawContents, text } from './suite.js';
 
-const url = process.env.DATABASE_URL;
-const sql = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
-const schema = `migrate_${process.pid}`;
+const database = testDatabase('migrate');
 let tables = 0;
-const pglite = sql === undefined ? new PGlite() : undefined;
+const pglite = database === undefined ? new PGlite() : undefined;
 /** A PostgreSQL store: the real server when there is one (CI), else PGlite. */
-const postgresStore = (): Storage => postgresStorage((sql ?? pglite)!, { schema, tablePrefix: `m${tables++}_` });
-afterAll(async () => {
-  await sql?.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await sql?.end();
-});
+const postgresStore = (): Storage => postgresStorage(database?.sql ?? pglite!, { schema: database?.schema, tablePrefix: `m${tables++}_` });
 
 const context = (storage: Storage): SyncContext => ({ storage, mutators: testMutators, onError: () => {} });
 const RUNS = Number(process.env.FC_RUNS ?? 100);

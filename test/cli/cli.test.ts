@@ -8,13 +8,13 @@ import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import postgres from 'postgres';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, inspect, type JSONValue, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../helpers.js';
 import { userProject } from '../package/packed.js';
+import { testDatabase } from '../stores.js';
 
 const project = userProject(['better-sqlite3', 'postgres']);
 // The bin as npm links it: `viewsync` on the PATH, a link to the package's dist/cli.js.
@@ -24,12 +24,7 @@ symlinkSync(join(project, 'node_modules', 'viewsync', 'dist', 'cli.js'), join(bi
 const work = mkdtempSync(join(tmpdir(), 'viewsync-cli-'));
 
 const url = process.env.DATABASE_URL;
-const sql = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 2 });
-const schema = `cli_${process.pid}`;
-afterAll(async () => {
-  await sql?.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await sql?.end();
-});
+const database = testDatabase('cli');
 
 /** Runs a shell command line in the work folder with the bin on the PATH. */
 function sh(line: string, env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
@@ -139,7 +134,8 @@ describe('the viewsync CLI, run as a process', () => {
   it('moves a space from a SQLite file to PostgreSQL through a pipe, as the README shows; an unreachable database exits 1', async () => {
     const file = await sqliteFile('move.db');
     const target = url ?? 'postgres://nobody@127.0.0.1:1/none';
-    if (sql === undefined) return void expect(sh(`viewsync inspect --postgres ${target}`).status).toBe(1);
+    if (database === undefined) return void expect(sh(`viewsync inspect --postgres ${target}`).status).toBe(1);
+    const { sql, schema } = database;
     const flags = `--postgres '${url}' --schema ${schema}`;
     const moved = sh(`viewsync export '' --sqlite move.db | viewsync import '' ${flags}`);
     expect(moved.status, moved.stderr).toBe(0);

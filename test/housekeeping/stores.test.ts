@@ -1,27 +1,4 @@
-import { PGlite } from '@electric-sql/pglite';
-import Database from 'better-sqlite3';
-import postgres from 'postgres';
-import { afterAll } from 'vitest';
-import { memoryStorage } from '../../src/index.js';
-import { postgresStorage } from '../../src/storage/postgres.js';
-import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { onEveryStore } from '../stores.js';
 import { describeHousekeeping } from './suite.js';
 
-// The Durable Object store runs the same suite inside workerd (durable-object.workerd.test.ts).
-describeHousekeeping('memoryStorage', () => memoryStorage());
-describeHousekeeping('sqliteStorage (better-sqlite3)', () => sqliteStorage(new Database(':memory:')));
-
-const pglite = new PGlite();
-let tables = 0;
-describeHousekeeping('postgresStorage (PGlite)', () => postgresStorage(pglite, { tablePrefix: `gc${tables++}_` }));
-
-const url = process.env.DATABASE_URL;
-if (url !== undefined) {
-  const sql = postgres(url, { onnotice: () => {}, max: 4 });
-  const schema = `housekeeping_${process.pid}`;
-  afterAll(async () => {
-    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await sql.end();
-  });
-  describeHousekeeping('postgresStorage (a real server)', () => postgresStorage(sql, { schema, tablePrefix: `gc${tables++}_` }));
-}
+onEveryStore('gc', describeHousekeeping);

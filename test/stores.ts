@@ -1,0 +1,36 @@
+/**
+ * The stores a suite runs on in Node: memory, SQLite, PGlite and, when `DATABASE_URL` names one
+ * (CI always does), a real PostgreSQL server. The Durable Object store runs its suites inside
+ * workerd (test/storage/durable-object.workerd.test.ts).
+ */
+import { PGlite } from '@electric-sql/pglite';
+import Database from 'better-sqlite3';
+import postgres from 'postgres';
+import { afterAll } from 'vitest';
+import { memoryStorage, type Storage } from '../src/index.js';
+import { postgresStorage } from '../src/storage/postgres.js';
+import { sqliteStorage } from '../src/storage/sqlite.js';
+
+/** A real PostgreSQL server's client and a schema of this test file's own, dropped after it; undefined without `DATABASE_URL`. */
+export function testDatabase(name: string): { sql: ReturnType<typeof postgres>; schema: string } | undefined {
+  const url = process.env.DATABASE_URL;
+  if (url === undefined) return undefined;
+  const sql = postgres(url, { onnotice: () => {}, max: 4 });
+  const schema = `${name}_${process.pid}`;
+  afterAll(async () => {
+    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await sql.end();
+  });
+  return { sql, schema };
+}
+
+/** Calls `describeSuite` once per store, each call's stores new ones (tables named from `name`). */
+export function onEveryStore(name: string, describeSuite: (store: string, create: () => Storage) => void): void {
+  describeSuite('memoryStorage', () => memoryStorage());
+  describeSuite('sqliteStorage (better-sqlite3)', () => sqliteStorage(new Database(':memory:')));
+  const pglite = new PGlite();
+  let tables = 0;
+  describeSuite('postgresStorage (PGlite)', () => postgresStorage(pglite, { tablePrefix: `${name}${tables++}_` }));
+  const database = testDatabase(name);
+  if (database !== undefined) describeSuite('postgresStorage (a real server)', () => postgresStorage(database.sql, { schema: database.schema, tablePrefix: `${name}${tables++}_` }));
+}
