@@ -148,7 +148,7 @@ async function exportCommand(ctx: SyncContext, space: string, options: Options):
     progress.stop();
   }
   await new Promise<void>((resolve, reject) => out.write('', (error) => (error ? reject(error) : resolve())));
-  if (!options.quiet) process.stderr.write(`exported ${count(lines - 1)} entries of ${JSON.stringify(space)} in ${seconds(started)}\n`);
+  if (!options.quiet) process.stderr.write(`exported ${plural(lines - 1, 'entry')} of ${JSON.stringify(space)} in ${seconds(started)}\n`);
 }
 
 async function importCommand(ctx: SyncContext, space: string, options: Options): Promise<void> {
@@ -164,7 +164,7 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
       },
     });
     if (!options.quiet) {
-      process.stderr.write(`imported ${count(result.entries)} entries into ${JSON.stringify(space)} in ${seconds(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged\n`);
+      process.stderr.write(`imported ${plural(result.entries, 'entry')} into ${JSON.stringify(space)} in ${seconds(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged\n`);
     }
   } finally {
     progress.stop();
@@ -220,7 +220,7 @@ function count(n: number): string {
 }
 
 function plural(n: number, noun: string): string {
-  return `${count(n)} ${noun}${n === 1 ? '' : 's'}`;
+  return `${count(n)} ${n === 1 ? noun : noun.endsWith('y') ? `${noun.slice(0, -1)}ies` : `${noun}s`}`;
 }
 
 function size(bytes: number): string {

@@ -55,6 +55,10 @@ async function openDatabase(file: string): Promise<{ prepare(sql: string): any; 
     const { Database } = await import(/* @vite-ignore */ 'bun:sqlite' as string);
     return new Database(file);
   }
+  if ('Deno' in globalThis) {
+    const { DatabaseSync } = await import(/* @vite-ignore */ 'node:sqlite' as string);
+    return new DatabaseSync(file);
+  }
   try {
     const { default: Database } = await import(/* @vite-ignore */ 'better-sqlite3' as string);
     return new Database(file);

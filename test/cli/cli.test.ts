@@ -13,7 +13,7 @@ import { collectGarbage, handlePull, inspect, type JSONValue, type SyncContext, 
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../helpers.js';
-import { userProject } from '../package/packed.js';
+import { ROOT, userProject } from '../package/packed.js';
 import { testDatabase } from '../stores.js';
 
 const project = userProject(['better-sqlite3', 'postgres']);
@@ -117,6 +117,17 @@ describe('the viewsync CLI, run as a process', () => {
     const notSQLite = sh(`viewsync inspect --sqlite not-sqlite.db`);
     expect(notSQLite.status).toBe(1);
     expect(notSQLite.stderr).toMatch(/not-sqlite\.db is not a viewsync SQLite database: file is not a database/);
+  });
+
+  it('runs under Bun (bun:sqlite) and Deno (node:sqlite) on the same SQLite file', async () => {
+    const cli = join(project, 'node_modules', 'viewsync', 'dist', 'cli.js');
+    const runtimes = { bun: `${ROOT}node_modules/.bin/bun ${cli}`, deno: `${ROOT}node_modules/.bin/deno run --no-remote -A ${cli}` };
+    writeFileSync(join(work, 'runtimes.ndjson'), '{"viewsync":"space","format":1}\n{"key":"a","value":1}\n{"key":"b","value":{"ü":[true]}}\n');
+    const imported = sh(`${runtimes.bun} import s --sqlite runtimes.db < runtimes.ndjson`, { DENO_NO_UPDATE_CHECK: '1' });
+    expect(imported.status, imported.stderr).toBe(0);
+    const exported = sh(`${runtimes.deno} export s --sqlite runtimes.db --quiet`, { DENO_NO_UPDATE_CHECK: '1' });
+    expect(exported.status, exported.stderr).toBe(0);
+    expect(exported.stdout.split('\n').slice(1)).toEqual(['{"key":"a","value":1}', '{"key":"b","value":{"ü":[true]}}', '']);
   });
 
   it('gc removes what the retention lets go', async () => {
