@@ -23,7 +23,7 @@ export async function* lines(source: DumpSource, maxChars: number): AsyncGenerat
     try {
       return decoder.decode(chunk, { stream });
     } catch {
-      throw new DumpError(number + 1, 'is not UTF-8');
+      throw new DumpError(number + 1 + badSegment(chunk), 'is not UTF-8');
     }
   };
   for await (const chunk of iterate(source)) {
@@ -51,6 +51,27 @@ export class DumpError extends Error {
   constructor(line: number, problem: string) {
     super(`line ${line} of the dump ${problem}`);
     this.line = line;
+  }
+}
+
+/**
+ * Which of the chunk's newline-separated pieces holds the bytes that are not UTF-8 (0: the line
+ * the chunk continues). A newline byte is never part of a longer character, so each piece can be
+ * checked alone; bytes continuing a character the previous chunk began are skipped.
+ */
+function badSegment(chunk: Uint8Array): number {
+  let start = 0;
+  while (start < Math.min(3, chunk.length) && (chunk[start]! & 0xc0) === 0x80) start++;
+  for (let index = 0; ; index++) {
+    const end = chunk.indexOf(10, start);
+    try {
+      // The last piece may end inside a character that the next chunk completes.
+      new TextDecoder('utf-8', { fatal: true }).decode(chunk.subarray(start, end < 0 ? chunk.length : end), { stream: end < 0 });
+    } catch {
+      return index;
+    }
+    if (end < 0) return index;
+    start = end + 1;
   }
 }
 
