@@ -175,6 +175,18 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'after', value: 1 }]);
     });
 
+    it('a transact of the same space from inside fn waits for fn, which times out and writes nothing; the inner one then runs', async (ctx) => {
+      let inner: Promise<void> | undefined;
+      const outer = transact(ctx, '', async (tx) => {
+        await tx.set('outer', 1);
+        inner = transact(ctx, '', (tx2) => tx2.set('inner', 1));
+        await inner;
+      }, { timeoutMs: 200 });
+      await expect(outer).rejects.toThrow(/ran longer than 200 ms/);
+      await inner;
+      expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual([['inner', 1]]);
+    });
+
     it('read sees no half of a concurrent push', async (ctx) => {
       const seen: Array<[unknown, unknown]> = [];
       const pushes = (async () => {
