@@ -4,7 +4,7 @@ export { handleRequest } from './server/handle-request.js';
 export { handlePoke } from './server/handle-poke.js';
 export { collectGarbage, type CollectOptions, type Collected, type RetentionOptions } from './server/collect-garbage.js';
 export { transact, mutate, type TransactOptions } from './backend/transact.js';
-export { read } from './backend/read.js';
+export { read, type ReadOptions } from './backend/read.js';
 export { exportSpace, type ExportOptions } from './backend/export.js';
 export { importSpace, type ImportOptions, type ImportProgress, type ImportResult } from './backend/import.js';
 export { DumpError, type DumpSource } from './backend/lines.js';

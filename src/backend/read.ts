@@ -3,7 +3,16 @@ import { globalVersion } from '../sync/global-version.js';
 import { resolveLimits } from '../sync/limits.js';
 import { SpaceReadTransaction } from '../sync/read-transaction.js';
 import type { ReadTransaction } from '../sync/transaction.js';
-import { checkSpace } from './transact.js';
+import { backendWatchdog, checkSpace } from './transact.js';
+
+/** Options for {@link read}. */
+export interface ReadOptions {
+  /**
+   * How long `fn` may hold the snapshot, in milliseconds. Past it, the call rejects with a
+   * `MutatorTimeoutError`, the snapshot is let go and `tx` is closed. Default: `limits.mutatorMs`.
+   */
+  timeoutMs?: number | undefined;
+}
 
 /**
  * Runs `fn` on one consistent, read-only snapshot of `space`'s entries (`get`, `has`, `isEmpty`,
@@ -11,21 +20,30 @@ import { checkSpace } from './transact.js';
  * page: it never sees half of a push. Resolves with what `fn` returned; `tx` is closed then.
  *
  * On PostgreSQL the snapshot holds no lock. On the SQLite, memory and Durable Object stores it
- * holds back the space's commits until `fn` returns (pushes wait, none fail), so keep `fn` short:
- * read, then do slow work (rendering, sending) after it resolves.
+ * holds back the space's commits until `fn` returns (pushes wait, none fail), at most
+ * `timeoutMs`: read, then do slow work (rendering, sending) after it resolves.
  *
  * @example
  * const todos = await read(ctx, 'acme', (tx) => tx.scan({ prefix: 'todo/' }).toArray());
  */
-export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTransaction) => T | Promise<T>): Promise<T> {
+export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTransaction) => T | Promise<T>, options: ReadOptions = {}): Promise<T> {
   checkSpace(space);
   const limits = resolveLimits(ctx.limits);
-  return ctx.storage.transaction(async (storageTx) => {
-    const tx = new SpaceReadTransaction(globalVersion.reader(storageTx, space), limits);
-    try {
-      return await fn(tx);
-    } finally {
-      tx.close();
-    }
-  }, { readOnly: true, space });
+  const watchdog = backendWatchdog('read', options.timeoutMs ?? limits.mutatorMs, 'its snapshot was let go');
+  try {
+    return await ctx.storage.transaction(async (storageTx) => {
+      const tx = new SpaceReadTransaction(globalVersion.reader(storageTx, space), limits);
+      let value!: T;
+      try {
+        await watchdog.run('read', async () => {
+          value = await fn(tx);
+        });
+      } finally {
+        tx.close();
+      }
+      return value;
+    }, { readOnly: true, space });
+  } finally {
+    watchdog.stop();
+  }
 }

@@ -5,7 +5,7 @@ import { announce } from '../server/handle-poke.js';
 import { globalVersion } from '../sync/global-version.js';
 import { runInGroup } from '../sync/group-commit.js';
 import { resolveLimits } from '../sync/limits.js';
-import { UnknownMutatorError, Watchdog } from '../sync/process-push.js';
+import { MutatorTimeoutError, UnknownMutatorError, Watchdog } from '../sync/process-push.js';
 import type { WriteTransaction } from '../sync/transaction.js';
 import { MutationTransaction } from '../sync/write-transaction.js';
 
@@ -40,7 +40,7 @@ export interface TransactOptions {
 export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions = {}): Promise<T> {
   checkSpace(space);
   const limits = resolveLimits(ctx.limits);
-  const watchdog = new Watchdog(options.timeoutMs ?? limits.mutatorMs);
+  const watchdog = backendWatchdog('transact', options.timeoutMs ?? limits.mutatorMs, 'its writes were discarded');
   const clock = clockOf(ctx);
   try {
     const done = await runInGroup<{ ok: true; value: T; changed: boolean } | { ok: false; error: unknown }>(
@@ -95,4 +95,9 @@ export function afterWrite(ctx: SyncContext, space: string, operation: string): 
 /** A space is any string, as `SyncContext.space` returns it; a typo like `undefined` is not. */
 export function checkSpace(space: unknown): asserts space is string {
   if (typeof space !== 'string') throw new TypeError(`A space must be a string, got ${space === null ? 'null' : typeof space}`);
+}
+
+/** A watchdog for a backend call's function, whose timeout names the call and its `timeoutMs`. */
+export function backendWatchdog(call: string, ms: number, outcome: string): Watchdog {
+  return new Watchdog(ms, (name) => new MutatorTimeoutError(name, ms, `The ${call} function ran longer than ${ms} ms (timeoutMs); ${outcome}`));
 }

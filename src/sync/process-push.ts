@@ -134,11 +134,14 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
  */
 export class Watchdog {
   readonly #ms: number;
+  readonly #expired: (name: string, ms: number) => MutatorTimeoutError;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running: { started: number; name: string; expire: (error: Error) => void } | undefined;
 
-  constructor(ms: number) {
+  /** `expired` makes the error a call past its time rejects with; default: a mutator's. */
+  constructor(ms: number, expired = (name: string, ms: number) => new MutatorTimeoutError(name, ms)) {
     this.#ms = ms;
+    this.#expired = expired;
   }
 
   /** Calls `call`, named `name` in a timeout's message: undefined when it returned without a promise. */
@@ -176,7 +179,7 @@ export class Watchdog {
     const left = running.started + this.#ms - performance.now();
     if (left > 0) return this.#arm(left);
     this.#running = undefined;
-    running.expire(new MutatorTimeoutError(running.name, this.#ms));
+    running.expire(this.#expired(running.name, this.#ms));
   }
 }
 
@@ -197,12 +200,13 @@ export class UnknownMutatorError extends Error {
 
 /**
  * A mutator ran past `limits.mutatorMs`. It stops its push like a `TemporaryError` (503 with
- * `Retry-After`): its writes are discarded and its client sends it again later.
+ * `Retry-After`): its writes are discarded and its client sends it again later. A backend call
+ * (`transact`, `mutate`, `read`) past its `timeoutMs` rejects with one too.
  */
 export class MutatorTimeoutError extends TemporaryError {
   override name = 'MutatorTimeoutError';
-  constructor(mutatorName: string, ms: number) {
-    super(`Mutator ${JSON.stringify(mutatorName)} ran longer than ${ms} ms (limits.mutatorMs); its writes were discarded`, {
+  constructor(mutatorName: string, ms: number, message = `Mutator ${JSON.stringify(mutatorName)} ran longer than ${ms} ms (limits.mutatorMs); its writes were discarded`) {
+    super(message, {
       retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
     });
   }

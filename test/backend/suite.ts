@@ -170,7 +170,7 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
         await tx.set('never', 1);
         await new Promise((resolve) => setTimeout(resolve, 5_000));
       }, { timeoutMs: 50 });
-      await expect(stuck).rejects.toThrow(/ran longer than 50 ms/);
+      await expect(stuck).rejects.toThrow('The transact function ran longer than 50 ms (timeoutMs); its writes were discarded');
       await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'after', value: 1 })]);
       expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'after', value: 1 }]);
     });
@@ -207,6 +207,21 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       expect(await read(ctx, '', (tx) => tx.scan({ prefix: 'pair/' }).entries().toArray())).toEqual([['pair/a', 15], ['pair/b', 15]]);
       // Read-only: the transaction has no set.
       expect(await read(ctx, '', (tx) => 'set' in tx)).toBe(false);
+    });
+
+    it('a read that holds its snapshot past its time rejects and lets pushes commit; its tx is closed', async (ctx) => {
+      let wake!: () => void;
+      let late: Promise<unknown> | undefined;
+      const stuck = read(ctx, '', async (tx) => {
+        await new Promise<void>((resolve) => (wake = resolve));
+        late = tx.get('x').then(() => 'read', (error: unknown) => error);
+      }, { timeoutMs: 100 });
+      await expect(stuck).rejects.toThrow('The read function ran longer than 100 ms (timeoutMs); its snapshot was let go');
+      await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'after', value: 1 })]);
+      expect(await read(ctx, '', (tx) => tx.get('after'))).toBe(1);
+      wake();
+      await expect.poll(() => late).toBeDefined();
+      expect(await late).toEqual(expect.objectContaining({ message: expect.stringMatching(/closed/) }));
     });
 
     it('mutate runs a registered mutator as a push would; args its schema refuses or an unknown name reject and write nothing', async (ctx) => {
