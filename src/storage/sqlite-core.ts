@@ -49,8 +49,8 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): St
     // the statements a driver caches stay few.
     scan: (after: boolean, bounded: boolean, limit: number) =>
       `SELECT key, value FROM ${name} WHERE key ${after ? '>' : '>='} ?${bounded ? ' AND key < ?' : ''} ORDER BY key LIMIT ${LITERAL_LIMITS.has(limit) ? limit : '?'}`,
-    upsert: `INSERT INTO ${name} (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-    del: `DELETE FROM ${name} WHERE key = ?`,
+    upsert: inSizes((rows) => `INSERT INTO ${name} (key, value) VALUES ${Array(rows).fill('(?, ?)').join(', ')} ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
+    del: inSizes((rows) => `DELETE FROM ${name} WHERE key IN (${Array(rows).fill('?').join(', ')})`),
   };
   const committed: StorageReader = {
     async get(key) {
@@ -76,12 +76,28 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): St
   }
 
   function commit(writes: ReadonlyMap<string, StoredValue | undefined>): void {
+    const puts: string[] = [];
+    const dels: string[] = [];
+    for (const [key, value] of writes) {
+      if (value === undefined) dels.push(toTextKey(key));
+      else puts.push(toTextKey(key), JSON.stringify(value));
+    }
     db.transaction(() => {
-      for (const [key, value] of writes) {
-        if (value === undefined) db.run(sql.del, [toTextKey(key)]);
-        else db.run(sql.upsert, [toTextKey(key), JSON.stringify(value)]);
-      }
+      inRows(puts, 2, sql.upsert);
+      inRows(dels, 1, sql.del);
     });
+  }
+
+  /**
+   * Runs `statement` over `params`, `width` of them a row: {@link ROWS} rows a statement, then
+   * the rest one by one, so a commit of many writes crosses into SQLite a few times, not once a
+   * write, and each kind has two statements to cache. Keys are distinct (one write per key).
+   */
+  function inRows(params: readonly string[], width: number, statement: { one: string; many: string }): void {
+    const full = ROWS * width;
+    let at = 0;
+    for (; at + full <= params.length; at += full) db.run(statement.many, params.slice(at, at + full));
+    for (; at < params.length; at += width) db.run(statement.one, params.slice(at, at + width));
   }
 
   return {
@@ -117,6 +133,14 @@ function migrate(db: SQLiteConnection, prefix: string): string {
     }
   });
   return kv;
+}
+
+/** Rows a write statement carries: 64 parameters an upsert, within a Durable Object's 100. */
+const ROWS = 32;
+
+/** A write statement for one row and for {@link ROWS}. */
+function inSizes(statement: (rows: number) => string): { one: string; many: string } {
+  return { one: statement(1), many: statement(ROWS) };
 }
 
 /** The limits written into a scan's SQL: none (-1), and the page sizes viewsync reads with. */
