@@ -50,9 +50,10 @@ export interface ImportResult {
  * space, a batch per transaction, in bounded memory. A bad line rejects with a {@link DumpError}
  * naming it, the staging area is removed, and the space is as it was. Then the staged entries
  * are applied in batches of a thousand keys, each a transaction queued with the space's pushes,
- * taking a new version like a push, so clients at any cookie get a correct patch. A dump of up to
- * a thousand entries is applied in one transaction; a larger one is not atomic: a pull during
- * the apply may see part of it, and a crash midway leaves part of it applied (run it again).
+ * taking a new version like a push, so clients at any cookie get a correct patch. A merge of up
+ * to a thousand entries is one transaction, and so is a replace when the dump and the space each
+ * hold up to a thousand; a larger import is not atomic: a pull during the apply may see part of
+ * it, and a crash midway leaves part of it applied (run it again).
  * Run one import of a space at a time.
  *
  * @example

@@ -4,7 +4,8 @@ import type { StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { globalVersion } from './global-version.js';
 import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import type { SessionClock } from './strategy.js';
+import type { Entry } from './records.js';
+import type { SessionClock, SpaceSession } from './strategy.js';
 
 /**
  * The storage side of `importSpace`: a dump's entries are first written to a staging area of
@@ -48,9 +49,9 @@ export interface ApplyStep {
 }
 
 /**
- * One step of applying import `id`: walks the staged entries and the space's live entries
- * together, in key order, from just after `after`, at most `limit` of each, and makes the space
- * agree with the dump over that range. A staged entry whose value differs from the live one (or
+ * One step of applying import `id`: walks the staged entries (and, to replace, the space's live
+ * entries) together, in key order, from just after `after`, at most `limit` of each, and makes
+ * the space agree with the dump over that range. A staged entry whose value differs from the live one (or
  * that is missing) is written; with `replace`, a live entry the dump lacks is deleted. Equal
  * entries keep their version, so clients download only what the import changed. Each staged row
  * is removed once applied. The step's changes take one new version, as a push's do.
@@ -67,6 +68,39 @@ export async function applyStep(
   const area = keys.staging(id);
   const staged = await tx.scan({ prefix: area, start: after === undefined ? undefined : { key: area + after, exclusive: true }, limit });
   const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex });
+  // A replace walks the space's live entries beside the dump's, to find those the dump lacks; a
+  // merge needs only the entries the dump names, however large the space.
+  const live = options.replace ? await liveFrom(session, after, limit) : [];
+  // Every key up to the last of a full page is known on that side; past it, only the other's.
+  const ends = [staged.length === limit ? staged.at(-1)![0].slice(area.length) : undefined, live.length === limit ? live.at(-1)![0] : undefined];
+  const bound = ends.filter((end): end is string => end !== undefined).sort(compareUTF8)[0];
+  const within = (key: string) => bound === undefined || compareUTF8(key, bound) <= 0;
+  const incoming = staged.map(([row, value]) => [row.slice(area.length), value as JSONValue] as const).filter(([key]) => within(key));
+  // What the space holds at those keys, in one read (a round trip on a database, not one per key).
+  const held = (await getMany(tx, incoming.map(([key]) => keys.entry(key)))) as Array<Entry | undefined>;
+
+  const unnamed = new Set(live.filter(([key]) => within(key)).map(([key]) => key));
+  let written = 0;
+  let deleted = 0;
+  for (const [i, [key, value]] of incoming.entries()) {
+    const old = held[i];
+    unnamed.delete(key);
+    if (old === undefined || old.del || JSON.stringify(old.val) !== JSON.stringify(value)) {
+      await session.put(key, value);
+      written++;
+    }
+    await tx.del(area + key);
+  }
+  for (const key of unnamed) {
+    await session.del(key);
+    deleted++;
+  }
+  const changed = await session.commit();
+  return { after: bound, done: bound === undefined, written, deleted, changed };
+}
+
+/** Up to `limit` live entries of the space after `after`, in key order. */
+async function liveFrom(session: SpaceSession, after: string | undefined, limit: number): Promise<Array<readonly [string, JSONValue]>> {
   const live: Array<readonly [string, JSONValue]> = [];
   const scan = session.scan('', after === undefined ? undefined : { key: after, exclusive: true });
   for await (const page of scan) {
@@ -77,32 +111,5 @@ export async function applyStep(
     }
   }
   live.length = Math.min(live.length, limit);
-  // Every key up to the last of a full page is known on that side; past it, only the other's.
-  const ends = [staged.length === limit ? staged.at(-1)![0].slice(area.length) : undefined, live.length === limit ? live.at(-1)![0] : undefined];
-  const bound = ends.filter((end): end is string => end !== undefined).sort(compareUTF8)[0];
-  const within = (key: string) => bound === undefined || compareUTF8(key, bound) <= 0;
-  // The entries this step may write, read in one go (a round trip on a database, not one per key).
-  const incoming = staged.map(([row, value]) => [row.slice(area.length), value as JSONValue] as const).filter(([key]) => within(key));
-  await getMany(tx, incoming.map(([key]) => keys.entry(key)));
-
-  const current = new Map(live.filter(([key]) => within(key)));
-  let written = 0;
-  let deleted = 0;
-  for (const [key, value] of incoming) {
-    const old = current.get(key);
-    current.delete(key);
-    if (old === undefined || JSON.stringify(old) !== JSON.stringify(value)) {
-      await session.put(key, value);
-      written++;
-    }
-    await tx.del(area + key);
-  }
-  if (options.replace) {
-    for (const key of current.keys()) {
-      await session.del(key);
-      deleted++;
-    }
-  }
-  const changed = await session.commit();
-  return { after: bound, done: bound === undefined, written, deleted, changed };
+  return live;
 }

@@ -115,6 +115,21 @@ describe('moving a space between stores', () => {
     }
   });
 
+  it('a merge of a few keys into a large space reads only those keys: one transaction, one version', async () => {
+    for (const storage of [memoryStorage(), sqliteStorage(new Database(':memory:'))]) {
+      const ctx = context(storage);
+      await transact(ctx, '', async (tx) => {
+        for (let i = 0; i < 5_000; i++) await tx.set(`k/${String(i).padStart(5, '0')}`, i);
+      });
+      const before = await pull(ctx, 'reader', null);
+      const dump = ['{"viewsync":"space","format":1}', '{"key":"k/00000","value":0}', '{"key":"k/02500","value":"changed"}', '{"key":"k/99999","value":"new"}'].join('\n');
+      expect(await importSpace(ctx, '', dump, { mode: 'merge' })).toEqual({ entries: 3, written: 2, deleted: 0 });
+      const after = await pull(ctx, 'reader', before.cookie);
+      expect(after.patch).toEqual([{ op: 'put', key: 'k/02500', value: 'changed' }, { op: 'put', key: 'k/99999', value: 'new' }]);
+      expect((after.cookie as { order: number }).order).toBe((before.cookie as { order: number }).order + 1);
+    }
+  });
+
   for (const [name, create] of [['SQLite', () => sqliteStorage(new Database(':memory:'))], ['PostgreSQL', postgresStore]] as const) {
     it(`${name}: an import of a dump with a bad line at line 50,000 names line 50,000 and changes nothing`, async () => {
       const ctx = context(create());
