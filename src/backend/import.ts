@@ -1,6 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
 import { clockOf } from '../server/collect-garbage.js';
 import type { SyncContext } from '../server/context.js';
+import { afterChange } from '../server/handle-push.js';
 import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
 import { frozenJSONCopy } from '../sync/frozen-json.js';
 import { runInGroup } from '../sync/group-commit.js';
@@ -8,7 +9,7 @@ import { applyStep, stage, stagingID, unstage } from '../sync/import-batch.js';
 import { fitsUTF8, type Limits, resolveLimits } from '../sync/limits.js';
 import { DUMP_FORMAT, DUMP_KIND } from './dump.js';
 import { DumpError, type DumpSource, lines } from './lines.js';
-import { afterWrite, checkSpace } from './transact.js';
+import { checkSpace } from './transact.js';
 
 /** Options for {@link importSpace}. */
 export interface ImportOptions {
@@ -76,18 +77,18 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
   const result: ImportResult = { entries, written: 0, deleted: 0 };
   try {
     let after: string | undefined;
-    for (let done = false; !done; ) {
+    do {
       const clock = clockOf(ctx);
       const step = await runInGroup(ctx.storage, space, async (tx) => ({
         result: await applyStep(tx, space, id, after, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined }),
         keep: true,
       }));
-      ({ after, done } = step);
+      after = step.after;
       result.written += step.written;
       result.deleted += step.deleted;
-      if (step.changed) afterWrite(ctx, space, 'importSpace');
+      if (step.changed) afterChange(ctx, space, { operation: 'importSpace', space });
       progress('applying', entries, result.written + result.deleted);
-    }
+    } while (after !== undefined);
   } catch (error) {
     await drop(ctx, space, id).catch(() => {});
     throw error;

@@ -1,5 +1,6 @@
 import type { SyncContext } from '../server/context.js';
-import type { Storage, StoredValue } from '../storage/types.js';
+import { eachRow } from '../storage/each-row.js';
+import type { Storage } from '../storage/types.js';
 import { allSpaces } from '../server/collect-garbage.js';
 import { utf8Length } from '../sync/limits.js';
 import { SpaceKeys } from '../sync/keys.js';
@@ -70,12 +71,12 @@ async function survey(storage: Storage, space: string): Promise<{ summary: Space
   const meta = (await storage.transaction((tx) => tx.get(keys.meta), { readOnly: true, space })) as Meta | undefined;
   let entries = 0;
   let bytes = 0;
-  await pages(storage, space, keys.entryPrefix, (key, value) => {
+  await eachRow(storage, keys.entryPrefix, (key, value) => {
     const entry = value as unknown as Entry;
     if (entry.del) return;
     entries++;
     bytes += utf8Length(key.slice(keys.entryPrefix.length)) + utf8Length(JSON.stringify(entry.val));
-  });
+  }, space);
   const groups = new Map<string, GroupSummary>();
   const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {
     const id = JSON.stringify([userID ?? null, clientGroupID]);
@@ -83,19 +84,19 @@ async function survey(storage: Storage, space: string): Promise<{ summary: Space
     if (group === undefined) groups.set(id, (group = { userID: userID ?? null, clientGroupID, lastActive: null, expired: false, clients: {} }));
     return group;
   };
-  await pages(storage, space, keys.groupPrefix, (key, value) => {
+  await eachRow(storage, keys.groupPrefix, (key, value) => {
     const { userID, clientGroupID } = keys.groupOf(key);
     const record = value as GroupRecord;
     const group = groupOf(userID, clientGroupID);
     if ('expired' in record) group.expired = true;
     else group.lastActive = record.seen;
-  });
-  await pages(storage, space, keys.clientPrefix, (key, value) => {
+  }, space);
+  await eachRow(storage, keys.clientPrefix, (key, value) => {
     const { userID, clientID } = keys.clientOf(key);
     const client = value as unknown as StoredClient;
     // defineProperty: a client may be named "__proto__".
     Object.defineProperty(groupOf(userID, client.group).clients, clientID, { value: client.lmid, enumerable: true, writable: true, configurable: true });
-  });
+  }, space);
   const list = [...groups.values()];
   const active = list.filter((group) => !group.expired);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
@@ -104,17 +105,3 @@ async function survey(storage: Storage, space: string): Promise<{ summary: Space
     groups: list,
   };
 }
-
-/** Calls `each` for every row under `prefix`, a page per read-only transaction. */
-async function pages(storage: Storage, space: string, prefix: string, each: (key: string, value: StoredValue) => void): Promise<void> {
-  let after: string | undefined;
-  for (;;) {
-    const start = after === undefined ? undefined : { key: after, exclusive: true };
-    const page = await storage.transaction((tx) => tx.scan({ prefix, start, limit: PAGE }), { readOnly: true, space });
-    for (const [key, value] of page) each(key, value);
-    if (page.length < PAGE) return;
-    after = page.at(-1)![0];
-  }
-}
-
-const PAGE = 4_096;

@@ -3,7 +3,7 @@ import { globalVersion } from '../sync/global-version.js';
 import { resolveLimits } from '../sync/limits.js';
 import { SpaceReadTransaction } from '../sync/read-transaction.js';
 import type { ReadTransaction } from '../sync/transaction.js';
-import { backendWatchdog, checkSpace } from './transact.js';
+import { checkSpace, deadline } from './transact.js';
 
 /** Options for {@link read}. */
 export interface ReadOptions {
@@ -29,21 +29,17 @@ export interface ReadOptions {
 export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTransaction) => T | Promise<T>, options: ReadOptions = {}): Promise<T> {
   checkSpace(space);
   const limits = resolveLimits(ctx.limits);
-  const watchdog = backendWatchdog('read', options.timeoutMs ?? limits.mutatorMs, 'its snapshot was let go');
+  const timed = deadline('read', options.timeoutMs ?? limits.mutatorMs, 'its snapshot was let go');
   try {
     return await ctx.storage.transaction(async (storageTx) => {
       const tx = new SpaceReadTransaction(globalVersion.reader(storageTx, space), limits);
-      let value!: T;
       try {
-        await watchdog.run('read', async () => {
-          value = await fn(tx);
-        });
+        return await timed.run(() => fn(tx));
       } finally {
         tx.close();
       }
-      return value;
     }, { readOnly: true, space });
   } finally {
-    watchdog.stop();
+    timed.stop();
   }
 }

@@ -1,11 +1,11 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf, collectAfterPush } from '../server/collect-garbage.js';
+import { clockOf } from '../server/collect-garbage.js';
 import type { SyncContext } from '../server/context.js';
-import { announce } from '../server/handle-poke.js';
+import { afterChange } from '../server/handle-push.js';
 import { globalVersion } from '../sync/global-version.js';
 import { runInGroup } from '../sync/group-commit.js';
 import { resolveLimits } from '../sync/limits.js';
-import { MutatorTimeoutError, UnknownMutatorError, Watchdog } from '../sync/process-push.js';
+import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/process-push.js';
 import type { WriteTransaction } from '../sync/transaction.js';
 import { MutationTransaction } from '../sync/write-transaction.js';
 
@@ -40,7 +40,7 @@ export interface TransactOptions {
 export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions = {}): Promise<T> {
   checkSpace(space);
   const limits = resolveLimits(ctx.limits);
-  const watchdog = backendWatchdog('transact', options.timeoutMs ?? limits.mutatorMs, 'its writes were discarded');
+  const timed = deadline('transact', options.timeoutMs ?? limits.mutatorMs, 'its writes were discarded');
   const clock = clockOf(ctx);
   try {
     const done = await runInGroup<{ ok: true; value: T; changed: boolean } | { ok: false; error: unknown }>(
@@ -49,11 +49,9 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
       async (storageTx) => {
         const session = await globalVersion.open(storageTx, space, clock, undefined, { prefixIndex: ctx.view !== undefined });
         const tx = new MutationTransaction(session, { clientID: '', mutationID: 0, userID: options.userID }, limits);
-        let value!: T;
+        let value: T;
         try {
-          await watchdog.run('transact', async () => {
-            value = await fn(tx);
-          });
+          value = await timed.run(() => fn(tx));
         } catch (error) {
           tx.discard();
           // The caller's own failure: its writes go, the transaction's other pushes stay.
@@ -64,10 +62,10 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
       },
     );
     if (!done.ok) throw done.error;
-    if (done.changed) afterWrite(ctx, space, 'transact');
+    if (done.changed) afterChange(ctx, space, { operation: 'transact', space });
     return done.value;
   } finally {
-    watchdog.stop();
+    timed.stop();
   }
 }
 
@@ -81,15 +79,8 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
  * await mutate(ctx, 'acme', 'markPaid', { invoice: id });
  */
 export async function mutate(ctx: SyncContext, space: string, name: string, args: JSONValue | undefined, options: TransactOptions = {}): Promise<void> {
-  const mutator = Object.hasOwn(ctx.mutators, name) ? ctx.mutators[name] : undefined;
-  if (mutator === undefined) throw new UnknownMutatorError(name);
+  const mutator = mutatorNamed(ctx.mutators, name);
   await transact(ctx, space, async (tx) => void (await mutator(tx, args)), options);
-}
-
-/** After a backend write commits: the pokes and the housekeeping a push would start. */
-export function afterWrite(ctx: SyncContext, space: string, operation: string): void {
-  announce(ctx, space, { operation, space });
-  collectAfterPush(ctx, space, { operation, space });
 }
 
 /** A space is any string, as `SyncContext.space` returns it; a typo like `undefined` is not. */
@@ -97,7 +88,20 @@ export function checkSpace(space: unknown): asserts space is string {
   if (typeof space !== 'string') throw new TypeError(`A space must be a string, got ${space === null ? 'null' : typeof space}`);
 }
 
-/** A watchdog for a backend call's function, whose timeout names the call and its `timeoutMs`. */
-export function backendWatchdog(call: string, ms: number, outcome: string): Watchdog {
-  return new Watchdog(ms, (name) => new MutatorTimeoutError(name, ms, `The ${call} function ran longer than ${ms} ms (timeoutMs); ${outcome}`));
+/**
+ * A deadline for a backend call's function: `run(fn)` resolves with what `fn` returned, or rejects
+ * with a `MutatorTimeoutError` that names the call once `fn` has run `ms`; `stop` ends its timer.
+ */
+export function deadline(call: string, ms: number, outcome: string): { run<T>(fn: () => T | Promise<T>): Promise<T>; stop(): void } {
+  const watchdog = new Watchdog(ms, (name) => new MutatorTimeoutError(name, ms, `The ${call} function ran longer than ${ms} ms (timeoutMs); ${outcome}`));
+  return {
+    async run(fn) {
+      let value!: Awaited<ReturnType<typeof fn>>;
+      await watchdog.run(call, async () => {
+        value = await fn();
+      });
+      return value;
+    },
+    stop: () => watchdog.stop(),
+  };
 }

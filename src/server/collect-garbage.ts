@@ -1,3 +1,4 @@
+import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
 import { globalVersion } from '../sync/global-version.js';
 import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
@@ -115,14 +116,6 @@ function add(total: Collected, step: Collected): void {
 /** Every space with a meta record, a page at a time. */
 export async function allSpaces(storage: Storage): Promise<string[]> {
   const spaces: string[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = await storage.transaction(
-      (tx) => tx.scan({ prefix: META_PREFIX, start: after === undefined ? undefined : { key: after, exclusive: true }, limit: 1_000 }),
-      { readOnly: true },
-    );
-    for (const [key] of page) spaces.push(spaceOfMeta(key));
-    if (page.length < 1_000) return spaces;
-    after = page.at(-1)![0];
-  }
+  await eachRow(storage, META_PREFIX, (key) => spaces.push(spaceOfMeta(key)));
+  return spaces;
 }

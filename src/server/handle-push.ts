@@ -1,7 +1,7 @@
 import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPush } from '../sync/process-push.js';
-import { type SyncContext, reportError } from './context.js';
+import { type ErrorInfo, type SyncContext, reportError } from './context.js';
 import { clockOf, collectAfterPush } from './collect-garbage.js';
 import { announce } from './handle-poke.js';
 import { json, type Reply, toResponse } from './reply.js';
@@ -28,14 +28,20 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
     const perMutation = ctx.transactionPerMutation ?? false;
     const prefixIndex = ctx.view !== undefined;
     const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx) });
-    if (outcome.changed) {
-      announce(ctx, space, { request });
-      collectAfterPush(ctx, space, { request });
-    }
+    if (outcome.changed) afterChange(ctx, space, { request });
     if (outcome.clientStateNotFound) return json({ error: 'ClientStateNotFound' });
     for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
     return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
   });
+}
+
+/**
+ * What a committed change of `space` sets off, whoever made it (a push, or the app's backend):
+ * pokes to the space's subscribers, and now and then a little housekeeping.
+ */
+export function afterChange(ctx: SyncContext, space: string, info: ErrorInfo): void {
+  announce(ctx, space, info);
+  collectAfterPush(ctx, space, info);
 }
 
 const PUSH = {

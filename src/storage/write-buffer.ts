@@ -73,8 +73,7 @@ export class WriteBuffer implements StorageTransaction {
 
   async scanText(options: ScanOptions): Promise<ReadonlyArray<readonly [string, string]>> {
     // The base's text is the committed value: only good while nothing here overlays it.
-    if (this.writes.size === 0 && this.#base.scanText) return this.#base.scanText(options);
-    return (await this.scan(options)).map(([key, value]) => [key, JSON.stringify(value)] as const);
+    return this.writes.size === 0 ? scanText(this.#base, options) : asText(await this.scan(options));
   }
 
   /** Writes the buffered writes into `tx`. */
@@ -89,4 +88,13 @@ export class WriteBuffer implements StorageTransaction {
 /** `reader.getMany(keys)`, or a `get` for each key where the reader has no `getMany`. */
 export function getMany(reader: StorageReader, keys: readonly string[]): Promise<Array<StoredValue | undefined>> {
   return reader.getMany ? reader.getMany(keys) : Promise.all(keys.map((key) => reader.get(key)));
+}
+
+/** `reader.scanText(options)`, or its `scan` with each value serialised where it has none. */
+export async function scanText(reader: StorageReader, options: ScanOptions): Promise<ReadonlyArray<readonly [string, string]>> {
+  return reader.scanText ? reader.scanText(options) : asText(await reader.scan(options));
+}
+
+function asText(entries: ReadonlyArray<readonly [string, StoredValue]>): Array<readonly [string, string]> {
+  return entries.map(([key, value]) => [key, JSON.stringify(value)] as const);
 }

@@ -1,52 +1,36 @@
-import type { JSONValue } from '../protocol/json.js';
 import type { StorageTransaction } from '../storage/types.js';
+import { scanText } from '../storage/write-buffer.js';
 import { SpaceKeys } from './keys.js';
-import { live, scanPages } from './patch.js';
+import { pagesOf } from './patch.js';
 import type { Entry } from './records.js';
 
 /**
  * The live entries of `space` as dump lines (`{"key":…,"value":…}` and a newline each, in key
- * order), one string per page read. Where the store hands out its JSON text (`scanText`), a
- * value's text is copied as it is, not parsed and serialised again: the entry record is
- * `{"ver":…,"val":…}` as `JSON.stringify` wrote it, so the value is the text between.
+ * order), one string per page read. Values are copied as JSON text: a store that keeps its
+ * values as text (`scanText`) hands the entry record out as `JSON.stringify` wrote it,
+ * `{"ver":…,"val":…}`, and the value is the text between, never parsed and serialised again.
  */
 export async function* exportPages(tx: StorageTransaction, space: string): AsyncGenerator<string> {
   const keys = new SpaceKeys(space);
   const skip = keys.entryPrefix.length;
-  if (tx.scanText === undefined) {
-    for await (const page of scanPages(tx, { prefix: keys.entryPrefix })) {
-      let text = '';
-      for (const [key, value] of live(page, skip)) text += entryLine(key, value);
-      yield text;
-    }
-    return;
-  }
-  let start: { key: string; exclusive: boolean } | undefined;
-  for (;;) {
-    const page = await tx.scanText({ prefix: keys.entryPrefix, start, limit: PAGE });
+  for await (const page of pagesOf((options) => scanText(tx, options), { prefix: keys.entryPrefix })) {
     let text = '';
     for (const [row, stored] of page) {
-      const head = HEAD.exec(stored);
-      if (head !== null && stored.endsWith('}')) {
-        text += `{"key":${JSON.stringify(row.slice(skip))},"value":${stored.slice(head[0].length, -1)}}\n`;
-        continue;
-      }
-      // Any other shape: a tombstone, or a record some other writer made.
-      const entry = JSON.parse(stored) as Entry;
-      if (!entry.del) text += entryLine(row.slice(skip), entry.val);
+      const value = valueText(stored);
+      if (value !== undefined) text += `{"key":${JSON.stringify(row.slice(skip))},"value":${value}}\n`;
     }
     if (text !== '') yield text;
-    if (page.length < PAGE) return;
-    start = { key: page.at(-1)![0], exclusive: true };
   }
 }
 
-/** An entry's line, with its newline. */
-export function entryLine(key: string, value: JSONValue): string {
-  return `{"key":${JSON.stringify(key)},"value":${JSON.stringify(value)}}\n`;
+/** The JSON text of the value in an entry record's text; undefined for a tombstone. */
+function valueText(record: string): string | undefined {
+  const head = HEAD.exec(record);
+  if (head !== null && record.endsWith('}')) return record.slice(head[0].length, -1);
+  // Any other shape: a tombstone, or a record some other writer made.
+  const entry = JSON.parse(record) as Entry;
+  return entry.del ? undefined : JSON.stringify(entry.val);
 }
 
 /** How a live entry's record starts, as `#stamp` writes it (`{ver, val}`, in that order). */
 const HEAD = /^\{"ver":\d+,"val":/;
-
-const PAGE = 4_096;

@@ -3,7 +3,7 @@ import { compareUTF8 } from '../storage/compare-utf8.js';
 import type { StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { globalVersion } from './global-version.js';
-import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import { encodeVersion, SpaceKeys } from './keys.js';
 import type { Entry } from './records.js';
 import type { SessionClock, SpaceSession } from './strategy.js';
 
@@ -16,11 +16,6 @@ import type { SessionClock, SpaceSession } from './strategy.js';
 /** A new import's name: its start time first, so housekeeping can tell an abandoned one's age. */
 export function stagingID(now: number): string {
   return encodeVersion(now) + '-' + crypto.randomUUID().slice(0, 8);
-}
-
-/** When the import named `id` began. */
-export function stagingStart(id: string): number {
-  return parseInt(id.slice(0, VERSION_FIELD - 1), 16);
 }
 
 /** Writes checked entries into the staging area of import `id`. */
@@ -36,10 +31,9 @@ export async function unstage(tx: StorageTransaction, space: string, id: string,
   return rows.length < limit;
 }
 
-/** Where an apply stands: every key up to `after` is done. */
+/** Where an apply stands: every key up to `after` is done; undefined once every key is. */
 export interface ApplyStep {
   after: string | undefined;
-  done: boolean;
   /** Entries the step wrote (new or changed). */
   written: number;
   /** Entries the step deleted (replace only). */
@@ -96,7 +90,7 @@ export async function applyStep(
     deleted++;
   }
   const changed = await session.commit();
-  return { after: bound, done: bound === undefined, written, deleted, changed };
+  return { after: bound, written, deleted, changed };
 }
 
 /** Up to `limit` live entries of the space after `after`, in key order. */

@@ -147,10 +147,15 @@ export function* live(page: ReadonlyArray<readonly [string, StoredValue]>, skip:
  * mutator's scan often wants a few entries) and double up to a few thousand rows, so a full pull
  * of a large space costs a few dozen queries on a database, not hundreds.
  */
-export async function* scanPages(tx: StorageTransaction, options: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, StoredValue]>> {
+export function scanPages(tx: StorageTransaction, options: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, StoredValue]>> {
+  return pagesOf((page) => tx.scan(page), options);
+}
+
+/** {@link scanPages} through any scan: `StorageTransaction.scan`, or `scanText` for values as text. */
+export async function* pagesOf<V>(scan: (options: ScanOptions) => Promise<ReadonlyArray<readonly [string, V]>>, options: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, V]>> {
   let start = options.start;
   for (let size = FIRST_PAGE; ; size = Math.min(size * 2, LAST_PAGE)) {
-    const page = await tx.scan({ prefix: options.prefix, start, limit: size });
+    const page = await scan({ prefix: options.prefix, start, limit: size });
     if (page.length > 0) yield page;
     if (page.length < size) return;
     start = { key: page[page.length - 1]![0], exclusive: true };

@@ -2,7 +2,7 @@ import type { Mutation, PushRequest } from '../protocol/push-request.js';
 import { HTTPError, TemporaryError } from '../server/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
-import type { Mutators } from './mutator.js';
+import type { Mutator, Mutators } from './mutator.js';
 import type { ClientRecord, SessionClock, Strategy } from './strategy.js';
 import { runInGroup } from './group-commit.js';
 import { MutationTransaction } from './write-transaction.js';
@@ -97,8 +97,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       const mtx = new MutationTransaction(session, { clientID: mutation.clientID, mutationID: mutation.id, userID }, limits);
       let failed = false;
       try {
-        const mutator = Object.hasOwn(mutators, mutation.name) ? mutators[mutation.name] : undefined;
-        if (mutator === undefined) throw new UnknownMutatorError(mutation.name);
+        const mutator = mutatorNamed(mutators, mutation.name);
         await watchdog.run(mutation.name, () => mutator(mtx, mutation.args));
       } catch (error) {
         failed = true;
@@ -189,6 +188,13 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 /** What a batch resolves to when the client's state is lost: nothing of it is kept. */
 const LOST = Symbol('client state lost');
+
+/** The mutator registered as `name` (an own property: never `toString` or `__proto__`). */
+export function mutatorNamed(mutators: Mutators, name: string): Mutator {
+  const mutator = Object.hasOwn(mutators, name) ? mutators[name] : undefined;
+  if (mutator === undefined) throw new UnknownMutatorError(name);
+  return mutator;
+}
 
 /** A push named a mutator the server does not have. */
 export class UnknownMutatorError extends Error {
