@@ -262,6 +262,16 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       expect(await read(ctx, 'to', (tx) => Promise.all([tx.get('a'), tx.get('extra'), tx.get('c')]))).toEqual([2, true, -0.5]);
     });
 
+    it('an export whose reader stops reading fails after idleMs and lets the space’s pushes commit', async (ctx) => {
+      await transact(ctx, '', (tx) => tx.set('k', 1));
+      const reader = exportSpace(ctx, '', { idleMs: 50 }).getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toMatch(/^\{"viewsync":"space"/);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'after', value: 1 })]);
+      await expect(reader.read()).rejects.toThrow(/asked for nothing for 50 ms/);
+      expect(await read(ctx, '', (tx) => tx.get('after'))).toBe(1);
+    });
+
     it('a dump with a bad line rejects naming it and changes nothing', async (ctx) => {
       await transact(ctx, '', (tx) => tx.set('kept', 1));
       const before = await rawContents(ctx.storage);
