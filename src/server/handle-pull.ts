@@ -7,6 +7,7 @@ import type { SyncContext } from './context.js';
 import { json, type Reply, toResponse } from './reply.js';
 import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
+import { Operation } from './telemetry.js';
 
 /**
  * The pull endpoint: answers a pull of version 0 or 1 with the patch that brings the client's
@@ -20,14 +21,26 @@ export async function handlePull(request: Request, ctx: SyncContext): Promise<Re
 }
 
 /** {@link handlePull}, answering with a {@link Reply}. */
-export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
-  return respond(request, ctx, async () => {
-    const prepared = await prepare(request, ctx, PULL);
-    if ('status' in prepared) return prepared;
-    const views = ctx.view && { view: ctx.view, limits: resolveLimits(ctx.limits) };
-    const result = await processPull(ctx.storage, globalVersion, prepared.body, prepared.space, prepared.userID, clockOf(ctx), views);
-    return 'patch' in result ? pullBody(result) : json(result);
-  });
+export async function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
+  const op = new Operation('pull', request);
+  const reply = await op.within(() =>
+    respond(request, ctx, async () => {
+      const prepared = await prepare(request, ctx, PULL);
+      // prepare answers only a version it does not speak.
+      if ('status' in prepared) {
+        op.answered('VersionNotSupported');
+        return prepared;
+      }
+      const { body, space } = prepared;
+      op.identified(space, body.pullVersion === 1 ? body : { clientID: body.clientID });
+      const views = ctx.view && { view: ctx.view, limits: resolveLimits(ctx.limits) };
+      const result = await processPull(ctx.storage, globalVersion, body, space, prepared.userID, clockOf(ctx), views);
+      if ('patch' in result) return op.pulled(result.patch, pullBody(result));
+      op.answered(result.error);
+      return json(result);
+    }, op),
+  );
+  return op.end(reply);
 }
 
 const PULL = {

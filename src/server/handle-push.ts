@@ -6,6 +6,7 @@ import { clockOf, collectAfterPush } from './collect-garbage.js';
 import { announce } from './handle-poke.js';
 import { json, type Reply, toResponse } from './reply.js';
 import { prepare, respond } from './prepare.js';
+import { Operation } from './telemetry.js';
 
 /**
  * The push endpoint: runs a client group's pending mutations in order, in one transaction.
@@ -20,19 +21,35 @@ export async function handlePush(request: Request, ctx: SyncContext): Promise<Re
 }
 
 /** {@link handlePush}, answering with a {@link Reply}. */
-export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
-  return respond(request, ctx, async () => {
-    const prepared = await prepare(request, ctx, PUSH);
-    if ('status' in prepared) return prepared;
-    const { body, space, userID, limits } = prepared;
-    const perMutation = ctx.transactionPerMutation ?? false;
-    const prefixIndex = ctx.view !== undefined;
-    const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx) });
-    if (outcome.changed) afterChange(ctx, space, { request });
-    if (outcome.clientStateNotFound) return json({ error: 'ClientStateNotFound' });
-    for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
-    return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
-  });
+export async function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
+  const op = new Operation('push', request);
+  const reply = await op.within(() =>
+    respond(request, ctx, async () => {
+      const prepared = await prepare(request, ctx, PUSH);
+      // prepare answers only a version it does not speak.
+      if ('status' in prepared) {
+        op.answered('VersionNotSupported');
+        return prepared;
+      }
+      const { body, space, userID, limits } = prepared;
+      op.identified(space, body);
+      const perMutation = ctx.transactionPerMutation ?? false;
+      const prefixIndex = ctx.view !== undefined;
+      const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx) });
+      op.pushed(body.mutations.length, outcome, ctx.mutators);
+      if (outcome.changed) afterChange(ctx, space, { request });
+      if (outcome.clientStateNotFound) {
+        op.answered('ClientStateNotFound');
+        return json({ error: 'ClientStateNotFound' });
+      }
+      for (const { mutation, error } of outcome.failures) {
+        op.mutationFailed(mutation.name, mutation.id, error, ctx.mutators);
+        reportError(ctx, error, { request, mutation });
+      }
+      return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
+    }, op),
+  );
+  return op.end(reply);
 }
 
 /**

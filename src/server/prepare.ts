@@ -5,6 +5,7 @@ import { type SyncContext, reportError } from './context.js';
 import { HTTPError } from './errors.js';
 import { json, type Reply } from './reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
+import type { Operation } from './telemetry.js';
 
 /** A request that passed every check, ready for the sync layer. */
 export interface Prepared<T> {
@@ -84,12 +85,14 @@ export async function resolveSpace(request: Request, ctx: SyncContext, userID: s
 
 /**
  * Runs a handler and turns every failure into a response: an `HTTPError` becomes its own,
- * anything else a 500 that reveals nothing. 5xx failures go to `onError`.
+ * anything else a 500 that reveals nothing. 5xx failures go to `onError`, and every failure to
+ * the pull or push's telemetry `op`.
  */
-export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>): Promise<Reply> {
+export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>, op?: Operation): Promise<Reply> {
   try {
     return await handle();
   } catch (error) {
+    op?.failed(error);
     if (error instanceof HTTPError) {
       if (error.status >= 500) reportError(ctx, error, { request });
       return error.toReply();

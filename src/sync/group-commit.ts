@@ -1,12 +1,19 @@
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import { WriteBuffer } from '../storage/write-buffer.js';
+import { type Context, activeContext, inContext, recordGroupCommit } from '../server/telemetry.js';
 
 /**
  * A piece of work inside a shared read-write transaction: what it resolves to, and whether its
  * writes stay. A job that throws fails the whole transaction (a store error); a refusal of its
  * own (a 400, ClientStateNotFound) is `keep: false`, which drops its writes alone.
  */
-export type Job<T> = (tx: StorageTransaction) => Promise<{ result: T; keep: boolean }>;
+export type Job<T> = (tx: StorageTransaction, group: GroupInfo) => Promise<{ result: T; keep: boolean }>;
+
+/** The transaction a job ran in: how many jobs shared it, and how long this one waited for it. */
+export interface GroupInfo {
+  size: number;
+  waitedMs: number;
+}
 
 /**
  * Group commit: runs `job` in a read-write transaction of `space`, together with the jobs that
@@ -24,7 +31,8 @@ export function runInGroup<T>(storage: Storage, space: string, job: Job<T>, read
   let queue = spaces.get(space);
   if (queue === undefined) spaces.set(space, (queue = []));
   return new Promise<T>((resolve, reject) => {
-    queue.push({ job: job as Job<unknown>, reads, resolve: resolve as (value: unknown) => void, reject });
+    const queued = performance.now();
+    queue.push({ job: job as Job<unknown>, reads, queued, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
     // The first job of an idle space starts at once; later ones wait for the running transaction.
     if (queue.length === 1) void drain(storage, space, spaces, queue);
   });
@@ -37,6 +45,9 @@ interface Waiting {
   job: Job<unknown>;
   /** Keys the job reads first, fetched for the whole group at once where the store can. */
   reads: readonly string[];
+  /** When it arrived (performance.now), and the trace context it arrived in, which its job runs in. */
+  queued: number;
+  context: Context;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -49,13 +60,18 @@ async function drain(storage: Storage, space: string, spaces: Map<string, Waitin
     const group = queue.slice(0, MAX_GROUP);
     try {
       const results = await storage.transaction(async (tx) => {
+        // The wait includes the store's own lock, taken before this function runs.
+        const started = performance.now();
+        const waited = group.map(({ queued }) => started - queued);
+        recordGroupCommit(group.length, waited);
         // One round trip for what every job reads first; a store keeps what it read.
         const reads = [...new Set(group.flatMap((waiting) => waiting.reads))];
         if (tx.getMany && reads.length > 0) await tx.getMany(reads);
         const out: unknown[] = [];
-        for (const { job } of group) {
+        for (const [i, { job, context }] of group.entries()) {
           const buffer = new WriteBuffer(tx);
-          const { result, keep } = await job(buffer);
+          // In its own caller's trace context, not that of the push whose turn began the drain.
+          const { result, keep } = await inContext(context, () => job(buffer, { size: group.length, waitedMs: waited[i]! }));
           if (keep) await buffer.flushTo(tx);
           out.push(result);
         }

@@ -4,7 +4,7 @@ import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import type { Mutator, Mutators } from './mutator.js';
 import type { ClientRecord, SessionClock, Strategy } from './strategy.js';
-import { runInGroup } from './group-commit.js';
+import { type GroupInfo, runInGroup } from './group-commit.js';
 import { MutationTransaction } from './write-transaction.js';
 
 /** What a push did, beyond committing. */
@@ -20,6 +20,12 @@ export interface PushOutcome {
   stoppedBy: TemporaryError | undefined;
   /** True when the push committed a change (data or a lastMutationID), so the space's clients should pull. */
   changed: boolean;
+  /** Committed mutations by the name the client sent: ran, threw, or sent again and skipped. */
+  tally: Map<string, { processed: number; failed: number; skipped: number }>;
+  /** Milliseconds the push waited for its transactions to start (group commit and the store's lock). */
+  waitedMs: number;
+  /** The most jobs that shared one of its transactions. */
+  groupSize: number;
 }
 
 /** Who pushes, where, and how. */
@@ -46,16 +52,24 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   const { space, userID, limits } = options;
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
   const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
-  const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false };
+  const outcome = emptyOutcome();
   const watchdog = new Watchdog(limits.mutatorMs);
   try {
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
       const reads = strategy.pushReads(space, userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
-      const done = await runInGroup(storage, space, (tx) => run(tx, batch), reads);
+      let group: GroupInfo | undefined;
+      const done = await runInGroup(storage, space, (tx, info) => ((group = info), run(tx, batch)), reads);
+      outcome.waitedMs += group?.waitedMs ?? 0;
+      outcome.groupSize = Math.max(outcome.groupSize, group?.size ?? 0);
       if (done instanceof HTTPError) throw done;
       if (done === LOST) return { ...outcome, clientStateNotFound: true };
       outcome.failures.push(...done.failures);
+      for (const [name, counts] of done.tally) {
+        const sum = outcome.tally.get(name);
+        if (sum === undefined) outcome.tally.set(name, counts);
+        else for (const kind of ['processed', 'failed', 'skipped'] as const) sum[kind] += counts[kind];
+      }
       outcome.stoppedBy = done.stoppedBy;
       outcome.changed ||= done.changed;
       if (done.stoppedBy) break;
@@ -72,7 +86,12 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
     // Housekeeping removed this group's clients: the client must start a new group.
     const seen = await session.groupSeen(userID, group);
     if (seen === 'expired') return { result: LOST, keep: false };
-    const outcome: PushOutcome = { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false };
+    const outcome = emptyOutcome();
+    const count = (name: string, kind: 'processed' | 'failed' | 'skipped') => {
+      let counts = outcome.tally.get(name);
+      if (counts === undefined) outcome.tally.set(name, (counts = { processed: 0, failed: 0, skipped: 0 }));
+      counts[kind]++;
+    };
     const clients = new Map<string, ClientRecord & { dirty: boolean }>();
     for (const { mutation, index } of batch) {
       let client = clients.get(mutation.clientID);
@@ -92,7 +111,10 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
         clients.set(mutation.clientID, client);
       }
       // Already processed (the client re-sends everything pending) or out of order: skip.
-      if (mutation.id !== client.lastMutationID + 1) continue;
+      if (mutation.id !== client.lastMutationID + 1) {
+        count(mutation.name, 'skipped');
+        continue;
+      }
 
       const mtx = new MutationTransaction(session, { clientID: mutation.clientID, mutationID: mutation.id, userID }, limits);
       let failed = false;
@@ -103,6 +125,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
         failed = true;
         mtx.discard();
         outcome.failures.push({ mutation, error });
+        count(mutation.name, 'failed');
         if (error instanceof TemporaryError) {
           outcome.stoppedBy = error;
           break;
@@ -111,7 +134,10 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
       }
       // Outside the try: a store that fails here fails the push (a 500, nothing committed), it
       // does not make the mutation look like a permanent error.
-      if (!failed) await mtx.flush();
+      if (!failed) {
+        await mtx.flush();
+        count(mutation.name, 'processed');
+      }
       client.lastMutationID = mutation.id;
       client.dirty = true;
     }
@@ -184,6 +210,10 @@ export class Watchdog {
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
+function emptyOutcome(): PushOutcome {
+  return { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false, tally: new Map(), waitedMs: 0, groupSize: 0 };
 }
 
 /** What a batch resolves to when the client's state is lost: nothing of it is kept. */

@@ -1,0 +1,310 @@
+import {
+  type Attributes,
+  type Context,
+  type Counter,
+  type Histogram,
+  type MeterProvider,
+  type Span,
+  SpanStatusCode,
+  type Tracer,
+  type TracerProvider,
+  type UpDownCounter,
+  context,
+  createNoopMeter,
+  metrics,
+  trace,
+} from '@opentelemetry/api';
+import type { PatchOperation } from '../protocol/pull-response.js';
+import type { Mutators } from '../sync/mutator.js';
+import { HTTPError, TemporaryError } from './errors.js';
+import type { Reply } from './reply.js';
+
+/**
+ * OpenTelemetry traces and metrics, through `@opentelemetry/api` only: the app registers an SDK
+ * and an exporter, or nothing, and then every call here is a no-op. The tracer and the
+ * instruments are looked up again whenever the global provider changes, so an SDK registered
+ * after this module loaded is still used; with no meter provider no metric is even computed.
+ * Nothing here may throw into a request: every recording is guarded.
+ */
+
+export type { Context };
+
+/** The instrumentation scope's name and version (the package's; a test keeps them equal). */
+export const SCOPE = 'viewsync';
+export const VERSION = '0.1.0';
+
+/** The bucket a mutator name outside the app's mutators is counted in, so a client cannot grow a metric's label set. */
+export const UNKNOWN_MUTATOR = '(unknown)';
+
+/** How a pull or push ended, as `viewsync.outcome`: a protocol answer, or an `HTTPError`'s code. */
+export type Outcome = 'ok' | 'ClientStateNotFound' | 'VersionNotSupported' | 'TemporaryError' | string;
+
+/** How many of a push's mutations each mutator ran (`processed`), threw (`failed`) or was sent again (`skipped`). */
+export interface MutationTally {
+  processed: number;
+  failed: number;
+  skipped: number;
+}
+
+/** One pull or push: its span (recording only under an SDK) and what its metrics need. */
+export class Operation {
+  readonly span: Span;
+  readonly #kind: 'pull' | 'push';
+  readonly #started = performance.now();
+  readonly #metrics: Instruments | undefined;
+  #outcome: Outcome = 'ok';
+  #reset: boolean | undefined;
+
+  constructor(kind: 'pull' | 'push', request: Request) {
+    this.#kind = kind;
+    this.#metrics = instruments();
+    this.span = startSpan(kind, request);
+  }
+
+  /** True when anyone listens (a recording span or a meter): costly figures are computed only then. */
+  get listening(): boolean {
+    return this.#metrics !== undefined || this.span.isRecording();
+  }
+
+  /** Runs `fn` with this operation's span as the active one, so spans made inside are its children. */
+  within<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.span.isRecording()) return fn();
+    return context.with(trace.setSpan(context.active(), this.span), fn);
+  }
+
+  /** Who the request is for, once it passed its checks. */
+  identified(space: string, clientGroup: { clientGroupID: string } | { clientID: string }): void {
+    if (!this.span.isRecording()) return;
+    this.span.setAttribute('viewsync.space', space);
+    if ('clientGroupID' in clientGroup) this.span.setAttribute('viewsync.client_group_id', clientGroup.clientGroupID);
+    else this.span.setAttribute('viewsync.client_id', clientGroup.clientID);
+  }
+
+  /** The request ended in a protocol answer other than a patch or `{}`. */
+  answered(outcome: 'ClientStateNotFound' | 'VersionNotSupported'): void {
+    this.#outcome = outcome;
+  }
+
+  /** A pull answered `patch` with `reply`. Its size in bytes is counted only when someone listens. */
+  pulled(patch: readonly PatchOperation[], reply: Reply): Reply {
+    this.#reset = patch[0]?.op === 'clear';
+    if (!this.listening) return reply;
+    guard(() => {
+      const operations = patch.length;
+      const bytes = typeof reply.body === 'string' ? utf8Length(reply.body) : undefined;
+      this.span.setAttributes({ 'viewsync.pull.reset': this.#reset!, 'viewsync.pull.patch.operations': operations, 'viewsync.pull.streamed': bytes === undefined });
+      if (bytes !== undefined) this.span.setAttribute('viewsync.pull.body.size', bytes);
+      this.#metrics?.patchOperations.record(operations);
+      if (bytes !== undefined) this.#metrics?.bodySize.record(bytes);
+      else if (this.#metrics && reply.body instanceof ReadableStream) reply.body = counted(reply.body, this.#metrics.bodySize);
+    });
+    return reply;
+  }
+
+  /** A push ran: its counts by mutator, its wait for the space, and a TemporaryError that stopped it. */
+  pushed(mutations: number, result: { tally: ReadonlyMap<string, MutationTally>; waitedMs: number; groupSize: number; stoppedBy: unknown }, mutators: Mutators): void {
+    if (result.stoppedBy !== undefined) this.#outcome = 'TemporaryError';
+    if (!this.listening) return;
+    guard(() => {
+      let processed = 0;
+      let failed = 0;
+      let skipped = 0;
+      for (const [name, counts] of result.tally) {
+        processed += counts.processed;
+        failed += counts.failed;
+        skipped += counts.skipped;
+        if (this.#metrics === undefined) continue;
+        const mutator = Object.hasOwn(mutators, name) ? name : UNKNOWN_MUTATOR;
+        for (const kind of RESULTS) if (counts[kind] > 0) this.#metrics.mutations.add(counts[kind], { 'viewsync.mutator': mutator, 'viewsync.mutation.result': kind });
+      }
+      this.span.setAttributes({
+        'viewsync.push.mutations': mutations,
+        'viewsync.push.mutations.processed': processed,
+        'viewsync.push.mutations.failed': failed,
+        'viewsync.push.mutations.skipped': skipped,
+        'viewsync.push.queue_wait': result.waitedMs / 1000,
+        'viewsync.push.group_size': result.groupSize,
+      });
+    });
+  }
+
+  /** A mutation's mutator threw: an event on the span, with the error's type but not its message. */
+  mutationFailed(name: string, id: number, error: unknown, mutators: Mutators): void {
+    if (!this.span.isRecording()) return;
+    guard(() => {
+      const mutator = Object.hasOwn(mutators, name) ? name : UNKNOWN_MUTATOR;
+      this.span.addEvent('viewsync.mutation.failed', { 'viewsync.mutator': mutator, 'viewsync.mutation.id': id, 'error.type': errorType(error) });
+    });
+  }
+
+  /** The handler threw `error`: a 5xx is recorded on the span as an error, a 4xx only as the outcome. */
+  failed(error: unknown): void {
+    const status = error instanceof HTTPError ? error.status : 500;
+    this.#outcome = error instanceof TemporaryError ? 'TemporaryError' : error instanceof HTTPError ? error.code : 'InternalServerError';
+    if (status < 500 || !this.span.isRecording()) return;
+    guard(() => this.span.recordException(error instanceof Error ? error : String(error)));
+  }
+
+  /** Ends the span and records the duration: the reply is made (a streamed body may still be read). */
+  end(reply: Reply): Reply {
+    const seconds = (performance.now() - this.#started) / 1000;
+    if (!this.listening) return reply;
+    guard(() => {
+      if (reply.status >= 500 && this.#outcome === 'ok') this.#outcome = 'InternalServerError';
+      const attributes: Attributes = { 'viewsync.outcome': this.#outcome };
+      if (this.#kind === 'pull' && this.#reset !== undefined) attributes['viewsync.pull.reset'] = this.#reset;
+      (this.#kind === 'pull' ? this.#metrics?.pullDuration : this.#metrics?.pushDuration)?.record(seconds, attributes);
+      this.span.setAttributes({ 'viewsync.outcome': this.#outcome, 'http.response.status_code': reply.status });
+      // A 503 of a TemporaryError a mutator threw is a failure too, though nothing was thrown here.
+      if (reply.status >= 500) this.span.setStatus({ code: SpanStatusCode.ERROR, message: this.#outcome });
+      this.span.end();
+    });
+    return reply;
+  }
+}
+
+/** Transactions of a space that group commit ran, and how many jobs (pushes, backend calls) each held. */
+export function recordGroupCommit(jobs: number, waitedMs: readonly number[]): void {
+  const metrics = instruments();
+  if (metrics === undefined) return;
+  guard(() => {
+    metrics.groupSize.record(jobs);
+    for (const ms of waitedMs) metrics.groupWait.record(ms / 1000);
+  });
+}
+
+/** A poke stream opened (+1) or closed (-1). */
+export function countPokeStreams(change: 1 | -1): void {
+  const metrics = instruments();
+  if (metrics !== undefined) guard(() => metrics.pokeStreams.add(change));
+}
+
+/** The active context, to run later work in (a group commit runs a push's job in its own). */
+export function activeContext(): Context {
+  return context.active();
+}
+
+/** Runs `fn` in `ctx`; without a context manager, just runs it. */
+export function inContext<T>(ctx: Context, fn: () => T): T {
+  return context.with(ctx, fn);
+}
+
+interface Instruments {
+  pullDuration: Histogram;
+  pushDuration: Histogram;
+  mutations: Counter;
+  patchOperations: Histogram;
+  bodySize: Histogram;
+  groupSize: Histogram;
+  groupWait: Histogram;
+  pokeStreams: UpDownCounter;
+}
+
+const RESULTS = ['processed', 'failed', 'skipped'] as const;
+const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+let meterProvider: MeterProvider | undefined;
+let made: Instruments | undefined;
+let tracerProvider: TracerProvider | undefined;
+let tracer: Tracer | undefined;
+
+/** The instruments of the global meter provider; none when it is the API's no-op one. */
+function instruments(): Instruments | undefined {
+  const provider = metrics.getMeterProvider();
+  if (provider === meterProvider) return made;
+  meterProvider = provider;
+  made = undefined;
+  guard(() => {
+    const meter = provider.getMeter(SCOPE, VERSION);
+    if (meter === createNoopMeter()) return;
+    const seconds = (name: string, description: string) => meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: SECONDS } });
+    made = {
+      pullDuration: seconds('viewsync.pull.duration', 'Time from a pull request to its reply'),
+      pushDuration: seconds('viewsync.push.duration', 'Time from a push request to its reply, its mutations committed'),
+      mutations: meter.createCounter('viewsync.push.mutations', { unit: '{mutation}', description: 'Mutations of committed pushes, by mutator and result' }),
+      patchOperations: meter.createHistogram('viewsync.pull.patch.operations', {
+        unit: '{operation}',
+        description: 'Operations in a pull answer',
+        advice: { explicitBucketBoundaries: [0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000] },
+      }),
+      bodySize: meter.createHistogram('viewsync.pull.body.size', {
+        unit: 'By',
+        description: 'Bytes of a pull answer',
+        advice: { explicitBucketBoundaries: [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864, 268_435_456] },
+      }),
+      groupSize: meter.createHistogram('viewsync.group_commit.size', {
+        unit: '{job}',
+        description: 'Pushes and backend calls that shared one storage transaction',
+        advice: { explicitBucketBoundaries: [1, 2, 4, 8, 16, 32, 64, 128, 256] },
+      }),
+      groupWait: seconds('viewsync.group_commit.wait', "Time a push or backend call waited for its space's transaction to start"),
+      pokeStreams: meter.createUpDownCounter('viewsync.poke.streams', { unit: '{stream}', description: 'Poke streams open' }),
+    };
+  });
+  return made;
+}
+
+function startSpan(kind: 'pull' | 'push', request: Request): Span {
+  const provider = trace.getTracerProvider();
+  if (provider !== tracerProvider) {
+    tracerProvider = provider;
+    tracer = provider.getTracer(SCOPE, VERSION);
+  }
+  try {
+    const span = tracer!.startSpan(kind === 'pull' ? 'viewsync pull' : 'viewsync push');
+    if (span.isRecording()) {
+      const id = request.headers.get('x-replicache-requestid');
+      if (id !== null) span.setAttribute('viewsync.request_id', id.slice(0, 128));
+    }
+    return span;
+  } catch {
+    return trace.wrapSpanContext({ traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 });
+  }
+}
+
+/** A stream that records its length in bytes once it has all been read. */
+function counted(body: ReadableStream<Uint8Array>, histogram: Histogram): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let bytes = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await reader.read();
+      if (next.done) {
+        guard(() => histogram.record(bytes));
+        controller.close();
+        return;
+      }
+      bytes += next.value.byteLength;
+      controller.enqueue(next.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  }, { highWaterMark: 0 });
+}
+
+/** The UTF-8 length of `text` without encoding it (a lone surrogate becomes U+FFFD, 3 bytes). */
+function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) continue;
+    if (code < 0x800) bytes += 1;
+    else if (code >= 0xd800 && code < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 2;
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
+}
+
+function errorType(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
+}
+
+/** Telemetry is never worth a failed request: an SDK that throws is ignored. */
+function guard(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // Ignored on purpose.
+  }
+}
