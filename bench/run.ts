@@ -19,14 +19,19 @@
  * Run: `npm run bench` (node --expose-gc --import tsx bench/run.ts). Not part of `npm test`.
  * Takes about a minute on 2 cores and needs about 2 GiB of heap for the 1M-entry space.
  * Progress goes to stderr; the results table to stdout.
+ *
+ * Environment: `VIEWSYNC_BENCH_OTEL=1` runs under an OpenTelemetry SDK (bench/otel.ts);
+ * `VIEWSYNC_BENCH_QUICK=1` stops the space at 100k entries; `VIEWSYNC_BENCH_JSON=1` prints the
+ * rows as one JSON line after the table (bench/otel-compare.ts reads it).
  */
 import { type JSONValue, type SyncContext, handlePull, handlePush, memoryStorage } from '../src/index.js';
 import { BenchClient, benchMutators, type PullBody, rowKey, rowValue } from './client.js';
 import { collectGarbage, heapMiB, median, progress, quantile, sample, type SamplePlan } from './measure.js';
+import { startBenchSdk } from './otel.js';
 import { formatValue, type Row, renderTable } from './table.js';
 
 const PUSH_BATCHES = [1, 10, 100] as const;
-const SPACE_SIZES = [1_000, 100_000, 1_000_000] as const;
+const SPACE_SIZES = process.env.VIEWSYNC_BENCH_QUICK === '1' ? ([1_000, 100_000] as const) : ([1_000, 100_000, 1_000_000] as const);
 const CHANGED_KEYS = 10;
 const SEED_BATCH = 1_000;
 const FULL_PULL_SIZE = 100_000;
@@ -225,6 +230,7 @@ async function benchPulls(): Promise<Row[]> {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
+  const stopSdk = startBenchSdk();
   if (globalThis.gc === undefined) progress('warning: run with --expose-gc (npm run bench) so sections do not bill each other for garbage');
   const started = performance.now();
   const rows: Row[] = [];
@@ -237,8 +243,11 @@ async function main(): Promise<void> {
   rows.push(...(await benchPulls()));
   assertNoErrors('pulls');
   progress(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
-  console.log(`viewsync bench — node ${process.version}, ${process.platform}/${process.arch}\n`);
+  await stopSdk?.();
+  const sdk = stopSdk ? ', under an OpenTelemetry SDK (VIEWSYNC_BENCH_OTEL=1)' : '';
+  console.log(`viewsync bench — node ${process.version}, ${process.platform}/${process.arch}${sdk}\n`);
   console.log(renderTable(rows));
+  if (process.env.VIEWSYNC_BENCH_JSON === '1') console.log(JSON.stringify(rows));
 }
 
 await main();
