@@ -1,7 +1,8 @@
 import { handleRequest, type SyncContext } from '../src/index.js';
-import type { ServeOptions, SyncServer } from './types.js';
+import { stopGracefully } from './stop.js';
+import type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
-export type { ServeOptions, SyncServer } from './types.js';
+export type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
 /**
  * Starts `Deno.serve` for both endpoints and resolves once it listens.
@@ -18,7 +19,9 @@ export async function serve(ctx: SyncContext, options: ServeOptions = {}): Promi
   );
   const { port, hostname } = server.addr;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
-  return { port, hostname, url: new URL(`http://${host}:${port}/`), stop: () => server.shutdown() };
+  // Deno cannot close connections once it is shutting down: past the bound, `stop` just resolves.
+  const stop = (stopOptions: StopOptions = {}) => stopGracefully(ctx, stopOptions, () => server.shutdown());
+  return { port, hostname, url: new URL(`http://${host}:${port}/`), stop };
 }
 
 /** The little of Deno's API used here, so that no Deno types need installing. */

@@ -14,6 +14,19 @@ export interface SyncServer {
   readonly hostname: string;
   /** Its base URL; the endpoints are `new URL('pull', url)` and `new URL('push', url)`. */
   readonly url: URL;
-  /** Stops listening, closes open connections, and resolves once the server is down. */
-  stop(): Promise<void>;
+  /**
+   * Stops gracefully, for a deploy: drains the context (`drain`: poke streams end with a reconnect
+   * hint, the health check fails), stops accepting connections, lets the requests in flight
+   * finish, then resolves. Connections still open after `timeoutMs` are closed. Pushes are safe
+   * either way: one whose answer never arrived is retried by its client and applied once.
+   */
+  stop(options?: StopOptions): Promise<void>;
+}
+
+/** Options for {@link SyncServer.stop}. */
+export interface StopOptions {
+  /** Milliseconds requests in flight have to finish before their connections are closed. Default: 10,000. */
+  timeoutMs?: number;
+  /** Milliseconds a poke stream's client waits before it reconnects, on average (see `drain`). Default: 1,000. */
+  retryMs?: number;
 }

@@ -2,6 +2,8 @@ export { handlePull } from './server/handle-pull.js';
 export { handlePush } from './server/handle-push.js';
 export { handleRequest } from './server/handle-request.js';
 export { handlePoke } from './server/handle-poke.js';
+export { drain, type DrainOptions } from './server/drain.js';
+export { checkHealth, type Health, type HealthOptions } from './server/health.js';
 export { collectGarbage, type CollectOptions, type Collected, type RetentionOptions } from './server/collect-garbage.js';
 export { transact, mutate, type TransactOptions } from './backend/transact.js';
 export { read, type ReadOptions } from './backend/read.js';

@@ -65,18 +65,27 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
     }
   };
 
+  /**
+   * Milliseconds to wait before reconnecting, when the last stream ended right after a `retry`
+   * field: a server shutting down says when to come back (spread over its clients), rather than
+   * have them all reconnect at once.
+   */
+  let retryHint: number | undefined;
+
   void (async () => {
     for (let failures = 0; !done(); failures++) {
       if (await listen()) failures = 0;
       connected = false;
       if (done()) break;
-      await sleep(Math.min(maxDelayMs, minDelayMs * 2 ** failures) * (0.5 + Math.random() / 2));
+      await sleep(retryHint ?? Math.min(maxDelayMs, minDelayMs * 2 ** failures) * (0.5 + Math.random() / 2));
     }
     target.removeEventListener?.('online', online);
   })();
 
   /** One stream, until it ends or fails; true when it was open for a while. */
   async function listen(): Promise<boolean> {
+    retryHint = undefined;
+    let lastRetry: number | undefined;
     const request = new AbortController();
     const abort = () => request.abort();
     stopped.signal.addEventListener('abort', abort);
@@ -109,11 +118,15 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
         halfCRLF = text.endsWith('\r');
         buffer += text.replace(/\r\n?/g, '\n');
         for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          if (/^data(:|$)/m.test(buffer.slice(0, end))) pull();
+          const block = buffer.slice(0, end);
+          if (/^data(:|$)/m.test(block)) pull();
+          const retry = /^retry: ?(\d+)$/m.exec(block);
+          lastRetry = retry ? Math.min(Number(retry[1]), maxDelayMs) : undefined;
           buffer = buffer.slice(end + 2);
         }
         if (done()) break;
       }
+      retryHint = lastRetry;
       return opened;
     } catch {
       return opened;

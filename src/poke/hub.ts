@@ -1,4 +1,5 @@
 import { HTTPError } from '../server/errors.js';
+import { countPokeStreams } from '../server/telemetry.js';
 import type { Notifier, Unsubscribe } from './notifier.js';
 
 /** How pokes are sent: see {@link SyncContext.pokes}. */
@@ -67,6 +68,7 @@ export class PokeHub {
     const entry = this.#spaces.get(space) ?? this.#subscribe(space);
     entry.opening++;
     this.#streams++;
+    countPokeStreams(1);
     try {
       await entry.ready;
     } catch (error) {
@@ -89,6 +91,21 @@ export class PokeHub {
     });
   }
 
+  /**
+   * Ends every open stream, each with an SSE `retry` field first: how many milliseconds its
+   * client waits before it reconnects, between half and one and a half of `retryMs`.
+   */
+  closeAll(retryMs: number): void {
+    for (const entry of [...this.#spaces.values()]) {
+      for (const stream of [...entry.streams]) {
+        entry.streams.delete(stream);
+        this.#release(entry);
+        offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs * (0.5 + Math.random()))}\n\n`));
+        closeQuietly(stream.controller);
+      }
+    }
+  }
+
   #subscribe(space: string): Space {
     const entry: Space = { space, streams: new Set(), opening: 0, ready: undefined!, unsubscribe: undefined, timer: undefined, again: false };
     const subscribed = Promise.resolve().then(() => this.#notifier.subscribe(space, () => this.#changed(entry)));
@@ -104,6 +121,7 @@ export class PokeHub {
   /** One stream of `entry` closed, or never opened: let go of the space once it has none. */
   #release(entry: Space): void {
     this.#streams--;
+    countPokeStreams(-1);
     if (entry.streams.size > 0 || entry.opening > 0 || this.#spaces.get(entry.space) !== entry) return;
     this.#spaces.delete(entry.space);
     clearTimeout(entry.timer);

@@ -2,6 +2,7 @@ import { defaultNotifier, type Notifier } from '../poke/notifier.js';
 import { PokeHub } from '../poke/hub.js';
 import { resolveLimits } from '../sync/limits.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
+import { isDraining } from './drain.js';
 import { HTTPError } from './errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
 import { type Reply, toResponse } from './reply.js';
@@ -26,6 +27,7 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
   return respond(request, ctx, async () => {
     if (ctx.pokes === false) throw new HTTPError(404, 'Pokes are turned off on this server (pokes: false)');
     if (request.method !== 'GET') throw new HTTPError(405, `${request.method} is not allowed on the poke endpoint; use GET`, { headers: { allow: 'GET' } });
+    if (isDraining(ctx)) throw new HTTPError(503, 'This server is shutting down; reconnect to another', { headers: { 'retry-after': '1' } });
     const userID = await identify(request, ctx);
     const space = await resolveSpace(request, ctx, userID, resolveLimits(ctx.limits));
     const body = await hubOf(ctx).open(space);

@@ -1,6 +1,7 @@
 import type { SyncContext } from './context.js';
 import { corsHeaders } from './cors.js';
 import { HTTPError } from './errors.js';
+import { healthReply } from './health.js';
 import { pullReply } from './handle-pull.js';
 import { pokeReply } from './handle-poke.js';
 import { pushReply } from './handle-push.js';
@@ -10,7 +11,7 @@ import { type Reply, toResponse } from './reply.js';
 /**
  * One fetch handler for every endpoint, the thing to mount: `POST` to a path ending in `/pull`
  * or `/push` goes to {@link handlePull} or {@link handlePush}, `GET` of a path ending in `/poke`
- * to {@link handlePoke}, `OPTIONS` answers a CORS preflight, any other method is 405 and any
+ * to {@link handlePoke} and of one ending in `/health` to {@link checkHealth} (200 or 503), `OPTIONS` answers a CORS preflight, any other method is 405 and any
  * other path 404. Never rejects.
  *
  * @example
@@ -25,7 +26,7 @@ export async function requestReply(request: Request, ctx: SyncContext): Promise<
   const reply = await respond(request, ctx, async () => {
     const path = new URL(request.url).pathname;
     const route = ROUTES.find(({ suffix }) => path.endsWith(suffix));
-    if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke`);
+    if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke or /health`);
     const allow = ctx.cors === false ? route.method : `${route.method}, OPTIONS`;
     if (request.method === 'OPTIONS' && ctx.cors !== false) {
       // Without an Origin it is no preflight, just a question about the resource.
@@ -45,4 +46,5 @@ const ROUTES = [
   { suffix: '/pull', method: 'POST', reply: pullReply },
   { suffix: '/push', method: 'POST', reply: pushReply },
   { suffix: '/poke', method: 'GET', reply: pokeReply },
+  { suffix: '/health', method: 'GET', reply: healthReply },
 ] as const;

@@ -20,6 +20,11 @@ export const runtimeMutators = {
   increment: async (tx: WriteTransaction, { key, delta }: { key: string; delta: number }) => {
     await tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + delta);
   },
+  /** Writes `key` after `ms`: a push that is still in flight when a test stops the server. */
+  slowPut: async (tx: WriteTransaction, { key, ms }: { key: string; ms: number }) => {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    await tx.set(key, ms);
+  },
 };
 
 /**

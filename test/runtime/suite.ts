@@ -12,7 +12,11 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export function describeRuntime(name: string, start: () => Promise<RunningServer>): void {
+/**
+ * `stops` says the server's `stop()` is the adapter's graceful one (not workerd's, where the
+ * platform, not the app, stops a Worker).
+ */
+export function describeRuntime(name: string, start: () => Promise<RunningServer>, { stops = true } = {}): void {
   describe(`runtime: ${name}`, () => {
     let server: RunningServer;
     beforeAll(async () => {
@@ -90,6 +94,30 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       expect((await push(`${name}-poker`, [{ clientID: `${name}-poker`, id: 1, name: 'put', args: { key: `${name}/poked`, value: 1 }, timestamp: 1 }])).status).toBe(200);
       while (!text.includes('data: poke\n\n')) text += (await reader.read()).value ?? '';
       await reader.cancel();
+    });
+
+    it('answers the health check', async () => {
+      const response = await call('health');
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ ok: true, status: 'ok', storeMs: expect.any(Number) });
+    });
+
+    it.runIf(stops)('stops gracefully: a push in flight is answered, a poke stream ends with a reconnect hint, the process exits', async () => {
+      const own = await start();
+      const poke = await fetch(new URL('poke', own.url));
+      const reader = poke.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? '';
+      const body = { pushVersion: 1, clientGroupID: `${name}-stop`, profileID: 'p', schemaVersion: '', mutations: [{ clientID: `${name}-stop`, id: 1, name: 'slowPut', args: { key: 'slow', ms: 700 }, timestamp: 1 }] };
+      const pushed = fetch(new URL('push', own.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Exits on its own, or `stop` throws: see spawnServer.
+      const stopped = own.stop();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) text += next.value;
+      expect(text).toMatch(/\nretry: \d+\n\n$/);
+      const answer = await pushed;
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toEqual({});
+      await stopped;
     });
 
     it('answers a CORS preflight', async () => {

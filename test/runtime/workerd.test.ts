@@ -3,7 +3,7 @@ import { startWorkerd, type WorkerdServer } from './servers/start-workerd.js';
 import { describeRuntime } from './suite.js';
 
 // The built Cloudflare adapter in real workerd: a Worker routing to a Durable Object per space.
-describeRuntime('workerd', startWorkerd);
+describeRuntime('workerd', startWorkerd, { stops: false });
 
 describe('runtime: workerd, one Durable Object per space', () => {
   let server: WorkerdServer;
