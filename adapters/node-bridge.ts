@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Reply } from '../src/server/reply.js';
 import { BODY_BYTES } from '../src/server/read-body.js';
+import { type CompressionOptions, compressReply } from './compress.js';
 import type { NodeServeOptions } from './node.js';
 
 // The bridge between node:http and Fetch, the one adapter that cannot be thin (see node.ts).
@@ -112,18 +113,19 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
 }
 
 /**
- * Writes a reply. Text goes in one `end` with a Content-Length: a chunked body's separate
+ * Writes a reply, compressed when `compression` is given and the request accepts it (see
+ * compress.ts). Text goes in one `end` with a Content-Length: a chunked body's separate
  * terminator waits out the client's delayed ACK, which cut throughput tenfold when measured. A
  * stream (a long pull) is written as the client reads it.
  */
-export async function writeReply(reply: Reply, res: ServerResponse): Promise<void> {
-  const headers = { ...reply.headers };
+export async function writeReply(reply: Reply, res: ServerResponse, compression?: Required<CompressionOptions>): Promise<void> {
+  const { status, headers: replyHeaders, body } = compression ? await compressReply(reply, res.req.headers['accept-encoding'], compression) : reply;
+  const headers = { ...replyHeaders };
   // An unread request body (refused before or while reading) must not be left in the connection.
   if (!res.req.complete) headers.connection = 'close';
-  const { body } = reply;
-  if (body === null || typeof body === 'string') {
-    headers['content-length'] = String(body === null ? 0 : Buffer.byteLength(body));
-    if (!res.destroyed) res.writeHead(reply.status, headers).end(body ?? undefined);
+  if (body === null || typeof body === 'string' || body instanceof Uint8Array) {
+    headers['content-length'] = String(body === null ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    if (!res.destroyed) res.writeHead(status, headers).end(body ?? undefined);
     return;
   }
   const reader = body.getReader();
@@ -132,7 +134,7 @@ export async function writeReply(reply: Reply, res: ServerResponse): Promise<voi
   const cancel = () => void reader.cancel().catch(() => {});
   res.once('close', cancel);
   if (res.destroyed) return cancel();
-  res.writeHead(reply.status, headers);
+  res.writeHead(status, headers);
   try {
     for (let chunk = await nextChunk(reader); chunk; chunk = await nextChunk(reader)) {
       // Wait while the socket is full; stop (and drop what is left) once the client has gone.
