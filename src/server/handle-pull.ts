@@ -21,9 +21,9 @@ export async function handlePull(request: Request, ctx: SyncContext): Promise<Re
 }
 
 /** {@link handlePull}, answering with a {@link Reply}. */
-export async function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
+export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
   const op = new Operation('pull', request);
-  const reply = await op.within(() =>
+  return op.run(() =>
     respond(request, ctx, async () => {
       const prepared = await prepare(request, ctx, PULL);
       // prepare answers only a version it does not speak.
@@ -40,7 +40,6 @@ export async function pullReply(request: Request, ctx: SyncContext): Promise<Rep
       return json(result);
     }, op),
   );
-  return op.end(reply);
 }
 
 const PULL = {

@@ -21,9 +21,9 @@ export async function handlePush(request: Request, ctx: SyncContext): Promise<Re
 }
 
 /** {@link handlePush}, answering with a {@link Reply}. */
-export async function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
+export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
   const op = new Operation('push', request);
-  const reply = await op.within(() =>
+  return op.run(() =>
     respond(request, ctx, async () => {
       const prepared = await prepare(request, ctx, PUSH);
       // prepare answers only a version it does not speak.
@@ -49,7 +49,6 @@ export async function pushReply(request: Request, ctx: SyncContext): Promise<Rep
       return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
     }, op),
   );
-  return op.end(reply);
 }
 
 /**

@@ -50,8 +50,9 @@ export interface MutationTally {
 export class Operation {
   readonly span: Span;
   readonly #kind: 'pull' | 'push';
-  readonly #started = performance.now();
   readonly #metrics: Instruments | undefined;
+  /** When it began (performance.now), read only when someone listens: the clock costs too. */
+  readonly #started: number;
   #outcome: Outcome = 'ok';
   #reset: boolean | undefined;
 
@@ -59,6 +60,7 @@ export class Operation {
     this.#kind = kind;
     this.#metrics = instruments();
     this.span = startSpan(kind, request);
+    this.#started = this.listening ? performance.now() : 0;
   }
 
   /** True when anyone listens (a recording span or a meter): costly figures are computed only then. */
@@ -66,10 +68,15 @@ export class Operation {
     return this.#metrics !== undefined || this.span.isRecording();
   }
 
-  /** Runs `fn` with this operation's span as the active one, so spans made inside are its children. */
-  within<T>(fn: () => Promise<T>): Promise<T> {
-    if (!this.span.isRecording()) return fn();
-    return context.with(trace.setSpan(context.active(), this.span), fn);
+  /**
+   * Handles the request with `fn`, then ends the operation. Its span is the active one meanwhile,
+   * so spans made inside (a mutator's, a database driver's) are its children. When nobody
+   * listens, `fn`'s own promise is returned: not even an await is added.
+   */
+  run(fn: () => Promise<Reply>): Promise<Reply> {
+    if (!this.listening) return fn();
+    const handled = this.span.isRecording() ? context.with(trace.setSpan(context.active(), this.span), fn) : fn();
+    return handled.then((reply) => this.end(reply));
   }
 
   /** Who the request is for, once it passed its checks. */
@@ -146,9 +153,9 @@ export class Operation {
   }
 
   /** Ends the span and records the duration: the reply is made (a streamed body may still be read). */
-  end(reply: Reply): Reply {
-    const seconds = (performance.now() - this.#started) / 1000;
+  private end(reply: Reply): Reply {
     if (!this.listening) return reply;
+    const seconds = (performance.now() - this.#started) / 1000;
     guard(() => {
       if (reply.status >= 500 && this.#outcome === 'ok') this.#outcome = 'InternalServerError';
       const attributes: Attributes = { 'viewsync.outcome': this.#outcome };
