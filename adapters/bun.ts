@@ -1,7 +1,9 @@
 import { handleRequest, type SyncContext } from '../src/index.js';
+import { type CompressionOptions, compressedResponse, compressionSettings } from './compress.js';
 import type { ServeOptions, SyncServer } from './types.js';
 
 export type { ServeOptions, SyncServer } from './types.js';
+export type { CompressionOptions } from './compress.js';
 
 /**
  * Starts `Bun.serve` for both endpoints and resolves once it listens.
@@ -11,21 +13,25 @@ export type { ServeOptions, SyncServer } from './types.js';
  * console.log(`pull: ${server.url}pull`);
  */
 export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Promise<SyncServer> {
+  // Bun.serve compresses nothing itself.
+  const compression = compressionSettings(options.compression);
   const server = Bun.serve({
     port: options.port ?? 8787,
     hostname: options.hostname ?? '127.0.0.1',
     idleTimeout: options.idleTimeout ?? 30,
-    fetch: (request) => handleRequest(request, ctx),
+    fetch: (request) => (compression ? compressedResponse(request, ctx, compression) : handleRequest(request, ctx)),
   });
   const { port, hostname, url } = server;
   // `true` closes open connections too, as `stop` promises, rather than waiting for them.
   return { port, hostname, url: new URL(url), stop: () => server.stop(true) };
 }
 
-/** {@link ServeOptions}, plus Bun's idle timeout. */
+/** {@link ServeOptions}, plus Bun's idle timeout and compression. */
 export interface BunServeOptions extends ServeOptions {
   /** Seconds a connection may send and receive nothing; keep it above the poke heartbeat (15 s). Default: 30 (Bun's own: 10). */
   idleTimeout?: number;
+  /** Compress answers of 1 KiB or more (pulls) with br or gzip when the request accepts it; `false` sends them as they are. Default: on. */
+  compression?: false | CompressionOptions;
 }
 
 /** The little of Bun's API used here, so that no Bun types need installing. */

@@ -2,10 +2,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { SyncContext } from '../src/index.js';
 import { requestReply } from '../src/server/handle-request.js';
+import { type CompressionOptions, compressionSettings } from './compress.js';
 import { nodeServerOptions, readSmallBody, toRequest, writeReply } from './node-bridge.js';
 import type { ServeOptions, SyncServer } from './types.js';
 
 export type { ServeOptions, SyncServer } from './types.js';
+export type { CompressionOptions } from './compress.js';
 
 /**
  * A `node:http` request listener serving both endpoints, to mount in your own server, Express
@@ -14,17 +16,24 @@ export type { ServeOptions, SyncServer } from './types.js';
  * @example
  * http.createServer(createListener(ctx)).listen(8787);
  */
-export function createListener(ctx: SyncContext): (req: IncomingMessage, res: ServerResponse) => void {
+export function createListener(ctx: SyncContext, options: ListenerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
+  const compression = compressionSettings(options.compression);
   return (req, res) => {
-    void toResponse(req, res, ctx).catch((error: unknown) => {
+    void toResponse(req, res, ctx, compression).catch((error: unknown) => {
       // Only writing to a socket the client already dropped gets here; the core never rejects.
       res.destroy(error instanceof Error ? error : undefined);
     });
   };
 }
 
+/** How {@link createListener} answers. */
+export interface ListenerOptions {
+  /** Compress answers of 1 KiB or more (pulls) with br or gzip when the request accepts it; `false` sends them as they are. Default: on, {@link CompressionOptions}' defaults. */
+  compression?: false | CompressionOptions;
+}
+
 /** {@link ServeOptions}, plus Node's timeouts, which bound what a slow or idle client can hold. */
-export interface NodeServeOptions extends ServeOptions {
+export interface NodeServeOptions extends ServeOptions, ListenerOptions {
   /** Milliseconds for a request's headers to arrive; then 408 and close. Default: 10,000. */
   headersTimeout?: number;
   /** Milliseconds for a whole request (headers and body) to arrive; then 408 and close. Default: 60,000. */
@@ -46,7 +55,7 @@ export interface NodeServeOptions extends ServeOptions {
  */
 export function serve(ctx: SyncContext, options: NodeServeOptions = {}): Promise<SyncServer> {
   const { timeout, ...serverOptions } = nodeServerOptions(options);
-  const server = createServer(serverOptions, createListener(ctx));
+  const server = createServer(serverOptions, createListener(ctx, options));
   server.setTimeout(timeout, (socket) => socket.destroy());
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -63,7 +72,7 @@ export function serve(ctx: SyncContext, options: NodeServeOptions = {}): Promise
   });
 }
 
-async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncContext): Promise<void> {
+async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncContext, compression: Required<CompressionOptions> | undefined): Promise<void> {
   // Rejects only when the client hangs up mid-body; the listener then drops the socket.
   const small = await readSmallBody(req);
   let request: Request;
@@ -74,5 +83,5 @@ async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncCo
     res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"BadRequest","message":"The request URL is not valid"}');
     return;
   }
-  await writeReply(await requestReply(request, ctx), res);
+  await writeReply(await requestReply(request, ctx), res, compression);
 }
