@@ -5,12 +5,12 @@
  */
 import * as fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import Database from 'better-sqlite3';
 import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, TemporaryError } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
+import { openSQLite, sqliteDriver } from './sqlite-driver.js';
 import { applyPatch, post, pullBody, pullBodyV0, pushBody, testContext, testMutators } from './helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1500);
@@ -257,8 +257,8 @@ describe('model-based, on the durable stores: the same properties, fewer cases',
     await lite?.close();
   }, 60_000);
 
-  it('sqliteStorage (better-sqlite3)', async () => {
-    await fc.assert(fc.asyncProperty(sequences, fc.boolean(), (steps, perMutation) => run(steps, perMutation, sqliteStorage(new Database(':memory:')))), { numRuns: Math.ceil(RUNS / 5) });
+  it(`sqliteStorage (${sqliteDriver})`, async () => {
+    await fc.assert(fc.asyncProperty(sequences, fc.boolean(), (steps, perMutation) => run(steps, perMutation, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 5) });
   });
 
   it(`postgresStorage (${server ? 'a real server' : 'PGlite'})`, async () => {

@@ -1,15 +1,15 @@
 /**
- * The stores a suite runs on in Node: memory, SQLite, PGlite and, when `DATABASE_URL` names one
- * (CI always does), a real PostgreSQL server. The Durable Object store runs its suites inside
+ * The stores a suite runs on in Node: memory, SQLite (through the driver sqlite-driver.ts picks),
+ * PGlite and, when `DATABASE_URL` names one (CI always does), a real PostgreSQL server. The Durable Object store runs its suites inside
  * workerd (test/storage/durable-object.workerd.test.ts).
  */
 import { PGlite } from '@electric-sql/pglite';
-import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { afterAll } from 'vitest';
 import { memoryStorage, type Storage } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
+import { openSQLite, sqliteDriver } from './sqlite-driver.js';
 
 /** A real PostgreSQL server's client and a schema of this test file's own, dropped after it; undefined without `DATABASE_URL`. */
 export function testDatabase(name: string): { sql: ReturnType<typeof postgres>; schema: string } | undefined {
@@ -27,7 +27,7 @@ export function testDatabase(name: string): { sql: ReturnType<typeof postgres>; 
 /** Calls `describeSuite` once per store, each call's stores new ones (tables named from `name`). */
 export function onEveryStore(name: string, describeSuite: (store: string, create: () => Storage) => void): void {
   describeSuite('memoryStorage', () => memoryStorage());
-  describeSuite('sqliteStorage (better-sqlite3)', () => sqliteStorage(new Database(':memory:')));
+  describeSuite(`sqliteStorage (${sqliteDriver})`, () => sqliteStorage(openSQLite()));
   const pglite = new PGlite();
   let tables = 0;
   describeSuite('postgresStorage (PGlite)', () => postgresStorage(pglite, { tablePrefix: `${name}${tables++}_` }));

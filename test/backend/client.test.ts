@@ -4,7 +4,6 @@
  * so what it shows came through the poke the write sent, and the pull that followed.
  */
 import { PGlite } from '@electric-sql/pglite';
-import Database from 'better-sqlite3';
 import { afterEach, describe, it } from 'vitest';
 import type { ReadonlyJSONValue } from 'replicache';
 import { serve, type SyncServer } from '../../adapters/node.js';
@@ -12,6 +11,7 @@ import { connectPokes } from '../../src/client/index.js';
 import { importSpace, memoryStorage, mutate, type Storage, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../sqlite-driver.js';
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
 import { runtimeMutators } from '../runtime/app.js';
 import { testDatabase } from '../stores.js';
@@ -20,7 +20,7 @@ const database = testDatabase('backend_client');
 
 const stores: Array<[string, () => Storage]> = [
   ['memoryStorage', () => memoryStorage()],
-  ['sqliteStorage', () => sqliteStorage(new Database(':memory:'))],
+  ['sqliteStorage', () => sqliteStorage(openSQLite())],
   [database === undefined ? 'postgresStorage (PGlite)' : 'postgresStorage (a real server)', () => postgresStorage(database?.sql ?? new PGlite(), { schema: database?.schema })],
 ];
 

@@ -3,12 +3,12 @@
  * clients that hold old cookies, and a bad line deep in a large dump.
  */
 import { PGlite } from '@electric-sql/pglite';
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DumpError, exportSpace, importSpace, type JSONValue, memoryStorage, type Storage, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../sqlite-driver.js';
 import { applyPatch, mutation, pull, push, testMutators } from '../helpers.js';
 import { testDatabase } from '../stores.js';
 import { chunked, rawContents, text } from './suite.js';
@@ -29,7 +29,7 @@ async function everything(ctx: SyncContext): Promise<Map<string, JSONValue>> {
 
 describe('moving a space between stores', () => {
   it('export from SQLite, import into PostgreSQL and into memory: full pulls of the three are equal', async () => {
-    const sqlite = context(sqliteStorage(new Database(':memory:')));
+    const sqlite = context(sqliteStorage(openSQLite()));
     // A history with pushes, deletes and backend writes, 3,000 entries across many pages.
     for (let i = 0; i < 30; i++) {
       await push(sqlite, 'g', Array.from({ length: 100 }, (_, j) => mutation('c', i * 100 + j + 1, 'put', { key: `item/${String(i * 100 + j).padStart(5, '0')}`, value: { i, j, text: 'ü🙂'.repeat(j % 5) } })));
@@ -90,7 +90,7 @@ describe('moving a space between stores', () => {
   });
 
   it('a replace of a large space by a large dump that overlaps it, both over many batches, leaves exactly the dump', async () => {
-    for (const storage of [memoryStorage(), sqliteStorage(new Database(':memory:'))]) {
+    for (const storage of [memoryStorage(), sqliteStorage(openSQLite())]) {
       const ctx = context(storage);
       const name = (i: number) => `k/${String(i).padStart(5, '0')}`;
       await transact(ctx, '', async (tx) => {
@@ -116,7 +116,7 @@ describe('moving a space between stores', () => {
   });
 
   it('a merge of a few keys into a large space reads only those keys: one transaction, one version', async () => {
-    for (const storage of [memoryStorage(), sqliteStorage(new Database(':memory:'))]) {
+    for (const storage of [memoryStorage(), sqliteStorage(openSQLite())]) {
       const ctx = context(storage);
       await transact(ctx, '', async (tx) => {
         for (let i = 0; i < 5_000; i++) await tx.set(`k/${String(i).padStart(5, '0')}`, i);
@@ -130,7 +130,7 @@ describe('moving a space between stores', () => {
     }
   });
 
-  for (const [name, create] of [['SQLite', () => sqliteStorage(new Database(':memory:'))], ['PostgreSQL', postgresStore]] as const) {
+  for (const [name, create] of [['SQLite', () => sqliteStorage(openSQLite())], ['PostgreSQL', postgresStore]] as const) {
     it(`${name}: an import of a dump with a bad line at line 50,000 names line 50,000 and changes nothing`, async () => {
       const ctx = context(create());
       await transact(ctx, '', async (tx) => {

@@ -5,11 +5,11 @@
  * forking its old view and cookie, as the real client does): never a view with an entry the
  * server deleted, whose tombstone may be gone.
  */
-import Database from 'better-sqlite3';
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, handlePush, type JSONValue, memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1500);
@@ -111,7 +111,7 @@ describe('model-based housekeeping: time passes, garbage is collected', () => {
   });
 
   it('the same on SQLite', async () => {
-    await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps, sqliteStorage(new Database(':memory:')))), { numRuns: Math.ceil(RUNS / 5) });
+    await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 5) });
   });
 
   it('the property can fail: a stale cookie after its tombstone went is what it catches', async () => {

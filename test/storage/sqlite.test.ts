@@ -1,9 +1,9 @@
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite, sqliteDriver } from '../sqlite-driver.js';
 import { describeStorageConformance } from './conformance.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'viewsync-sqlite-'));
@@ -11,23 +11,23 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const file = () => join(dir, `db-${++files}.sqlite`);
 
-describeStorageConformance('sqliteStorage (better-sqlite3, in memory)', () => sqliteStorage(new Database(':memory:')));
-describeStorageConformance('sqliteStorage (better-sqlite3, a WAL file)', () => sqliteStorage(new Database(file())));
+describeStorageConformance(`sqliteStorage (${sqliteDriver}, in memory)`, () => sqliteStorage(openSQLite()));
+describeStorageConformance(`sqliteStorage (${sqliteDriver}, a WAL file)`, () => sqliteStorage(openSQLite(file())));
 
 describe('sqliteStorage', () => {
   it('keeps its data in the file: a new handle on it reads what the last one committed', async () => {
     const path = file();
-    const first = new Database(path);
+    const first = openSQLite(path);
     await sqliteStorage(first).transaction((tx) => tx.put('k', { v: 1 }), { readOnly: false });
     first.close();
-    const again = new Database(path);
+    const again = openSQLite(path);
     expect(await sqliteStorage(again).transaction((tx) => tx.get('k'), { readOnly: true })).toEqual({ v: 1 });
-    expect(again.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(again.prepare('PRAGMA journal_mode').all()).toEqual([{ journal_mode: 'wal' }]);
     again.close();
   });
 
   it('apps with different table prefixes share a database without seeing each other', async () => {
-    const db = new Database(':memory:');
+    const db = openSQLite();
     const [a, b] = [sqliteStorage(db, { tablePrefix: 'app_a_' }), sqliteStorage(db, { tablePrefix: 'app_b_' })];
     await a.transaction((tx) => tx.put('k', 'a'), { readOnly: false });
     expect(await b.transaction((tx) => tx.get('k'), { readOnly: true })).toBeUndefined();
@@ -39,11 +39,11 @@ describe('sqliteStorage', () => {
 
   it('creating its tables is idempotent and versioned, and a newer schema is refused with a clear error', () => {
     const path = file();
-    sqliteStorage(new Database(path));
-    sqliteStorage(new Database(path));
-    const db = new Database(path);
+    sqliteStorage(openSQLite(path));
+    sqliteStorage(openSQLite(path));
+    const db = openSQLite(path);
     expect(db.prepare('SELECT version FROM viewsync_schema').all()).toEqual([{ version: 1 }]);
     db.prepare('UPDATE viewsync_schema SET version = 99').run();
-    expect(() => sqliteStorage(new Database(path))).toThrow(/schema version 99, newer than this viewsync knows \(1\): upgrade viewsync/);
+    expect(() => sqliteStorage(openSQLite(path))).toThrow(/schema version 99, newer than this viewsync knows \(1\): upgrade viewsync/);
   });
 });

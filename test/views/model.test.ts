@@ -9,12 +9,12 @@
  */
 import * as fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import { collectGarbage, handlePull, type JSONValue, memoryStorage, type Storage, type View } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite, sqliteDriver } from '../sqlite-driver.js';
 import { applyPatch, post, pullBody, pullBodyV0 } from '../helpers.js';
 import { as, viewContext, write } from './app.js';
 
@@ -160,8 +160,8 @@ describe('model-based: per-user views', () => {
     await expect(run(sequence, memoryStorage(), () => [''])).rejects.toThrow();
   });
 
-  it('sqliteStorage (better-sqlite3)', async () => {
-    await fc.assert(fc.asyncProperty(steps, (s) => run(s, sqliteStorage(new Database(':memory:')))), { numRuns: Math.ceil(RUNS / 5) });
+  it(`sqliteStorage (${sqliteDriver})`, async () => {
+    await fc.assert(fc.asyncProperty(steps, (s) => run(s, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 5) });
   });
 
   const url = process.env.DATABASE_URL;

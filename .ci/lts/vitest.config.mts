@@ -1,0 +1,30 @@
+import { fileURLToPath } from 'node:url';
+import { configDefaults, defineConfig } from 'vitest/config';
+import base from '../../vitest.config.ts';
+
+// The suites scripts/test-lts.sh runs on each Node release in package.json here: the core, the
+// Node adapter and the stores. The rest stay on the machine's Node (`npm test`): the package
+// tests install the packed tarball, and the examples, Deno, Bun and workerd suites run other
+// runtimes, whatever Node starts them. So no global setup (it packs the package for those) and
+// no workerd project; the other options are the main config's.
+const { globalSetup: _packs, projects: _projects, ...options } = base.test!;
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+export default defineConfig({
+  root,
+  test: {
+    ...options,
+    setupFiles: [fileURLToPath(new URL('expect-node.ts', import.meta.url))],
+    include: [
+      'test/*.test.ts',
+      'test/adapters/node.test.ts',
+      'test/runtime/node.test.ts',
+      'test/poke/node.test.ts',
+      'test/storage/*.test.ts',
+      'test/housekeeping/stores.test.ts',
+      'test/backend/stores.test.ts',
+      'test/testing/conformance.test.ts',
+    ],
+    exclude: [...configDefaults.exclude, 'test/examples.test.ts', 'test/storage/sqlite-runtimes.test.ts', 'test/**/*.workerd.test.ts'],
+  },
+});
