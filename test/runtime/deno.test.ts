@@ -1,8 +1,10 @@
+import { describeCompression } from './compression.js';
 import { describeRuntime } from './suite.js';
 import { spawnServer } from './spawn-server.js';
 
 // The built package in real Deno, from node_modules (package.json makes Deno resolve `valibot`
 // there); no network: no remote modules, no update check, and permission only to listen locally.
-describeRuntime('deno', () =>
-  spawnServer('deno', ['run', '--no-prompt', '--no-remote', '--allow-net=127.0.0.1', 'test/runtime/servers/deno-server.js'], { DENO_NO_UPDATE_CHECK: '1' }),
-);
+const startDeno = () => spawnServer('deno', ['run', '--no-prompt', '--no-remote', '--allow-net=127.0.0.1', 'test/runtime/servers/deno-server.js'], { DENO_NO_UPDATE_CHECK: '1' });
+describeRuntime('deno', startDeno);
+// Deno.serve compresses, streams too, once the adapter asks it to (its default is off).
+describeCompression('deno', startDeno, { chromium: 'br' });

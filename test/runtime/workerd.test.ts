@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerd, type WorkerdServer } from './servers/start-workerd.js';
+import { describeCompression } from './compression.js';
 import { describeRuntime } from './suite.js';
 
 // The built Cloudflare adapter in real workerd: a Worker routing to a Durable Object per space.
 describeRuntime('workerd', startWorkerd, { stops: false });
+// Miniflare compresses as Cloudflare's edge does (workerd alone sends what the Worker returns).
+describeCompression('workerd', startWorkerd, { chromium: 'gzip' });
 
 describe('runtime: workerd, one Durable Object per space', () => {
   let server: WorkerdServer;
