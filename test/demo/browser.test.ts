@@ -185,6 +185,29 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
     await snap('6-back-online');
   }, 40_000);
 
+  it('a new page’s first pull, over the compression threshold, comes back br-encoded and shows every item', async () => {
+    const texts = Array.from({ length: 20 }, (_, index) => `A longer item, so that the space's full pull passes 1 KiB: number ${index + 1}`);
+    const before = (await labels(a)).length;
+    for (const text of texts) await addTodo(a, text);
+    await expect.poll(() => labels(b), soon).toHaveLength(before + 20);
+    const page = await (await browser.newContext()).newPage();
+    const pulls: Array<{ accept: string | null; encoding: string | null; patch: unknown[] }> = [];
+    page.on('response', (response) => {
+      if (!new URL(response.url()).pathname.endsWith('/pull')) return;
+      void (async () => {
+        const { patch } = (await response.json()) as { patch: unknown[] };
+        pulls.push({ accept: await response.request().headerValue('accept-encoding'), encoding: await response.headerValue('content-encoding'), patch });
+      })();
+    });
+    page.on('pageerror', (error) => errors.push({ page: 'C', text: `${error.name}: ${error.message}`, serverDown: serverDown }));
+    await page.goto(server.url.href);
+    await expect.poll(() => labels(page), soon).toEqual(await labels(a));
+    await expect.poll(() => pulls.length, soon).toBeGreaterThan(0);
+    expect(pulls[0]).toMatchObject({ accept: expect.stringMatching(/\bbr\b/), encoding: 'br' });
+    expect(pulls[0]!.patch.length).toBeGreaterThan(20);
+    await page.context().close();
+  });
+
   it('logged no errors in either page, nor on the server', async () => {
     // Chromium logs a failed request as a console error: a refused connection, or the poke stream
     // cut off as the server stops. Expected only while the test had the server stopped.
