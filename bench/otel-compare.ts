@@ -1,17 +1,17 @@
 /**
- * What OpenTelemetry costs on push and pull: bench/run.ts (quick: up to 100k entries) on this
- * tree without an SDK, on this tree under one (VIEWSYNC_BENCH_OTEL=1), and on another checkout
- * without one (the build before telemetry), run in turn, `ROUNDS` times, in a rotating order so
- * that no variant always runs first or on a warmer machine. Each variant's figure is the median
- * of its rounds; ratios are against this tree without an SDK.
+ * What OpenTelemetry costs on push and pull: bench/run.ts (quick: up to 100k entries) on a base
+ * checkout (the build before telemetry) and on this one (or TREE) without an SDK, under the Node
+ * SDK (VIEWSYNC_BENCH_OTEL=1) and under it without its async context manager (=nocontext), run in
+ * turn, `ROUNDS` times, in a rotating order so that no variant always runs first or on a warmer
+ * machine. Each figure is the median of its rounds.
  *
- * The other checkout runs this tree's bench files against its own src/, so the instrument is the
+ * Every checkout runs this tree's bench files against its own src/, so the instrument is the
  * same and only the library differs:
  *
  *   git worktree add /tmp/base 0a15cf5 && ln -s "$PWD/node_modules" /tmp/base/node_modules
- *   node --import tsx bench/otel-compare.ts /tmp/base 3
+ *   node --import tsx bench/otel-compare.ts /tmp/base 4 [TREE]
  *
- * Takes about 30 s a run (9 runs for 3 rounds). Not part of `npm test`.
+ * Takes about 35 s a run (16 runs for 4 rounds). Not part of `npm test`.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync } from 'node:fs';
@@ -22,27 +22,32 @@ import type { Row } from './table.js';
 const here = fileURLToPath(new URL('.', import.meta.url));
 const root = resolve(here, '..');
 const base = resolve(process.argv[2] ?? '/tmp/base');
-const rounds = Number(process.argv[3] ?? 3);
+const rounds = Number(process.argv[3] ?? 4);
+const tree = resolve(process.argv[4] ?? root);
 if (base === root || !existsSync(join(base, 'src/index.ts')) || !existsSync(join(base, 'node_modules'))) {
   throw new Error(`${base} must be another checkout of viewsync with node_modules (see this file's header)`);
 }
-for (const file of readdirSync(here).filter((name) => name.endsWith('.ts'))) copyFileSync(join(here, file), join(base, 'bench', file));
+for (const dir of new Set([base, tree].filter((dir) => dir !== root))) {
+  for (const file of readdirSync(here).filter((name) => name.endsWith('.ts'))) copyFileSync(join(here, file), join(dir, 'bench', file));
+}
 
 const VARIANTS = [
-  { name: 'no SDK', dir: root, env: {} },
-  { name: 'SDK', dir: root, env: { VIEWSYNC_BENCH_OTEL: '1' } },
   { name: 'base, no SDK', dir: base, env: {} },
+  { name: 'no SDK', dir: tree, env: {} },
+  { name: 'SDK', dir: tree, env: { VIEWSYNC_BENCH_OTEL: '1' } },
+  { name: 'SDK, no async context', dir: tree, env: { VIEWSYNC_BENCH_OTEL: 'nocontext' } },
 ] as const;
 
-/** The figures compared: higher is better for rates, lower for times. */
-const FIGURES = [
-  { label: 'push, batch of 1', unit: 'pushes/s', higher: true },
-  { label: 'push, batch of 10', unit: 'pushes/s', higher: true },
-  { label: 'push, batch of 100', unit: 'pushes/s', higher: true },
+/** The figures compared: all times, lower is better (`higher` would mark a rate). */
+const FIGURES: ReadonlyArray<{ label: string; unit: string; higher: boolean }> = [
+  // Medians, not rates: a rate counts every GC pause and every moment another process ran.
+  { label: 'push, batch of 1', unit: 'µs median', higher: false },
+  { label: 'push, batch of 10', unit: 'µs median', higher: false },
+  { label: 'push, batch of 100', unit: 'µs median', higher: false },
   { label: 'incremental pull, 10 changes, 1k entries', unit: 'µs median', higher: false },
   { label: 'incremental pull, 10 changes, 100k entries', unit: 'µs median', higher: false },
   { label: 'full pull, 100k entries', unit: 'ms/pull', higher: false },
-] as const;
+];
 
 const results = new Map<string, number[][]>(VARIANTS.map(({ name }) => [name, FIGURES.map(() => [])]));
 for (let round = 0; round < rounds; round++) {
@@ -67,13 +72,15 @@ for (let round = 0; round < rounds; round++) {
 
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const format = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
-console.log(`OpenTelemetry cost, ${rounds} rounds, medians (each round: ${VARIANTS.map(({ name }) => name).join(', ')}, rotating)\n`);
-console.log(['figure', ...VARIANTS.map(({ name }) => name), 'SDK / no SDK', 'no SDK / base', 'spread (no SDK, min-max)'].join(' | '));
+const names = VARIANTS.map(({ name }) => name);
+console.log(`OpenTelemetry cost, ${rounds} rounds, medians (each round: ${names.join(', ')}, rotating)\n`);
+console.log(['figure', ...names, 'no SDK / base', 'SDK / no SDK', 'SDK, no async context / no SDK', 'no SDK, min-max', 'base, min-max'].join(' | '));
 FIGURES.forEach(({ label, unit, higher }, f) => {
-  const [none, sdk, old] = VARIANTS.map(({ name }) => results.get(name)![f]!);
+  const [old, none, sdk, bare] = names.map((name) => results.get(name)![f]!);
   // A ratio above 1 is slower, whichever way the unit runs.
-  const cost = (a: number, b: number) => (higher ? b / a : a / b).toFixed(3);
-  const spread = `${format(Math.min(...none!))}-${format(Math.max(...none!))}`;
-  console.log([`${label} (${unit})`, format(median(none!)), format(median(sdk!)), format(median(old!)), cost(median(sdk!), median(none!)), cost(median(none!), median(old!)), spread].join(' | '));
+  const cost = (a: readonly number[], b: readonly number[]) => (higher ? median(b) / median(a) : median(a) / median(b)).toFixed(3);
+  const spread = (values: readonly number[]) => `${format(Math.min(...values))}-${format(Math.max(...values))}`;
+  const medians = [old!, none!, sdk!, bare!].map((values) => format(median(values)));
+  console.log([`${label} (${unit})`, ...medians, cost(none!, old!), cost(sdk!, none!), cost(bare!, none!), spread(none!), spread(old!)].join(' | '));
 });
-console.log('\nRatios above 1 are slower (more time, fewer pushes/s) than the right-hand variant.');
+console.log('\nRatios above 1 are slower than the variant they are divided by.');

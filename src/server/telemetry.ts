@@ -36,8 +36,12 @@ export const VERSION = '0.1.0';
 /** The bucket a mutator name outside the app's mutators is counted in, so a client cannot grow a metric's label set. */
 export const UNKNOWN_MUTATOR = '(unknown)';
 
-/** How a pull or push ended, as `viewsync.outcome`: a protocol answer, or an `HTTPError`'s code. */
-export type Outcome = 'ok' | 'ClientStateNotFound' | 'VersionNotSupported' | 'TemporaryError' | string;
+/**
+ * How a pull or push ended, as `viewsync.outcome`: `ok`, a protocol answer (`ClientStateNotFound`,
+ * `VersionNotSupported`), `TemporaryError`, or the code of the `HTTPError` it answered
+ * (`BadRequest`, `InternalServerError`…): a small, fixed set.
+ */
+type Outcome = string;
 
 /** How many of a push's mutations each mutator ran (`processed`), threw (`failed`) or was sent again (`skipped`). */
 export interface MutationTally {
