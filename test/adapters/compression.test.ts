@@ -52,6 +52,13 @@ describe('negotiateEncoding', () => {
   ])('Accept-Encoding %j answers with %s', (header, expected) => {
     expect(negotiateEncoding(header)).toBe(expected);
   });
+
+  it('prefers the codings in the order offered, and offers only those', () => {
+    expect(negotiateEncoding(CHROMIUM, ['gzip', 'br'])).toBe('gzip');
+    expect(negotiateEncoding('br;q=1, gzip;q=0.5', ['gzip', 'br'])).toBe('br');
+    expect(negotiateEncoding('br', ['gzip'])).toBeUndefined();
+    expect(negotiateEncoding(CHROMIUM, [])).toBeUndefined();
+  });
 });
 
 describe('compressed answers from the Node server', () => {
@@ -117,6 +124,7 @@ describe('compressed answers from the Node server', () => {
     const defaults = await start(await space(2_000));
     expect((await rawPull(levels, 'br')).body.length).toBeLessThan((await rawPull(defaults, 'br')).body.length);
     expect((await rawPull(levels, 'gzip')).body.length).toBeGreaterThan((await rawPull(defaults, 'gzip')).body.length);
+    expect((await rawPull(await start(ctx, { compression: { threshold: 64, encodings: ['gzip'] } }), CHROMIUM)).headers['content-encoding']).toBe('gzip');
     const off = await start(await space(20_000), { compression: false });
     const { headers } = await rawPull(off, CHROMIUM);
     expect(headers['content-encoding']).toBeUndefined();
