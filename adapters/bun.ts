@@ -13,8 +13,9 @@ export type { CompressionOptions } from './compress.js';
  * console.log(`pull: ${server.url}pull`);
  */
 export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Promise<SyncServer> {
-  // Bun.serve compresses nothing itself.
-  const compression = compressionSettings(options.compression);
+  // Bun.serve compresses nothing itself. Gzip first: Bun's brotli took 1.7-2x the time of a
+  // plain 100k-entry pull over loopback, its gzip 1.0-1.5x, for the same bytes.
+  const compression = compressionSettings(options.compression, ['gzip', 'br']);
   const server = Bun.serve({
     port: options.port ?? 8787,
     hostname: options.hostname ?? '127.0.0.1',

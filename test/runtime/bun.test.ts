@@ -5,7 +5,7 @@ import { spawnServer } from './spawn-server.js';
 
 // The built package in real Bun, from node_modules; `--no-install` keeps Bun from fetching anything.
 describeRuntime('bun', () => spawnServer('bun', ['--no-install', 'test/runtime/servers/bun-server.js']));
-describeCompression('bun', () => spawnServer('bun', ['--no-install', 'test/runtime/servers/bun-server.js']), { chromium: 'br' });
+describeCompression('bun', () => spawnServer('bun', ['--no-install', 'test/runtime/servers/bun-server.js']), { chromium: 'gzip' });
 
 // Bun.serve closes a connection idle for 10 s by default, less than the 15 s between heartbeats.
 test('bun: a poke stream idle for longer than Bun’s default idle timeout stays open', async () => {

@@ -2,8 +2,8 @@
  * Compressed answers in each runtime, against a real server: a pull large enough to be streamed
  * comes back compressed and decodes to the answer sent as it is, and a poke stream is left
  * alone. `chromium` is the coding expected for Chromium's Accept-Encoding: br from viewsync's
- * own compression (Node, Bun) and from Deno.serve's; gzip from Miniflare, which does what
- * Cloudflare's edge does in front of workerd and takes the first coding the client lists.
+ * own compression in Node and from Deno.serve's; gzip in Bun (viewsync prefers it there) and
+ * from Miniflare, which compresses as Cloudflare's edge would and takes the first coding listed.
  */
 import { request } from 'node:http';
 import { connect } from 'node:net';
