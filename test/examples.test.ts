@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,12 @@ const tempFolder = () => {
 
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 
+async function until(done: () => boolean, ms = 5_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !done(); await new Promise((resolve) => setTimeout(resolve, 50))) {
+    if (Date.now() > deadline) throw new Error(`Not so after ${ms} ms`);
+  }
+}
+
 async function start(command: string, args: string[], ready: RegExp, cwd = ROOT, env: Record<string, string> = {}): Promise<Started> {
   const started = await startCommand(command, args, { cwd, env, ready, timeoutMs: 60_000 });
   running.push(started);
@@ -38,6 +45,46 @@ describe('examples', () => {
     expect(started.match[2]).toBe(`SQLite store: ${join(dataDir, 'todo.db')}`);
     await expectTodoApp(new URL(started.match[1]!));
     expect(existsSync(join(dataDir, 'todo.db'))).toBe(true);
+  });
+
+  // SIGTERM as a process manager sends it, to the server's own process: `tsx examples/todo/server.ts`
+  // is what `npm start` runs, since npm (11) exits on SIGTERM without passing it on. SIGINT as
+  // Ctrl-C sends it, to the whole process group of `npm start`: npm, tsx and the server alike.
+  it.each([
+    ['SIGTERM', 'tsx examples/todo/server.ts', bin('tsx'), ['examples/todo/server.ts']],
+    ['SIGINT', 'npm start', 'npm', ['start']],
+  ] as const)('%s to %s: poke streams end with a reconnect hint, the database is closed, the server exits', async (signal, _, command, args) => {
+    const port = await freePort();
+    const dataDir = tempFolder();
+    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, PORT: String(port), DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (output += text));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      while (!output.includes('TodoMVC on viewsync')) await new Promise((resolve) => setTimeout(resolve, 50));
+      const url = new URL(`http://127.0.0.1:${port}/api/`);
+      const poke = await fetch(new URL('poke', url));
+      const reader = poke.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? '';
+      const pushed = await fetch(new URL('push', url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pushBody('g', [mutation('c', 1, 'createTodo', { id: 't1', text: 'Ship it', sort: 1 })])) });
+      expect(pushed.status).toBe(200);
+      if (signal === 'SIGTERM') process.kill(child.pid!, signal);
+      else process.kill(-child.pid!, signal);
+      for (let next = await reader.read(); !next.done; next = await reader.read()) text += next.value;
+      expect(text).toMatch(/\nretry: \d+\n\n$/);
+      const code = await exited;
+      if (signal === 'SIGTERM') expect(code).toBe(0);
+      expect(output).toContain('Stopping: answering the requests in flight…');
+      // The last connection's close folds SQLite's write-ahead log into the file, and removes it.
+      await until(() => readdirSync(dataDir).join() === 'todo.db');
+    } finally {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // All gone.
+      }
+    }
   });
 
   it('npm start -- --memory: the TodoMVC demo on a memory store, on any free port with PORT=0', async () => {

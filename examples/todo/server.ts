@@ -8,8 +8,8 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { build } from 'esbuild';
-import { memoryStorage } from 'viewsync';
-import { createListener } from 'viewsync/node';
+import { memoryStorage, type SyncContext } from 'viewsync';
+import { createListener, stopServer } from 'viewsync/node';
 import { sqliteStorage } from 'viewsync/sqlite';
 import { nodeServerOptions } from '../../adapters/node-bridge.js';
 import { mutators } from './server-mutators.js';
@@ -28,7 +28,8 @@ if (!process.argv.includes('--memory')) {
   const shown = relative(process.cwd(), file);
   store = `SQLite store: ${shown.startsWith('..') ? file : shown}`;
 }
-const api = createListener({ storage: db ? sqliteStorage(db) : memoryStorage(), mutators });
+const ctx: SyncContext = { storage: db ? sqliteStorage(db) : memoryStorage(), mutators };
+const api = createListener(ctx);
 
 // Bundled once, in memory: the page is a demo, not something to deploy.
 const bundle = await build({ entryPoints: [here('client.ts')], tsconfig: here('../../tsconfig.json'), bundle: true, write: false, format: 'esm', platform: 'browser', logLevel: 'warning' });
@@ -61,10 +62,15 @@ server.listen(port, hostname, () => {
   console.log(`TodoMVC on viewsync: http://${address.includes(':') ? `[${address}]` : address}:${port}/ (${store})`);
 });
 
+// A deploy or Ctrl-C: poke streams end with a reconnect hint, requests in flight are answered
+// (10 s at most), then the database is closed. Repeats are ignored: Ctrl-C signals every process
+// of `npm start` (npm, tsx, this one), and tsx passes its own on.
+let stopping = false;
 const stop = () => {
-  // Poke streams never end by themselves: close them, or `close` would wait for ever.
-  server.close(() => (db?.close(), process.exit(0)));
-  server.closeAllConnections();
+  if (stopping) return;
+  stopping = true;
+  console.log('Stopping: answering the requests in flight…');
+  void stopServer(server, ctx).then(() => (db?.close(), process.exit(0)));
 };
-process.once('SIGINT', stop);
-process.once('SIGTERM', stop);
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
