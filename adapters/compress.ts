@@ -4,9 +4,10 @@ import type { SyncContext } from '../src/server/context.js';
 import { requestReply } from '../src/server/handle-request.js';
 import type { Reply } from '../src/server/reply.js';
 
-// Response compression for the servers that do not compress on their own (Node's and Bun's);
-// Deno.serve and Cloudflare's edge do it themselves. node:zlib in both: Bun implements it too,
-// and only it takes a brotli quality (a CompressionStream would run brotli at its slow default).
+// Response compression for the Node, Bun and Deno servers (Deno.serve can compress, but its
+// brotli is slow: see deno.ts); Cloudflare's edge compresses Workers' answers itself. node:zlib
+// everywhere: Bun and Deno implement it, and only it takes a brotli quality (a CompressionStream
+// would run brotli at its slow default).
 
 /** How a server compresses its answers; `compression: false` turns it off. */
 export interface CompressionOptions {
@@ -16,7 +17,7 @@ export interface CompressionOptions {
   brotliQuality?: number;
   /** gzip level, 1 to 9. Default: 4 (a large pull comes out within half a point of level 6's size, at less than half its cost). */
   gzipLevel?: number;
-  /** The codings offered, best first: a request that weighs them alike gets the first. Default: br, then gzip; in Bun gzip, then br (its brotli costs more there). */
+  /** The codings offered, best first: a request that weighs them alike gets the first. Default: br, then gzip; in Bun and Deno gzip, then br (their brotli costs more, or leaves more). */
   encodings?: readonly Encoding[];
 }
 

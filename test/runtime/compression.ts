@@ -1,9 +1,9 @@
 /**
  * Compressed answers in each runtime, against a real server: a pull large enough to be streamed
  * comes back compressed and decodes to the answer sent as it is, and a poke stream is left
- * alone. `chromium` is the coding expected for Chromium's Accept-Encoding: br from viewsync's
- * own compression in Node and from Deno.serve's; gzip in Bun (viewsync prefers it there) and
- * from Miniflare, which compresses as Cloudflare's edge would and takes the first coding listed.
+ * alone. `chromium` is the coding expected for Chromium's Accept-Encoding: br in Node; gzip in
+ * Bun and Deno (viewsync prefers it there) and from Miniflare, which compresses as Cloudflare's
+ * edge would and takes the first coding listed.
  */
 import { request } from 'node:http';
 import { connect } from 'node:net';
