@@ -1,8 +1,9 @@
 import { handleRequest, type SyncContext } from '../src/index.js';
 import { type CompressionOptions, compressedResponse, compressionSettings } from './compress.js';
-import type { ServeOptions, SyncServer } from './types.js';
+import { stopGracefully } from './stop.js';
+import type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
-export type { ServeOptions, SyncServer } from './types.js';
+export type { ServeOptions, StopOptions, SyncServer } from './types.js';
 export type { CompressionOptions } from './compress.js';
 
 /**
@@ -23,8 +24,9 @@ export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Pr
     fetch: (request) => (compression ? compressedResponse(request, ctx, compression) : handleRequest(request, ctx)),
   });
   const { port, hostname, url } = server;
-  // `true` closes open connections too, as `stop` promises, rather than waiting for them.
-  return { port, hostname, url: new URL(url), stop: () => server.stop(true) };
+  // `stop(false)` waits for requests in flight; `stop(true)` closes every connection at once.
+  const stop = (stopOptions: StopOptions = {}) => stopGracefully(ctx, stopOptions, () => server.stop(false), () => server.stop(true));
+  return { port, hostname, url: new URL(url), stop };
 }
 
 /** {@link ServeOptions}, plus Bun's idle timeout and compression. */

@@ -1,12 +1,14 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SyncContext } from '../src/index.js';
+import { isDraining } from '../src/server/drain.js';
 import { requestReply } from '../src/server/handle-request.js';
 import { type CompressionOptions, compressionSettings } from './compress.js';
 import { nodeServerOptions, readSmallBody, toRequest, writeReply } from './node-bridge.js';
-import type { ServeOptions, SyncServer } from './types.js';
+import { stopGracefully } from './stop.js';
+import type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
-export type { ServeOptions, SyncServer } from './types.js';
+export type { ServeOptions, StopOptions, SyncServer } from './types.js';
 export type { CompressionOptions } from './compress.js';
 
 /**
@@ -66,10 +68,30 @@ export function serve(ctx: SyncContext, options: NodeServeOptions = {}): Promise
         port,
         hostname: address,
         url: new URL(`http://${host}:${port}/`),
-        stop: () => new Promise<void>((done) => (server.closeAllConnections(), server.close(() => done()))),
+        stop: (stopOptions) => stopServer(server, ctx, stopOptions),
       });
     });
   });
+}
+
+/**
+ * Stops a `node:http` server that serves `ctx` through {@link createListener}, as
+ * {@link SyncServer.stop} does: for a server of your own, on SIGTERM. Connections that finish a
+ * request are closed after it (with `Connection: close`), idle ones at once, the rest after
+ * `timeoutMs`.
+ *
+ * @example
+ * process.once('SIGTERM', () => void stopServer(server, ctx).then(() => process.exit(0)));
+ */
+export function stopServer(server: Server, ctx: SyncContext, options: StopOptions = {}): Promise<void> {
+  const close = () =>
+    new Promise<void>((resolve) => {
+      // A kept-alive connection between requests is idle: close() closes those it finds, this the
+      // ones that become idle later (a response written before the drain kept its connection).
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      server.close(() => (clearInterval(sweep), resolve()));
+    });
+  return stopGracefully(ctx, options, close, () => server.closeAllConnections());
 }
 
 async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncContext, compression: Required<CompressionOptions> | undefined): Promise<void> {
@@ -83,5 +105,8 @@ async function toResponse(req: IncomingMessage, res: ServerResponse, ctx: SyncCo
     res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"BadRequest","message":"The request URL is not valid"}');
     return;
   }
-  await writeReply(await requestReply(request, ctx), res, compression);
+  const reply = await requestReply(request, ctx);
+  // A stopping server lets each connection go once its request is answered.
+  if (isDraining(ctx)) reply.headers.connection = 'close';
+  await writeReply(reply, res, compression);
 }
