@@ -53,9 +53,7 @@ async function measure(fn: () => Promise<void>): Promise<number> {
   };
   const rounds: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    const [with_, without] = [await perCall(fn), await perCall(bare)];
-    if (process.env.DEBUG_OVERHEAD) progress(`${with_.toFixed(3)} - ${without.toFixed(3)}`);
-    rounds.push(with_ - without);
+    rounds.push((await perCall(fn)) - (await perCall(bare)));
   }
   return rounds.sort((a, b) => a - b)[ROUNDS >> 1]!;
 }
