@@ -1,29 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compressionSettings, compressStream, negotiateEncoding } from '../../adapters/compress.js';
-import { type NodeServeOptions, serve, type SyncServer } from '../../adapters/node.js';
+import type { SyncServer } from '../../adapters/node.js';
 import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
+import { httpRequest } from '../http-request.js';
 import { memoryInUse } from '../memory.js';
 import { runtimeContext } from '../runtime/app.js';
+import { serversStoppedAfterEach } from './servers.js';
 
 // Compressed answers from the Node server: what is compressed and how, and that a client that
 // reads slowly or goes away holds nothing. Bun's server shares compress.ts (test/runtime).
 const CHROMIUM = 'gzip, deflate, br, zstd';
 
-const servers: SyncServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function start(ctx: SyncContext, options: NodeServeOptions = {}): Promise<SyncServer> {
-  const server = await serve(ctx, { port: 0, ...options });
-  servers.push(server);
-  return server;
-}
+const { start } = serversStoppedAfterEach();
 
 describe('negotiateEncoding', () => {
   it.each([
@@ -312,18 +304,7 @@ function rawPull(server: SyncServer, accept: string | undefined) {
 }
 
 function raw(server: SyncServer, method: string, path: string, accept: string | undefined, body: string) {
-  return new Promise<{ status: number; headers: Record<string, string | undefined>; body: Buffer }>((resolve, reject) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (accept !== undefined) headers['accept-encoding'] = accept;
-    const req = httpRequest(new URL(path, server.url), { method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers as Record<string, string | undefined>, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return httpRequest(new URL(path, server.url), method, body, accept);
 }
 
 /** A socket that has sent `request`; paused (it reads nothing) when `stalled`. */

@@ -1,24 +1,16 @@
 import { createServer, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { nodeServerOptions } from '../../adapters/node-bridge.js';
-import { createListener, type NodeServeOptions, serve, type SyncServer } from '../../adapters/node.js';
+import { createListener, serve } from '../../adapters/node.js';
 import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
 import { runtimeContext, runtimeMutators } from '../runtime/app.js';
 import { memoryInUse } from '../memory.js';
+import { serversStoppedAfterEach } from './servers.js';
 
 // What only the Node bridge promises (the shared runtime suite covers the common wiring).
-const servers: Array<{ stop(): Promise<void> }> = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function start(ctx: SyncContext, options: NodeServeOptions = {}): Promise<SyncServer> {
-  const server = await serve(ctx, { port: 0, ...options });
-  servers.push(server);
-  return server;
-}
+const { start, track } = serversStoppedAfterEach();
 
 const pull = (url: URL, group = 'g') =>
   fetch(new URL('pull', url), {
@@ -122,7 +114,7 @@ describe('viewsync/node', () => {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('your app');
     });
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-    servers.push({ stop: () => new Promise<void>((resolve) => (app.closeAllConnections(), app.close(() => resolve()))) });
+    track({ stop: () => new Promise<void>((resolve) => (app.closeAllConnections(), app.close(() => resolve()))) });
     const base = new URL(`http://127.0.0.1:${(app.address() as AddressInfo).port}/sync/`);
     expect(await (await pull(base)).json()).toMatchObject({ patch: [{ op: 'clear' }] });
     expect(await (await fetch(new URL('/other', base))).text()).toBe('your app');

@@ -5,10 +5,10 @@
  * Bun and Deno (viewsync prefers it there) and from Miniflare, which compresses as Cloudflare's
  * edge would and takes the first coding listed.
  */
-import { request } from 'node:http';
 import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { httpRequest } from '../http-request.js';
 import type { RunningServer } from './suite.js';
 
 /** Accept-Encoding as Chromium sends it. */
@@ -82,19 +82,7 @@ const PULL = JSON.stringify({ pullVersion: 1, clientGroupID: 'compression', cook
 /** A full pull with node:http, which leaves the body as it came. */
 const pull = (url: URL, accept: string) => post(url, 'pull', PULL, accept);
 
-function post(url: URL, path: string, body: string, accept?: string) {
-  return new Promise<{ status: number; headers: Record<string, string | undefined>; body: Buffer }>((resolve, reject) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...(accept === undefined ? {} : { 'accept-encoding': accept }) };
-    const req = request(new URL(path, url), { method: 'POST', headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers as Record<string, string | undefined>, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const post = (url: URL, path: string, body: string, accept?: string) => httpRequest(new URL(path, url), 'POST', body, accept);
 
 async function until(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { type Context, type ContextManager, ROOT_CONTEXT, context, trace } from '@opentelemetry/api';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { handlePush } from '../../src/index.js';
+import { gate } from '../gate.js';
 import { mutation, post, pushBody, testContext, testMutators } from '../helpers.js';
 import { registerSdk, type TestSdk } from './sdk.js';
 
@@ -28,27 +29,23 @@ afterEach(async () => {
 });
 
 it("a mutator's spans are children of its own push's span, also when group commit runs it in another push's turn", async () => {
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  let started!: () => void;
-  const running = new Promise<void>((resolve) => (started = resolve));
+  const first = gate();
   const ctx = testContext({
     mutators: {
       ...testMutators,
       hold: async () => {
         trace.getTracer('app').startSpan('hold').end();
-        started();
-        await held;
+        await first.hold();
       },
       mark: async (_tx, group) => trace.getTracer('app').startSpan(`mark ${String(group)}`).end(),
     },
   });
-  const first = handlePush(post('/push', pushBody('g0', [mutation('c0', 1, 'hold')])), ctx);
-  await running;
+  const held = handlePush(post('/push', pushBody('g0', [mutation('c0', 1, 'hold')])), ctx);
+  await first.started;
   const queued = ['g1', 'g2'].map((group, i) => handlePush(post('/push', pushBody(group, [mutation(`c${i + 1}`, 1, 'mark', group)])), ctx));
   await new Promise((resolve) => setTimeout(resolve, 100));
-  release();
-  expect((await Promise.all([first, ...queued])).map((response) => response.status)).toEqual([200, 200, 200]);
+  first.release();
+  expect((await Promise.all([held, ...queued])).map((response) => response.status)).toEqual([200, 200, 200]);
 
   const pushes = new Map(sdk.spans('viewsync push').map((span) => [span.attributes['viewsync.client_group_id'], span.spanContext().spanId]));
   const parent = (name: string) => sdk.spans(name)[0]?.parentSpanContext?.spanId;

@@ -4,6 +4,7 @@ import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handlePoke, handlePull, handlePush, memoryStorage, type SyncContext } from '../../src/index.js';
 import { SCOPE, UNKNOWN_MUTATOR, VERSION } from '../../src/server/telemetry.js';
+import { gate } from '../gate.js';
 import { mutation, post, pull, pullBody, push, pushBody, testContext, testMutators } from '../helpers.js';
 import { registerSdk, type TestSdk } from './sdk.js';
 
@@ -194,26 +195,15 @@ describe('the push span', () => {
   });
 
   it('pushes that queue behind a running one share a transaction: the group-commit size and wait', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let started!: () => void;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    const ctx = testContext({
-      mutators: {
-        ...testMutators,
-        hold: async () => {
-          started();
-          await held;
-        },
-      },
-    });
-    const first = handlePush(post('/push', pushBody('g0', [mutation('c0', 1, 'hold')])), ctx);
-    await running;
+    const first = gate();
+    const ctx = testContext({ mutators: { ...testMutators, hold: first.hold } });
+    const held = handlePush(post('/push', pushBody('g0', [mutation('c0', 1, 'hold')])), ctx);
+    await first.started;
     const queued = [1, 2, 3].map((i) => handlePush(post('/push', pushBody(`g${i}`, [mutation(`c${i}`, 1, 'put', { key: `k${i}`, value: i })])), ctx));
     // Long enough for the three to be read, checked and queued, however busy the machine.
     await new Promise((resolve) => setTimeout(resolve, 150));
-    release();
-    expect((await Promise.all([first, ...queued])).map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    first.release();
+    expect((await Promise.all([held, ...queued])).map((response) => response.status)).toEqual([200, 200, 200, 200]);
 
     const [size] = await sdk.points<Histogram>('viewsync.group_commit.size');
     expect(size!.value).toMatchObject({ count: 2, sum: 4, min: 1, max: 3 });
