@@ -27,10 +27,16 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
   return respond(request, ctx, async () => {
     if (ctx.pokes === false) throw new HTTPError(404, 'Pokes are turned off on this server (pokes: false)');
     if (request.method !== 'GET') throw new HTTPError(405, `${request.method} is not allowed on the poke endpoint; use GET`, { headers: { allow: 'GET' } });
-    if (isDraining(ctx)) throw new HTTPError(503, 'This server is shutting down; reconnect to another', { headers: { 'retry-after': '1' } });
+    if (isDraining(ctx)) throw shuttingDown();
     const userID = await identify(request, ctx);
     const space = await resolveSpace(request, ctx, userID, resolveLimits(ctx.limits));
     const body = await hubOf(ctx).open(space);
+    // A drain that began while this stream was opening did not end it, and nothing else would:
+    // the server would wait for it until its stop timeout.
+    if (isDraining(ctx)) {
+      await body.cancel();
+      throw shuttingDown();
+    }
     return { status: 200, headers: STREAM_HEADERS, body };
   });
 }
@@ -60,6 +66,8 @@ function notifierOf(ctx: SyncContext): Notifier {
 }
 
 const hubs = new WeakMap<SyncContext, PokeHub>();
+
+const shuttingDown = () => new HTTPError(503, 'This server is shutting down; reconnect to another', { headers: { 'retry-after': '1' } });
 
 const STREAM_HEADERS = {
   'content-type': 'text/event-stream',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { connectPokes } from '../../src/client/index.js';
 import { checkHealth, drain, handleRequest, type Storage } from '../../src/index.js';
+import { gate } from '../gate.js';
 import { mutation, pull, push, testContext } from '../helpers.js';
 
 const get = (path: string) => new Request(`http://sync.test/api/${path}`);
@@ -79,6 +80,30 @@ describe('drain', () => {
     expect((await checkHealth(ctx)).status).toBe('draining');
     second();
     expect((await checkHealth(ctx)).status).toBe('ok');
+  });
+
+  it('refuses a poke stream that was still opening when the drain began, and lets its subscription go', async () => {
+    // A notifier whose subscription comes late (a LISTEN on a busy database): the drain runs in between.
+    const subscribed = gate();
+    let unsubscribed = 0;
+    const notifier = {
+      notify() {},
+      subscribe: async () => {
+        await subscribed.hold();
+        return () => void unsubscribed++;
+      },
+    };
+    const ctx = testContext({ pokes: { notifier } });
+    const opening = handleRequest(get('poke'), ctx);
+    await subscribed.started;
+    const undo = drain(ctx);
+    subscribed.release();
+    const response = await opening;
+    // Had it opened, nothing would end it: the server would wait for it until its stop timeout.
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(unsubscribed).toBe(1);
+    undo();
   });
 
   it('works without pokes', async () => {
