@@ -32,8 +32,14 @@ export interface EncodedReply extends Omit<Reply, 'body'> {
 /** Options with their defaults filled in, or undefined when compression is off. */
 export function compressionSettings(options: false | CompressionOptions | undefined, encodings: readonly Encoding[] = ['br', 'gzip']): Required<CompressionOptions> | undefined {
   if (options === false) return undefined;
-  return { threshold: 1024, brotliQuality: 2, gzipLevel: 4, encodings, ...options };
+  const settings = { threshold: 1024, brotliQuality: 2, gzipLevel: 4, encodings, ...options };
+  // Checked here, when the server starts: zlib would refuse them at the first large answer, and
+  // every such answer would then fail, the client's connection dropped.
+  checkRange('gzipLevel', settings.gzipLevel, 1, 9);
+  checkRange('brotliQuality', settings.brotliQuality, 0, 11);
+  return settings;
 }
+
 
 /**
  * `reply`, compressed when the request accepts br or gzip (`acceptEncoding` is its header) and
@@ -143,7 +149,11 @@ export function compressStream(source: ReadableStream<Uint8Array>, encoding: Enc
           if ((controller.desiredSize ?? 0) <= 0) zlib.pause();
         });
         zlib.once('end', () => controller.close());
-        zlib.once('error', (error) => controller.error(error));
+        zlib.once('error', (error) => {
+          controller.error(error);
+          // Nothing will read the rest: let the source go (when it failed itself, this does nothing).
+          void reader.cancel(error).catch(() => {});
+        });
         void feed(reader, zlib).catch((error: unknown) => zlib.destroy(error instanceof Error ? error : new Error(String(error))));
       },
       pull() {
@@ -178,4 +188,8 @@ function drained(zlib: Compressor): Promise<boolean> {
     const onClose = (): void => done(false);
     zlib.on('drain', onDrain).on('close', onClose);
   });
+}
+
+function checkRange(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`compression.${name} must be a whole number from ${min} to ${max}; it was ${String(value)}`);
 }

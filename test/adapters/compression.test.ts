@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { compressionSettings, compressStream, negotiateEncoding } from '../../adapters/compress.js';
-import type { SyncServer } from '../../adapters/node.js';
+import { createListener, type SyncServer } from '../../adapters/node.js';
 import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
 import { httpRequest } from '../http-request.js';
@@ -106,6 +106,14 @@ describe('compressed answers from the Node server', () => {
     expect(error.status).toBe(400);
     expect(error.headers['content-encoding']).toBeUndefined();
     expect(JSON.parse(error.body.toString())).toMatchObject({ error: 'BadRequest' });
+  });
+
+  it('refuses levels zlib would refuse at the first large answer, when the listener is made', () => {
+    const ctx = runtimeContext(memoryStorage());
+    expect(() => createListener(ctx, { compression: { gzipLevel: 42 } })).toThrow('compression.gzipLevel must be a whole number from 1 to 9; it was 42');
+    expect(() => createListener(ctx, { compression: { brotliQuality: 12 } })).toThrow('compression.brotliQuality must be a whole number from 0 to 11; it was 12');
+    expect(() => createListener(ctx, { compression: { brotliQuality: Number.NaN } })).toThrow(RangeError);
+    expect(() => createListener(ctx, { compression: false })).not.toThrow();
   });
 
   it('the threshold and levels are settings, and compression: false turns it off', async () => {
@@ -253,6 +261,15 @@ describe('compressStream', () => {
     });
     const reader = compressStream(failing, 'br', compressionSettings({})!).getReader();
     await expect((async () => { for (;;) if ((await reader.read()).done) return; })()).rejects.toThrow('the store failed');
+  });
+  it('a compressor that fails lets go of its source', async () => {
+    let cancelled: unknown;
+    // Chunks zlib refuses: the compressor fails, as it would on a zlib error of its own.
+    const refused = new ReadableStream<Uint8Array>({ pull: (controller) => controller.enqueue(42 as unknown as Uint8Array), cancel: (reason) => void (cancelled = reason) });
+    const reader = compressStream(refused, 'gzip', compressionSettings({})!).getReader();
+    await expect(reader.read()).rejects.toThrow(/chunk/);
+    await waitFor(() => cancelled !== undefined, { message: 'the source to be cancelled' });
+    expect(String(cancelled)).toMatch(/chunk/);
   });
 });
 
