@@ -122,15 +122,17 @@ export class PokeHub {
   #release(entry: Space): void {
     this.#streams--;
     countPokeStreams(-1);
+    // Whichever stream was last, and whatever became of its space (one whose subscription
+    // failed is gone already): nothing is left to beat for.
+    if (this.#streams === 0) {
+      clearInterval(this.#heartbeat);
+      this.#heartbeat = undefined;
+    }
     if (entry.streams.size > 0 || entry.opening > 0 || this.#spaces.get(entry.space) !== entry) return;
     this.#spaces.delete(entry.space);
     clearTimeout(entry.timer);
     if (entry.unsubscribe) entry.unsubscribe();
     else entry.ready.then((unsubscribe: Unsubscribe) => unsubscribe(), () => {});
-    if (this.#streams === 0) {
-      clearInterval(this.#heartbeat);
-      this.#heartbeat = undefined;
-    }
   }
 
   /** Pokes at the first change, then at most once per `coalesceMs` while changes keep coming. */

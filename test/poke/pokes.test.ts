@@ -1,5 +1,6 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
+import { PokeHub } from '../../src/poke/hub.js';
 import { hubOf } from '../../src/server/handle-poke.js';
 import { mutation, pushBody, post, testContext } from '../helpers.js';
 import { EventReader } from './sse.js';
@@ -217,6 +218,24 @@ describe('what a stream holds', () => {
     expect(hubOf(ctx).streams).toBe(0);
     // It closed cleanly: what was queued can still be read to the end.
     expect(await response.text()).toMatch(/^retry:/);
+  });
+  test('its heartbeat stops once no stream is open, also when the last to go was one the notifier refused', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      let fail: ((error: Error) => void) | undefined;
+      const notifier: Notifier = { notify() {}, subscribe: (space) => (space === 'down' ? new Promise((_, reject) => (fail = reject)) : () => {}) };
+      const hub = new PokeHub(notifier, {});
+      const up = await hub.open('up');
+      const refused = hub.open('down');
+      while (fail === undefined) await new Promise((resolve) => setImmediate(resolve));
+      await up.cancel();
+      fail(new Error('the notifier is down'));
+      await expect(refused).rejects.toThrow(HTTPError);
+      expect(hub.streams).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
