@@ -86,9 +86,11 @@ export class Operation {
   /** Who the request is for, once it passed its checks. */
   identified(space: string, clientGroup: { clientGroupID: string } | { clientID: string }): void {
     if (!this.span.isRecording()) return;
-    this.span.setAttribute('viewsync.space', space);
-    if ('clientGroupID' in clientGroup) this.span.setAttribute('viewsync.client_group_id', clientGroup.clientGroupID);
-    else this.span.setAttribute('viewsync.client_id', clientGroup.clientID);
+    guard(() => {
+      this.span.setAttribute('viewsync.space', space);
+      if ('clientGroupID' in clientGroup) this.span.setAttribute('viewsync.client_group_id', clientGroup.clientGroupID);
+      else this.span.setAttribute('viewsync.client_id', clientGroup.clientID);
+    });
   }
 
   /** The request ended in a protocol answer other than a patch or `{}`. */
@@ -256,12 +258,14 @@ function instruments(): Instruments | undefined {
 }
 
 function startSpan(kind: 'pull' | 'push', request: Request): Span {
-  const provider = trace.getTracerProvider();
-  if (provider !== tracerProvider) {
-    tracerProvider = provider;
-    tracer = provider.getTracer(SCOPE, VERSION);
-  }
   try {
+    const provider = trace.getTracerProvider();
+    if (provider !== tracerProvider) {
+      tracerProvider = provider;
+      // Cleared first: a provider whose getTracer throws gets no spans, not the last provider's.
+      tracer = undefined;
+      tracer = provider.getTracer(SCOPE, VERSION);
+    }
     const span = tracer!.startSpan(kind === 'pull' ? 'viewsync pull' : 'viewsync push');
     if (span.isRecording()) {
       const id = request.headers.get('x-replicache-requestid');
