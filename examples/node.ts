@@ -11,5 +11,13 @@ const server = await serve({ storage: memoryStorage(), mutators }, { port, hostn
   process.exit(1);
 });
 console.log(`viewsync on Node ${process.version}\n  pullURL: ${new URL('pull', server.url)}\n  pushURL: ${new URL('push', server.url)}`);
-process.once('SIGINT', () => void server.stop().then(() => process.exit(0)));
-process.once('SIGTERM', () => void server.stop().then(() => process.exit(0)));
+// Graceful: requests in flight are answered, poke streams told to reconnect. Once, as Ctrl-C
+// signals tsx and this process both, and tsx passes its own on.
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  void server.stop().then(() => process.exit(0));
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);

@@ -197,7 +197,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
       void (async () => {
         const { patch } = (await response.json()) as { patch: unknown[] };
         pulls.push({ accept: await response.request().headerValue('accept-encoding'), encoding: await response.headerValue('content-encoding'), patch });
-      })();
+        // A later pull answered as the page closes has no body left to read; the first is what counts.
+      })().catch(() => {});
     });
     page.on('pageerror', (error) => errors.push({ page: 'C', text: `${error.name}: ${error.message}`, serverDown: serverDown }));
     await page.goto(server.url.href);
@@ -214,6 +215,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
     const expected = /net::(ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING)|Failed to fetch/;
     const unexpected = errors.filter((error) => !(error.serverDown && expected.test(error.text)));
     expect(unexpected).toEqual([]);
-    for (const output of [...serverOutput, server.output()]) expect(output.trim()).toMatch(/^TodoMVC on viewsync: \S+ \(SQLite store: [^\n]+\)$/);
+    // A server the test stopped says so, and nothing else.
+    for (const output of [...serverOutput, server.output()]) expect(output.trim()).toMatch(/^TodoMVC on viewsync: \S+ \(SQLite store: [^\n]+\)(\nStopping: answering the requests in flight…)?$/);
   });
 });

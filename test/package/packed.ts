@@ -21,17 +21,20 @@ export function tarball(): string {
  * gets it (the tarball unpacked into node_modules/viewsync) and `dependencies` (packages of this
  * repository's node_modules, which a user would install from npm) linked beside it.
  */
+/** What installing the package brings: its `dependencies`. */
+const RUNTIME_DEPENDENCIES = ['valibot', '@opentelemetry/api'];
+
 export function userProject(dependencies: readonly string[] = [], files: Record<string, string> = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'viewsync-user-'));
   const modules = join(dir, 'node_modules');
   mkdirSync(join(modules, 'viewsync'), { recursive: true });
   execFileSync('tar', ['xzf', tarball(), '-C', join(modules, 'viewsync'), '--strip-components=1']);
-  for (const name of ['valibot', ...dependencies]) {
+  for (const name of [...RUNTIME_DEPENDENCIES, ...dependencies]) {
     if (name.includes('/')) mkdirSync(join(modules, name.split('/')[0]!), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules', name), join(modules, name), 'dir');
   }
   // Listed as a user's would be: Deno resolves bare imports through package.json.
-  const listed = Object.fromEntries(['viewsync', 'valibot', ...dependencies.filter((name) => !name.startsWith('@types'))].map((name) => [name, '*']));
+  const listed = Object.fromEntries(['viewsync', ...RUNTIME_DEPENDENCIES, ...dependencies.filter((name) => !name.startsWith('@types'))].map((name) => [name, '*']));
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module', dependencies: listed }));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -15,6 +17,8 @@ import { ROOT, userProject } from './packed.js';
  * names the file it becomes and how it runs:
  * - `module`: imported by other snippets;
  * - `node`, `deno`, `bun`: a server started with that runtime (`tsx` for Node), on `PORT`;
+ * - `node-otel`: a `node` server that exports OpenTelemetry over OTLP/HTTP: its spans and
+ *   metrics must reach a collector (a stand-in here, at `OTEL_EXPORTER_OTLP_ENDPOINT`);
  * - `node-postgres`: a `node` server that needs `DATABASE_URL` (a database of its own here;
  *   skipped without a server, as .ci/run always has one);
  * - `node-test`: a `node:test` file, run with `tsx --test`;
@@ -27,7 +31,8 @@ import { ROOT, userProject } from './packed.js';
 const run = promisify(execFile);
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const snippets = [...readme.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ file: file!, runner: runner!, language: language!, code: code! }));
-const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check'], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
+const OTEL = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'];
+const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', ...OTEL], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 const byRunner = (runner: string) => snippets.filter((snippet) => snippet.runner === runner);
 
@@ -47,7 +52,7 @@ describe('README.md', () => {
   it('marks every TypeScript and TOML snippet with how it runs, and there are some of each kind', () => {
     const fenced = [...readme.matchAll(/```(ts|toml|js|tsx)\n/g)].length;
     expect(snippets.length).toBe(fenced);
-    for (const runner of ['module', 'node', 'node-postgres', 'node-test', 'client', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
+    for (const runner of ['module', 'node', 'node-otel', 'node-postgres', 'node-test', 'client', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
   });
 
   it('every TypeScript snippet compiles in a strict project against the packed package', async () => {
@@ -65,6 +70,27 @@ describe('README.md', () => {
     freshDatabaseFiles();
     await start(bin('tsx'), [file], port, /push:/);
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+  });
+
+  it.each(byRunner('node-otel').map(({ file }) => file))('%s serves in Node and sends its spans and metrics over OTLP', async (file) => {
+    const received: string[] = [];
+    const collector = createServer((request, response) => {
+      received.push(request.url ?? '');
+      request.resume().once('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = await freePort();
+      const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+      // Spans within 200 ms rather than the SDK's default 5 s; metrics when the server stops.
+      const started = await start(bin('tsx'), [file], port, /push:/, { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '200' });
+      await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+      await expect.poll(() => received, { timeout: 15_000, interval: 100 }).toContain('/v1/traces');
+      await started.stop();
+      expect(received).toContain('/v1/metrics');
+    } finally {
+      collector.close();
+    }
   });
 
   it.each(byRunner('client').map(({ file }) => file))('%s, run in Node against the Node server snippet, pushes its mutation', async (file) => {
