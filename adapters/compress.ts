@@ -3,6 +3,7 @@ import { type BrotliOptions, brotliCompress, constants, createBrotliCompress, cr
 import type { SyncContext } from '../src/server/context.js';
 import { requestReply } from '../src/server/handle-request.js';
 import type { Reply } from '../src/server/reply.js';
+import { drained } from './drained.js';
 
 // Response compression for the Node, Bun and Deno servers (Deno.serve can compress, but its
 // brotli is slow: see deno.ts); Cloudflare's edge compresses Workers' answers itself. node:zlib
@@ -178,16 +179,6 @@ async function feed(reader: ReadableStreamDefaultReader<Uint8Array>, zlib: Compr
     if (next.done) return void zlib.end();
     if (!zlib.write(next.value) && !(await drained(zlib))) return;
   }
-}
-
-/** Resolves true once `zlib` takes more, false if it is destroyed first. */
-function drained(zlib: Compressor): Promise<boolean> {
-  return new Promise((resolve) => {
-    const done = (ok: boolean): void => (zlib.off('drain', onDrain).off('close', onClose), resolve(ok));
-    const onDrain = (): void => done(true);
-    const onClose = (): void => done(false);
-    zlib.on('drain', onDrain).on('close', onClose);
-  });
 }
 
 function checkRange(name: string, value: number, min: number, max: number): void {

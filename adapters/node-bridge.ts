@@ -3,6 +3,7 @@ import type { Reply } from '../src/server/reply.js';
 import { BODY_BYTES } from '../src/server/read-body.js';
 import { type CompressionOptions, compressReply } from './compress.js';
 import type { NodeServeOptions } from './node.js';
+import { drained } from './drained.js';
 
 // The bridge between node:http and Fetch, the one adapter that cannot be thin (see node.ts).
 
@@ -149,16 +150,6 @@ export async function writeReply(reply: Reply, res: ServerResponse, compression?
 async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Uint8Array | undefined> {
   const next = await reader.read();
   return next.done ? undefined : next.value;
-}
-
-/** Resolves true once `res` can take more, false if it closes first. */
-function drained(res: ServerResponse): Promise<boolean> {
-  return new Promise((resolve) => {
-    const done = (ok: boolean): void => (res.off('drain', onDrain).off('close', onClose), resolve(ok));
-    const onDrain = (): void => done(true);
-    const onClose = (): void => done(false);
-    res.on('drain', onDrain).on('close', onClose);
-  });
 }
 
 /** The `http.createServer` options for {@link NodeServeOptions}, and the idle `timeout`. */
