@@ -39,8 +39,8 @@ export function clockOf(ctx: SyncContext): SessionClock {
 
 /**
  * Removes what the retention lets go: client groups idle past `retention.clientGroups` (with their
- * clients; each leaves a marker, so its next request gets ClientStateNotFound and the client
- * starts a new group) and tombstones past `retention.tombstones` (a pull whose cookie is older
+ * clients; each leaves a marker of a few dozen bytes, kept for ever, so its next request, however
+ * late, gets ClientStateNotFound and the client starts a new group) and tombstones past `retention.tombstones` (a pull whose cookie is older
  * than the newest one removed gets a reset). Works in small transactions, so pushes and pulls
  * wait at most one of them; run it from a cron job or a Durable Object alarm, or leave it to the
  * little that runs after pushes. Resolves to what it removed.

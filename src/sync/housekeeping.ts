@@ -6,11 +6,12 @@ import type { Collected, Retention } from './strategy.js';
 
 /**
  * One bounded step of housekeeping in a space, in the caller's transaction: the oldest tombstones
- * past their retention, the groups idle past theirs (with their clients), and the markers of
- * expired groups past the tombstone window, and the staging areas of imports that crashed. Each kind is read from an index in time or version
- * order, from its oldest row, so a step reads little beyond what it removes and never scans the
- * space. Whatever it removes, the meta record remembers what pulls must know: the newest version
- * whose deletes are gone (older cookies then get a reset) and that groups were expired.
+ * past their retention, the groups idle past theirs (their clients go; a marker of the group
+ * stays for ever), and the staging areas of imports that crashed. Each kind is read from an index
+ * in time or version order, from its oldest row, so a step reads little beyond what it removes
+ * and never scans the space. Whatever it removes, the meta record remembers what pulls must
+ * know: the newest version whose deletes are gone (older cookies then get a reset) and that
+ * groups were expired.
  */
 export async function collectSpace(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }> {
   const keys = new SpaceKeys(space);
@@ -56,21 +57,18 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
     if (record !== undefined && 'seen' in record && record.seen === timeOf(keys.activityPrefix)(row)) {
       counts.clients += await removeClients(tx, keys, userID, group);
       await tx.put(keys.group(userID, group), { expired: now } satisfies GroupRecord);
-      await tx.put(keys.groupAt(keys.expiredPrefix, now, userID, group), value);
       counts.clientGroups++;
     }
     await tx.del(row);
   }
 
-  // Markers last as long as tombstones: a group gone longer than that finds its cookie reset anyway.
-  const markers = await oldest(tx, keys.expiredPrefix, limit, retention.tombstones === false ? -Infinity : now - retention.tombstones, timeOf(keys.expiredPrefix));
-  done &&= markers.done;
-  const marked = (await readMany(tx, markers.rows.map(([, value]) => keys.group(...groupOf(value))))) as Array<GroupRecord | undefined>;
-  for (const [i, [row, value]] of markers.rows.entries()) {
-    const record = marked[i];
-    if (record !== undefined && 'expired' in record && record.expired === timeOf(keys.expiredPrefix)(row)) await tx.del(keys.group(...groupOf(value)));
-    await tx.del(row);
-  }
+  // An expired group's marker is kept for ever: a client of that group may come back any time
+  // (a tab reopened after months) and re-send mutations the server applied before it forgot the
+  // group; without the marker they would look new and be applied twice. Earlier versions indexed
+  // markers by expiry (`x/`) to remove them: only those index rows go now.
+  const legacy = await tx.scan({ prefix: keys.expiredPrefix, limit });
+  done &&= legacy.length < limit;
+  for (const [row] of legacy) await tx.del(row);
 
   // A view record no pull issued for the group retention: a client holding a cookie that names
   // it gets a reset if its view changed since (and nothing worse), so it may go.

@@ -8,10 +8,11 @@
  * - `c/<space>/<user>/<clientID>`: a client record, `{group, lmid, ver}`;
  * - `l/<space>/<user>/<group>/<ver>/<clientID>`: the lastMutationID index of a group, value `lmid`;
  * - `g/<space>/<user>/<group>`: a group that pushed, `{seen}` (its last activity, coarse), or
- *   `{expired}` once housekeeping removed its clients;
- * - `a/<space>/<seen>/<user>/<group>` and `x/<space>/<expired>/<user>/<group>`: the groups by
- *   last activity and the expired ones by expiry, value `[userID, group]`, so housekeeping finds
- *   the oldest by a range scan;
+ *   `{expired}` once housekeeping removed its clients (that marker is never removed);
+ * - `a/<space>/<seen>/<user>/<group>`: the groups by last activity, value `[userID, group]`, so
+ *   housekeeping finds the oldest by a range scan;
+ * - `x/<space>/<expired>/<user>/<group>`: written by earlier versions (expired groups by expiry,
+ *   to remove their markers); housekeeping removes what is left of it;
  * - `t/<space>/<ver>/<key>`: the tombstones by version, value the time of the delete;
  * - `w/<space>/<view>`: a view record, `{user, prefixes, used}`: the prefixes a cookie's view name
  *   stands for, and when a pull last issued it (coarse);
@@ -98,7 +99,7 @@ export class SpaceKeys {
     return { userID: userOf(rest.slice(0, slash)), clientID: rest.slice(slash + 1) };
   }
 
-  /** A group's row in the activity index (`a/`) or the expired index (`x/`), at `time`. */
+  /** A group's row in the activity index (`a/`), at `time`. */
   groupAt(prefix: string, time: number, userID: string | undefined, group: string): string {
     return `${prefix}${encodeVersion(time)}/${userPart(userID)}/${escapeID(group)}`;
   }

@@ -45,7 +45,7 @@ export interface Retention {
 
 /** What housekeeping removed. */
 export interface Collected {
-  /** Client groups expired (each leaves a small marker for a while). */
+  /** Client groups expired (each leaves a small marker, kept for ever). */
   clientGroups: number;
   /** Client records removed with their groups. */
   clients: number;

@@ -3,11 +3,12 @@
  * and collections, with a retention of seconds. Whatever the sequence, a client that pulls either
  * ends with exactly the server's view or is told ClientStateNotFound (and starts a new group,
  * forking its old view and cookie, as the real client does): never a view with an entry the
- * server deleted, whose tombstone may be gone.
+ * server deleted, whose tombstone may be gone. And no mutation is ever applied twice, however
+ * long after its group expired its client sends it again.
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, handlePush, type JSONValue, memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { collectGarbage, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type WriteTransaction } from '../../src/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../helpers.js';
@@ -54,7 +55,7 @@ interface Client {
 
 async function run(steps: Step[], storage: Storage): Promise<void> {
   const clock = { now: 1_800_000_000_000 };
-  const ctx: SyncContext = { storage, mutators: testMutators, retention: { clientGroups: 10_000, tombstones: 10_000 }, clock: () => clock.now };
+  const ctx: SyncContext = { storage, mutators: counted, retention: { clientGroups: 10_000, tombstones: 10_000 }, clock: () => clock.now };
   let groups = 0;
   const fresh = (from?: Client): Client => ({
     group: `g${groups}`,
@@ -81,6 +82,7 @@ async function run(steps: Step[], storage: Storage): Promise<void> {
         client.pending.push(mutation(client.clientID, client.nextID++, op.del ? 'del' : 'put', op.del ? { key: op.key } : { key: op.key, value: op.value }));
       }
       const body = await (await handlePush(post('/push', pushBody(client.group, client.pending)), ctx)).json();
+      for (const [key, times] of await serverView()) if (key.startsWith(APPLIED)) expect([key, times]).toEqual([key, 1]);
       // Told its state is gone: it starts a new group from what it had (its pending mutations
       // are lost with the old group, as the real client drops them).
       if ('error' in body) {
@@ -105,6 +107,19 @@ async function run(steps: Step[], storage: Storage): Promise<void> {
   }
 }
 
+/** Where the mutators count how often each mutation ran: `applied/<clientID>/<id>`. */
+const APPLIED = 'applied/';
+const counted: Mutators = Object.fromEntries(
+  Object.entries(testMutators).map(([name, mutator]) => [
+    name,
+    async (tx: WriteTransaction, args: JSONValue) => {
+      const key = `${APPLIED}${tx.clientID}/${tx.mutationID}`;
+      await tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + 1);
+      return mutator(tx, args);
+    },
+  ]),
+);
+
 describe('model-based housekeeping: time passes, garbage is collected', () => {
   it('every pull either brings the client to exactly the server view or answers ClientStateNotFound', async () => {
     await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps, memoryStorage())), { numRuns: RUNS });
@@ -112,6 +127,24 @@ describe('model-based housekeeping: time passes, garbage is collected', () => {
 
   it('the same on SQLite', async () => {
     await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 5) });
+  });
+
+  it('the property can fail: a mutation re-sent long after its group expired is what it catches', async () => {
+    // Pushed and never confirmed, then the group expires, time passes far beyond every retention
+    // with collections, and the client sends it again: it must not run a second time.
+    await run(
+      [
+        { kind: 'push', client: 0, ops: [{ del: false, key: 'a', value: 1 }] },
+        { kind: 'tick', ms: 11_000 },
+        { kind: 'collect' },
+        { kind: 'tick', ms: 15_000 },
+        { kind: 'collect' },
+        { kind: 'tick', ms: 15_000 },
+        { kind: 'collect' },
+        { kind: 'push', client: 0, ops: [{ del: false, key: 'b', value: 2 }] },
+      ],
+      memoryStorage(),
+    );
   });
 
   it('the property can fail: a stale cookie after its tombstone went is what it catches', async () => {

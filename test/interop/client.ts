@@ -33,6 +33,8 @@ export interface OpenOptions<MD extends MutatorDefs> {
   onClientStateNotFound?: () => void;
   /** Default: 100 ms. */
   pullInterval?: number | null;
+  /** Default: `''`. A new one opens a new local database and client group (an app's new version). */
+  schemaVersion?: string;
 }
 
 export type Rep<MD extends MutatorDefs = typeof clientMutators> = Replicache<MD> & {
@@ -74,6 +76,7 @@ export class Clients {
       auth: options.auth ?? '',
       pullInterval: options.pullInterval === undefined ? 100 : options.pullInterval,
       pushDelay: 0,
+      schemaVersion: options.schemaVersion ?? '',
       // Retries after a failure back off from 10 ms up to 200 ms, not 60 s.
       requestOptions: { minDelayMs: 10, maxDelayMs: 200 },
       logLevel: 'info',

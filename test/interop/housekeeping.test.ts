@@ -2,13 +2,14 @@
  * The real client against a server whose retention is seconds: an idle tab's group expires;
  * when the tab comes back, the client is told, starts a new group under the same name (what the
  * default handler's reload does) and ends with the server's full data, logging no error but the
- * client's own notice of ClientStateNotFound.
+ * client's own notice of ClientStateNotFound. And a tab back after months, whose payment the
+ * server applied but never confirmed, does not have it applied again.
  */
 import { afterAll, expect, it } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { collectGarbage, memoryStorage, type SyncContext } from '../../src/index.js';
 import { runtimeContext } from '../runtime/app.js';
-import { Clients, pendingCount, snapshot, uniqueName, waitFor } from './client.js';
+import { Clients, FetchRecorder, pendingCount, serverData, snapshot, uniqueName, waitFor } from './client.js';
 
 let server: SyncServer;
 const ctx: SyncContext = { ...runtimeContext(memoryStorage()), retention: { clientGroups: 1_000, tombstones: 1_000 } };
@@ -54,4 +55,43 @@ it('an idle tab whose group expired recovers: ClientStateNotFound, a new group, 
   // The client announces ClientStateNotFound itself, at error level; nothing else is an error.
   expect(idle.logs.filter((entry) => entry.level === 'error').map(({ message }) => message.replace(/: \w+$/, ''))).toEqual(['Client state not found on server, clientGroupID']);
   for (const rep of [other, back]) expect(rep.logs.filter((entry) => entry.level === 'error')).toEqual([]);
+});
+
+it('a tab reopened months later never applies a mutation twice: mutation recovery after the group expired is refused', async () => {
+  // The scenario of a payment: pushed (200), the tab closed before a pull confirmed it, the app
+  // updated meanwhile (a new schemaVersion, so a new client group whose mutation recovery sends
+  // the old group's pending mutations), with a weekly collection over 100 days.
+  let offset = 0;
+  const later: SyncContext = { ...runtimeContext(memoryStorage()), clock: () => Date.now() + offset };
+  const laterServer = await serve(later, { port: 0 });
+  const recorder = new FetchRecorder();
+  const tabs = new Clients(() => laterServer.url);
+  try {
+    const name = uniqueName('payment');
+    const closed = tabs.open({ name, schemaVersion: '1', pullInterval: null });
+    await closed.pull({ now: true });
+    await closed.mutate.increment({ key: 'pay/balance', delta: 100 });
+    await waitFor(async () => (await serverData(laterServer.url, 'pay/'))['pay/balance'] === 100, { message: 'the payment to reach the server' });
+    expect(await pendingCount(closed)).toBe(1);
+    // The client writes its state to IndexedDB a second after a change; a tab open that long.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const group = await closed.clientGroupID;
+    await closed.close();
+
+    for (let week = 0; week < 15; week++) {
+      offset += 7 * 24 * 60 * 60 * 1000;
+      await collectGarbage(later);
+    }
+    const sent = recorder.requests.length;
+    const reopened = tabs.open({ name, schemaVersion: '2', pullInterval: null });
+    const recovery = () => recorder.requests.slice(sent).filter((request) => request.url.endsWith('/push') && (request.body as { clientGroupID?: string })?.clientGroupID === group);
+    await waitFor(() => recovery().some((request) => request.status !== 'network-error' && request.responseText !== ''), { message: 'the new tab to recover the old group’s mutation' });
+    expect(await reopened.clientGroupID).not.toBe(group);
+    expect(recovery().map((request) => [(request.body as { mutations: Array<{ id: number }> }).mutations.map(({ id }) => id), request.status, request.responseText])).toEqual([[[1], 200, '{"error":"ClientStateNotFound"}']]);
+    expect(await serverData(laterServer.url, 'pay/')).toEqual({ 'pay/balance': 100 });
+  } finally {
+    recorder.restore();
+    await tabs.closeAll();
+    await laterServer.stop();
+  }
 });
