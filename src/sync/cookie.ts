@@ -1,5 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
-import { VIEW_ID_LENGTH } from './view.js';
+import { SIGNATURE_LENGTH } from './signature.js';
+import type { Meta } from './records.js';
+import { Prefixes, VIEW_ID_LENGTH } from './view.js';
 
 /**
  * The cookie of the global version strategy. `epoch` is a random ID drawn when the space was
@@ -8,9 +10,11 @@ import { VIEW_ID_LENGTH } from './view.js';
  * newer incarnation sort above those of an older one: a client that comes back with a cookie the
  * server lost can then be sent a reset it accepts, as the client refuses any cookie lower than its
  * own. Version 0 is the empty space in every incarnation, so its cookie is just `{order: 0}`.
- * With per-user views, `view` names the prefixes the client's data was drawn from (view.ts).
+ * With per-user views, `view` names the prefixes the client's data was drawn from (view.ts), and
+ * `sig` signs the cookie so that no client can pair a view with an order of its choosing
+ * (signature.ts).
  */
-export type VersionCookie = { order: number; epoch?: string; view?: string };
+export type VersionCookie = { order: number; epoch?: string; view?: string; sig?: string };
 
 /** Where the versions of a space created now start: a thousand per millisecond of its life. */
 export function orderBase(now: number): number {
@@ -39,15 +43,58 @@ export function makeCookie(space: { version: number; epoch: string; base: number
 export function readCookie(cookie: JSONValue): VersionCookie | null | 'foreign' {
   if (cookie === null) return null;
   if (typeof cookie !== 'object' || Array.isArray(cookie)) return 'foreign';
-  const { order, epoch, view, ...rest } = cookie as { [key: string]: JSONValue };
+  const { order, epoch, view, sig, ...rest } = cookie as { [key: string]: JSONValue };
   if (!Number.isSafeInteger(order) || (order as number) < 0) return 'foreign';
   if (Object.keys(rest).length > 0) return 'foreign';
   if (view !== undefined && (typeof view !== 'string' || view.length !== VIEW_ID_LENGTH)) return 'foreign';
-  const named = view === undefined ? {} : { view };
+  if (sig !== undefined && (view === undefined || typeof sig !== 'string' || sig.length !== SIGNATURE_LENGTH)) return 'foreign';
+  const named = view === undefined ? {} : sig === undefined ? { view } : { view, sig };
   // Exactly the shapes makeCookie issues: an epoch with every order but 0.
   if (order === 0 && epoch === undefined) return { order: 0, ...named };
   if (typeof epoch !== 'string') return 'foreign';
   return { order: order as number, epoch, ...named };
+}
+
+/** What a pull's cookie asks for: see {@link answerTo}. */
+export interface CookieAnswer {
+  /** The version the cookie stands for; `'reset'` when only everything will do. */
+  since: number | 'reset';
+  /** The answer's cookie, unsigned. */
+  current: VersionCookie;
+  /** With a view, the prefixes the client's data was drawn from when known without a read; left undefined, they are in the record the cookie names. */
+  from?: Prefixes;
+}
+
+/**
+ * Which version `cookie` stands for in the space `meta` describes (undefined: empty), and the
+ * answer's cookie, at `now`, for a pull with `view` (its name and prefixes) or without one.
+ */
+export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: string; prefixes: Prefixes } | undefined, now: number): CookieAnswer {
+  const version = meta?.version ?? 0;
+  const named = (cookie: VersionCookie): VersionCookie => (view === undefined ? cookie : { ...cookie, view: view.id });
+  const current = named(makeCookie(meta));
+  const parsed = readCookie(cookie);
+  if (parsed === null) return { since: 'reset', current };
+  if (parsed !== 'foreign' && isEmptyView(parsed)) {
+    // Nothing to have lost, nor any data. While the space is still empty, the same cookie is the answer.
+    const { view: _, sig: __, ...order } = parsed;
+    return { since: 0, current: version === 0 ? named(order) : current, from: Prefixes.none };
+  }
+  if (parsed !== 'foreign' && meta !== undefined && parsed.epoch === meta.epoch && parsed.order > meta.base && parsed.order - meta.base <= version) {
+    const since = parsed.order - meta.base;
+    // Deletes after `since` whose tombstones housekeeping removed cannot be told: start over.
+    // The answer's cookie is the current one, above `since`, so the client takes the reset.
+    if (since < (meta.floor ?? 0)) return { since: 'reset', current };
+    // A cookie of the whole space (issued before the view existed) or of a view that no longer
+    // exists: a reset costs what the current view holds, a patch could cost the whole space.
+    if ((view === undefined) !== (parsed.view === undefined)) return { since: 'reset', current };
+    return { since, current, ...(view !== undefined && parsed.view === view.id && { from: view.prefixes }) };
+  }
+  // A cookie we never issued (spec pull rule 3: unusable) or one of state this store lost (it
+  // was wiped or restored). A reloaded page forks such a cookie into every new client group it
+  // starts, so ClientStateNotFound would reload it forever: send everything, with a cookie
+  // that sorts above the lost one. A newer incarnation's does; an empty space's is made so.
+  return { since: 'reset', current: version === 0 ? named({ order: orderBase(now), epoch: '' }) : current };
 }
 
 /**

@@ -1,12 +1,13 @@
 import type { JSONValue } from '../protocol/json.js';
 import type { StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { compareCookies, isEmptyView, makeCookie, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
+import { answerTo, compareCookies, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
 import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
+import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';
 
 /**
@@ -130,33 +131,45 @@ class GlobalVersionSession implements SpaceSession {
     const version = created.version + 1;
     // The prefix index covers the versions since it was last turned on: a change written without
     // it (the view was off) ends the run, and pulls read the version index for older cookies.
-    this.#meta = { ...rest, version, ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }) };
+    // A space made before cookies were signed gets its secret with its next write.
+    this.#meta = { ...rest, version, secret: rest.secret ?? newSecret(), ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }) };
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
     return true;
   }
 
   async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'> {
-    const answer = this.#answerTo(cookie, view);
-    const { current } = answer;
+    const answer = answerTo(cookie, this.#meta, view, this.#clock.now);
+    // Signing runs off the main thread where the runtime can: let it overlap the reads below.
+    const signing = this.#signed(answer.current);
+    signing.catch(() => {});
     let { since, from } = answer;
     let viewRecord: PullResult['viewRecord'];
     if (view !== undefined) {
-      const recalled = await this.#recall(view, since !== 'reset' && from === undefined ? (readCookie(cookie) as VersionCookie).view : undefined);
+      // A cookie of another view than the caller's now: the patch deletes what that view held at
+      // the cookie's version, so only a pair of view and version the server issued will do.
+      const named = since !== 'reset' && from === undefined ? (readCookie(cookie) as VersionCookie) : undefined;
+      const genuine = named === undefined || this.#meta?.secret === undefined || (await isSigned(this.#meta.secret, named));
+      const recalled = await this.#recall(view, genuine ? named?.view : undefined);
       viewRecord = recalled.current;
-      if (recalled.old === 'lost') since = 'reset';
+      if (!genuine || recalled.old === 'lost') since = 'reset';
       else if (recalled.old !== undefined) from = recalled.old;
     }
+    const current = await signing;
     // The client throws on a cookie lower than its own and drops a response whose cookie deeply
     // equals it, so such an answer would wedge it or be lost; only a new client group can recover.
     if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return 'ClientStateNotFound';
 
-    const patch =
+    let patch =
       since === 'reset'
-        ? await resetPatch(this.#tx, this.#keys, view?.prefixes)
+        ? 'reset'
         : view === undefined
           ? await changesSince(this.#tx, this.#keys, since, this.#version)
           : await viewPatch(this.#tx, this.#keys, { since, latest: this.#version, prefixIndexFrom: this.#meta?.prefixIndexFrom }, from!, view.prefixes);
+    if (patch === 'reset') {
+      since = 'reset';
+      patch = await resetPatch(this.#tx, this.#keys, view?.prefixes);
+    }
     const lastMutationIDChanges: Record<string, number> = {};
     // A lastMutationID changes with the version, so an up-to-date client has none to learn.
     if (group !== undefined && (since === 'reset' || since < this.#version)) {
@@ -189,45 +202,18 @@ class GlobalVersionSession implements SpaceSession {
     };
   }
 
+  /** `cookie` with its signature, when it names a view and the space has a secret. */
+  async #signed(cookie: VersionCookie): Promise<VersionCookie> {
+    const secret = this.#meta?.secret;
+    return cookie.view === undefined || secret === undefined ? cookie : { ...cookie, sig: await signature(secret, cookie) };
+  }
+
   async keepView(view: ResolvedView, used: number | undefined): Promise<void> {
     const keys = this.#keys;
     const now = this.#clock.now;
     if (used !== undefined) await this.#tx.del(keys.viewUse(used, view.id));
     await this.#tx.put(keys.view(view.id), { user: view.userID ?? null, prefixes: [...view.prefixes.list], used: now } satisfies ViewRecord);
     await this.#tx.put(keys.viewUse(now, view.id), null);
-  }
-
-  /**
-   * Which version a cookie stands for (`'reset'` when only everything will do), the answer's
-   * cookie and, with a view, the prefixes the client's data was drawn from when they are known
-   * without a read: left undefined, they are in the record the cookie names.
-   */
-  #answerTo(cookie: JSONValue, view: ResolvedView | undefined): { since: number | 'reset'; current: VersionCookie; from?: Prefixes } {
-    const named = (cookie: VersionCookie): VersionCookie => (view === undefined ? cookie : { ...cookie, view: view.id });
-    const current = named(makeCookie(this.#meta));
-    const parsed = readCookie(cookie);
-    if (parsed === null) return { since: 'reset', current };
-    if (parsed !== 'foreign' && isEmptyView(parsed)) {
-      // Nothing to have lost, nor any data. While the space is still empty, the same cookie is the answer.
-      const { view: _, ...order } = parsed;
-      return { since: 0, current: this.#version === 0 ? named(order) : current, from: Prefixes.none };
-    }
-    const meta = this.#meta;
-    if (parsed !== 'foreign' && meta !== undefined && parsed.epoch === meta.epoch && parsed.order > meta.base && parsed.order - meta.base <= this.#version) {
-      const since = parsed.order - meta.base;
-      // Deletes after `since` whose tombstones housekeeping removed cannot be told: start over.
-      // The answer's cookie is the current one, above `since`, so the client takes the reset.
-      if (since < (meta.floor ?? 0)) return { since: 'reset', current };
-      // A cookie of the whole space (issued before the view existed) or of a view that no longer
-      // exists: a reset costs what the current view holds, a patch could cost the whole space.
-      if ((view === undefined) !== (parsed.view === undefined)) return { since: 'reset', current };
-      return { since, current, ...(view !== undefined && parsed.view === view.id && { from: view.prefixes }) };
-    }
-    // A cookie we never issued (spec pull rule 3: unusable) or one of state this store lost (it
-    // was wiped or restored). A reloaded page forks such a cookie into every new client group it
-    // starts, so ClientStateNotFound would reload it forever: send everything, with a cookie
-    // that sorts above the lost one. A newer incarnation's does; an empty space's is made so.
-    return { since: 'reset', current: this.#version === 0 ? named({ order: orderBase(this.#clock.now), epoch: '' }) : current };
   }
 
   /** Writes an entry at the next version and moves its version-index row there. */

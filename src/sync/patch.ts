@@ -53,28 +53,36 @@ export interface PatchSpan {
 /**
  * What a client holding the data under `from` as of `span.since` needs to hold the data under
  * `to` now: the changes since then in what both cover, every live entry of what only `to`
- * covers, and a delete for every key of what only `from` covers that the client may hold. Its
+ * covers, and a delete for every key of what only `from` covers that the client held. Its
  * cost follows the changes in view and the entries that enter or leave it, not the size of the
  * view nor (with the prefix index) the changes elsewhere in the space.
+ *
+ * `'reset'` when what only `from` covers changed after `since`: a key written there since may be
+ * one the client never held, which it must not learn the name of (the caller lost access), and
+ * which of those it held is not known without history. The caller then sends everything in `to`.
  */
-export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: PatchSpan, from: Prefixes, to: Prefixes): Promise<PatchOperation[]> {
-  const patch = await changesInView(tx, keys, span, from.intersect(to));
+export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: PatchSpan, from: Prefixes, to: Prefixes): Promise<PatchOperation[] | 'reset'> {
   const skip = keys.entryPrefix.length;
-  for (const { prefix, except } of to.minus(from)) {
-    for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
-      for (const [key, value] of live(page, skip)) if (!except.covers(key)) patch.push({ op: 'put', key, value });
-    }
-  }
+  const gone: PatchOperation[] = [];
   for (const { prefix, except } of from.minus(to)) {
     for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
       for (const [row, stored] of page) {
         const entry = stored as unknown as Entry;
         const key = row.slice(skip);
-        // A tombstone at or before `since` was already a delete the client applied.
-        if ((!entry.del || entry.ver > span.since) && !except.covers(key)) patch.push({ op: 'del', key });
+        if (except.covers(key)) continue;
+        if (entry.ver > span.since) return 'reset';
+        // Unchanged since the cookie: the client holds it, unless it is a delete it applied.
+        if (!entry.del) gone.push({ op: 'del', key });
       }
     }
   }
+  const patch = await changesInView(tx, keys, span, from.intersect(to));
+  for (const { prefix, except } of to.minus(from)) {
+    for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
+      for (const [key, value] of live(page, skip)) if (!except.covers(key)) patch.push({ op: 'put', key, value });
+    }
+  }
+  patch.push(...gone);
   return patch;
 }
 

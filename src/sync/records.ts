@@ -15,6 +15,8 @@ export type Meta = {
   expiredGroups?: true;
   /** The version from which every change is in the prefix index (see keys.ts); absent: it is not kept. */
   prefixIndexFrom?: number;
+  /** Signs this space's view cookies (signature.ts); never sent. Absent in a space no write reached since viewsync 0.2. */
+  secret?: string;
 };
 
 /** An entry at the version that last wrote it, or its tombstone. */

@@ -1,5 +1,7 @@
 import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
+import { base64url } from './base64url.js';
 import { fitsUTF8, type Limits } from './limits.js';
+import { remember } from './remember.js';
 import type { ReadTransaction } from './transaction.js';
 
 /** Whose view is asked for. */
@@ -114,9 +116,7 @@ export async function viewID(userID: string | undefined, prefixes: Prefixes): Pr
   const known = names.get(text);
   if (known !== undefined) return known;
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
-  let binary = '';
-  for (const byte of digest.subarray(0, 16)) binary += String.fromCharCode(byte);
-  const id = btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+  const id = base64url(digest.subarray(0, 16));
   // A digest costs a hop to the runtime's crypto; most pulls name a view already named.
   if (text.length <= MEMO_TEXT) remember(names, text, id, MEMO_SIZE);
   return id;
@@ -143,13 +143,6 @@ export class RecentViews {
     if (known === undefined) this.#byStore.set(storage, (known = new Map()));
     remember(known, `${id}/${space}`, used, MEMO_SIZE);
   }
-}
-
-/** Sets `key` in a map kept to `size` entries, the longest-known going first. */
-function remember<K, V>(map: Map<K, V>, key: K, value: V, size: number): void {
-  map.delete(key);
-  if (map.size >= size) map.delete(map.keys().next().value!);
-  map.set(key, value);
 }
 
 /** The longest view name a cookie may carry; longer is not one of ours. */

@@ -34,7 +34,7 @@ const keyArb = fc.oneof(
 type Step =
   | { kind: 'write'; entries: Array<[string, number | null]>; viewless: boolean }
   | { kind: 'noise'; count: number }
-  | { kind: 'pull'; user: number; group: number; v0: boolean; from: 'own' | 'any' | 'none'; pick: number }
+  | { kind: 'pull'; user: number; group: number; v0: boolean; from: 'own' | 'any' | 'none' | 'forged'; pick: number }
   | { kind: 'extra'; user: number; extra: (typeof EXTRAS)[number] }
   | { kind: 'loseRecords' }
   | { kind: 'collect' };
@@ -59,8 +59,9 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       group: fc.nat({ max: 1 }),
       v0: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
       // Mostly the client's own latest cookie, as a real client sends; sometimes any cookie ever
-      // issued (a fork, another user's, an old one); sometimes none.
-      from: fc.constantFrom<Array<'own' | 'any' | 'none'>>('own', 'own', 'own', 'own', 'any', 'any', 'none'),
+      // issued (a fork, another user's, an old one); sometimes none; sometimes one forged from
+      // the view named in one of the user's own cookies and the order of any cookie.
+      from: fc.constantFrom<Array<'own' | 'any' | 'none' | 'forged'>>('own', 'own', 'own', 'own', 'any', 'any', 'none', 'forged', 'forged'),
       pick: fc.nat(),
     }),
   },
@@ -120,8 +121,10 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
       const user = USERS[step.user]!;
       const group = `${user}-${step.group}`;
       const own = issued.filter((cookie) => cookie.group === group && cookie.v0 === step.v0).at(-1);
-      const from = step.from === 'own' ? own : step.from === 'none' || issued.length === 0 ? undefined : issued[step.pick % issued.length]!;
-      const cookie = from?.cookie ?? null;
+      const from = step.from === 'own' ? own : step.from === 'none' || step.from === 'forged' || issued.length === 0 ? undefined : issued[step.pick % issued.length]!;
+      const forged = step.from === 'forged' ? forge(issued, user, step.pick) : undefined;
+      if (step.from === 'forged' && forged === undefined) continue;
+      const cookie = forged ?? from?.cookie ?? null;
       const body = step.v0 ? pullBodyV0(group, cookie, 0) : pullBody(group, cookie);
       const response = await handlePull(post('/pull', body), { ...ctx, authenticate: () => user });
       const text = await response.text();
@@ -130,17 +133,42 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
       expect(result).not.toHaveProperty('error');
       const prefixes = prefixesOf(model, user, group);
       const expected = new Map([...model].filter(([key]) => covers(prefixes, key)));
+      if (forged !== undefined) {
+        // What the forger holds is anybody's guess: only what the answer names is checked, and
+        // it may name nothing outside the view the caller has now.
+        for (const op of result.patch) if (op.key !== undefined) expect(covers(prefixes, op.key), `forged cookie: ${op.op} ${op.key}`).toBe(true);
+        continue;
+      }
       const held = applyPatch(from?.held ?? new Map(), result.patch as never);
       expect(held).toEqual(expected);
-      // No key outside the caller's view, now or (for their own cookie) at the cookie.
-      const allowed = [...prefixes, ...(from?.user === user ? from.prefixes : [])];
-      for (const op of result.patch) if (op.key !== undefined) expect(covers(allowed, op.key), op.key).toBe(true);
+      // No key the caller could not read: one under their view now, or (for their own cookie) one
+      // their client held at the cookie. Not merely any key under the cookie's prefixes: a key
+      // written there after the caller lost access must not be named, not even by a `del`.
+      const readable = (key: string) => covers(prefixes, key) || (from?.user === user && from.held.has(key));
+      for (const op of result.patch) if (op.key !== undefined) expect(readable(op.key), `${op.op} ${op.key}`).toBe(true);
       // Another user's cookie: a reset (unless it held nothing, as at an empty space's cookie).
       if (from !== undefined && from.user !== user && from.held.size > 0) expect(result.patch[0]).toEqual({ op: 'clear' });
       issued.push({ cookie: result.cookie, user, group, v0: step.v0, prefixes, held });
     }
   }
   expect(ctx.errors).toEqual([]);
+}
+
+/**
+ * A cookie `user` was never issued: a view named in one of their own cookies, preferably not
+ * their latest, with the order (and epoch) of one of the latest cookies issued, which `pick`
+ * chooses; undefined when no such pair differs from every cookie issued.
+ */
+function forge(issued: ReadonlyArray<{ cookie: JSONValue; user: string }>, user: string, pick: number): JSONValue | undefined {
+  const views = [...new Set(issued.filter((cookie) => cookie.user === user).map(({ cookie }) => (cookie as { view?: string }).view))].filter((view) => view !== undefined);
+  if (views.length === 0) return undefined;
+  const { order, epoch } = issued[Math.max(0, issued.length - 1 - (pick % 3))]!.cookie as { order: number; epoch?: string };
+  const cookie = { order, ...(epoch !== undefined && { epoch }), view: views[Math.floor(pick / 3) % Math.max(1, views.length - 1)]! };
+  const same = (other: JSONValue) => {
+    const { order: o, epoch: e, view: w } = other as { order: number; epoch?: string; view?: string };
+    return o === cookie.order && e === cookie.epoch && w === cookie.view;
+  };
+  return issued.some(({ cookie: other }) => same(other)) ? undefined : cookie;
 }
 
 // size 'max': lengths spread up to maxLength; the default keeps most sequences under ten steps.

@@ -82,12 +82,10 @@ describe('when the prefixes change, the patch moves exactly what entered or left
     expect(patch).toHaveLength(4);
   });
 
-  it('revoking a document deletes every key of it the user may hold, and nothing else', async () => {
+  it('revoking a document deletes every key of it the user holds, and nothing else', async () => {
     const ctx = await workspace();
     const alice = new ViewClient(ctx, 'alice');
     await alice.pull();
-    // Deleted and added under document 1 after the cookie, then the membership revoked.
-    await write(ctx, 'admin', { 'doc/1/body': undefined, 'doc/1/new': 'n' });
     await write(ctx, 'admin', { 'member/alice/1': undefined });
     const { patch } = await alice.pull();
     expect(patch).toEqual(
@@ -95,10 +93,26 @@ describe('when the prefixes change, the patch moves exactly what entered or left
         { op: 'del', key: 'member/alice/1' },
         { op: 'del', key: 'doc/1/title' },
         { op: 'del', key: 'doc/1/body' },
-        { op: 'del', key: 'doc/1/new' },
       ]),
     );
-    expect(patch).toHaveLength(4);
+    expect(patch).toHaveLength(3);
+    expect(sorted(alice.data)).toEqual({ 'doc/2/title': 'two', 'member/alice/2': '2' });
+  });
+
+  it('a key written under a revoked document after the user’s cookie is never named: the answer is a reset', async () => {
+    const ctx = await workspace();
+    const alice = new ViewClient(ctx, 'alice');
+    await alice.pull();
+    // Alice goes offline; her access to document 1 is revoked; then the document gets a key she
+    // never could read, and one she held is deleted.
+    await write(ctx, 'admin', { 'member/alice/1': undefined });
+    await write(ctx, 'admin', { 'doc/1/after-revocation/bob-salary': 1, 'doc/1/body': undefined });
+    const { patch } = await alice.pull();
+    expect(patch).toEqual([
+      { op: 'clear' },
+      { op: 'put', key: 'doc/2/title', value: 'two' },
+      { op: 'put', key: 'member/alice/2', value: '2' },
+    ]);
     expect(sorted(alice.data)).toEqual({ 'doc/2/title': 'two', 'member/alice/2': '2' });
   });
 
@@ -174,6 +188,26 @@ describe('forks, other users’ cookies and lost records', () => {
     const { patch } = await bob.pull();
     expect(patch[0]).toEqual({ op: 'clear' });
     expect(patch.slice(1).map((op) => op.op === 'put' && op.key).sort()).toEqual(['doc/2/title', 'member/bob/2']);
+  });
+
+  it('a forged cookie (the user’s old view, a later order) names no key written after the user lost that view', async () => {
+    const ctx = await workspace();
+    const alice = new ViewClient(ctx, 'alice');
+    await alice.pull();
+    const { view } = alice.cookie as { view: string };
+    await write(ctx, 'admin', { 'member/alice/1': undefined });
+    await alice.pull();
+    await write(ctx, 'admin', { 'doc/1/after-revocation/bob-salary': 1 });
+    // Any cookie issued after that write carries its order; bob's will do.
+    const bob = new ViewClient(ctx, 'bob');
+    await bob.pull();
+    const { order, epoch } = bob.cookie as { order: number; epoch: string };
+    const forged = await pull(ctx, 'alice-group', { order, epoch, view }, as('alice'));
+    expect(forged.patch.map((op) => ('key' in op ? op.key : op.op))).not.toContain('doc/1/after-revocation/bob-salary');
+    expect(forged.patch[0]).toEqual({ op: 'clear' });
+    // The genuine cookies still get incremental patches.
+    await write(ctx, 'admin', { 'doc/2/title': 'TWO' });
+    expect((await alice.pull()).patch).toEqual([{ op: 'put', key: 'doc/2/title', value: 'TWO' }]);
   });
 
   it('a cookie whose view record was lost gets a reset when the view changed, an incremental patch when it did not; never ClientStateNotFound', async () => {
