@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, HTTPError, type SyncContext } from '../src/index.js';
+import { handlePull, handlePush, handleRequest, HTTPError, type SyncContext } from '../src/index.js';
 import { mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext } from './helpers.js';
 
 /** Tokens are `Bearer <user>`; anything else is refused. */
@@ -16,6 +16,20 @@ describe('rule 10: authentication, and client groups that belong to their user',
       expect(await response.json()).toMatchObject({ error: 'Unauthorized' });
     }
     expect(seen).toEqual(['Basic nope', 'Basic nope']);
+  });
+
+  it('an authenticate that returns anything but a string or null is the app’s bug: a 500 on every endpoint, and onError says what to fix', async () => {
+    for (const wrong of [42, { id: 'alice' }, true]) {
+      const ctx = testContext({ authenticate: () => wrong as never });
+      for (const request of [post('/pull', pullBody('g', null)), post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])), new Request('http://localhost/poke')]) {
+        const response = await handleRequest(request, ctx);
+        expect(response.status).toBe(500);
+        expect(await response.json()).toEqual({ error: 'InternalServerError', message: 'The server failed to handle the request; nothing was changed' });
+      }
+      expect(ctx.errors).toHaveLength(3);
+      for (const error of ctx.errors) expect(String(error)).toMatch(/^TypeError: authenticate returned an? (number|object|boolean); it must return the user's ID as a string \(String\(id\)\), or null to answer 401$/);
+      expect(await serverView({ ...ctx, authenticate: undefined })).toEqual(new Map());
+    }
   });
 
   it('an async authenticate works', async () => {

@@ -24,7 +24,8 @@ export interface SyncContext {
   /**
    * Who sent the request: a user ID, or null to answer 401 (the client then calls `getAuth`).
    * Gets the request with its `Authorization` header as the client sent it. When absent, every
-   * request is anonymous and client groups have no owner.
+   * request is anonymous and client groups have no owner. Anything but a string or null (a
+   * numeric ID, say) answers 500, and `onError` is told to return `String(id)`.
    */
   authenticate?: (request: Request) => string | null | Promise<string | null>;
   /**

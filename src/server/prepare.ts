@@ -69,8 +69,11 @@ export async function prepare<TSchema extends v.GenericSchema>(
 /** Who sent the request (`authenticate`); 401 when it refuses, undefined when there is none. */
 export async function identify(request: Request, ctx: SyncContext): Promise<string | undefined> {
   if (!ctx.authenticate) return undefined;
-  const userID = (await ctx.authenticate(request)) ?? undefined;
-  if (userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
+  const userID: unknown = await ctx.authenticate(request);
+  if (userID === null || userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
+  // A bug of the app's (an ID from a database as a number, say), not the client's: a 500, with
+  // what to fix in the message `onError` gets.
+  if (typeof userID !== 'string') throw new TypeError(`authenticate returned ${typeof userID === 'object' ? 'an object' : `a ${typeof userID}`}; it must return the user's ID as a string (String(id)), or null to answer 401`);
   return userID;
 }
 
