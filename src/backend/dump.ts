@@ -112,10 +112,10 @@ export function checkEnd(parsed: unknown, line: number, entries: number): void {
   }
 }
 
-/** The error for a dump that stops where its end line should be, line `line`. */
+/** The error for a dump whose last line, `line`, is not its end line. */
 export function missingEnd(line: number): DumpError {
   return new DumpError(
     line,
-    `should be the dump's end line, {"viewsync":"${DUMP_END}","entries":…}, but the dump stops before it: it was cut short (an export that failed or was stopped midway?), so nothing was imported`,
+    `is its last, and not its end line, {"viewsync":"${DUMP_END}","entries":…}: the dump was cut short (an export that failed or was stopped midway?), so nothing was imported`,
   );
 }

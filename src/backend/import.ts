@@ -117,6 +117,7 @@ async function read(ctx: SyncContext, space: string, id: string, source: DumpSou
   let header: { closed: boolean } | undefined;
   /** The end line's number, once read. */
   let end: number | undefined;
+  /** The last line that is not blank. */
   let last = 0;
   let previous: string | undefined;
   let count = 0;
@@ -130,8 +131,8 @@ async function read(ctx: SyncContext, space: string, id: string, source: DumpSou
     told(count);
   };
   for await (const { text, number } of lines(source, maxChars)) {
-    last = number;
     if (text.trim() === '') continue;
+    last = number;
     if (end !== undefined) throw new DumpError(number, `comes after the dump's end line (line ${end}): a dump ends there (were two dumps joined?), so nothing was imported`);
     let parsed: unknown;
     try {
@@ -160,7 +161,7 @@ async function read(ctx: SyncContext, space: string, id: string, source: DumpSou
   }
   if (header === undefined) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
   // What every cut of an export comes to: the lines before the cut are whole, the end is not there.
-  if (header.closed && end === undefined) throw missingEnd(last + 1);
+  if (header.closed && end === undefined) throw missingEnd(last);
   if (batch.length > 0) await flush();
   return count;
 }

@@ -331,10 +331,10 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
           expect(await rawContents(ctx.storage)).toEqual(before);
         }
       }
-      // A cut at the end of a line names the line where the end line should have been.
+      // A cut at the end of a line names the last line.
       const afterFive = lines.slice(0, 6).join('\n') + '\n';
       await expect(importSpace(ctx, '', [afterFive], { mode: 'replace' })).rejects.toThrow(
-        'line 7 of the dump should be the dump\'s end line, {"viewsync":"end","entries":…}, but the dump stops before it: it was cut short (an export that failed or was stopped midway?), so nothing was imported',
+        'line 6 of the dump is its last, and not its end line, {"viewsync":"end","entries":…}: the dump was cut short (an export that failed or was stopped midway?), so nothing was imported',
       );
       // The whole dump, with or without its last newline, is taken, and changes nothing either.
       for (const whole of [dump, dump.slice(0, -1)]) {
