@@ -42,7 +42,7 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
   /** Resolves once the reader wants more; rejects when it has not for `idleMs`. */
   const wanted = () =>
     new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`exportSpace: the reader asked for nothing for ${idleMs} ms; the export was stopped (options.idleMs)`)), idleMs);
+      const timer = setTimeout(() => reject(new ReaderIdleError(`exportSpace: the reader asked for nothing for ${idleMs} ms; the export was stopped (options.idleMs)`)), idleMs);
       demand = () => {
         clearTimeout(timer);
         resolve();
@@ -90,4 +90,9 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
     // Nothing read ahead: the snapshot starts at the first read, and a page is read when asked for.
     { highWaterMark: 0 },
   );
+}
+
+/** An export stopped because its reader took nothing for `idleMs`. */
+export class ReaderIdleError extends Error {
+  override name = 'ReaderIdleError';
 }
