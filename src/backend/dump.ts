@@ -64,6 +64,7 @@ export interface HeaderRules {
   from: string | undefined;
   /** Whether a format-1 dump, which has no end line, is taken. */
   allowFormat1: boolean;
+  /** The import's mode, which says what taking a cut dump would do. */
   mode: 'replace' | 'merge';
 }
 

@@ -61,17 +61,17 @@ export interface ImportResult {
  * format and space, keys in ascending order, the key and value limits, the end line and its
  * count) and written to a staging area of the space, a batch per transaction, in bounded memory.
  * A bad line, or a dump that stops before its end line (an export that failed midway), rejects
- * with a {@link DumpError} naming the line, the staging area is removed, and the space is as it was. Then the staged entries
- * are applied in batches of a thousand keys, each a transaction queued with the space's pushes,
- * taking a new version like a push, so clients at any cookie get a correct patch. A merge of up
- * to a thousand entries is one transaction, and so is a replace when the dump and the space each
- * hold up to a thousand; a larger import is not atomic: a pull during the apply may see part of
- * it, and a crash midway leaves part of it applied (run it again).
- * Run one import of a space at a time.
+ * with a {@link DumpError} naming the line, the staging area is removed, and the space is as it
+ * was. Then the staged entries are applied in batches of a thousand keys, each a transaction
+ * queued with the space's pushes, taking a new version like a push, so clients at any cookie get
+ * a correct patch. A merge of up to a thousand entries is one transaction, and so is a replace
+ * when the dump and the space each hold up to a thousand; a larger import is not atomic: a pull
+ * during the apply may see part of it, and a crash midway leaves part of it applied (run it
+ * again). Run one import of a space at a time.
  *
  * @example
- * // A seed: a file in the dump format.
- * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace' });
+ * // A seed: a file in the dump format, made by hand (no "space" in its header) or exported from 'template'.
+ * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace', from: 'template' });
  */
 export async function importSpace(ctx: SyncContext, space: string, source: DumpSource, options: ImportOptions): Promise<ImportResult> {
   checkSpace(space);

@@ -128,8 +128,7 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
   const storage = postgresStorage(sql, { schema, tablePrefix });
   // One deadline for reaching the server and readying the tables. postgres.js's own
   // connect_timeout is not enough: a server that hangs up during the handshake (an HTTP server,
-  // a proxy with nothing behind it) makes it reconnect for ever, and so does an address the
-  // network refuses at once.
+  // a proxy with nothing behind it) makes it reconnect for ever, and the tables wait on a lock.
   let stage = 'connect';
   try {
     await deadline(timeout, (async () => {
