@@ -44,12 +44,13 @@ const started = performance.now();
 let entries = n;
 if (task === 'dump') {
   const out = createWriteStream(file);
-  await write(out, '{"viewsync":"space","format":1,"space":"bench","exported":"2026-11-24T00:00:00.000Z"}\n');
+  await write(out, '{"viewsync":"space","format":2,"space":"bench","exported":"2026-11-24T00:00:00.000Z"}\n');
   for (let i = 0; i < n; i += 1_000) {
     let text = '';
     for (let j = i; j < Math.min(n, i + 1_000); j++) text += JSON.stringify({ key: `item/${String(j).padStart(8, '0')}`, value: { title: `Item number ${j}`, done: j % 3 === 0, tags: ['a', 'b'] } }) + '\n';
     await write(out, text);
   }
+  await write(out, `{"viewsync":"end","entries":${n}}\n`);
   await finish(out);
 } else {
   const { storage, sqlite, sql, close } = open();
@@ -59,7 +60,8 @@ if (task === 'dump') {
   } else if (task === 'export') {
     const out = createWriteStream(file);
     const reader = exportSpace(ctx, SPACE).getReader();
-    entries = -1;
+    // Less the header and the end line.
+    entries = -2;
     for (let next = await reader.read(); !next.done; next = await reader.read()) {
       for (let i = next.value.indexOf(10); i >= 0; i = next.value.indexOf(10, i + 1)) entries++;
       await write(out, next.value);

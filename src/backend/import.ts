@@ -7,7 +7,7 @@ import { frozenJSONCopy } from '../sync/frozen-json.js';
 import { runInGroup } from '../sync/group-commit.js';
 import { applyStep, stage, stagingID, unstage } from '../sync/import-batch.js';
 import { fitsUTF8, type Limits, resolveLimits } from '../sync/limits.js';
-import { DUMP_FORMAT, DUMP_KIND } from './dump.js';
+import { checkEnd, checkHeader, type HeaderRules, isEndLine, missingEnd } from './dump.js';
 import { DumpError, type DumpSource, lines } from './lines.js';
 import { checkSpace } from './transact.js';
 
@@ -18,6 +18,17 @@ export interface ImportOptions {
    * deleted). `'merge'`: the dump's entries are set, and nothing else changes.
    */
   mode: 'replace' | 'merge';
+  /**
+   * The space the dump's header must name, when it names one (a dump made by hand may not).
+   * Default: the space imported into, so that a dump of another space, likelier a wrong file
+   * than a wanted copy, is refused; name its space here to copy it (a seed into many spaces).
+   */
+  from?: string;
+  /**
+   * Takes a format-1 dump (viewsync 0.1), which has no end line: one cut short looks whole, and a
+   * replace would delete every entry after the cut. Only for a dump known to be whole. Default: false.
+   */
+  allowFormat1?: boolean;
   /** Told how far the import got, about once per thousand entries: for a progress line. */
   onProgress?: (progress: ImportProgress) => void;
 }
@@ -47,29 +58,32 @@ export interface ImportResult {
  * async iterable of bytes or strings cut anywhere, and brings `space` to it.
  *
  * It works in two phases. First the whole dump is read, checked line by line (JSON, the header's
- * format, keys in ascending order, the key and value limits) and written to a staging area of the
- * space, a batch per transaction, in bounded memory. A bad line rejects with a {@link DumpError}
- * naming it, the staging area is removed, and the space is as it was. Then the staged entries
- * are applied in batches of a thousand keys, each a transaction queued with the space's pushes,
- * taking a new version like a push, so clients at any cookie get a correct patch. A merge of up
- * to a thousand entries is one transaction, and so is a replace when the dump and the space each
- * hold up to a thousand; a larger import is not atomic: a pull during the apply may see part of
- * it, and a crash midway leaves part of it applied (run it again).
- * Run one import of a space at a time.
+ * format and space, keys in ascending order, the key and value limits, the end line and its
+ * count) and written to a staging area of the space, a batch per transaction, in bounded memory.
+ * A bad line, or a dump that stops before its end line (an export that failed midway), rejects
+ * with a {@link DumpError} naming the line, the staging area is removed, and the space is as it
+ * was. Then the staged entries are applied in batches of a thousand keys, each a transaction
+ * queued with the space's pushes, taking a new version like a push, so clients at any cookie get
+ * a correct patch. A merge of up to a thousand entries is one transaction, and so is a replace
+ * when the dump and the space each hold up to a thousand; a larger import is not atomic: a pull
+ * during the apply may see part of it, and a crash midway leaves part of it applied (run it
+ * again). Run one import of a space at a time.
  *
  * @example
- * // A seed: a file in the dump format.
- * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace' });
+ * // A seed: a file in the dump format, made by hand (no "space" in its header) or exported from 'template'.
+ * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace', from: 'template' });
  */
 export async function importSpace(ctx: SyncContext, space: string, source: DumpSource, options: ImportOptions): Promise<ImportResult> {
   checkSpace(space);
   if (options?.mode !== 'replace' && options?.mode !== 'merge') throw new TypeError(`importSpace: options.mode must be 'replace' or 'merge', got ${JSON.stringify(options?.mode)}`);
+  if (options.from !== undefined) checkSpace(options.from);
+  const rules: HeaderRules = { target: space, from: options.from, allowFormat1: options.allowFormat1 === true, mode: options.mode };
   const limits = resolveLimits(ctx.limits);
   const id = stagingID(clockOf(ctx).now);
   const progress = (phase: ImportProgress['phase'], entries: number, applied: number) => options.onProgress?.({ phase, entries, applied });
   let entries: number;
   try {
-    entries = await read(ctx, space, id, source, limits, (count) => progress('reading', count, 0));
+    entries = await read(ctx, space, id, source, limits, rules, (count) => progress('reading', count, 0));
   } catch (error) {
     await drop(ctx, space, id);
     throw error;
@@ -97,10 +111,14 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
 }
 
 /** Reads and checks the dump into import `id`'s staging area; resolves to its number of entries. */
-async function read(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, told: (entries: number) => void): Promise<number> {
+async function read(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, rules: HeaderRules, told: (entries: number) => void): Promise<number> {
   // The longest line an entry within the limits makes: a key escaped at worst 6 characters per byte.
   const maxChars = 6 * limits.keyBytes + limits.valueBytes + 32;
-  let header = false;
+  let header: { closed: boolean } | undefined;
+  /** The end line's number, once read. */
+  let end: number | undefined;
+  /** The last line that is not blank. */
+  let last = 0;
   let previous: string | undefined;
   let count = 0;
   let batch: Array<readonly [string, JSONValue]> = [];
@@ -114,15 +132,21 @@ async function read(ctx: SyncContext, space: string, id: string, source: DumpSou
   };
   for await (const { text, number } of lines(source, maxChars)) {
     if (text.trim() === '') continue;
+    last = number;
+    if (end !== undefined) throw new DumpError(number, `comes after the dump's end line (line ${end}): a dump ends there (were two dumps joined?), so nothing was imported`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch (error) {
       throw new DumpError(number, `is not JSON (${(error as Error).message})`);
     }
-    if (!header) {
-      checkHeader(parsed, number);
-      header = true;
+    if (header === undefined) {
+      header = checkHeader(parsed, number, rules);
+      continue;
+    }
+    if (header.closed && isEndLine(parsed)) {
+      checkEnd(parsed, number, count);
+      end = number;
       continue;
     }
     const [key, value] = checkEntry(parsed, number, limits);
@@ -135,19 +159,11 @@ async function read(ctx: SyncContext, space: string, id: string, source: DumpSou
     bytes += text.length;
     if (batch.length >= BATCH || bytes >= BATCH_CHARS) await flush();
   }
-  if (!header) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
+  if (header === undefined) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
+  // What every cut of an export comes to: the lines before the cut are whole, the end is not there.
+  if (header.closed && end === undefined) throw missingEnd(last);
   if (batch.length > 0) await flush();
   return count;
-}
-
-function checkHeader(parsed: unknown, line: number): void {
-  const header = parsed as { viewsync?: unknown; format?: unknown } | null;
-  if (typeof header !== 'object' || header === null || Array.isArray(header) || header.viewsync !== DUMP_KIND) {
-    throw new DumpError(line, `is not a viewsync dump's header: it should be an object with "viewsync": "${DUMP_KIND}"`);
-  }
-  if (header.format !== DUMP_FORMAT) {
-    throw new DumpError(line, `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads format ${DUMP_FORMAT}`);
-  }
 }
 
 function checkEntry(parsed: unknown, line: number, limits: Limits): [string, JSONValue] {

@@ -2,6 +2,7 @@ import type { SyncContext } from '../server/context.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
 import { allSpaces } from '../server/collect-garbage.js';
+import { stagingStarted } from '../sync/import-batch.js';
 import { utf8Length } from '../sync/limits.js';
 import { SpaceKeys } from '../sync/keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
@@ -24,6 +25,21 @@ export interface SpaceSummary {
    * so it may lag by up to that much.
    */
   lastActivity: number | null;
+  /**
+   * The staging areas of its imports that have not finished: running now, or left behind by one
+   * that was killed, which housekeeping (`collectGarbage`) removes a day after it began.
+   */
+  staging: StagingSummary[];
+}
+
+/** An unfinished import's staging area: the dump's entries read so far. */
+export interface StagingSummary {
+  /** When the import began, in milliseconds since the epoch. */
+  started: number;
+  /** Entries staged. */
+  rows: number;
+  /** Their keys and values as UTF-8 JSON text, in bytes. */
+  bytes: number;
 }
 
 /** One space in detail: its summary and its client groups. */
@@ -46,8 +62,8 @@ export interface GroupSummary {
 
 /**
  * What a store holds, as plain data: every space with its entry count, size, version, client
- * groups and last activity (`inspect(ctx)`), or one space with its groups and their clients'
- * lastMutationIDs (`inspect(ctx, space)`). Counting reads every entry, in short read-only
+ * groups, last activity and unfinished imports (`inspect(ctx)`), or one space with its groups
+ * and their clients' lastMutationIDs (`inspect(ctx, space)`). Counting reads every entry, in short read-only
  * transactions of a few thousand rows, so it costs about what an export does and holds up no push.
  *
  * @example
@@ -77,6 +93,15 @@ async function survey(storage: Storage, space: string): Promise<{ summary: Space
     entries++;
     bytes += utf8Length(key.slice(keys.entryPrefix.length)) + utf8Length(JSON.stringify(entry.val));
   }, space);
+  const staging = new Map<string, StagingSummary>();
+  await eachRow(storage, keys.stagingPrefix, (row, value) => {
+    const rest = row.slice(keys.stagingPrefix.length);
+    const id = rest.slice(0, rest.indexOf('/'));
+    let area = staging.get(id);
+    if (area === undefined) staging.set(id, (area = { started: stagingStarted(id), rows: 0, bytes: 0 }));
+    area.rows++;
+    area.bytes += utf8Length(rest.slice(id.length + 1)) + utf8Length(JSON.stringify(value));
+  }, space);
   const groups = new Map<string, GroupSummary>();
   const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {
     const id = JSON.stringify([userID ?? null, clientGroupID]);
@@ -101,7 +126,7 @@ async function survey(storage: Storage, space: string): Promise<{ summary: Space
   const active = list.filter((group) => !group.expired);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
   return {
-    summary: { space, entries, bytes, version: meta?.version ?? 0, clientGroups: active.length, lastActivity },
+    summary: { space, entries, bytes, version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()] },
     groups: list,
   };
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { setTimeout } from 'node:timers';
 import { main } from './main.js';
 
 // A reader that stops early (`viewsync export … | head`) closes the pipe: that is the reader's
@@ -9,9 +10,15 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   process.exit(1);
 });
 
-// The exit code is set, not forced: stdout may still be flushing into a pipe.
+// The exit code is set, and the exit forced only once stdout has flushed into its pipe. Forced,
+// because the command is done and its store closed, but a driver may still hold the process:
+// postgres.js, ended while reconnecting to something that is not PostgreSQL, connects once more
+// and waits out its connect timeout.
 main(process.argv.slice(2)).then(
-  (code) => void (process.exitCode = code),
+  (code) => {
+    process.exitCode = code;
+    process.stdout.write('', () => setTimeout(() => process.exit(code), 200).unref());
+  },
   (error: unknown) => {
     process.stderr.write(`viewsync: ${String(error)}\n`);
     process.exitCode = 1;

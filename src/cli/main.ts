@@ -1,12 +1,12 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
-import { exportSpace } from '../backend/export.js';
+import { exportSpace, ReaderIdleError } from '../backend/export.js';
 import { importSpace } from '../backend/import.js';
 import { inspect, type SpaceSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
 import { collectGarbage } from '../server/collect-garbage.js';
 import type { SyncContext } from '../server/context.js';
-import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
+import { CLIError, openStore, type OpenStore, seconds, type StoreOptions } from './store.js';
 import { HELP, UsageError } from './usage.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
@@ -15,6 +15,9 @@ const OPTIONS = {
   json: { type: 'boolean', for: ['inspect', 'gc'] },
   quiet: { type: 'boolean', for: ['export', 'import'] },
   merge: { type: 'boolean', for: ['import'] },
+  from: { type: 'string', for: ['import'] },
+  'allow-format-1': { type: 'boolean', for: ['import'] },
+  'idle-timeout': { type: 'string', for: ['export'] },
   space: { type: 'string', for: ['gc'] },
   'client-groups': { type: 'string', for: ['gc'] },
   tombstones: { type: 'string', for: ['gc'] },
@@ -22,9 +25,20 @@ const OPTIONS = {
   postgres: { type: 'string' },
   schema: { type: 'string' },
   'table-prefix': { type: 'string' },
+  'connect-timeout': { type: 'string' },
 } as const;
 
-type Options = StoreOptions & { json?: boolean; quiet?: boolean; merge?: boolean; space?: string; 'client-groups'?: string; tombstones?: string };
+type Options = StoreOptions & {
+  json?: boolean;
+  quiet?: boolean;
+  merge?: boolean;
+  from?: string;
+  'allow-format-1'?: boolean;
+  'idle-timeout'?: string;
+  space?: string;
+  'client-groups'?: string;
+  tombstones?: string;
+};
 
 /** Runs the CLI on `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -49,8 +63,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'export': {
         const space = operand(command, rest, 1)!;
+        const idle = seconds(options['idle-timeout'], '--idle-timeout', IDLE_TIMEOUT);
         store = await openStore(options);
-        await exportCommand(context(store), space, options);
+        await exportCommand(context(store), space, idle, options);
         return 0;
       }
       case 'import': {
@@ -103,6 +118,7 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
     if (options.json) return print(JSON.stringify(detail, null, 2));
     const { groups, ...summary } = detail;
     print(table([summaryRow(summary)], SUMMARY_HEADINGS));
+    printStaging([summary]);
     print('');
     if (groups.length === 0) return print('No client groups.');
     print(table(groups.map((group) => [
@@ -117,6 +133,16 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
   if (options.json) return print(JSON.stringify({ spaces }, null, 2));
   if (spaces.length === 0) return print('No spaces: the store holds no data.');
   print(table(spaces.map(summaryRow), SUMMARY_HEADINGS));
+  printStaging(spaces);
+}
+
+/** The staging areas of unfinished imports, if any: an operator sees what a killed import left. */
+function printStaging(spaces: SpaceSummary[]): void {
+  const rows = spaces.flatMap(({ space, staging }) => staging.map((area) => [JSON.stringify(space), date(area.started), count(area.rows), size(area.bytes)]));
+  if (rows.length === 0) return;
+  print('');
+  print('Unfinished imports: running, or killed (gc removes one a day after it began):');
+  print(table(rows, ['SPACE', 'STARTED', 'STAGED ENTRIES', 'SIZE']));
 }
 
 const SUMMARY_HEADINGS = ['SPACE', 'ENTRIES', 'SIZE', 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY'];
@@ -125,13 +151,18 @@ function summaryRow(summary: SpaceSummary): string[] {
   return [JSON.stringify(summary.space), count(summary.entries), size(summary.bytes), String(summary.version), String(summary.clientGroups), date(summary.lastActivity)];
 }
 
-async function exportCommand(ctx: SyncContext, space: string, options: Options): Promise<void> {
+/** Seconds an export waits for stdout to take more, unless `--idle-timeout` says otherwise. */
+const IDLE_TIMEOUT = 30;
+
+/** Writes the dump to stdout; `idle`: seconds the export waits for stdout to take more. */
+async function exportCommand(ctx: SyncContext, space: string, idle: number, options: Options): Promise<void> {
   const started = performance.now();
   let lines = 0;
-  const progress = reporter(options.quiet, () => `export: ${count(Math.max(0, lines - 1))} entries of ${JSON.stringify(space)}…`);
+  const entries = () => Math.max(0, lines - 1);
+  const progress = reporter(options.quiet, () => `export: ${count(entries())} entries of ${JSON.stringify(space)}…`);
   const out = process.stdout;
   try {
-    const reader = exportSpace(ctx, space).getReader();
+    const reader = exportSpace(ctx, space, { idleMs: idle * 1000 }).getReader();
     try {
       for (let next = await reader.read(); !next.done; next = await reader.read()) {
         const chunk = next.value;
@@ -142,13 +173,16 @@ async function exportCommand(ctx: SyncContext, space: string, options: Options):
     } catch (error) {
       // stdout failed (a closed pipe): end the snapshot now, not when the export's idle timer fires.
       await reader.cancel().catch(() => {});
-      throw error;
+      const why = error instanceof ReaderIdleError ? `stdout took nothing for ${idle} s (--idle-timeout), and an export does not hold its snapshot longer` : (error as Error).message;
+      // Said plainly: the file or pipe holds a dump that looks fine up to where it stops.
+      throw new CLIError(`export of ${JSON.stringify(space)} failed after ${plural(entries(), 'entry')}: ${why}. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it`);
     }
   } finally {
     progress.stop();
   }
   await new Promise<void>((resolve, reject) => out.write('', (error) => (error ? reject(error) : resolve())));
-  if (!options.quiet) process.stderr.write(`exported ${plural(lines - 1, 'entry')} of ${JSON.stringify(space)} in ${seconds(started)}\n`);
+  // Less the header and the end line.
+  if (!options.quiet) process.stderr.write(`exported ${plural(lines - 2, 'entry')} of ${JSON.stringify(space)} in ${elapsed(started)}\n`);
 }
 
 async function importCommand(ctx: SyncContext, space: string, options: Options): Promise<void> {
@@ -158,13 +192,15 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
   try {
     const result = await importSpace(ctx, space, process.stdin, {
       mode: options.merge ? 'merge' : 'replace',
+      ...(options.from !== undefined && { from: options.from }),
+      allowFormat1: options['allow-format-1'] === true,
       onProgress: (now) => {
         last = now;
         progress.tick();
       },
     });
     if (!options.quiet) {
-      process.stderr.write(`imported ${plural(result.entries, 'entry')} into ${JSON.stringify(space)} in ${seconds(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged\n`);
+      process.stderr.write(`imported ${plural(result.entries, 'entry')} into ${JSON.stringify(space)} in ${elapsed(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged\n`);
     }
   } finally {
     progress.stop();
@@ -236,7 +272,7 @@ function date(ms: number | null): string {
   return ms === null ? '-' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 }
 
-function seconds(started: number): string {
+function elapsed(started: number): string {
   return `${((performance.now() - started) / 1000).toFixed(1)} s`;
 }
 

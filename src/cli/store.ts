@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { quoteIdentifier } from '../storage/sql.js';
 import type { Storage } from '../storage/types.js';
 import { UsageError } from './usage.js';
 
@@ -8,6 +9,7 @@ export interface StoreOptions {
   postgres?: string | undefined;
   schema?: string | undefined;
   'table-prefix'?: string | undefined;
+  'connect-timeout'?: string | undefined;
 }
 
 /** An open store, and how to let go of it so the process can exit. */
@@ -25,16 +27,56 @@ export class CLIError extends Error {
 
 /**
  * Opens the store the options name: `--sqlite FILE` (which must exist unless `create`), or
- * `--postgres URL`, or else the `DATABASE_URL` environment variable. Reaches the database
- * before returning, so a wrong path or an unreachable server fails here, plainly.
+ * `--postgres URL`, or else the `DATABASE_URL` environment variable. Reaches the database and
+ * creates or checks its tables before returning, so a wrong path, a bad name or an unreachable
+ * server fails here, plainly, and PostgreSQL within `--connect-timeout` seconds.
  */
 export async function openStore(options: StoreOptions, { create = false } = {}): Promise<OpenStore> {
   const tablePrefix = options['table-prefix'];
   if (options.sqlite !== undefined && options.postgres !== undefined) throw new UsageError('Give one store: --sqlite FILE or --postgres URL, not both');
-  if (options.sqlite !== undefined) return openSQLite(options.sqlite, create, tablePrefix);
+  checkNames(options);
+  if (options.sqlite !== undefined) {
+    if (options.schema !== undefined) throw new UsageError('--schema is for PostgreSQL: a SQLite file has no schemas (--table-prefix names its tables)');
+    if (options['connect-timeout'] !== undefined) throw new UsageError('--connect-timeout is for PostgreSQL: a SQLite file is opened, not connected to');
+    return openSQLite(options.sqlite, create, tablePrefix);
+  }
   const url = options.postgres ?? process.env.DATABASE_URL;
   if (url === undefined || url === '') throw new UsageError('No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL');
-  return openPostgres(url, options.schema, tablePrefix);
+  return openPostgres(url, options.schema, tablePrefix, seconds(options['connect-timeout'], '--connect-timeout', CONNECT_TIMEOUT));
+}
+
+/** Seconds PostgreSQL has to answer and its tables to be ready, unless `--connect-timeout` says otherwise. */
+const CONNECT_TIMEOUT = 10;
+
+/** A number of seconds above 0 from an option, or `fallback` without one. */
+export function seconds(value: string | undefined, option: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const number = Number(value);
+  if (!(number > 0) || !Number.isFinite(number) || value.trim() === '') throw new UsageError(`${option} takes a number of seconds above 0, got ${JSON.stringify(value)}`);
+  return number;
+}
+
+/**
+ * A bad `--schema` or `--table-prefix` is a usage error, said before anything is opened (a file
+ * created, a server reached), by the stores' own rule for names (src/storage/sql.ts).
+ */
+function checkNames(options: StoreOptions): void {
+  const named = (name: string) => {
+    try {
+      quoteIdentifier(name);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const { schema, 'table-prefix': prefix } = options;
+  if (schema !== undefined && !named(schema)) {
+    throw new UsageError(`--schema ${JSON.stringify(schema)} is not a name viewsync takes: 1 to 63 letters, digits and _, not starting with a digit`);
+  }
+  // The stores' tables are PREFIX + "kv" and PREFIX + "schema", the longer.
+  if (prefix !== undefined && !named(`${prefix}schema`)) {
+    throw new UsageError(`--table-prefix ${JSON.stringify(prefix)} cannot begin a table name: up to 57 letters, digits and _, not starting with a digit`);
+  }
 }
 
 async function openSQLite(file: string, create: boolean, tablePrefix: string | undefined): Promise<OpenStore> {
@@ -73,7 +115,7 @@ async function openDatabase(file: string): Promise<{ prepare(sql: string): any; 
   }
 }
 
-async function openPostgres(url: string, schema: string | undefined, tablePrefix: string | undefined): Promise<OpenStore> {
+async function openPostgres(url: string, schema: string | undefined, tablePrefix: string | undefined, timeout: number): Promise<OpenStore> {
   const label = describeURL(url);
   let postgres: (url: string, options: object) => any;
   try {
@@ -81,15 +123,39 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
   } catch {
     throw new CLIError('The PostgreSQL client is not installed: npm i postgres');
   }
-  const sql = postgres(url, { max: 4, onnotice: () => {}, connect_timeout: 10 });
-  try {
-    await sql`SELECT 1`;
-  } catch (error) {
-    await sql.end({ timeout: 1 }).catch(() => {});
-    throw new CLIError(`Cannot reach PostgreSQL at ${label}: ${(error as Error).message}`);
-  }
+  const sql = postgres(url, { max: 4, onnotice: () => {}, connect_timeout: timeout });
   const { postgresStorage } = await import('../storage/postgres.js');
-  return { storage: postgresStorage(sql, { schema, tablePrefix }), label, close: () => sql.end({ timeout: 5 }) };
+  const storage = postgresStorage(sql, { schema, tablePrefix });
+  // One deadline for reaching the server and readying the tables. postgres.js's own
+  // connect_timeout is not enough: a server that hangs up during the handshake (an HTTP server,
+  // a proxy with nothing behind it) makes it reconnect for ever, and the tables wait on a lock.
+  let stage = 'connect';
+  try {
+    await deadline(timeout, (async () => {
+      await sql`SELECT 1`;
+      stage = 'migrate';
+      await storage.migrate();
+    })());
+  } catch (error) {
+    // No timeout: the connections go now, retries and all, so the process can exit.
+    await sql.end({ timeout: 0 }).catch(() => {});
+    if (error !== TIMED_OUT) throw new CLIError(`${stage === 'connect' ? 'Cannot reach' : 'Cannot set up the tables in'} PostgreSQL at ${label}: ${(error as Error).message}`);
+    throw new CLIError(
+      stage === 'connect'
+        ? `Cannot reach PostgreSQL at ${label}: nothing answered as PostgreSQL within ${timeout} s (--connect-timeout): check the host and port, and that PostgreSQL listens there`
+        : `PostgreSQL at ${label} answered, but its tables were not ready within ${timeout} s (--connect-timeout): is another process holding viewsync's migration lock?`,
+    );
+  }
+  return { storage, label, close: () => sql.end({ timeout: 5 }) };
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/** `work`, or a rejection with {@link TIMED_OUT} once `seconds` have passed. */
+function deadline<T>(seconds: number, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), seconds * 1000)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 /** A database URL with its password left out. */

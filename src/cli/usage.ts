@@ -7,7 +7,10 @@ const STORE = `Store (one of):
   --sqlite FILE          a SQLite database file
   --postgres URL         a PostgreSQL database (default: $DATABASE_URL)
   --schema NAME          PostgreSQL schema of the tables (default: the search path)
-  --table-prefix PREFIX  what the table names start with (default: viewsync_)`;
+  --table-prefix PREFIX  what the table names start with (default: viewsync_)
+  --connect-timeout SECONDS
+                         how long PostgreSQL has to answer and ready its tables
+                         (default: 10)`;
 
 /** The help of each command, and of the CLI as a whole (''). */
 export const HELP: Record<string, string> = {
@@ -36,19 +39,29 @@ ${STORE}`,
   export: `Usage: viewsync export SPACE [options] > dump.ndjson
 
 Writes SPACE's live entries to stdout: a header line, then one JSON line per entry in key
-order, from one consistent snapshot. Progress goes to stderr.
+order, from one consistent snapshot, then an end line with their count, written only when
+the export is complete. An export that fails midway exits 1 and leaves no end line, so an
+import refuses what it wrote (in a pipeline, use set -o pipefail to see its exit code).
+Progress goes to stderr.
 
 Options:
+  --idle-timeout SECONDS stop, and exit 1, if stdout takes nothing for this long: the
+                         snapshot holds SQLite's writes back (default: 30)
   --quiet                no progress on stderr
 ${STORE}`,
   import: `Usage: viewsync import SPACE [options] < dump.ndjson
 
 Reads a dump (from 'viewsync export' or made by hand) from stdin and makes SPACE hold
 exactly its entries. The whole dump is checked before SPACE changes: a bad line names its
-number and nothing is imported. A SQLite file is created if missing.
+number, a dump that stops before its end line (an export that failed midway) is refused,
+and nothing is imported. A dump of another space (its header's "space") is refused unless
+--from names it. A SQLite file is created if missing.
 
 Options:
   --merge                only set the dump's entries; keep the others
+  --from SPACE           take a dump of SPACE (default: only of the space imported into)
+  --allow-format-1       take a dump of viewsync 0.1 (format 1), which has no end line:
+                         only one you know is whole, as a cut one looks whole
   --quiet                no progress on stderr
 ${STORE}`,
   gc: `Usage: viewsync gc [options]

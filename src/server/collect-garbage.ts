@@ -1,6 +1,8 @@
+import { compareUTF8 } from '../storage/compare-utf8.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
 import { globalVersion } from '../sync/global-version.js';
+import { stagingSpaces } from '../sync/import-batch.js';
 import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
 import type { Collected, Retention, SessionClock } from '../sync/strategy.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
@@ -41,7 +43,8 @@ export function clockOf(ctx: SyncContext): SessionClock {
  * Removes what the retention lets go: client groups idle past `retention.clientGroups` (with their
  * clients; each leaves a marker of a few dozen bytes, kept for ever, so its next request, however
  * late, gets ClientStateNotFound and the client starts a new group) and tombstones past `retention.tombstones` (a pull whose cookie is older
- * than the newest one removed gets a reset). Works in small transactions, so pushes and pulls
+ * than the newest one removed gets a reset), and the staging area an import left when it was
+ * killed, a day after it began (in every space that has one, even a space with nothing else). Works in small transactions, so pushes and pulls
  * wait at most one of them; run it from a cron job or a Durable Object alarm, or leave it to the
  * little that runs after pushes. Resolves to what it removed.
  *
@@ -113,9 +116,13 @@ function add(total: Collected, step: Collected): void {
   total.views += step.views;
 }
 
-/** Every space with a meta record, a page at a time. */
+/**
+ * Every space with a meta record or a staging area, in order. A space's first import, killed
+ * while staging, leaves a staging area and nothing else: housekeeping must still find it.
+ */
 export async function allSpaces(storage: Storage): Promise<string[]> {
-  const spaces: string[] = [];
-  await eachRow(storage, META_PREFIX, (key) => spaces.push(spaceOfMeta(key)));
-  return spaces;
+  const spaces = new Set<string>();
+  await eachRow(storage, META_PREFIX, (key) => spaces.add(spaceOfMeta(key)));
+  for (const space of await stagingSpaces(storage)) spaces.add(space);
+  return [...spaces].sort(compareUTF8);
 }

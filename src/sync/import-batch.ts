@@ -1,9 +1,9 @@
 import type { JSONValue } from '../protocol/json.js';
 import { compareUTF8 } from '../storage/compare-utf8.js';
-import type { StorageTransaction, StoredValue } from '../storage/types.js';
+import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { globalVersion } from './global-version.js';
-import { encodeVersion, SpaceKeys } from './keys.js';
+import { decodeVersion, encodeVersion, SpaceKeys, spaceOfStaging, STAGING_PREFIX } from './keys.js';
 import type { Entry } from './records.js';
 import type { SessionClock, SpaceSession } from './strategy.js';
 
@@ -16,6 +16,29 @@ import type { SessionClock, SpaceSession } from './strategy.js';
 /** A new import's name: its start time first, so housekeeping can tell an abandoned one's age. */
 export function stagingID(now: number): string {
   return encodeVersion(now) + '-' + crypto.randomUUID().slice(0, 8);
+}
+
+/** When the import named `id` began (see {@link stagingID}). */
+export function stagingStarted(id: string): number {
+  return decodeVersion(id.slice(0, id.indexOf('-')));
+}
+
+/**
+ * The spaces that hold a staging area, one read each: the scan skips from a space's first row
+ * past all of its rows, so a large staging area costs one read. A space's first import, killed
+ * while staging, leaves one in a space with no meta record, which only this finds.
+ */
+export async function stagingSpaces(storage: Storage): Promise<string[]> {
+  const spaces: string[] = [];
+  let start: string | undefined;
+  for (;;) {
+    const [row] = await storage.transaction((tx) => tx.scan({ prefix: STAGING_PREFIX, start: start === undefined ? undefined : { key: start, exclusive: false }, limit: 1 }), { readOnly: true });
+    if (row === undefined) return spaces;
+    const space = spaceOfStaging(row[0]);
+    spaces.push(space);
+    // `0` is the character after `/`, which ends the space's part of its rows' keys.
+    start = new SpaceKeys(space).stagingPrefix.slice(0, -1) + '0';
+  }
 }
 
 /** Writes checked entries into the staging area of import `id`. */

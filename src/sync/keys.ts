@@ -52,7 +52,7 @@ export class SpaceKeys {
     this.expiredPrefix = `x/${this.#space}/`;
     this.tombstonePrefix = `t/${this.#space}/`;
     this.viewUsePrefix = `u/${this.#space}/`;
-    this.stagingPrefix = `i/${this.#space}/`;
+    this.stagingPrefix = `${STAGING_PREFIX}${this.#space}/`;
     this.groupPrefix = `g/${this.#space}/`;
     this.clientPrefix = `c/${this.#space}/`;
   }
@@ -147,6 +147,14 @@ export function encodeVersion(version: number): string {
 /** The number a fixed-width hex field stands for. */
 export function decodeVersion(field: string): number {
   return parseInt(field, 16);
+}
+
+/** The staging areas' keys start with this; {@link spaceOfStaging} reads the space from one. */
+export const STAGING_PREFIX = 'i/';
+
+/** The space whose staging area holds the row at `key`. */
+export function spaceOfStaging(key: string): string {
+  return unescapeID(key.slice(STAGING_PREFIX.length, key.indexOf('/', STAGING_PREFIX.length)));
 }
 
 /** The spaces' meta keys start with this; the rest of such a key is {@link spaceOfMeta}'s. */

@@ -53,7 +53,7 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
     await showing({ 'invoice/1': { paid: true } });
     await mutate(ctx, '', 'put', { key: 'invoice/2', value: { paid: false } });
     await showing({ 'invoice/1': { paid: true }, 'invoice/2': { paid: false } });
-    await importSpace(ctx, '', ['{"viewsync":"space","format":1}\n{"key":"invoice/3","value":{"paid":true}}\n'], { mode: 'replace' });
+    await importSpace(ctx, '', ['{"viewsync":"space","format":2}\n{"key":"invoice/3","value":{"paid":true}}\n{"viewsync":"end","entries":1}\n'], { mode: 'replace' });
     await showing({ 'invoice/3': { paid: true } });
     // The client's own mutations still go through: its lastMutationID was left alone.
     await rep.mutate.put({ key: 'invoice/4', value: { paid: false } });

@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { DumpError, importSpace, type JSONValue, memoryStorage, read, type SyncContext, transact } from '../../src/index.js';
 import { rawContents } from './suite.js';
 
-const HEADER = '{"viewsync":"space","format":1}';
+const HEADER = '{"viewsync":"space","format":2}';
+const end = (entries: number) => `{"viewsync":"end","entries":${entries}}`;
 const RUNS = Number(process.env.FC_RUNS ?? 300);
 
 async function seeded(): Promise<SyncContext> {
@@ -37,7 +38,8 @@ describe('importSpace against hostile dumps', () => {
   it('random lines, random bytes and random cuts: a DumpError naming a line that exists, and an unchanged store; or an import', async () => {
     const line = fc.oneof(
       fc.constant(HEADER),
-      fc.constant('{"viewsync":"space","format":1,"extra":[1,2]}'),
+      fc.constant('{"viewsync":"space","format":2,"extra":[1,2]}'),
+      fc.nat(4).map(end),
       fc.record({ key: fc.string({ maxLength: 8 }), value: fc.jsonValue({ maxDepth: 3 }) }).map((entry) => JSON.stringify(entry)),
       fc.record({ key: fc.string({ unit: 'binary', maxLength: 4 }), value: fc.jsonValue({ maxDepth: 2 }) }).map((entry) => JSON.stringify(entry)),
       fc.jsonValue({ maxDepth: 2 }).map((value) => JSON.stringify(value)),
@@ -46,15 +48,18 @@ describe('importSpace against hostile dumps', () => {
       fc.constant('\r'),
     );
     await fc.assert(
-      fc.asyncProperty(fc.array(line, { maxLength: 12 }), fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.uint8Array({ maxLength: 6 }), async (lines, newline, size, noise) => {
+      fc.asyncProperty(fc.array(line, { maxLength: 12 }), fc.boolean(), fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.uint8Array({ maxLength: 6 }), async (lines, closed, newline, size, noise) => {
         const ctx = await seeded();
         const before = await rawContents(ctx.storage);
-        const text = lines.join(newline ? '\r\n' : '\n');
+        // Often closed by an end line that counts the lines before it, as an export's would.
+        const text = [...lines, ...(closed ? [end(Math.max(0, lines.length - 1))] : [])].join(newline ? '\r\n' : '\n');
         const bytes = new Uint8Array([...new TextEncoder().encode(text), ...noise]);
         const failure = await attempt(ctx, bytes, size);
         if (failure === undefined) {
-          // Taken: the space is now exactly the dump's entries.
-          const [, ...entries] = new TextDecoder().decode(bytes).split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line.trim() !== '');
+          // Taken: the dump ended with an end line counting its entries, and the space is now exactly them.
+          const [, ...rest] = new TextDecoder().decode(bytes).split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line.trim() !== '');
+          const entries = rest.slice(0, -1);
+          expect(JSON.parse(rest.at(-1)!)).toMatchObject({ viewsync: 'end', entries: entries.length });
           const expected = entries.map((line) => JSON.parse(line) as { key: string; value: JSONValue }).map(({ key, value }) => [key, value]);
           expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual(expected);
           return;
@@ -108,7 +113,7 @@ describe('importSpace against hostile dumps', () => {
       expect(await rawContents(ctx.storage)).toEqual(before);
     }
     // A dump cut in one-byte pieces, inside its characters, reads as whole.
-    expect(await attempt(ctx, `${HEADER}\n{"key":"ü🙂","value":"ü🙂"}\n`, 1)).toBeUndefined();
+    expect(await attempt(ctx, `${HEADER}\n{"key":"ü🙂","value":"ü🙂"}\n${end(1)}\n`, 1)).toBeUndefined();
     expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual([['ü🙂', 'ü🙂']]);
   });
 });

@@ -11,7 +11,7 @@ import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../sqlite-driver.js';
 import { applyPatch, mutation, pull, push, testMutators } from '../helpers.js';
 import { testDatabase } from '../stores.js';
-import { chunked, rawContents, text } from './suite.js';
+import { chunked, dumpOf, rawContents, text } from './suite.js';
 
 const database = testDatabase('migrate');
 let tables = 0;
@@ -36,7 +36,7 @@ describe('moving a space between stores', () => {
     }
     await push(sqlite, 'g', [mutation('c', 3001, 'del', { key: 'item/00007' }), mutation('c', 3002, 'put', { key: 'z\u0000nul', value: [null, 1.5, { '': '' }] })]);
     const dump = await text(exportSpace(sqlite, ''));
-    expect(dump.split('\n').length).toBe(1 + 3000 + 1);
+    expect(dump.split('\n').length).toBe(1 + 3000 + 1 + 1);
 
     const targets = [context(postgresStore()), context(memoryStorage())];
     for (const target of targets) {
@@ -74,7 +74,7 @@ describe('moving a space between stores', () => {
           const { cookie, patch } = await pull(ctx, 'reader', cookies.at(-1)!.cookie);
           cookies.push({ cookie, data: applyPatch(cookies.at(-1)!.data, patch) });
         }
-        const dump = ['{"viewsync":"space","format":1}', ...Object.keys(next).sort().map((k) => JSON.stringify({ key: k, value: next[k] }))].join('\n');
+        const dump = dumpOf(Object.keys(next).sort().map((k) => [k, next[k]!] as const));
         await importSpace(ctx, '', [dump], { mode: 'replace' });
         const expected = new Map(Object.entries(next) as Array<[string, JSONValue]>);
         for (const hold of [...holds, cookies.length - 1]) {
@@ -98,14 +98,9 @@ describe('moving a space between stores', () => {
       });
       const first = await pull(ctx, 'old', null);
       // Every third key from 0 to 6,000: some kept as they are, some changed, some new; the rest of the evens go.
-      const dump = ['{"viewsync":"space","format":1}'];
       const expected = new Map<string, JSONValue>();
-      for (let i = 0; i < 6_000; i += 3) {
-        const value = i % 4 === 0 ? i : -i;
-        dump.push(JSON.stringify({ key: name(i), value }));
-        expected.set(name(i), value);
-      }
-      const result = await importSpace(ctx, '', [dump.join('\n')], { mode: 'replace' });
+      for (let i = 0; i < 6_000; i += 3) expected.set(name(i), i % 4 === 0 ? i : -i);
+      const result = await importSpace(ctx, '', [dumpOf([...expected])], { mode: 'replace' });
       // Of the 2,500 evens below 5,000, the 834 multiples of 6 are in the dump (the 417 multiples of 12
       // unchanged) and the other 1,666 go; the dump's 2,000 keys less those 417 are written.
       expect(result).toEqual({ entries: 2_000, written: 1_583, deleted: 1_666 });
@@ -122,7 +117,7 @@ describe('moving a space between stores', () => {
         for (let i = 0; i < 5_000; i++) await tx.set(`k/${String(i).padStart(5, '0')}`, i);
       });
       const before = await pull(ctx, 'reader', null);
-      const dump = ['{"viewsync":"space","format":1}', '{"key":"k/00000","value":0}', '{"key":"k/02500","value":"changed"}', '{"key":"k/99999","value":"new"}'].join('\n');
+      const dump = dumpOf([['k/00000', 0], ['k/02500', 'changed'], ['k/99999', 'new']]);
       expect(await importSpace(ctx, '', dump, { mode: 'merge' })).toEqual({ entries: 3, written: 2, deleted: 0 });
       const after = await pull(ctx, 'reader', before.cookie);
       expect(after.patch).toEqual([{ op: 'put', key: 'k/02500', value: 'changed' }, { op: 'put', key: 'k/99999', value: 'new' }]);
@@ -137,8 +132,9 @@ describe('moving a space between stores', () => {
         for (let i = 0; i < 200; i++) await tx.set(`item/${String(i).padStart(6, '0')}`, { before: i });
       });
       const before = await rawContents(ctx.storage);
-      const lines = ['{"viewsync":"space","format":1,"space":"","exported":"2026-11-24T00:00:00.000Z"}'];
+      const lines = ['{"viewsync":"space","format":2,"space":"","exported":"2026-11-24T00:00:00.000Z"}'];
       for (let i = 0; lines.length < 60_000; i++) lines.push(JSON.stringify({ key: `item/${String(i).padStart(6, '0')}`, value: { after: i, pad: 'x'.repeat(40) } }));
+      lines.push(`{"viewsync":"end","entries":${lines.length - 1}}`);
       lines[49_999] = lines[49_999]!.slice(0, -1);
       const failure = await importSpace(ctx, '', chunked(lines.join('\n') + '\n', 65_536), { mode: 'replace' }).then(() => undefined, (error: unknown) => error);
       expect(failure).toBeInstanceOf(DumpError);

@@ -46,7 +46,7 @@ describe.skipIf(url === undefined)('backend writes poke other instances through 
     await acme.until(() => acme.pokes === 1);
     await mutate(a, 'acme', 'put', { key: 'invoice/2', value: { paid: false } });
     await acme.until(() => acme.pokes === 2);
-    await importSpace(a, 'acme', ['{"viewsync":"space","format":1}\n{"key":"seed","value":1}\n'], { mode: 'merge' });
+    await importSpace(a, 'acme', ['{"viewsync":"space","format":2}\n{"key":"seed","value":1}\n{"viewsync":"end","entries":1}\n'], { mode: 'merge' });
     await acme.until(() => acme.pokes === 3);
     // A call that writes nothing pokes no one.
     await transact(a, 'acme', (tx) => tx.get('seed'));

@@ -45,6 +45,12 @@ export async function text(stream: ReadableStream<Uint8Array>): Promise<string> 
   return new Response(stream).text();
 }
 
+/** A dump in the format `exportSpace` writes (format 2): its header (with `header`'s fields), the entries, the end line. */
+export function dumpOf(entries: ReadonlyArray<readonly [string, JSONValue]>, header: Record<string, JSONValue> = {}): string {
+  const lines = [{ viewsync: 'space', format: 2, ...header }, ...entries.map(([key, value]) => ({ key, value })), { viewsync: 'end', entries: entries.length }];
+  return lines.map((line) => JSON.stringify(line) + '\n').join('');
+}
+
 /** A dump's lines as a stream cut into pieces of `size` characters, as a file or socket would deliver them. */
 export function chunked(dump: string, size = 7): ReadableStream<Uint8Array> {
   const bytes = new TextEncoder().encode(dump);
@@ -235,7 +241,7 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       expect(await rawContents(ctx.storage)).toEqual(before);
     });
 
-    it('export then import, into another space of this store, gives the same full pull; merge only sets', async (ctx) => {
+    it('export then import, into another space of this store (named by `from`), gives the same full pull; merge only sets', async (ctx) => {
       // In UTF-8 order: `z` (0x7a) before `ü` (0xc3 0xbc).
       const entries: Array<[string, JSONValue]> = [['a', 1], ['b/z', 'line\nbreak'], ['b/ü', { nested: ['🙂', null, true] }], ['c', -0.5], ['\u{10FFFF}', '']];
       await transact(ctx, 'from', async (tx) => {
@@ -246,19 +252,20 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       await transact(ctx, 'from', (tx) => tx.del('b/gone'));
       const dump = await text(exportSpace(ctx, 'from'));
       const lines = dump.trimEnd().split('\n');
-      expect(JSON.parse(lines[0]!)).toMatchObject({ viewsync: 'space', format: 1, space: 'from' });
-      expect(lines.slice(1).map((line) => JSON.parse(line) as unknown)).toEqual(entries.map(([key, value]) => ({ key, value })));
+      expect(JSON.parse(lines[0]!)).toMatchObject({ viewsync: 'space', format: 2, space: 'from' });
+      expect(lines.slice(1, -1).map((line) => JSON.parse(line) as unknown)).toEqual(entries.map(([key, value]) => ({ key, value })));
+      expect(JSON.parse(lines.at(-1)!)).toEqual({ viewsync: 'end', entries: 5 });
 
       await transact(ctx, 'to', (tx) => tx.set('stale', 1));
-      expect(await importSpace(ctx, 'to', chunked(dump), { mode: 'replace' })).toEqual({ entries: 5, written: 5, deleted: 1 });
+      expect(await importSpace(ctx, 'to', chunked(dump), { mode: 'replace', from: 'from' })).toEqual({ entries: 5, written: 5, deleted: 1 });
       const view = await read(ctx, 'to', (tx) => tx.scan().entries().toArray());
       expect(view).toEqual(entries);
       // The same dump again changes nothing.
-      expect(await importSpace(ctx, 'to', chunked(dump, 1000), { mode: 'replace' })).toEqual({ entries: 5, written: 0, deleted: 0 });
+      expect(await importSpace(ctx, 'to', chunked(dump, 1000), { mode: 'replace', from: 'from' })).toEqual({ entries: 5, written: 0, deleted: 0 });
       // Merge sets and keeps the rest.
       await transact(ctx, 'to', (tx) => tx.set('extra', true));
-      const merge = `${lines[0]}\n{"key":"a","value":2}\n`;
-      expect(await importSpace(ctx, 'to', [merge], { mode: 'merge' })).toEqual({ entries: 1, written: 1, deleted: 0 });
+      const merge = `${lines[0]}\n{"key":"a","value":2}\n{"viewsync":"end","entries":1}\n`;
+      expect(await importSpace(ctx, 'to', [merge], { mode: 'merge', from: 'from' })).toEqual({ entries: 1, written: 1, deleted: 0 });
       expect(await read(ctx, 'to', (tx) => Promise.all([tx.get('a'), tx.get('extra'), tx.get('c')]))).toEqual([2, true, -0.5]);
     });
 
@@ -275,10 +282,10 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
     it('a dump with a bad line rejects naming it and changes nothing', async (ctx) => {
       await transact(ctx, '', (tx) => tx.set('kept', 1));
       const before = await rawContents(ctx.storage);
-      const header = '{"viewsync":"space","format":1,"space":"x","exported":"2026-11-24T00:00:00.000Z"}';
+      const header = '{"viewsync":"space","format":2,"space":"","exported":"2026-11-24T00:00:00.000Z"}';
       const cases: Array<[string, number, RegExp]> = [
         ['', 1, /empty/],
-        ['{"viewsync":"space","format":2}\n', 1, /format 2/],
+        ['{"viewsync":"space","format":3}\n', 1, /format 3; this viewsync reads format 2/],
         [`${header}\n{"key":"a","value":1}\n{"key":"b","value":\n`, 3, /not JSON/],
         [`${header}\n{"key":"b","value":1}\n{"key":"a","value":1}\n`, 3, /not after/],
         [`${header}\n{"key":"a","value":1}\n{"key":"a","value":2}\n`, 3, /not after/],
@@ -296,6 +303,83 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       }
     });
 
+    it('an export cut at any line boundary or inside any line is refused, in replace and in merge mode, and changes nothing; the whole one is taken', async (ctx) => {
+      // As in the issue: the target already holds what the export holds, so a prefix taken for
+      // the whole dump would delete the rest.
+      await transact(ctx, '', async (tx) => {
+        for (let i = 0; i < 12; i++) await tx.set(`item/${String(i).padStart(2, '0')}`, { i, text: 'ü🙂'.repeat(i % 3) });
+      });
+      await push(ctx, 'g1', [mutation('c1', 1, 'del', { key: 'item/05' })]);
+      const dump = await text(exportSpace(ctx, ''));
+      const lines = dump.split('\n').slice(0, -1);
+      expect(lines).toHaveLength(1 + 11 + 1);
+      const before = await rawContents(ctx.storage);
+      // Every cut: after each line but the last (a dump that stops at a line's end), before each
+      // line's newline, and inside each line, at its middle and one character short.
+      const cuts = new Set<number>();
+      let at = 0;
+      for (const [i, line] of lines.entries()) {
+        cuts.add(at + line.length - 1).add(at + Math.floor(line.length / 2));
+        if (i < lines.length - 1) cuts.add(at + line.length).add(at + line.length + 1);
+        at += line.length + 1;
+      }
+      expect(at).toBe(dump.length);
+      for (const cut of [...cuts].sort((a, b) => a - b)) {
+        for (const mode of ['replace', 'merge'] as const) {
+          const failure = await importSpace(ctx, '', chunked(dump.slice(0, cut), 16), { mode }).then(() => undefined, (error: unknown) => error);
+          expect(failure, `${mode}, cut at ${cut}: ${JSON.stringify(dump.slice(Math.max(0, cut - 30), cut))}`).toBeInstanceOf(DumpError);
+          expect(await rawContents(ctx.storage)).toEqual(before);
+        }
+      }
+      // A cut at the end of a line names the last line.
+      const afterFive = lines.slice(0, 6).join('\n') + '\n';
+      await expect(importSpace(ctx, '', [afterFive], { mode: 'replace' })).rejects.toThrow(
+        'line 6 of the dump is its last, and not its end line, {"viewsync":"end","entries":…}: the dump was cut short (an export that failed or was stopped midway?), so nothing was imported',
+      );
+      // The whole dump, with or without its last newline, is taken, and changes nothing either.
+      for (const whole of [dump, dump.slice(0, -1)]) {
+        expect(await importSpace(ctx, '', chunked(whole, 16), { mode: 'replace' })).toEqual({ entries: 11, written: 0, deleted: 0 });
+      }
+      expect(await rawContents(ctx.storage)).toEqual(before);
+    });
+
+    it('an end line with the wrong count, lines after it, a format-1 dump and a dump of another space are refused and change nothing; allowFormat1 and from take them', async (ctx) => {
+      await transact(ctx, 'acme', (tx) => tx.set('kept', 1));
+      const before = await rawContents(ctx.storage);
+      const entries: Array<[string, JSONValue]> = [['a', 1], ['b', 2]];
+      const dump = dumpOf(entries, { space: 'acme' });
+      const [header] = dump.split('\n');
+      const format1 = `{"viewsync":"space","format":1,"space":"acme"}\n{"key":"a","value":1}\n{"key":"b","value":2}\n`;
+      const cases: Array<[string, 'replace' | 'merge', number, string | RegExp]> = [
+        [dump.replace('"entries":2', '"entries":3'), 'replace', 4, "line 4 of the dump is the dump's end line, which counts 3 entries, but 2 came before it: lines were lost or added, so nothing was imported"],
+        [dump.replace('{"key":"a","value":1}\n', ''), 'merge', 3, /counts 2 entries, but 1 came before it/],
+        [dump.replace('"entries":2', '"entries":"2"'), 'replace', 4, /is an end line without a count of entries/],
+        [`${dump}{"key":"c","value":3}\n`, 'merge', 5, "line 5 of the dump comes after the dump's end line (line 4): a dump ends there (were two dumps joined?), so nothing was imported"],
+        [`${dump}\n${dump}`, 'replace', 6, /comes after the dump's end line \(line 4\)/],
+        [`${header}\n${dumpOf([]).split('\n')[1]}\n\n${header}\n`, 'replace', 4, /comes after the dump's end line \(line 2\)/],
+        [format1, 'replace', 1, /^line 1 of the dump is the header of a format-1 dump, which has no end line: if it was cut short \(an export that failed midway\), nothing shows it, and a replace would delete every entry after the cut\. Export it again with this viewsync \(format 2\), or, if you know the dump is whole, import it with allowFormat1: true \(CLI: --allow-format-1\)$/],
+        [format1, 'merge', 1, /a merge would set only the entries before the cut\. .* allowFormat1: true/],
+        [dumpOf(entries, { space: 'globex' }), 'replace', 1, 'line 1 of the dump is the header of a dump of space "globex", not "acme": to import it into "acme" anyway, pass from: "globex" (CLI: --from "globex")'],
+        [dumpOf(entries, { space: 7 }), 'merge', 1, /whose "space" is not a string/],
+      ];
+      for (const [input, mode, line, message] of cases) {
+        const failure = await importSpace(ctx, 'acme', chunked(input), { mode }).then(() => undefined, (error: unknown) => error);
+        expect(failure, input).toBeInstanceOf(DumpError);
+        expect([(failure as DumpError).line, (failure as DumpError).message], input).toEqual([line, typeof message === 'string' ? message : expect.stringMatching(message)]);
+        expect(await rawContents(ctx.storage)).toEqual(before);
+      }
+      // `from` names the space a dump must come from, which is then the only one taken.
+      await expect(importSpace(ctx, 'acme', [dumpOf(entries, { space: 'globex' })], { mode: 'merge', from: 'initech' })).rejects.toThrow('line 1 of the dump is the header of a dump of space "globex", not "initech" (options.from)');
+      expect(await rawContents(ctx.storage)).toEqual(before);
+
+      expect(await importSpace(ctx, 'acme', [format1], { mode: 'replace', allowFormat1: true })).toEqual({ entries: 2, written: 2, deleted: 1 });
+      expect(await read(ctx, 'acme', (tx) => tx.scan().entries().toArray())).toEqual(entries);
+      // A dump of another space, named; a dump made by hand without a space goes anywhere.
+      expect(await importSpace(ctx, 'acme', [dumpOf([['c', 3]], { space: 'globex' })], { mode: 'merge', from: 'globex' })).toEqual({ entries: 1, written: 1, deleted: 0 });
+      expect(await importSpace(ctx, 'initech', [dumpOf(entries)], { mode: 'replace' })).toEqual({ entries: 2, written: 2, deleted: 0 });
+      expect(await importSpace(ctx, 'empty', [dumpOf([])], { mode: 'replace' })).toEqual({ entries: 0, written: 0, deleted: 0 });
+    });
+
     it('inspect lists spaces with their entries, size, version and groups, and one space’s clients', async (ctx) => {
       await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'k', value: 'vv' }), mutation('c2', 1, 'put', { key: 'k2', value: 1 })]);
       await transact(ctx, 'other', (tx) => tx.set('x', null));
@@ -307,7 +391,7 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       expect(typeof spaces[0]!.lastActivity).toBe('number');
       const detail = await inspect(ctx, '');
       expect(detail.groups).toEqual([{ userID: null, clientGroupID: 'g1', lastActive: spaces[0]!.lastActivity, expired: false, clients: { c1: 1, c2: 1 } }]);
-      expect(await inspect(ctx, 'none')).toEqual({ space: 'none', entries: 0, bytes: 0, version: 0, clientGroups: 0, lastActivity: null, groups: [] });
+      expect(await inspect(ctx, 'none')).toEqual({ space: 'none', entries: 0, bytes: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [], groups: [] });
     });
   });
 }

@@ -3,13 +3,15 @@
  * as processes, against a SQLite file and a PostgreSQL database (a real server when there is one,
  * as in CI). Each check looks at the exit code, stdout and stderr, and at the store itself.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer as createHTTPServer } from 'node:http';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, inspect, type JSONValue, type SyncContext, transact } from '../../src/index.js';
+import { collectGarbage, handlePull, importSpace, inspect, type JSONValue, read, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../helpers.js';
@@ -30,6 +32,39 @@ const database = testDatabase('cli');
 function sh(line: string, env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
   const run = spawnSync('sh', ['-c', line], { cwd: work, encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env }, timeout: 120_000 });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** Runs a shell command line as {@link sh} does, without blocking this process (which may serve it): also how long it took. */
+function shAsync(line: string, env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = performance.now();
+  const child = spawn('sh', ['-c', line], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let [stdout, stderr] = ['', ''];
+  child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  // A command that never exits fails the test in 60 s, not the whole run.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  return new Promise((resolve) => child.once('close', (status) => (clearTimeout(timer), resolve({ status, stdout, stderr, ms: performance.now() - started }))));
+}
+
+/** Everything in a SQLite file's viewsync table, raw. */
+function rows(file: string): unknown[] {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare('SELECT * FROM viewsync_kv ORDER BY key').all();
+  } finally {
+    db.close();
+  }
+}
+
+/** A SQLite file holding `entries` entries in `space`, imported from a dump. */
+async function filled(name: string, space: string, entries: number): Promise<string> {
+  const file = join(work, name);
+  const db = new Database(file);
+  const lines = Array.from({ length: entries }, (_, i) => JSON.stringify({ key: `todo/${String(i).padStart(6, '0')}`, value: { title: `Todo ${i}`, done: i % 2 === 0 } }));
+  const dump = [JSON.stringify({ viewsync: 'space', format: 2 }), ...lines, JSON.stringify({ viewsync: 'end', entries })].join('\n');
+  await importSpace({ storage: sqliteStorage(db), mutators: {}, onError: () => {} }, space, dump, { mode: 'replace' });
+  db.close();
+  return file;
 }
 
 /** A SQLite file with a history: pushes, a delete, a client group. */
@@ -69,6 +104,10 @@ describe('the viewsync CLI, run as a process', () => {
       ['viewsync gc --tombstones soon --sqlite x.db', /--tombstones takes a number of days/],
       ['env -u DATABASE_URL viewsync inspect', /No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL/],
       ['viewsync inspect --sqlite a.db --postgres postgres://h/d', /not both/],
+      ['viewsync export s --sqlite x.db --idle-timeout 0', /--idle-timeout takes a number of seconds above 0, got "0"/],
+      ['viewsync export s --sqlite x.db --from t', /export takes no --from/],
+      ['viewsync inspect --sqlite x.db --schema app', /--schema is for PostgreSQL: a SQLite file has no schemas/],
+      ['viewsync inspect --sqlite x.db --table-prefix 1x', /--table-prefix "1x" cannot begin a table name/],
     ];
     for (const [line, message] of usage) {
       const run = sh(line);
@@ -90,7 +129,7 @@ describe('the viewsync CLI, run as a process', () => {
     expect(exported.status, exported.stderr).toBe(0);
     expect(exported.stderr).toMatch(/^export: [\d,]+ entries of ""…$/m);
     expect(exported.stderr).toMatch(/^exported 4,999 entries of "" in [\d.]+ s$/m);
-    const imported = sh(`viewsync import copy --sqlite copy.db < dump.ndjson`, { VIEWSYNC_PROGRESS_MS: '0' });
+    const imported = sh(`viewsync import copy --sqlite copy.db --from '' < dump.ndjson`, { VIEWSYNC_PROGRESS_MS: '0' });
     expect(imported.status, imported.stderr).toBe(0);
     expect(imported.stderr).toMatch(/^import: [\d,]+ entries read and checked…$/m);
     expect(imported.stderr).toMatch(/^imported 4,999 entries into "copy" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged$/m);
@@ -102,16 +141,25 @@ describe('the viewsync CLI, run as a process', () => {
     expect([cut.status, cut.stderr]).toEqual([0, '']);
 
     // A bad dump: exit 1, the line named, the file as it was.
-    writeFileSync(join(work, 'bad.ndjson'), '{"viewsync":"space","format":1}\n{"key":"b","value":1}\n{"key":"a","value":1}\n');
+    writeFileSync(join(work, 'bad.ndjson'), '{"viewsync":"space","format":2}\n{"key":"b","value":1}\n{"key":"a","value":1}\n{"viewsync":"end","entries":2}\n');
     const before = (await inspect(copy, 'copy')).entries;
     const bad = sh(`viewsync import copy --sqlite copy.db --quiet < bad.ndjson`);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toBe('viewsync: line 3 of the dump has key "a", which is not after the previous line\'s "b": a dump lists each key once, in ascending order (UTF-8 bytes)\n');
     expect((await inspect(copy, 'copy')).entries).toBe(before);
     // --merge sets, and keeps the rest.
-    writeFileSync(join(work, 'one.ndjson'), '{"viewsync":"space","format":1}\n{"key":"todo/00000","value":"merged"}\n');
+    writeFileSync(join(work, 'one.ndjson'), '{"viewsync":"space","format":2}\n{"key":"todo/00000","value":"merged"}\n{"viewsync":"end","entries":1}\n');
     expect(sh(`viewsync import copy --sqlite copy.db --merge --quiet < one.ndjson`).status).toBe(0);
     expect(await inspect(copy, 'copy')).toMatchObject({ entries: 4_999 });
+    // A dump of another space is taken only when --from names that space.
+    const other = sh(`viewsync import copy --sqlite copy.db --quiet < dump.ndjson`);
+    expect([other.status, other.stderr]).toEqual([1, 'viewsync: line 1 of the dump is the header of a dump of space "", not "copy": to import it into "copy" anyway, pass from: "" (CLI: --from "")\n']);
+    // A format-1 dump (viewsync 0.1, no end line) only with --allow-format-1.
+    writeFileSync(join(work, 'old.ndjson'), '{"viewsync":"space","format":1,"space":"copy"}\n{"key":"todo/00000","value":"old"}\n');
+    const old = sh(`viewsync import copy --sqlite copy.db --merge --quiet < old.ndjson`);
+    expect([old.status, old.stderr]).toEqual([1, expect.stringMatching(/^viewsync: line 1 of the dump is the header of a format-1 dump, which has no end line: .* import it with allowFormat1: true \(CLI: --allow-format-1\)\n$/)]);
+    expect(sh(`viewsync import copy --sqlite copy.db --merge --allow-format-1 --quiet < old.ndjson`).status).toBe(0);
+    expect(await read(copy, 'copy', (tx) => tx.get('todo/00000'))).toBe('old');
 
     const missing = sh(`viewsync export '' --sqlite missing.db`);
     expect([missing.status, missing.stderr, missing.stdout]).toEqual([1, 'viewsync: No such SQLite file: missing.db\n', '']);
@@ -124,12 +172,12 @@ describe('the viewsync CLI, run as a process', () => {
   it('runs under Bun (bun:sqlite) and Deno (node:sqlite) on the same SQLite file', async () => {
     const cli = join(project, 'node_modules', 'viewsync', 'dist', 'cli.js');
     const runtimes = { bun: `${ROOT}node_modules/.bin/bun ${cli}`, deno: `${ROOT}node_modules/.bin/deno run --no-remote -A ${cli}` };
-    writeFileSync(join(work, 'runtimes.ndjson'), '{"viewsync":"space","format":1}\n{"key":"a","value":1}\n{"key":"b","value":{"ü":[true]}}\n');
+    writeFileSync(join(work, 'runtimes.ndjson'), '{"viewsync":"space","format":2}\n{"key":"a","value":1}\n{"key":"b","value":{"ü":[true]}}\n{"viewsync":"end","entries":2}\n');
     const imported = sh(`${runtimes.bun} import s --sqlite runtimes.db < runtimes.ndjson`, { DENO_NO_UPDATE_CHECK: '1' });
     expect(imported.status, imported.stderr).toBe(0);
     const exported = sh(`${runtimes.deno} export s --sqlite runtimes.db --quiet`, { DENO_NO_UPDATE_CHECK: '1' });
     expect(exported.status, exported.stderr).toBe(0);
-    expect(exported.stdout.split('\n').slice(1)).toEqual(['{"key":"a","value":1}', '{"key":"b","value":{"ü":[true]}}', '']);
+    expect(exported.stdout.split('\n').slice(1)).toEqual(['{"key":"a","value":1}', '{"key":"b","value":{"ü":[true]}}', '{"viewsync":"end","entries":2}', '']);
   });
 
   it('gc removes what the retention lets go', async () => {
@@ -164,5 +212,80 @@ describe('the viewsync CLI, run as a process', () => {
     expect(unreachable.status).toBe(1);
     expect(unreachable.stderr).toMatch(/^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1\/none: .*ECONNREFUSED/);
     expect(unreachable.stderr).not.toContain('secret');
+  });
+
+  it('an export that fails midway, piped into an import of a target holding the same data: the import refuses and the target is unchanged; both exit 1', async () => {
+    // The issue's pipeline, quickly: its reader stalls past the export's idle timeout.
+    await filled('source.db', 'acme', 20_000);
+    const target = await filled('target.db', 'acme', 20_000);
+    const before = rows(target);
+    const stall = '(dd bs=64k count=1 iflag=fullblock 2>/dev/null; sleep 3; cat)';
+    const run = sh(`bash -c 'viewsync export acme --sqlite source.db --idle-timeout 1 | ${stall} | viewsync import acme --sqlite target.db; echo "status \${PIPESTATUS[*]}" >&2'`);
+    expect(run.stderr).toMatch(/^viewsync: export of "acme" failed after [\d,]+ entries: stdout took nothing for 1 s \(--idle-timeout\), and an export does not hold its snapshot longer\. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it$/m);
+    expect(run.stderr).toMatch(/^viewsync: line \d+ of the dump is its last, and not its end line, \{"viewsync":"end","entries":…\}: the dump was cut short \(an export that failed or was stopped midway\?\), so nothing was imported$/m);
+    expect(run.stderr).toMatch(/^status 1 0 1$/m);
+    expect(rows(target)).toEqual(before);
+    // --merge refuses it as well; with pipefail, the pipeline fails on either side.
+    const merged = sh(`bash -o pipefail -c 'viewsync export acme --sqlite source.db --idle-timeout 1 --quiet | ${stall} | viewsync import acme --sqlite target.db --merge --quiet'`);
+    expect(merged.status).toBe(1);
+    expect(rows(target)).toEqual(before);
+  });
+
+  it('a bad --schema or --table-prefix, a port that is not PostgreSQL, an address that never answers: each exits within seconds, saying why, never the password', async () => {
+    const silent = createServer((socket) => socket.resume());
+    const http = createHTTPServer((_, response) => response.end('hello'));
+    const listen = (server: Server | typeof http) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+    const [silentPort, httpPort] = [await listen(silent), await listen(http)];
+    const pg = url ?? 'postgres://someone:secret@127.0.0.1:1/none';
+    try {
+      const cases: Array<[string, number, RegExp]> = [
+        [`viewsync inspect --postgres '${pg}' --schema 'app;drop'`, 2, /^viewsync: --schema "app;drop" is not a name viewsync takes: 1 to 63 letters, digits and _, not starting with a digit\n/],
+        [`viewsync export s --postgres '${pg}' --table-prefix 'my-app_'`, 2, /^viewsync: --table-prefix "my-app_" cannot begin a table name: up to 57 letters, digits and _, not starting with a digit\n/],
+        [`viewsync import s --sqlite bad-prefix.db --table-prefix '${'x'.repeat(58)}' < /dev/null`, 2, /cannot begin a table name: up to 57 letters/],
+        [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:${silentPort}/db --connect-timeout 2`, 1, new RegExp(`^viewsync: Cannot reach PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/db: nothing answered as PostgreSQL within 2 s \\(--connect-timeout\\): check the host and port, and that PostgreSQL listens there\\n$`)],
+        [`viewsync gc --postgres postgres://someone:secret@127.0.0.1:${httpPort}/db --connect-timeout 2`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:\d+\/db: nothing answered as PostgreSQL within 2 s/],
+        [`viewsync export s --postgres postgres://someone:secret@10.255.255.1:5432/db --connect-timeout 2`, 1, /^viewsync: Cannot reach PostgreSQL at 10\.255\.255\.1:5432\/db: /],
+        [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:1/db`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1\/db: connect ECONNREFUSED/],
+      ];
+      const runs = await Promise.all(cases.map(([line]) => shAsync(line)));
+      for (const [i, [line, status, message]] of cases.entries()) {
+        const run = runs[i]!;
+        expect([run.status, run.stderr], line).toEqual([status, expect.stringMatching(message)]);
+        expect(run.stderr, line).not.toContain('secret');
+        // 2 s of timeout, and the rest a slow machine's start-up.
+        expect(run.ms, line).toBeLessThan(6_000);
+      }
+      expect(existsSync(join(work, 'bad-prefix.db'))).toBe(false);
+    } finally {
+      silent.close();
+      http.close();
+    }
+  });
+
+  it('an import killed while staging into a new space leaves a staging area, which inspect shows and collectGarbage removes a day after', async () => {
+    const child = spawn('viewsync', ['import', 'fresh', '--sqlite', 'killed.db'], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, VIEWSYNC_PROGRESS_MS: '0' }, stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    const staged = new Promise<void>((resolve) => child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text, /read and checked/.test(stderr) && resolve())));
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+    // A dump that never ends: the import stages batch after batch, waiting for more.
+    child.stdin.write('{"viewsync":"space","format":2}\n');
+    for (let i = 0; i < 2_500; i++) child.stdin.write(JSON.stringify({ key: `k/${String(i).padStart(5, '0')}`, value: i }) + '\n');
+    await staged;
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+
+    const listed = sh('viewsync inspect --sqlite killed.db');
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/\nUnfinished imports: running, or killed \(gc removes one a day after it began\):\nSPACE\s+STARTED\s+STAGED ENTRIES\s+SIZE\n"fresh"\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+[12],000\s+[\d.]+ KiB\n$/);
+    expect(JSON.parse(sh('viewsync inspect --sqlite killed.db --json').stdout).spaces).toEqual([
+      { space: 'fresh', entries: 0, bytes: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [{ started: expect.any(Number), rows: expect.any(Number), bytes: expect.any(Number) }] },
+    ]);
+    // Today it may still be running: gc keeps it. A day later, it goes.
+    expect(sh('viewsync gc --sqlite killed.db').status).toBe(0);
+    expect(rows(join(work, 'killed.db')).length).toBeGreaterThanOrEqual(1_000);
+    const ctx: SyncContext = { storage: sqliteStorage(new Database(join(work, 'killed.db'))), mutators: {}, onError: () => {}, clock: () => Date.now() + 25 * 60 * 60 * 1000 };
+    await collectGarbage(ctx);
+    expect(rows(join(work, 'killed.db'))).toEqual([]);
+    expect(sh('viewsync inspect --sqlite killed.db').stdout).toBe('No spaces: the store holds no data.\n');
   });
 });

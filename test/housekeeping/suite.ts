@@ -3,7 +3,7 @@
  * moves, a retention of seconds, and `collectGarbage` run by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, handlePush, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
+import { collectGarbage, handlePull, handlePush, inspect, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
 import { stage, stagingID } from '../../src/sync/import-batch.js';
@@ -61,6 +61,33 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       await collectGarbage(ctx);
       const rows = await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true });
       expect(rows.map(([row]) => row)).toEqual([`i//${running}/k`]);
+      expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'kept', value: 1 }]);
+    });
+
+    it('the staging area of a new space’s first import, killed while staging, is shown by inspect and removed by collectGarbage over every space a day after the import began', async () => {
+      const { ctx, clock } = await context();
+      // No meta record in either space: nothing but the staging areas, one of them large.
+      const [first, second] = [stagingID(clock.now - 60 * SECOND), stagingID(clock.now - 30 * SECOND)];
+      const staged = Array.from({ length: 150 }, (_, i) => [`k${i}`, { i }] as const);
+      await ctx.storage.transaction((tx) => stage(tx, 'new/space', first, staged), { readOnly: false, space: 'new/space' });
+      await ctx.storage.transaction((tx) => stage(tx, 'new', second, [['k', 'ü']]), { readOnly: false, space: 'new' });
+      await push(ctx, 'writer', [put('w', 1, 'kept', 1)]);
+      const bytes = staged.reduce((sum, [key, value]) => sum + key.length + JSON.stringify(value).length, 0);
+      const empty = { entries: 0, bytes: 0, version: 0, clientGroups: 0, lastActivity: null };
+      expect((await inspect(ctx)).spaces.filter(({ staging }) => staging.length > 0)).toEqual([
+        { space: 'new', ...empty, staging: [{ started: clock.now - 30 * SECOND, rows: 1, bytes: 1 + 4 }] },
+        { space: 'new/space', ...empty, staging: [{ started: clock.now - 60 * SECOND, rows: 150, bytes }] },
+      ]);
+      expect((await inspect(ctx, 'new/space')).staging).toEqual([{ started: clock.now - 60 * SECOND, rows: 150, bytes }]);
+
+      // Within the day the import may still be running: it stays.
+      clock.now += 23 * 60 * 60 * SECOND;
+      await collectGarbage(ctx);
+      expect(await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true })).toHaveLength(151);
+      clock.now += 60 * 60 * SECOND;
+      await collectGarbage(ctx);
+      expect(await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true })).toEqual([]);
+      expect((await inspect(ctx)).spaces.map(({ space }) => space)).toEqual(['']);
       expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'kept', value: 1 }]);
     });
 
