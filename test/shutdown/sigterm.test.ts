@@ -71,6 +71,8 @@ class Client {
   /** Answers by host, after `signalAt`. */
   readonly answeredAfterSignal = new Map<string, number>();
   unanswered = 0;
+  /** When the push now in flight was sent; undefined between pushes. */
+  sentAt: number | undefined;
   #pending: number[] = [];
   #target = 0;
 
@@ -87,11 +89,13 @@ class Client {
       if (producing() && this.#pending.length < 3) this.#pending.push(++this.lastID);
       const url = new URL(`push?space=${this.name}`, this.urls()[this.#target % this.urls().length]);
       const sentAt = Date.now();
+      this.sentAt = sentAt;
       const body = { pushVersion: 1, clientGroupID: `${this.name}-group`, profileID: 'p', schemaVersion: '', mutations: this.#pending.map((id) => ({ clientID: this.clientID, id, name: 'add', args: { ms: 100 }, timestamp: id })) };
       const status = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
         async (response) => (await response.arrayBuffer(), response.status),
         () => 0,
       );
+      this.sentAt = undefined;
       if (status === 200) {
         this.acknowledged = Math.max(this.acknowledged, ...this.#pending);
         this.#pending = [];
@@ -109,6 +113,20 @@ class Client {
 
 function count(counts: Map<string, number>, host: string): void {
   counts.set(host, (counts.get(host) ?? 0) + 1);
+}
+
+/**
+ * Waits until every client has had a push answered and two have one just sent (its mutators take
+ * 100 ms each): the moment to signal, so that pushes are in flight at the signal however loaded
+ * the machine is, rather than after a fixed sleep.
+ */
+async function pushesInFlight(clients: readonly Client[]): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  const fresh = () => clients.filter(({ sentAt }) => sentAt !== undefined && Date.now() - sentAt < 30).length;
+  while (!(clients.every(({ acknowledged }) => acknowledged > 0) && fresh() >= 2)) {
+    if (Date.now() > deadline) throw new Error('no pushes in flight within 20 s');
+    await sleep(2);
+  }
 }
 
 /** Pushes answered across the signal by `host`, by all clients. */
@@ -142,7 +160,7 @@ describe('SIGTERM under a stream of pushes', () => {
     const clients = Array.from({ length: 6 }, (_, i) => new Client(`sqlite-${i}`, () => [url]));
     const running = clients.map((client) => client.run(() => producing, () => signalAt));
 
-    await sleep(1_500);
+    await pushesInFlight(clients);
     signalAt = Date.now();
     const stopped = await server.terminate();
     expect(stopped.code).toBe(0);
@@ -177,7 +195,7 @@ describe('SIGTERM under a stream of pushes', () => {
     const clients = Array.from({ length: 6 }, (_, i) => new Client(`pg-${i}`, () => (i % 2 === 0 ? alive : [...alive].reverse())));
     const running = clients.map((client) => client.run(() => producing, () => signalAt));
 
-    await sleep(1_500);
+    await pushesInFlight(clients);
     signalAt = Date.now();
     const stopped = await a.terminate();
     expect(stopped.code).toBe(0);
