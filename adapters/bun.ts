@@ -1,5 +1,6 @@
 import { handleRequest, type SyncContext } from '../src/index.js';
 import { type CompressionOptions, compressedResponse, compressionSettings } from './compress.js';
+import { fitStreamsToProcess } from './descriptors.js';
 import { stopGracefully } from './stop.js';
 import type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
@@ -17,6 +18,7 @@ export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Pr
   // Bun.serve compresses nothing itself. Gzip first: Bun's brotli took 1.7-2x the time of a
   // plain 100k-entry pull over loopback, its gzip 1.0-1.5x, for the same bytes.
   const compression = compressionSettings(options.compression, ['gzip', 'br']);
+  fitStreamsToProcess();
   const server = Bun.serve({
     port: options.port ?? 8787,
     hostname: options.hostname ?? '127.0.0.1',

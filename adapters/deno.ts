@@ -1,5 +1,6 @@
 import { handleRequest, type SyncContext } from '../src/index.js';
 import { type CompressionOptions, compressedResponse, compressionSettings } from './compress.js';
+import { fitStreamsToProcess } from './descriptors.js';
 import { stopGracefully } from './stop.js';
 import type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
@@ -18,6 +19,8 @@ export async function serve(ctx: SyncContext, options: DenoServeOptions = {}): P
   // Deno's brotli took 3-3.6x the plain pull's time and its gzip left 22% of the bytes; ours
   // leaves 14.5% in 1.3-1.4x. Gzip first: brotli through Deno's node:zlib left 18.6%.
   const compression = compressionSettings(options.compression, ['gzip', 'br']);
+  // Asked first: reading without the permission would prompt on a terminal.
+  if (Deno.permissions.querySync({ name: 'read', path: '/proc/self/limits' }).state === 'granted') fitStreamsToProcess();
   const server = Deno.serve(
     // An empty onListen keeps Deno from printing its own "Listening on" line.
     { port: options.port ?? 8787, hostname: options.hostname ?? '127.0.0.1', onListen: () => {}, automaticCompression: false },
@@ -42,4 +45,5 @@ declare const Deno: {
     options: { port: number; hostname: string; onListen: () => void; automaticCompression: boolean },
     handler: (request: Request) => Promise<Response>,
   ): { readonly addr: { hostname: string; port: number }; shutdown(): Promise<void> };
+  permissions: { querySync(descriptor: { name: 'read'; path: string }): { state: string } };
 };

@@ -4,6 +4,7 @@ import type { SyncContext } from '../src/index.js';
 import { isDraining } from '../src/server/drain.js';
 import { requestReply } from '../src/server/handle-request.js';
 import { type CompressionOptions, compressionSettings } from './compress.js';
+import { fitStreamsToProcess } from './descriptors.js';
 import { nodeServerOptions, readSmallBody, toRequest, writeReply } from './node-bridge.js';
 import { stopGracefully } from './stop.js';
 import type { ServeOptions, StopOptions, SyncServer } from './types.js';
@@ -20,6 +21,7 @@ export type { CompressionOptions } from './compress.js';
  */
 export function createListener(ctx: SyncContext, options: ListenerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
   const compression = compressionSettings(options.compression);
+  fitStreamsToProcess();
   return (req, res) => {
     void toResponse(req, res, ctx, compression).catch((error: unknown) => {
       // Only writing to a socket the client already dropped gets here; the core never rejects.

@@ -13,8 +13,27 @@ export interface PokeOptions {
    * pokes at once, the rest of it once more when the time is up. Default: 50.
    */
   coalesceMs?: number;
-  /** Poke streams this context keeps open at once; past it, 503 with `Retry-After`. Default: 20,000. */
+  /**
+   * Poke streams this context keeps open at once; past it, a user with fewer streams than the
+   * user with the most takes that user's oldest, and anyone else gets 503 with `Retry-After`.
+   * Default: 20,000, or less where the adapter can read the process's file-descriptor limit
+   * (Node, Bun, and Deno with read access to `/proc`): three quarters of it, less 100.
+   */
   maxStreams?: number;
+  /**
+   * Poke streams one user (the ID `authenticate` returns) keeps open or opening at once; past it,
+   * 429 with `Retry-After`. Without `authenticate` there is no user to count by, and only
+   * `maxStreams` bounds the streams. Default: 100 (tabs and devices of one person).
+   */
+  maxStreamsPerUser?: number;
+  /**
+   * Milliseconds a stream stays open; then it ends with an SSE `retry` field and its client
+   * reconnects (and pulls). A client that stopped reading while its kernel still takes the
+   * heartbeats looks alive to the server: this is how long it can hold a connection. Each stream
+   * draws its own age from the last quarter below this, so reconnects spread; it is checked at
+   * each heartbeat. Default: 600,000 (10 minutes).
+   */
+  maxStreamAgeMs?: number;
 }
 
 const encoder = new TextEncoder();
@@ -25,21 +44,31 @@ const POKE = encoder.encode('data: poke\n\n');
 const HEARTBEAT = encoder.encode(':\n\n');
 /** Chunks a stream may have unread before pokes to it are dropped (a later read gets the newest). */
 const POKE_BACKLOG = 4;
+/**
+ * A refused stream's connection closes: kept alive, each would hold a descriptor for the
+ * keep-alive timeout, and a flood of them spends the process's descriptors as streams would.
+ */
+const REFUSED = { 'retry-after': '10', connection: 'close' };
 /** Streams poked before other work gets a turn. */
 const POKE_SLICE = 500;
 
 /**
- * The open poke streams of one context, by space. A space is subscribed to the notifier while
- * it has streams, and unsubscribed when its last one closes; one timer beats for every stream.
- * Every chunk a stream can hold is small and few, so a client that stops reading costs a few
- * bytes until the heartbeat after next closes its stream.
+ * The open poke streams of one context, by space and by user. A space is subscribed to the
+ * notifier while it has streams, and unsubscribed when its last one closes; one timer beats for
+ * every stream and ends those past their age. Every chunk a stream can hold is small and few, so
+ * a client that stops reading costs a few bytes until the heartbeat after next closes its stream
+ * (or, where the kernel takes the heartbeats unread, until its age).
  */
 export class PokeHub {
   readonly #notifier: Notifier;
   readonly #heartbeatMs: number;
   readonly #coalesceMs: number;
   readonly #maxStreams: number;
+  readonly #maxPerUser: number;
+  readonly #maxAgeMs: number;
   readonly #spaces = new Map<string, Space>();
+  /** Each user's streams, open (oldest first) or opening. */
+  readonly #users = new Map<string, User>();
   #streams = 0;
   #heartbeat: ReturnType<typeof setInterval> | undefined;
 
@@ -47,7 +76,9 @@ export class PokeHub {
     this.#notifier = notifier;
     this.#heartbeatMs = options.heartbeatMs ?? 15_000;
     this.#coalesceMs = options.coalesceMs ?? 50;
-    this.#maxStreams = options.maxStreams ?? 20_000;
+    this.#maxStreams = options.maxStreams ?? defaultMaxStreams;
+    this.#maxPerUser = options.maxStreamsPerUser ?? 100;
+    this.#maxAgeMs = options.maxStreamAgeMs ?? 600_000;
   }
 
   /** Streams open or opening. */
@@ -60,34 +91,43 @@ export class PokeHub {
     return this.#spaces.size;
   }
 
-  /** A new stream of `space`'s pokes; resolves once a change can no longer be missed. */
-  async open(space: string): Promise<ReadableStream<Uint8Array>> {
-    if (this.#streams >= this.#maxStreams) {
-      throw new HTTPError(503, `This server already has ${this.#maxStreams} poke streams open (pokes.maxStreams); try again later`, { headers: { 'retry-after': '10' } });
-    }
+  /** Streams of `user` open or opening. */
+  streamsOf(user: string): number {
+    const entry = this.#users.get(user);
+    return entry ? entry.opening + entry.streams.size : 0;
+  }
+
+  /**
+   * A new stream of `space`'s pokes for `user` (undefined: no `authenticate`); resolves once a
+   * change can no longer be missed.
+   */
+  async open(space: string, user?: string): Promise<ReadableStream<Uint8Array>> {
+    const owner = this.#admit(user);
     const entry = this.#spaces.get(space) ?? this.#subscribe(space);
     entry.opening++;
+    if (owner) owner.opening++;
     this.#streams++;
     countPokeStreams(1);
     try {
       await entry.ready;
     } catch (error) {
-      this.#release(entry);
+      this.#release(entry, owner);
       throw new HTTPError(503, 'Pokes cannot be delivered right now (the notifier failed); try again later', { headers: { 'retry-after': '5' }, cause: error });
     } finally {
       entry.opening--;
+      if (owner) owner.opening--;
     }
     let stream!: Stream;
     this.#beat();
     return new ReadableStream<Uint8Array>({
       start: (controller) => {
-        stream = { controller, stale: false };
+        const expires = Date.now() + this.#maxAgeMs * (0.75 + Math.random() / 4);
+        stream = { controller, stale: false, space: entry, owner, expires };
         entry.streams.add(stream);
+        owner?.streams.add(stream);
         controller.enqueue(OPENING.slice());
       },
-      cancel: () => {
-        if (entry.streams.delete(stream)) this.#release(entry);
-      },
+      cancel: () => this.#drop(stream),
     });
   }
 
@@ -97,13 +137,39 @@ export class PokeHub {
    */
   closeAll(retryMs: number): void {
     for (const entry of [...this.#spaces.values()]) {
-      for (const stream of [...entry.streams]) {
-        entry.streams.delete(stream);
-        this.#release(entry);
-        offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs * (0.5 + Math.random()))}\n\n`));
-        closeQuietly(stream.controller);
-      }
+      for (const stream of [...entry.streams]) this.#end(stream, retryMs);
     }
+  }
+
+  /**
+   * Checks the caps before a stream opens: the user's own, then the context's, where a user
+   * lighter than the heaviest by two or more takes the heaviest's oldest stream. So one user at
+   * the cap, or a few, never keep another out; the heaviest is found by a walk over the users,
+   * which only a full context pays for.
+   */
+  #admit(user: string | undefined): User | undefined {
+    const count = user === undefined ? 0 : this.streamsOf(user);
+    if (user !== undefined && count >= this.#maxPerUser) {
+      throw new HTTPError(429, `This user already has ${this.#maxPerUser} poke streams open (pokes.maxStreamsPerUser); close one or try again later`, { headers: REFUSED });
+    }
+    if (this.#streams >= this.#maxStreams) {
+      const heaviest = user === undefined ? undefined : this.#heaviest();
+      const oldest = heaviest && heaviest.streams.size - 1 > count ? heaviest.streams.values().next().value : undefined;
+      if (oldest === undefined) {
+        throw new HTTPError(503, `This server already has ${this.#maxStreams} poke streams open (pokes.maxStreams); try again later`, { headers: REFUSED });
+      }
+      this.#end(oldest, 10_000);
+    }
+    if (user === undefined) return undefined;
+    let entry = this.#users.get(user);
+    if (entry === undefined) this.#users.set(user, (entry = { name: user, opening: 0, streams: new Set() }));
+    return entry;
+  }
+
+  #heaviest(): User | undefined {
+    let heaviest: User | undefined;
+    for (const entry of this.#users.values()) if (!heaviest || entry.streams.size > heaviest.streams.size) heaviest = entry;
+    return heaviest;
   }
 
   #subscribe(space: string): Space {
@@ -118,10 +184,25 @@ export class PokeHub {
     return entry;
   }
 
-  /** One stream of `entry` closed, or never opened: let go of the space once it has none. */
-  #release(entry: Space): void {
+  /** Ends `stream` here, telling its client when to reconnect when `retryMs` is given. */
+  #end(stream: Stream, retryMs?: number): void {
+    this.#drop(stream);
+    if (retryMs !== undefined) offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs * (0.5 + Math.random()))}\n\n`));
+    closeQuietly(stream.controller);
+  }
+
+  /** Forgets an open stream, once: it is ended here, or its reader cancelled it. */
+  #drop(stream: Stream): void {
+    if (!stream.space.streams.delete(stream)) return;
+    stream.owner?.streams.delete(stream);
+    this.#release(stream.space, stream.owner);
+  }
+
+  /** One stream closed, or never opened: let go of its space and user once they have none. */
+  #release(entry: Space, owner: User | undefined): void {
     this.#streams--;
     countPokeStreams(-1);
+    if (owner && owner.streams.size === 0 && owner.opening === 0) this.#users.delete(owner.name);
     // Whichever stream was last, and whatever became of its space (one whose subscription
     // failed is gone already): nothing is left to beat for.
     if (this.#streams === 0) {
@@ -154,15 +235,18 @@ export class PokeHub {
   #beat(): void {
     if (this.#heartbeat !== undefined) return;
     this.#heartbeat = setInterval(() => {
+      const now = Date.now();
       for (const entry of [...this.#spaces.values()]) {
         for (const stream of [...entry.streams]) {
+          if (now >= stream.expires) {
+            this.#end(stream, 1_000);
+            continue;
+          }
           const unread = (stream.controller.desiredSize ?? 0) <= 0;
           // Unread since the last beat too: nobody is reading it (a client that hung up where the
           // runtime never said so, a Response dropped unread). Closing it lets it be collected.
           if (unread && stream.stale) {
-            entry.streams.delete(stream);
-            this.#release(entry);
-            closeQuietly(stream.controller);
+            this.#end(stream);
             continue;
           }
           stream.stale = unread;
@@ -173,6 +257,19 @@ export class PokeHub {
     // A process with nothing else to do may exit although streams are open.
     (this.#heartbeat as { unref?: () => void }).unref?.();
   }
+}
+
+/** `maxStreams` when the options name none; see {@link fitStreamsToDescriptors}. */
+let defaultMaxStreams = 20_000;
+
+/**
+ * Lowers the default `maxStreams` to what a process limited to `descriptors` open files can hold
+ * beside its other connections and files. Adapters call it with the limit they read: it is the
+ * process's, so it holds for every context in it.
+ */
+export function fitStreamsToDescriptors(descriptors: number | undefined): void {
+  if (descriptors === undefined || !(descriptors > 0)) return;
+  defaultMaxStreams = Math.max(16, Math.min(20_000, Math.floor(descriptors * 0.75) - 100));
 }
 
 interface Space {
@@ -192,6 +289,18 @@ interface Stream {
   controller: ReadableStreamDefaultController<Uint8Array>;
   /** It still had unread chunks at the last heartbeat. */
   stale: boolean;
+  space: Space;
+  owner: User | undefined;
+  /** When its age is up (epoch milliseconds). */
+  expires: number;
+}
+
+interface User {
+  name: string;
+  /** Streams waiting for their space's subscription. */
+  opening: number;
+  /** Open streams, oldest first. */
+  streams: Set<Stream>;
 }
 
 /**

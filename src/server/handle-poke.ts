@@ -30,7 +30,7 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
     if (isDraining(ctx)) throw shuttingDown();
     const userID = await identify(request, ctx);
     const space = await resolveSpace(request, ctx, userID, resolveLimits(ctx.limits));
-    const body = await hubOf(ctx).open(space);
+    const body = await hubOf(ctx).open(space, userID);
     // A drain that began while this stream was opening did not end it, and nothing else would:
     // the server would wait for it until its stop timeout.
     if (isDraining(ctx)) {
@@ -75,4 +75,7 @@ const STREAM_HEADERS = {
   'cache-control': 'no-cache, no-transform',
   // nginx buffers responses unless told not to.
   'x-accel-buffering': 'no',
+  // A stream the server ends (its age, a full server, a drain) lets its connection go too: kept
+  // alive, a client that stopped reading would hold it for the keep-alive timeout more.
+  connection: 'close',
 };

@@ -1,4 +1,5 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { hubOf } from '../../src/server/handle-poke.js';
@@ -81,5 +82,27 @@ describe('poke streams through the Node adapter', () => {
     await server.stop();
     await until(() => hubOf(ctx).streams === 0);
     await until(() => streams.every(({ res }) => res.destroyed || res.complete));
+  });
+
+  test('a client that never reads, whose kernel takes every heartbeat, is closed at its stream\'s age: stream and connection', async () => {
+    const ctx = testContext({ pokes: { heartbeatMs: 50, maxStreamAgeMs: 400 } });
+    const server = await serve(ctx, { port: 0 });
+    servers.push(server);
+    const socket = connect(Number(server.url.port), '127.0.0.1');
+    socket.pause();
+    socket.write(`GET /poke HTTP/1.1\r\nHost: ${server.url.host}\r\n\r\n`);
+    await until(() => hubOf(ctx).streams === 1);
+    const opened = Date.now();
+    await until(() => hubOf(ctx).streams === 0);
+    expect(Date.now() - opened).toBeGreaterThanOrEqual(250);
+    // What it was sent waits in its kernel: read now, it ends with a retry field and the close.
+    let text = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+    const closed = new Promise((resolve) => socket.once('end', resolve));
+    socket.resume();
+    await closed;
+    expect(text).toMatch(/connection: close/i);
+    expect(text).toMatch(/retry: \d+\n\n\r\n0\r\n\r\n$/);
+    socket.destroy();
   });
 });

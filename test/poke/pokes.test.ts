@@ -1,6 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
 import { handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
-import { PokeHub } from '../../src/poke/hub.js';
+import { fitStreamsToDescriptors, PokeHub } from '../../src/poke/hub.js';
 import { hubOf } from '../../src/server/handle-poke.js';
 import { mutation, pushBody, post, testContext } from '../helpers.js';
 import { EventReader } from './sse.js';
@@ -180,6 +180,103 @@ describe('the poke stream', () => {
     await pushPut(b);
     await reader.until(() => reader.pokes === 1);
     await reader.cancel();
+  });
+});
+
+describe('who may hold streams', () => {
+  /** A context whose users are named by the Authorization header. */
+  const usersContext = (pokes: SyncContext['pokes']) => testContext({ authenticate: (request) => request.headers.get('authorization') || null, pokes });
+  const as = (user: string) => ({ authorization: user });
+
+  test('one user past maxStreamsPerUser gets 429 with Retry-After, and other users still get theirs', async () => {
+    const ctx = usersContext({ maxStreamsPerUser: 3 });
+    const mallory = await Promise.all([1, 2, 3].map(() => open(ctx, '/poke', as('mallory'))));
+    const refused = await handleRequest(new Request('http://localhost/poke', { headers: as('mallory') }), ctx);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('10');
+    expect(await refused.text()).toContain('pokes.maxStreamsPerUser');
+    const alice = await open(ctx, '/poke', as('alice'));
+    // A stream closed frees its place.
+    await mallory[0]!.cancel();
+    const again = await open(ctx, '/poke', as('mallory'));
+    expect(hubOf(ctx).streamsOf('mallory')).toBe(3);
+    await Promise.all([...mallory.slice(1), again, alice].map((reader) => reader.cancel()));
+    expect(hubOf(ctx).streamsOf('mallory')).toBe(0);
+  });
+
+  test('streams still opening count: a burst of opens at once cannot pass the cap', async () => {
+    const ctx = usersContext({ maxStreamsPerUser: 5 });
+    const responses = await Promise.all(Array.from({ length: 50 }, () => handleRequest(new Request('http://localhost/poke', { headers: as('mallory') }), ctx)));
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(5);
+    expect(responses.filter((response) => response.status === 429)).toHaveLength(45);
+    await Promise.all(responses.map((response) => response.body?.cancel()));
+  });
+
+  test('without authenticate there is no user to count by: only maxStreams applies', async () => {
+    const ctx = testContext({ pokes: { maxStreamsPerUser: 1, maxStreams: 3 } });
+    const readers = [await open(ctx), await open(ctx), await open(ctx)];
+    expect((await handleRequest(new Request('http://localhost/poke'), ctx)).status).toBe(503);
+    await Promise.all(readers.map((reader) => reader.cancel()));
+  });
+
+  test('a full context: a user lighter than the heaviest by two takes its oldest stream, which is told to come back later', async () => {
+    const ctx = usersContext({ maxStreams: 4 });
+    const mallory: EventReader[] = [];
+    for (let i = 0; i < 3; i++) mallory.push(await open(ctx, '/poke', as('mallory')));
+    const bob = await open(ctx, '/poke', as('bob'));
+    // Full: alice (0) is lighter than mallory (3) by two or more, so mallory's oldest goes.
+    const alice = await open(ctx, '/poke', as('alice'));
+    await mallory[0]!.until(() => mallory[0]!.ended);
+    expect(mallory[0]!.blocks.at(-1)).toMatch(/^retry: \d+$/);
+    expect(Number(mallory[0]!.blocks.at(-1)!.slice(7))).toBeGreaterThanOrEqual(5_000);
+    expect(mallory[1]!.ended).toBe(false);
+    expect([hubOf(ctx).streamsOf('mallory'), hubOf(ctx).streamsOf('alice'), hubOf(ctx).streams]).toEqual([2, 1, 4]);
+    // Now nobody is lighter than the heaviest by two: the next is refused, not a ping-pong.
+    const refused = await handleRequest(new Request('http://localhost/poke', { headers: as('mallory') }), ctx);
+    expect(refused.status).toBe(503);
+    expect((await handleRequest(new Request('http://localhost/poke', { headers: as('carol') }), ctx)).status).toBe(200);
+    expect((await handleRequest(new Request('http://localhost/poke', { headers: as('dave') }), ctx)).status).toBe(503);
+    await Promise.all([...mallory, bob, alice].map((reader) => reader.cancel()));
+  });
+
+  test('a stream past its age ends with a retry field, read or not', async () => {
+    const ctx = testContext({ pokes: { heartbeatMs: 20, maxStreamAgeMs: 200 } });
+    const started = Date.now();
+    const read = await open(ctx);
+    const unread = await handleRequest(new Request('http://localhost/poke'), ctx);
+    await read.until(() => read.ended, 2_000);
+    const age = Date.now() - started;
+    // Each stream draws its age from the last quarter below maxStreamAgeMs, checked per heartbeat.
+    expect(age).toBeGreaterThanOrEqual(150);
+    expect(age).toBeLessThan(1_000);
+    expect(read.blocks.at(-1)).toMatch(/^retry: \d+$/);
+    expect(read.comments).toBeGreaterThan(2);
+    expect(hubOf(ctx).streams).toBe(0);
+    expect(await unread.text()).toMatch(/^retry:/);
+  });
+
+  test('the default maxStreams fits the file-descriptor limit adapters read', async () => {
+    try {
+      fitStreamsToDescriptors(1_024);
+      const hub = new PokeHub(localNotifier(), {});
+      const streams = [];
+      for (let i = 0; i < 668; i++) streams.push(await hub.open(''));
+      await expect(hub.open('')).rejects.toThrow('668 poke streams');
+      await Promise.all(streams.map((stream) => stream.cancel()));
+      // An explicit maxStreams wins.
+      const explicit = new PokeHub(localNotifier(), { maxStreams: 700 });
+      const more = [];
+      for (let i = 0; i < 700; i++) more.push(await explicit.open(''));
+      await Promise.all(more.map((stream) => stream.cancel()));
+    } finally {
+      // Above 26,800 descriptors the default is back at its ceiling.
+      fitStreamsToDescriptors(1_000_000);
+    }
+    const hub = new PokeHub(localNotifier(), {});
+    const ceiling = [];
+    for (let i = 0; i < 20_000; i++) ceiling.push(await hub.open(''));
+    await expect(hub.open('')).rejects.toThrow('20000 poke streams');
+    await Promise.all(ceiling.map((stream) => stream.cancel()));
   });
 });
 
