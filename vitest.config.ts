@@ -7,10 +7,6 @@ export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
-    // postgres.js 3.4.9 sometimes throws from a timer after a test kills one of its backends
-    // (connection.js, a write to a socket it already dropped): its bug, not viewsync's (README,
-    // Known limits). Only that error is let through; any other unhandled error fails the run.
-    onUnhandledError: (error) => !(String(error?.message).includes("reading 'write'") && String(error?.stack).includes('postgres/src/connection.js')),
     projects: [
       { extends: true, test: { name: 'node', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/**/*.workerd.test.ts'] } },
       {

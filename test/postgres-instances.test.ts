@@ -41,12 +41,10 @@ const mutators = {
 
 /** A server instance: its own pool, store and Node server, on `schema`. */
 async function instance(schema: string, name = 'viewsync'): Promise<{ server: SyncServer; stop: () => Promise<void> }> {
-  const sql = postgres(url!, { onnotice: () => {}, max: 8, connection: { application_name: name } });
-  // Notices on a channel of this test's own, so that other tests' instances stay out. Not on the
-  // instance whose backends are killed: postgres.js 3.4.9 may then throw from a timer (README,
-  // Known limits), which fails the run whatever viewsync does.
-  const notifier = name === 'victim' ? undefined : postgresNotifier(sql, { channel: schema });
-  const ctx: SyncContext = { storage: postgresStorage(sql, { schema }), mutators, onError: () => {}, ...(notifier && { pokes: { notifier } }) };
+  const sql = postgres(url!, { onnotice: () => {}, max: 8, connection: { application_name: name }, fetch_types: false });
+  // Notices on a channel of this test's own, so that other tests' instances stay out.
+  const notifier = postgresNotifier(sql, { channel: schema });
+  const ctx: SyncContext = { storage: postgresStorage(sql, { schema }), mutators, onError: () => {}, pokes: { notifier } };
   const server = await serve(ctx, { port: 0 });
   const stop = async () => {
     await server.stop();

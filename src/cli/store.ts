@@ -123,7 +123,7 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
   } catch {
     throw new CLIError('The PostgreSQL client is not installed: npm i postgres');
   }
-  const sql = postgres(url, { max: 4, onnotice: () => {}, connect_timeout: timeout });
+  const sql = postgres(url, { max: 4, onnotice: () => {}, connect_timeout: timeout, fetch_types: false });
   const { postgresStorage } = await import('../storage/postgres.js');
   const storage = postgresStorage(sql, { schema, tablePrefix });
   // One deadline for reaching the server and readying the tables. postgres.js's own

@@ -1,10 +1,11 @@
+import { beginGuarded } from '../storage/postgres-driver.js';
 import type { Notifier } from './notifier.js';
 import { localNotifier } from './notifier.js';
 
 /** A postgres.js client (`postgres(url)`): the part {@link postgresNotifier} uses. */
 export interface PostgresNotifierClient {
   listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): PromiseLike<{ unlisten(): PromiseLike<unknown> }>;
-  begin<T>(fn: (sql: { unsafe(query: string, params?: never[]): PromiseLike<unknown> }) => Promise<T>): Promise<unknown>;
+  begin<T>(options: string, fn: (sql: { unsafe(query: string, params?: never[], options?: { prepare?: boolean }): PromiseLike<unknown> }) => Promise<T>): Promise<unknown>;
 }
 
 /** Options for {@link postgresNotifier}. */
@@ -23,7 +24,7 @@ export interface PostgresNotifierOptions {
  * `limits.idBytes` is 512).
  *
  * @example
- * const sql = postgres(process.env.DATABASE_URL!);
+ * const sql = postgres(process.env.DATABASE_URL!, { fetch_types: false });
  * const ctx = { storage: postgresStorage(sql), mutators, pokes: { notifier: postgresNotifier(sql) } };
  */
 export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresNotifierOptions = {}): Notifier & { close(): Promise<void> } {
@@ -54,9 +55,9 @@ export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresN
   return {
     async notify(space) {
       local.notify(space);
-      // Not postgres.js's own `notify`: right after a backend was killed, that one could throw
-      // from a timer inside postgres.js 3.4 (an uncaught TypeError, which ends the process).
-      await sql.begin((tx) => Promise.resolve(tx.unsafe('SELECT pg_notify($1, $2)', [channel, `${self}:${space}`] as never[])));
+      // Not postgres.js's own `notify`, nor a bare `begin`: right after a backend was killed,
+      // either could throw from a timer inside postgres.js 3.4 (see beginGuarded).
+      await beginGuarded(sql, '', (query) => query('SELECT pg_notify($1, $2)', [channel, `${self}:${space}`]));
     },
     async subscribe(space, listener) {
       await listen();

@@ -39,13 +39,12 @@ export interface PostgresDriver {
 export function postgresDriver(client: PostgresClient, prepare: boolean): PostgresDriver {
   if ('begin' in client && typeof client.begin === 'function') {
     return {
-      transaction: async <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>) =>
-        (await client.begin(mode, async (tx) => {
-          const query: PostgresQuery = async (text, params) => (await tx.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>;
+      transaction: <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>) =>
+        beginGuarded(client, mode, async (query) => {
           const { result, finish } = await fn(query);
           await Promise.all(finish.map(([text, params]) => query(text, params)));
           return result;
-        })) as T,
+        }, prepare),
     };
   }
   if ('transaction' in client && typeof client.transaction === 'function') {
@@ -70,3 +69,69 @@ export function postgresDriver(client: PostgresClient, prepare: boolean): Postgr
   }
   throw new TypeError('postgresStorage needs a postgres.js client (postgres(url)) or a PGlite database');
 }
+
+/**
+ * postgres.js's `begin`, kept from writing to a connection that is gone. postgres.js 3.4 answers a
+ * transaction body that fails with ROLLBACK, and runs any statement it is given, on the
+ * connection even after its socket closed (a killed backend, a failover, a pooler restart): the
+ * write is deferred to a timer, finds no socket, and throws a TypeError no caller can catch,
+ * which ends a Node process. So once a statement fails for a lost connection, or `begin` itself
+ * has given up (it rejects as soon as the connection closes), the body runs no statement more
+ * and never settles: postgres.js then sends nothing. Should the connection live on after all
+ * (an error taken for a lost connection that was not), the body fails after `LOST_GRACE_MS`
+ * and postgres.js rolls back as usual.
+ */
+export async function beginGuarded<T>(client: PostgresJsClient, mode: string, body: (query: PostgresQuery) => Promise<T>, prepare = true): Promise<T> {
+  let lost = false;
+  let over = false;
+  const done = client.begin(
+    mode,
+    (tx) =>
+      new Promise<T>((resolve, reject) => {
+        const query: PostgresQuery = async (text, params) => {
+          if (lost || over) throw new ConnectionLostError();
+          try {
+            return (await tx.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>;
+          } catch (error) {
+            if (isConnectionLost(error)) lost = true;
+            throw error;
+          }
+        };
+        const settle = (finish: () => void) => {
+          if (!lost && !over) return finish();
+          const timer = setTimeout(() => over || finish(), LOST_GRACE_MS);
+          (timer as { unref?: () => void }).unref?.();
+        };
+        body(query).then((value) => settle(() => resolve(value)), (error: unknown) => settle(() => reject(error)));
+      }),
+  );
+  try {
+    return (await done) as T;
+  } finally {
+    over = true;
+  }
+}
+
+const LOST_GRACE_MS = 2_000;
+
+/** A statement refused because its transaction's connection is gone. */
+class ConnectionLostError extends Error {
+  override name = 'ConnectionLostError';
+  readonly code = 'CONNECTION_CLOSED';
+  constructor() {
+    super('The connection of this transaction was lost; nothing of it was committed');
+  }
+}
+
+/**
+ * Errors after which a connection takes no more statements: the socket's own, postgres.js's for
+ * a closed or ended connection, and the server's FATAL and PANIC (a terminated backend, a
+ * shutdown), which it sends just before it closes.
+ */
+function isConnectionLost(error: unknown): boolean {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  if (severity === 'FATAL' || severity === 'PANIC') return true;
+  return typeof code === 'string' && (LOST_CODES.has(code) || code.startsWith('08') || code.startsWith('57P'));
+}
+
+const LOST_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED']);

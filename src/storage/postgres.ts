@@ -30,11 +30,14 @@ export { postgresNotifier, type PostgresNotifierClient, type PostgresNotifierOpt
  * 5. Values: JSON as `text`, not `jsonb`, which would reorder object members and refuse U+0000.
  * A deadlock or serialisation failure (40P01, 40001: none is expected) is retried a few times.
  * Every transaction sets its isolation level in its own BEGIN, so a pooler in transaction mode
- * (PgBouncer) is fine; pass `prepare: false` there (or create the client with it).
+ * (PgBouncer) is fine; pass `prepare: false` there (or create the client with it). Create the
+ * postgres.js client with `fetch_types: false`: postgres.js 3.4 fetches array types on every new
+ * connection, and a backend killed during that fetch rejects a promise nobody can catch, which
+ * ends a Node process (this store passes no arrays, so it needs none).
  *
  * @example
  * import postgres from 'postgres';
- * const storage = postgresStorage(postgres(process.env.DATABASE_URL!));
+ * const storage = postgresStorage(postgres(process.env.DATABASE_URL!, { fetch_types: false }));
  */
 export function postgresStorage(client: PostgresClient, options: PostgresStorageOptions = {}): PostgresStorage {
   const driver = postgresDriver(client, options.prepare ?? true);
@@ -45,11 +48,13 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   const lockName = `viewsync ${kv}`;
   const sql = {
     get: `SELECT value FROM ${kv} WHERE key = $1`,
-    getMany: `SELECT key, value FROM ${kv} WHERE key = ANY($1::text[])`,
+    // Lists go as JSON text, not arrays: postgres.js serialises arrays only with the types it
+    // fetches on every new connection (fetch_types), which is best turned off (README).
+    getMany: `SELECT key, value FROM ${kv} WHERE key = ANY(ARRAY(SELECT json_array_elements_text($1::text::json)))`,
     scan: (after: boolean, bounded: boolean) =>
       `SELECT key, value FROM ${kv} WHERE key ${after ? '>' : '>='} $1${bounded ? ' AND key < $3' : ''} ORDER BY key LIMIT $2`,
-    upsert: `INSERT INTO ${kv} (key, value) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
-    del: `DELETE FROM ${kv} WHERE key = ANY($1::text[])`,
+    upsert: `INSERT INTO ${kv} (key, value) SELECT * FROM ROWS FROM (json_array_elements_text($1::text::json), json_array_elements_text($2::text::json)) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+    del: `DELETE FROM ${kv} WHERE key = ANY(ARRAY(SELECT json_array_elements_text($1::text::json)))`,
     lockSpace: 'SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))',
     lockAll: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
   };
@@ -60,7 +65,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       return row && (JSON.parse(row.value as string) as StoredValue);
     },
     async getMany(keys) {
-      const rows = await query(sql.getMany, [keys.map(toTextKey)]);
+      const rows = await query(sql.getMany, [JSON.stringify(keys.map(toTextKey))]);
       const found = new Map(rows.map((row) => [fromTextKey(row.key as string), row.value as string]));
       return keys.map((key) => (found.has(key) ? (JSON.parse(found.get(key)!) as StoredValue) : undefined));
     },
@@ -108,8 +113,8 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
             const puts = [...buffer.writes].filter((entry): entry is [string, StoredValue] => entry[1] !== undefined);
             const dels = [...buffer.writes].filter(([, value]) => value === undefined).map(([key]) => toTextKey(key));
             const finish: Array<[string, unknown[]]> = [];
-            if (puts.length > 0) finish.push([sql.upsert, [puts.map(([key]) => toTextKey(key)), puts.map(([, value]) => JSON.stringify(value))]]);
-            if (dels.length > 0) finish.push([sql.del, [dels]]);
+            if (puts.length > 0) finish.push([sql.upsert, [JSON.stringify(puts.map(([key]) => toTextKey(key))), JSON.stringify(puts.map(([, value]) => JSON.stringify(value)))]]);
+            if (dels.length > 0) finish.push([sql.del, [JSON.stringify(dels)]]);
             return { result, finish };
           });
         } catch (error) {

@@ -32,7 +32,7 @@ if (kind === 'sqlite') {
   storage = sqliteStorage(db);
   close = () => db.close();
 } else {
-  const sql = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 8 });
+  const sql = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 8, fetch_types: false });
   storage = postgresStorage(sql, { schema: where });
   pokes = { notifier: postgresNotifier(sql, { channel: where }) };
   close = () => sql.end({ timeout: 1 });
