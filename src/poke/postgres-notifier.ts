@@ -40,8 +40,8 @@ export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresN
       sql.listen(
         channel,
         (payload) => {
-          const at = payload.indexOf(':');
-          if (at >= 0 && payload.slice(0, at) !== self) local.notify(payload.slice(at + 1));
+          const space = spaceOf(payload, self);
+          if (space !== undefined) local.notify(space);
         },
         () => {
           if (connections++ > 0) local.notifyAll();
@@ -57,7 +57,7 @@ export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresN
       local.notify(space);
       // Not postgres.js's own `notify`, nor a bare `begin`: right after a backend was killed,
       // either could throw from a timer inside postgres.js 3.4 (see beginGuarded).
-      await beginGuarded(sql, '', (query) => query('SELECT pg_notify($1, $2)', [channel, `${self}:${space}`]));
+      await beginGuarded(sql, '', (query) => query('SELECT pg_notify($1, $2)', [channel, payloadOf(self, space)]));
     },
     async subscribe(space, listener) {
       await listen();
@@ -69,4 +69,26 @@ export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresN
       if (current) await (await current.catch(() => undefined))?.unlisten();
     },
   };
+}
+
+/**
+ * A notice's payload: the sending instance, then the space. A notice is text, which cannot hold
+ * U+0000, so a space with one goes as JSON after `!` instead of as it is after `:` (instances of
+ * an older version take such a notice for a space nobody has: a missed poke, not a wrong one).
+ */
+function payloadOf(self: string, space: string): string {
+  return space.includes('\u0000') ? `${self}!${JSON.stringify(space)}` : `${self}:${space}`;
+}
+
+/** The space a notice names, unless it came from `self` (or is not one of ours). */
+function spaceOf(payload: string, self: string): string | undefined {
+  const at = payload.search(/[:!]/);
+  if (at < 0 || payload.slice(0, at) === self) return undefined;
+  if (payload[at] === ':') return payload.slice(at + 1);
+  try {
+    const space: unknown = JSON.parse(payload.slice(at + 1));
+    return typeof space === 'string' ? space : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -96,6 +96,8 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   };
 
   return {
+    // PostgreSQL's btree refuses an index row over 2,704 bytes: 2,692 of an incompressible key.
+    maxKeyBytes: 2_692,
     migrate,
     async transaction(fn, { readOnly, space }) {
       await migrate();

@@ -28,6 +28,12 @@ export interface Storage {
    * outside `tx` (viewsync's own callbacks have none).
    */
   transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T>;
+  /**
+   * The longest key, in UTF-8 bytes, the store can hold, when it has such a bound (PostgreSQL's
+   * btree index rows). A mutator's write whose rows would be longer fails that mutation alone,
+   * with a `RangeError` saying so, instead of failing the commit. Default: no bound.
+   */
+  readonly maxKeyBytes?: number;
 }
 
 /** Options for {@link Storage.transaction}. */

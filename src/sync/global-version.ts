@@ -6,7 +6,8 @@ import { collectSpace } from './housekeeping.js';
 import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
-import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
+import { utf8Length } from './limits.js';
+import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy } from './strategy.js';
 import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';
 
@@ -20,15 +21,14 @@ import { Prefixes } from './view.js';
 export const globalVersion: Strategy = {
   async open(tx, space, clock, group, options = {}) {
     const keys = new SpaceKeys(space);
-    const prefixIndex = options.prefixIndex ?? false;
-    if (group === undefined) return new GlobalVersionSession(tx, keys, (await tx.get(keys.meta)) as Meta | undefined, clock, prefixIndex);
+    if (group === undefined) return new GlobalVersionSession(tx, keys, (await tx.get(keys.meta)) as Meta | undefined, clock, options);
     // A pull reads both first: one round trip on a database, not two.
     const groupKey = keys.group(group.userID, group.clientGroupID);
     const [meta, record] = (await getMany(tx, [keys.meta, groupKey])) as [Meta | undefined, GroupRecord | undefined];
-    return new GlobalVersionSession(tx, keys, meta, clock, prefixIndex, { key: groupKey, record });
+    return new GlobalVersionSession(tx, keys, meta, clock, options, { key: groupKey, record });
   },
   reader(tx, space) {
-    return new GlobalVersionSession(tx, new SpaceKeys(space), undefined, { now: 0, touchEveryMs: Infinity }, false);
+    return new GlobalVersionSession(tx, new SpaceKeys(space), undefined, { now: 0, touchEveryMs: Infinity }, {});
   },
   pushReads(space, userID, clientGroupID, clientIDs) {
     const keys = new SpaceKeys(space);
@@ -48,15 +48,25 @@ class GlobalVersionSession implements SpaceSession {
   readonly #read: { key: string; record: GroupRecord | undefined } | undefined;
   /** Whether this session's changes go into the prefix index too. */
   readonly #prefixIndex: boolean;
+  readonly #maxKeyBytes: number | undefined;
   #changed = false;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, prefixIndex: boolean, read?: { key: string; record: GroupRecord | undefined }) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }) {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
     this.#clock = clock;
-    this.#prefixIndex = prefixIndex;
+    this.#prefixIndex = options.prefixIndex ?? false;
+    this.#maxKeyBytes = options.maxKeyBytes;
     this.#read = read;
+  }
+
+  checkWrite(key: string): void {
+    if (this.#maxKeyBytes === undefined) return;
+    const longest = this.#keys.longestRow(key, this.#prefixIndex);
+    if (longest > this.#maxKeyBytes) {
+      throw new RangeError(`A key of ${utf8Length(key)} bytes is too long for this store: with the space's name and the indexes it makes a row key of ${longest} bytes, more than the ${this.#maxKeyBytes} the store can hold (storage.maxKeyBytes)`);
+    }
   }
 
   get #version(): number {

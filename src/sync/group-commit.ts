@@ -59,30 +59,42 @@ async function drain(storage: Storage, space: string, spaces: Map<string, Waitin
   while (queue.length > 0) {
     const group = queue.slice(0, MAX_GROUP);
     try {
-      const results = await storage.transaction(async (tx) => {
-        // The wait includes the store's own lock, taken before this function runs.
-        const started = performance.now();
-        const waited = group.map(({ queued }) => started - queued);
-        recordGroupCommit(group.length, waited);
-        // One round trip for what every job reads first; a store keeps what it read.
-        const reads = [...new Set(group.flatMap((waiting) => waiting.reads))];
-        if (tx.getMany && reads.length > 0) await tx.getMany(reads);
-        const out: unknown[] = [];
-        for (const [i, { job, context }] of group.entries()) {
-          const buffer = new WriteBuffer(tx);
-          // In its own caller's trace context, not that of the push whose turn began the drain.
-          const { result, keep } = await inContext(context, () => job(buffer, { size: group.length, waitedMs: waited[i]! }));
-          if (keep) await buffer.flushTo(tx);
-          out.push(result);
-        }
-        return out;
-      }, { readOnly: false, space });
-      group.forEach(({ resolve }, i) => resolve(results[i]));
+      settle(group, await commit(storage, space, group));
     } catch (error) {
-      for (const { reject } of group) reject(error);
+      // One job's write the store refused (a row too long, a constraint) fails the whole
+      // transaction: run each job alone, so that only its own push fails, on every retry. A store
+      // that is down fails each of them quickly.
+      if (group.length === 1) group[0]!.reject(error);
+      else for (const waiting of group) await commit(storage, space, [waiting]).then((results) => settle([waiting], results), waiting.reject);
     }
     // Jobs that arrived meanwhile stay queued for the next round.
     queue.splice(0, group.length);
   }
   spaces.delete(space);
+}
+
+/** Runs `group`'s jobs in one transaction of `space`; resolves with their results once committed. */
+function commit(storage: Storage, space: string, group: readonly Waiting[]): Promise<unknown[]> {
+  return storage.transaction(async (tx) => {
+    // The wait includes the store's own lock, taken before this function runs.
+    const started = performance.now();
+    const waited = group.map(({ queued }) => started - queued);
+    recordGroupCommit(group.length, waited);
+    // One round trip for what every job reads first; a store keeps what it read.
+    const reads = [...new Set(group.flatMap((waiting) => waiting.reads))];
+    if (tx.getMany && reads.length > 0) await tx.getMany(reads);
+    const out: unknown[] = [];
+    for (const [i, { job, context }] of group.entries()) {
+      const buffer = new WriteBuffer(tx);
+      // In its own caller's trace context, not that of the push whose turn began the drain.
+      const { result, keep } = await inContext(context, () => job(buffer, { size: group.length, waitedMs: waited[i]! }));
+      if (keep) await buffer.flushTo(tx);
+      out.push(result);
+    }
+    return out;
+  }, { readOnly: false, space });
+}
+
+function settle(group: readonly Waiting[], results: readonly unknown[]): void {
+  group.forEach(({ resolve }, i) => resolve(results[i]));
 }

@@ -1,3 +1,5 @@
+import { utf8Length } from './limits.js';
+
 /**
  * Where the sync layer keeps things in the store's flat key space, per space:
  *
@@ -42,6 +44,7 @@ export class SpaceKeys {
   readonly groupPrefix: string;
   readonly clientPrefix: string;
   readonly #space: string;
+  #spaceBytes: number | undefined;
 
   constructor(space: string) {
     this.#space = escapeID(space);
@@ -75,6 +78,17 @@ export class SpaceKeys {
   /** The prefix index's row of `key`, changed at `version` (its bucket is {@link bucketOf} it). */
   prefixIndexRow(bucket: string, version: number, key: string): string {
     return this.prefixIndex(bucket) + encodeVersion(version) + '/' + key;
+  }
+
+  /**
+   * The length in bytes of the longest store key a write of `key` makes (its row in the version
+   * index or among the tombstones, or in the prefix index, where its bucket comes twice), as the
+   * SQL stores keep it: UTF-8, with U+0000 and U+0001 two bytes each (`toTextKey`).
+   */
+  longestRow(key: string, prefixIndex: boolean): number {
+    this.#spaceBytes ??= storedLength(this.#space);
+    const bucket = prefixIndex ? bucketOf(key) : undefined;
+    return 3 + this.#spaceBytes + VERSION_FIELD + (bucket === undefined ? 0 : storedLength(bucket)) + storedLength(key);
   }
 
   /** A view record's row in the use index, at `time`. */
@@ -164,6 +178,14 @@ export const META_PREFIX = 'm/';
 export function spaceOfMeta(key: string): string {
   return unescapeID(key.slice(META_PREFIX.length));
 }
+
+function storedLength(text: string): number {
+  const bytes = utf8Length(text);
+  return LOW.test(text) ? bytes + text.replace(NOT_LOW, '').length : bytes;
+}
+
+const LOW = /[\u0000\u0001]/;
+const NOT_LOW = /[^\u0000\u0001]/g;
 
 /**
  * Escapes `/` (and `%`, to stay reversible). Unlike encodeURIComponent it accepts any string,

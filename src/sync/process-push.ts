@@ -81,7 +81,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
 
   /** One batch in a transaction: its outcome, or the refusal that keeps none of its writes. */
   async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<{ result: PushOutcome | HTTPError | typeof LOST; keep: boolean }> {
-    const session = await strategy.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false });
+    const session = await strategy.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false, maxKeyBytes: storage.maxKeyBytes });
     const group = push.clientGroupID;
     // Housekeeping removed this group's clients: the client must start a new group.
     const seen = await session.groupSeen(userID, group);

@@ -29,6 +29,8 @@ export interface Strategy {
 export interface SessionOptions {
   /** Keep the prefix index too, which pulls with a view read (on when the context has a view). */
   prefixIndex?: boolean;
+  /** The store's `maxKeyBytes`: writes whose rows it could not hold are refused. */
+  maxKeyBytes?: number | undefined;
 }
 
 /** The time a session works at, and how stale a group's activity may get before it is refreshed. */
@@ -69,6 +71,12 @@ export interface SpaceSession {
   put(key: string, value: JSONValue): Promise<void>;
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */
   del(key: string): Promise<void>;
+  /**
+   * Throws a `RangeError` when the store could not hold the rows a write of `key` makes (see
+   * {@link SessionOptions.maxKeyBytes}); called while the mutator runs, so that such a write is
+   * the mutator's error, not a failed commit.
+   */
+  checkWrite(key: string): void;
 
   /**
    * The record of `userID`'s client `clientID`, if it ever pushed to this space. Clients and

@@ -40,6 +40,7 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
 
   async set(key: string, value: JSONValue): Promise<void> {
     this.checkKey(key);
+    this.#space.checkWrite(key);
     this.#writes.set(key, frozenJSONCopy(value, this.#limits.valueBytes));
   }
 

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../storage/types.js';
+import { compareUTF8 } from '../storage/compare-utf8.js';
 import { expect } from './expect.js';
 
 /** One check of the conformance suite: a name and a function that throws when the store fails it. */
@@ -90,6 +91,17 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
         expect(await scan(storage, { prefix: '' })).toEqual([['a', 1], ['c', 3]]);
         await storage.transaction((tx) => tx.del('never-there'), RW);
         expect(await scan(storage, { prefix: '' })).toEqual([['a', 1], ['c', 3]]);
+      });
+
+      it('holds a key as long as its maxKeyBytes says, in UTF-8 bytes, with U+0000 and U+0001 counted twice, and lists many of them (skipped without maxKeyBytes)', async () => {
+        const storage = await create();
+        const max = storage.maxKeyBytes;
+        if (max === undefined) return;
+        // Characters no compression shrinks much, so that the bound is met as random keys meet it.
+        const key = (seed: number, low: string) => Array.from({ length: max - 2 * low.length }, (_, i) => String.fromCharCode(48 + ((i * 7919 + seed * 104729) % 75))).join('') + low;
+        const keys = [key(1, ''), key(2, '\u0000'), key(3, '\u0001\u0000')].sort(compareUTF8);
+        await putAll(storage, keys.map((k, i) => [k, i]));
+        expect(await scan(storage, { prefix: '' })).toEqual(keys.map((k, i) => [k, i]));
       });
 
       it('values round-trip as equal JSON: nested objects, arrays, unicode, numbers, null, booleans', async () => {

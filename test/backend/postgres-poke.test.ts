@@ -55,4 +55,23 @@ describe.skipIf(url === undefined)('backend writes poke other instances through 
     expect(other.pokes).toBe(0);
     await Promise.all([acme.cancel(), other.cancel()]);
   });
+
+  it('a space whose name holds U+0000, which a NOTIFY payload cannot, still pokes the other instance, and only that space', async () => {
+    const [a, b] = [instance(), instance()];
+    const subscribe = async (space: string) => {
+      const response = await handlePoke(new Request(`http://b/poke?space=${encodeURIComponent(space)}`), b);
+      expect(response.status).toBe(200);
+      const reader = new EventReader(response.body!);
+      await reader.until(() => reader.comments >= 1);
+      return reader;
+    };
+    const [nul, plain, colon] = [await subscribe('a\u0000b'), await subscribe('a'), await subscribe('x!"y":z')];
+    await transact(a, 'a\u0000b', (tx) => tx.set('k', 1));
+    await nul.until(() => nul.pokes === 1);
+    await transact(a, 'x!"y":z', (tx) => tx.set('k', 1));
+    await colon.until(() => colon.pokes === 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect([nul.pokes, plain.pokes, colon.pokes]).toEqual([1, 0, 1]);
+    await Promise.all([nul.cancel(), plain.cancel(), colon.cancel()]);
+  });
 });
