@@ -42,15 +42,16 @@ describe('the built package', () => {
     for (const file of ['index.d.ts', 'index.d.cts']) expect(readFileSync(join(dist, file), 'utf8')).toMatch(/handlePull/);
   });
 
-  // The package's dependencies, and for Deno and Bun the Node modules both runtimes have, for compression.
+  // The package's dependencies, and for Deno and Bun the Node modules both runtimes have, for
+  // compression and for the descriptor limit that sizes the poke streams.
   it.each([
     ['index', []],
     ['cloudflare', []],
     ['sqlite', []],
     ['postgres', []],
     ['client', []],
-    ['deno', ['node:zlib', 'node:buffer']],
-    ['bun', ['node:zlib', 'node:buffer']],
+    ['deno', ['node:zlib', 'node:buffer', 'node:fs']],
+    ['bun', ['node:zlib', 'node:buffer', 'node:fs']],
   ])('the %s entry imports nothing but valibot and @opentelemetry/api (and %j), in ESM and CJS, so it runs in its runtimes', (entry, allowed) => {
     for (const file of [`${entry}.js`, `${entry}.cjs`]) {
       expect([...new Set(importsOf(join(dist, file)))].filter((name) => !['valibot', '@opentelemetry/api', ...allowed].includes(name))).toEqual([]);
