@@ -1,1 +1,1 @@
-export { connectPokes, type PokeConnection, type PokeConnectionOptions, type PokeTarget } from './pokes.js';
+export { connectPokes, type PokeConnection, type PokeConnectionOptions, PokeStreamError, type PokeTarget } from './pokes.js';

@@ -5,7 +5,30 @@ export interface PokeTarget {
   /** True once the client is closed: the connection then closes too. */
   readonly closed?: boolean;
   /** Sent as the `Authorization` header when set, as the client sends it on pull and push. */
-  readonly auth?: string;
+  auth?: string;
+  /**
+   * Asked for a new `auth` when the server answers 401, as the client asks on pull and push; what
+   * it returns becomes `auth`, and the stream is opened again at once (8 times in a row at most).
+   */
+  readonly getAuth?: (() => string | null | undefined | Promise<string | null | undefined>) | null | undefined;
+}
+
+/** Why a poke stream failed; {@link PokeConnectionOptions.onError} gets one per failure. */
+export class PokeStreamError extends Error {
+  override name = 'PokeStreamError';
+  /** The HTTP status the server answered, or undefined when no answer came (a network error). */
+  readonly status: number | undefined;
+  /**
+   * True when trying again cannot help until something changes (a wrong URL: 404; a refused
+   * user: 401 with no new auth, 403): live updates are then off, and pulls run at their interval.
+   */
+  readonly permanent: boolean;
+
+  constructor(message: string, status: number | undefined, options?: { cause?: unknown }) {
+    super(message, options);
+    this.status = status;
+    this.permanent = status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
+  }
 }
 
 /** Options for {@link connectPokes}. */
@@ -24,6 +47,12 @@ export interface PokeConnectionOptions {
   idleMs?: number;
   /** The `fetch` to use. Default: the global one. */
   fetch?: typeof fetch;
+  /**
+   * Told of every failure to open or keep the stream (it is retried either way). Default: one
+   * `console.warn` for the first failure that retrying cannot fix ({@link PokeStreamError.permanent}),
+   * and nothing for the others (a server restarting, a network going away).
+   */
+  onError?: (error: PokeStreamError) => void;
 }
 
 /** An open {@link connectPokes} connection. */
@@ -48,8 +77,11 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
   const { minDelayMs = 500, maxDelayMs = 10_000, idleMs = 45_000 } = options;
   const fetchStream = options.fetch ?? ((input, init) => fetch(input, init));
   const headers = options.headers ?? ((): HeadersInit => (rep.auth ? { authorization: rep.auth } : {}));
+  const onError = options.onError ?? warnOnce();
   const stopped = new AbortController();
   let connected = false;
+  /** 401s in a row, each answered by asking `getAuth` and trying again at once. */
+  let authRetries = 0;
   let wake: (() => void) | undefined;
   const online = () => wake?.();
   const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
@@ -74,16 +106,24 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
 
   void (async () => {
     for (let failures = 0; !done(); failures++) {
-      if (await listen()) failures = 0;
+      const outcome = await listen();
+      if (outcome === 'opened') failures = 0;
       connected = false;
       if (done()) break;
+      if (outcome === 'reauthenticated') {
+        failures--;
+        continue;
+      }
       await sleep(retryHint ?? Math.min(maxDelayMs, minDelayMs * 2 ** failures) * (0.5 + Math.random() / 2));
     }
     target.removeEventListener?.('online', online);
   })();
 
-  /** One stream, until it ends or fails; true when it was open for a while. */
-  async function listen(): Promise<boolean> {
+  /**
+   * One stream, until it ends or fails: `opened` when it was open, `reauthenticated` when a 401
+   * got new auth from `getAuth` (try again now), else `failed`.
+   */
+  async function listen(): Promise<'opened' | 'reauthenticated' | 'failed'> {
     retryHint = undefined;
     let lastRetry: number | undefined;
     const request = new AbortController();
@@ -100,8 +140,11 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
       const response = await fetchStream(url, { headers: await headers(), signal: request.signal, cache: 'no-store' });
       if (!response.ok || response.body === null) {
         await response.body?.cancel().catch(() => {});
-        return false;
+        if (response.status === 401 && (await reauthenticate())) return 'reauthenticated';
+        report(new PokeStreamError(`The poke stream at ${String(url)} was answered ${response.status}${response.status === 404 ? ' (is this the poke URL?)' : ''}`, response.status));
+        return 'failed';
       }
+      authRetries = 0;
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';
       // Lines end in CRLF, LF or CR: a chunk that ends in CR ends a line, and an LF that starts
@@ -127,13 +170,37 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
         if (done()) break;
       }
       retryHint = lastRetry;
-      return opened;
-    } catch {
-      return opened;
+      return opened ? 'opened' : 'failed';
+    } catch (error) {
+      // Closing aborts the request: that is no failure.
+      if (!done() && !opened) report(new PokeStreamError(`The poke stream at ${String(url)} could not be opened: ${error instanceof Error ? error.message : String(error)}`, undefined, { cause: error }));
+      return opened ? 'opened' : 'failed';
     } finally {
       clearTimeout(idle);
       stopped.signal.removeEventListener('abort', abort);
       request.abort();
+    }
+  }
+
+  /** After a 401: asks `getAuth` for new auth, as the client does on pull and push. */
+  async function reauthenticate(): Promise<boolean> {
+    if (typeof rep.getAuth !== 'function' || authRetries >= MAX_AUTH_RETRIES) return false;
+    authRetries++;
+    try {
+      const auth = await rep.getAuth();
+      if (typeof auth !== 'string' || done()) return false;
+      rep.auth = auth;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function report(error: PokeStreamError): void {
+    try {
+      onError(error);
+    } catch {
+      // An onError that throws must not end the loop.
     }
   }
 
@@ -153,5 +220,18 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
     close() {
       stopped.abort();
     },
+  };
+}
+
+/** As many times as the client asks `getAuth` after a 401 before it gives up. */
+const MAX_AUTH_RETRIES = 8;
+
+/** The default `onError`: one warning, for the first failure that retrying cannot fix. */
+function warnOnce(): (error: PokeStreamError) => void {
+  let warned = false;
+  return (error) => {
+    if (warned || !error.permanent) return;
+    warned = true;
+    console.warn(`viewsync: ${error.message}; live updates are off until it succeeds (retrying), pulls go on at their interval. Pass onError to connectPokes to handle this yourself.`);
   };
 }

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
-import { connectPokes, type PokeConnection } from '../../src/client/index.js';
+import { connectPokes, type PokeConnection, PokeStreamError } from '../../src/client/index.js';
 import { memoryStorage, type SyncContext } from '../../src/index.js';
 import { mutation, pushBody, testMutators } from '../helpers.js';
 
@@ -134,5 +134,56 @@ describe('connectPokes', () => {
     const then = requests;
     await sleep(200);
     expect(requests).toBe(then);
+  });
+});
+
+describe('connectPokes, when the stream cannot be had', () => {
+  const authed = (): SyncContext => ({ storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === 'good' ? 'alice' : null) });
+
+  test('tells onError of every failure, with the status and whether retrying can fix it; a wrong URL is permanent', async () => {
+    const server = await start({ storage: memoryStorage(), mutators: testMutators });
+    const errors: PokeStreamError[] = [];
+    connect(fakeClient(), new URL('nope', server.url), { minDelayMs: 10, maxDelayMs: 20, onError: (error) => errors.push(error) });
+    await until(() => errors.length >= 3);
+    expect(errors[0]).toBeInstanceOf(PokeStreamError);
+    expect(errors[0]).toMatchObject({ status: 404, permanent: true });
+    expect(errors[0]!.message).toContain('is this the poke URL?');
+  });
+
+  test('by default, one console warning for a failure retrying cannot fix, and none for a server that is away', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    cleanup.push(() => warn.mockRestore());
+    const server = await start({ storage: memoryStorage(), mutators: testMutators });
+    let requests = 0;
+    connect(fakeClient(), new URL('nope', server.url), { minDelayMs: 10, maxDelayMs: 20, fetch: (input, init) => (requests++, fetch(input, init)) });
+    const away = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    connect(fakeClient(), `http://127.0.0.1:${away}/poke`, { minDelayMs: 10, maxDelayMs: 20 });
+    await until(() => requests >= 4);
+    await sleep(100);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(String(warn.mock.calls[0]![0])).toMatch(/answered 404.*live updates are off/);
+  });
+
+  test('a 401 asks getAuth, as the client does on pull and push, and the stream opens with the new auth', async () => {
+    const server = await start(authed());
+    const rep = { ...fakeClient('stale'), asked: 0, getAuth() { this.asked++; return 'good'; } };
+    const errors: PokeStreamError[] = [];
+    const connection = connect(rep, new URL('poke', server.url), { minDelayMs: 10_000, onError: (error) => errors.push(error) });
+    // Within the first reconnect delay: the new auth was tried at once.
+    await until(() => connection.connected && rep.pulls === 1, 2_000);
+    expect([rep.auth, rep.asked, errors]).toEqual(['good', 1, []]);
+  });
+
+  test('a 401 with no getAuth, or one that gives nothing, is reported as permanent', async () => {
+    const server = await start(authed());
+    const errors: PokeStreamError[] = [];
+    connect({ ...fakeClient('stale'), getAuth: () => null }, new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 20, onError: (error) => errors.push(error) });
+    await until(() => errors.length >= 1);
+    expect(errors[0]).toMatchObject({ status: 401, permanent: true });
   });
 });
