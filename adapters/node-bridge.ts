@@ -152,8 +152,17 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
   return next.done ? undefined : next.value;
 }
 
-/** The `http.createServer` options for {@link NodeServeOptions}, and the idle `timeout`. */
-export function nodeServerOptions(options: NodeServeOptions) {
+/**
+ * What `serve` gives `http.createServer` to bound slow clients (see {@link NodeServeOptions}),
+ * for a server of your own around `createListener`: the server options, and the idle `timeout`
+ * for `server.setTimeout`.
+ *
+ * @example
+ * const { timeout, ...options } = nodeServerOptions({});
+ * const server = http.createServer(options, createListener(ctx));
+ * server.setTimeout(timeout, (socket) => socket.destroy());
+ */
+export function nodeServerOptions(options: NodeServeOptions): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number; timeout: number } {
   const { requestTimeout = 60_000, idleTimeout = 60_000, keepAliveTimeout = 5_000 } = options;
   // Node refuses a headers timeout longer than the request timeout.
   const headersTimeout = Math.min(options.headersTimeout ?? 10_000, requestTimeout);

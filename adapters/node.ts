@@ -10,6 +10,7 @@ import { stopGracefully } from './stop.js';
 import type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
 export type { ServeOptions, StopOptions, SyncServer } from './types.js';
+export { nodeServerOptions } from './node-bridge.js';
 export type { CompressionOptions } from './compress.js';
 
 /**

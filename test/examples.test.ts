@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, runCommand, type Started, startCommand } from './command.js';
 import { mutation, pullBody, pushAndPull, pushBody } from './helpers.js';
-import { ROOT } from './package/packed.js';
+import { ROOT, userProject } from './package/packed.js';
 
 // Every example in examples/ starts as its comment says and serves a push and a pull.
 const running: Started[] = [];
@@ -85,6 +85,37 @@ describe('examples', () => {
         // All gone.
       }
     }
+  });
+
+  it('examples import only what a user can: viewsync\'s public entries, packages, node: modules and files of their own folder', () => {
+    const publicEntries = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> }).exports).map((entry) => entry.replace(/^\./, 'viewsync'));
+    const files = (readdirSync(join(ROOT, 'examples'), { recursive: true }) as string[]).filter((file) => /\.tsx?$/.test(file) && !file.includes('node_modules'));
+    const bad: string[] = [];
+    for (const file of files) {
+      const source = readFileSync(join(ROOT, 'examples', file), 'utf8');
+      for (const [, name] of source.matchAll(/^(?:import|export)\b[^'"]*?from '([^']+)'/gm)) {
+        const inside = name!.startsWith('.') && !relative(join(ROOT, 'examples'), join(ROOT, 'examples', dirname(file), name!)).startsWith('..');
+        const ok = name!.startsWith('viewsync') ? publicEntries.includes(name!) : name!.startsWith('.') ? inside : true;
+        if (!ok) bad.push(`${file}: ${name}`);
+      }
+    }
+    expect(files.length).toBeGreaterThan(5);
+    expect(bad).toEqual([]);
+  });
+
+  it('examples/todo, copied on its own and installed as its package.json says, runs with npm start', async () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'examples/todo/package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    // viewsync is the packed package; the rest are the versions this repository installed.
+    const dir = userProject(Object.keys(manifest.dependencies).filter((name) => name !== 'viewsync'));
+    folders.push(dir);
+    cpSync(join(ROOT, 'examples/todo'), dir, { recursive: true });
+    mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(dir, 'node_modules/.bin/tsx'));
+    const port = await freePort();
+    const started = await start('npm', ['start'], /TodoMVC on viewsync: (\S+) \((.+)\)/, dir, { PORT: String(port) });
+    expect(started.match[2]).toBe('SQLite store: data/todo.db');
+    await expectTodoApp(new URL(started.match[1]!));
+    expect(existsSync(join(dir, 'data/todo.db'))).toBe(true);
   });
 
   it('npm start -- --memory: the TodoMVC demo on a memory store, on any free port with PORT=0', async () => {

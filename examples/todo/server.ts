@@ -9,9 +9,8 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { build } from 'esbuild';
 import { memoryStorage, type SyncContext } from 'viewsync';
-import { createListener, stopServer } from 'viewsync/node';
+import { createListener, nodeServerOptions, stopServer } from 'viewsync/node';
 import { sqliteStorage } from 'viewsync/sqlite';
-import { nodeServerOptions } from '../../adapters/node-bridge.js';
 import { mutators } from './server-mutators.js';
 
 const port = Number(process.env.PORT ?? 8787);
@@ -21,7 +20,7 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 let db: Database.Database | undefined;
 let store = 'memory store: the todos go when the server stops';
 if (!process.argv.includes('--memory')) {
-  const folder = process.env.DATA_DIR ?? here('../../data');
+  const folder = process.env.DATA_DIR ?? 'data';
   mkdirSync(folder, { recursive: true });
   const file = join(folder, 'todo.db');
   db = new Database(file);
@@ -32,7 +31,9 @@ const ctx: SyncContext = { storage: db ? sqliteStorage(db) : memoryStorage(), mu
 const api = createListener(ctx);
 
 // Bundled once, in memory: the page is a demo, not something to deploy.
-const bundle = await build({ entryPoints: [here('client.ts')], tsconfig: here('../../tsconfig.json'), bundle: true, write: false, format: 'esm', platform: 'browser', logLevel: 'warning' });
+// esbuild finds the nearest tsconfig.json itself: in this repository, the one that maps `viewsync`
+// to its source; in a copy of this folder, none, and `viewsync` is the installed package.
+const bundle = await build({ entryPoints: [here('client.ts')], bundle: true, write: false, format: 'esm', platform: 'browser', logLevel: 'warning' });
 const assets = new Map<string, [type: string, body: Uint8Array]>([
   ['/', ['text/html; charset=utf-8', readFileSync(here('index.html'))]],
   ['/client.js', ['text/javascript; charset=utf-8', bundle.outputFiles[0]!.contents]],
