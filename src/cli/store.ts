@@ -105,7 +105,10 @@ async function openDatabase(file: string): Promise<{ prepare(sql: string): any; 
     const { default: Database } = await import(/* @vite-ignore */ 'better-sqlite3' as string);
     return new Database(file);
   } catch (error) {
-    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw new CLIError(`Cannot open ${file}: ${(error as Error).message}`);
+    // Not installed, or built for another Node (a native addon loads only in the Node it was
+    // built for: ERR_DLOPEN_FAILED): node:sqlite, where this Node has it, does as well.
+    const code = (error as { code?: string }).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'ERR_DLOPEN_FAILED') throw new CLIError(`Cannot open ${file}: ${(error as Error).message}`);
   }
   try {
     const { DatabaseSync } = await import(/* @vite-ignore */ 'node:sqlite' as string);

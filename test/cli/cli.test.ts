@@ -180,6 +180,18 @@ describe('the viewsync CLI, run as a process', () => {
     expect(exported.stdout.split('\n').slice(1)).toEqual(['{"key":"a","value":1}', '{"key":"b","value":{"ü":[true]}}', '{"viewsync":"end","entries":2}', '']);
   });
 
+  // The better-sqlite3 installed here was built for this Node; the releases .ci/lts installs are others.
+  const otherNode = ['node24', 'node22', 'node26'].map((name) => join(ROOT, '.ci/lts/node_modules', name, 'bin/node')).find((path) => existsSync(path));
+  it.runIf(otherNode)('on a Node the installed better-sqlite3 was not built for, uses node:sqlite', () => {
+    const cli = join(project, 'node_modules', 'viewsync', 'dist', 'cli.js');
+    writeFileSync(join(work, 'other-node.ndjson'), '{"viewsync":"space","format":2}\n{"key":"a","value":1}\n{"viewsync":"end","entries":1}\n');
+    const imported = sh(`${otherNode} ${cli} import s --sqlite other-node.db < other-node.ndjson`);
+    expect(imported.status, imported.stderr).toBe(0);
+    const inspected = sh(`${otherNode} ${cli} inspect --sqlite other-node.db`);
+    expect(inspected.status, inspected.stderr).toBe(0);
+    expect(inspected.stdout).toMatch(/\bs\b.*\b1\b/);
+  });
+
   it('gc removes what the retention lets go', async () => {
     const file = join(work, 'gc.db');
     const ctx: SyncContext = { storage: sqliteStorage(new Database(file)), mutators: testMutators, onError: () => {}, clock: () => Date.now() - 10 * 24 * 60 * 60 * 1000 };
