@@ -98,7 +98,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   return {
     // PostgreSQL's btree refuses an index row over 2,704 bytes: 2,692 of an incompressible key.
     maxKeyBytes: 2_692,
-    migrate,
+    migrate: ({ timeoutMs = 10_000 } = {}) => withDeadline(migrate(), timeoutMs),
     async transaction(fn, { readOnly, space }) {
       await migrate();
       for (let attempt = 1; ; attempt++) {
@@ -140,8 +140,23 @@ export interface PostgresStorageOptions {
 
 /** A PostgreSQL store, with its schema step for deploy scripts. */
 export interface PostgresStorage extends Storage {
-  /** Creates or upgrades the tables now (the first transaction does it otherwise). Idempotent. */
-  migrate(): Promise<void>;
+  /**
+   * Connects and creates or upgrades the tables now (the first transaction does it otherwise):
+   * call it at startup, so that a wrong database URL fails there, not at the first request.
+   * Rejects with the driver's error (`ECONNREFUSED`, a refused password), or after `timeoutMs`
+   * (default 10,000) when nothing answers as PostgreSQL: postgres.js retries such a connection
+   * for ever. Idempotent.
+   */
+  migrate(options?: { timeoutMs?: number }): Promise<void>;
+}
+
+/** `work`, or a rejection saying what to check once `ms` have passed. */
+function withDeadline(work: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`PostgreSQL did not answer within ${ms / 1000} s: check the database URL (host, port, database) and that PostgreSQL listens there; if it does, another process may be holding viewsync's migration lock`)), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 const RETRYABLE = new Set(['40001', '40P01']);

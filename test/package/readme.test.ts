@@ -121,6 +121,28 @@ describe('README.md', () => {
     }
   });
 
+  it.each(byRunner('node-postgres').map(({ file }) => file))('%s with DATABASE_URL unset, refused, or naming a server that is not PostgreSQL: exits at startup saying what to check', async (file) => {
+    const notPostgres = createServer((request, response) => response.end('not PostgreSQL')).listen(0, '127.0.0.1');
+    await new Promise((resolve) => notPostgres.once('listening', resolve));
+    try {
+      const cases: Array<[Record<string, string>, RegExp]> = [
+        [{}, /Set DATABASE_URL/],
+        [{ DATABASE_URL: `postgres://u@127.0.0.1:${await freePort()}/app` }, /ECONNREFUSED/],
+        [{ DATABASE_URL: `postgres://u@127.0.0.1:${(notPostgres.address() as AddressInfo).port}/app` }, /PostgreSQL did not answer within 10 s: check the database URL/],
+      ];
+      for (const [env, expected] of cases) {
+        const started = performance.now();
+        const { code, output } = await runCommand('env', ['-u', 'DATABASE_URL', ...Object.entries(env).map(([name, value]) => `${name}=${value}`), bin('tsx'), file], { cwd: dir });
+        expect(code, output).not.toBe(0);
+        expect(output).toMatch(expected);
+        expect(output).not.toContain('push:');
+        expect(performance.now() - started).toBeLessThan(20_000);
+      }
+    } finally {
+      notPostgres.close();
+    }
+  });
+
   it.each(byRunner('node-test').map(({ file }) => file))('%s passes under node:test', async (file) => {
     const { code, output } = await runCommand(bin('tsx'), ['--test', file], { cwd: dir });
     expect(code, output.slice(-2000)).toBe(0);
