@@ -76,8 +76,9 @@ describe('examples', () => {
       const code = await exited;
       if (signal === 'SIGTERM') expect(code).toBe(0);
       expect(output).toContain('Stopping: answering the requests in flight…');
-      // The last connection's close folds SQLite's write-ahead log into the file, and removes it.
-      await until(() => readdirSync(dataDir).join() === 'todo.db');
+      // The last connection's close folds SQLite's write-ahead log into the file, and removes it;
+      // the store's lock file stays, unlocked.
+      await until(() => readdirSync(dataDir).sort().join() === 'todo.db,todo.db-viewsync-lock');
     } finally {
       try {
         process.kill(-child.pid!, 'SIGKILL');
@@ -116,6 +117,16 @@ describe('examples', () => {
     expect(started.match[2]).toBe('SQLite store: data/todo.db');
     await expectTodoApp(new URL(started.match[1]!));
     expect(existsSync(join(dir, 'data/todo.db'))).toBe(true);
+  });
+
+  it('a second demo server on the same SQLite file stops at startup, in one line saying the file is in use; the first serves on', async () => {
+    const dataDir = tempFolder();
+    const port = await freePort();
+    const first = await start(bin('tsx'), ['examples/todo/server.ts'], /TodoMVC on viewsync: (\S+)/, ROOT, { PORT: String(port), DATA_DIR: dataDir });
+    const second = await runCommand(bin('tsx'), ['examples/todo/server.ts'], { cwd: ROOT, env: { PORT: String(await freePort()), DATA_DIR: dataDir } });
+    expect(second.code).toBe(1);
+    expect(second.output.trim()).toBe(`${join(dataDir, 'todo.db')} is in use by another viewsync store (another process, or another handle in this one): a SQLite file is served by one process, whose locks keep its guarantees. Stop the other, or use PostgreSQL for several instances`);
+    await expectTodoApp(new URL(first.match[1]!));
   });
 
   it('npm start -- --memory: the TodoMVC demo on a memory store, on any free port with PORT=0', async () => {

@@ -27,7 +27,15 @@ if (!process.argv.includes('--memory')) {
   const shown = relative(process.cwd(), file);
   store = `SQLite store: ${shown.startsWith('..') ? file : shown}`;
 }
-const ctx: SyncContext = { storage: db ? sqliteStorage(db) : memoryStorage(), mutators };
+let storage;
+try {
+  storage = db ? sqliteStorage(db) : memoryStorage();
+} catch (error) {
+  // Another server has the file (sqliteStorage claims it): say so in one line.
+  console.error((error as Error).message);
+  process.exit(1);
+}
+const ctx: SyncContext = { storage, mutators };
 const api = createListener(ctx);
 
 // Bundled once, in memory: the page is a demo, not something to deploy.

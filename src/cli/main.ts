@@ -58,13 +58,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     const options = values as Options;
     switch (command) {
       case 'inspect':
-        store = await openStore(options);
+        store = await openStore(options, { readOnly: true });
         await inspectCommand(context(store), operand(command, rest, 0), options);
         return 0;
       case 'export': {
         const space = operand(command, rest, 1)!;
         const idle = seconds(options['idle-timeout'], '--idle-timeout', IDLE_TIMEOUT);
-        store = await openStore(options);
+        store = await openStore(options, { readOnly: true });
         await exportCommand(context(store), space, idle, options);
         return 0;
       }

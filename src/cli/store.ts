@@ -31,14 +31,14 @@ export class CLIError extends Error {
  * creates or checks its tables before returning, so a wrong path, a bad name or an unreachable
  * server fails here, plainly, and PostgreSQL within `--connect-timeout` seconds.
  */
-export async function openStore(options: StoreOptions, { create = false } = {}): Promise<OpenStore> {
+export async function openStore(options: StoreOptions, { create = false, readOnly = false } = {}): Promise<OpenStore> {
   const tablePrefix = options['table-prefix'];
   if (options.sqlite !== undefined && options.postgres !== undefined) throw new UsageError('Give one store: --sqlite FILE or --postgres URL, not both');
   checkNames(options);
   if (options.sqlite !== undefined) {
     if (options.schema !== undefined) throw new UsageError('--schema is for PostgreSQL: a SQLite file has no schemas (--table-prefix names its tables)');
     if (options['connect-timeout'] !== undefined) throw new UsageError('--connect-timeout is for PostgreSQL: a SQLite file is opened, not connected to');
-    return openSQLite(options.sqlite, create, tablePrefix);
+    return openSQLite(options.sqlite, create, readOnly, tablePrefix);
   }
   const url = options.postgres ?? process.env.DATABASE_URL;
   if (url === undefined || url === '') throw new UsageError('No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL');
@@ -79,14 +79,16 @@ function checkNames(options: StoreOptions): void {
   }
 }
 
-async function openSQLite(file: string, create: boolean, tablePrefix: string | undefined): Promise<OpenStore> {
+async function openSQLite(file: string, create: boolean, readOnly: boolean, tablePrefix: string | undefined): Promise<OpenStore> {
   if (!create && !existsSync(file)) throw new CLIError(`No such SQLite file: ${file}`);
   const { sqliteStorage } = await import('../storage/sqlite.js');
   const db = await openDatabase(file);
   try {
-    return { storage: sqliteStorage(db, { tablePrefix }), label: file, close: async () => void db.close() };
+    // Reading needs no claim: inspect and export work beside a running server.
+    return { storage: sqliteStorage(db, { tablePrefix, claim: !readOnly }), label: file, close: async () => void db.close() };
   } catch (error) {
     db.close();
+    if (/is in use by another viewsync store/.test((error as Error).message)) throw new CLIError(`${(error as Error).message} (inspect and export can read it meanwhile)`);
     throw new CLIError(`${file} is not a viewsync SQLite database: ${(error as Error).message}`);
   }
 }

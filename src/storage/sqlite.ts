@@ -9,7 +9,10 @@ import type { Storage } from './types.js';
  * readers never wait for the writer.
  *
  * One process writes a database file: the guarantees rest on locks inside the process (see
- * `sqliteCoreStorage`). For several server instances, use `postgresStorage`.
+ * `sqliteCoreStorage`). So the store claims the file: it holds an exclusive lock on a file beside
+ * it (`<file>-viewsync-lock`) for as long as the handle is open, and a second store on the same
+ * file, in this process or another, throws at once saying so. The lock goes with the handle
+ * (`close()`) or the process. For several server instances, use `postgresStorage`.
  *
  * @example
  * import Database from 'better-sqlite3';
@@ -28,6 +31,7 @@ export function sqliteStorage(db: SQLiteDatabase, options: SQLiteStorageOptions 
     return statement;
   };
   db.exec('PRAGMA busy_timeout = 5000');
+  if (options.claim !== false) claimFile(db);
   db.exec('PRAGMA journal_mode = WAL');
   const connection: SQLiteConnection = {
     all: (query, params) => prepared(query).all(...params) as Array<Record<string, unknown>>,
@@ -59,6 +63,11 @@ export interface SQLiteStorageOptions {
    * digits and `_`. Default: `viewsync_`.
    */
   tablePrefix?: string;
+  /**
+   * Claim the database file for this process (see {@link sqliteStorage}). `false` is for tools
+   * that only read while a server runs (`viewsync inspect`, `export`). Default: true.
+   */
+  claim?: boolean;
 }
 
 /** The part of a synchronous SQLite handle the store uses; better-sqlite3, `bun:sqlite` and `node:sqlite` all have it. */
@@ -77,3 +86,39 @@ export interface SQLiteStatement {
 
 // One store per handle and prefix: two over one table would each think they hold its locks.
 const stores = new WeakMap<SQLiteDatabase, Map<string, Storage>>();
+
+/**
+ * Takes the lock that makes `db`'s file this process's: an exclusive lock on a file beside it,
+ * attached in EXCLUSIVE locking mode and written once, which SQLite then holds until the handle
+ * closes. Not the database itself: readers (an export while the server runs) never wait for it.
+ */
+function claimFile(db: SQLiteDatabase): void {
+  const rows = db.prepare('PRAGMA database_list').all() as Array<{ name: string; file: string }>;
+  const file = rows.find((row) => row.name === 'main')?.file;
+  // A database in memory is this handle's alone; one already claimed is claimed.
+  if (!file || rows.some((row) => row.name === LOCK_SCHEMA)) return;
+  // Fail at once rather than wait for a lock that a running server never lets go.
+  db.exec('PRAGMA busy_timeout = 0');
+  try {
+    // Attaching reads the file's schema: held by another, that fails already.
+    db.exec(`ATTACH DATABASE '${`${file}-viewsync-lock`.replaceAll("'", "''")}' AS ${LOCK_SCHEMA}`);
+    db.exec(`PRAGMA ${LOCK_SCHEMA}.locking_mode = EXCLUSIVE`);
+    db.exec('BEGIN');
+    db.exec(`CREATE TABLE IF NOT EXISTS ${LOCK_SCHEMA}.claim (since)`);
+    db.exec(`INSERT INTO ${LOCK_SCHEMA}.claim VALUES (${Date.now()})`);
+    db.exec('COMMIT');
+  } catch (error) {
+    for (const undo of ['ROLLBACK', `DETACH DATABASE ${LOCK_SCHEMA}`]) {
+      try {
+        db.exec(undo);
+      } catch {}
+    }
+    // Deno's node:sqlite allows no ATTACH without every permission: no claim there (README).
+    if (/too many attached databases/.test(String((error as Error)?.message))) return;
+    throw new Error(`${file} is in use by another viewsync store (another process, or another handle in this one): a SQLite file is served by one process, whose locks keep its guarantees. Stop the other, or use PostgreSQL for several instances`, { cause: error });
+  } finally {
+    db.exec('PRAGMA busy_timeout = 5000');
+  }
+}
+
+const LOCK_SCHEMA = 'viewsync_lock';

@@ -133,8 +133,9 @@ describe('the viewsync CLI, run as a process', () => {
     expect(imported.status, imported.stderr).toBe(0);
     expect(imported.stderr).toMatch(/^import: [\d,]+ entries read and checked…$/m);
     expect(imported.stderr).toMatch(/^imported 4,999 entries into "copy" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged$/m);
-    const original: SyncContext = { storage: sqliteStorage(new Database(file, { readonly: false })), mutators: {}, onError: () => {} };
-    const copy: SyncContext = { storage: sqliteStorage(new Database(join(work, 'copy.db'))), mutators: {}, onError: () => {} };
+    // Readers, so that the CLI's imports below may claim the file (a store that writes holds it).
+    const original: SyncContext = { storage: sqliteStorage(new Database(file, { readonly: false }), { claim: false }), mutators: {}, onError: () => {} };
+    const copy: SyncContext = { storage: sqliteStorage(new Database(join(work, 'copy.db')), { claim: false }), mutators: {}, onError: () => {} };
     expect(await fullPull(copy, 'copy')).toEqual(await fullPull(original, ''));
     // A reader that stops early closes the pipe: the export ends quietly, with status 0.
     const cut = sh(`bash -o pipefail -c "viewsync export '' --sqlite app.db --quiet | head -c 100 > /dev/null"`);
@@ -194,14 +195,20 @@ describe('the viewsync CLI, run as a process', () => {
 
   it('gc removes what the retention lets go', async () => {
     const file = join(work, 'gc.db');
-    const ctx: SyncContext = { storage: sqliteStorage(new Database(file)), mutators: testMutators, onError: () => {}, clock: () => Date.now() - 10 * 24 * 60 * 60 * 1000 };
+    const db = new Database(file);
+    const ctx: SyncContext = { storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, clock: () => Date.now() - 10 * 24 * 60 * 60 * 1000 };
     await push(ctx, 'idle', [mutation('c', 1, 'put', { key: 'k', value: 1 }), mutation('c', 2, 'del', { key: 'k' })]);
+    // While a server holds the file, gc (which writes) is refused, saying so; inspect reads.
+    const refused = sh(`viewsync gc --sqlite gc.db`);
+    expect([refused.status, refused.stderr]).toEqual([1, expect.stringMatching(/gc\.db is in use by another viewsync store .* \(inspect and export can read it meanwhile\)\n$/)]);
+    expect(sh(`viewsync inspect --sqlite gc.db`).status).toBe(0);
+    db.close();
     // Kept at 30 days; gone at 5.
     expect(JSON.parse(sh(`viewsync gc --sqlite gc.db --json`).stdout)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
     const run = sh(`viewsync gc --sqlite gc.db --client-groups 5 --tombstones 5`);
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records.\n');
-    expect(await collectGarbage({ ...ctx, clock: Date.now, retention: { clientGroups: 1, tombstones: 1 } })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+    expect(await collectGarbage({ ...ctx, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroups: 1, tombstones: 1 } })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
   });
 
   it('moves a space from a SQLite file to PostgreSQL through a pipe, as the README shows; an unreachable database exits 1', async () => {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,30 @@ describeStorageConformance(`sqliteStorage (${sqliteDriver}, in memory)`, () => s
 describeStorageConformance(`sqliteStorage (${sqliteDriver}, a WAL file)`, () => sqliteStorage(openSQLite(file())));
 
 describe('sqliteStorage', () => {
+  it('claims its file: a second store on it, in this process or another, is refused at once and clearly; a reader without a claim reads beside it; closing frees it', async () => {
+    const path = file();
+    const first = openSQLite(path);
+    const storage = sqliteStorage(first);
+    await storage.transaction((tx) => tx.put('k', 1), { readOnly: false });
+    const second = openSQLite(path);
+    const started = performance.now();
+    expect(() => sqliteStorage(second)).toThrow(`${path} is in use by another viewsync store`);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    // The first goes on, and a tool that only reads (viewsync inspect, export) reads beside it.
+    await storage.transaction((tx) => tx.put('k', 2), { readOnly: false });
+    const reader = openSQLite(path);
+    expect(await sqliteStorage(reader, { claim: false }).transaction((tx) => tx.get('k'), { readOnly: true })).toBe(2);
+    // Another process, as a second server on the same file would be.
+    const driver = sqliteDriver === 'node:sqlite' ? "new (require('node:sqlite').DatabaseSync)" : "new (require('better-sqlite3'))";
+    const script = `const { sqliteStorage } = require(${JSON.stringify(join(process.cwd(), 'dist/sqlite.cjs'))}); try { sqliteStorage(${driver}(${JSON.stringify(path)})); console.log('claimed'); } catch (e) { console.log(e.message); }`;
+    const other = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', cwd: process.cwd() });
+    expect(other.stdout).toContain('is in use by another viewsync store');
+    first.close();
+    expect(await sqliteStorage(second).transaction((tx) => tx.get('k'), { readOnly: true })).toBe(2);
+    second.close();
+    reader.close();
+  });
+
   it('keeps its data in the file: a new handle on it reads what the last one committed', async () => {
     const path = file();
     const first = openSQLite(path);
@@ -39,11 +64,16 @@ describe('sqliteStorage', () => {
 
   it('creating its tables is idempotent and versioned, and a newer schema is refused with a clear error', () => {
     const path = file();
-    sqliteStorage(openSQLite(path));
-    sqliteStorage(openSQLite(path));
+    // One handle at a time: each store claims the file while its handle is open.
+    for (let i = 0; i < 2; i++) {
+      const handle = openSQLite(path);
+      sqliteStorage(handle);
+      handle.close();
+    }
     const db = openSQLite(path);
     expect(db.prepare('SELECT version FROM viewsync_schema').all()).toEqual([{ version: 1 }]);
     db.prepare('UPDATE viewsync_schema SET version = 99').run();
+    db.close();
     expect(() => sqliteStorage(openSQLite(path))).toThrow(/schema version 99, newer than this viewsync knows \(1\): upgrade viewsync/);
   });
 });
