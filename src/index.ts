@@ -16,7 +16,7 @@ export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, ErrorInfo, CorsOptions } from './server/context.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
 export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './server/errors.js';
-export { defineMutator, InvalidArgsError, type Mutator, type Mutators } from './sync/mutator.js';
+export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/mutator.js';
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/process-push.js';
 export type { View, ViewRequest } from './sync/view.js';
 export type {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as v from 'valibot';
+import { z } from 'zod';
 import { defineMutator, handlePush, InvalidArgsError, memoryStorage, TemporaryError, UnknownMutatorError } from '../src/index.js';
 import { mutation, post, pull, push, pushBody, serverView, testContext, testMutators, versionOf } from './helpers.js';
 
@@ -180,6 +181,27 @@ describe('rule 8: a permanent error discards all of a mutation\'s writes, and it
     expect(ctx.errors).toHaveLength(2);
     expect(ctx.errors[0]).toBeInstanceOf(InvalidArgsError);
     expect((ctx.errors[0] as Error).message).toMatch(/count/);
+  });
+
+  it('defineMutator takes any Standard Schema: a zod schema\'s output (transforms too) reaches the mutator typed, and args that fail it are the same permanent error', async () => {
+    const seen: Array<{ key: string; length: number }> = [];
+    const ctx = testContext({
+      mutators: {
+        setLength: defineMutator(z.object({ key: z.string(), text: z.string().transform((text) => text.length) }), async (tx, args) => {
+          const typed: { key: string; text: number } = args;
+          seen.push({ key: typed.key, length: typed.text });
+          await tx.set(args.key, args.text);
+        }),
+      },
+    });
+    await push(ctx, 'g', [mutation('c', 1, 'setLength', { key: 'a', text: 'four' }), mutation('c', 2, 'setLength', { key: 'b', text: 7 }), mutation('c', 3, 'setLength', { key: 'c', text: 'xy' })]);
+    expect(seen).toEqual([{ key: 'a', length: 4 }, { key: 'c', length: 2 }]);
+    expect(await serverView(ctx)).toEqual(new Map([['a', 4], ['c', 2]]));
+    expect(await lmids(ctx)).toEqual({ c: 3 });
+    expect(ctx.errors).toHaveLength(1);
+    expect(ctx.errors[0]).toBeInstanceOf(InvalidArgsError);
+    expect((ctx.errors[0] as Error).message).toMatch(/string[^]*→ at text/i);
+    expect(() => defineMutator({} as never, () => {})).toThrow(/takes a Standard Schema/);
   });
 
   it('a mutator that sets a non-JSON value fails permanently and writes nothing', async () => {
