@@ -97,11 +97,12 @@ function claimFile(db: SQLiteDatabase): void {
   const file = rows.find((row) => row.name === 'main')?.file;
   // A database in memory is this handle's alone; one already claimed is claimed.
   if (!file || rows.some((row) => row.name === LOCK_SCHEMA)) return;
+  const lock = `${file}-viewsync-lock`;
   // Fail at once rather than wait for a lock that a running server never lets go.
   db.exec('PRAGMA busy_timeout = 0');
   try {
     // Attaching reads the file's schema: held by another, that fails already.
-    db.exec(`ATTACH DATABASE '${`${file}-viewsync-lock`.replaceAll("'", "''")}' AS ${LOCK_SCHEMA}`);
+    db.exec(`ATTACH DATABASE '${lock.replaceAll("'", "''")}' AS ${LOCK_SCHEMA}`);
     db.exec(`PRAGMA ${LOCK_SCHEMA}.locking_mode = EXCLUSIVE`);
     db.exec('BEGIN');
     db.exec(`CREATE TABLE IF NOT EXISTS ${LOCK_SCHEMA}.claim (since)`);
@@ -113,8 +114,11 @@ function claimFile(db: SQLiteDatabase): void {
         db.exec(undo);
       } catch {}
     }
+    const message = String((error as Error)?.message);
     // Deno's node:sqlite allows no ATTACH without every permission: no claim there (README).
-    if (/too many attached databases/.test(String((error as Error)?.message))) return;
+    if (/too many attached databases/.test(message)) return;
+    // Anything but a lock held elsewhere (a folder that cannot be written) is said as it is.
+    if (!/locked|busy/i.test(message)) throw new Error(`Cannot claim ${file} for this process: its lock file ${lock} could not be written (${message})`, { cause: error });
     throw new Error(`${file} is in use by another viewsync store (another process, or another handle in this one): a SQLite file is served by one process, whose locks keep its guarantees. Stop the other, or use PostgreSQL for several instances`, { cause: error });
   } finally {
     db.exec('PRAGMA busy_timeout = 5000');

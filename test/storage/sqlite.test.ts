@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -38,6 +38,14 @@ describe('sqliteStorage', () => {
     expect(await sqliteStorage(second).transaction((tx) => tx.get('k'), { readOnly: true })).toBe(2);
     second.close();
     reader.close();
+  });
+
+  it('a lock file that cannot be written is said as it is, not taken for another server', () => {
+    const path = file();
+    mkdirSync(`${path}-viewsync-lock`);
+    const db = openSQLite(path);
+    expect(() => sqliteStorage(db)).toThrow(`Cannot claim ${path} for this process: its lock file ${path}-viewsync-lock could not be written`);
+    db.close();
   });
 
   it('keeps its data in the file: a new handle on it reads what the last one committed', async () => {
