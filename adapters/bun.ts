@@ -1,4 +1,5 @@
 import { handleRequest, type SyncContext } from '../src/index.js';
+import { refuseRenamed } from '../src/shared/renamed.js';
 import { type CompressionOptions, compressedResponse, compressionSettings } from './compress.js';
 import { fitStreamsToProcess } from './descriptors.js';
 import { stopGracefully } from './stop.js';
@@ -18,11 +19,12 @@ export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Pr
   // Bun.serve compresses nothing itself. Gzip first: Bun's brotli took 1.7-2x the time of a
   // plain 100k-entry pull over loopback, its gzip 1.0-1.5x, for the same bytes.
   const compression = compressionSettings(options.compression, ['gzip', 'br']);
+  const idleTimeout = idleSeconds(options);
   fitStreamsToProcess();
   const server = Bun.serve({
     port: options.port ?? 8787,
     hostname: options.hostname ?? '127.0.0.1',
-    idleTimeout: options.idleTimeout ?? 30,
+    idleTimeout,
     fetch: (request) => (compression ? compressedResponse(request, ctx, compression) : handleRequest(request, ctx)),
   });
   const { port, hostname, url } = server;
@@ -33,10 +35,18 @@ export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Pr
 
 /** {@link ServeOptions}, plus Bun's idle timeout and compression. */
 export interface BunServeOptions extends ServeOptions {
-  /** Seconds a connection may send and receive nothing; keep it above the poke heartbeat (15 s). Default: 30 (Bun's own: 10). */
-  idleTimeout?: number;
+  /** Milliseconds a connection may send and receive nothing, rounded up to whole seconds, at most 255,000 (Bun's bound); 0: no limit. Keep it above the poke heartbeat (15 s). Default: 30,000 (Bun's own: 10 s). */
+  idleTimeoutMs?: number;
   /** Compress answers of 1 KiB or more (pulls) with br or gzip when the request accepts it; `false` sends them as they are. Default: on. */
   compression?: false | CompressionOptions;
+}
+
+/** Bun counts its idle timeout in whole seconds, 0 to 255. */
+function idleSeconds(options: BunServeOptions): number {
+  refuseRenamed(options, 'options', { idleTimeout: 'idleTimeoutMs' });
+  const ms = options.idleTimeoutMs ?? 30_000;
+  if (!(ms >= 0 && ms <= 255_000)) throw new RangeError(`idleTimeoutMs must be between 0 and 255,000 (Bun's bound, in whole seconds), got ${ms}`);
+  return Math.ceil(ms / 1000);
 }
 
 /** The little of Bun's API used here, so that no Bun types need installing. */

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Reply } from '../src/server/reply.js';
 import { BODY_BYTES } from '../src/server/read-body.js';
+import { refuseRenamed } from '../src/shared/renamed.js';
 import { type CompressionOptions, compressReply } from './compress.js';
 import type { NodeServeOptions } from './node.js';
 import { drained } from './drained.js';
@@ -163,9 +164,10 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
  * server.setTimeout(timeout, (socket) => socket.destroy());
  */
 export function nodeServerOptions(options: NodeServeOptions): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number; timeout: number } {
-  const { requestTimeout = 60_000, idleTimeout = 60_000, keepAliveTimeout = 5_000 } = options;
+  refuseRenamed(options, 'options', { headersTimeout: 'headersTimeoutMs', requestTimeout: 'requestTimeoutMs', idleTimeout: 'idleTimeoutMs', keepAliveTimeout: 'keepAliveTimeoutMs' });
+  const { requestTimeoutMs: requestTimeout = 60_000, idleTimeoutMs: idleTimeout = 60_000, keepAliveTimeoutMs: keepAliveTimeout = 5_000 } = options;
   // Node refuses a headers timeout longer than the request timeout.
-  const headersTimeout = Math.min(options.headersTimeout ?? 10_000, requestTimeout);
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
   // Node checks the first two only this often (default 30 s): often enough to keep them.
   const connectionsCheckingInterval = Math.max(100, Math.min(1_000, headersTimeout, requestTimeout));
   return { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval, timeout: idleTimeout };

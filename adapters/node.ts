@@ -40,13 +40,13 @@ export interface ListenerOptions {
 /** {@link ServeOptions}, plus Node's timeouts, which bound what a slow or idle client can hold. */
 export interface NodeServeOptions extends ServeOptions, ListenerOptions {
   /** Milliseconds for a request's headers to arrive; then 408 and close. Default: 10,000. */
-  headersTimeout?: number;
+  headersTimeoutMs?: number;
   /** Milliseconds for a whole request (headers and body) to arrive; then 408 and close. Default: 60,000. */
-  requestTimeout?: number;
+  requestTimeoutMs?: number;
   /** Milliseconds a connection may neither send nor read, a kept-alive one included; then it is closed. Default: 60,000. */
-  idleTimeout?: number;
+  idleTimeoutMs?: number;
   /** Milliseconds an idle kept-alive connection stays open for the next request. Default: 5,000. */
-  keepAliveTimeout?: number;
+  keepAliveTimeoutMs?: number;
 }
 
 /**

@@ -51,7 +51,7 @@ async function rate(one: (caller: number, i: number) => Promise<void>): Promise<
 }
 
 async function throughput(name: string, storage: Storage): Promise<void> {
-  const ctx: SyncContext = { storage, mutators, pokes: false, retention: { clientGroups: false, tombstones: false }, onError: (error) => console.error(error) };
+  const ctx: SyncContext = { storage, mutators, pokes: false, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => console.error(error) };
   const ids = new Map<string, number>();
   let round = 0;
   const push = async (caller: number, i: number) => {

@@ -67,7 +67,7 @@ async function bench(name: string, storage: Storage, size: () => Promise<string>
   // The pusher alone, then beside a full collection, each as long as the collection takes.
   let collecting = true;
   const collectStart = performance.now();
-  const [removed, during] = await Promise.all([collectGarbage(ctx, { batch: BATCH }).finally(() => (collecting = false)), pusher(ctx, 'during', () => !collecting)]);
+  const [removed, during] = await Promise.all([collectGarbage(ctx, undefined, { batch: BATCH }).finally(() => (collecting = false)), pusher(ctx, 'during', () => !collecting)]);
   const collectMs = performance.now() - collectStart;
   const aloneUntil = performance.now() + Math.min(collectMs, 20_000);
   const alone = await pusher(ctx, 'alone', () => performance.now() > aloneUntil);

@@ -34,6 +34,6 @@ const mutators: Mutators = {
 };
 const keepAliveTimeout = process.env.KEEP_ALIVE_MS ? Number(process.env.KEEP_ALIVE_MS) : undefined;
 const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
-const server = await serve({ storage, mutators, space, onError: (error) => console.error(error) }, { port: 0, keepAliveTimeout });
+const server = await serve({ storage, mutators, space, onError: (error) => console.error(error) }, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 console.log(JSON.stringify({ port: server.port }));
 process.once('SIGTERM', () => void server.stop().then(close).then(() => process.exit(0)));

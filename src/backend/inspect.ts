@@ -21,7 +21,7 @@ export interface SpaceSummary {
   clientGroups: number;
   /**
    * The latest time, in milliseconds since the epoch, a client group of the space was recorded
-   * active, or null. Recorded coarsely, at most every tenth of `retention.clientGroups` per group,
+   * active, or null. Recorded coarsely, at most every tenth of `retention.clientGroupsMs` per group,
    * so it may lag by up to that much.
    */
   lastActivity: number | null;

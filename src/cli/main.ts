@@ -6,7 +6,8 @@ import { inspect, type SpaceSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
 import { collectGarbage } from '../server/collect-garbage.js';
 import type { SyncContext } from '../server/context.js';
-import { CLIError, openStore, type OpenStore, seconds, type StoreOptions } from './store.js';
+import { duration, formatDuration, retentionDuration } from './duration.js';
+import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
 import { HELP, UsageError } from './usage.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
@@ -63,7 +64,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'export': {
         const space = operand(command, rest, 1)!;
-        const idle = seconds(options['idle-timeout'], '--idle-timeout', IDLE_TIMEOUT);
+        const idle = duration(options['idle-timeout'], '--idle-timeout', IDLE_TIMEOUT_MS);
         store = await openStore(options, { readOnly: true });
         await exportCommand(context(store), space, idle, options);
         return 0;
@@ -77,7 +78,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       }
       default: {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
-        const retention = { clientGroups: days(options['client-groups'], '--client-groups'), tombstones: days(options.tombstones, '--tombstones') };
+        const retention = { clientGroupsMs: retentionDuration(options['client-groups'], '--client-groups', 30 * DAY), tombstonesMs: retentionDuration(options.tombstones, '--tombstones', 30 * DAY) };
         store = await openStore(options);
         await gcCommand({ ...context(store), retention }, options);
         return 0;
@@ -151,10 +152,10 @@ function summaryRow(summary: SpaceSummary): string[] {
   return [JSON.stringify(summary.space), count(summary.entries), size(summary.bytes), String(summary.version), String(summary.clientGroups), date(summary.lastActivity)];
 }
 
-/** Seconds an export waits for stdout to take more, unless `--idle-timeout` says otherwise. */
-const IDLE_TIMEOUT = 30;
+/** How long an export waits for stdout to take more, unless `--idle-timeout` says otherwise. */
+const IDLE_TIMEOUT_MS = 30_000;
 
-/** Writes the dump to stdout; `idle`: seconds the export waits for stdout to take more. */
+/** Writes the dump to stdout; `idle`: milliseconds the export waits for stdout to take more. */
 async function exportCommand(ctx: SyncContext, space: string, idle: number, options: Options): Promise<void> {
   const started = performance.now();
   let lines = 0;
@@ -162,7 +163,7 @@ async function exportCommand(ctx: SyncContext, space: string, idle: number, opti
   const progress = reporter(options.quiet, () => `export: ${count(entries())} entries of ${JSON.stringify(space)}…`);
   const out = process.stdout;
   try {
-    const reader = exportSpace(ctx, space, { idleMs: idle * 1000 }).getReader();
+    const reader = exportSpace(ctx, space, { idleMs: idle }).getReader();
     try {
       for (let next = await reader.read(); !next.done; next = await reader.read()) {
         const chunk = next.value;
@@ -173,7 +174,7 @@ async function exportCommand(ctx: SyncContext, space: string, idle: number, opti
     } catch (error) {
       // stdout failed (a closed pipe): end the snapshot now, not when the export's idle timer fires.
       await reader.cancel().catch(() => {});
-      const why = error instanceof ReaderIdleError ? `stdout took nothing for ${idle} s (--idle-timeout), and an export does not hold its snapshot longer` : (error as Error).message;
+      const why = error instanceof ReaderIdleError ? `stdout took nothing for ${formatDuration(idle)} (--idle-timeout), and an export does not hold its snapshot longer` : (error as Error).message;
       // Said plainly: the file or pipe holds a dump that looks fine up to where it stops.
       throw new CLIError(`export of ${JSON.stringify(space)} failed after ${plural(entries(), 'entry')}: ${why}. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it`);
     }
@@ -208,7 +209,7 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
 }
 
 async function gcCommand(ctx: SyncContext, options: Options): Promise<void> {
-  const removed = await collectGarbage(ctx, { ...(options.space !== undefined && { space: options.space }) });
+  const removed = await collectGarbage(ctx, options.space);
   if (options.json) return print(JSON.stringify(removed));
   print(`Removed ${plural(removed.clientGroups, 'client group')} (${plural(removed.clients, 'client')}), ${plural(removed.tombstones, 'tombstone')}, ${plural(removed.views, 'view record')}.`);
 }
@@ -234,14 +235,6 @@ function reporter(quiet: boolean | undefined, line: () => string) {
       if (shown && tty) process.stderr.write('\r\x1b[K');
     },
   };
-}
-
-function days(value: string | undefined, option: string): number | false {
-  if (value === undefined) return 30 * DAY;
-  if (value === 'forever') return false;
-  const number = Number(value);
-  if (!(number >= 0) || value.trim() === '') throw new UsageError(`${option} takes a number of days or 'forever', got ${JSON.stringify(value)}`);
-  return number * DAY;
 }
 
 const DAY = 24 * 60 * 60 * 1000;

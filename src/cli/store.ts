@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { quoteIdentifier } from '../storage/sql.js';
 import type { Storage } from '../storage/types.js';
+import { duration, formatDuration } from './duration.js';
 import { UsageError } from './usage.js';
 
 /** Where the CLI's store is: the options every command takes. */
@@ -29,7 +30,7 @@ export class CLIError extends Error {
  * Opens the store the options name: `--sqlite FILE` (which must exist unless `create`), or
  * `--postgres URL`, or else the `DATABASE_URL` environment variable. Reaches the database and
  * creates or checks its tables before returning, so a wrong path, a bad name or an unreachable
- * server fails here, plainly, and PostgreSQL within `--connect-timeout` seconds.
+ * server fails here, plainly, and PostgreSQL within `--connect-timeout`.
  */
 export async function openStore(options: StoreOptions, { create = false, readOnly = false } = {}): Promise<OpenStore> {
   const tablePrefix = options['table-prefix'];
@@ -42,19 +43,11 @@ export async function openStore(options: StoreOptions, { create = false, readOnl
   }
   const url = options.postgres ?? process.env.DATABASE_URL;
   if (url === undefined || url === '') throw new UsageError('No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL');
-  return openPostgres(url, options.schema, tablePrefix, seconds(options['connect-timeout'], '--connect-timeout', CONNECT_TIMEOUT));
+  return openPostgres(url, options.schema, tablePrefix, duration(options['connect-timeout'], '--connect-timeout', CONNECT_TIMEOUT_MS));
 }
 
-/** Seconds PostgreSQL has to answer and its tables to be ready, unless `--connect-timeout` says otherwise. */
-const CONNECT_TIMEOUT = 10;
-
-/** A number of seconds above 0 from an option, or `fallback` without one. */
-export function seconds(value: string | undefined, option: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const number = Number(value);
-  if (!(number > 0) || !Number.isFinite(number) || value.trim() === '') throw new UsageError(`${option} takes a number of seconds above 0, got ${JSON.stringify(value)}`);
-  return number;
-}
+/** How long PostgreSQL has to answer and its tables to be ready, unless `--connect-timeout` says otherwise. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * A bad `--schema` or `--table-prefix` is a usage error, said before anything is opened (a file
@@ -120,7 +113,7 @@ async function openDatabase(file: string): Promise<{ prepare(sql: string): any; 
   }
 }
 
-async function openPostgres(url: string, schema: string | undefined, tablePrefix: string | undefined, timeout: number): Promise<OpenStore> {
+async function openPostgres(url: string, schema: string | undefined, tablePrefix: string | undefined, timeoutMs: number): Promise<OpenStore> {
   const label = describeURL(url);
   let postgres: (url: string, options: object) => any;
   try {
@@ -128,7 +121,7 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
   } catch {
     throw new CLIError('The PostgreSQL client is not installed: npm i postgres');
   }
-  const sql = postgres(url, { max: 4, onnotice: () => {}, connect_timeout: timeout, fetch_types: false });
+  const sql = postgres(url, { max: 4, onnotice: () => {}, connect_timeout: Math.ceil(timeoutMs / 1000), fetch_types: false });
   const { postgresStorage } = await import('../storage/postgres.js');
   const storage = postgresStorage(sql, { schema, tablePrefix });
   // One deadline for reaching the server and readying the tables. postgres.js's own
@@ -136,7 +129,7 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
   // a proxy with nothing behind it) makes it reconnect for ever, and the tables wait on a lock.
   let stage = 'connect';
   try {
-    await deadline(timeout, (async () => {
+    await deadline(timeoutMs, (async () => {
       await sql`SELECT 1`;
       stage = 'migrate';
       await storage.migrate();
@@ -147,8 +140,8 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
     if (error !== TIMED_OUT) throw new CLIError(`${stage === 'connect' ? 'Cannot reach' : 'Cannot set up the tables in'} PostgreSQL at ${label}: ${(error as Error).message}`);
     throw new CLIError(
       stage === 'connect'
-        ? `Cannot reach PostgreSQL at ${label}: nothing answered as PostgreSQL within ${timeout} s (--connect-timeout): check the host and port, and that PostgreSQL listens there`
-        : `PostgreSQL at ${label} answered, but its tables were not ready within ${timeout} s (--connect-timeout): is another process holding viewsync's migration lock?`,
+        ? `Cannot reach PostgreSQL at ${label}: nothing answered as PostgreSQL within ${formatDuration(timeoutMs)} (--connect-timeout): check the host and port, and that PostgreSQL listens there`
+        : `PostgreSQL at ${label} answered, but its tables were not ready within ${formatDuration(timeoutMs)} (--connect-timeout): is another process holding viewsync's migration lock?`,
     );
   }
   return { storage, label, close: () => sql.end({ timeout: 5 }) };
@@ -156,10 +149,10 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
 
 const TIMED_OUT = Symbol('timed out');
 
-/** `work`, or a rejection with {@link TIMED_OUT} once `seconds` have passed. */
-function deadline<T>(seconds: number, work: Promise<T>): Promise<T> {
+/** `work`, or a rejection with {@link TIMED_OUT} once `ms` have passed. */
+function deadline<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), seconds * 1000)));
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), ms)));
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 

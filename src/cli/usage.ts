@@ -8,9 +8,9 @@ const STORE = `Store (one of):
   --postgres URL         a PostgreSQL database (default: $DATABASE_URL)
   --schema NAME          PostgreSQL schema of the tables (default: the search path)
   --table-prefix PREFIX  what the table names start with (default: viewsync_)
-  --connect-timeout SECONDS
+  --connect-timeout DURATION
                          how long PostgreSQL has to answer and ready its tables
-                         (default: 10)`;
+                         (default: 10s)`;
 
 /** The help of each command, and of the CLI as a whole (''). */
 export const HELP: Record<string, string> = {
@@ -26,6 +26,7 @@ Commands:
   gc                remove idle client groups, old tombstones and unused view records
 
 Run 'viewsync <command> --help' for a command's options.
+Durations take their unit: 500ms, 10s, 5m, 12h, 30d.
 Exit codes: 0 done, 1 failed (store, dump), 2 wrong usage.`,
   inspect: `Usage: viewsync inspect [SPACE] [options]
 
@@ -45,8 +46,9 @@ import refuses what it wrote (in a pipeline, use set -o pipefail to see its exit
 Progress goes to stderr.
 
 Options:
-  --idle-timeout SECONDS stop, and exit 1, if stdout takes nothing for this long: the
-                         snapshot holds SQLite's writes back (default: 30)
+  --idle-timeout DURATION
+                         stop, and exit 1, if stdout takes nothing for this long: the
+                         snapshot holds SQLite's writes back (default: 30s)
   --quiet                no progress on stderr
 ${STORE}`,
   import: `Usage: viewsync import SPACE [options] < dump.ndjson
@@ -67,13 +69,14 @@ ${STORE}`,
   gc: `Usage: viewsync gc [options]
 
 Removes what the retention lets go, as collectGarbage() does: client groups idle longer than
---client-groups days (with their clients), tombstones older than --tombstones days, and view
-records no pull named for --client-groups days.
+--client-groups (with their clients), tombstones older than --tombstones, and view records no
+pull named for --client-groups.
 
 Options:
   --space SPACE          only this space (default: every space)
-  --client-groups DAYS   retention of idle client groups, or 'forever' (default: 30)
-  --tombstones DAYS      retention of tombstones, or 'forever' (default: 30)
+  --client-groups DURATION
+                         retention of idle client groups, or 'forever' (default: 30d)
+  --tombstones DURATION  retention of tombstones, or 'forever' (default: 30d)
   --json                 print plain JSON
 ${STORE}`,
 };

@@ -1,3 +1,4 @@
+import { refuseRenamed } from '../shared/renamed.js';
 import { compareUTF8 } from '../storage/compare-utf8.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
@@ -10,15 +11,13 @@ import { type ErrorInfo, type SyncContext, reportError } from './context.js';
 /** How long idle client groups and tombstones are kept: see {@link SyncContext.retention}. */
 export interface RetentionOptions {
   /** Milliseconds a client group may neither push nor pull before it expires; `false`: for ever. Default: 30 days. */
-  clientGroups?: number | false;
+  clientGroupsMs?: number | false;
   /** Milliseconds a deleted entry's tombstone is kept; `false`: for ever. Default: 30 days. */
-  tombstones?: number | false;
+  tombstonesMs?: number | false;
 }
 
 /** Options for {@link collectGarbage}. */
 export interface CollectOptions {
-  /** Only this space. Default: every space in the store. */
-  space?: string;
   /** Records of each kind removed per transaction, so that no push waits long behind one. Default: 64. */
   batch?: number;
 }
@@ -29,33 +28,39 @@ export type { Collected } from '../sync/strategy.js';
 const DAY = 24 * 60 * 60 * 1000;
 
 export function resolveRetention(options: RetentionOptions | undefined): Retention {
-  return { clientGroups: options?.clientGroups ?? 30 * DAY, tombstones: options?.tombstones ?? 30 * DAY };
+  refuseRenamed(options, 'retention', { clientGroups: 'clientGroupsMs', tombstones: 'tombstonesMs' });
+  return { clientGroupsMs: options?.clientGroupsMs ?? 30 * DAY, tombstonesMs: options?.tombstonesMs ?? 30 * DAY };
 }
 
 /** The time a request works at, and how often a group's activity is written down. */
 export function clockOf(ctx: SyncContext): SessionClock {
-  const { clientGroups } = resolveRetention(ctx.retention);
+  const { clientGroupsMs } = resolveRetention(ctx.retention);
   // A tenth of the retention: an idle group expires between 0.9 and 1 times it after its last sign.
-  return { now: (ctx.clock ?? Date.now)(), touchEveryMs: (clientGroups === false ? 30 * DAY : clientGroups) / 10 };
+  return { now: (ctx.clock ?? Date.now)(), touchEveryMs: (clientGroupsMs === false ? 30 * DAY : clientGroupsMs) / 10 };
 }
 
 /**
- * Removes what the retention lets go: client groups idle past `retention.clientGroups` (with their
+ * Removes what the retention lets go: client groups idle past `retention.clientGroupsMs` (with their
  * clients; each leaves a marker of a few dozen bytes, kept for ever, so its next request, however
- * late, gets ClientStateNotFound and the client starts a new group) and tombstones past `retention.tombstones` (a pull whose cookie is older
+ * late, gets ClientStateNotFound and the client starts a new group) and tombstones past `retention.tombstonesMs` (a pull whose cookie is older
  * than the newest one removed gets a reset), and the staging area an import left when it was
  * killed, a day after it began (in every space that has one, even a space with nothing else). Works in small transactions, so pushes and pulls
  * wait at most one of them; run it from a cron job or a Durable Object alarm, or leave it to the
- * little that runs after pushes. Resolves to what it removed.
+ * little that runs after pushes. Only `space` when given, else every space in the store. Resolves
+ * to what it removed.
  *
  * @example
  * setInterval(() => void collectGarbage(ctx).then((removed) => console.log(removed)), 60 * 60 * 1000);
  */
-export async function collectGarbage(ctx: SyncContext, options: CollectOptions = {}): Promise<Collected> {
+export async function collectGarbage(ctx: SyncContext, space?: string, options: CollectOptions = {}): Promise<Collected> {
+  if (space !== undefined && typeof space !== 'string') {
+    throw new TypeError('collectGarbage(ctx, space, options) takes the space as its second argument (a string, or undefined for every space) since 0.2; options such as batch come third');
+  }
+  resolveRetention(ctx.retention);
   const total = nothingCollected();
-  const spaces = options.space === undefined ? await allSpaces(ctx.storage) : [options.space];
-  for (const space of spaces) {
-    const removed = await collectSpace(ctx, space, options.batch ?? 64, Infinity);
+  const spaces = space === undefined ? await allSpaces(ctx.storage) : [space];
+  for (const each of spaces) {
+    const removed = await collectSpace(ctx, each, options.batch ?? 64, Infinity);
     add(total, removed);
   }
   return total;
@@ -68,7 +73,7 @@ export async function collectGarbage(ctx: SyncContext, options: CollectOptions =
  */
 export function collectAfterPush(ctx: SyncContext, space: string, info: ErrorInfo): void {
   const retention = resolveRetention(ctx.retention);
-  if (retention.clientGroups === false && retention.tombstones === false) return;
+  if (retention.clientGroupsMs === false && retention.tombstonesMs === false) return;
   let last = lastRuns.get(ctx);
   if (last === undefined) lastRuns.set(ctx, (last = new Map()));
   const now = (ctx.clock ?? Date.now)();

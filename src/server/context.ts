@@ -98,8 +98,8 @@ export interface ErrorInfo {
 export interface CorsOptions {
   /** `'*'`, a list of origins, or a test. */
   origin: '*' | readonly string[] | ((origin: string) => boolean);
-  /** How long a browser may cache a preflight, in seconds. Default: 86400. */
-  maxAge?: number;
+  /** Milliseconds a browser may cache a preflight (sent in whole seconds). Default: 86,400,000 (a day). */
+  maxAgeMs?: number;
 }
 
 export function reportError(ctx: SyncContext, error: unknown, info: ErrorInfo): void {

@@ -1,3 +1,4 @@
+import { refuseRenamed } from '../shared/renamed.js';
 import type { CorsOptions } from './context.js';
 
 /** The headers the real client sends, plus the spec's neutral spelling of the request ID. */
@@ -20,7 +21,8 @@ export function corsHeaders(request: Request, options: CorsOptions | false | und
   if (preflightFor !== undefined) {
     headers['access-control-allow-methods'] = `${preflightFor}, OPTIONS`;
     headers['access-control-allow-headers'] = ALLOWED_HEADERS;
-    headers['access-control-max-age'] = String(options?.maxAge ?? 86400);
+    refuseRenamed(options, 'cors', { maxAge: 'maxAgeMs' });
+    headers['access-control-max-age'] = String(Math.floor((options?.maxAgeMs ?? 86_400_000) / 1000));
   }
   return headers;
 }

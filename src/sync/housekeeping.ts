@@ -24,7 +24,7 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   if (meta === undefined) return { ...counts, done };
   let floor = meta.floor ?? 0;
 
-  const tombstones = await oldest(tx, keys.tombstonePrefix, limit, retention.tombstones === false ? -Infinity : now - retention.tombstones, (_, at) => at as number);
+  const tombstones = await oldest(tx, keys.tombstonePrefix, limit, retention.tombstonesMs === false ? -Infinity : now - retention.tombstonesMs, (_, at) => at as number);
   done &&= tombstones.done;
   const found = tombstones.rows.map(([row]) => {
     const rest = row.slice(keys.tombstonePrefix.length);
@@ -47,7 +47,7 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   }
 
   // A group costs two reads of its own (its clients): fewer of them a batch keeps batches short.
-  const idle = await oldest(tx, keys.activityPrefix, Math.max(1, Math.floor(limit / 4)), retention.clientGroups === false ? -Infinity : now - retention.clientGroups, timeOf(keys.activityPrefix));
+  const idle = await oldest(tx, keys.activityPrefix, Math.max(1, Math.floor(limit / 4)), retention.clientGroupsMs === false ? -Infinity : now - retention.clientGroupsMs, timeOf(keys.activityPrefix));
   done &&= idle.done;
   const idleGroups = (await readMany(tx, idle.rows.map(([, value]) => keys.group(...groupOf(value))))) as Array<GroupRecord | undefined>;
   for (const [i, [row, value]] of idle.rows.entries()) {
@@ -72,7 +72,7 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
 
   // A view record no pull issued for the group retention: a client holding a cookie that names
   // it gets a reset if its view changed since (and nothing worse), so it may go.
-  const unused = await oldest(tx, keys.viewUsePrefix, limit, retention.clientGroups === false ? -Infinity : now - retention.clientGroups, timeOf(keys.viewUsePrefix));
+  const unused = await oldest(tx, keys.viewUsePrefix, limit, retention.clientGroupsMs === false ? -Infinity : now - retention.clientGroupsMs, timeOf(keys.viewUsePrefix));
   done &&= unused.done;
   const ids = unused.rows.map(([row]) => row.slice(keys.viewUsePrefix.length + VERSION_FIELD));
   const views = (await readMany(tx, ids.map((id) => keys.view(id)))) as Array<ViewRecord | undefined>;

@@ -41,8 +41,8 @@ export interface SessionClock {
 
 /** How long idle client groups and tombstones are kept, in milliseconds; `false`: for ever. */
 export interface Retention {
-  clientGroups: number | false;
-  tombstones: number | false;
+  clientGroupsMs: number | false;
+  tombstonesMs: number | false;
 }
 
 /** What housekeeping removed. */

@@ -128,7 +128,7 @@ describe('viewsync/node', () => {
   });
 
   it('closes a connection whose body trickles in slower than requestTimeout allows (was: open past 45 s)', async () => {
-    const server = await start(runtimeContext(memoryStorage()), { requestTimeout: 400 });
+    const server = await start(runtimeContext(memoryStorage()), { requestTimeoutMs: 400 });
     const started = performance.now();
     const { raw, closedAfter } = await new Promise<{ raw: string; closedAfter: number }>((resolve) => {
       const socket = connect(server.port, '127.0.0.1', () => {
@@ -146,7 +146,7 @@ describe('viewsync/node', () => {
   });
 
   it('closes a connection that stops reading its response for idleTimeout', async () => {
-    const server = await start(await bigSpace(), { idleTimeout: 300 });
+    const server = await start(await bigSpace(), { idleTimeoutMs: 300 });
     const socket = await stalledSocket(server.port);
     let received = 0;
     socket.on('data', (chunk: Buffer) => (received += chunk.length));

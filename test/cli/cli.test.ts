@@ -101,10 +101,12 @@ describe('the viewsync CLI, run as a process', () => {
       ['viewsync export a b --sqlite x.db', /takes one SPACE/],
       ['viewsync inspect --merge --sqlite x.db', /inspect takes no --merge/],
       ['viewsync inspect --bogus', /Unknown option '--bogus'/],
-      ['viewsync gc --tombstones soon --sqlite x.db', /--tombstones takes a number of days/],
+      ['viewsync gc --tombstones soon --sqlite x.db', /--tombstones takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d, or 'forever'; got "soon"/],
+      // A bare number is not guessed at: read as milliseconds, it would remove every tombstone.
+      ['viewsync gc --tombstones 30 --sqlite x.db', /--tombstones takes a duration above 0 with its unit/],
       ['env -u DATABASE_URL viewsync inspect', /No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL/],
       ['viewsync inspect --sqlite a.db --postgres postgres://h/d', /not both/],
-      ['viewsync export s --sqlite x.db --idle-timeout 0', /--idle-timeout takes a number of seconds above 0, got "0"/],
+      ['viewsync export s --sqlite x.db --idle-timeout 0', /--idle-timeout takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d; got "0"/],
       ['viewsync export s --sqlite x.db --from t', /export takes no --from/],
       ['viewsync inspect --sqlite x.db --schema app', /--schema is for PostgreSQL: a SQLite file has no schemas/],
       ['viewsync inspect --sqlite x.db --table-prefix 1x', /--table-prefix "1x" cannot begin a table name/],
@@ -205,10 +207,10 @@ describe('the viewsync CLI, run as a process', () => {
     db.close();
     // Kept at 30 days; gone at 5.
     expect(JSON.parse(sh(`viewsync gc --sqlite gc.db --json`).stdout)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
-    const run = sh(`viewsync gc --sqlite gc.db --client-groups 5 --tombstones 5`);
+    const run = sh(`viewsync gc --sqlite gc.db --client-groups 5d --tombstones 120h`);
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records.\n');
-    expect(await collectGarbage({ ...ctx, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroups: 1, tombstones: 1 } })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+    expect(await collectGarbage({ ...ctx, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
   });
 
   it('moves a space from a SQLite file to PostgreSQL through a pipe, as the README shows; an unreachable database exits 1', async () => {
@@ -239,13 +241,13 @@ describe('the viewsync CLI, run as a process', () => {
     const target = await filled('target.db', 'acme', 20_000);
     const before = rows(target);
     const stall = '(dd bs=64k count=1 iflag=fullblock 2>/dev/null; sleep 3; cat)';
-    const run = sh(`bash -c 'viewsync export acme --sqlite source.db --idle-timeout 1 | ${stall} | viewsync import acme --sqlite target.db; echo "status \${PIPESTATUS[*]}" >&2'`);
+    const run = sh(`bash -c 'viewsync export acme --sqlite source.db --idle-timeout 1s | ${stall} | viewsync import acme --sqlite target.db; echo "status \${PIPESTATUS[*]}" >&2'`);
     expect(run.stderr).toMatch(/^viewsync: export of "acme" failed after [\d,]+ entries: stdout took nothing for 1 s \(--idle-timeout\), and an export does not hold its snapshot longer\. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it$/m);
     expect(run.stderr).toMatch(/^viewsync: line \d+ of the dump is its last, and not its end line, \{"viewsync":"end","entries":…\}: the dump was cut short \(an export that failed or was stopped midway\?\), so nothing was imported$/m);
     expect(run.stderr).toMatch(/^status 1 0 1$/m);
     expect(rows(target)).toEqual(before);
     // --merge refuses it as well; with pipefail, the pipeline fails on either side.
-    const merged = sh(`bash -o pipefail -c 'viewsync export acme --sqlite source.db --idle-timeout 1 --quiet | ${stall} | viewsync import acme --sqlite target.db --merge --quiet'`);
+    const merged = sh(`bash -o pipefail -c 'viewsync export acme --sqlite source.db --idle-timeout 1s --quiet | ${stall} | viewsync import acme --sqlite target.db --merge --quiet'`);
     expect(merged.status).toBe(1);
     expect(rows(target)).toEqual(before);
   });
@@ -261,9 +263,9 @@ describe('the viewsync CLI, run as a process', () => {
         [`viewsync inspect --postgres '${pg}' --schema 'app;drop'`, 2, /^viewsync: --schema "app;drop" is not a name viewsync takes: 1 to 63 letters, digits and _, not starting with a digit\n/],
         [`viewsync export s --postgres '${pg}' --table-prefix 'my-app_'`, 2, /^viewsync: --table-prefix "my-app_" cannot begin a table name: up to 57 letters, digits and _, not starting with a digit\n/],
         [`viewsync import s --sqlite bad-prefix.db --table-prefix '${'x'.repeat(58)}' < /dev/null`, 2, /cannot begin a table name: up to 57 letters/],
-        [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:${silentPort}/db --connect-timeout 2`, 1, new RegExp(`^viewsync: Cannot reach PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/db: nothing answered as PostgreSQL within 2 s \\(--connect-timeout\\): check the host and port, and that PostgreSQL listens there\\n$`)],
-        [`viewsync gc --postgres postgres://someone:secret@127.0.0.1:${httpPort}/db --connect-timeout 2`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:\d+\/db: nothing answered as PostgreSQL within 2 s/],
-        [`viewsync export s --postgres postgres://someone:secret@10.255.255.1:5432/db --connect-timeout 2`, 1, /^viewsync: Cannot reach PostgreSQL at 10\.255\.255\.1:5432\/db: /],
+        [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:${silentPort}/db --connect-timeout 2s`, 1, new RegExp(`^viewsync: Cannot reach PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/db: nothing answered as PostgreSQL within 2 s \\(--connect-timeout\\): check the host and port, and that PostgreSQL listens there\\n$`)],
+        [`viewsync gc --postgres postgres://someone:secret@127.0.0.1:${httpPort}/db --connect-timeout 2s`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:\d+\/db: nothing answered as PostgreSQL within 2 s/],
+        [`viewsync export s --postgres postgres://someone:secret@10.255.255.1:5432/db --connect-timeout 2s`, 1, /^viewsync: Cannot reach PostgreSQL at 10\.255\.255\.1:5432\/db: /],
         [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:1/db`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1\/db: connect ECONNREFUSED/],
       ];
       const runs = await Promise.all(cases.map(([line]) => shAsync(line)));

@@ -55,7 +55,7 @@ interface Client {
 
 async function run(steps: Step[], storage: Storage): Promise<void> {
   const clock = { now: 1_800_000_000_000 };
-  const ctx: SyncContext = { storage, mutators: counted, retention: { clientGroups: 10_000, tombstones: 10_000 }, clock: () => clock.now };
+  const ctx: SyncContext = { storage, mutators: counted, retention: { clientGroupsMs: 10_000, tombstonesMs: 10_000 }, clock: () => clock.now };
   let groups = 0;
   const fresh = (from?: Client): Client => ({
     group: `g${groups}`,

@@ -13,7 +13,7 @@ const SECOND = 1_000;
 export function describeHousekeeping(name: string, create: () => Storage | Promise<Storage>): void {
   describe(`housekeeping: ${name}`, () => {
     /** A context at time `clock.now`, keeping groups and tombstones 10 s. */
-    async function context(retention: SyncContext['retention'] = { clientGroups: 10 * SECOND, tombstones: 10 * SECOND }) {
+    async function context(retention: SyncContext['retention'] = { clientGroupsMs: 10 * SECOND, tombstonesMs: 10 * SECOND }) {
       const clock = { now: 1_800_000_000_000 };
       const ctx: SyncContext = { storage: await create(), mutators: testMutators, retention, clock: () => clock.now, onError: () => {} };
       return { ctx, clock };
@@ -145,7 +145,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
     });
 
     it('an expired group’s marker is kept for ever: a tab back after months re-sending its first mutation is told, never applied twice', async () => {
-      const { ctx, clock } = await context({ clientGroups: 10 * SECOND, tombstones: 30 * SECOND });
+      const { ctx, clock } = await context({ clientGroupsMs: 10 * SECOND, tombstonesMs: 30 * SECOND });
       const pay = mutation('tab', 1, 'increment', { key: 'balance', delta: 100 });
       // Pushed and committed (200), but the tab closed before a pull could confirm it.
       await push(ctx, 'closed', [pay]);
@@ -175,7 +175,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
     });
 
     it('retention false keeps everything; the defaults keep 30 days', async () => {
-      const kept = await context({ clientGroups: false, tombstones: false });
+      const kept = await context({ clientGroupsMs: false, tombstonesMs: false });
       await push(kept.ctx, 'g', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
       kept.clock.now += 365 * 24 * 3600 * SECOND;
       expect(await collectGarbage(kept.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
@@ -197,10 +197,10 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       for (let g = 0; g < 39; g++) await push(ctx, `group${g}`, [put(`client${g}`, 1, `g${g}`, g)]);
       clock.now += 11 * SECOND;
       transactions = 0;
-      expect(await collectGarbage(ctx, { batch: 16 })).toEqual({ clientGroups: 40, clients: 40, tombstones: 300, views: 0 });
+      expect(await collectGarbage(ctx, undefined, { batch: 16 })).toEqual({ clientGroups: 40, clients: 40, tombstones: 300, views: 0 });
       expect(transactions).toBeGreaterThanOrEqual(300 / 16);
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx, { batch: 16, space: '' })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+      expect(await collectGarbage(ctx, '', { batch: 16 })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
       // Only the live entries are left to send.
       expect((await pull(ctx, 'reader', null)).patch).toHaveLength(40);
     });
@@ -213,7 +213,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         expect((await handlePush(post(`/push?space=${encodeURIComponent(space)}`, body), ctx)).status).toBe(200);
       }
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx, { space: 'b/c' })).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0 });
+      expect(await collectGarbage(ctx, 'b/c')).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0 });
       expect(await collectGarbage(ctx)).toEqual({ clientGroups: 2, clients: 2, tombstones: 2, views: 0 });
     });
 

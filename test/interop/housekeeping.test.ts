@@ -12,7 +12,7 @@ import { runtimeContext } from '../runtime/app.js';
 import { Clients, FetchRecorder, pendingCount, serverData, snapshot, uniqueName, waitFor } from './client.js';
 
 let server: SyncServer;
-const ctx: SyncContext = { ...runtimeContext(memoryStorage()), retention: { clientGroups: 1_000, tombstones: 1_000 } };
+const ctx: SyncContext = { ...runtimeContext(memoryStorage()), retention: { clientGroupsMs: 1_000, tombstonesMs: 1_000 } };
 const clients = new Clients(() => server.url);
 afterAll(async () => {
   await clients.closeAll();

@@ -41,7 +41,7 @@ async function pushPut(url: URL): Promise<void> {
 describe('poke streams through the Node adapter', () => {
   test('a stream outlives the request and idle timeouts while heartbeats flow, and gets pokes', async () => {
     const ctx = testContext({ pokes: { heartbeatMs: 100 } });
-    const server = await serve(ctx, { port: 0, requestTimeout: 400, headersTimeout: 400, idleTimeout: 400 });
+    const server = await serve(ctx, { port: 0, requestTimeoutMs: 400, headersTimeoutMs: 400, idleTimeoutMs: 400 });
     servers.push(server);
     const stream = await openStream(server.url);
     expect(stream.res.headers['content-type']).toBe('text/event-stream');

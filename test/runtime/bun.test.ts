@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { expect, test } from 'vitest';
 import { describeCompression } from './compression.js';
 import { describeRuntime } from './suite.js';
@@ -20,6 +21,22 @@ test('bun: a poke stream idle for longer than Bun’s default idle timeout stays
     expect(pushed.status).toBe(200);
     while (!text.includes('data: poke\n\n')) text += (await reader.read()).value ?? '';
     await reader.cancel();
+  } finally {
+    await server.stop();
+  }
+}, 30_000);
+
+// idleTimeoutMs is milliseconds in every adapter; Bun.serve counts seconds, so the adapter converts.
+test('bun: idleTimeoutMs is milliseconds: a connection idle for 1,000 ms is closed within seconds', async () => {
+  const server = await spawnServer('bun', ['--no-install', 'test/runtime/servers/bun-server.js'], { IDLE_TIMEOUT_MS: '1000' });
+  try {
+    // A kept-alive connection after one request: Bun times out connections that had one.
+    const socket = connect(Number(server.url.port), server.url.hostname, () => socket.write('POST /pull HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n'));
+    socket.resume();
+    const started = performance.now();
+    await new Promise<void>((resolve, reject) => socket.once('close', () => resolve()).once('error', reject));
+    // Bun checks idle connections every few seconds (about 4 s here); read as seconds, 1000 would be 17 minutes.
+    expect(performance.now() - started).toBeLessThan(10_000);
   } finally {
     await server.stop();
   }

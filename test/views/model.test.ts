@@ -91,7 +91,7 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
     for await (const [key, value] of tx.scan({ prefix: `member/${userID}/` }).entries()) data.set(key, value);
     return prefixesOf(data, userID!, clientGroupID);
   };
-  const ctx = viewContext({ storage, view: serverView ?? view, clock: () => now, retention: { clientGroups: DAY, tombstones: DAY } });
+  const ctx = viewContext({ storage, view: serverView ?? view, clock: () => now, retention: { clientGroupsMs: DAY, tombstonesMs: DAY } });
 
   const model = new Map<string, JSONValue>();
   /** Every cookie issued: to whom, for which prefixes, and what its client then held. */

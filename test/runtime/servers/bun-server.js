@@ -4,7 +4,8 @@ import { memoryStorage } from '../../../dist/index.js';
 import { serve } from '../../../dist/bun.js';
 import { runtimeContext } from '../app.ts';
 
-const server = await serve(runtimeContext(memoryStorage()), { port: 0 });
+const idle = process.env.IDLE_TIMEOUT_MS;
+const server = await serve(runtimeContext(memoryStorage()), { port: 0, ...(idle && { idleTimeoutMs: Number(idle) }) });
 console.log(JSON.stringify({ url: server.url.href }));
 // The test stops the server by closing stdin; exiting on its own then shows `stop()` let go.
 for await (const _ of Bun.stdin.stream());
