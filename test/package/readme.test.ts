@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -12,9 +12,10 @@ import { mutation, post, pullBody, pushAndPull, pushBody } from '../helpers.js';
 import { ROOT, userProject } from './packed.js';
 
 /**
- * Every code snippet of README.md, as printed, in a user's project that installed the packed
- * package. Each TypeScript or TOML snippet follows a `<!-- snippet: FILE RUNNER -->` line that
- * names the file it becomes and how it runs:
+ * Every code snippet of the documentation (README.md, CONTRIBUTING.md and docs/*.md), as printed,
+ * in one user's project that installed the packed package. Each TypeScript or TOML snippet
+ * follows a `<!-- snippet: FILE RUNNER -->` line that names the file it becomes (unique across
+ * the pages, since they share the project) and how it runs:
  * - `module`: imported by other snippets;
  * - `node`, `deno`, `bun`: a server started with that runtime (`tsx` for Node), on `PORT`;
  * - `node-otel`: a `node` server that exports OpenTelemetry over OTLP/HTTP: its spans and
@@ -29,8 +30,13 @@ import { ROOT, userProject } from './packed.js';
  * Every TypeScript snippet also compiles, all together, in a strict project (no skipLibCheck).
  */
 const run = promisify(execFile);
-const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const snippets = [...readme.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ file: file!, runner: runner!, language: language!, code: code! }));
+// README.md first: its Quick start holds the Node server that the `client` snippets run against.
+const pages = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]
+  .filter((page) => existsSync(join(ROOT, page)))
+  .map((page) => ({ page, text: readFileSync(join(ROOT, page), 'utf8') }));
+const snippets = pages.flatMap(({ page, text }) =>
+  [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ page, file: file!, runner: runner!, language: language!, code: code! })),
+);
 const OTEL = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'];
 const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', ...OTEL], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -48,11 +54,20 @@ async function start(command: string, args: string[], port: number, ready: RegEx
   return started;
 }
 
-describe('README.md', () => {
-  it('marks every TypeScript and TOML snippet with how it runs, and there are some of each kind', () => {
-    const fenced = [...readme.matchAll(/```(ts|toml|js|tsx)\n/g)].length;
-    expect(snippets.length).toBe(fenced);
+describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
+  it('marks every TypeScript and TOML snippet of every page with how it runs, and there are some of each kind', () => {
+    expect(pages.map(({ page }) => page)).toEqual(expect.arrayContaining(['README.md', 'docs/README.md']));
+    for (const { page, text } of pages) {
+      const fenced = [...text.matchAll(/```(ts|toml|js|tsx)\n/g)].length;
+      expect(snippets.filter((snippet) => snippet.page === page).length, page).toBe(fenced);
+    }
     for (const runner of ['module', 'node', 'node-otel', 'node-postgres', 'node-test', 'client', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
+  });
+
+  it('names a file of its own in every snippet: the pages share one project', () => {
+    const pagesOf = new Map<string, string[]>();
+    for (const { file, page } of snippets) pagesOf.set(file, [...(pagesOf.get(file) ?? []), page]);
+    expect([...pagesOf].filter(([, where]) => where.length > 1)).toEqual([]);
   });
 
   it('every TypeScript snippet compiles in a strict project against the packed package', async () => {
