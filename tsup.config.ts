@@ -8,7 +8,7 @@ export default defineConfig({
     bun: 'adapters/bun.ts',
     cloudflare: 'adapters/cloudflare.ts',
     sqlite: 'src/storage/sqlite.ts',
-    postgres: 'src/storage/postgres.ts',
+    postgres: 'src/postgres.ts',
     testing: 'src/testing/index.ts',
     client: 'src/client/index.ts',
     cli: 'src/cli/bin.ts',

@@ -1,9 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { Reply } from '../src/server/reply.js';
+import type { Reply } from '../src/shared/reply.js';
 import { BODY_BYTES } from '../src/server/read-body.js';
 import { refuseRenamed } from '../src/shared/renamed.js';
 import { type CompressionOptions, compressReply } from './compress.js';
-import type { NodeServeOptions } from './node.js';
 import { drained } from './drained.js';
 
 // The bridge between node:http and Fetch, the one adapter that cannot be thin (see node.ts).
@@ -153,8 +152,20 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
   return next.done ? undefined : next.value;
 }
 
+/** Node's timeouts, which bound what a slow or idle client can hold. */
+export interface NodeTimeoutOptions {
+  /** Milliseconds for a request's headers to arrive; then 408 and close. Default: 10,000. */
+  headersTimeoutMs?: number;
+  /** Milliseconds for a whole request (headers and body) to arrive; then 408 and close. Default: 60,000. */
+  requestTimeoutMs?: number;
+  /** Milliseconds a connection may neither send nor read, a kept-alive one included; then it is closed. Default: 60,000. */
+  idleTimeoutMs?: number;
+  /** Milliseconds an idle kept-alive connection stays open for the next request. Default: 5,000. */
+  keepAliveTimeoutMs?: number;
+}
+
 /**
- * What `serve` gives `http.createServer` to bound slow clients (see {@link NodeServeOptions}),
+ * What `serve` gives `http.createServer` to bound slow clients (see {@link NodeTimeoutOptions}),
  * for a server of your own around `createListener`: the server options, and the idle `timeout`
  * for `server.setTimeout`.
  *
@@ -163,7 +174,7 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
  * const server = http.createServer(options, createListener(ctx));
  * server.setTimeout(timeout, (socket) => socket.destroy());
  */
-export function nodeServerOptions(options: NodeServeOptions): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number; timeout: number } {
+export function nodeServerOptions(options: NodeTimeoutOptions): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number; timeout: number } {
   refuseRenamed(options, 'options', { headersTimeout: 'headersTimeoutMs', requestTimeout: 'requestTimeoutMs', idleTimeout: 'idleTimeoutMs', keepAliveTimeout: 'keepAliveTimeoutMs' });
   const { requestTimeoutMs: requestTimeout = 60_000, idleTimeoutMs: idleTimeout = 60_000, keepAliveTimeoutMs: keepAliveTimeout = 5_000 } = options;
   // Node refuses a headers timeout longer than the request timeout.

@@ -1,16 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SyncContext } from '../src/index.js';
-import { isDraining } from '../src/server/drain.js';
+import { isDraining } from '../src/context/drain.js';
 import { requestReply } from '../src/server/handle-request.js';
 import { type CompressionOptions, compressionSettings } from './compress.js';
 import { fitStreamsToProcess } from './descriptors.js';
-import { nodeServerOptions, readSmallBody, toRequest, writeReply } from './node-bridge.js';
+import { nodeServerOptions, type NodeTimeoutOptions, readSmallBody, toRequest, writeReply } from './node-bridge.js';
 import { stopGracefully } from './stop.js';
 import type { ServeOptions, StopOptions, SyncServer } from './types.js';
 
 export type { ServeOptions, StopOptions, SyncServer } from './types.js';
-export { nodeServerOptions } from './node-bridge.js';
+export { nodeServerOptions, type NodeTimeoutOptions } from './node-bridge.js';
 export type { CompressionOptions } from './compress.js';
 
 /**
@@ -38,16 +38,7 @@ export interface ListenerOptions {
 }
 
 /** {@link ServeOptions}, plus Node's timeouts, which bound what a slow or idle client can hold. */
-export interface NodeServeOptions extends ServeOptions, ListenerOptions {
-  /** Milliseconds for a request's headers to arrive; then 408 and close. Default: 10,000. */
-  headersTimeoutMs?: number;
-  /** Milliseconds for a whole request (headers and body) to arrive; then 408 and close. Default: 60,000. */
-  requestTimeoutMs?: number;
-  /** Milliseconds a connection may neither send nor read, a kept-alive one included; then it is closed. Default: 60,000. */
-  idleTimeoutMs?: number;
-  /** Milliseconds an idle kept-alive connection stays open for the next request. Default: 5,000. */
-  keepAliveTimeoutMs?: number;
-}
+export interface NodeServeOptions extends ServeOptions, ListenerOptions, NodeTimeoutOptions {}
 
 /**
  * Starts a `node:http` server for both endpoints and resolves once it listens. Slow clients are

@@ -1,5 +1,5 @@
 import type { SyncContext } from '../src/index.js';
-import { drain } from '../src/server/drain.js';
+import { drain } from '../src/context/drain.js';
 import type { StopOptions } from './types.js';
 
 /**

@@ -6,8 +6,8 @@
  *
  * Run: node --import tsx bench/otel-overhead.ts (about a minute)
  */
-import { json } from '../src/server/reply.js';
-import { Operation, recordGroupCommit } from '../src/server/telemetry.js';
+import { json } from '../src/shared/reply.js';
+import { Operation, recordGroupCommit } from '../src/telemetry/telemetry.js';
 import { progress } from './measure.js';
 import { startBenchSdk } from './otel.js';
 

@@ -2,7 +2,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serve, type SyncServer } from '../adapters/node.js';
 import { type JSONValue, type PatchOperation, type SyncContext, TemporaryError } from '../src/index.js';
-import { postgresNotifier, postgresStorage } from '../src/storage/postgres.js';
+import { postgresNotifier, postgresStorage } from '../src/postgres.js';
 import { EventReader } from './poke/sse.js';
 import { applyPatch, mutation, pullBody, pushBody, testMutators } from './helpers.js';
 

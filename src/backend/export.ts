@@ -1,4 +1,4 @@
-import type { SyncContext } from '../server/context.js';
+import type { SyncContext } from '../context/context.js';
 import { exportPages } from '../sync/export-pages.js';
 import { checkSpace } from './transact.js';
 import { endLine, headerLine } from './dump.js';

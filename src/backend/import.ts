@@ -1,12 +1,13 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf } from '../server/collect-garbage.js';
-import type { SyncContext } from '../server/context.js';
-import { afterChange } from '../server/handle-push.js';
-import { compareUTF8, hasLoneSurrogate } from '../storage/compare-utf8.js';
+import { clockOf, limitsOf } from '../context/state.js';
+import type { SyncContext } from '../context/context.js';
+import { afterChange } from '../context/after-change.js';
+import { compareUTF8, hasLoneSurrogate } from '../shared/utf8.js';
 import { frozenJSONCopy } from '../sync/frozen-json.js';
 import { runInGroup } from '../sync/group-commit.js';
 import { applyStep, stage, stagingID, unstage } from '../sync/import-batch.js';
-import { fitsUTF8, type Limits, resolveLimits } from '../sync/limits.js';
+import { fitsUTF8 } from '../shared/utf8.js';
+import type { Limits } from '../sync/limits.js';
 import { checkEnd, checkHeader, type HeaderRules, isEndLine, missingEnd } from './dump.js';
 import { DumpError, type DumpSource, lines } from './lines.js';
 import { checkSpace } from './transact.js';
@@ -78,7 +79,7 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
   if (options?.mode !== 'replace' && options?.mode !== 'merge') throw new TypeError(`importSpace: options.mode must be 'replace' or 'merge', got ${JSON.stringify(options?.mode)}`);
   if (options.from !== undefined) checkSpace(options.from);
   const rules: HeaderRules = { target: space, from: options.from, allowFormat1: options.allowFormat1 === true, mode: options.mode };
-  const limits = resolveLimits(ctx.limits);
+  const limits = limitsOf(ctx);
   const id = stagingID(clockOf(ctx).now);
   const progress = (phase: ImportProgress['phase'], entries: number, applied: number) => options.onProgress?.({ phase, entries, applied });
   let entries: number;

@@ -1,9 +1,9 @@
-import type { SyncContext } from '../server/context.js';
+import type { SyncContext } from '../context/context.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
-import { allSpaces } from '../server/collect-garbage.js';
+import { allSpaces } from '../context/collect-garbage.js';
 import { stagingStarted } from '../sync/import-batch.js';
-import { utf8Length } from '../sync/limits.js';
+import { utf8Length } from '../shared/utf8.js';
 import { SpaceKeys } from '../sync/keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
 import { checkSpace } from './transact.js';

@@ -1,9 +1,9 @@
-import type { SyncContext } from '../server/context.js';
+import type { SyncContext } from '../context/context.js';
 import { globalVersion } from '../sync/global-version.js';
-import { resolveLimits } from '../sync/limits.js';
 import { SpaceReadTransaction } from '../sync/read-transaction.js';
 import type { ReadTransaction } from '../sync/transaction.js';
 import { checkSpace, deadline } from './transact.js';
+import { limitsOf } from '../context/state.js';
 
 /** Options for {@link read}. */
 export interface ReadOptions {
@@ -28,7 +28,7 @@ export interface ReadOptions {
  */
 export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTransaction) => T | Promise<T>, options: ReadOptions = {}): Promise<T> {
   checkSpace(space);
-  const limits = resolveLimits(ctx.limits);
+  const limits = limitsOf(ctx);
   const timed = deadline('read', options.timeoutMs ?? limits.mutatorMs, 'its snapshot was let go');
   try {
     return await ctx.storage.transaction(async (storageTx) => {

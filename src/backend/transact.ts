@@ -1,10 +1,9 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf } from '../server/collect-garbage.js';
-import type { SyncContext } from '../server/context.js';
-import { afterChange } from '../server/handle-push.js';
+import { clockOf, limitsOf } from '../context/state.js';
+import type { SyncContext } from '../context/context.js';
+import { afterChange } from '../context/after-change.js';
 import { globalVersion } from '../sync/global-version.js';
 import { runInGroup } from '../sync/group-commit.js';
-import { resolveLimits } from '../sync/limits.js';
 import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/process-push.js';
 import type { WriteTransaction } from '../sync/transaction.js';
 import { MutationTransaction } from '../sync/write-transaction.js';
@@ -39,7 +38,7 @@ export interface TransactOptions {
  */
 export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions = {}): Promise<T> {
   checkSpace(space);
-  const limits = resolveLimits(ctx.limits);
+  const limits = limitsOf(ctx);
   const timed = deadline('transact', options.timeoutMs ?? limits.mutatorMs, 'its writes were discarded');
   const clock = clockOf(ctx);
   try {

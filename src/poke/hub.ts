@@ -1,5 +1,5 @@
-import { HTTPError } from '../server/errors.js';
-import { countPokeStreams } from '../server/telemetry.js';
+import { HTTPError } from '../shared/errors.js';
+import { countPokeStreams } from '../telemetry/telemetry.js';
 import type { Notifier, Unsubscribe } from './notifier.js';
 
 /** How pokes are sent: see {@link SyncContext.pokes}. */

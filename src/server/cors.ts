@@ -1,5 +1,5 @@
 import { refuseRenamed } from '../shared/renamed.js';
-import type { CorsOptions } from './context.js';
+import type { CorsOptions } from '../context/context.js';
 
 /** The headers the real client sends, plus the spec's neutral spelling of the request ID. */
 const ALLOWED_HEADERS = 'authorization, content-type, x-replicache-requestid, x-sync-requestid';

@@ -1,11 +1,9 @@
-import { defaultNotifier, type Notifier } from '../poke/notifier.js';
-import { PokeHub } from '../poke/hub.js';
-import { resolveLimits } from '../sync/limits.js';
-import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-import { isDraining } from './drain.js';
-import { HTTPError } from './errors.js';
+import type { SyncContext } from '../context/context.js';
+import { isDraining } from '../context/drain.js';
+import { hubOf, limitsOf } from '../context/state.js';
+import { HTTPError } from '../shared/errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
-import { type Reply, toResponse } from './reply.js';
+import { type Reply, toResponse } from '../shared/reply.js';
 
 /**
  * The poke endpoint: a `GET` answered with a Server-Sent Events stream that says `poke` each
@@ -29,7 +27,7 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
     if (request.method !== 'GET') throw new HTTPError(405, `${request.method} is not allowed on the poke endpoint; use GET`, { headers: { allow: 'GET' } });
     if (isDraining(ctx)) throw shuttingDown();
     const userID = await identify(request, ctx);
-    const space = await resolveSpace(request, ctx, userID, resolveLimits(ctx.limits));
+    const space = await resolveSpace(request, ctx, userID, limitsOf(ctx));
     const body = await hubOf(ctx).open(space, userID);
     // A drain that began while this stream was opening did not end it, and nothing else would:
     // the server would wait for it until its stop timeout.
@@ -41,31 +39,6 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
   });
 }
 
-/** Tells `space`'s poke streams, on every instance the notifier reaches, that it changed. */
-export function announce(ctx: SyncContext, space: string, info: ErrorInfo): void {
-  if (ctx.pokes === false) return;
-  const failed = (error: unknown) => reportError(ctx, error, info);
-  try {
-    const sent = notifierOf(ctx).notify(space);
-    // The push is committed whatever happens here: a lost poke only delays clients to their next pull.
-    if (sent !== undefined) sent.catch(failed);
-  } catch (error) {
-    failed(error);
-  }
-}
-
-/** The poke streams of `ctx`, made on first use. */
-export function hubOf(ctx: SyncContext): PokeHub {
-  let hub = hubs.get(ctx);
-  if (hub === undefined) hubs.set(ctx, (hub = new PokeHub(notifierOf(ctx), ctx.pokes || {})));
-  return hub;
-}
-
-function notifierOf(ctx: SyncContext): Notifier {
-  return (ctx.pokes && ctx.pokes.notifier) || defaultNotifier(ctx.storage);
-}
-
-const hubs = new WeakMap<SyncContext, PokeHub>();
 
 const shuttingDown = () => new HTTPError(503, 'This server is shutting down; reconnect to another', { headers: { 'retry-after': '1' } });
 

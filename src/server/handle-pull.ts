@@ -1,13 +1,12 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { globalVersion } from '../sync/global-version.js';
-import { resolveLimits } from '../sync/limits.js';
 import { processPull } from '../sync/process-pull.js';
-import { clockOf } from './collect-garbage.js';
-import type { SyncContext } from './context.js';
-import { json, type Reply, toResponse } from './reply.js';
+import { clockOf, limitsOf } from '../context/state.js';
+import type { SyncContext } from '../context/context.js';
+import { json, type Reply, toResponse } from '../shared/reply.js';
 import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
-import { Operation } from './telemetry.js';
+import { Operation } from '../telemetry/telemetry.js';
 
 /**
  * The pull endpoint: answers a pull of version 0 or 1 with the patch that brings the client's
@@ -33,7 +32,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       }
       const { body, space } = prepared;
       op.identified(space, body.pullVersion === 1 ? body : { clientID: body.clientID });
-      const views = ctx.view && { view: ctx.view, limits: resolveLimits(ctx.limits) };
+      const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx) };
       const result = await processPull(ctx.storage, globalVersion, body, space, prepared.userID, clockOf(ctx), views);
       if ('patch' in result) return op.pulled(result.patch, pullBody(result));
       op.answered(result.error);

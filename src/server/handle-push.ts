@@ -1,12 +1,12 @@
 import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPush } from '../sync/process-push.js';
-import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-import { clockOf, collectAfterPush } from './collect-garbage.js';
-import { announce } from './handle-poke.js';
-import { json, type Reply, toResponse } from './reply.js';
+import { afterChange } from '../context/after-change.js';
+import { type SyncContext, reportError } from '../context/context.js';
+import { clockOf } from '../context/state.js';
+import { json, type Reply, toResponse } from '../shared/reply.js';
 import { prepare, respond } from './prepare.js';
-import { Operation } from './telemetry.js';
+import { Operation } from '../telemetry/telemetry.js';
 
 /**
  * The push endpoint: runs a client group's pending mutations in order, in one transaction.
@@ -49,15 +49,6 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
     }, op),
   );
-}
-
-/**
- * What a committed change of `space` sets off, whoever made it (a push, or the app's backend):
- * pokes to the space's subscribers, and now and then a little housekeeping.
- */
-export function afterChange(ctx: SyncContext, space: string, info: ErrorInfo): void {
-  announce(ctx, space, info);
-  collectAfterPush(ctx, space, info);
 }
 
 const PUSH = {

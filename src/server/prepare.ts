@@ -1,11 +1,13 @@
 import type * as v from 'valibot';
-import { hasLoneSurrogate } from '../storage/compare-utf8.js';
-import { fitsUTF8, type Limits, resolveLimits } from '../sync/limits.js';
-import { type SyncContext, reportError } from './context.js';
-import { HTTPError } from './errors.js';
-import { json, type Reply } from './reply.js';
+import { hasLoneSurrogate } from '../shared/utf8.js';
+import { fitsUTF8 } from '../shared/utf8.js';
+import type { Limits } from '../sync/limits.js';
+import { type SyncContext, reportError } from '../context/context.js';
+import { HTTPError } from '../shared/errors.js';
+import { json, type Reply } from '../shared/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
-import type { Operation } from './telemetry.js';
+import type { Operation } from '../telemetry/telemetry.js';
+import { limitsOf } from '../context/state.js';
 
 /** A request that passed every check, ready for the sync layer. */
 export interface Prepared<T> {
@@ -43,7 +45,7 @@ export async function prepare<TSchema extends v.GenericSchema>(
     throw new HTTPError(405, `${request.method} is not allowed on the ${endpoint.kind} endpoint; use POST`, { headers: { allow: 'POST' } });
   }
   const userID = await identify(request, ctx);
-  const limits = resolveLimits(ctx.limits);
+  const limits = limitsOf(ctx);
   let raw = await readJSONBody(request, limits.bodyBytes);
 
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {

@@ -1,12 +1,11 @@
 import { runChecked } from './checked.js';
-import { compareUTF8 } from './compare-utf8.js';
+import { compareUTF8 } from '../shared/utf8.js';
 import { type PostgresClient, type PostgresQuery, postgresDriver } from './postgres-driver.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 
 export type { PostgresClient } from './postgres-driver.js';
-export { postgresNotifier, type PostgresNotifierClient, type PostgresNotifierOptions } from '../poke/postgres-notifier.js';
 
 /**
  * A store in PostgreSQL, shared by any number of server instances: a `postgres` (postgres.js)

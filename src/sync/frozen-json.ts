@@ -1,5 +1,6 @@
 import type { JSONValue } from '../protocol/json.js';
-import { jsonStringBytes, MAX_VALUE_DEPTH } from './limits.js';
+import { jsonStringBytes } from '../shared/utf8.js';
+import { MAX_VALUE_DEPTH } from './limits.js';
 
 /**
  * A deep copy of `value`, frozen, after checking that it is JSON that every pull can serve: at

@@ -2,7 +2,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
-import { hubOf } from '../../src/server/handle-poke.js';
+import { hubOf } from '../../src/context/state.js';
 import { mutation, pushBody, testContext } from '../helpers.js';
 import { memoryInUse } from '../memory.js';
 

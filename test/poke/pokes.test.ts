@@ -1,7 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
 import { fitStreamsToDescriptors, PokeHub } from '../../src/poke/hub.js';
-import { hubOf } from '../../src/server/handle-poke.js';
+import { hubOf } from '../../src/context/state.js';
 import { mutation, pushBody, post, testContext } from '../helpers.js';
 import { EventReader } from './sse.js';
 import { memoryInUse } from '../memory.js';

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { serve } from '../../adapters/node.js';
 import type { Mutators, Storage } from '../../src/index.js';
-import { postgresNotifier, postgresStorage } from '../../src/storage/postgres.js';
+import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 
 /**

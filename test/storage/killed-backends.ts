@@ -4,7 +4,7 @@
 // killed-backends.test.ts with DATABASE_URL, SCHEMA and KILLS set.
 import postgres from 'postgres';
 import { handlePull, handlePush, type SyncContext } from '../../src/index.js';
-import { postgresNotifier, postgresStorage } from '../../src/storage/postgres.js';
+import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { mutation, post, pullBody, pushBody } from '../helpers.js';
 
 const url = process.env.DATABASE_URL!;

@@ -1,7 +1,7 @@
 import { type Meter, type MeterProvider, type TracerProvider, metrics, trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { handlePoke, handlePull, handlePush } from '../../src/index.js';
-import { Operation } from '../../src/server/telemetry.js';
+import { Operation } from '../../src/telemetry/telemetry.js';
 import { mutation, post, pull, pullBody, push, pushBody, testContext } from '../helpers.js';
 
 afterEach(() => {

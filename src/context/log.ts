@@ -1,4 +1,16 @@
-import type { ErrorInfo } from './context.js';
+import type { Mutation } from '../protocol/push-request.js';
+
+/** What {@link SyncContext.onError} is told about a failure. */
+export interface ErrorInfo {
+  /** The request being handled; absent for a call from the app's backend (`transact`, `importSpace`…). */
+  request?: Request | undefined;
+  /** The backend call that failed, when no request did: `'transact'`, `'importSpace'`… */
+  operation?: string | undefined;
+  /** The space of that backend call. */
+  space?: string | undefined;
+  /** The mutation whose mutator failed, when one did. */
+  mutation?: Mutation;
+}
 
 /**
  * The default `onError`: one line on `console.error` per failure. Everything a client controls

@@ -1,11 +1,11 @@
 import type { PokeOptions } from '../poke/hub.js';
-import type { RetentionOptions } from './collect-garbage.js';
-import type { Mutation } from '../protocol/push-request.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from '../sync/limits.js';
 import type { Mutators } from '../sync/mutator.js';
 import type { View } from '../sync/view.js';
-import { logError } from './log.js';
+import { type ErrorInfo, logError } from './log.js';
+
+export type { ErrorInfo } from './log.js';
 
 /**
  * Everything the handlers need: where data lives, how mutations run, and who may do what.
@@ -82,17 +82,14 @@ export interface SyncContext {
   cors?: CorsOptions | false;
 }
 
-/** What {@link SyncContext.onError} is told about a failure. */
-export interface ErrorInfo {
-  /** The request being handled; absent for a call from the app's backend (`transact`, `importSpace`…). */
-  request?: Request | undefined;
-  /** The backend call that failed, when no request did: `'transact'`, `'importSpace'`… */
-  operation?: string | undefined;
-  /** The space of that backend call. */
-  space?: string | undefined;
-  /** The mutation whose mutator failed, when one did. */
-  mutation?: Mutation;
+/** How long idle client groups and tombstones are kept: see {@link SyncContext.retention}. */
+export interface RetentionOptions {
+  /** Milliseconds a client group may neither push nor pull before it expires; `false`: for ever. Default: 30 days. */
+  clientGroupsMs?: number | false;
+  /** Milliseconds a deleted entry's tombstone is kept; `false`: for ever. Default: 30 days. */
+  tombstonesMs?: number | false;
 }
+
 
 /** Which origins a browser may call from. */
 export interface CorsOptions {

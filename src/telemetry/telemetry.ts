@@ -15,9 +15,9 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { PatchOperation } from '../protocol/pull-response.js';
-import type { Mutators } from '../sync/mutator.js';
-import { HTTPError, TemporaryError } from './errors.js';
-import type { Reply } from './reply.js';
+import { HTTPError, TemporaryError } from '../shared/errors.js';
+import type { Reply } from '../shared/reply.js';
+import { utf8Length } from '../shared/utf8.js';
 
 /**
  * OpenTelemetry traces and metrics, through `@opentelemetry/api` only: the app registers an SDK
@@ -32,6 +32,9 @@ export type { Context };
 /** The instrumentation scope's name and version (the package's; a test keeps them equal). */
 export const SCOPE = 'viewsync';
 export const VERSION = '0.1.0';
+
+/** The app's mutators, by name: only their names are read, to bound a metric's label set. */
+type KnownMutators = Readonly<Record<string, unknown>>;
 
 /** The bucket a mutator name outside the app's mutators is counted in, so a client cannot grow a metric's label set. */
 export const UNKNOWN_MUTATOR = '(unknown)';
@@ -115,7 +118,7 @@ export class Operation {
   }
 
   /** A push ran: its counts by mutator, its wait for the space, and a TemporaryError that stopped it. */
-  pushed(mutations: number, result: { tally: ReadonlyMap<string, MutationTally>; waitedMs: number; groupSize: number; stoppedBy: unknown }, mutators: Mutators): void {
+  pushed(mutations: number, result: { tally: ReadonlyMap<string, MutationTally>; waitedMs: number; groupSize: number; stoppedBy: unknown }, mutators: KnownMutators): void {
     if (result.stoppedBy !== undefined) this.#outcome = 'TemporaryError';
     if (!this.listening) return;
     guard(() => {
@@ -142,7 +145,7 @@ export class Operation {
   }
 
   /** A mutation's mutator threw: an event on the span, with the error's type but not its message. */
-  mutationFailed(name: string, id: number, error: unknown, mutators: Mutators): void {
+  mutationFailed(name: string, id: number, error: unknown, mutators: KnownMutators): void {
     if (!this.span.isRecording()) return;
     guard(() => {
       const mutator = Object.hasOwn(mutators, name) ? name : UNKNOWN_MUTATOR;
@@ -294,21 +297,6 @@ function counted(body: ReadableStream<Uint8Array>, histogram: Histogram): Readab
     },
     cancel: (reason) => reader.cancel(reason),
   }, { highWaterMark: 0 });
-}
-
-/** The UTF-8 length of `text` without encoding it (a lone surrogate becomes U+FFFD, 3 bytes). */
-function utf8Length(text: string): number {
-  let bytes = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) continue;
-    if (code < 0x800) bytes += 1;
-    else if (code >= 0xd800 && code < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      bytes += 2;
-      i++;
-    } else bytes += 2;
-  }
-  return bytes;
 }
 
 function errorType(error: unknown): string {

@@ -1,20 +1,12 @@
-import { refuseRenamed } from '../shared/renamed.js';
-import { compareUTF8 } from '../storage/compare-utf8.js';
+import { compareUTF8 } from '../shared/utf8.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
 import { globalVersion } from '../sync/global-version.js';
 import { stagingSpaces } from '../sync/import-batch.js';
 import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
-import type { Collected, Retention, SessionClock } from '../sync/strategy.js';
+import type { Collected } from '../sync/strategy.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-
-/** How long idle client groups and tombstones are kept: see {@link SyncContext.retention}. */
-export interface RetentionOptions {
-  /** Milliseconds a client group may neither push nor pull before it expires; `false`: for ever. Default: 30 days. */
-  clientGroupsMs?: number | false;
-  /** Milliseconds a deleted entry's tombstone is kept; `false`: for ever. Default: 30 days. */
-  tombstonesMs?: number | false;
-}
+import { clockOf, stateOf } from './state.js';
 
 /** Options for {@link collectGarbage}. */
 export interface CollectOptions {
@@ -24,20 +16,6 @@ export interface CollectOptions {
 
 /** What {@link collectGarbage} removed. */
 export type { Collected } from '../sync/strategy.js';
-
-const DAY = 24 * 60 * 60 * 1000;
-
-export function resolveRetention(options: RetentionOptions | undefined): Retention {
-  refuseRenamed(options, 'retention', { clientGroups: 'clientGroupsMs', tombstones: 'tombstonesMs' });
-  return { clientGroupsMs: options?.clientGroupsMs ?? 30 * DAY, tombstonesMs: options?.tombstonesMs ?? 30 * DAY };
-}
-
-/** The time a request works at, and how often a group's activity is written down. */
-export function clockOf(ctx: SyncContext): SessionClock {
-  const { clientGroupsMs } = resolveRetention(ctx.retention);
-  // A tenth of the retention: an idle group expires between 0.9 and 1 times it after its last sign.
-  return { now: (ctx.clock ?? Date.now)(), touchEveryMs: (clientGroupsMs === false ? 30 * DAY : clientGroupsMs) / 10 };
-}
 
 /**
  * Removes what the retention lets go: client groups idle past `retention.clientGroupsMs` (with their
@@ -56,7 +34,7 @@ export async function collectGarbage(ctx: SyncContext, space?: string, options: 
   if (space !== undefined && typeof space !== 'string') {
     throw new TypeError('collectGarbage(ctx, space, options) takes the space as its second argument (a string, or undefined for every space) since 0.2; options such as batch come third');
   }
-  resolveRetention(ctx.retention);
+  stateOf(ctx);
   const total = nothingCollected();
   const spaces = space === undefined ? await allSpaces(ctx.storage) : [space];
   for (const each of spaces) {
@@ -72,11 +50,9 @@ export async function collectGarbage(ctx: SyncContext, space?: string, options: 
  * space's first push here.
  */
 export function collectAfterPush(ctx: SyncContext, space: string, info: ErrorInfo): void {
-  const retention = resolveRetention(ctx.retention);
+  const { retention, housekeeping: last } = stateOf(ctx);
   if (retention.clientGroupsMs === false && retention.tombstonesMs === false) return;
-  let last = lastRuns.get(ctx);
-  if (last === undefined) lastRuns.set(ctx, (last = new Map()));
-  const now = (ctx.clock ?? Date.now)();
+  const now = clockOf(ctx).now;
   const previous = last.get(space);
   // The first push of a space in this process starts the minute; a run comes after it.
   if (previous === undefined) {
@@ -95,10 +71,9 @@ export function collectAfterPush(ctx: SyncContext, space: string, info: ErrorInf
 }
 
 const RUNNING = -1;
-const lastRuns = new WeakMap<SyncContext, Map<string, number>>();
 
 async function collectSpace(ctx: SyncContext, space: string, batch: number, maxBatches: number): Promise<Collected> {
-  const retention = resolveRetention(ctx.retention);
+  const { retention } = stateOf(ctx);
   const total = nothingCollected();
   for (let i = 0; i < maxBatches; i++) {
     const now = clockOf(ctx).now;

@@ -1,5 +1,5 @@
-import { hubOf } from './handle-poke.js';
 import type { SyncContext } from './context.js';
+import { hubOf, stateOf } from './state.js';
 
 /** Options for {@link drain}. */
 export interface DrainOptions {
@@ -24,22 +24,18 @@ export interface DrainOptions {
  * process.once('SIGTERM', () => { drain(ctx); server.close(); });
  */
 export function drain(ctx: SyncContext, options: DrainOptions = {}): () => void {
-  draining.set(ctx, (draining.get(ctx) ?? 0) + 1);
+  const state = stateOf(ctx);
+  state.drains++;
   if (ctx.pokes !== false) hubOf(ctx).closeAll(options.retryMs ?? 1_000);
   let undone = false;
   return () => {
     if (undone) return;
     undone = true;
-    const count = draining.get(ctx)! - 1;
-    if (count === 0) draining.delete(ctx);
-    else draining.set(ctx, count);
+    state.drains--;
   };
 }
 
 /** True while {@link drain} has marked `ctx` and not been undone. */
 export function isDraining(ctx: SyncContext): boolean {
-  return draining.has(ctx);
+  return stateOf(ctx).drains > 0;
 }
-
-/** Drains in force, by context: several servers may share one context and stop one by one. */
-const draining = new WeakMap<SyncContext, number>();

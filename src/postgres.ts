@@ -1,0 +1,3 @@
+/** `viewsync/postgres`: the PostgreSQL store, and the notifier that carries pokes between instances through the same database. */
+export * from './storage/postgres.js';
+export { postgresNotifier, type PostgresNotifierClient, type PostgresNotifierOptions } from './poke/postgres-notifier.js';
