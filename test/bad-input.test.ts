@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { handlePull, handlePush, type SyncContext } from '../src/index.js';
-import { mutation, post, pull, pullBody, push, pushBody, testContext } from './helpers.js';
+import { mutation, post, pull, pullBody, push, pushBody, testContext } from './support/helpers.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 
@@ -17,7 +17,7 @@ async function seeded(overrides: Partial<SyncContext> = {}) {
   return { ctx, unchanged: async () => expect(await pull(ctx, 'g', null)).toEqual(before) };
 }
 
-describe.each(endpoints)('rule 11: bad input on the %s endpoint changes nothing and is never a 500', (_, handler, valid) => {
+describe.each(endpoints)('bad input on the %s endpoint changes nothing and is never a 500', (_, handler, valid) => {
   it.each(['GET', 'PUT', 'DELETE', 'PATCH'])('%s gets 405 with Allow: POST', async (method) => {
     const { ctx, unchanged } = await seeded();
     const response = await handler(new Request('http://localhost/x', { method, ...(method !== 'GET' && { body: JSON.stringify(valid) }) }), ctx);
@@ -66,7 +66,7 @@ describe.each(endpoints)('rule 11: bad input on the %s endpoint changes nothing 
   });
 });
 
-describe('rule 11: a body that breaks the schema gets 400 naming the field', () => {
+describe('bad input: a body that breaks the schema gets 400 naming the field', () => {
   it.each([
     ['pull', handlePull, { ...pullBody('g', null), clientGroupID: 42 }, 'clientGroupID'],
     ['pull', handlePull, { pullVersion: 1, cookie: null, profileID: 'p', schemaVersion: '' }, 'clientGroupID'],

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { handlePull, handlePush } from '../src/index.js';
-import { mutation, post, pullBodyV0, pushBody, testMutators } from './helpers.js';
+import { mutation, post, pullBodyV0, pushBody, testMutators } from './support/helpers.js';
 import { memoryStorage, type SyncContext } from '../src/index.js';
 
 /** A context with the default onError, whose console.error lines are collected. */

@@ -17,6 +17,7 @@ export default defineConfig({
     setupFiles: [fileURLToPath(new URL('expect-node.ts', import.meta.url))],
     include: [
       'test/*.test.ts',
+      'test/spec/*.test.ts',
       'test/adapters/node.test.ts',
       'test/runtime/node.test.ts',
       'test/poke/node.test.ts',

@@ -9,9 +9,9 @@
  *    callback rejects (or whose commit fails) leaves no trace. `transaction` then rejects.
  * 2. **Serialisable writes.** Read-write transactions behave as if they ran one after another.
  *    The global version strategy depends on it: a version is read and bumped inside a push
- *    transaction, so two pushes must never both read the same version (spec, "Global version
- *    number strategy", rule 5). A store may get there with a lock, `SERIALIZABLE` isolation
- *    plus retries, or a single writer. Transactions of different spaces (see
+ *    transaction, so two pushes must never both read the same version (spec, global version
+ *    rule 5). A store may get there with a lock, `SERIALIZABLE` isolation plus retries, or a
+ *    single writer. Transactions of different spaces (see
  *    {@link TransactionOptions.space}) touch disjoint keys, so a store should let them run side
  *    by side: one space's slow push must not hold up another space.
  * 3. **Consistent snapshots.** Every read inside one transaction (read-only or not) sees one

@@ -90,7 +90,7 @@ export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: 
     if ((view === undefined) !== (parsed.view === undefined)) return { since: 'reset', current };
     return { since, current, ...(view !== undefined && parsed.view === view.id && { from: view.prefixes }) };
   }
-  // A cookie we never issued (spec pull rule 3: unusable) or one of state this store lost (it
+  // A cookie we never issued (spec, pull rule 3: unusable) or one of state this store lost (it
   // was wiped or restored). A reloaded page forks such a cookie into every new client group it
   // starts, so ClientStateNotFound would reload it forever: send everything, with a cookie
   // that sorts above the lost one. A newer incarnation's does; an empty space's is made so.

@@ -10,7 +10,7 @@ import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './vi
 /**
  * Answers a pull of either version from one read-only transaction, so the lastMutationIDs are
  * read with the patch they belong to (spec, pull rule 2). Client groups and clients are the
- * caller's own (spec, "Authentication", rule 3): another user's of the same ID are not seen.
+ * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
 export async function processPull(
   storage: Storage,

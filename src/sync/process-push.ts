@@ -44,7 +44,7 @@ export interface PushOptions {
 /**
  * Runs a push's mutations in order (spec, push rules 2-7): in one storage transaction, or with
  * `perMutation` in one each, so a long push never holds the space's write lock for its whole
- * length (rule 5 allows both). Clients are the pushing user's own: another user's client of the
+ * length (push rule 5 allows both). Clients are the pushing user's own: another user's client of the
  * same ID is another client. Throws an `HTTPError` when a client belongs to another of the
  * user's groups; in one transaction that commits nothing, per mutation it keeps those before it.
  */
@@ -106,7 +106,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
         // (a wiped or restored database). Ignoring them would block it forever; this tells it
         // to start over, as a lost cookie does on pull. Nothing of this batch is kept.
         if (stored === undefined && mutation.id > 1) return { result: LOST, keep: false };
-        // A new client's record starts at 0 and is tied to this group (spec, push state table).
+        // A new client's record starts at 0 and is tied to this group (spec, States).
         client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
         clients.set(mutation.clientID, client);
       }

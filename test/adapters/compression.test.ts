@@ -6,8 +6,8 @@ import { compressionSettings, compressStream, negotiateEncoding } from '../../ad
 import { createListener, type SyncServer } from '../../adapters/node.js';
 import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
-import { httpRequest } from '../http-request.js';
-import { memoryInUse } from '../memory.js';
+import { httpRequest } from '../support/http-request.js';
+import { memoryInUse } from '../support/memory.js';
 import { runtimeContext } from '../runtime/app.js';
 import { serversStoppedAfterEach } from './servers.js';
 

@@ -6,7 +6,7 @@ import { nodeServerOptions } from '../../adapters/node-bridge.js';
 import { createListener, serve } from '../../adapters/node.js';
 import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
 import { runtimeContext, runtimeMutators } from '../runtime/app.js';
-import { memoryInUse } from '../memory.js';
+import { memoryInUse } from '../support/memory.js';
 import { serversStoppedAfterEach } from './servers.js';
 
 // What only the Node bridge promises (the shared runtime suite covers the common wiring).

@@ -11,10 +11,10 @@ import { connectPokes } from '../../src/client/index.js';
 import { importSpace, memoryStorage, mutate, type Storage, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import { openSQLite } from '../sqlite-driver.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
 import { runtimeMutators } from '../runtime/app.js';
-import { testDatabase } from '../stores.js';
+import { testDatabase } from '../support/stores.js';
 
 const database = testDatabase('backend_client');
 

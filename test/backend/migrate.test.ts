@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { DumpError, exportSpace, importSpace, type JSONValue, memoryStorage, type Storage, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import { openSQLite } from '../sqlite-driver.js';
-import { applyPatch, mutation, pull, push, testMutators } from '../helpers.js';
-import { testDatabase } from '../stores.js';
+import { openSQLite } from '../support/sqlite-driver.js';
+import { applyPatch, mutation, pull, push, testMutators } from '../support/helpers.js';
+import { testDatabase } from '../support/stores.js';
 import { chunked, dumpOf, rawContents, text } from './suite.js';
 
 const database = testDatabase('migrate');

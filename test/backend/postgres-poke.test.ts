@@ -6,7 +6,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { handlePoke, importSpace, mutate, type SyncContext, transact } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
-import { testMutators } from '../helpers.js';
+import { testMutators } from '../support/helpers.js';
 import { EventReader } from '../poke/sse.js';
 
 const url = process.env.DATABASE_URL;

@@ -20,7 +20,7 @@ import {
   transact,
   UnknownMutatorError,
 } from '../../src/index.js';
-import { applyPatch, mutation, pull, push, testMutators } from '../helpers.js';
+import { applyPatch, mutation, pull, push, testMutators } from '../support/helpers.js';
 
 const mutators: Mutators = {
   ...testMutators,

@@ -14,9 +14,9 @@ import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, importSpace, inspect, type JSONValue, read, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import { applyPatch, mutation, post, pullBody, push, testMutators } from '../helpers.js';
+import { applyPatch, mutation, post, pullBody, push, testMutators } from '../support/helpers.js';
 import { ROOT, userProject } from '../package/packed.js';
-import { testDatabase } from '../stores.js';
+import { testDatabase } from '../support/stores.js';
 
 const project = userProject(['better-sqlite3', 'postgres']);
 // The bin as npm links it: `viewsync` on the PATH, a link to the package's dist/cli.js.

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { startCommand, type Started } from '../command.js';
+import { startCommand, type Started } from '../support/command.js';
 import { ROOT } from '../package/packed.js';
 
 export interface DemoServer extends Started {

@@ -10,8 +10,8 @@ import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type WriteTransaction } from '../../src/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import { openSQLite } from '../sqlite-driver.js';
-import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../helpers.js';
+import { openSQLite } from '../support/sqlite-driver.js';
+import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1500);
 const KEYS = ['a', 'b', 'c', 'd'];

@@ -1,4 +1,4 @@
-import { onEveryStore } from '../stores.js';
+import { onEveryStore } from '../support/stores.js';
 import { describeHousekeeping } from './suite.js';
 
 onEveryStore('gc', describeHousekeeping);

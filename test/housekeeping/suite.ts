@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, handlePush, inspect, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
-import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../helpers.js';
+import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../support/helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
 import { stage, stagingID } from '../../src/sync/import-batch.js';
 

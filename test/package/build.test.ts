@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /**
- * Uses `dist/` (built by test/global-setup.ts with the project's tsup config, as `npm run build`
+ * Uses `dist/` (built by test/support/global-setup.ts with the project's tsup config, as `npm run build`
  * does) the way consumers will: `import` (ESM) and `require` (CJS).
  */
 const dist = new URL('../../dist/', import.meta.url).pathname;

@@ -6,13 +6,13 @@ import { fileURLToPath } from 'node:url';
 
 /** The repository's root. */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** Where test/global-setup.ts leaves the tarball `npm pack` made. */
+/** Where test/support/global-setup.ts leaves the tarball `npm pack` made. */
 export const PACK_DIR = join(ROOT, 'node_modules', '.cache', 'viewsync-pack');
 
 /** The tarball's path. */
 export function tarball(): string {
   const [file] = readdirSync(PACK_DIR).filter((name) => name.endsWith('.tgz'));
-  if (file === undefined) throw new Error(`No tarball in ${PACK_DIR}: test/global-setup.ts packs one`);
+  if (file === undefined) throw new Error(`No tarball in ${PACK_DIR}: test/support/global-setup.ts packs one`);
   return join(PACK_DIR, file);
 }
 

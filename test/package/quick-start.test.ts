@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { freePort, runCommand, type Started, startCommand } from '../command.js';
-import { pushAndPull } from '../helpers.js';
+import { freePort, runCommand, type Started, startCommand } from '../support/command.js';
+import { pushAndPull } from '../support/helpers.js';
 import { ROOT, tarball } from './packed.js';
 
 /**

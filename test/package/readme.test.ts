@@ -7,8 +7,8 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { freePort, runCommand, type Started, startCommand } from '../command.js';
-import { mutation, post, pullBody, pushAndPull, pushBody } from '../helpers.js';
+import { freePort, runCommand, type Started, startCommand } from '../support/command.js';
+import { mutation, post, pullBody, pushAndPull, pushBody } from '../support/helpers.js';
 import { ROOT, userProject } from './packed.js';
 
 /**

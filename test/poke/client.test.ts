@@ -4,7 +4,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { connectPokes, type PokeConnection, PokeStreamError } from '../../src/client/index.js';
 import { memoryStorage, type SyncContext } from '../../src/index.js';
-import { mutation, pushBody, testMutators } from '../helpers.js';
+import { mutation, pushBody, testMutators } from '../support/helpers.js';
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {

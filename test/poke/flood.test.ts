@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
-import { type Started, startCommand } from '../command.js';
+import { type Started, startCommand } from '../support/command.js';
 
 // One account opening poke streams by the thousand and never reading them, against a real
 // server process whose descriptors and memory are read from /proc: the red team's attack.

@@ -3,8 +3,8 @@ import { connect } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { hubOf } from '../../src/context/state.js';
-import { mutation, pushBody, testContext } from '../helpers.js';
-import { memoryInUse } from '../memory.js';
+import { mutation, pushBody, testContext } from '../support/helpers.js';
+import { memoryInUse } from '../support/memory.js';
 
 const servers: SyncServer[] = [];
 afterEach(async () => {

@@ -2,9 +2,9 @@ import { describe, expect, test, vi } from 'vitest';
 import { handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
 import { fitStreamsToDescriptors, PokeHub } from '../../src/poke/hub.js';
 import { hubOf } from '../../src/context/state.js';
-import { mutation, pushBody, post, testContext } from '../helpers.js';
+import { mutation, pushBody, post, testContext } from '../support/helpers.js';
 import { EventReader } from './sse.js';
-import { memoryInUse } from '../memory.js';
+import { memoryInUse } from '../support/memory.js';
 
 /** Opens a poke stream through `handleRequest`. */
 async function open(ctx: SyncContext, path = '/poke', headers: Record<string, string> = {}): Promise<EventReader> {

@@ -8,7 +8,7 @@
 import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpRequest } from '../http-request.js';
+import { httpRequest } from '../support/http-request.js';
 import type { RunningServer } from './suite.js';
 
 /** Accept-Encoding as Chromium sends it. */

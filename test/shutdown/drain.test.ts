@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { connectPokes } from '../../src/client/index.js';
 import { checkHealth, drain, handleRequest, type Storage } from '../../src/index.js';
-import { gate } from '../gate.js';
-import { mutation, pull, push, testContext } from '../helpers.js';
+import { gate } from '../support/gate.js';
+import { mutation, pull, push, testContext } from '../support/helpers.js';
 
 const get = (path: string) => new Request(`http://sync.test/api/${path}`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

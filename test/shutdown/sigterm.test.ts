@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../command.js';
+import { freePort } from '../support/command.js';
 
 // Deploys under traffic, through real processes: servers (./server.ts) get SIGTERM while clients
 // push, and the clients go on as the real one does, sending every unanswered mutation again.

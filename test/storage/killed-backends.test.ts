@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCommand } from '../command.js';
+import { runCommand } from '../support/command.js';
 
 // A failover or a pooler restart, as a process sees it: its PostgreSQL backends killed while it
 // pushes and pulls. postgres.js 3.4.9 used to end such a process about every other kill storm

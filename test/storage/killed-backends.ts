@@ -5,7 +5,7 @@
 import postgres from 'postgres';
 import { handlePull, handlePush, type SyncContext } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
-import { mutation, post, pullBody, pushBody } from '../helpers.js';
+import { mutation, post, pullBody, pushBody } from '../support/helpers.js';
 
 const url = process.env.DATABASE_URL!;
 const schema = process.env.SCHEMA!;

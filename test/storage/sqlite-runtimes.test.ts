@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '../command.js';
+import { runCommand } from '../support/command.js';
 import { ROOT } from '../package/packed.js';
 
 // The conformance suite on sqliteStorage over each runtime's own SQLite (sqlite-runtime.ts).

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import { openSQLite, sqliteDriver } from '../sqlite-driver.js';
+import { openSQLite, sqliteDriver } from '../support/sqlite-driver.js';
 import { describeStorageConformance } from './conformance.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'viewsync-sqlite-'));

@@ -2,8 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { type Context, type ContextManager, ROOT_CONTEXT, context, trace } from '@opentelemetry/api';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { handlePush } from '../../src/index.js';
-import { gate } from '../gate.js';
-import { mutation, post, pushBody, testContext, testMutators } from '../helpers.js';
+import { gate } from '../support/gate.js';
+import { mutation, post, pushBody, testContext, testMutators } from '../support/helpers.js';
 import { registerSdk, type TestSdk } from './sdk.js';
 
 /** What the Node SDK registers: the active context follows async calls. */

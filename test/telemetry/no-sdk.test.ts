@@ -2,7 +2,7 @@ import { type Meter, type MeterProvider, type TracerProvider, metrics, trace } f
 import { afterEach, describe, expect, it } from 'vitest';
 import { handlePoke, handlePull, handlePush } from '../../src/index.js';
 import { Operation } from '../../src/telemetry/telemetry.js';
-import { mutation, post, pull, pullBody, push, pushBody, testContext } from '../helpers.js';
+import { mutation, post, pull, pullBody, push, pushBody, testContext } from '../support/helpers.js';
 
 afterEach(() => {
   trace.disable();

@@ -4,8 +4,8 @@ import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handlePoke, handlePull, handlePush, memoryStorage, type SyncContext } from '../../src/index.js';
 import { SCOPE, UNKNOWN_MUTATOR, VERSION } from '../../src/telemetry/telemetry.js';
-import { gate } from '../gate.js';
-import { mutation, post, pull, pullBody, push, pushBody, testContext, testMutators } from '../helpers.js';
+import { gate } from '../support/gate.js';
+import { mutation, post, pull, pullBody, push, pushBody, testContext, testMutators } from '../support/helpers.js';
 import { registerSdk, type TestSdk } from './sdk.js';
 
 let sdk: TestSdk;

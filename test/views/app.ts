@@ -4,7 +4,7 @@
  * reads their own membership entries and the documents they name.
  */
 import type { JSONValue, SyncContext, View } from '../../src/index.js';
-import { applyPatch, mutation, pull, push, testContext } from '../helpers.js';
+import { applyPatch, mutation, pull, push, testContext } from '../support/helpers.js';
 
 export const membershipView = (async (tx, { userID }) => {
   const prefixes = [`member/${userID}/`];

@@ -14,8 +14,9 @@ import postgres from 'postgres';
 import { collectGarbage, handlePull, type JSONValue, memoryStorage, type Storage, type View } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import { openSQLite, sqliteDriver } from '../sqlite-driver.js';
-import { applyPatch, post, pullBody, pullBodyV0 } from '../helpers.js';
+import { openSQLite, sqliteDriver } from '../support/sqlite-driver.js';
+import { withPostgres } from '../support/stores.js';
+import { applyPatch, post, pullBody, pullBodyV0 } from '../support/helpers.js';
 import { as, viewContext, write } from './app.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 500);
@@ -204,7 +205,7 @@ describe('model-based: per-user views', () => {
     await lite?.close();
   }, 60_000);
 
-  it(`postgresStorage (${server ? 'a real server' : 'PGlite'})`, async () => {
+  it.skipIf(!withPostgres)(`postgresStorage (${server ? 'a real server' : 'PGlite'})`, async () => {
     const store = () => {
       const schema = `views_model_${process.pid}_${schemas.length}`;
       schemas.push(schema);

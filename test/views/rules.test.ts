@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { handlePull, HTTPError, type JSONValue, type StorageTransaction, type View } from '../../src/index.js';
-import { countingStorage, post, pull, pullBody, pullBodyV0 } from '../helpers.js';
+import { countingStorage, post, pull, pullBody, pullBodyV0 } from '../support/helpers.js';
 import { as, membershipView, viewContext, ViewClient, write } from './app.js';
 
 /** A workspace: alice reads documents 1 and 2, bob document 2; document 3 is nobody's. */

@@ -17,7 +17,7 @@ export interface WorkerdServer {
  * Serves `servers/worker.js` (the runtime app over the built `dist/cloudflare.js`) in workerd
  * through Miniflare: a Worker routing to a SQLite-backed Durable Object per space, data in memory.
  * With `requireAuth`, its `authenticate` accepts exactly that Authorization header (else 401).
- * Needs `dist/`, which test/global-setup.ts builds; every wait is bounded.
+ * Needs `dist/`, which test/support/global-setup.ts builds; every wait is bounded.
  *
  * @example
  * const server = await startWorkerd();

@@ -6,9 +6,9 @@
 import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import { afterAll } from 'vitest';
-import { memoryStorage, type Storage } from '../src/index.js';
-import { postgresStorage } from '../src/storage/postgres.js';
-import { sqliteStorage } from '../src/storage/sqlite.js';
+import { memoryStorage, type Storage } from '../../src/index.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite, sqliteDriver } from './sqlite-driver.js';
 
 /** A real PostgreSQL server's client and a schema of this test file's own, dropped after it; undefined without `DATABASE_URL`. */
@@ -24,10 +24,20 @@ export function testDatabase(name: string): { sql: ReturnType<typeof postgres>; 
   return { sql, schema };
 }
 
+/**
+ * True in the fast loop (`npm run test:unit` sets VIEWSYNC_FAST=1), which leaves out what costs
+ * most of its time for little it would catch there: the PostgreSQL runs of the store suites
+ * (PGlite, and a real server with `DATABASE_URL`) and a few stress tests. `npm test` runs them all.
+ */
+export const fastLoop = process.env.VIEWSYNC_FAST === '1';
+/** Whether PostgreSQL suites run: always, but in the fast loop. */
+export const withPostgres = !fastLoop;
+
 /** Calls `describeSuite` once per store, each call's stores new ones (tables named from `name`). */
 export function onEveryStore(name: string, describeSuite: (store: string, create: () => Storage) => void): void {
   describeSuite('memoryStorage', () => memoryStorage());
   describeSuite(`sqliteStorage (${sqliteDriver})`, () => sqliteStorage(openSQLite()));
+  if (!withPostgres) return;
   const pglite = new PGlite();
   let tables = 0;
   describeSuite('postgresStorage (PGlite)', () => postgresStorage(pglite, { tablePrefix: `${name}${tables++}_` }));

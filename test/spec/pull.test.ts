@@ -1,14 +1,14 @@
 import { describe, expect, it, vi } from 'vitest';
-import { compareCookies } from '../src/sync/cookie.js';
-import { handlePull, type JSONValue } from '../src/index.js';
-import { applyPatch, countingStorage, mutation, post, pull, pullBody, pullBodyV0, push, serverView, testContext, versionOf } from './helpers.js';
+import { compareCookies } from '../../src/sync/cookie.js';
+import { handlePull, type JSONValue } from '../../src/index.js';
+import { applyPatch, countingStorage, mutation, post, pull, pullBody, pullBodyV0, push, serverView, testContext, versionOf } from '../support/helpers.js';
 
 async function pullResponse(ctx: ReturnType<typeof testContext>, body: unknown) {
   const response = await handlePull(post('/pull', body), ctx);
   return { status: response.status, body: await response.json() };
 }
 
-describe('rule 1: versions', () => {
+describe('pull rule 1, push rule 1, Versioning: a pullVersion, pushVersion or schemaVersion the server does not take', () => {
   it.each([2, -1, 0.5, 99])('pullVersion %s gets VersionNotSupported (pull) with status 200', async (pullVersion) => {
     const ctx = testContext();
     // Everything else about the body is ignored: the version decides first.
@@ -36,7 +36,7 @@ describe('rule 1: versions', () => {
   });
 });
 
-describe('rule 2: one version per space, taken in the push transaction', () => {
+describe('global version rules 1, 4 and 5: one version per space, taken in the push transaction; deletes are soft', () => {
   it('the cookie is an object whose order is a number, and grows by one per push that changed something', async () => {
     const ctx = testContext();
     const first = await pull(ctx, 'g', null);
@@ -74,7 +74,7 @@ describe('rule 2: one version per space, taken in the push transaction', () => {
   });
 });
 
-describe('rule 3: incremental patches', () => {
+describe('global version rules 2 and 3, pull rules 4 and 5: a patch of what changed after the cookie, which alone says what the client holds', () => {
   it('a pull returns exactly the entries changed after its cookie', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 1 })]);
@@ -118,7 +118,7 @@ describe('rule 3: incremental patches', () => {
   });
 });
 
-describe('rule 4: a null or unusable cookie gets everything', () => {
+describe('pull rule 3: a null or unusable cookie gets everything', () => {
   it('a null cookie gets clear followed by a put for every live entry', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [
@@ -142,7 +142,7 @@ describe('rule 4: a null or unusable cookie gets everything', () => {
   );
 });
 
-describe('rule 5: a cookie the server cannot have issued means lost state', () => {
+describe('Errors, ClientStateNotFound: a cookie the server cannot have issued means lost state', () => {
   it('an order above the current version gets ClientStateNotFound', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
@@ -242,7 +242,7 @@ describe('rule 5: a cookie the server cannot have issued means lost state', () =
   });
 });
 
-describe('rule 6: lastMutationIDs', () => {
+describe('pull rules 2 and 7: lastMutationIDs, read with the patch; an unknown client', () => {
   it('v1 returns the group\'s clients whose lastMutationID changed since the cookie, and no others', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [mutation('c1', 1, 'put', { key: 'a', value: 1 }), mutation('c2', 1, 'put', { key: 'b', value: 1 })]);

@@ -6,10 +6,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeServerOptions } from '../adapters/node.js';
-import { serve as serveBun } from '../adapters/bun.js';
-import { collectGarbage, handleRequest, memoryStorage, type SyncContext } from '../src/index.js';
-import { ROOT } from './package/packed.js';
+import { nodeServerOptions } from '../../adapters/node.js';
+import { serve as serveBun } from '../../adapters/bun.js';
+import { collectGarbage, handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
+import { ROOT } from './packed.js';
 
 const ctx: SyncContext = { storage: memoryStorage(), mutators: {}, onError: () => {} };
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import * as v from 'valibot';
 import { z } from 'zod';
-import { defineMutator, handlePush, InvalidArgsError, memoryStorage, TemporaryError, UnknownMutatorError } from '../src/index.js';
-import { mutation, post, pull, push, pushBody, serverView, testContext, testMutators, versionOf } from './helpers.js';
+import { defineMutator, handlePush, InvalidArgsError, memoryStorage, TemporaryError, UnknownMutatorError } from '../../src/index.js';
+import { mutation, post, pull, push, pushBody, serverView, testContext, testMutators, versionOf } from '../support/helpers.js';
 
 const lmids = async (ctx: ReturnType<typeof testContext>, group = 'g') => (await pull(ctx, group, null)).lastMutationIDChanges;
 
-describe('rule 7: mutations in order, each exactly once', () => {
+describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly once, with the client record', () => {
   it('applies mutations in order and records the last id per client', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [
@@ -126,7 +126,7 @@ describe('rule 7: mutations in order, each exactly once', () => {
   });
 });
 
-describe('rule 8: a permanent error discards all of a mutation\'s writes, and it still counts', () => {
+describe('push rule 6: a permanent error discards all of a mutation\'s writes, and it still counts', () => {
   it('a throwing mutator inside a batch leaves no write, while the mutations around it apply', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [
@@ -219,7 +219,7 @@ describe('rule 8: a permanent error discards all of a mutation\'s writes, and it
   });
 });
 
-describe('rule 9: a temporary error stops the push without advancing', () => {
+describe('push rule 7: a temporary error stops the push without advancing', () => {
   it('keeps the mutations before it, drops its writes, stops, and answers 503 with Retry-After', async () => {
     const ctx = testContext();
     const response = await handlePush(
@@ -257,7 +257,7 @@ describe('rule 9: a temporary error stops the push without advancing', () => {
   });
 });
 
-describe('the whole push is one transaction', () => {
+describe('push rule 5: the whole push is one transaction', () => {
   it('runs in exactly one read-write storage transaction', async () => {
     const inner = memoryStorage();
     const modes: boolean[] = [];
@@ -279,7 +279,7 @@ describe('the whole push is one transaction', () => {
   });
 });
 
-describe('transactionPerMutation', () => {
+describe('push rule 5: transactionPerMutation, one transaction per mutation', () => {
   it('runs each mutation in its own read-write transaction, each visible to pulls as it commits', async () => {
     const inner = memoryStorage();
     const modes: boolean[] = [];

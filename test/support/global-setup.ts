@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { PACK_DIR } from './package/packed.js';
+import { PACK_DIR } from '../package/packed.js';
 
 /**
  * Packs the package once before the tests, as `npm publish` would (`prepack` builds `dist/` and
@@ -9,7 +9,7 @@ import { PACK_DIR } from './package/packed.js';
  * tests (Deno, Bun, workerd) load the built `dist/` rather than the TypeScript source.
  */
 export default function setup(): void {
-  const root = fileURLToPath(new URL('..', import.meta.url));
+  const root = fileURLToPath(new URL('../..', import.meta.url));
   rmSync(PACK_DIR, { recursive: true, force: true });
   mkdirSync(PACK_DIR, { recursive: true });
   execFileSync('npm', ['pack', '--silent', '--pack-destination', PACK_DIR], { cwd: root, stdio: 'pipe', env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false' } });

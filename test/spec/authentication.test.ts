@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, handleRequest, HTTPError, type SyncContext } from '../src/index.js';
-import { mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext } from './helpers.js';
+import { handlePull, handlePush, handleRequest, HTTPError, type SyncContext } from '../../src/index.js';
+import { mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext } from '../support/helpers.js';
 
 /** Tokens are `Bearer <user>`; anything else is refused. */
 const authenticate = (request: Request) => request.headers.get('authorization')?.match(/^Bearer (\w+)$/)?.[1] ?? null;
 const as = (user: string) => ({ authorization: `Bearer ${user}` });
 
-describe('rule 10: authentication, and client groups that belong to their user', () => {
+describe('authentication rules 1 to 4: authenticate, and client groups that belong to their user', () => {
   it('authenticate gets the Authorization header as sent; null means 401 on both endpoints', async () => {
     const seen: Array<string | null> = [];
     const ctx = testContext({ authenticate: (r) => (seen.push(r.headers.get('authorization')), authenticate(r)) });

@@ -6,7 +6,7 @@
  * the run, so the machine's Node never drops to a driver it was not meant to test.
  */
 import Database from 'better-sqlite3';
-import type { SQLiteDatabase } from '../src/storage/sqlite.js';
+import type { SQLiteDatabase } from '../../src/storage/sqlite.js';
 
 /** A SQLite handle a test opens; both drivers have these methods. */
 export interface TestSQLite extends SQLiteDatabase {

@@ -11,7 +11,7 @@ import {
   type Storage,
   type StorageTransaction,
   type TransactionOptions,
-} from '../src/index.js';
+} from '../../src/index.js';
 
 /** Mutators the tests share: the real client fixtures use put, del and increment. */
 export const testMutators: Mutators = {
