@@ -33,6 +33,12 @@ describe('the supported Node floor', () => {
     expect(refused).toEqual([]);
   });
 
+  it('is the one the README and the production page state', () => {
+    const stated = `${floor.major}.${floor.minor}`;
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`(Node ${stated} or later)`);
+    expect(readFileSync(join(ROOT, 'docs', 'production.md'), 'utf8')).toContain(`\`engines\`: \`${manifest.engines.node}\``);
+  });
+
   it('covers every Node release CI tests on besides the machine\'s own', () => {
     const releases = Object.values(lts.devDependencies).map((spec) => spec.replace(/^npm:node@/, ''));
     expect(releases.length).toBeGreaterThan(0);
