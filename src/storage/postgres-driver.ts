@@ -13,8 +13,27 @@ export interface PGliteClient {
   transaction<T>(fn: (tx: { query(query: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>): Promise<T>;
 }
 
-/** What `postgresStorage` runs on: a postgres.js client or a PGlite database. */
-export type PostgresClient = PostgresJsClient | PGliteClient;
+/**
+ * A node-postgres pool (`new Pool()` from `pg`), or a pool that shares its interface: Neon's
+ * serverless `Pool` (over WebSocket, at the edge), `@vercel/postgres`'s `createPool()`. The part
+ * the store uses: a connection of its own for each transaction, given back after it.
+ */
+export interface PgPool {
+  connect(): Promise<PgPoolClient>;
+}
+
+/** A connection taken from a {@link PgPool}. */
+export interface PgPoolClient {
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  /** Gives the connection back; with an argument, closes it instead (it is broken). */
+  release(destroy?: boolean | Error): void;
+  /** `pg` emits a lost connection's error here when no statement is running. */
+  on?(event: 'error', listener: (error: unknown) => void): unknown;
+  removeListener?(event: 'error', listener: (error: unknown) => void): unknown;
+}
+
+/** What `postgresStorage` runs on: a postgres.js client, a `pg`-style pool, or a PGlite database. */
+export type PostgresClient = PostgresJsClient | PGliteClient | PgPool;
 
 /** Runs one statement with positional parameters; resolves to its rows. */
 export type PostgresQuery = (query: string, params: readonly unknown[]) => Promise<Array<Record<string, unknown>>>;
@@ -67,7 +86,55 @@ export function postgresDriver(client: PostgresClient, prepare: boolean): Postgr
       },
     };
   }
-  throw new TypeError('postgresStorage needs a postgres.js client (postgres(url)) or a PGlite database');
+  if ('connect' in client && typeof client.connect === 'function') return pgPoolDriver(client);
+  throw new TypeError('postgresStorage needs a postgres.js client (postgres(url)), a pg-style Pool (pg, Neon serverless, @vercel/postgres) or a PGlite database');
+}
+
+/**
+ * Transactions on a `pg`-style pool: each takes a connection, sends BEGIN with its isolation
+ * level (no session setting, so a pooler in transaction mode is fine), and gives the connection
+ * back after COMMIT or ROLLBACK; one that failed for a lost connection, or whose ROLLBACK failed,
+ * is closed rather than handed to the next transaction. `pg` queues a connection's statements
+ * and sends each when the one before is answered, so the closing writes cost a round trip each.
+ */
+function pgPoolDriver(pool: PgPool): PostgresDriver {
+  // A pg (or Neon) Client has a backend process ID; a Pool has none.
+  if ('processID' in pool) throw new TypeError(PG_CLIENT);
+  return {
+    async transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T> {
+      const connection = await pool.connect();
+      if (typeof connection?.query !== 'function' || typeof connection.release !== 'function') {
+        throw new TypeError(PG_CLIENT);
+      }
+      let broken = false;
+      // Between statements a lost connection is an 'error' event, which ends a Node process
+      // when nothing listens: the pool listens only while the connection is idle in it.
+      const lost = () => (broken = true);
+      connection.on?.('error', lost);
+      const query: PostgresQuery = async (text, params) => {
+        if (broken) throw new ConnectionLostError();
+        try {
+          return (await connection.query(text, [...params])).rows as Array<Record<string, unknown>>;
+        } catch (error) {
+          if (isConnectionLost(error)) broken = true;
+          throw error;
+        }
+      };
+      try {
+        await query(`BEGIN ${mode}`, []);
+        const { result, finish } = await fn(query);
+        await Promise.all(finish.map(([text, params]) => query(text, params)));
+        await query('COMMIT', []);
+        return result;
+      } catch (error) {
+        if (!broken) await connection.query('ROLLBACK').catch(() => (broken = true));
+        throw error;
+      } finally {
+        connection.removeListener?.('error', lost);
+        connection.release(broken || undefined);
+      }
+    },
+  };
 }
 
 /**
@@ -113,6 +180,8 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
 }
 
 const LOST_GRACE_MS = 2_000;
+
+const PG_CLIENT = 'postgresStorage got a pg Client, one connection: give it a Pool (new Pool({ connectionString })), which hands each transaction a connection of its own';
 
 /** A statement refused because its transaction's connection is gone. */
 class ConnectionLostError extends Error {

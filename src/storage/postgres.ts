@@ -5,11 +5,12 @@ import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 
-export type { PostgresClient } from './postgres-driver.js';
+export type { PgPool, PgPoolClient, PostgresClient } from './postgres-driver.js';
 
 /**
  * A store in PostgreSQL, shared by any number of server instances: a `postgres` (postgres.js)
- * client, or a PGlite database for embedded use and tests. Returns at once; the first
+ * client, a `pg`-style pool (`pg`, Neon's serverless `Pool`, `@vercel/postgres`), or a PGlite
+ * database for embedded use and tests. Returns at once; the first
  * transaction creates its tables (`viewsync_kv` and `viewsync_schema`, or with another
  * `tablePrefix`, in `schema`), and so does {@link PostgresStorage.migrate} for deploy scripts.
  *

@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStorage } from '../../src/storage/postgres.js';
@@ -8,6 +9,7 @@ import { describeStorageConformance } from './conformance.js';
 // PGlite, so a fresh clone runs these too. Each store gets a schema of its own.
 const url = process.env.DATABASE_URL;
 const server = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
+const pool = url === undefined ? undefined : new pg.Pool({ connectionString: url, max: 4 });
 const lite = new PGlite();
 const schemas: string[] = [];
 const schema = () => {
@@ -21,12 +23,58 @@ afterAll(async () => {
     for (const name of schemas) await server.unsafe(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
     await server.end();
   }
+  await pool?.end();
   await lite.close();
 }, 60_000);
 
 if (server) describeStorageConformance('postgresStorage (postgres.js, a real server)', () => postgresStorage(server, { schema: schema() }));
+if (pool) describeStorageConformance('postgresStorage (a pg Pool, a real server)', () => postgresStorage(pool, { schema: schema() }));
 else it.skip('postgresStorage on a real server: set DATABASE_URL (scripts/start-postgres.sh starts one)', () => {});
 describeStorageConformance('postgresStorage (PGlite)', () => postgresStorage(lite, { schema: schema() }), { oneAtATime: true });
+
+describe.runIf(server)('postgresStorage on a pg Pool', () => {
+  it('refuses a pg Client, one connection, saying to pass a Pool', async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      expect(() => postgresStorage(client as never, { schema: schema() })).toThrow('postgresStorage got a pg Client, one connection: give it a Pool');
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('a transaction whose backend is killed fails; its connection is closed, not reused, and the process lives on', async () => {
+    const name = `viewsync_kill_${process.pid}`;
+    // One connection: were the dead one given back to the pool, the next transaction would fail too.
+    const killed = new pg.Pool({ connectionString: url, max: 1, application_name: name });
+    killed.on('error', () => {});
+    const store = postgresStorage(killed, { schema: schema() });
+    try {
+      await store.migrate();
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      let proceed!: () => void;
+      const resumed = new Promise<void>((resolve) => (proceed = resolve));
+      const failing = store.transaction(async (tx) => {
+        await tx.get('a');
+        entered();
+        await resumed;
+        await tx.put('a', 1);
+      }, { readOnly: false, space: 's' });
+      await inside;
+      await server!.unsafe('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
+      // The error reaches the idle-in-transaction connection as an event, between statements.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      proceed();
+      await expect(failing).rejects.toThrow();
+      await store.transaction((tx) => tx.put('b', 2), { readOnly: false, space: 's' });
+      expect(await store.transaction((tx) => tx.get('b'), { readOnly: true })).toBe(2);
+      expect(await store.transaction((tx) => tx.get('a'), { readOnly: true })).toBeUndefined();
+    } finally {
+      await killed.end();
+    }
+  });
+});
 
 describe.runIf(server)('postgresStorage on a real server', () => {
   it('two instances starting at once on an empty database both come up, with one set of tables', async () => {

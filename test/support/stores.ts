@@ -4,6 +4,7 @@
  * workerd (test/storage/durable-object.workerd.test.ts).
  */
 import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll } from 'vitest';
 import { memoryStorage, type Storage } from '../../src/index.js';
@@ -42,5 +43,9 @@ export function onEveryStore(name: string, describeSuite: (store: string, create
   let tables = 0;
   describeSuite('postgresStorage (PGlite)', () => postgresStorage(pglite, { tablePrefix: `${name}${tables++}_` }));
   const database = testDatabase(name);
-  if (database !== undefined) describeSuite('postgresStorage (a real server)', () => postgresStorage(database.sql, { schema: database.schema, tablePrefix: `${name}${tables++}_` }));
+  if (database === undefined) return;
+  describeSuite('postgresStorage (a real server)', () => postgresStorage(database.sql, { schema: database.schema, tablePrefix: `${name}${tables++}_` }));
+  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 4 });
+  afterAll(() => pool.end());
+  describeSuite('postgresStorage (a pg Pool, a real server)', () => postgresStorage(pool, { schema: database.schema, tablePrefix: `${name}${tables++}_` }));
 }

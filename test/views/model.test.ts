@@ -10,6 +10,7 @@
 import * as fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
 import postgres from 'postgres';
 import { collectGarbage, handlePull, type JSONValue, memoryStorage, type Storage, type View } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
@@ -212,5 +213,19 @@ describe('model-based: per-user views', () => {
       return postgresStorage(server ?? (lite ??= new PGlite()), { schema });
     };
     await fc.assert(fc.asyncProperty(steps, (s) => run(s, store())), { numRuns: Math.ceil(RUNS / 10) });
+  });
+
+  it.runIf(url !== undefined)('postgresStorage (a pg Pool, a real server)', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    try {
+      const store = () => {
+        const schema = `views_model_${process.pid}_${schemas.length}`;
+        schemas.push(schema);
+        return postgresStorage(pool, { schema });
+      };
+      await fc.assert(fc.asyncProperty(steps, (s) => run(s, store())), { numRuns: Math.ceil(RUNS / 10) });
+    } finally {
+      await pool.end();
+    }
   });
 });
