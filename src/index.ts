@@ -11,6 +11,7 @@ export { exportSpace, type ExportOptions } from './backend/export.js';
 export { importSpace, type ImportOptions, type ImportProgress, type ImportResult } from './backend/import.js';
 export { DumpError, type DumpSource } from './backend/lines.js';
 export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type StagingSummary } from './backend/inspect.js';
+export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
 export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
 export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, ErrorInfo, CorsOptions, RetentionOptions } from './context/context.js';
