@@ -21,6 +21,7 @@ const E2E = [
   'test/storage/killed-backends.test.ts',
   'test/storage/sqlite-runtimes.test.ts',
   'test/telemetry/deno.test.ts',
+  'test/edge/**/*.test.ts',
 ];
 /** In-process tests that need more than the core: real HTTP servers on sockets, and PostgreSQL (PGlite, or the server `DATABASE_URL` names). */
 const INTEGRATION = [
