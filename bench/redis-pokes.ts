@@ -1,0 +1,104 @@
+/**
+ * Commit-to-poke latency between two instances: a `transact` on instance A, until instance B's
+ * poke stream of that space has the poke. The instances share a memory store (so the commit
+ * costs next to nothing, and what is timed is the notifier's round trip) and meet only through
+ * the notifier: redisNotifier, on a `redis-server` this script starts on a free port, and
+ * postgresNotifier too when DATABASE_URL is set (`export DATABASE_URL=$(scripts/start-postgres.sh)`).
+ * Both instances live in this process, each with its own connections.
+ *
+ * Run: `node --import tsx bench/redis-pokes.ts`. Env: POKES (200), WARMUP (20).
+ * Not part of `npm test`. The table on stdout.
+ */
+import postgres from 'postgres';
+import { createClient } from 'redis';
+import { handlePoke, memoryStorage, type Notifier, type SyncContext, transact } from '../src/index.js';
+import { postgresNotifier } from '../src/postgres.js';
+import { redisNotifier } from '../src/redis.js';
+import { EventReader } from '../test/poke/sse.js';
+import { startRedisServer } from '../test/support/redis-server.js';
+import { machineLine } from './cpu.js';
+import { quantile } from './measure.js';
+import { type Row, renderTable } from './table.js';
+
+const POKES = Number(process.env.POKES ?? 200);
+const WARMUP = Number(process.env.WARMUP ?? 20);
+
+/** Two notifiers that reach each other, and how to let go of them. */
+interface Pair {
+  a: Notifier;
+  b: Notifier;
+  close(): Promise<void>;
+}
+
+const rows: Row[] = [];
+const startLine = machineLine();
+const redis = await startRedisServer();
+try {
+  rows.push(...(await measure('redisNotifier', redisPair)));
+  if (process.env.DATABASE_URL) rows.push(...(await measure('postgresNotifier', postgresPair)));
+} finally {
+  await redis.stop();
+}
+console.log(`\nviewsync commit-to-poke latency across two instances: ${POKES} transacts on A, each timed until B's poke stream has its poke (after ${WARMUP} warm-up)`);
+console.log(`at start: ${startLine}`);
+console.log(`at end:   ${machineLine()}`);
+if (!process.env.DATABASE_URL) console.log('postgresNotifier skipped: set DATABASE_URL (export DATABASE_URL=$(scripts/start-postgres.sh))');
+console.log(`\n${renderTable(rows)}`);
+
+async function redisPair(): Promise<Pair> {
+  const clients = await Promise.all([0, 1].map(() => createClient({ url: redis.url }).on('error', console.error).connect()));
+  const [a, b] = clients.map((client) => redisNotifier(client, { channel: 'bench', onError: console.error }));
+  return {
+    a: a!,
+    b: b!,
+    async close() {
+      await Promise.all([a!.close(), b!.close()]);
+      for (const client of clients) client.destroy();
+    },
+  };
+}
+
+async function postgresPair(): Promise<Pair> {
+  const clients = [0, 1].map(() => postgres(process.env.DATABASE_URL!, { max: 2, onnotice: () => {}, fetch_types: false }));
+  const [a, b] = clients.map((sql) => postgresNotifier(sql, { channel: `bench_${process.pid}` }));
+  return {
+    a: a!,
+    b: b!,
+    async close() {
+      await Promise.all([a!.close(), b!.close()]);
+      await Promise.all(clients.map((sql) => sql.end({ timeout: 1 })));
+    },
+  };
+}
+
+async function measure(name: string, pair: () => Promise<Pair>): Promise<Row[]> {
+  const { a, b, close } = await pair();
+  const storage = memoryStorage();
+  const context = (notifier: Notifier): SyncContext => ({ storage, mutators: {}, pokes: { notifier, coalesceMs: 0 }, onError: console.error });
+  const [onA, onB] = [context(a), context(b)];
+  const response = await handlePoke(new Request('http://b/poke'), onB);
+  const reader = new EventReader(response.body!);
+  await reader.until(() => reader.comments >= 1);
+  const latencies: number[] = [];
+  const commits: number[] = [];
+  try {
+    for (let i = 1; i <= WARMUP + POKES; i++) {
+      const started = performance.now();
+      await transact(onA, '', (tx) => tx.set('k', i));
+      const committed = performance.now();
+      await reader.until(() => reader.pokes === i);
+      if (i <= WARMUP) continue;
+      latencies.push(performance.now() - started);
+      commits.push(committed - started);
+    }
+  } finally {
+    await reader.cancel();
+    await close();
+  }
+  const note = `${POKES} pokes; the transact alone: p50 ${quantile(commits, 0.5).toFixed(2)} ms`;
+  return [
+    { benchmark: `${name}: transact on A to poke on B, p50`, value: quantile(latencies, 0.5), unit: 'ms', note },
+    { benchmark: `${name}: transact on A to poke on B, p95`, value: quantile(latencies, 0.95), unit: 'ms' },
+    { benchmark: `${name}: transact on A to poke on B, max`, value: Math.max(...latencies), unit: 'ms' },
+  ];
+}
