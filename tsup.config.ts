@@ -9,6 +9,7 @@ export default defineConfig({
     cloudflare: 'adapters/cloudflare.ts',
     sqlite: 'src/storage/sqlite.ts',
     postgres: 'src/postgres.ts',
+    redis: 'src/redis.ts',
     testing: 'src/testing/index.ts',
     client: 'src/client/index.ts',
     cli: 'src/cli/bin.ts',

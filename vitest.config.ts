@@ -32,6 +32,7 @@ const INTEGRATION = [
   'test/backend/postgres-poke.test.ts',
   'test/backend/client.test.ts',
   'test/postgres-instances.test.ts',
+  'test/poke/redis.test.ts',
 ];
 const WORKERD = 'test/**/*.workerd.test.ts';
 

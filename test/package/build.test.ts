@@ -49,6 +49,7 @@ describe('the built package', () => {
     ['cloudflare', []],
     ['sqlite', []],
     ['postgres', []],
+    ['redis', []],
     ['client', []],
     ['deno', ['node:zlib', 'node:buffer', 'node:fs']],
     ['bun', ['node:zlib', 'node:buffer', 'node:fs']],
