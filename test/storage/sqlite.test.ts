@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sqliteStorage } from '../../src/storage/sqlite.js';
+import Libsql from 'libsql';
+import { type SQLiteDatabase, sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite, sqliteDriver } from '../support/sqlite-driver.js';
 import { describeStorageConformance } from './conformance.js';
 
@@ -14,6 +15,20 @@ const file = () => join(dir, `db-${++files}.sqlite`);
 
 describeStorageConformance(`sqliteStorage (${sqliteDriver}, in memory)`, () => sqliteStorage(openSQLite()));
 describeStorageConformance(`sqliteStorage (${sqliteDriver}, a WAL file)`, () => sqliteStorage(openSQLite(file())));
+// libSQL's embedded driver (the `libsql` package, better-sqlite3's API). Its remote mode (Turso,
+// `sqld`) needs a server that is not available here, so only local files are tested.
+describeStorageConformance('sqliteStorage (libsql, in memory)', () => sqliteStorage(new Libsql(':memory:') as unknown as SQLiteDatabase));
+describeStorageConformance('sqliteStorage (libsql, a WAL file)', () => sqliteStorage(new Libsql(file()) as unknown as SQLiteDatabase));
+
+it('sqliteStorage on libsql claims its file as on the other drivers', () => {
+  const path = file();
+  const first = new Libsql(path);
+  sqliteStorage(first as unknown as SQLiteDatabase);
+  const second = new Libsql(path);
+  expect(() => sqliteStorage(second as unknown as SQLiteDatabase)).toThrow(`${path} is in use by another viewsync store`);
+  first.close();
+  second.close();
+});
 
 describe('sqliteStorage', () => {
   it('claims its file: a second store on it, in this process or another, is refused at once and clearly; a reader without a claim reads beside it; closing frees it', async () => {

@@ -2,17 +2,20 @@
  * Commit-to-poke latency between two instances: a `transact` on instance A, until instance B's
  * poke stream of that space has the poke. The instances share a memory store (so the commit
  * costs next to nothing, and what is timed is the notifier's round trip) and meet only through
- * the notifier: redisNotifier, on a `redis-server` this script starts on a free port, and
- * postgresNotifier too when DATABASE_URL is set (`export DATABASE_URL=$(scripts/start-postgres.sh)`).
+ * the notifier: redisNotifier, on a `redis-server` this script starts on a free port;
+ * storeNotifier (250 ms interval), which reads the store; and, when DATABASE_URL is set
+ * (`export DATABASE_URL=$(scripts/start-postgres.sh)`), postgresNotifier, and storeNotifier on a
+ * PostgreSQL store through pg Pools, where the commit itself is a PostgreSQL transaction.
  * Both instances live in this process, each with its own connections.
  *
- * Run: `node --import tsx bench/redis-pokes.ts`. Env: POKES (200), WARMUP (20).
+ * Run: `npm run bench:notifiers`. Env: POKES (200), WARMUP (20).
  * Not part of `npm test`. The table on stdout.
  */
+import pg from 'pg';
 import postgres from 'postgres';
 import { createClient } from 'redis';
-import { handlePoke, memoryStorage, type Notifier, type SyncContext, transact } from '../src/index.js';
-import { postgresNotifier } from '../src/postgres.js';
+import { handlePoke, memoryStorage, type Notifier, type Storage, storeNotifier, type SyncContext, transact } from '../src/index.js';
+import { postgresNotifier, postgresStorage } from '../src/postgres.js';
 import { redisNotifier } from '../src/redis.js';
 import { EventReader } from '../test/poke/sse.js';
 import { startRedisServer } from '../test/support/redis-server.js';
@@ -35,7 +38,19 @@ const startLine = machineLine();
 const redis = await startRedisServer();
 try {
   rows.push(...(await measure('redisNotifier', redisPair)));
-  if (process.env.DATABASE_URL) rows.push(...(await measure('postgresNotifier', postgresPair)));
+  rows.push(...(await measure('storeNotifier (memory store)', storePair)));
+  if (process.env.DATABASE_URL) {
+    rows.push(...(await measure('postgresNotifier', postgresPair)));
+    const pools = [0, 1].map(() => new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 4 }));
+    const schema = `bench_notifiers_${process.pid}`;
+    try {
+      const [a, b] = pools.map((pool) => postgresStorage(pool, { schema }));
+      rows.push(...(await measure('storeNotifier (PostgreSQL, pg Pools)', storePair, a!, b!)));
+    } finally {
+      await pools[0]!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await Promise.all(pools.map((pool) => pool.end()));
+    }
+  }
 } finally {
   await redis.stop();
 }
@@ -58,6 +73,18 @@ async function redisPair(): Promise<Pair> {
   };
 }
 
+async function storePair(onA: Storage, onB: Storage): Promise<Pair> {
+  const [a, b] = [storeNotifier(onA), storeNotifier(onB)];
+  return {
+    a,
+    b,
+    async close() {
+      a.close();
+      b.close();
+    },
+  };
+}
+
 async function postgresPair(): Promise<Pair> {
   const clients = [0, 1].map(() => postgres(process.env.DATABASE_URL!, { max: 2, onnotice: () => {}, fetch_types: false }));
   const [a, b] = clients.map((sql) => postgresNotifier(sql, { channel: `bench_${process.pid}` }));
@@ -71,11 +98,10 @@ async function postgresPair(): Promise<Pair> {
   };
 }
 
-async function measure(name: string, pair: () => Promise<Pair>): Promise<Row[]> {
-  const { a, b, close } = await pair();
-  const storage = memoryStorage();
-  const context = (notifier: Notifier): SyncContext => ({ storage, mutators: {}, pokes: { notifier, coalesceMs: 0 }, onError: console.error });
-  const [onA, onB] = [context(a), context(b)];
+async function measure(name: string, pair: (onA: Storage, onB: Storage) => Promise<Pair>, storeA: Storage = memoryStorage(), storeB: Storage = storeA): Promise<Row[]> {
+  const { a, b, close } = await pair(storeA, storeB);
+  const context = (storage: Storage, notifier: Notifier): SyncContext => ({ storage, mutators: {}, pokes: { notifier, coalesceMs: 0 }, onError: console.error });
+  const [onA, onB] = [context(storeA, a), context(storeB, b)];
   const response = await handlePoke(new Request('http://b/poke'), onB);
   const reader = new EventReader(response.body!);
   await reader.until(() => reader.comments >= 1);
