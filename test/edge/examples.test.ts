@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Clients, pendingCount, serverData, snapshot, uniqueName, waitFor } from '../interop/client.js';
 import { ROOT } from '../package/packed.js';
 import { freePort, type Started, startCommand } from '../support/command.js';
-import { startRelay } from './relay.js';
+import { startRelay } from '../support/ws-relay.js';
 
 const url = process.env.DATABASE_URL;
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../package/packed.js';
 import { Clients, pendingCount, serverData, uniqueName, waitFor } from '../interop/client.js';
 import { describeInterop, type RunningServer, type StartOptions } from '../interop/suite.js';
-import { startRelay } from './relay.js';
+import { startRelay } from '../support/ws-relay.js';
 
 const url = process.env.DATABASE_URL;
 

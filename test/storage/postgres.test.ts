@@ -1,8 +1,11 @@
 import { PGlite } from '@electric-sql/pglite';
+import { neonConfig, Pool as NeonPool } from '@neondatabase/serverless';
 import pg from 'pg';
+import { WebSocket } from 'ws';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStorage } from '../../src/storage/postgres.js';
+import { startRelay } from '../support/ws-relay.js';
 import { describeStorageConformance } from './conformance.js';
 
 // PostgreSQL stores: on a real server when DATABASE_URL is set (.ci/run starts one), and always on
@@ -29,6 +32,23 @@ afterAll(async () => {
 
 if (server) describeStorageConformance('postgresStorage (postgres.js, a real server)', () => postgresStorage(server, { schema: schema() }));
 if (pool) describeStorageConformance('postgresStorage (a pg Pool, a real server)', () => postgresStorage(pool, { schema: schema() }));
+// Neon's serverless Pool, in Node over WebSocket through a local relay to the same server.
+const neonPool = await (async () => {
+  if (url === undefined) return undefined;
+  const target = new URL(url);
+  const relay = await startRelay({ host: target.hostname, port: Number(target.port || 5432) });
+  neonConfig.webSocketConstructor = WebSocket;
+  neonConfig.wsProxy = (host, port) => `${relay.address}/v1?address=${host}:${port}`;
+  Object.assign(neonConfig, { useSecureWebSocket: false, pipelineTLS: false, pipelineConnect: false });
+  const neon = new NeonPool({ connectionString: url, max: 4 });
+  neon.on('error', () => {});
+  afterAll(async () => {
+    await neon.end();
+    await relay.close();
+  });
+  return neon;
+})();
+if (neonPool) describeStorageConformance('postgresStorage (Neon\'s serverless Pool over WebSocket, a real server)', () => postgresStorage(neonPool, { schema: schema() }));
 else it.skip('postgresStorage on a real server: set DATABASE_URL (scripts/start-postgres.sh starts one)', () => {});
 describeStorageConformance('postgresStorage (PGlite)', () => postgresStorage(lite, { schema: schema() }), { oneAtATime: true });
 
