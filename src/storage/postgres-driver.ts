@@ -94,8 +94,8 @@ export function postgresDriver(client: PostgresClient, prepare: boolean): Postgr
  * Transactions on a `pg`-style pool: each takes a connection, sends BEGIN with its isolation
  * level (no session setting, so a pooler in transaction mode is fine), and gives the connection
  * back after COMMIT or ROLLBACK; one that failed for a lost connection, or whose ROLLBACK failed,
- * is closed rather than handed to the next transaction. `pg` queues a connection's statements
- * and sends each when the one before is answered, so the closing writes cost a round trip each.
+ * is closed rather than handed to the next transaction. Statements go one at a time, each when
+ * the one before is answered, so the closing writes cost a round trip each.
  */
 function pgPoolDriver(pool: PgPool): PostgresDriver {
   // A pg (or Neon) Client has a backend process ID; a Pool has none.
@@ -111,10 +111,18 @@ function pgPoolDriver(pool: PgPool): PostgresDriver {
       // when nothing listens: the pool listens only while the connection is idle in it.
       const lost = () => (broken = true);
       connection.on?.('error', lost);
+      // The store sends a statement before the one ahead is answered (the space's lock, the
+      // closing writes); pg 8 queues them but deprecates it, so they queue here instead.
+      let tail: Promise<unknown> = Promise.resolve();
+      const send = (text: string, params: unknown[]) => {
+        const sent = tail.then(() => connection.query(text, params));
+        tail = sent.catch(() => {});
+        return sent;
+      };
       const query: PostgresQuery = async (text, params) => {
         if (broken) throw new ConnectionLostError();
         try {
-          return (await connection.query(text, [...params])).rows as Array<Record<string, unknown>>;
+          return (await send(text, [...params])).rows as Array<Record<string, unknown>>;
         } catch (error) {
           if (isConnectionLost(error)) broken = true;
           throw error;
@@ -127,7 +135,7 @@ function pgPoolDriver(pool: PgPool): PostgresDriver {
         await query('COMMIT', []);
         return result;
       } catch (error) {
-        if (!broken) await connection.query('ROLLBACK').catch(() => (broken = true));
+        if (!broken) await send('ROLLBACK', []).catch(() => (broken = true));
         throw error;
       } finally {
         connection.removeListener?.('error', lost);

@@ -12,7 +12,7 @@ import { runtimeMutators } from '../runtime/app.js';
 declare const EDGE_CONFIG: { databaseURL: string; relay: string; schema: string; requireAuth?: string };
 
 // Neon's driver reaches PostgreSQL through a WebSocket relay: in production Neon's own, here a
-// local one (test/edge/relay.ts), as Neon documents for local development.
+// local one (test/support/ws-relay.ts), as Neon documents for local development.
 neonConfig.wsProxy = (host, port) => `${EDGE_CONFIG.relay}/v1?address=${host}:${port}`;
 neonConfig.useSecureWebSocket = false;
 neonConfig.pipelineTLS = false;

@@ -11,6 +11,9 @@ import { describeStorageConformance } from './conformance.js';
 // PostgreSQL stores: on a real server when DATABASE_URL is set (.ci/run starts one), and always on
 // PGlite, so a fresh clone runs these too. Each store gets a schema of its own.
 const url = process.env.DATABASE_URL;
+// pg 8 deprecates a statement sent while another runs (pg 9 refuses it): the store must not.
+const warnings: string[] = [];
+process.on('warning', (warning) => warnings.push(`${warning.name}: ${warning.message}`));
 const server = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 4 });
 const pool = url === undefined ? undefined : new pg.Pool({ connectionString: url, max: 4 });
 const lite = new PGlite();
@@ -126,4 +129,8 @@ describe.runIf(server)('postgresStorage on a real server', () => {
     await server!.unsafe(`UPDATE "${name}".viewsync_schema SET version = 7`);
     await expect(postgresStorage(server!, { schema: name }).migrate()).rejects.toThrow(/schema version 7, newer than this viewsync knows \(1\): upgrade viewsync/);
   });
+});
+
+it.runIf(url !== undefined)('on pg, no statement was sent while another ran (pg 8 warns, pg 9 refuses)', () => {
+  expect(warnings.filter((warning) => warning.includes('already executing a query'))).toEqual([]);
 });
