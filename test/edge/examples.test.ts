@@ -9,22 +9,16 @@
  */
 import { join } from 'node:path';
 import { EdgeRuntime, runServer } from 'edge-runtime';
-import { build, type Plugin } from 'esbuild';
+import { build } from 'esbuild';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Clients, pendingCount, serverData, snapshot, uniqueName, waitFor } from '../interop/client.js';
 import { ROOT } from '../package/packed.js';
 import { freePort, type Started, startCommand } from '../support/command.js';
 import { startRelay } from '../support/ws-relay.js';
+import { builtPackage } from './built-package.js';
 
 const url = process.env.DATABASE_URL;
-
-const builtPackage: Plugin = {
-  name: 'viewsync-dist',
-  setup(pluginBuild) {
-    pluginBuild.onResolve({ filter: /^viewsync(\/.*)?$/ }, ({ path }) => ({ path: join(ROOT, 'dist', `${path === 'viewsync' ? 'index' : path.slice('viewsync/'.length)}.js`) }));
-  },
-};
 
 /** Two groups converge, and concurrent increments from three end exact on the server. */
 async function syncThrough(base: URL): Promise<void> {

@@ -8,23 +8,16 @@
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { EdgeRuntime, runServer } from 'edge-runtime';
-import { build, type Plugin } from 'esbuild';
+import { build } from 'esbuild';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../package/packed.js';
 import { Clients, pendingCount, serverData, uniqueName, waitFor } from '../interop/client.js';
 import { describeInterop, type RunningServer, type StartOptions } from '../interop/suite.js';
 import { startRelay } from '../support/ws-relay.js';
+import { builtPackage } from './built-package.js';
 
 const url = process.env.DATABASE_URL;
-
-/** `viewsync` and `viewsync/*` from the built package, as a user's bundler resolves them. */
-const builtPackage: Plugin = {
-  name: 'viewsync-dist',
-  setup(pluginBuild) {
-    pluginBuild.onResolve({ filter: /^viewsync(\/.*)?$/ }, ({ path }) => ({ path: join(ROOT, 'dist', `${path === 'viewsync' ? 'index' : path.slice('viewsync/'.length)}.js`) }));
-  },
-};
 
 describe.skipIf(url === undefined)('the Vercel Edge Runtime on Neon\'s serverless driver', () => {
   let bundle = '';
