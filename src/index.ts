@@ -16,7 +16,7 @@ export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.
 export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, ErrorInfo, CorsOptions, RetentionOptions } from './context/context.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
-export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './shared/errors.js';
+export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './base/errors.js';
 export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/mutator.js';
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/process-push.js';
 export type { View, ViewRequest } from './sync/view.js';
@@ -31,7 +31,7 @@ export type {
   ScanIterator,
 } from './sync/transaction.js';
 export { memoryStorage } from './storage/memory.js';
-export { compareUTF8 } from './shared/utf8.js';
+export { compareUTF8 } from './base/utf8.js';
 export type { Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
 export type { JSONValue } from './protocol/json.js';
 export { PullRequestV0, PullRequestV1, PullRequest } from './protocol/pull-request.js';

@@ -11,7 +11,7 @@ import { ROOT } from './package/packed.js';
 
 /** Lowest first. A folder may import from the folders of lower layers; folders of one layer do not import each other. */
 const LAYERS: readonly (readonly string[])[] = [
-  ['src/shared'], // errors, UTF-8, replies, renamed options: used by every layer
+  ['src/base'], // errors, UTF-8, replies, renamed options: used by every layer
   ['src/protocol'], // the wire messages
   ['src/telemetry'], // traces and metrics, recorded by any layer above
   ['src/storage'], // the one storage seam and its drivers

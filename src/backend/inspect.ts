@@ -3,7 +3,7 @@ import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
 import { allSpaces } from '../context/collect-garbage.js';
 import { stagingStarted } from '../sync/import-batch.js';
-import { utf8Length } from '../shared/utf8.js';
+import { utf8Length } from '../base/utf8.js';
 import { SpaceKeys } from '../sync/keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
 import { checkSpace } from './transact.js';

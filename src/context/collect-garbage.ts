@@ -1,4 +1,4 @@
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
 import { globalVersion } from '../sync/global-version.js';
@@ -34,6 +34,7 @@ export async function collectGarbage(ctx: SyncContext, space?: string, options: 
   if (space !== undefined && typeof space !== 'string') {
     throw new TypeError('collectGarbage(ctx, space, options) takes the space as its second argument (a string, or undefined for every space) since 0.2; options such as batch come third');
   }
+  // Resolving the context checks its options first: a renamed retention throws before any work.
   stateOf(ctx);
   const total = nothingCollected();
   const spaces = space === undefined ? await allSpaces(ctx.storage) : [space];

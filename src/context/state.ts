@@ -1,6 +1,6 @@
 import { defaultNotifier, type Notifier } from '../poke/notifier.js';
 import { PokeHub } from '../poke/hub.js';
-import { refuseRenamed } from '../shared/renamed.js';
+import { refuseRenamed } from '../base/renamed.js';
 import { type Limits, resolveLimits } from '../sync/limits.js';
 import type { Retention, SessionClock } from '../sync/strategy.js';
 import type { RetentionOptions, SyncContext } from './context.js';

@@ -1,4 +1,4 @@
-import { HTTPError } from '../shared/errors.js';
+import { HTTPError } from '../base/errors.js';
 import { countPokeStreams } from '../telemetry/telemetry.js';
 import type { Notifier, Unsubscribe } from './notifier.js';
 

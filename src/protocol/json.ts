@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { hasLoneSurrogate } from '../shared/utf8.js';
+import { hasLoneSurrogate } from '../base/utf8.js';
 
 /**
  * Any JSON value, read-only. An object member may be `undefined`, which JSON drops, as in the

@@ -1,4 +1,4 @@
-import { refuseRenamed } from '../shared/renamed.js';
+import { refuseRenamed } from '../base/renamed.js';
 import type { CorsOptions } from '../context/context.js';
 
 /** The headers the real client sends, plus the spec's neutral spelling of the request ID. */

@@ -1,9 +1,9 @@
 import type { SyncContext } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
 import { hubOf, limitsOf } from '../context/state.js';
-import { HTTPError } from '../shared/errors.js';
+import { HTTPError } from '../base/errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
-import { type Reply, toResponse } from '../shared/reply.js';
+import { type Reply, toResponse } from '../base/reply.js';
 
 /**
  * The poke endpoint: a `GET` answered with a Server-Sent Events stream that says `poke` each

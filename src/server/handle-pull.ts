@@ -3,7 +3,7 @@ import { globalVersion } from '../sync/global-version.js';
 import { processPull } from '../sync/process-pull.js';
 import { clockOf, limitsOf } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
-import { json, type Reply, toResponse } from '../shared/reply.js';
+import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
 import { Operation } from '../telemetry/telemetry.js';

@@ -4,7 +4,7 @@ import { processPush } from '../sync/process-push.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { clockOf } from '../context/state.js';
-import { json, type Reply, toResponse } from '../shared/reply.js';
+import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { Operation } from '../telemetry/telemetry.js';
 

@@ -1,12 +1,12 @@
 import type { SyncContext } from '../context/context.js';
 import { corsHeaders } from './cors.js';
-import { HTTPError } from '../shared/errors.js';
+import { HTTPError } from '../base/errors.js';
 import { healthReply } from './health.js';
 import { pullReply } from './handle-pull.js';
 import { pokeReply } from './handle-poke.js';
 import { pushReply } from './handle-push.js';
 import { respond } from './prepare.js';
-import { type Reply, toResponse } from '../shared/reply.js';
+import { type Reply, toResponse } from '../base/reply.js';
 
 /**
  * One fetch handler for every endpoint, the thing to mount: `POST` to a path ending in `/pull`

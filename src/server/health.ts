@@ -1,7 +1,7 @@
 import { SpaceKeys } from '../sync/keys.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
-import { json, type Reply } from '../shared/reply.js';
+import { json, type Reply } from '../base/reply.js';
 
 /** Options for {@link checkHealth}. */
 export interface HealthOptions {

@@ -1,10 +1,9 @@
 import type * as v from 'valibot';
-import { hasLoneSurrogate } from '../shared/utf8.js';
-import { fitsUTF8 } from '../shared/utf8.js';
+import { fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import type { Limits } from '../sync/limits.js';
 import { type SyncContext, reportError } from '../context/context.js';
-import { HTTPError } from '../shared/errors.js';
-import { json, type Reply } from '../shared/reply.js';
+import { HTTPError } from '../base/errors.js';
+import { json, type Reply } from '../base/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
 import type { Operation } from '../telemetry/telemetry.js';
 import { limitsOf } from '../context/state.js';

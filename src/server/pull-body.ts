@@ -1,5 +1,5 @@
 import type { PatchOperation } from '../protocol/pull-response.js';
-import type { Reply } from '../shared/reply.js';
+import type { Reply } from '../base/reply.js';
 
 /**
  * A pull answer as a JSON reply. A small one is a single string, as any response; one over

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { HTTPError } from '../shared/errors.js';
+import { HTTPError } from '../base/errors.js';
 
 /**
  * Reads a JSON request body of at most `maxBytes` bytes. Throws 415 for a content type that is

@@ -1,4 +1,4 @@
-import { hasLoneSurrogate } from '../shared/utf8.js';
+import { hasLoneSurrogate } from '../base/utf8.js';
 import type { ScanOptions, StorageTransaction } from './types.js';
 import { getMany, type StorageReader } from './write-buffer.js';
 

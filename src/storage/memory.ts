@@ -1,4 +1,4 @@
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 import { SpaceLocks } from './lock.js';
 import { SortedKeys } from './sorted-keys.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';

@@ -1,5 +1,5 @@
 import { runChecked } from './checked.js';
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 import { type PostgresClient, type PostgresQuery, postgresDriver } from './postgres-driver.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { ScanOptions, Storage, StoredValue } from './types.js';

@@ -1,4 +1,4 @@
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 
 /**
  * An ordered set of strings (UTF-8 byte order) kept as a list of small sorted chunks.

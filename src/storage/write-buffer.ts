@@ -1,4 +1,4 @@
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from './types.js';
 
 /** What a {@link WriteBuffer} reads through to: a transaction, or a store's committed state. */

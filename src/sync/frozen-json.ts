@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { jsonStringBytes } from '../shared/utf8.js';
+import { jsonStringBytes } from '../base/utf8.js';
 import { MAX_VALUE_DEPTH } from './limits.js';
 
 /**

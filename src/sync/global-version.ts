@@ -6,7 +6,7 @@ import { collectSpace } from './housekeeping.js';
 import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
-import { utf8Length } from '../shared/utf8.js';
+import { utf8Length } from '../base/utf8.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy } from './strategy.js';
 import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';

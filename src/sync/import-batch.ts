@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { globalVersion } from './global-version.js';

@@ -1,6 +1,6 @@
 import type { PullRequest } from '../protocol/pull-request.js';
 import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
-import { HTTPError, TemporaryError } from '../shared/errors.js';
+import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import { SpaceReadTransaction } from './read-transaction.js';

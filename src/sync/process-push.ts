@@ -1,5 +1,5 @@
 import type { Mutation, PushRequest } from '../protocol/push-request.js';
-import { HTTPError, TemporaryError } from '../shared/errors.js';
+import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import type { Mutator, Mutators } from './mutator.js';

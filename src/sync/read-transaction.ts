@@ -1,6 +1,6 @@
 import type { JSONValue } from '../protocol/json.js';
-import { compareUTF8, hasLoneSurrogate } from '../shared/utf8.js';
-import { fitsUTF8, utf8Length } from '../shared/utf8.js';
+import { compareUTF8, hasLoneSurrogate } from '../base/utf8.js';
+import { fitsUTF8, utf8Length } from '../base/utf8.js';
 import type { Limits } from './limits.js';
 import type { SpaceSession } from './strategy.js';
 import type { ReadTransaction, ScanIndexOptions, ScanIterator, ScanOptions, ScanResult } from './transaction.js';

@@ -1,6 +1,6 @@
-import { compareUTF8, hasLoneSurrogate } from '../shared/utf8.js';
+import { compareUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import { base64url } from './base64url.js';
-import { fitsUTF8 } from '../shared/utf8.js';
+import { fitsUTF8 } from '../base/utf8.js';
 import type { Limits } from './limits.js';
 import { remember } from './remember.js';
 import type { ReadTransaction } from './transaction.js';

@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 import { frozenJSONCopy } from './frozen-json.js';
 import type { Limits } from './limits.js';
 import { DELETED, SpaceReadTransaction } from './read-transaction.js';

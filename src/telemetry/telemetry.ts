@@ -15,9 +15,9 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { PatchOperation } from '../protocol/pull-response.js';
-import { HTTPError, TemporaryError } from '../shared/errors.js';
-import type { Reply } from '../shared/reply.js';
-import { utf8Length } from '../shared/utf8.js';
+import { HTTPError, TemporaryError } from '../base/errors.js';
+import type { Reply } from '../base/reply.js';
+import { utf8Length } from '../base/utf8.js';
 
 /**
  * OpenTelemetry traces and metrics, through `@opentelemetry/api` only: the app registers an SDK

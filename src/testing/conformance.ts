@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../storage/types.js';
-import { compareUTF8 } from '../shared/utf8.js';
+import { compareUTF8 } from '../base/utf8.js';
 import { expect } from './expect.js';
 
 /** One check of the conformance suite: a name and a function that throws when the store fails it. */

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { frozenJSONCopy } from '../../src/sync/frozen-json.js';
-import { fitsUTF8, jsonStringBytes, utf8Length } from '../../src/shared/utf8.js';
+import { fitsUTF8, jsonStringBytes, utf8Length } from '../../src/base/utf8.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 2000);
 const bytesOf = (text: string) => new TextEncoder().encode(text).length;
