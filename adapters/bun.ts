@@ -1,5 +1,5 @@
 import { handleRequest, type SyncContext } from '../src/index.js';
-import { refuseRenamed } from '../src/shared/renamed.js';
+import { refuseRenamed } from '../src/base/renamed.js';
 import { type CompressionOptions, compressedResponse, compressionSettings } from './compress.js';
 import { fitStreamsToProcess } from './descriptors.js';
 import { stopGracefully } from './stop.js';

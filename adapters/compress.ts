@@ -2,7 +2,7 @@ import { Buffer } from 'node:buffer';
 import { type BrotliOptions, brotliCompress, constants, createBrotliCompress, createGzip, gzip, type ZlibOptions } from 'node:zlib';
 import type { SyncContext } from '../src/context/context.js';
 import { requestReply } from '../src/server/handle-request.js';
-import type { Reply } from '../src/shared/reply.js';
+import type { Reply } from '../src/base/reply.js';
 import { drained } from './drained.js';
 
 // Response compression for the Node, Bun and Deno servers (Deno.serve can compress, but its

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { Reply } from '../src/shared/reply.js';
+import type { Reply } from '../src/base/reply.js';
 import { BODY_BYTES } from '../src/server/read-body.js';
-import { refuseRenamed } from '../src/shared/renamed.js';
+import { refuseRenamed } from '../src/base/renamed.js';
 import { type CompressionOptions, compressReply } from './compress.js';
 import { drained } from './drained.js';
 

@@ -6,7 +6,7 @@
  *
  * Run: node --import tsx bench/otel-overhead.ts (about a minute)
  */
-import { json } from '../src/shared/reply.js';
+import { json } from '../src/base/reply.js';
 import { Operation, recordGroupCommit } from '../src/telemetry/telemetry.js';
 import { progress } from './measure.js';
 import { startBenchSdk } from './otel.js';
