@@ -67,6 +67,15 @@ export interface SyncContext {
    */
   transactionPerMutation?: boolean;
   /**
+   * Let pulls of a space that arrive together share one read-only transaction and each patch
+   * they have in common: after a poke, a space's subscribers all pull at once, with the same
+   * cookie, and then cost about one pull between them. Every pull still gets exactly the answer
+   * it would get alone, and a patch is only shared between pulls of the same view (so never
+   * between users, when there is a view). `false` gives each pull a transaction of its own.
+   * Default: true.
+   */
+  shareReads?: boolean;
+  /**
    * The poke endpoint (`GET …/poke`, Server-Sent Events) and the notices pushes send to it: how
    * often, through which notifier. Default: on, in this process. `false` serves no pokes.
    */

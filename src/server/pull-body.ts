@@ -1,24 +1,24 @@
-import type { PatchOperation } from '../protocol/pull-response.js';
 import type { Reply } from '../base/reply.js';
+import type { Patch } from '../sync/patch.js';
 
 /**
  * A pull answer as a JSON reply. A small one is a single string, as any response; one over
  * {@link STREAM_AT} characters is a stream that serialises the patch a slice at a time as the
  * client reads it. So a large space never needs one string (V8 caps a string near 512 MiB), and
  * a client that reads slowly, or not at all, holds the patch's operations, which share their
- * values with the store, rather than a copy of its text.
+ * values with the store, rather than a copy of its text. Puts that hold their value as JSON
+ * text (`TextPut`) have it copied in as it is.
+ *
+ * Pulls that shared a read share their patch (shared-reads.ts): a short patch's text is kept
+ * with it, so that a poke storm's answers serialise it once, not once each.
  */
-export function pullBody(body: { patch: readonly PatchOperation[] }): Reply {
+export function pullBody(body: { patch: Patch }): Reply {
   const { patch } = body;
-  // Most answers are a few operations: one stringify, kept only if it is small (a few large
-  // values could make a long one, which is then streamed and this string dropped).
-  if (patch.length <= SHORT_PATCH) {
-    const text = JSON.stringify(body);
-    if (text.length <= STREAM_AT) return { status: 200, headers: { ...JSON_TYPE }, body: text };
-  }
   // `{"cookie":…,"lastMutationIDChanges":…}` less its `}`, then the patch. Every answer with a
   // patch has a cookie, so the head is never `{}`.
   const head = JSON.stringify({ ...body, patch: undefined }).slice(0, -1) + ',"patch":[';
+  const short = shortText(patch);
+  if (short !== undefined && head.length + short.length <= STREAM_AT) return { status: 200, headers: { ...JSON_TYPE }, body: head + short + ']}' };
   const pieces = [head];
   let length = head.length;
   const slices = patchSlices(patch);
@@ -57,21 +57,54 @@ export function pullBody(body: { patch: readonly PatchOperation[] }): Reply {
 }
 
 /**
- * The patch's operations as JSON arrays, a slice at a time: each slice goes through one native
- * `JSON.stringify`. Slices start at one operation and double while they stay under
- * {@link SLICE_CHARS}, so a slice is never much more than that or than one value (at most
- * `limits.valueBytes`), whatever the values' sizes.
+ * The operations of a patch of at most {@link SHORT_PATCH} of them, as the text between the
+ * brackets of its JSON array, once per patch; undefined for a longer patch, or one whose text
+ * is longer than {@link STREAM_AT} (a few large values could make it so: it is then streamed).
  */
-function* patchSlices(patch: readonly PatchOperation[]): Generator<string, void> {
+function shortText(patch: Patch): string | undefined {
+  if (patch.length > SHORT_PATCH) return undefined;
+  let text = shortTexts.get(patch);
+  if (text === undefined) {
+    text = sliceText(patch, 0, patch.length).slice(1, -1);
+    shortTexts.set(patch, text);
+  }
+  return text.length <= STREAM_AT ? text : undefined;
+}
+
+const shortTexts = new WeakMap<Patch, string>();
+
+/**
+ * The patch's operations as JSON arrays, a slice at a time. Slices start at one operation and
+ * double while they stay under {@link SLICE_CHARS}, so a slice is never much more than that or
+ * than one value (at most `limits.valueBytes`), whatever the values' sizes.
+ */
+function* patchSlices(patch: Patch): Generator<string, void> {
   let count = 1;
   for (let i = 0; i < patch.length; ) {
     const end = Math.min(patch.length, i + count);
-    const text = JSON.stringify(patch.slice(i, end));
+    const text = sliceText(patch, i, end);
     yield text;
     i = end;
     if (text.length > SLICE_CHARS * 2) count = Math.max(1, count >> 1);
     else if (text.length < SLICE_CHARS / 2) count = Math.min(4096, count * 2);
   }
+}
+
+/**
+ * Operations `from` to `to` of `patch` as a JSON array: one native `JSON.stringify` when none
+ * holds its value as text, else each operation in turn, a text value copied in.
+ */
+function sliceText(patch: Patch, from: number, to: number): string {
+  let texts = false;
+  for (let i = from; i < to && !texts; i++) texts = 'text' in patch[i]!;
+  if (!texts) return JSON.stringify(patch.slice(from, to));
+  let text = '[';
+  for (let i = from; i < to; i++) {
+    const op = patch[i]!;
+    if (i > from) text += ',';
+    text += 'text' in op ? `{"op":"put","key":${JSON.stringify(op.key)},"value":${op.text}}` : JSON.stringify(op);
+  }
+  return text + ']';
 }
 
 const JSON_TYPE = { 'content-type': 'application/json' };

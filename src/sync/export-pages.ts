@@ -1,8 +1,7 @@
 import type { StorageTransaction } from '../storage/types.js';
 import { scanText } from '../storage/write-buffer.js';
 import { SpaceKeys } from './keys.js';
-import { pagesOf } from './patch.js';
-import type { Entry } from './records.js';
+import { entryValueText, pagesOf } from './patch.js';
 
 /**
  * The live entries of `space` as dump lines (`{"key":…,"value":…}` and a newline each, in key
@@ -18,7 +17,7 @@ export async function* exportPages(tx: StorageTransaction, space: string): Async
     let text = '';
     let entries = 0;
     for (const [row, stored] of page) {
-      const value = valueText(stored);
+      const value = entryValueText(stored);
       if (value === undefined) continue;
       text += `{"key":${JSON.stringify(row.slice(skip))},"value":${value}}\n`;
       entries++;
@@ -26,15 +25,3 @@ export async function* exportPages(tx: StorageTransaction, space: string): Async
     if (entries > 0) yield { text, entries };
   }
 }
-
-/** The JSON text of the value in an entry record's text; undefined for a tombstone. */
-function valueText(record: string): string | undefined {
-  const head = HEAD.exec(record);
-  if (head !== null && record.endsWith('}')) return record.slice(head[0].length, -1);
-  // Any other shape: a tombstone, or a record some other writer made.
-  const entry = JSON.parse(record) as Entry;
-  return entry.del ? undefined : JSON.stringify(entry.val);
-}
-
-/** How a live entry's record starts, as `#stamp` writes it (`{ver, val}`, in that order). */
-const HEAD = /^\{"ver":\d+,"val":/;

@@ -8,6 +8,7 @@ import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../base/utf8.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy } from './strategy.js';
+import { sharedOnce } from './shared-reads.js';
 import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';
 
@@ -170,15 +171,21 @@ class GlobalVersionSession implements SpaceSession {
     // equals it, so such an answer would wedge it or be lost; only a new client group can recover.
     if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return 'ClientStateNotFound';
 
+    // Pulls sharing a read (shared-reads.ts) share each patch: keyed by all it depends on beyond
+    // the snapshot, the view's name among it, so a patch of one user's view never reaches another.
+    const tx = this.#tx;
+    const keys = this.#keys;
     let patch =
       since === 'reset'
         ? 'reset'
         : view === undefined
-          ? await changesSince(this.#tx, this.#keys, since, this.#version)
-          : await viewPatch(this.#tx, this.#keys, { since, latest: this.#version, prefixIndexFrom: this.#meta?.prefixIndexFrom }, from!, view.prefixes);
+          ? await sharedOnce(tx, `changes ${since}`, () => changesSince(tx, keys, since as number, this.#version))
+          : await sharedOnce(tx, `view ${view.id} ${since} ${JSON.stringify(from!.list)}`, () =>
+              viewPatch(tx, keys, { since: since as number, latest: this.#version, prefixIndexFrom: this.#meta?.prefixIndexFrom }, from!, view.prefixes),
+            );
     if (patch === 'reset') {
       since = 'reset';
-      patch = await resetPatch(this.#tx, this.#keys, view?.prefixes);
+      patch = await sharedOnce(tx, `reset ${view?.id ?? ''}`, () => resetPatch(tx, keys, view?.prefixes));
     }
     const lastMutationIDChanges: Record<string, number> = {};
     // A lastMutationID changes with the version, so an up-to-date client has none to learn.

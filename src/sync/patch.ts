@@ -9,19 +9,62 @@ import type { Prefixes } from './view.js';
 // The patches of the global version strategy, read from a space's entries (`e/`) and its
 // version index (`v/`); see keys.ts. A view, when there is one, narrows each to its prefixes.
 
-/** Everything a client needs from nothing: a clear, then every live entry (under `view`). */
-export async function resetPatch(tx: StorageTransaction, keys: SpaceKeys, view?: Prefixes): Promise<PatchOperation[]> {
-  const patch: PatchOperation[] = [{ op: 'clear' }];
+/**
+ * A put whose value is the JSON text the store holds, copied into the answer as it is: a store
+ * that keeps values as text (`scanText`) then never has them parsed and serialised again.
+ */
+export interface TextPut {
+  op: 'put';
+  key: string;
+  /** The value's JSON text. */
+  text: string;
+}
+
+/** A patch as a pull computes it: operations, some of whose puts may hold their value as text. */
+export type Patch = ReadonlyArray<PatchOperation | TextPut>;
+
+/**
+ * Everything a client needs from nothing: a clear, then every live entry (under `view`). From a
+ * store that keeps values as text, the puts are {@link TextPut}s: a full pull of a large space
+ * is mostly values, and parsing each only to serialise it again was most of its cost.
+ */
+export async function resetPatch(tx: StorageTransaction, keys: SpaceKeys, view?: Prefixes): Promise<Patch> {
+  const patch: Array<PatchOperation | TextPut> = [{ op: 'clear' }];
   const skip = keys.entryPrefix.length;
   for (const prefix of view?.list ?? ['']) {
     // Page by page rather than through an async generator per entry: an await per entry costs a
     // third of a full pull.
-    for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
-      for (const [key, value] of live(page, skip)) patch.push({ op: 'put', key, value });
+    if (tx.scanText !== undefined) {
+      for await (const page of pagesOf((options) => tx.scanText!(options), { prefix: keys.entry(prefix) })) {
+        for (const [row, record] of page) {
+          const text = entryValueText(record);
+          if (text !== undefined) patch.push({ op: 'put', key: row.slice(skip), text });
+        }
+      }
+    } else {
+      for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
+        for (const [key, value] of live(page, skip)) patch.push({ op: 'put', key, value });
+      }
     }
   }
   return patch;
 }
+
+/**
+ * The JSON text of the value in an entry record's text (see records.ts), or undefined for a
+ * tombstone. A live entry's record is `{"ver":…,"val":…}` as `JSON.stringify` wrote it: the
+ * value is the text between, taken without parsing it.
+ */
+export function entryValueText(record: string): string | undefined {
+  const head = ENTRY_HEAD.exec(record);
+  if (head !== null && record.endsWith('}')) return record.slice(head[0].length, -1);
+  // Any other shape: a tombstone, or a record some other writer made.
+  const entry = JSON.parse(record) as Entry;
+  return entry.del ? undefined : JSON.stringify(entry.val);
+}
+
+/** How a live entry's record starts, as `#stamp` writes it (`{ver, val}`, in that order). */
+const ENTRY_HEAD = /^\{"ver":\d+,"val":/;
 
 /**
  * The changes after version `since` up to `latest` (the space's version), in version order, of
@@ -61,7 +104,7 @@ export interface PatchSpan {
  * one the client never held, which it must not learn the name of (the caller lost access), and
  * which of those it held is not known without history. The caller then sends everything in `to`.
  */
-export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: PatchSpan, from: Prefixes, to: Prefixes): Promise<PatchOperation[] | 'reset'> {
+export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: PatchSpan, from: Prefixes, to: Prefixes): Promise<Patch | 'reset'> {
   const skip = keys.entryPrefix.length;
   const gone: PatchOperation[] = [];
   for (const { prefix, except } of from.minus(to)) {

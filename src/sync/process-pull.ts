@@ -1,11 +1,17 @@
 import type { PullRequest } from '../protocol/pull-request.js';
 import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
-import type { Storage } from '../storage/types.js';
+import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import { SpaceReadTransaction } from './read-transaction.js';
+import type { Patch } from './patch.js';
+import { readInGroup } from './shared-reads.js';
 import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
+
+/** A pull's answer before it is serialised: a patch's puts may hold their value as text. */
+export type PullAnswer = WithPatch<PullResponseV1> | WithPatch<PullResponseV0> | ClientStateNotFoundResponse;
+type WithPatch<T> = Omit<T, 'patch'> & { patch: Patch };
 
 /**
  * Answers a pull of either version from one read-only transaction, so the lastMutationIDs are
@@ -20,11 +26,12 @@ export async function processPull(
   userID: string | undefined,
   clock: SessionClock,
   views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'mutatorMs'> },
-): Promise<PullResponseV1 | PullResponseV0 | ClientStateNotFoundResponse> {
+  { shareReads = true }: { shareReads?: boolean } = {},
+): Promise<PullAnswer> {
   let stale: number | undefined;
   let keep: { view: ResolvedView; used: number | undefined } | undefined;
   let fresh: { view: ResolvedView; used: number } | undefined;
-  const response = await storage.transaction(async (tx) => {
+  const read = async (tx: StorageTransaction): Promise<PullAnswer> => {
     stale = keep = fresh = undefined;
     const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
     const clientGroupID = pull.pullVersion === 1 ? pull.clientGroupID : pull.clientID;
@@ -66,7 +73,9 @@ export async function processPull(
     const result = await answer(undefined);
     if (result === 'ClientStateNotFound') return { error: result };
     return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
-  }, { readOnly: true, space });
+  };
+  // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
+  const response = shareReads ? await readInGroup(storage, space, read) : await storage.transaction(read, { readOnly: true, space });
   if (!('error' in response)) {
     // The cookie names a view whose record is missing or old: write it before the client holds it.
     if (keep !== undefined) {

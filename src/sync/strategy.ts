@@ -1,6 +1,6 @@
 import type { JSONValue } from '../protocol/json.js';
-import type { PatchOperation } from '../protocol/pull-response.js';
 import type { StorageTransaction } from '../storage/types.js';
+import type { Patch } from './patch.js';
 import type { Prefixes } from './view.js';
 
 /**
@@ -139,7 +139,7 @@ export interface GroupRef {
 /** A successful pull, before it is shaped for its protocol version. */
 export interface PullResult {
   cookie: JSONValue;
-  patch: PatchOperation[];
+  patch: Patch;
   /** Clients of the group whose lastMutationID changed since the cookie (empty without a group). */
   lastMutationIDChanges: Record<string, number>;
   /** The current view's record as the pull read it (`used` undefined: missing); absent when not read. */

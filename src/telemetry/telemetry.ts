@@ -14,7 +14,6 @@ import {
   metrics,
   trace,
 } from '@opentelemetry/api';
-import type { PatchOperation } from '../protocol/pull-response.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Reply } from '../base/reply.js';
 import { utf8Length } from '../base/utf8.js';
@@ -102,7 +101,7 @@ export class Operation {
   }
 
   /** A pull answered `patch` with `reply`. Its size in bytes is counted only when someone listens. */
-  pulled(patch: readonly PatchOperation[], reply: Reply): Reply {
+  pulled(patch: ReadonlyArray<{ readonly op: string }>, reply: Reply): Reply {
     this.#reset = patch[0]?.op === 'clear';
     if (!this.listening) return reply;
     guard(() => {

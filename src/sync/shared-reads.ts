@@ -1,0 +1,169 @@
+import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../storage/types.js';
+import { getMany, scanText } from '../storage/write-buffer.js';
+import { type Context, activeContext, inContext } from '../telemetry/telemetry.js';
+
+/**
+ * Shared reads, the read-side twin of group commit (group-commit.ts): `job` runs in a read-only
+ * transaction of `space` together with the jobs that arrived for that space while its previous
+ * shared transaction ran. A poke makes every subscriber of a space pull at once, with the same
+ * cookie; together they then cost one transaction, one read of the space's meta record and
+ * their groups' records (one `getMany`), and one read of each distinct thing they ask for
+ * (the changes since a version, a full patch), instead of all of it once per pull.
+ *
+ * The jobs run side by side over one {@link SharedRead} of the transaction, so all of them see
+ * one snapshot, the same one each would have seen had it started its own transaction then: a
+ * pull that waited only sees changes committed before it ran, never fewer than when it arrived.
+ * A job's failure is its own: when a job fails in a shared transaction, it runs again alone
+ * (a failed statement aborts the whole transaction on PostgreSQL, so the others' failures there
+ * may be that one's), and only what fails alone is reported.
+ */
+export function readInGroup<T>(storage: Storage, space: string, job: (tx: SharedRead) => Promise<T>): Promise<T> {
+  let spaces = queues.get(storage);
+  if (spaces === undefined) queues.set(storage, (spaces = new Map()));
+  let queue = spaces.get(space);
+  if (queue === undefined) spaces.set(space, (queue = []));
+  return new Promise<T>((resolve, reject) => {
+    queue.push({ job: job as ReadJob, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
+    // The first job of an idle space starts at once; later ones wait for the running read.
+    if (queue.length === 1) void drain(storage, space, spaces, queue);
+  });
+}
+
+type ReadJob = (tx: SharedRead) => Promise<unknown>;
+
+interface Waiting {
+  job: ReadJob;
+  /** The trace context the job arrived in, which it runs in. */
+  context: Context;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Jobs waiting, per store and space; the first entry of a queue is running or about to. */
+const queues = new WeakMap<Storage, Map<string, Waiting[]>>();
+
+/** Most jobs in one transaction: a bound on how long one shared read (and its snapshot) lasts. */
+const MAX_GROUP = 256;
+
+async function drain(storage: Storage, space: string, spaces: Map<string, Waiting[]>, queue: Waiting[]): Promise<void> {
+  while (queue.length > 0) {
+    const group = queue.slice(0, MAX_GROUP);
+    try {
+      const outcomes = await read(storage, space, group);
+      for (const [i, waiting] of group.entries()) {
+        const outcome = outcomes[i]!;
+        if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
+        else if (group.length === 1) waiting.reject(outcome.reason);
+        else await read(storage, space, [waiting]).then(([alone]) => (alone!.status === 'fulfilled' ? waiting.resolve(alone!.value) : waiting.reject(alone!.reason)), waiting.reject);
+      }
+    } catch (error) {
+      // The transaction itself failed (the store is down): each job would have failed alone too.
+      for (const waiting of group) waiting.reject(error);
+    }
+    // Jobs that arrived meanwhile stay queued for the next round.
+    queue.splice(0, group.length);
+  }
+  spaces.delete(space);
+}
+
+/** Runs `group`'s jobs side by side in one read-only transaction of `space`: how each ended. */
+function read(storage: Storage, space: string, group: readonly Waiting[]): Promise<Array<PromiseSettledResult<unknown>>> {
+  return storage.transaction((tx) => {
+    // A store may run this again (a retry): each attempt reads afresh.
+    const shared = new SharedRead(tx, group.length);
+    return Promise.allSettled(group.map(({ job, context }) => inContext(context, () => job(shared))));
+  }, { readOnly: true, space });
+}
+
+/**
+ * A read-only transaction seen by several jobs at once. What they read is read once: gets and
+ * `getMany`s asked for in the same turn of the event loop go out as one `getMany`, a scan asked
+ * for twice is read once, and {@link SharedRead.once} computes anything derived from the
+ * snapshot (a patch) once for everyone that names it alike. Everything it hands out is shared,
+ * so callers never change what they get (as with any store, see `Storage`'s values).
+ */
+export class SharedRead implements StorageTransaction {
+  /** How many jobs share this transaction. */
+  readonly size: number;
+  readonly #tx: StorageTransaction;
+  readonly #values = new Map<string, Promise<StoredValue | undefined>>();
+  readonly #scans = new Map<string, Promise<unknown>>();
+  readonly #derived = new Map<string, Promise<unknown>>();
+  /** Keys asked for this turn, read together when the turn ends. */
+  #pending: Map<string, { resolve: (value: StoredValue | undefined) => void; reject: (error: unknown) => void }> | undefined;
+
+  constructor(tx: StorageTransaction, size: number) {
+    this.#tx = tx;
+    this.size = size;
+  }
+
+  get(key: string): Promise<StoredValue | undefined> {
+    let value = this.#values.get(key);
+    if (value === undefined) {
+      value = new Promise((resolve, reject) => {
+        if (this.#pending === undefined) {
+          this.#pending = new Map();
+          queueMicrotask(() => this.#flush());
+        }
+        this.#pending.set(key, { resolve, reject });
+      });
+      this.#values.set(key, value);
+    }
+    return value;
+  }
+
+  getMany(keys: readonly string[]): Promise<Array<StoredValue | undefined>> {
+    return Promise.all(keys.map((key) => this.get(key)));
+  }
+
+  scan(options: ScanOptions): Promise<ReadonlyArray<readonly [string, StoredValue]>> {
+    return this.#scan('scan', options, () => this.#tx.scan(options));
+  }
+
+  scanText(options: ScanOptions): Promise<ReadonlyArray<readonly [string, string]>> {
+    return this.#scan('text', options, () => scanText(this.#tx, options));
+  }
+
+  put(): Promise<void> {
+    return Promise.reject(new Error('Cannot write in a read-only transaction'));
+  }
+
+  del(): Promise<void> {
+    return Promise.reject(new Error('Cannot write in a read-only transaction'));
+  }
+
+  /**
+   * What `compute` makes of this snapshot, computed once for all the jobs that ask under `key`.
+   * The key must name everything the result depends on beyond the snapshot: a patch for one
+   * user's view is keyed by that view, so it never reaches another user.
+   */
+  once<T>(key: string, compute: () => Promise<T>): Promise<T> {
+    let result = this.#derived.get(key);
+    if (result === undefined) this.#derived.set(key, (result = compute()));
+    return result as Promise<T>;
+  }
+
+  #scan<T>(kind: string, { prefix, start, limit }: ScanOptions, run: () => Promise<T>): Promise<T> {
+    const key = JSON.stringify([kind, prefix, start?.key, start?.exclusive === true, limit ?? null]);
+    let result = this.#scans.get(key);
+    if (result === undefined) this.#scans.set(key, (result = run()));
+    return result as Promise<T>;
+  }
+
+  #flush(): void {
+    const pending = this.#pending!;
+    this.#pending = undefined;
+    const keys = [...pending.keys()];
+    getMany(this.#tx, keys).then(
+      (values) => keys.forEach((key, i) => pending.get(key)!.resolve(values[i])),
+      (error: unknown) => pending.forEach(({ reject }) => reject(error)),
+    );
+  }
+}
+
+/**
+ * `compute()`, shared under `key` when `tx` is a {@link SharedRead}: see {@link SharedRead.once}.
+ */
+export function sharedOnce<T>(tx: StorageTransaction, key: string, compute: () => Promise<T>): Promise<T> {
+  return tx instanceof SharedRead ? tx.once(key, compute) : compute();
+}
