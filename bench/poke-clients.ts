@@ -12,6 +12,8 @@ const root = new URL('..', import.meta.url).pathname;
 /** A store server (bench/store-server.ts) running in a child process. */
 export interface StoreServer {
   port: number;
+  /** The same store served with `shareReads: false`. */
+  unsharedPort: number;
   pid: number;
   stop(): Promise<void>;
 }
@@ -31,7 +33,7 @@ export async function startStoreServer(kind: string, where: string | undefined, 
     child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
   return {
-    port: (JSON.parse(line) as { port: number }).port,
+    ...(JSON.parse(line) as { port: number; unsharedPort: number }),
     pid: child.pid!,
     stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))),
   };

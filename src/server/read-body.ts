@@ -57,7 +57,7 @@ export async function readJSONBody(request: Request, maxBytes: number): Promise<
 
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(concat(chunks, size));
+    text = UTF8.decode(concat(chunks, size));
   } catch (error) {
     throw new HTTPError(400, 'The body is not valid UTF-8', { cause: error });
   }
@@ -74,6 +74,9 @@ export async function readJSONBody(request: Request, maxBytes: number): Promise<
  * core reads the bytes rather than a stream made of them (the Node adapter's requests).
  */
 export const BODY_BYTES = Symbol('viewsync body bytes');
+
+/** One decoder for every body: without `stream`, a decode keeps no state between calls. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Bodies up to this declared length are read whole rather than as a stream. */
 const WHOLE_BODY = 1024 * 1024;

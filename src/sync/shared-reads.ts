@@ -17,7 +17,7 @@ import { type Context, activeContext, inContext } from '../telemetry/telemetry.j
  * (a failed statement aborts the whole transaction on PostgreSQL, so the others' failures there
  * may be that one's), and only what fails alone is reported.
  */
-export function readInGroup<T>(storage: Storage, space: string, job: (tx: SharedRead) => Promise<T>): Promise<T> {
+export function readInGroup<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>): Promise<T> {
   let spaces = queues.get(storage);
   if (spaces === undefined) queues.set(storage, (spaces = new Map()));
   let queue = spaces.get(space);
@@ -29,7 +29,7 @@ export function readInGroup<T>(storage: Storage, space: string, job: (tx: Shared
   });
 }
 
-type ReadJob = (tx: SharedRead) => Promise<unknown>;
+type ReadJob = (tx: StorageTransaction) => Promise<unknown>;
 
 interface Waiting {
   job: ReadJob;
@@ -68,12 +68,17 @@ async function drain(storage: Storage, space: string, spaces: Map<string, Waitin
 
 /** Runs `group`'s jobs side by side in one read-only transaction of `space`: how each ended. */
 function read(storage: Storage, space: string, group: readonly Waiting[]): Promise<Array<PromiseSettledResult<unknown>>> {
-  return storage.transaction((tx) => {
+  return storage.transaction(async (tx) => {
+    // A job alone runs on the transaction itself, as it would without sharing.
+    if (group.length === 1) return [await inContext(group[0]!.context, () => group[0]!.job(tx)).then(fulfilled, rejected)];
     // A store may run this again (a retry): each attempt reads afresh.
     const shared = new SharedRead(tx, group.length);
     return Promise.allSettled(group.map(({ job, context }) => inContext(context, () => job(shared))));
   }, { readOnly: true, space });
 }
+
+const fulfilled = (value: unknown): PromiseSettledResult<unknown> => ({ status: 'fulfilled', value });
+const rejected = (reason: unknown): PromiseSettledResult<unknown> => ({ status: 'rejected', reason });
 
 /**
  * A read-only transaction seen by several jobs at once. What they read is read once: gets and
