@@ -66,12 +66,15 @@ function shortText(patch: Patch): string | undefined {
   let text = shortTexts.get(patch);
   if (text === undefined) {
     text = sliceText(patch, 0, patch.length).slice(1, -1);
+    // A long text is not kept: each answer streams its own slices, made as its client reads.
+    if (text.length > STREAM_AT) text = null;
     shortTexts.set(patch, text);
   }
-  return text.length <= STREAM_AT ? text : undefined;
+  return text ?? undefined;
 }
 
-const shortTexts = new WeakMap<Patch, string>();
+/** The text of each short patch, or null for a short patch whose text is long. */
+const shortTexts = new WeakMap<Patch, string | null>();
 
 /**
  * The patch's operations as JSON arrays, a slice at a time. Slices start at one operation and

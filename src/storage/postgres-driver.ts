@@ -1,6 +1,8 @@
 /** A postgres.js client (`postgres(url)`): the part the store uses. */
 export interface PostgresJsClient {
   begin<T>(options: string, fn: (sql: PostgresJsTransaction) => Promise<T>): Promise<unknown>;
+  /** A statement outside any transaction (postgres.js always has it). */
+  unsafe?(query: string, params?: never[], options?: { prepare?: boolean }): PromiseLike<unknown>;
 }
 
 /** A postgres.js transaction: the part the store uses. */
@@ -48,6 +50,8 @@ export interface TransactionEnd<T> {
 export interface PostgresDriver {
   /** Runs `fn` between `BEGIN <mode>` and COMMIT (ROLLBACK if anything fails). */
   transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T>;
+  /** Runs one statement on its own, outside any transaction: one round trip, one snapshot. */
+  statement: PostgresQuery;
 }
 
 /**
@@ -57,20 +61,26 @@ export interface PostgresDriver {
  */
 export function postgresDriver(client: PostgresClient, prepare: boolean): PostgresDriver {
   if ('begin' in client && typeof client.begin === 'function') {
+    const transaction = <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>) =>
+      beginGuarded(client, mode, async (query) => {
+        const { result, finish } = await fn(query);
+        await Promise.all(finish.map(([text, params]) => query(text, params)));
+        return result;
+      }, prepare);
     return {
-      transaction: <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>) =>
-        beginGuarded(client, mode, async (query) => {
-          const { result, finish } = await fn(query);
-          await Promise.all(finish.map(([text, params]) => query(text, params)));
-          return result;
-        }, prepare),
+      transaction,
+      statement: async (text, params) =>
+        client.unsafe
+          ? ((await client.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>)
+          : transaction('READ ONLY', async (query) => ({ result: await query(text, params), finish: [] })),
     };
   }
   if ('transaction' in client && typeof client.transaction === 'function') {
     // PGlite has one connection, so one transaction at a time: queue them here, so that a
     // second never starts while the first awaits (its statements would land in the first).
     let queue: Promise<unknown> = Promise.resolve();
-    return {
+    const driver: PostgresDriver = {
+      statement: (text, params) => driver.transaction('READ ONLY', async (query) => ({ result: await query(text, params), finish: [] })),
       transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T> {
         const run = () =>
           client.transaction(async (tx) => {
@@ -85,6 +95,7 @@ export function postgresDriver(client: PostgresClient, prepare: boolean): Postgr
         return result;
       },
     };
+    return driver;
   }
   if ('connect' in client && typeof client.connect === 'function') return pgPoolDriver(client);
   throw new TypeError('postgresStorage needs a postgres.js client (postgres(url)), a pg-style Pool (pg, Neon serverless, @vercel/postgres) or a PGlite database');
@@ -101,6 +112,21 @@ function pgPoolDriver(pool: PgPool): PostgresDriver {
   // A pg (or Neon) Client has a backend process ID; a Pool has none.
   if ('processID' in pool) throw new TypeError(PG_CLIENT);
   return {
+    async statement(text, params) {
+      const connection = await pool.connect();
+      let broken = false;
+      const lost = () => (broken = true);
+      connection.on?.('error', lost);
+      try {
+        return (await connection.query(text, [...params])).rows as Array<Record<string, unknown>>;
+      } catch (error) {
+        if (isConnectionLost(error)) broken = true;
+        throw error;
+      } finally {
+        connection.removeListener?.('error', lost);
+        connection.release(broken || undefined);
+      }
+    },
     async transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T> {
       const connection = await pool.connect();
       if (typeof connection?.query !== 'function' || typeof connection.release !== 'function') {

@@ -2,7 +2,7 @@ import { runChecked } from './checked.js';
 import { compareUTF8 } from '../base/utf8.js';
 import { type PostgresClient, type PostgresQuery, postgresDriver } from './postgres-driver.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
-import type { ScanOptions, Storage, StoredValue } from './types.js';
+import type { RangeRead, RangeRow, ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 
 export type { PgPool, PgPoolClient, PostgresClient } from './postgres-driver.js';
@@ -57,6 +57,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     del: `DELETE FROM ${kv} WHERE key = ANY(ARRAY(SELECT json_array_elements_text($1::text::json)))`,
     lockSpace: 'SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))',
     lockAll: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+    // readMany: every range of a JSON list, each an index range scan of its own (LATERAL), with
+    // each row's joined key looked up; one statement, so one snapshot without a transaction.
+    readMany: `SELECT r.i, k.key, k.value, j.value AS joined FROM json_to_recordset($1::text::json) AS r(i int, lo text, hi text, lim int, jp text, js int) CROSS JOIN LATERAL (SELECT key, value FROM ${kv} WHERE key >= r.lo AND key < r.hi ORDER BY key LIMIT r.lim) k LEFT JOIN ${kv} j ON j.key = r.jp || substr(k.key, r.js + 1) ORDER BY r.i, k.key`,
   };
 
   const reader = (query: PostgresQuery): StorageReader => ({
@@ -95,9 +98,19 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     return ready;
   };
 
-  return {
+  const storage: PostgresStorage = {
     // PostgreSQL's btree refuses an index row over 2,704 bytes: 2,692 of an incompressible key.
     maxKeyBytes: 2_692,
+    async readMany(reads, options) {
+      await migrate();
+      const rows = await driver.statement(sql.readMany, [JSON.stringify(reads.map(range).filter((r) => r.lim !== 0))]);
+      const out = reads.map((): RangeRow[] => []);
+      for (const row of rows) {
+        const joined = row.joined === null || row.joined === undefined ? undefined : (JSON.parse(row.joined as string) as StoredValue);
+        out[row.i as number]!.push([fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue, joined]);
+      }
+      return out;
+    },
     migrate: ({ timeoutMs = 10_000 } = {}) => withDeadline(migrate(), timeoutMs),
     async transaction(fn, { readOnly, space }) {
       await migrate();
@@ -126,6 +139,21 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       }
     },
   };
+  return storage;
+}
+
+/**
+ * A read of `readMany` as the row of its statement's list: the key range as stored text, `[lo,
+ * hi)`. An exclusive start is the least stored key above it: stored keys never hold U+0000
+ * (toTextKey), so none lies between the start and the start followed by U+0001.
+ */
+function range({ prefix, start, limit = Infinity, join }: RangeRead, i: number) {
+  const hi = upperBound(prefix);
+  const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
+  const lo = toTextKey(fromStart ? start.key : prefix) + (fromStart && start.exclusive === true ? '\u0001' : '');
+  // PostgreSQL counts characters in code points: the prefix as stored, then `skip` ASCII ones.
+  const skip = join === undefined ? 0 : [...toTextKey(prefix)].length + join.skip;
+  return { i, lo, hi: hi === undefined ? ABOVE_EVERY_KEY : toTextKey(hi), lim: Number.isFinite(limit) ? Math.max(0, Math.ceil(limit)) : null, jp: join === undefined ? null : toTextKey(join.prefix), js: skip };
 }
 
 /** Options for {@link postgresStorage}. */
@@ -158,6 +186,12 @@ function withDeadline(work: Promise<void>, ms: number): Promise<void> {
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Text above every key the table can hold, for a range with no upper bound (the prefix `''`):
+ * the btree holds keys of at most 2,704 bytes, so 676 code points of four bytes (U+10FFFF).
+ */
+const ABOVE_EVERY_KEY = '\u{10FFFF}'.repeat(677);
 
 const RETRYABLE = new Set(['40001', '40P01']);
 const RETRIES = 5;

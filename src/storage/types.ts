@@ -34,7 +34,32 @@ export interface Storage {
    * with a `RangeError` saying so, instead of failing the commit. Default: no bound.
    */
   readonly maxKeyBytes?: number;
+  /**
+   * Optional: runs `reads` against one consistent snapshot of committed state, in one round trip
+   * on a database and outside any transaction (no BEGIN, no COMMIT), and resolves with each
+   * read's rows. A pull that needs nothing more (an up-to-date one, or one a few changes
+   * behind) is then one statement. Without it, viewsync runs the reads in a read-only
+   * transaction ({@link readRanges}). Reads name keys of `options.space` only, like a
+   * transaction of that space.
+   */
+  readMany?(reads: readonly RangeRead[], options: { space?: string | undefined }): Promise<RangeRow[][]>;
 }
+
+/**
+ * One read of {@link Storage.readMany}: the entries a scan with these options returns, and with
+ * `join`, for each entry, the value at another key made from its key.
+ */
+export interface RangeRead extends ScanOptions {
+  /**
+   * For each entry read, also read the key made of `join.prefix` and the entry's key after the
+   * read's `prefix` and `join.skip` more characters, which must be ASCII (an index row's target:
+   * `v/<space>/<version>/<key>` joins `e/<space>/<key>`).
+   */
+  join?: { prefix: string; skip: number } | undefined;
+}
+
+/** An entry {@link Storage.readMany} read: key, value, and with `join`, the joined key's value (undefined: none). */
+export type RangeRow = readonly [key: string, value: StoredValue, joined?: StoredValue | undefined];
 
 /** Options for {@link Storage.transaction}. */
 export interface TransactionOptions {

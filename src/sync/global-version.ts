@@ -1,10 +1,10 @@
 import type { JSONValue } from '../protocol/json.js';
-import type { StorageTransaction, StoredValue } from '../storage/types.js';
+import type { RangeRead, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { answerTo, compareCookies, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
+import { answerTo, compareCookies, isEmptyView, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
 import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import { changesSince, live, resetPatch, scanPages, viewPatch } from './patch.js';
+import { changesSince, FIRST_PAGE, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../base/utf8.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy } from './strategy.js';
@@ -28,6 +28,23 @@ export const globalVersion: Strategy = {
     const [meta, record] = (await getMany(tx, [keys.meta, groupKey])) as [Meta | undefined, GroupRecord | undefined];
     return new GlobalVersionSession(tx, keys, meta, clock, options, { key: groupKey, record });
   },
+  pullPlan(space, cookie, who) {
+    const parsed = readCookie(cookie);
+    // A full pull (or a reset) reads every entry: nothing to guess.
+    if (parsed === null || parsed === 'foreign' || parsed.view !== undefined) return undefined;
+    // The version a cookie stands for is its order less the space's base: known once a session
+    // of its epoch was read here (the base never changes within an epoch).
+    const base = isEmptyView(parsed) ? 0 : bases.get(parsed.epoch!);
+    if (base === undefined) return undefined;
+    const since = isEmptyView(parsed) ? 0 : parsed.order - base;
+    if (since < 0) return undefined;
+    const keys = new SpaceKeys(space);
+    const after = encodeVersion(since + 1);
+    const changes: RangeRead = { prefix: keys.versionPrefix, start: { key: keys.versionPrefix + after }, limit: FIRST_PAGE, join: { prefix: keys.entryPrefix, skip: VERSION_FIELD } };
+    if ('clientID' in who) return { gets: [keys.meta, keys.client(who.userID, who.clientID)], scans: [changes] };
+    const lmids = keys.lmidPrefix(who.userID, who.clientGroupID);
+    return { gets: [keys.meta, keys.group(who.userID, who.clientGroupID)], scans: [changes, { prefix: lmids, start: { key: lmids + after }, limit: FIRST_PAGE }] };
+  },
   reader(tx, space) {
     return new GlobalVersionSession(tx, new SpaceKeys(space), undefined, { now: 0, touchEveryMs: Infinity }, {});
   },
@@ -38,6 +55,20 @@ export const globalVersion: Strategy = {
   collect: collectSpace,
 };
 
+
+/**
+ * The base of each space epoch this process has read (see cookie.ts), so that a pull's plan
+ * knows which version its cookie stands for. An epoch is random and its base never changes, so
+ * one map serves every store; it keeps the latest few thousand.
+ */
+const bases = new Map<string, number>();
+const BASES_KEPT = 10_000;
+
+function rememberBase({ epoch, base }: Meta): void {
+  if (bases.get(epoch) === base) return;
+  bases.set(epoch, base);
+  if (bases.size > BASES_KEPT) bases.delete(bases.keys().next().value!);
+}
 
 class GlobalVersionSession implements SpaceSession {
   readonly #tx: StorageTransaction;
@@ -60,6 +91,7 @@ class GlobalVersionSession implements SpaceSession {
     this.#prefixIndex = options.prefixIndex ?? false;
     this.#maxKeyBytes = options.maxKeyBytes;
     this.#read = read;
+    if (meta !== undefined) rememberBase(meta);
   }
 
   checkWrite(key: string): void {

@@ -213,5 +213,6 @@ export async function* pagesOf<V>(scan: (options: ScanOptions) => Promise<Readon
   }
 }
 
-const FIRST_PAGE = 128;
+/** The entries the first page of a scan holds (a pull's plan reads that page ahead). */
+export const FIRST_PAGE = 128;
 const LAST_PAGE = 4096;

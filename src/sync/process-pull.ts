@@ -5,7 +5,7 @@ import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import { SpaceReadTransaction } from './read-transaction.js';
 import type { Patch } from './patch.js';
-import { readInGroup } from './shared-reads.js';
+import { readAlone, readInGroup } from './shared-reads.js';
 import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 
@@ -74,8 +74,12 @@ export async function processPull(
     if (result === 'ClientStateNotFound') return { error: result };
     return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
   };
-  // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
-  const response = shareReads ? await readInGroup(storage, space, read) : await storage.transaction(read, { readOnly: true, space });
+  // A pull that can tell what it will read (no view, a cookie of a space seen before) reads it in
+  // one go, one statement on a database; pulls arriving together share one read
+  // (shared-reads.ts): a poke storm costs one, not one each.
+  const who = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : { userID, clientID: pull.clientID };
+  const plan = views === undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
+  const response = await (shareReads ? readInGroup : readAlone)(storage, space, read, plan);
   if (!('error' in response)) {
     // The cookie names a view whose record is missing or old: write it before the client holds it.
     if (keep !== undefined) {

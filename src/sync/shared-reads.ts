@@ -1,5 +1,7 @@
-import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../storage/types.js';
+import type { RangeRead, ScanOptions, Storage, StorageTransaction, StoredValue } from '../storage/types.js';
+import { readRanges } from '../storage/read-ranges.js';
 import { getMany, scanText } from '../storage/write-buffer.js';
+import { PrefetchedRead, type ReadPlan, rangesOf, scanKey } from './prefetched-read.js';
 import { type Context, activeContext, inContext } from '../telemetry/telemetry.js';
 
 /**
@@ -17,15 +19,29 @@ import { type Context, activeContext, inContext } from '../telemetry/telemetry.j
  * (a failed statement aborts the whole transaction on PostgreSQL, so the others' failures there
  * may be that one's), and only what fails alone is reported.
  */
-export function readInGroup<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>): Promise<T> {
+export function readInGroup<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>, plan?: ReadPlan): Promise<T> {
   let spaces = queues.get(storage);
   if (spaces === undefined) queues.set(storage, (spaces = new Map()));
   let queue = spaces.get(space);
   if (queue === undefined) spaces.set(space, (queue = []));
   return new Promise<T>((resolve, reject) => {
-    queue.push({ job: job as ReadJob, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
+    queue.push({ job: job as ReadJob, plan, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
     // The first job of an idle space starts at once; later ones wait for the running read.
     if (queue.length === 1) void drain(storage, space, spaces, queue);
+  });
+}
+
+/**
+ * `job` as {@link readInGroup} runs it, but alone: on the reads of its `plan` first, when it has
+ * one, else (or when it needs more) in a read-only transaction of its own.
+ */
+export function readAlone<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>, plan?: ReadPlan): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const waiting: Waiting = { job: job as ReadJob, plan, context: activeContext(), resolve: resolve as (value: unknown) => void, reject };
+    void (async () => {
+      const rest = plan === undefined ? [waiting] : await runPlanned(storage, space, [waiting]);
+      if (rest.length > 0) await runInTransaction(storage, space, rest);
+    })();
   });
 }
 
@@ -33,6 +49,8 @@ type ReadJob = (tx: StorageTransaction) => Promise<unknown>;
 
 interface Waiting {
   job: ReadJob;
+  /** What the job will read, when it can tell ahead: then it may run on those reads alone. */
+  plan: ReadPlan | undefined;
   /** The trace context the job arrived in, which it runs in. */
   context: Context;
   resolve: (value: unknown) => void;
@@ -48,22 +66,62 @@ const MAX_GROUP = 256;
 async function drain(storage: Storage, space: string, spaces: Map<string, Waiting[]>, queue: Waiting[]): Promise<void> {
   while (queue.length > 0) {
     const group = queue.slice(0, MAX_GROUP);
-    try {
-      const outcomes = await read(storage, space, group);
-      for (const [i, waiting] of group.entries()) {
-        const outcome = outcomes[i]!;
-        if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
-        else if (group.length === 1) waiting.reject(outcome.reason);
-        else await read(storage, space, [waiting]).then(([alone]) => (alone!.status === 'fulfilled' ? waiting.resolve(alone!.value) : waiting.reject(alone!.reason)), waiting.reject);
-      }
-    } catch (error) {
-      // The transaction itself failed (the store is down): each job would have failed alone too.
-      for (const waiting of group) waiting.reject(error);
-    }
+    const planned = group.filter((waiting) => waiting.plan !== undefined);
+    const unanswered = planned.length === 0 ? [] : await runPlanned(storage, space, planned);
+    const rest = [...group.filter((waiting) => waiting.plan === undefined), ...unanswered];
+    if (rest.length > 0) await runInTransaction(storage, space, rest);
     // Jobs that arrived meanwhile stay queued for the next round.
     queue.splice(0, group.length);
   }
   spaces.delete(space);
+}
+
+/**
+ * Reads what `group`'s jobs said they would (their plans, each read once) in one snapshot, with
+ * `readMany` where the store has it (one statement on a database, no transaction), and runs the
+ * jobs on those reads. Resolves with the jobs that needed more, or failed, for a transaction.
+ */
+async function runPlanned(storage: Storage, space: string, group: readonly Waiting[]): Promise<Waiting[]> {
+  const plan = mergePlans(group.map((waiting) => waiting.plan!));
+  let results;
+  try {
+    results = await readRanges(storage, rangesOf(plan), space);
+  } catch {
+    // The store failed the read: the transaction says so, or succeeds where this failed.
+    return [...group];
+  }
+  const reads = new PrefetchedRead(plan, results);
+  const outcomes = await Promise.allSettled(group.map(({ job, context }) => inContext(context, () => job(reads))));
+  const unanswered: Waiting[] = [];
+  outcomes.forEach((outcome, i) => (outcome.status === 'fulfilled' ? group[i]!.resolve(outcome.value) : unanswered.push(group[i]!)));
+  return unanswered;
+}
+
+/** The plans' reads, each once. */
+function mergePlans(plans: readonly ReadPlan[]): ReadPlan {
+  const gets = new Set<string>();
+  const scans = new Map<string, RangeRead>();
+  for (const plan of plans) {
+    for (const key of plan.gets) gets.add(key);
+    for (const scan of plan.scans) scans.set(scanKey(scan) + JSON.stringify(scan.join ?? null), scan);
+  }
+  return { gets: [...gets], scans: [...scans.values()] };
+}
+
+/** Runs `group`'s jobs in a shared read-only transaction; a job that fails there runs again alone. */
+async function runInTransaction(storage: Storage, space: string, group: readonly Waiting[]): Promise<void> {
+  try {
+    const outcomes = await read(storage, space, group);
+    for (const [i, waiting] of group.entries()) {
+      const outcome = outcomes[i]!;
+      if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
+      else if (group.length === 1) waiting.reject(outcome.reason);
+      else await read(storage, space, [waiting]).then(([alone]) => (alone!.status === 'fulfilled' ? waiting.resolve(alone!.value) : waiting.reject(alone!.reason)), waiting.reject);
+    }
+  } catch (error) {
+    // The transaction itself failed (the store is down): each job would have failed alone too.
+    for (const waiting of group) waiting.reject(error);
+  }
 }
 
 /** Runs `group`'s jobs side by side in one read-only transaction of `space`: how each ended. */

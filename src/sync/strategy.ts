@@ -1,6 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
 import type { StorageTransaction } from '../storage/types.js';
 import type { Patch } from './patch.js';
+import type { ReadPlan } from './prefetched-read.js';
 import type { Prefixes } from './view.js';
 
 /**
@@ -11,6 +12,13 @@ import type { Prefixes } from './view.js';
 export interface Strategy {
   /** `space`, seen from inside `tx`, at `clock.now`; by `group`, when one asks (its record is read at once). */
   open(tx: StorageTransaction, space: string, clock: SessionClock, group?: GroupRef, options?: SessionOptions): Promise<SpaceSession>;
+  /**
+   * What a pull of `space` by `who` holding `cookie` will read, when that is known before reading
+   * anything: pulls with a plan may run on those reads alone, made in one go (one statement on a
+   * database, see shared-reads.ts). Undefined when it is not known (a full pull, a cookie of a
+   * space this process has not read yet); a plan that falls short only costs a second read.
+   */
+  pullPlan?(space: string, cookie: JSONValue, who: { userID: string | undefined } & ({ clientGroupID: string } | { clientID: string })): ReadPlan | undefined;
   /** The live entries of `space`, seen from inside `tx`, without reading anything else first. */
   reader(tx: StorageTransaction, space: string): Pick<SpaceSession, 'get' | 'scan'>;
   /**

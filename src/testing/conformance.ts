@@ -157,6 +157,40 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
         expect(read).toEqual(expected.map((value, i) => (keys[i] === 'a' ? undefined : value)));
       });
 
+      it('readMany, where a store has it, reads each range as scan does and each joined key as get does, in one snapshot', async () => {
+        const storage = await create();
+        if (storage.readMany === undefined) return;
+        const unit = fc.constantFrom('a', 'b', '/', '\u0000', '\u0001', 'é', '\u{1F600}', '\u{10FFFF}');
+        const text = (max: number) => fc.array(unit, { maxLength: max }).map((units) => units.join(''));
+        // Reads start at a stored key half the time: an exclusive start must then leave it out.
+        const read = (keys: string[]) =>
+          fc.record({
+            prefix: text(2),
+            start: fc.option(fc.record({ key: keys.length === 0 ? text(3) : fc.oneof(text(3), fc.constantFrom(...keys)), exclusive: fc.boolean() }), { nil: undefined }),
+            limit: fc.constantFrom(undefined, 0, 1, 3),
+          });
+        const keysAndReads = fc.uniqueArray(text(4), { maxLength: 12 }).chain((keys) => fc.tuple(fc.constant(keys), fc.array(read(keys), { minLength: 1, maxLength: 4 })));
+        await fc.assert(
+          fc.asyncProperty(keysAndReads, async ([keys, reads]) => {
+            await clear(storage);
+            await putAll(storage, keys.map((key, i) => [key, { i }]));
+            const got = await storage.readMany!(reads, {});
+            const want = await storage.transaction((tx) => Promise.all(reads.map((options) => tx.scan(options))), RO);
+            expect(got.map((rows) => rows.map(([key, value]) => [key, value]))).toEqual(want.map((rows) => rows.map(([key, value]) => [key, value])));
+          }),
+          { numRuns: Math.min(RUNS, 50) },
+        );
+        // An index (`x<anything>/<two ASCII characters>/<target>`) joined with the targets under `t`.
+        await clear(storage);
+        const targets = ['', 'a', '\u0000b', 'é\u{1F600}', 'missing'];
+        await putAll(storage, [
+          ...targets.map((target, i): [string, StoredValue] => [`x\u0000é/0${i}/${target}`, null]),
+          ...targets.filter((target) => target !== 'missing').map((target): [string, StoredValue] => [`t${target}`, { target }]),
+        ]);
+        const [joined] = await storage.readMany([{ prefix: 'x\u0000é/', join: { prefix: 't', skip: 3 } }], {});
+        expect(joined).toEqual(targets.map((target, i) => [`x\u0000é/0${i}/${target}`, null, target === 'missing' ? undefined : { target }]));
+      });
+
       it('scanText, where a store has it, returns what scan does with each value as its JSON text, own writes included', async () => {
         const storage = await create();
         await putAll(storage, [['p/a', { one: [1, 'ü\u0000'] }], ['p/b', null], ['p/c\u0000', 'three'], ['q', 4]]);
@@ -660,6 +694,13 @@ function sortedEntries(map: ReadonlyMap<string, StoredValue>): Array<[string, St
 async function putAll(storage: Storage, entries: ReadonlyArray<readonly [string, StoredValue]>): Promise<void> {
   await storage.transaction(async (tx) => {
     for (const [key, value] of entries) await tx.put(key, value);
+  }, RW);
+}
+
+/** Removes every entry. */
+async function clear(storage: Storage): Promise<void> {
+  await storage.transaction(async (tx) => {
+    for (const [key] of await tx.scan({ prefix: '' })) await tx.del(key);
   }, RW);
 }
 
