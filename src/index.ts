@@ -32,7 +32,7 @@ export type {
 } from './sync/transaction.js';
 export { memoryStorage } from './storage/memory.js';
 export { compareUTF8 } from './base/utf8.js';
-export type { Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
+export type { RangeRead, RangeRow, Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
 export type { JSONValue } from './protocol/json.js';
 export { PullRequestV0, PullRequestV1, PullRequest } from './protocol/pull-request.js';
 export { PushRequest, Mutation } from './protocol/push-request.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { handlePull, HTTPError, type JSONValue, memoryStorage, type Storage, type SyncContext } from '../src/index.js';
+import { handlePull, HTTPError, type JSONValue, memoryStorage, type RangeRow, type Storage, type SyncContext } from '../src/index.js';
 import { mutation, post, pull, pullBody, push, testContext } from './support/helpers.js';
 import pg from 'pg';
 import { postgresStorage } from '../src/storage/postgres.js';
@@ -64,7 +64,7 @@ onEveryStore('shared', (store, create) => {
 
 describe('planned reads: a pull that can tell what it will read reads it in one go', () => {
   it('a pull that needs more than its plan read (a second page of changes, a cookie of another incarnation) is answered in full', async () => {
-    const ctx = testContext();
+    const ctx = testContext({ storage: withReadMany(memoryStorage()) });
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'start', value: 0 })]);
     const { cookie } = await pull(ctx, 'g', null);
     // 300 changes: past the plan's first page of the version index.
@@ -74,7 +74,7 @@ describe('planned reads: a pull that can tell what it will read reads it in one 
     expect(behind.lastMutationIDChanges).toEqual({ c: 301 });
 
     // The same space wiped and written again: a new epoch, whose base this process knows too.
-    const wiped = testContext();
+    const wiped = testContext({ storage: withReadMany(memoryStorage()) });
     await push(wiped, 'g', [mutation('c', 1, 'put', { key: 'other', value: 1 })]);
     await pull(wiped, 'g', null);
     const reset = await pull(wiped, 'g', cookie);
@@ -168,9 +168,34 @@ describe("shared reads never cross users' views", () => {
   });
 });
 
-/** `storage` without `readMany`, whose plans all fail: every pull then reads in a transaction, as before plans. */
+/** `storage` without `readMany`: every pull then reads in a transaction, as before plans. */
 function withoutPlans(storage: Storage): Storage {
-  return { transaction: (fn, options) => storage.transaction(fn, options), readMany: () => Promise.reject(new Error('plans are off in this context')) };
+  return { transaction: (fn, options) => storage.transaction(fn, options) };
+}
+
+/**
+ * `storage` with a `readMany` where it has none, made of its own transactions: so that a store
+ * in process runs pulls' plans as a database does (one snapshot either way).
+ */
+function withReadMany(storage: Storage): Storage {
+  if (storage.readMany) return storage;
+  return {
+    transaction: (fn, options) => storage.transaction(fn, options),
+    readMany: (reads, { space }) =>
+      storage.transaction(
+        (tx) =>
+          Promise.all(
+            reads.map(async (read): Promise<RangeRow[]> => {
+              const rows = await tx.scan(read);
+              const { join } = read;
+              if (join === undefined) return rows.map(([key, value]) => [key, value]);
+              const skip = read.prefix.length + join.skip;
+              return Promise.all(rows.map(async ([key, value]): Promise<RangeRow> => [key, value, await tx.get(join.prefix + key.slice(skip))]));
+            }),
+          ),
+        { readOnly: true, space },
+      ),
+  };
 }
 
 onEveryStore('sharedprop', (store, create) => {
@@ -184,7 +209,7 @@ onEveryStore('sharedprop', (store, create) => {
       );
       await fc.assert(
         fc.asyncProperty(fc.array(step, { maxLength: 12 }), fc.boolean(), async (steps, viewed) => {
-          const storage = create();
+          const storage = withReadMany(create());
           const ctx = viewed ? viewContext({ storage }) : testContext({ storage, authenticate: (request) => request.headers.get('authorization') || null });
           const alone = { ...ctx, shareReads: false };
           const unplanned = { ...ctx, storage: withoutPlans(storage), shareReads: false };

@@ -38,9 +38,9 @@ export interface Storage {
    * Optional: runs `reads` against one consistent snapshot of committed state, in one round trip
    * on a database and outside any transaction (no BEGIN, no COMMIT), and resolves with each
    * read's rows. A pull that needs nothing more (an up-to-date one, or one a few changes
-   * behind) is then one statement. Without it, viewsync runs the reads in a read-only
-   * transaction ({@link readRanges}). Reads name keys of `options.space` only, like a
-   * transaction of that space.
+   * behind) is then one statement. A store in process (memory, SQLite) has no need of it:
+   * without it, pulls read in a read-only transaction. Reads name keys of `options.space` only,
+   * like a transaction of that space.
    */
   readMany?(reads: readonly RangeRead[], options: { space?: string | undefined }): Promise<RangeRow[][]>;
 }

@@ -74,11 +74,11 @@ export async function processPull(
     if (result === 'ClientStateNotFound') return { error: result };
     return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
   };
-  // A pull that can tell what it will read (no view, a cookie of a space seen before) reads it in
-  // one go, one statement on a database; pulls arriving together share one read
-  // (shared-reads.ts): a poke storm costs one, not one each.
+  // On a store over a network (one with readMany), a pull that can tell what it will read (no
+  // view, a cookie of a space seen before) reads it in one go, one statement on a database.
+  // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
   const who = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : { userID, clientID: pull.clientID };
-  const plan = views === undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
+  const plan = views === undefined && storage.readMany !== undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
   const response = await (shareReads ? readInGroup : readAlone)(storage, space, read, plan);
   if (!('error' in response)) {
     // The cookie names a view whose record is missing or old: write it before the client holds it.

@@ -1,5 +1,4 @@
 import type { RangeRead, ScanOptions, Storage, StorageTransaction, StoredValue } from '../storage/types.js';
-import { readRanges } from '../storage/read-ranges.js';
 import { getMany, scanText } from '../storage/write-buffer.js';
 import { PrefetchedRead, type ReadPlan, rangesOf, scanKey } from './prefetched-read.js';
 import { type Context, activeContext, inContext } from '../telemetry/telemetry.js';
@@ -77,15 +76,15 @@ async function drain(storage: Storage, space: string, spaces: Map<string, Waitin
 }
 
 /**
- * Reads what `group`'s jobs said they would (their plans, each read once) in one snapshot, with
- * `readMany` where the store has it (one statement on a database, no transaction), and runs the
- * jobs on those reads. Resolves with the jobs that needed more, or failed, for a transaction.
+ * Reads what `group`'s jobs said they would (their plans, each read once) in one snapshot with
+ * the store's `readMany` (one statement on a database, no transaction), and runs the jobs on
+ * those reads. Resolves with the jobs that needed more, or failed, for a transaction.
  */
 async function runPlanned(storage: Storage, space: string, group: readonly Waiting[]): Promise<Waiting[]> {
   const plan = mergePlans(group.map((waiting) => waiting.plan!));
   let results;
   try {
-    results = await readRanges(storage, rangesOf(plan), space);
+    results = await storage.readMany!(rangesOf(plan), { space });
   } catch {
     // The store failed the read: the transaction says so, or succeeds where this failed.
     return [...group];
