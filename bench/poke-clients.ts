@@ -14,6 +14,8 @@ export interface StoreServer {
   port: number;
   /** The same store served with `shareReads: false`. */
   unsharedPort: number;
+  /** The same store with `shareReads: false` and no `readMany`: each pull in a transaction of its own. */
+  alonePort: number;
   pid: number;
   stop(): Promise<void>;
 }
@@ -33,7 +35,7 @@ export async function startStoreServer(kind: string, where: string | undefined, 
     child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
   return {
-    ...(JSON.parse(line) as { port: number; unsharedPort: number }),
+    ...(JSON.parse(line) as { port: number; unsharedPort: number; alonePort: number }),
     pid: child.pid!,
     stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))),
   };

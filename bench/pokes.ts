@@ -2,8 +2,10 @@
  * Poke-storm benchmark: one push in a space with 1,000 open poke streams makes 1,000 clients
  * pull at once. Timed from the push until every client has its pull answered, against two
  * baselines in the same run: the same 1,000 incremental pulls (same cookies, one change behind)
- * sent at once without a push, to the same server, and the same again to the same store served
- * with `shareReads: false` (each pull reads alone, as before shared reads). Each storm pull's
+ * sent at once without a push, to the same server; the same again to the same store served
+ * with `shareReads: false` (each pull reads alone, in one statement where it can); and again
+ * without the store's `readMany` too (each pull in a transaction of its own: pulls as they read
+ * before shared and planned reads). Each storm pull's
  * answer must be exactly the pushed change, so the storm cannot pass by answering nothing.
  *
  * The server (bench/store-server.ts, Node adapter) runs in a process of its own; the clients
@@ -38,7 +40,7 @@ const WARMUP = Number(env.WARMUP ?? 1);
 const PULL_SOCKETS = Number(env.PULL_SOCKETS ?? SUBSCRIBERS);
 const STORES = (env.STORES ?? 'memory,sqlite,postgres').split(',').filter((kind) => kind !== 'postgres' || env.DATABASE_URL);
 /** Each socket is a file; the server's process holds as many as this one, and inherits its limit. */
-const FILES_NEEDED = SUBSCRIBERS + 2 * PULL_SOCKETS + 100;
+const FILES_NEEDED = SUBSCRIBERS + 3 * PULL_SOCKETS + 100;
 
 raiseOpenFiles();
 const startLine = machineLine();
@@ -185,6 +187,7 @@ async function benchStore(kind: string): Promise<void> {
   const storms: StormResult[] = [];
   const baselines: BaselineResult[] = [];
   const unshared: BaselineResult[] = [];
+  const alone: BaselineResult[] = [];
   try {
     progress(`${kind}: seeding ${ENTRIES} entries, opening ${SUBSCRIBERS} poke streams, a full pull each`);
     await push('seed', { from: 0, count: ENTRIES });
@@ -212,14 +215,17 @@ async function benchStore(kind: string): Promise<void> {
       await pause();
       const u = await runBaseline(server.unsharedPort);
       await pause();
+      const a = await runBaseline(server.alonePort);
+      await pause();
       const s = early ?? (await runStorm(round));
       if (!stormFirst) await pause();
       if (round < WARMUP) continue;
       storms.push(s);
       baselines.push(b);
       unshared.push(u);
+      alone.push(a);
       const sockets = Object.values(pullAgent.freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0);
-      progress(`${kind} round ${round - WARMUP + 1}/${ROUNDS}: storm ${s.fromPush.toFixed(0)} ms from the push's answer, baseline ${b.total.toFixed(0)} ms, unshared ${u.total.toFixed(0)} ms; ${sockets} pull sockets open`);
+      progress(`${kind} round ${round - WARMUP + 1}/${ROUNDS}: storm ${s.fromPush.toFixed(0)} ms from the push's answer, baseline ${b.total.toFixed(0)} ms, unshared ${u.total.toFixed(0)} ms, alone ${a.total.toFixed(0)} ms; ${sockets} pull sockets open`);
     }
     if (stray > 0) throw new Error(`${stray} pokes came outside a storm or twice in one`);
   } finally {
@@ -233,10 +239,10 @@ async function benchStore(kind: string): Promise<void> {
       await admin.end();
     }
   }
-  report(kind, storms, baselines, unshared);
+  report(kind, storms, baselines, unshared, alone);
 }
 
-function report(kind: string, storms: readonly StormResult[], baselines: readonly BaselineResult[], unshared: readonly BaselineResult[]): void {
+function report(kind: string, storms: readonly StormResult[], baselines: readonly BaselineResult[], unshared: readonly BaselineResult[], alone: readonly BaselineResult[]): void {
   const m = <T>(xs: readonly T[], f: (x: T) => number) => median(xs.map(f));
   const ms = (x: number) => x.toFixed(x < 10 ? 1 : 0);
   const store = kind === 'postgres' ? 'PostgreSQL' : kind === 'sqlite' ? 'SQLite' : 'memory';
@@ -249,11 +255,14 @@ function report(kind: string, storms: readonly StormResult[], baselines: readonl
     { benchmark: `${store}: storm, a client's poke -> its pull answered, p50`, value: m(storms, (s) => quantile(s.latencies, 0.5)), unit: 'ms', note: `p95 ${ms(m(storms, (s) => quantile(s.latencies, 0.95)))}, max ${ms(m(storms, (s) => quantile(s.latencies, 1)))} ms` },
     { benchmark: `${store}: baseline, ${n} pulls sent at once -> all answered`, value: m(baselines, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(baselines, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(baselines, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(baselines, (b) => quantile(b.latencies, 1)))} ms` },
     { benchmark: `${store}: baseline without sharing (shareReads: false), ${n} pulls at once -> all answered`, value: m(unshared, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(unshared, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(unshared, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(unshared, (b) => quantile(b.latencies, 1)))} ms` },
+    { benchmark: `${store}: baseline, each pull in its own transaction (no sharing, no readMany), ${n} pulls at once -> all answered`, value: m(alone, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(alone, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(alone, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(alone, (b) => quantile(b.latencies, 1)))} ms` },
     { benchmark: `${store}: storm / baseline (push answered)`, value: median(storms.map((s, i) => s.fromPush / baselines[i]!.total)), unit: 'x', note: `from push sent ${median(storms.map((s, i) => s.fromSent / baselines[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
     { benchmark: `${store}: storm / baseline without sharing (push answered)`, value: median(storms.map((s, i) => s.fromPush / unshared[i]!.total)), unit: 'x', note: `shared baseline / unshared ${median(baselines.map((b, i) => b.total / unshared[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
+    { benchmark: `${store}: storm / baseline, each pull in its own transaction (push answered)`, value: median(storms.map((s, i) => s.fromPush / alone[i]!.total)), unit: 'x', note: `shared baseline / this ${median(baselines.map((b, i) => b.total / alone[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
     { benchmark: `${store}: server CPU in a storm`, value: m(storms, (s) => s.cpu.server), unit: 'ms', note: cpuNote(storms, m(storms, (s) => s.fromSent)) },
     { benchmark: `${store}: server CPU in a baseline`, value: m(baselines, (b) => b.cpu.server), unit: 'ms', note: cpuNote(baselines, m(baselines, (b) => b.total)) },
     { benchmark: `${store}: server CPU in a baseline without sharing`, value: m(unshared, (b) => b.cpu.server), unit: 'ms', note: cpuNote(unshared, m(unshared, (b) => b.total)) },
+    { benchmark: `${store}: server CPU in a baseline, each pull in its own transaction`, value: m(alone, (b) => b.cpu.server), unit: 'ms', note: cpuNote(alone, m(alone, (b) => b.total)) },
   );
 }
 

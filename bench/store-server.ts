@@ -2,9 +2,10 @@
  * One sync server for the store benchmark, in its own process so that it does not share a core
  * with the load generator: `node --import tsx bench/store-server.ts <memory|sqlite|postgres> [where]`
  * (`where`: a database file for sqlite, a schema for postgres, with DATABASE_URL). The space is
- * the `space` query parameter. Prints one JSON line, `{port, unsharedPort}`: the second port
- * serves the same store with `shareReads: false`, for baselines of pulls that read alone. Stops
- * on SIGTERM.
+ * the `space` query parameter. Prints one JSON line, `{port, unsharedPort, alonePort}`: the
+ * second port serves the same store with `shareReads: false`, the third also without the
+ * store's `readMany` (each pull in a transaction of its own, as before shared and planned reads),
+ * for baselines. Stops on SIGTERM.
  * `KEEP_ALIVE_MS` raises the adapter's keep-alive timeout (default 5 s), for a benchmark whose
  * clients keep their connections open between rounds, as browsers do.
  */
@@ -39,5 +40,8 @@ const space = (request: Request) => new URL(request.url).searchParams.get('space
 const ctx = { storage, mutators, space, onError: (error: unknown) => console.error(error) };
 const server = await serve(ctx, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 const unshared = await serve({ ...ctx, shareReads: false, pokes: false }, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
-console.log(JSON.stringify({ port: server.port, unsharedPort: unshared.port }));
-process.once('SIGTERM', () => void Promise.all([server.stop(), unshared.stop()]).then(close).then(() => process.exit(0)));
+// As pulls read before issue 23: each in a transaction of its own (no readMany, so no plans).
+const transactions = { transaction: storage.transaction.bind(storage) } satisfies Storage;
+const alone = await serve({ ...ctx, storage: transactions, shareReads: false, pokes: false }, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
+console.log(JSON.stringify({ port: server.port, unsharedPort: unshared.port, alonePort: alone.port }));
+process.once('SIGTERM', () => void Promise.all([server.stop(), unshared.stop(), alone.stop()]).then(close).then(() => process.exit(0)));

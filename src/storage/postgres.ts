@@ -59,7 +59,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     lockAll: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
     // readMany: every range of a JSON list, each an index range scan of its own (LATERAL), with
     // each row's joined key looked up; one statement, so one snapshot without a transaction.
-    readMany: `SELECT r.i, k.key, k.value, j.value AS joined FROM json_to_recordset($1::text::json) AS r(i int, lo text, hi text, lim int, jp text, js int) CROSS JOIN LATERAL (SELECT key, value FROM ${kv} WHERE key >= r.lo AND key < r.hi ORDER BY key LIMIT r.lim) k LEFT JOIN ${kv} j ON j.key = r.jp || substr(k.key, r.js + 1) ORDER BY r.i, k.key`,
+    // The joined value is a subquery per row, an index lookup each: as a join, the planner may
+    // hash the whole table (it guesses a hundred ranges, not the few there are).
+    readMany: `SELECT r.i, k.key, k.value, (SELECT j.value FROM ${kv} j WHERE j.key = r.jp || substr(k.key, r.js + 1)) AS joined FROM json_to_recordset($1::text::json) AS r(i int, lo text, hi text, lim int, jp text, js int) CROSS JOIN LATERAL (SELECT key, value FROM ${kv} WHERE key >= r.lo AND key < r.hi ORDER BY key LIMIT r.lim) k ORDER BY r.i, k.key`,
   };
 
   const reader = (query: PostgresQuery): StorageReader => ({

@@ -134,3 +134,37 @@ describe.runIf(server)('postgresStorage on a real server', () => {
 it.runIf(url !== undefined)('on pg, no statement was sent while another ran (pg 8 warns, pg 9 refuses)', () => {
   expect(warnings.filter((warning) => warning.includes('already executing a query'))).toEqual([]);
 });
+
+describe.runIf(pool)('postgresStorage.readMany on a real server', () => {
+  it('reads each range and each joined key through the primary key index, never a whole-table scan', async () => {
+    const seen: Array<{ text: string; params: unknown[] }> = [];
+    const watched = {
+      async connect() {
+        const client = await pool!.connect();
+        return Object.assign(Object.create(client) as typeof client, {
+          query: (text: string, params: unknown[] = []) => (text.startsWith('SELECT r.i') && seen.push({ text, params }), client.query(text, params)),
+          release: (destroy?: boolean) => client.release(destroy),
+        });
+      },
+    };
+    const name = schema();
+    const storage = postgresStorage(watched, { schema: name });
+    // Enough rows that a join could take the whole table (hash it) for a lookup per row.
+    await storage.transaction(async (tx) => {
+      for (let i = 0; i < 5_000; i++) {
+        await tx.put(`e/item${i}`, { i });
+        await tx.put(`v/0${i % 9}/item${i}`, null);
+      }
+    }, { readOnly: false });
+    await pool!.query(`ANALYZE "${name}".viewsync_kv`);
+    const [meta, changes] = await storage.readMany!([{ prefix: 'e/item1', limit: 1 }, { prefix: 'v/', start: { key: 'v/08' }, limit: 128, join: { prefix: 'e/', skip: 3 } }], {});
+    expect(meta).toEqual([['e/item1', { i: 1 }, undefined]]);
+    expect(changes).toHaveLength(128);
+    for (const [key, , joined] of changes!) expect(joined).toEqual({ i: Number(key.slice('v/08/item'.length)) });
+    const { text, params } = seen.at(-1)!;
+    const { rows } = await pool!.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
+    const nodes = JSON.stringify(rows[0]['QUERY PLAN']);
+    expect(nodes).toContain('Index Scan');
+    expect(nodes).not.toContain('Seq Scan');
+  });
+});
