@@ -1,7 +1,8 @@
 /**
  * One sync server for the store benchmark, in its own process so that it does not share a core
  * with the load generator: `node --import tsx bench/store-server.ts <memory|sqlite|postgres> [where]`
- * (`where`: a database file for sqlite, a schema for postgres, with DATABASE_URL). The space is
+ * (`where`: a database file for sqlite, a schema for postgres, with DATABASE_URL; NOTIFIER=postgres
+ * pokes other instances on that schema through LISTEN/NOTIFY). The space is
  * the `space` query parameter. Prints one JSON line, `{port, unsharedPort, alonePort}`: the
  * second port serves the same store with `shareReads: false`, the third also without the
  * store's `readMany` (each pull in a transaction of its own, as before shared and planned reads),
@@ -12,18 +13,21 @@
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { serve } from '../adapters/node.js';
-import { type JSONValue, memoryStorage, type Mutators, type Storage } from '../src/index.js';
-import { postgresStorage } from '../src/storage/postgres.js';
+import { type JSONValue, memoryStorage, type Mutators, type Notifier, type Storage } from '../src/index.js';
+import { postgresNotifier, postgresStorage } from '../src/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 
 const [kind, where] = process.argv.slice(2);
 let close = async () => {};
 let storage: Storage;
+let notifier: Notifier | undefined;
 if (kind === 'memory') storage = memoryStorage();
 else if (kind === 'sqlite') storage = sqliteStorage(new Database(where!));
 else if (kind === 'postgres') {
   const sql = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 10 });
   storage = postgresStorage(sql, { schema: where });
+  // NOTIFIER=postgres: pokes cross instances through LISTEN/NOTIFY on this database.
+  if (process.env.NOTIFIER === 'postgres') notifier = postgresNotifier(sql, { channel: `bench_${where}` });
   close = () => sql.end({ timeout: 1 });
 } else throw new Error(`Unknown store ${kind}; use memory, sqlite or postgres`);
 
@@ -37,7 +41,7 @@ const mutators: Mutators = {
 };
 const keepAliveTimeout = process.env.KEEP_ALIVE_MS ? Number(process.env.KEEP_ALIVE_MS) : undefined;
 const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
-const ctx = { storage, mutators, space, onError: (error: unknown) => console.error(error) };
+const ctx = { storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }) };
 const server = await serve(ctx, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 const unshared = await serve({ ...ctx, shareReads: false, pokes: false }, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 // As pulls read before issue 23: each in a transaction of its own (no readMany, so no plans).
