@@ -45,10 +45,13 @@ function lazyHeaders(raw: IncomingHttpHeaders): Headers {
     const found = raw[name.toLowerCase()];
     return Array.isArray(found) ? found.join(', ') : found;
   };
+  // Made once, not at each access: the core reads a few headers of every request.
+  const get = (name: string) => value(name) ?? null;
+  const has = (name: string) => value(name) !== undefined;
   return new Proxy(Object.create(Headers.prototype) as Headers, {
     get(_, property) {
-      if (property === 'get') return (name: string) => value(name) ?? null;
-      if (property === 'has') return (name: string) => value(name) !== undefined;
+      if (property === 'get') return get;
+      if (property === 'has') return has;
       real ??= toHeaders(raw);
       const member = Reflect.get(real, property, real) as unknown;
       return typeof member === 'function' ? member.bind(real) : member;
