@@ -8,7 +8,7 @@ import { changesSince, FIRST_PAGE, live, resetPatch, scanPages, viewPatch } from
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../base/utf8.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy } from './strategy.js';
-import { sharedOnce } from './shared-reads.js';
+import { sharedOnce } from './shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';
 
@@ -203,7 +203,7 @@ class GlobalVersionSession implements SpaceSession {
     // equals it, so such an answer would wedge it or be lost; only a new client group can recover.
     if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return 'ClientStateNotFound';
 
-    // Pulls sharing a read (shared-reads.ts) share each patch: keyed by all it depends on beyond
+    // Pulls sharing a read (shared-derivations.ts) share each patch: keyed by all it depends on beyond
     // the snapshot, the view's name among it, so a patch of one user's view never reaches another.
     const tx = this.#tx;
     const keys = this.#keys;

@@ -1,4 +1,5 @@
 import type { RangeRead, RangeRow, ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
+import { SharingRead } from './shared-derivations.js';
 
 /**
  * Thrown by a {@link PrefetchedRead} asked for something that was not read ahead: whoever ran the
@@ -12,13 +13,15 @@ export class NotPrefetched extends Error {
  * A read-only transaction over reads made ahead of time, in one snapshot (`Storage.readMany`):
  * it answers a `get` of a key read (a read of the key as prefix, limit 1) or joined, and a scan
  * with exactly the options of a read; anything else throws {@link NotPrefetched}. So a pull runs
- * its usual code over it, and a pull that needs more than was guessed runs again for real.
+ * its usual code over it, and a pull that needs more than was guessed runs again for real. Pulls
+ * that share it share each patch too ({@link SharingRead}).
  */
-export class PrefetchedRead implements StorageTransaction {
+export class PrefetchedRead extends SharingRead implements StorageTransaction {
   readonly #values = new Map<string, StoredValue | undefined>();
   readonly #scans = new Map<string, ReadonlyArray<readonly [string, StoredValue]>>();
 
   constructor(plan: ReadPlan, results: readonly RangeRow[][]) {
+    super();
     plan.gets.forEach((key, i) => {
       const row = results[i]![0];
       this.#values.set(key, row !== undefined && row[0] === key ? row[1] : undefined);

@@ -2,6 +2,7 @@ import type { RangeRead, ScanOptions, Storage, StorageTransaction, StoredValue }
 import { getMany, scanText } from '../storage/write-buffer.js';
 import { PrefetchedRead, type ReadPlan, rangesOf, scanKey } from './prefetched-read.js';
 import { type Context, activeContext, inContext } from '../telemetry/telemetry.js';
+import { SharingRead } from './shared-derivations.js';
 
 /**
  * Shared reads, the read-side twin of group commit (group-commit.ts): `job` runs in a read-only
@@ -129,7 +130,7 @@ function read(storage: Storage, space: string, group: readonly Waiting[]): Promi
     // A job alone runs on the transaction itself, as it would without sharing.
     if (group.length === 1) return [await inContext(group[0]!.context, () => group[0]!.job(tx)).then(fulfilled, rejected)];
     // A store may run this again (a retry): each attempt reads afresh.
-    const shared = new SharedRead(tx, group.length);
+    const shared = new SharedRead(tx);
     return Promise.allSettled(group.map(({ job, context }) => inContext(context, () => job(shared))));
   }, { readOnly: true, space });
 }
@@ -144,19 +145,16 @@ const rejected = (reason: unknown): PromiseSettledResult<unknown> => ({ status: 
  * snapshot (a patch) once for everyone that names it alike. Everything it hands out is shared,
  * so callers never change what they get (as with any store, see `Storage`'s values).
  */
-export class SharedRead implements StorageTransaction {
-  /** How many jobs share this transaction. */
-  readonly size: number;
+export class SharedRead extends SharingRead implements StorageTransaction {
   readonly #tx: StorageTransaction;
   readonly #values = new Map<string, Promise<StoredValue | undefined>>();
   readonly #scans = new Map<string, Promise<unknown>>();
-  readonly #derived = new Map<string, Promise<unknown>>();
   /** Keys asked for this turn, read together when the turn ends. */
   #pending: Map<string, { resolve: (value: StoredValue | undefined) => void; reject: (error: unknown) => void }> | undefined;
 
-  constructor(tx: StorageTransaction, size: number) {
+  constructor(tx: StorageTransaction) {
+    super();
     this.#tx = tx;
-    this.size = size;
   }
 
   get(key: string): Promise<StoredValue | undefined> {
@@ -194,19 +192,8 @@ export class SharedRead implements StorageTransaction {
     return Promise.reject(new Error('Cannot write in a read-only transaction'));
   }
 
-  /**
-   * What `compute` makes of this snapshot, computed once for all the jobs that ask under `key`.
-   * The key must name everything the result depends on beyond the snapshot: a patch for one
-   * user's view is keyed by that view, so it never reaches another user.
-   */
-  once<T>(key: string, compute: () => Promise<T>): Promise<T> {
-    let result = this.#derived.get(key);
-    if (result === undefined) this.#derived.set(key, (result = compute()));
-    return result as Promise<T>;
-  }
-
-  #scan<T>(kind: string, { prefix, start, limit }: ScanOptions, run: () => Promise<T>): Promise<T> {
-    const key = JSON.stringify([kind, prefix, start?.key, start?.exclusive === true, limit ?? null]);
+  #scan<T>(kind: string, options: ScanOptions, run: () => Promise<T>): Promise<T> {
+    const key = kind + scanKey(options);
     let result = this.#scans.get(key);
     if (result === undefined) this.#scans.set(key, (result = run()));
     return result as Promise<T>;
@@ -221,11 +208,4 @@ export class SharedRead implements StorageTransaction {
       (error: unknown) => pending.forEach(({ reject }) => reject(error)),
     );
   }
-}
-
-/**
- * `compute()`, shared under `key` when `tx` is a {@link SharedRead}: see {@link SharedRead.once}.
- */
-export function sharedOnce<T>(tx: StorageTransaction, key: string, compute: () => Promise<T>): Promise<T> {
-  return tx instanceof SharedRead ? tx.once(key, compute) : compute();
 }
