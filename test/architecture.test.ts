@@ -16,6 +16,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/telemetry'], // traces and metrics, recorded by any layer above
   ['src/storage'], // the one storage seam and its drivers
   ['src/sync'], // the data model on top of storage
+  ['src/route'], // spaces spread over several stores, and moved between them
   ['src/poke'], // poke streams and notifiers
   ['src/context'], // a context, its resolved state, and what follows a commit
   ['src/server', 'src/backend'], // the two doors: HTTP endpoints, and the app's backend

@@ -1,3 +1,4 @@
+import { isRouted } from '../route/routed-storage.js';
 import type { Storage } from '../storage/types.js';
 import { SpaceKeys } from '../sync/keys.js';
 import type { Meta } from '../sync/records.js';
@@ -42,20 +43,26 @@ export function storeNotifier(storage: Storage, options: StoreNotifierOptions = 
   let reading: Promise<void> | undefined;
   let again = false;
 
-  const versionsOf = async (keys: readonly string[]): Promise<Array<string | undefined>> => {
+  const versionsOf = async (spaces: ReadonlyArray<readonly [space: string, key: string]>): Promise<Array<string | undefined | typeof UNREAD>> => {
     reads++;
-    const values = await storage.transaction((tx) => (tx.getMany ? tx.getMany(keys) : Promise.all(keys.map((key) => tx.get(key)))), { readOnly: true });
+    const keys = spaces.map(([, key]) => key);
+    // A routed storage runs transactions of one space each: one read per space, and a store
+    // that is down leaves its spaces as they were, not the others.
+    const values = isRouted(storage)
+      ? (await Promise.allSettled(spaces.map(([space, key]) => storage.transaction((tx) => tx.get(key), { readOnly: true, space })))).map((read) => (read.status === 'fulfilled' ? read.value : UNREAD))
+      : await storage.transaction((tx) => (tx.getMany ? tx.getMany(keys) : Promise.all(keys.map((key) => tx.get(key)))), { readOnly: true });
     // The epoch too: a store that was reset (restored, re-imported) starts its versions again.
-    return values.map((value) => (value === undefined ? undefined : `${(value as Meta).epoch}:${(value as Meta).version}`));
+    return values.map((value) => (value === undefined || value === UNREAD ? value : `${(value as Meta).epoch}:${(value as Meta).version}`));
   };
 
   const read = async () => {
     const spaces = [...watched];
     if (spaces.length === 0) return;
-    const versions = await versionsOf(spaces.map(([, { key }]) => key));
+    const versions = await versionsOf(spaces.map(([space, { key }]) => [space, key]));
     spaces.forEach(([space, entry], i) => {
-      if (entry.seen === versions[i]) return;
-      entry.seen = versions[i];
+      const version = versions[i];
+      if (version === UNREAD || entry.seen === version) return;
+      entry.seen = version;
       local.notify(space);
     });
   };
@@ -95,7 +102,8 @@ export function storeNotifier(storage: Storage, options: StoreNotifierOptions = 
       if (entry === undefined) {
         const key = new SpaceKeys(space).meta;
         // The version now, before it is watched: any later commit moves it past this.
-        const [seen] = await versionsOf([key]);
+        const [seen] = await versionsOf([[space, key]]);
+        if (seen === UNREAD) throw new Error(`storeNotifier: the store of space ${JSON.stringify(space)} could not be read`);
         entry = watched.get(space) ?? { key, seen, count: 0 };
         watched.set(space, entry);
         if (timer === undefined && reading === undefined) schedule();
@@ -127,3 +135,6 @@ export function storeNotifier(storage: Storage, options: StoreNotifierOptions = 
     },
   };
 }
+
+/** A space whose store could not be read this time (routed storage only). */
+const UNREAD = Symbol('unread');

@@ -1,3 +1,5 @@
+import { isRouted } from '../route/routed-storage.js';
+import type { Storage } from '../storage/types.js';
 import { SpaceKeys } from '../sync/keys.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
@@ -11,9 +13,15 @@ export interface HealthOptions {
 
 /** What {@link checkHealth} found. */
 export type Health =
-  | { ok: true; status: 'ok'; storeMs: number }
+  | { ok: true; status: 'ok'; storeMs: number; stores?: Record<string, StoreHealth> }
   | { ok: false; status: 'draining' }
   | { ok: false; status: 'store-unavailable'; reason: string };
+
+/**
+ * How each store of a routed storage answered: its time, or that it failed (the spaces it holds
+ * fail; the others are served, so the server stays ready while any store answers).
+ */
+export type StoreHealth = { ok: true; storeMs: number } | { ok: false; reason: string };
 
 /**
  * Whether this server should get traffic, for a load balancer's or an orchestrator's readiness
@@ -33,9 +41,11 @@ export async function checkHealth(ctx: SyncContext, options: HealthOptions = {})
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`the store did not answer within ${timeoutMs} ms`)), timeoutMs);
   });
+  const probe = (storage: Storage) => Promise.race([storage.transaction((tx) => tx.get(PROBE), { readOnly: true, space: '' }), late]);
   try {
+    if (isRouted(ctx.storage)) return await routedHealth(ctx.storage.stores, probe);
     // The default space's meta record: a read every store answers the way a pull starts.
-    await Promise.race([ctx.storage.transaction((tx) => tx.get(PROBE), { readOnly: true, space: '' }), late]);
+    await probe(ctx.storage);
     return { ok: true, status: 'ok', storeMs: Math.round(performance.now() - started) };
   } catch (error) {
     return { ok: false, status: 'store-unavailable', reason: error instanceof Error ? error.message : String(error) };
@@ -44,12 +54,35 @@ export async function checkHealth(ctx: SyncContext, options: HealthOptions = {})
   }
 }
 
+/** Probes every store of a routed storage at once: ready while one answers (one down fails only its spaces). */
+async function routedHealth(stores: Readonly<Record<string, Storage>>, probe: (storage: Storage) => Promise<unknown>): Promise<Health> {
+  const started = performance.now();
+  const results = await Promise.all(
+    Object.entries(stores).map(async ([name, store]): Promise<[string, StoreHealth]> => {
+      try {
+        await probe(store);
+        return [name, { ok: true, storeMs: Math.round(performance.now() - started) }];
+      } catch (error) {
+        return [name, { ok: false, reason: error instanceof Error ? error.message : String(error) }];
+      }
+    }),
+  );
+  const answered = results.filter(([, health]) => health.ok);
+  if (answered.length === 0) throw new Error(`no store answered: ${results.map(([name, health]) => `${name}: ${health.ok ? 'ok' : health.reason}`).join('; ')}`);
+  return { ok: true, status: 'ok', storeMs: Math.max(...answered.map(([, health]) => (health as { storeMs: number }).storeMs)), stores: Object.fromEntries(results) };
+}
+
 /** {@link checkHealth} as `handleRequest` serves it. The store's own error is not sent: it may name hosts or users. */
 export async function healthReply(request: Request, ctx: SyncContext): Promise<Reply> {
   const health = await checkHealth(ctx);
   if (health.status === 'store-unavailable') reportError(ctx, new Error(`Health check failed: ${health.reason}`), { request, operation: 'health' });
-  const body = health.status === 'store-unavailable' ? { ok: false, status: health.status } : health;
+  // A store's own error is not sent: it may name hosts or users.
+  const body = health.status === 'store-unavailable' ? { ok: false, status: health.status } : health.ok && health.stores ? { ...health, stores: hideReasons(health.stores) } : health;
   return json(body, health.ok ? 200 : 503, { 'cache-control': 'no-store' });
+}
+
+function hideReasons(stores: Record<string, StoreHealth>): Record<string, { ok: boolean; storeMs?: number }> {
+  return Object.fromEntries(Object.entries(stores).map(([name, store]) => [name, store.ok ? store : { ok: false }]));
 }
 
 const PROBE = new SpaceKeys('').meta;

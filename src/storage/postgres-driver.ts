@@ -1,3 +1,5 @@
+import { isUnreachable } from './unreachable.js';
+
 /** A postgres.js client (`postgres(url)`): the part the store uses. */
 export interface PostgresJsClient {
   begin<T>(options: string, fn: (sql: PostgresJsTransaction) => Promise<T>): Promise<unknown>;
@@ -120,7 +122,7 @@ function pgPoolDriver(pool: PgPool): PostgresDriver {
       try {
         return (await connection.query(text, [...params])).rows as Array<Record<string, unknown>>;
       } catch (error) {
-        if (isConnectionLost(error)) broken = true;
+        if (isUnreachable(error)) broken = true;
         throw error;
       } finally {
         connection.removeListener?.('error', lost);
@@ -150,7 +152,7 @@ function pgPoolDriver(pool: PgPool): PostgresDriver {
         try {
           return (await send(text, [...params])).rows as Array<Record<string, unknown>>;
         } catch (error) {
-          if (isConnectionLost(error)) broken = true;
+          if (isUnreachable(error)) broken = true;
           throw error;
         }
       };
@@ -194,7 +196,7 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
           try {
             return (await tx.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>;
           } catch (error) {
-            if (isConnectionLost(error)) lost = true;
+            if (isUnreachable(error)) lost = true;
             throw error;
           }
         };
@@ -226,15 +228,3 @@ class ConnectionLostError extends Error {
   }
 }
 
-/**
- * Errors after which a connection takes no more statements: the socket's own, postgres.js's for
- * a closed or ended connection, and the server's FATAL and PANIC (a terminated backend, a
- * shutdown), which it sends just before it closes.
- */
-function isConnectionLost(error: unknown): boolean {
-  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
-  if (severity === 'FATAL' || severity === 'PANIC') return true;
-  return typeof code === 'string' && (LOST_CODES.has(code) || code.startsWith('08') || code.startsWith('57P'));
-}
-
-const LOST_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED']);

@@ -25,7 +25,9 @@ import { utf8Length } from '../base/utf8.js';
  *   the changes under them, not every change to the space;
  * - `i/<space>/<import>/<key>`: an import's staging area (`importSpace`), the dump's entries
  *   checked and waiting to be applied; `<import>` starts with the time it began, so housekeeping
- *   can remove one a crashed import left.
+ *   can remove one a crashed import left;
+ * - `r/<space>/`: in a routed store (`routedStorage`), whether this store's copy of the space is
+ *   the one in use, or where the space went or is coming from (src/route/route-record.ts).
  *
  * Clients and groups are per user (`<user>` is `-` when requests are anonymous, else `u` and the
  * user ID), so no user can see, join or block another's. Space, user and group IDs are escaped
@@ -43,6 +45,8 @@ export class SpaceKeys {
   readonly stagingPrefix: string;
   readonly groupPrefix: string;
   readonly clientPrefix: string;
+  /** The route record, in a routed store. */
+  readonly route: string;
   readonly #space: string;
   #spaceBytes: number | undefined;
 
@@ -58,6 +62,18 @@ export class SpaceKeys {
     this.stagingPrefix = `${STAGING_PREFIX}${this.#space}/`;
     this.groupPrefix = `g/${this.#space}/`;
     this.clientPrefix = `c/${this.#space}/`;
+    this.route = `${ROUTE_PREFIX}${this.#space}/`;
+  }
+
+  /**
+   * The prefixes of every row of this space but its meta record (read by key: `m/<space>` is a
+   * prefix of the next space's) and its route record: what a move copies and a move's clean-up
+   * removes. Entries and their indexes first, then the client records.
+   */
+  get rowPrefixes(): { versioned: readonly string[]; whole: readonly string[] } {
+    const s = this.#space;
+    // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
+    return { versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`], whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix] };
   }
 
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
@@ -169,6 +185,14 @@ export const STAGING_PREFIX = 'i/';
 /** The space whose staging area holds the row at `key`. */
 export function spaceOfStaging(key: string): string {
   return unescapeID(key.slice(STAGING_PREFIX.length, key.indexOf('/', STAGING_PREFIX.length)));
+}
+
+/** The route records' keys start with this; {@link spaceOfRoute} reads the space from one. */
+export const ROUTE_PREFIX = 'r/';
+
+/** The space whose route record is at `key`. */
+export function spaceOfRoute(key: string): string {
+  return unescapeID(key.slice(ROUTE_PREFIX.length, -1));
 }
 
 /** The spaces' meta keys start with this; the rest of such a key is {@link spaceOfMeta}'s. */

@@ -1,0 +1,176 @@
+import type { Storage, StorageTransaction } from '../storage/types.js';
+import { SpaceKeys } from '../sync/keys.js';
+import { catchUp, copyAll, removeAll } from './copy.js';
+import { type RouteRecord, routeRecordOf } from './route-record.js';
+import type { RoutedStorage } from './routed-storage.js';
+
+/** Options for `moveSpace`. */
+export interface MoveOptions {
+  /**
+   * The longest the space's writes may wait while the move switches it over, in milliseconds:
+   * pushes that come meanwhile wait (they do not fail), and if the switch has not finished by
+   * then (a mover killed midway, a store too slow), the space takes writes again where it was and
+   * this move tries again, up to three times. Default: 2,000.
+   */
+  switchTimeoutMs?: number;
+  /** Told how far the move got; the move waits for what it returns (a promise), so it can be slowed. */
+  onProgress?: (progress: MoveProgress) => void | Promise<void>;
+}
+
+/** How far a move got. */
+export interface MoveProgress {
+  /**
+   * `copying`: rows are copied from one snapshot while the space is used; `catching-up`: what
+   * changed meanwhile is copied; `switching`: the space's writes wait for the last changes to be
+   * copied; `committed`: the source has handed the space over (past this, the target's copy is
+   * the one in use, whatever happens to the mover); `switched`: the target's copy says so too;
+   * `cleaning`: the source's rows are being removed.
+   */
+  phase: 'copying' | 'catching-up' | 'switching' | 'committed' | 'switched' | 'cleaning';
+  /** Rows copied, or removed, so far in this phase. */
+  rows: number;
+}
+
+/** What a move did. */
+export interface MoveResult {
+  /** The store the space was in, and the one it is in now. */
+  from: string;
+  to: string;
+  /** False when the space was already there (any clean-up an earlier, killed move left was done). */
+  moved: boolean;
+  /** Rows copied in all. */
+  rows: number;
+  /** How long the space's writes waited for the switch, in milliseconds. */
+  switchMs: number;
+  /** How long the whole move took, in milliseconds. */
+  totalMs: number;
+}
+
+/**
+ * Moves `space` to store `to` while it is used (see `moveSpace` in the backend door, and
+ * src/route/route-record.ts for the order of its steps and why a move killed anywhere leaves one
+ * copy in use, and running it again finishes it).
+ */
+export async function moveSpaceBetween(storage: RoutedStorage, space: string, to: string, options: MoveOptions = {}): Promise<MoveResult> {
+  const started = performance.now();
+  const switchTimeoutMs = options.switchTimeoutMs ?? 2_000;
+  if (!Number.isFinite(switchTimeoutMs) || switchTimeoutMs < 100) throw new RangeError(`moveSpace: options.switchTimeoutMs must be at least 100 (ms), got ${switchTimeoutMs}`);
+  const target = storage.stores[to];
+  if (target === undefined) throw new RangeError(`moveSpace: no store is named ${JSON.stringify(to)} (the stores are ${Object.keys(storage.stores).join(', ')})`);
+  const keys = new SpaceKeys(space);
+  const progress = async (phase: MoveProgress['phase'], rows: number) => options.onProgress?.({ phase, rows });
+  const record = (store: Storage, name: string) => store.transaction(async (tx) => routeRecordOf(await tx.get(keys.route), space, name), { readOnly: true, space });
+  /** Writes `next` as `store`'s record when its record passes `when`; resolves with whether it did. */
+  const swap = (store: Storage, name: string, when: (now: RouteRecord | undefined) => boolean, next: RouteRecord) =>
+    store.transaction(async (tx) => {
+      if (!when(routeRecordOf(await tx.get(keys.route), space, name))) return false;
+      await tx.put(keys.route, next);
+      return true;
+    }, { readOnly: false, space });
+
+  // Where the copy in use is now: a move killed after its commit point is finished on the way.
+  const from = await storage.locate(space);
+  const source = storage.stores[from]!;
+  await cleanUpAfter(storage, space, from);
+  if (from === to) return { from, to, moved: false, rows: 0, switchMs: 0, totalMs: performance.now() - started };
+
+  const move = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+  const ours = (now: RouteRecord | undefined) => now?.state === 'incoming' && now.move === move;
+  // A switch a killed move left: end it, so that the space takes writes while this move copies.
+  await swap(source, from, (now) => now?.state === 'moving', { state: 'here' });
+  const previous = await record(target, to);
+  if (previous?.state === 'here' || previous?.state === 'moving') throw new Error(`moveSpace: store ${JSON.stringify(to)} holds a copy of space ${JSON.stringify(space)} that says it is in use, though ${JSON.stringify(from)} does too: is another move of it running?`);
+  // 1. The target's copy is not in use while it is made: whoever comes to it is sent to the source.
+  await swap(target, to, () => true, { state: 'incoming', from, move });
+  await removeAll(target, space);
+  let rows = 0;
+  let version = await copyAll(source, target, space, (count) => progress('copying', (rows += count)));
+  // 2. While the space takes writes: copy what changed, until little is left to copy in the switch.
+  for (let pass = 0; pass < CATCH_UP_PASSES; pass++) {
+    const step = await catchUp(source, target, space, version, async (tx) => checkOurs(tx, keys, ours, space, to));
+    version = step.version;
+    rows += step.rows;
+    await progress('catching-up', rows);
+    if (step.rows <= SMALL) break;
+  }
+  // 3. The switch: writes wait while the last changes are copied; if it takes too long, it ends and starts again.
+  let switchMs = 0;
+  for (let attempt = 1; ; attempt++) {
+    const frozen = performance.now();
+    const until = Date.now() + switchTimeoutMs;
+    // No record: `from` is the space's home, where it was found.
+    const inUse = (now: RouteRecord | undefined) => now === undefined || now.state === 'here';
+    if (!(await swap(source, from, inUse, { state: 'moving', to, move, until }))) throw new Error(`moveSpace: space ${JSON.stringify(space)} left store ${JSON.stringify(from)} while it was being moved: is another move of it running?`);
+    await progress('switching', rows);
+    const last = await catchUp(source, target, space, version, async (tx, at) => {
+      await checkOurs(tx, keys, ours, space, to);
+      await tx.put(keys.route, { state: 'incoming', from, move, complete: at });
+    });
+    version = last.version;
+    rows += last.rows;
+    // 4. The commit point: only if no write ended the switch (its lease ran out) meanwhile.
+    const inTime = Date.now() < until - MARGIN_MS;
+    if (inTime && (await swap(source, from, (now) => now?.state === 'moving' && now.move === move, { state: 'moved', to, move }))) {
+      await progress('committed', rows);
+      // 5. The target's copy is in use (a router that comes first does this itself).
+      await swap(target, to, (now) => ours(now) && now?.state === 'incoming' && now.complete !== undefined, { state: 'here', from, move });
+      switchMs = performance.now() - frozen;
+      break;
+    }
+    await swap(source, from, (now) => now?.state === 'moving' && now.move === move, { state: 'here' });
+    if (attempt >= SWITCH_ATTEMPTS) throw new Error(`moveSpace: the switch of space ${JSON.stringify(space)} did not finish within ${switchTimeoutMs} ms (options.switchTimeoutMs), ${SWITCH_ATTEMPTS} times; it stays in ${JSON.stringify(from)}`);
+  }
+  await progress('switched', rows);
+  await storage.settle(space, to);
+  await forwardHome(storage, space, from, to, move);
+  await cleanUpAfter(storage, space, to, (count) => progress('cleaning', count));
+  return { from, to, moved: true, rows, switchMs, totalMs: performance.now() - started };
+}
+
+/** Throws unless the target's record is still this move's: another move took the space over. */
+async function checkOurs(tx: StorageTransaction, keys: SpaceKeys, ours: (now: RouteRecord | undefined) => boolean, space: string, name: string): Promise<void> {
+  if (!ours(routeRecordOf(await tx.get(keys.route), space, name))) throw new Error(`moveSpace: another move of space ${JSON.stringify(space)} took over its copy in ${JSON.stringify(name)}`);
+}
+
+/**
+ * Once a space is in use in `at`: removes the rows a move left in its source (step 6), when its
+ * record still names one, and then forgets the source.
+ */
+async function cleanUpAfter(storage: RoutedStorage, space: string, at: string, removed?: (rows: number) => void | Promise<void>): Promise<void> {
+  const keys = new SpaceKeys(space);
+  const store = storage.stores[at]!;
+  const now = await store.transaction(async (tx) => routeRecordOf(await tx.get(keys.route), space, at), { readOnly: true, space });
+  if (now?.state !== 'here' || now.from === undefined) return;
+  const source = storage.stores[now.from];
+  if (source !== undefined) {
+    let total = 0;
+    await removeAll(source, space, (count) => removed?.((total += count)));
+  }
+  await store.transaction(async (tx) => {
+    const still = routeRecordOf(await tx.get(keys.route), space, at);
+    if (still?.state === 'here' && still.move === now.move) await tx.put(keys.route, { state: 'here' });
+  }, { readOnly: false, space });
+}
+
+/**
+ * Points the space's home at its new store, so that a process that knows nothing of it finds it
+ * in one step, not along every store it was ever in. With a directory, `settle` did that.
+ */
+async function forwardHome(storage: RoutedStorage, space: string, from: string, to: string, move: string): Promise<void> {
+  const home = await storage.home(space);
+  if (home === from || home === to) return;
+  const keys = new SpaceKeys(space);
+  await storage.stores[home]!.transaction(async (tx) => {
+    const now = routeRecordOf(await tx.get(keys.route), space, home);
+    if (now?.state === 'moved') await tx.put(keys.route, { state: 'moved', to, move });
+  }, { readOnly: false, space });
+}
+
+/** Catch-up passes before the switch, at most: each copies what changed during the one before. */
+const CATCH_UP_PASSES = 8;
+/** Rows a catch-up may copy and still be the last before the switch: the switch copies about as many again. */
+const SMALL = 2_000;
+/** Tries of the switch before the move gives up. */
+const SWITCH_ATTEMPTS = 3;
+/** The commit point must come this long before the lease runs out, for clocks a little apart. */
+const MARGIN_MS = 50;

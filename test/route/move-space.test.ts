@@ -1,0 +1,161 @@
+/**
+ * Moving a space between the stores of a routed storage while clients push and pull: nothing
+ * lost or applied twice, no client reset, a move stopped at any step leaves one copy in use and
+ * is finished by running it again, and other spaces never wait.
+ */
+import { describe, expect, it } from 'vitest';
+import { memoryStorage, moveSpace, type MoveProgress, type Storage, type SyncContext } from '../../src/index.js';
+import { routedStorage } from '../../src/route/routed-storage.js';
+import { SpaceKeys } from '../../src/sync/keys.js';
+import type { JSONValue } from '../../src/protocol/json.js';
+import { mutation } from '../support/helpers.js';
+import { pullFrom, pushTo, spaceContext } from './support.js';
+
+/** Every row a store holds of `space`, the route record aside. */
+async function rowsOf(store: Storage, space: string): Promise<number> {
+  const keys = new SpaceKeys(space);
+  const { versioned, whole } = keys.rowPrefixes;
+  let count = (await store.transaction((tx) => tx.get(keys.meta), { readOnly: true, space })) === undefined ? 0 : 1;
+  for (const prefix of [...versioned, ...whole]) count += (await store.transaction((tx) => tx.scan({ prefix }), { readOnly: true, space })).length;
+  return count;
+}
+
+function stores() {
+  return { x: memoryStorage(), y: memoryStorage(), z: memoryStorage() };
+}
+
+/** Clients that each push `increment` to one space, one mutation per push, counting what was acknowledged. */
+class Pushers {
+  readonly next = new Map<string, number>();
+  acknowledged = 0;
+  constructor(readonly ctx: SyncContext & { errors: unknown[] }, readonly space: string, readonly groups: number) {}
+
+  async pushOnce(group: number, ctx = this.ctx): Promise<void> {
+    const client = `c${group}`;
+    const id = (this.next.get(client) ?? 0) + 1;
+    const response = await pushTo(ctx, this.space, `g${group}`, [mutation(client, id, 'increment', { key: 'count', delta: 1 })]);
+    expect(response.status, await response.clone().text()).toBe(200);
+    this.next.set(client, id);
+    this.acknowledged++;
+  }
+
+  /** Pushes from every group, one after another per group, until `stop` says so. */
+  async run(stop: () => boolean): Promise<void> {
+    await Promise.all(Array.from({ length: this.groups }, async (_, group) => {
+      while (!stop()) await this.pushOnce(group);
+    }));
+  }
+}
+
+async function pulled(ctx: SyncContext, space: string, group: string, cookie: JSONValue): Promise<{ cookie: JSONValue; lastMutationIDChanges: Record<string, number>; patch: Array<{ op: string; key?: string; value?: JSONValue }> }> {
+  const response = await pullFrom(ctx, space, group, cookie);
+  expect(response.status, `${await response.clone().text()} ${String((ctx as { errors?: unknown[] }).errors?.at(-1))}`).toBe(200);
+  return response.json();
+}
+
+describe('moveSpace', () => {
+  it('moves a space while it is pushed to: every push counted once, clients go on from their cookies, the source emptied', async () => {
+    const members = stores();
+    const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    const pushers = new Pushers(ctx, 's', 4);
+    for (let group = 0; group < 4; group++) await pushers.pushOnce(group);
+    for (let i = 0; i < 300; i++) await pushTo(ctx, 's', 'seed', [mutation('seed', i + 1, 'put', { key: `seed/${i}`, value: i })]);
+    const before = await pulled(ctx, 's', 'g0', null);
+    let done = false;
+    const load = pushers.run(() => done);
+    const result = await moveSpace(ctx, 's', 'y');
+    done = true;
+    await load;
+    expect(result).toMatchObject({ from: 'x', to: 'y', moved: true });
+    expect(result.switchMs).toBeLessThan(1_000);
+    const after = await pulled(ctx, 's', 'g0', before.cookie);
+    // No reset: the old cookie gets the changes since it, not a clear.
+    expect(after.patch.some(({ op }) => op === 'clear')).toBe(false);
+    expect(after.patch).toContainEqual({ op: 'put', key: 'count', value: pushers.acknowledged });
+    expect(after.lastMutationIDChanges).toEqual({ c0: pushers.next.get('c0') });
+    expect(await rowsOf(members.x, 's')).toBe(0);
+    expect(await rowsOf(members.y, 's')).toBeGreaterThan(600);
+    // A process that knows nothing of the move finds the space all the same.
+    const fresh = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    expect((await pulled(fresh, 's', 'g1', null)).patch).toContainEqual({ op: 'put', key: 'count', value: pushers.acknowledged });
+  });
+
+  it('moves back and forth, and a process sent along every old store still finds it', async () => {
+    const members = stores();
+    const stale = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    const pushers = new Pushers(ctx, 's', 2);
+    await pushers.pushOnce(0);
+    await pulled(stale, 's', 'g0', null);
+    for (const to of ['y', 'z', 'x', 'z']) {
+      await moveSpace(ctx, 's', to);
+      await pushers.pushOnce(1);
+    }
+    const seen = await pulled(stale, 's', 'g1', null);
+    expect(seen.patch).toContainEqual({ op: 'put', key: 'count', value: 5 });
+    expect(seen.lastMutationIDChanges).toEqual({ c1: 4 });
+    expect([await rowsOf(members.x, 's'), await rowsOf(members.y, 's')]).toEqual([0, 0]);
+    expect(await moveSpace(ctx, 's', 'z')).toMatchObject({ moved: false, from: 'z' });
+  });
+
+  // A move stopped after each step: the state it leaves is what a kill -9 there leaves.
+  for (const phase of ['copying', 'catching-up', 'switching', 'committed', 'switched', 'cleaning'] as const) {
+    it(`stopped at "${phase}": one copy in use, pushes go on, and moving again finishes it`, async () => {
+      const members = stores();
+      const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+      const pushers = new Pushers(ctx, 's', 3);
+      for (let i = 0; i < 2_500; i++) await pushTo(ctx, 's', 'seed', [mutation('seed', i + 1, 'put', { key: `seed/${i}`, value: i })]);
+      for (let group = 0; group < 3; group++) await pushers.pushOnce(group);
+      const cookie = (await pulled(ctx, 's', 'g0', null)).cookie;
+      const stop = (progress: MoveProgress) => {
+        if (progress.phase === phase) throw new Error('killed');
+      };
+      await expect(moveSpace(ctx, 's', 'y', { onProgress: stop, switchTimeoutMs: 300 })).rejects.toThrow('killed');
+      // Another process, as after a restart: its pushes wait out a switch the mover left, at most its lease.
+      const other = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+      const started = performance.now();
+      await pushers.pushOnce(2, other);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      for (let group = 0; group < 2; group++) await pushers.pushOnce(group);
+      const result = await moveSpace(ctx, 's', 'y');
+      expect(result.to).toBe('y');
+      await pushers.pushOnce(0);
+      const after = await pulled(other, 's', 'g0', cookie);
+      expect(after.patch.some(({ op }) => op === 'clear')).toBe(false);
+      expect(after.patch).toContainEqual({ op: 'put', key: 'count', value: pushers.acknowledged });
+      expect(after.lastMutationIDChanges).toEqual({ c0: pushers.next.get('c0') });
+      expect(await rowsOf(members.x, 's')).toBe(0);
+    });
+  }
+
+  it('pauses no other space, and holds the moved one only for the switch, within its lease', async () => {
+    const members = stores();
+    const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    await pushTo(ctx, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let switching!: () => void;
+    const reached = new Promise<void>((resolve) => (switching = resolve));
+    const move = moveSpace(ctx, 's', 'y', { switchTimeoutMs: 5_000, onProgress: ({ phase }) => (phase === 'switching' ? (switching(), held) : undefined) });
+    await reached;
+    const other = performance.now();
+    expect((await pushTo(ctx, 'other', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+    expect(performance.now() - other).toBeLessThan(200);
+    // A pull of the moving space is served at once; its push waits for the switch.
+    expect((await pullFrom(ctx, 's', 'g', null)).status).toBe(200);
+    let pushed = false;
+    const waiting = pushTo(ctx, 's', 'g', [mutation('c', 2, 'put', { key: 'k', value: 2 })]).then((response) => ((pushed = true), response));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(pushed).toBe(false);
+    release();
+    await move;
+    expect((await waiting).status).toBe(200);
+    expect((await pulled(ctx, 's', 'g', null)).patch).toContainEqual({ op: 'put', key: 'k', value: 2 });
+  });
+
+  it('refuses a store it does not know, and a context with one store', async () => {
+    const ctx = spaceContext(routedStorage({ stores: stores(), place: () => 'x' }));
+    await expect(moveSpace(ctx, 's', 'nowhere')).rejects.toThrow(/no store is named "nowhere"/);
+    await expect(moveSpace(spaceContext(memoryStorage()), 's', 'x')).rejects.toThrow(/single store/);
+  });
+});

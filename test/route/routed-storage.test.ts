@@ -1,0 +1,84 @@
+/**
+ * A routed storage on memory stores: each space's rows land in the store its rule or directory
+ * names, every transaction follows the route records a move leaves, a store that fails fails only
+ * its own spaces, and spaceless transactions are refused plainly.
+ */
+import { describe, expect, it } from 'vitest';
+import { collectGarbage, inspect, memoryStorage, type Storage } from '../../src/index.js';
+import { rendezvous } from '../../src/route/placement.js';
+import { routedStorage } from '../../src/route/routed-storage.js';
+import { SpaceKeys } from '../../src/sync/keys.js';
+import { mutation } from '../support/helpers.js';
+import { pullFrom, pushTo, spaceContext } from './support.js';
+
+/** Whether `store` holds `space`'s meta record: its rows are there. */
+async function holds(store: Storage, space: string): Promise<boolean> {
+  return (await store.transaction((tx) => tx.get(new SpaceKeys(space).meta), { readOnly: true, space })) !== undefined;
+}
+
+describe('routedStorage', () => {
+  it('puts each space in the store its rule names, and reads it back from there', async () => {
+    const stores = { x: memoryStorage(), y: memoryStorage() };
+    const ctx = spaceContext(routedStorage({ stores, place: (space) => (space.startsWith('eu-') ? 'y' : 'x') }));
+    for (const space of ['eu-1', 'us-1']) expect((await pushTo(ctx, space, 'g', [mutation('c', 1, 'put', { key: 'k', value: space })])).status).toBe(200);
+    expect([await holds(stores.x, 'us-1'), await holds(stores.x, 'eu-1'), await holds(stores.y, 'eu-1'), await holds(stores.y, 'us-1')]).toEqual([true, false, true, false]);
+    const pulled = await (await pullFrom(ctx, 'eu-1', 'g', null)).json();
+    expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 'eu-1' }] });
+    expect((await inspect(ctx)).spaces.map(({ space }) => space)).toEqual(['eu-1', 'us-1']);
+    await expect(collectGarbage(ctx)).resolves.toMatchObject({ clientGroups: 0 });
+  });
+
+  it("spreads spaces by rendezvous hashing, and a store added takes only the new store's share", () => {
+    const spaces = Array.from({ length: 3_000 }, (_, i) => `space-${i}`);
+    const three = spaces.map((space) => rendezvous(space, ['a', 'b', 'c']));
+    const counts = ['a', 'b', 'c'].map((name) => three.filter((placed) => placed === name).length);
+    for (const count of counts) expect(count).toBeGreaterThan(850);
+    const four = spaces.map((space) => rendezvous(space, ['a', 'b', 'c', 'd']));
+    const movedElsewhere = spaces.filter((_, i) => four[i] !== three[i] && four[i] !== 'd');
+    expect(movedElsewhere).toEqual([]);
+    const toNew = four.filter((placed) => placed === 'd').length;
+    expect(toNew).toBeGreaterThan(600);
+    expect(toNew).toBeLessThan(900);
+  });
+
+  it('with a directory, places a space once and finds it there after the rule changed', async () => {
+    const stores = { dir: memoryStorage(), x: memoryStorage(), y: memoryStorage() };
+    const first = spaceContext(routedStorage({ stores, directory: 'dir', place: () => 'x' }));
+    expect((await pushTo(first, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+    // A new process whose rule now sends new spaces to y still finds s in x.
+    const later = spaceContext(routedStorage({ stores, directory: 'dir', place: () => 'y' }));
+    expect(await (await pullFrom(later, 's', 'g', null)).json()).toMatchObject({ lastMutationIDChanges: { c: 1 } });
+    expect((await pushTo(later, 't', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+    expect([await holds(stores.x, 's'), await holds(stores.y, 's'), await holds(stores.y, 't')]).toEqual([true, false, true]);
+  });
+
+  it('refuses a transaction that names no space, and options that cannot work', async () => {
+    const a = memoryStorage();
+    const storage = routedStorage({ stores: { a } });
+    await expect(storage.transaction(async () => 1, { readOnly: true })).rejects.toThrow(/options\.space must name it/);
+    expect(() => routedStorage({ stores: {} })).toThrow(/names no store/);
+    expect(() => routedStorage({ stores: { a, b: a } })).toThrow(/same store as options\.stores\.a/);
+    expect(() => routedStorage({ stores: { a }, directory: 'z' })).toThrow(/not one of options\.stores/);
+    const wrong = spaceContext(routedStorage({ stores: { a }, place: () => 'nowhere' }));
+    const response = await pushTo(wrong, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]);
+    expect(response.status).toBe(500);
+    expect(String(wrong.errors[0])).toMatch(/options\.place put space "s" in "nowhere"/);
+  });
+
+  it('fails only the spaces of a store that is down, with a 503 and Retry-After', async () => {
+    let down = false;
+    const flaky = memoryStorage();
+    const failing: Storage = {
+      transaction: (fn, options) => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })) : flaky.transaction(fn, options)),
+    };
+    const ctx = spaceContext(routedStorage({ stores: { up: memoryStorage(), down: failing }, place: (space) => space }));
+    down = true;
+    const refused = await pushTo(ctx, 'down', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toMatchObject({ message: expect.stringMatching(/Store "down", which holds space "down", is unavailable/) });
+    expect((await pushTo(ctx, 'up', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+    down = false;
+    expect((await pushTo(ctx, 'down', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+  });
+});
