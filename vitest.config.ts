@@ -22,6 +22,7 @@ const E2E = [
   'test/storage/sqlite-runtimes.test.ts',
   'test/telemetry/deno.test.ts',
   'test/edge/**/*.test.ts',
+  'test/route/clusters.test.ts',
 ];
 /** In-process tests that need more than the core: real HTTP servers on sockets, and PostgreSQL (PGlite, or the server `DATABASE_URL` names). */
 const INTEGRATION = [

@@ -6,6 +6,10 @@ import { UsageError } from './usage.js';
 
 /** Where the CLI's store is: the options every command takes. */
 export interface StoreOptions {
+  /** `NAME=URL` (a postgres:// URL, or a SQLite file), once per store of a routed storage. */
+  store?: string[] | undefined;
+  /** With `store`: the store that keeps the directory of spaces. */
+  directory?: string | undefined;
   sqlite?: string | undefined;
   postgres?: string | undefined;
   schema?: string | undefined;
@@ -33,6 +37,8 @@ export class CLIError extends Error {
  * server fails here, plainly, and PostgreSQL within `--connect-timeout`.
  */
 export async function openStore(options: StoreOptions, { create = false, readOnly = false } = {}): Promise<OpenStore> {
+  if (options.store !== undefined && options.store.length > 0) return openRouted(options, options.store, { create, readOnly });
+  if (options.directory !== undefined) throw new UsageError('--directory names one of the --store NAME=URL stores: give them');
   const tablePrefix = options['table-prefix'];
   if (options.sqlite !== undefined && options.postgres !== undefined) throw new UsageError('Give one store: --sqlite FILE or --postgres URL, not both');
   checkNames(options);
@@ -44,6 +50,33 @@ export async function openStore(options: StoreOptions, { create = false, readOnl
   const url = options.postgres ?? process.env.DATABASE_URL;
   if (url === undefined || url === '') throw new UsageError('No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL');
   return openPostgres(url, options.schema, tablePrefix, duration(options['connect-timeout'], '--connect-timeout', CONNECT_TIMEOUT_MS));
+}
+
+/**
+ * Opens each `NAME=URL` store (a postgres:// URL, or a SQLite file), each with the other options
+ * (schema, table prefix, timeout), as the stores of one routed storage, placed by hash or by the
+ * `--directory` store, as the servers are: the CLI must find each space where they do.
+ */
+async function openRouted(options: StoreOptions, specs: readonly string[], how: { create: boolean; readOnly: boolean }): Promise<OpenStore> {
+  if (options.sqlite !== undefined || options.postgres !== undefined) throw new UsageError('Give the stores as --store NAME=URL, or one store as --sqlite or --postgres, not both');
+  const opened: Array<[string, OpenStore]> = [];
+  try {
+    for (const spec of specs) {
+      const equals = spec.indexOf('=');
+      const [name, where] = [spec.slice(0, equals), spec.slice(equals + 1)];
+      if (equals <= 0 || where === '') throw new UsageError(`--store ${JSON.stringify(spec)} is not NAME=URL: --store a=postgres://host/db, or --store b=./file.db`);
+      if (opened.some(([known]) => known === name)) throw new UsageError(`--store names ${JSON.stringify(name)} twice`);
+      const one = /^postgres(ql)?:\/\//.test(where) ? { ...options, store: undefined, postgres: where } : { ...options, store: undefined, sqlite: where };
+      opened.push([name, await openStore({ ...one, directory: undefined }, how)]);
+    }
+    const { routedStorage } = await import('../route/routed-storage.js');
+    if (options.directory !== undefined && !opened.some(([name]) => name === options.directory)) throw new UsageError(`--directory ${JSON.stringify(options.directory)} is not one of the --store names (${opened.map(([name]) => name).join(', ')})`);
+    const storage = routedStorage({ stores: Object.fromEntries(opened.map(([name, store]) => [name, store.storage])), directory: options.directory });
+    return { storage, label: opened.map(([name, store]) => `${name}=${store.label}`).join(', '), close: async () => void (await Promise.all(opened.map(([, store]) => store.close()))) };
+  } catch (error) {
+    await Promise.all(opened.map(([, store]) => store.close().catch(() => {})));
+    throw error;
+  }
 }
 
 /** How long PostgreSQL has to answer and its tables to be ready, unless `--connect-timeout` says otherwise. */

@@ -9,6 +9,8 @@ export interface Started {
   readonly match: RegExpMatchArray | [];
   /** Stops it (SIGTERM, then SIGKILL after 5 s) and resolves once it has exited. */
   stop(): Promise<void>;
+  /** Sends `signal` to its whole process group now (SIGKILL: as a crash, with no clean-up). */
+  kill(signal: NodeJS.Signals): void;
 }
 
 /**
@@ -36,9 +38,9 @@ export function startCommand(command: string, args: string[], options: { cwd: st
     const onData = (text: string) => {
       output += text;
       const match = options.ready && output.match(options.ready);
-      if (match) (clearTimeout(timer), resolve({ output: () => output, match, stop }));
+      if (match) (clearTimeout(timer), resolve({ output: () => output, match, stop, kill: (signal) => kill(child, signal) }));
     };
-    if (options.ready === undefined) (clearTimeout(timer), resolve({ output: () => output, match: [], stop }));
+    if (options.ready === undefined) (clearTimeout(timer), resolve({ output: () => output, match: [], stop, kill: (signal) => kill(child, signal) }));
     child.stdout!.setEncoding('utf8').on('data', onData);
     child.stderr!.setEncoding('utf8').on('data', onData);
     void exited.then((why) => (clearTimeout(timer), fail(why)));
