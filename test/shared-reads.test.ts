@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { handlePull, HTTPError, type JSONValue, memoryStorage, type RangeRow, type Storage, type SyncContext } from '../src/index.js';
+import { handlePull, HTTPError, type JSONValue, memoryStorage, type Storage, type SyncContext } from '../src/index.js';
 import { mutation, post, pull, pullBody, push, testContext } from './support/helpers.js';
 import pg from 'pg';
 import { postgresStorage } from '../src/storage/postgres.js';
+import { withReadMany } from './support/read-many.js';
 import { onEveryStore, withPostgres } from './support/stores.js';
 import { as, membershipView, viewContext, write } from './views/app.js';
 
@@ -173,30 +174,6 @@ function withoutPlans(storage: Storage): Storage {
   return { transaction: (fn, options) => storage.transaction(fn, options) };
 }
 
-/**
- * `storage` with a `readMany` where it has none, made of its own transactions: so that a store
- * in process runs pulls' plans as a database does (one snapshot either way).
- */
-function withReadMany(storage: Storage): Storage {
-  if (storage.readMany) return storage;
-  return {
-    transaction: (fn, options) => storage.transaction(fn, options),
-    readMany: (reads, { space }) =>
-      storage.transaction(
-        (tx) =>
-          Promise.all(
-            reads.map(async (read): Promise<RangeRow[]> => {
-              const rows = await tx.scan(read);
-              const { join } = read;
-              if (join === undefined) return rows.map(([key, value]) => [key, value]);
-              const skip = read.prefix.length + join.skip;
-              return Promise.all(rows.map(async ([key, value]): Promise<RangeRow> => [key, value, await tx.get(join.prefix + key.slice(skip))]));
-            }),
-          ),
-        { readOnly: true, space },
-      ),
-  };
-}
 
 onEveryStore('sharedprop', (store, create) => {
   describe(`shared reads and planned reads, ${store}: a property`, () => {

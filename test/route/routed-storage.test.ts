@@ -4,11 +4,15 @@
  * its own spaces, and spaceless transactions are refused plainly.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, inspect, memoryStorage, type Storage } from '../../src/index.js';
+import pg from 'pg';
+import { collectGarbage, inspect, memoryStorage, moveSpace, type Storage } from '../../src/index.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { SpaceKeys } from '../../src/sync/keys.js';
 import { mutation } from '../support/helpers.js';
+import { withReadMany } from '../support/read-many.js';
+import { withPostgres } from '../support/stores.js';
 import { pullFrom, pushTo, spaceContext } from './support.js';
 
 /** Whether `store` holds `space`'s meta record: its rows are there. */
@@ -63,6 +67,46 @@ describe('routedStorage', () => {
     const response = await pushTo(wrong, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]);
     expect(response.status).toBe(500);
     expect(String(wrong.errors[0])).toMatch(/options\.place put space "s" in "nowhere"/);
+  });
+
+  it('checks the route record in the same read as a planned pull, and a stale process follows it', async () => {
+    const members = { x: withReadMany(memoryStorage()), y: withReadMany(memoryStorage()) };
+    const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    const stale = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    expect((await pushTo(ctx, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+    const { cookie } = await (await pullFrom(stale, 's', 'g', null)).json();
+    // Planned pulls read with readMany alone: a routed store reads the record as one more range.
+    expect(await (await pullFrom(stale, 's', 'g', cookie)).json()).toMatchObject({ patch: [] });
+    await moveSpace(ctx, 's', 'y');
+    expect((await pushTo(ctx, 's', 'g', [mutation('c', 2, 'put', { key: 'k', value: 2 })])).status).toBe(200);
+    expect(await (await pullFrom(stale, 's', 'g', cookie)).json()).toMatchObject({ lastMutationIDChanges: { c: 2 }, patch: [{ op: 'put', key: 'k', value: 2 }] });
+  });
+
+  it('on PostgreSQL through a pg Pool, a routed up-to-date pull is still one statement', async () => {
+    if (!withPostgres || process.env.DATABASE_URL === undefined) return;
+    const statements: string[] = [];
+    const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
+    const counted = {
+      async connect() {
+        const client = await pool.connect();
+        return Object.assign(Object.create(client) as typeof client, {
+          query: (text: string, params?: unknown[]) => (statements.push(text.split(' ').slice(0, 2).join(' ')), client.query(text, params)),
+          release: (destroy?: boolean) => client.release(destroy),
+        });
+      },
+    };
+    const schema = `routed_${process.pid}`;
+    try {
+      const ctx = spaceContext(routedStorage({ stores: { only: postgresStorage(counted, { schema }) } }));
+      expect((await pushTo(ctx, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+      const { cookie } = await (await pullFrom(ctx, 's', 'g', null)).json();
+      statements.length = 0;
+      expect(await (await pullFrom(ctx, 's', 'g', cookie)).json()).toMatchObject({ patch: [] });
+      expect(statements).toEqual(['SELECT *']);
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await pool.end();
+    }
   });
 
   it('fails only the spaces of a store that is down, with a 503 and Retry-After', async () => {
