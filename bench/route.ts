@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { handlePush, moveSpace, routedStorage, type SyncContext } from '../src/index.js';
-import { postgresStorage } from '../src/postgres.js';
+import { type PostgresStorage, postgresStorage } from '../src/postgres.js';
 import { machineLine } from './cpu.js';
 import { median, progress, quantile } from './measure.js';
 import { type Row, renderTable } from './table.js';
@@ -33,7 +33,7 @@ const urls = ['a', 'b', 'c'].map((name, i) =>
 );
 const clients = urls.map((url) => postgres(url, { max: 16, fetch_types: false, onnotice: () => {} }));
 for (const sql of clients) await sql`DROP TABLE IF EXISTS viewsync_kv, viewsync_schema`;
-const [a, b, c] = clients.map((sql) => postgresStorage(sql));
+const [a, b, c] = clients.map((sql) => postgresStorage(sql)) as [PostgresStorage, PostgresStorage, PostgresStorage];
 
 const mutators: SyncContext['mutators'] = {
   increment: async (tx, { key }: { key: string }) => void (await tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + 1)),

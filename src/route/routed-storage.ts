@@ -18,10 +18,12 @@ export interface RoutedStorageOptions {
    */
   place?: Placement;
   /**
-   * The name of a store that keeps a directory of where each space lives: a space is placed by
-   * `place` once, when first used, and found by the directory after that, so stores can be added
-   * and the rule changed without moving anything. Costs one read of the directory store per space
-   * and process (then kept in memory). Default: none; `place` alone says where a space is.
+   * The name of a store that keeps a directory of where each space lives: a space is placed once,
+   * when first used, and found by the directory after that, so stores can be added and the rule
+   * changed without moving anything. A space is placed where a store already holds it (a
+   * database that held spaces before the directory did), else by `place`. Costs one read of the
+   * directory store per space and process (then kept in memory), and a read of every store the
+   * first time a space is used at all. Default: none; `place` alone says where a space is.
    */
   directory?: string;
 }
@@ -93,17 +95,37 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     if (known !== undefined) return known;
     const key = directoryKey(space);
     const directory = stores[options.directory]!;
-    // Placed once, by the first process to use the space; the space's lock orders two first uses.
-    const store = (await directory.transaction(async (tx) => {
-      const listed = await tx.get(key);
-      if (typeof listed === 'string' && listed in stores) return listed;
-      if (listed !== undefined) throw new Error(`The directory lists space ${JSON.stringify(space)} in store ${JSON.stringify(listed)}, which is not one of options.stores (${names.join(', ')})`);
-      const placed = place(space);
-      await tx.put(key, placed);
-      return placed;
-    }, { readOnly: false, space })) as string;
+    const listed = async (tx: StorageTransaction): Promise<string | undefined> => {
+      const name = await tx.get(key);
+      if (name === undefined || (typeof name === 'string' && name in stores)) return name;
+      throw new Error(`The directory lists space ${JSON.stringify(space)} in store ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')})`);
+    };
+    let store = await directory.transaction(listed, { readOnly: true, space });
+    if (store === undefined) {
+      // A space the directory has not seen may still have data: in a database that held it
+      // before the directory did. It stays there, rather than start again empty where the rule says.
+      const placed = (await holderOf(space)) ?? place(space);
+      // Placed once, by the first process to use the space; the space's lock orders two first uses.
+      store = await directory.transaction(async (tx) => {
+        const first = await listed(tx);
+        if (first !== undefined) return first;
+        await tx.put(key, placed);
+        return placed;
+      }, { readOnly: false, space });
+    }
     remember(homes, space, store);
     return store;
+  };
+
+  /** The store holding `space`'s copy in use, found by asking each store, when one has it; the directory's first look. */
+  const holderOf = async (space: string): Promise<string | undefined> => {
+    const keys = new SpaceKeys(space);
+    const found = await Promise.all(names.map((name) => stores[name]!.transaction((tx) => Promise.all([tx.get(keys.route), tx.get(keys.meta)]), { readOnly: true, space })));
+    const records = found.map(([route], i) => routeRecordOf(route, space, names[i]!));
+    const inUse = records.findIndex((record) => record?.state === 'here' || record?.state === 'moving');
+    if (inUse >= 0) return names[inUse];
+    const data = found.findIndex(([route, meta]) => route === undefined && meta !== undefined);
+    return data >= 0 ? names[data] : undefined;
   };
 
   /**

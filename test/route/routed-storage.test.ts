@@ -56,6 +56,17 @@ describe('routedStorage', () => {
     expect([await holds(stores.x, 's'), await holds(stores.y, 's'), await holds(stores.y, 't')]).toEqual([true, false, true]);
   });
 
+  it('with a directory, adopts a database that held spaces before: they stay where their data is', async () => {
+    const stores = { dir: memoryStorage(), old: memoryStorage(), fresh: memoryStorage() };
+    const before = spaceContext(stores.old);
+    expect((await pushTo(before, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 'kept' })])).status).toBe(200);
+    // The rule sends new spaces to the fresh store; s is found where it was, not started again there.
+    const ctx = spaceContext(routedStorage({ stores, directory: 'dir', place: () => 'fresh' }));
+    expect(await (await pullFrom(ctx, 's', 'g', null)).json()).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 'kept' }] });
+    expect((await pushTo(ctx, 's', 'g', [mutation('c', 2, 'put', { key: 'k', value: 'still' })])).status).toBe(200);
+    expect([await holds(stores.fresh, 's'), (await (await pullFrom(before, 's', 'g', null)).json()).patch]).toEqual([false, [{ op: 'clear' }, { op: 'put', key: 'k', value: 'still' }]]);
+  });
+
   it('refuses a transaction that names no space, and options that cannot work', async () => {
     const a = memoryStorage();
     const storage = routedStorage({ stores: { a } });
