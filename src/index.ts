@@ -16,7 +16,9 @@ export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.
 export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, ErrorInfo, CorsOptions, RetentionOptions } from './context/context.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
-export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './base/errors.js';
+export { HTTPError, TemporaryError, QuotaExceededError, type HTTPErrorOptions, type Issue } from './base/errors.js';
+export type { SpaceQuota, Quotas } from './sync/quota.js';
+export type { RateOptions } from './context/rates.js';
 export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/mutator.js';
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/process-push.js';
 export type { View, ViewRequest } from './sync/view.js';

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_LIMITS, handlePull, handlePush, type JSONValue, MAX_VALUE_DEPTH, type SyncContext } from '../src/index.js';
 import { mutation, post, pull, pullBody, push, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
 import { fastLoop } from './support/stores.js';
+import { stateOf } from '../src/context/state.js';
 
 // Each attack a red team ran against the server, reproduced small and fast. Each test fails on
 // the server as it was before its fix (issue 6), and says what it saw then.
@@ -269,5 +270,27 @@ describe('requests a browser could forge from another site', () => {
     expect(response.status).toBe(415);
     expect(await response.json()).toMatchObject({ error: 'UnsupportedMediaType', message: expect.stringContaining('application/json') });
     await unchanged();
+  });
+});
+
+describe('a flood from one tenant is refused before it costs the others anything', () => {
+  it('5,000 pushes from one user, each under a new invented client group ID, get 429 past the user rate; another user pushes and pulls as before, and the buckets stay bounded', async () => {
+    const ctx = testContext({ authenticate: (request) => request.headers.get('authorization') || null, rates: { pushesPerSecond: 5, userPushesPerSecond: 20, pullsPerSecond: 5, bucketsKept: 500 } });
+    const statuses = new Map<number, number>();
+    const started = performance.now();
+    for (let i = 0; i < 5_000; i++) {
+      const response = await handlePush(post('/push', pushBody(`invented-${i}`, [mutation(`c${i}`, 1, 'put', { key: `flood/${i}`, value: i })]), { authorization: 'mallory' }), ctx);
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+      if (response.status === 429) expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    // A new group ID per push escapes the group rate, not the user's: at most its burst, and what refilled meanwhile.
+    const seconds = (performance.now() - started) / 1000;
+    expect(statuses.get(200)).toBeLessThanOrEqual(20 + Math.ceil(seconds * 20));
+    expect(statuses.get(429)).toBeGreaterThan(4_000);
+    await push(ctx, 'neighbour', [mutation('n', 1, 'put', { key: 'mine', value: 1 })], { authorization: 'alice' });
+    expect((await pull(ctx, 'neighbour', null, { authorization: 'alice' })).patch).toContainEqual({ op: 'put', key: 'mine', value: 1 });
+    const rates = stateOf(ctx).rates!;
+    expect(rates.pushes!.size).toBeLessThanOrEqual(500);
+    expect(rates.user_pushes!.size).toBe(2);
   });
 });

@@ -1,10 +1,10 @@
 import type { SyncContext } from '../context/context.js';
 import { eachRow } from '../storage/each-row.js';
-import type { Storage } from '../storage/types.js';
 import { allSpaces } from '../context/collect-garbage.js';
 import { stagingStarted } from '../sync/import-batch.js';
 import { utf8Length } from '../base/utf8.js';
 import { SpaceKeys } from '../sync/keys.js';
+import { quotaOf, type SpaceQuota } from '../sync/quota.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
 import { checkSpace } from './transact.js';
 
@@ -15,6 +15,8 @@ export interface SpaceSummary {
   entries: number;
   /** Their keys and values as UTF-8 JSON text, in bytes: about what a full pull carries. */
   bytes: number;
+  /** What the space may hold, when `SyncContext.quotas` gives it a quota: compare with `entries` and `bytes`. */
+  quota?: SpaceQuota;
   /** The space's version: how many pushes (and backend writes) changed it. 0: never written. */
   version: number;
   /** Client groups that pushed and are not expired. */
@@ -61,9 +63,10 @@ export interface GroupSummary {
 }
 
 /**
- * What a store holds, as plain data: every space with its entry count, size, version, client
- * groups, last activity and unfinished imports (`inspect(ctx)`), or one space with its groups
- * and their clients' lastMutationIDs (`inspect(ctx, space)`). Counting reads every entry, in short read-only
+ * What a store holds, as plain data: every space with its entry count, size, quota (when
+ * `ctx.quotas` sets one), version, client groups, last activity and unfinished imports
+ * (`inspect(ctx)`), or one space with its groups and their clients' lastMutationIDs
+ * (`inspect(ctx, space)`). Counting reads every entry, in short read-only
  * transactions of a few thousand rows, so it costs about what an export does and holds up no push.
  *
  * @example
@@ -74,15 +77,17 @@ export function inspect(ctx: SyncContext, space: string): Promise<SpaceDetail>;
 export async function inspect(ctx: SyncContext, space?: string): Promise<{ spaces: SpaceSummary[] } | SpaceDetail> {
   if (space !== undefined) {
     checkSpace(space);
-    const { summary, groups } = await survey(ctx.storage, space);
+    const { summary, groups } = await survey(ctx, space);
     return { ...summary, groups };
   }
   const spaces: SpaceSummary[] = [];
-  for (const name of await allSpaces(ctx.storage)) spaces.push((await survey(ctx.storage, name)).summary);
+  for (const name of await allSpaces(ctx.storage)) spaces.push((await survey(ctx, name)).summary);
   return { spaces };
 }
 
-async function survey(storage: Storage, space: string): Promise<{ summary: SpaceSummary; groups: GroupSummary[] }> {
+async function survey(ctx: SyncContext, space: string): Promise<{ summary: SpaceSummary; groups: GroupSummary[] }> {
+  const storage = ctx.storage;
+  const quota = quotaOf(ctx.quotas, space);
   const keys = new SpaceKeys(space);
   const meta = (await storage.transaction((tx) => tx.get(keys.meta), { readOnly: true, space })) as Meta | undefined;
   let entries = 0;
@@ -126,7 +131,7 @@ async function survey(storage: Storage, space: string): Promise<{ summary: Space
   const active = list.filter((group) => !group.expired);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
   return {
-    summary: { space, entries, bytes, version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()] },
+    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()] },
     groups: list,
   };
 }

@@ -4,6 +4,7 @@ import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { globalVersion } from '../sync/global-version.js';
 import { runInGroup } from '../sync/group-commit.js';
+import { quotaOf } from '../sync/quota.js';
 import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/process-push.js';
 import type { WriteTransaction } from '../sync/transaction.js';
 import { MutationTransaction } from '../sync/write-transaction.js';
@@ -41,6 +42,7 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
   const limits = limitsOf(ctx);
   const timed = deadline('transact', options.timeoutMs ?? limits.mutatorMs, 'its writes were discarded');
   const clock = clockOf(ctx);
+  const quota = quotaOf(ctx.quotas, space);
   try {
     const done = await runInGroup<{ ok: true; value: T; changed: boolean } | { ok: false; error: unknown }>(
       ctx.storage,
@@ -55,6 +57,12 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
           tx.discard();
           // The caller's own failure: its writes go, the transaction's other pushes stay.
           return { result: { ok: false, error }, keep: false };
+        }
+        // The space's quota holds for the app's backend too (importSpace alone is exempt).
+        const refused = quota === undefined ? undefined : await tx.overQuota(space, quota);
+        if (refused !== undefined) {
+          tx.discard();
+          return { result: { ok: false, error: refused }, keep: false };
         }
         await tx.flush();
         return { result: { ok: true, value, changed: await session.commit() }, keep: true };

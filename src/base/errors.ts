@@ -70,6 +70,31 @@ export class TemporaryError extends HTTPError {
   }
 }
 
+/**
+ * A mutation (or a backend write) would take its space over a quota of `SyncContext.quotas`.
+ * Not an `HTTPError`: in a push it is a permanent failure, the mutation skipped as if its mutator
+ * had thrown; `transact` and `mutate` reject with it. Here, beside the HTTP errors, so that
+ * telemetry can tell a quota's refusal from a mutator's.
+ */
+export class QuotaExceededError extends Error {
+  override name = 'QuotaExceededError';
+  /** The space, and which of its quotas the write would have passed. */
+  readonly space: string;
+  readonly quota: 'entries' | 'bytes';
+  /** What the space would have held, and its quota. */
+  readonly wouldHold: number;
+  readonly limit: number;
+
+  constructor(space: string, quota: 'entries' | 'bytes', wouldHold: number, limit: number) {
+    const n = (x: number) => x.toLocaleString('en-US');
+    super(`QuotaExceeded: space ${JSON.stringify(space)} would hold ${n(wouldHold)} ${quota === 'entries' ? 'entries' : 'bytes of keys and values'}, over its quota of ${n(limit)} (quotas.${quota}); deletes and shrinking writes are still allowed`);
+    this.space = space;
+    this.quota = quota;
+    this.wouldHold = wouldHold;
+    this.limit = limit;
+  }
+}
+
 const STATUS_CODES: Record<number, string> = {
   400: 'BadRequest',
   401: 'Unauthorized',
@@ -78,6 +103,7 @@ const STATUS_CODES: Record<number, string> = {
   405: 'MethodNotAllowed',
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
+  429: 'TooManyRequests',
   500: 'InternalServerError',
   503: 'ServiceUnavailable',
 };

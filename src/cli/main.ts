@@ -8,12 +8,15 @@ import { collectGarbage } from '../context/collect-garbage.js';
 import type { SyncContext } from '../context/context.js';
 import { duration, formatDuration, retentionDuration } from './duration.js';
 import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
+import { quotaCell, quotaOption } from './quota.js';
 import { HELP, UsageError } from './usage.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   json: { type: 'boolean', for: ['inspect', 'gc'] },
+  'quota-entries': { type: 'string', for: ['inspect'] },
+  'quota-bytes': { type: 'string', for: ['inspect'] },
   quiet: { type: 'boolean', for: ['export', 'import'] },
   merge: { type: 'boolean', for: ['import'] },
   from: { type: 'string', for: ['import'] },
@@ -31,6 +34,8 @@ const OPTIONS = {
 
 type Options = StoreOptions & {
   json?: boolean;
+  'quota-entries'?: string;
+  'quota-bytes'?: string;
   quiet?: boolean;
   merge?: boolean;
   from?: string;
@@ -58,10 +63,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     const options = values as Options;
     switch (command) {
-      case 'inspect':
+      case 'inspect': {
+        const space = operand(command, rest, 0);
+        const quotas = quotaOption(options['quota-entries'], options['quota-bytes']);
         store = await openStore(options, { readOnly: true });
-        await inspectCommand(context(store), operand(command, rest, 0), options);
+        await inspectCommand({ ...context(store), quotas }, space, options);
         return 0;
+      }
       case 'export': {
         const space = operand(command, rest, 1)!;
         const idle = duration(options['idle-timeout'], '--idle-timeout', IDLE_TIMEOUT_MS);
@@ -118,7 +126,7 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
     const detail = await inspect(ctx, space);
     if (options.json) return print(JSON.stringify(detail, null, 2));
     const { groups, ...summary } = detail;
-    print(table([summaryRow(summary)], SUMMARY_HEADINGS));
+    print(summaryTable([summary]));
     printStaging([summary]);
     print('');
     if (groups.length === 0) return print('No client groups.');
@@ -133,7 +141,7 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
   const { spaces } = await inspect(ctx);
   if (options.json) return print(JSON.stringify({ spaces }, null, 2));
   if (spaces.length === 0) return print('No spaces: the store holds no data.');
-  print(table(spaces.map(summaryRow), SUMMARY_HEADINGS));
+  print(summaryTable(spaces));
   printStaging(spaces);
 }
 
@@ -146,10 +154,13 @@ function printStaging(spaces: SpaceSummary[]): void {
   print(table(rows, ['SPACE', 'STARTED', 'STAGED ENTRIES', 'SIZE']));
 }
 
-const SUMMARY_HEADINGS = ['SPACE', 'ENTRIES', 'SIZE', 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY'];
-
-function summaryRow(summary: SpaceSummary): string[] {
-  return [JSON.stringify(summary.space), count(summary.entries), size(summary.bytes), String(summary.version), String(summary.clientGroups), date(summary.lastActivity)];
+/** The spaces' table; a QUOTA column (the share of each bound used) when a quota was given. */
+function summaryTable(spaces: SpaceSummary[]): string {
+  const quotas = spaces.some((summary) => summary.quota !== undefined);
+  const rows = spaces.map((summary) => [
+    JSON.stringify(summary.space), count(summary.entries), size(summary.bytes), ...(quotas ? [quotaCell(summary, size)] : []), String(summary.version), String(summary.clientGroups), date(summary.lastActivity),
+  ]);
+  return table(rows, ['SPACE', 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY']);
 }
 
 /** How long an export waits for stdout to take more, unless `--idle-timeout` says otherwise. */

@@ -36,6 +36,9 @@ lastMutationIDs. Counting reads every entry.
 
 Options:
   --json                 print plain JSON instead of a table
+  --quota-entries N      show each space's use of this quota of entries
+  --quota-bytes SIZE     show each space's use of this quota of bytes (keys and
+                         values, as the quotas option counts them): 500KiB, 10MiB…
 ${STORE}`,
   export: `Usage: viewsync export SPACE [options] > dump.ndjson
 

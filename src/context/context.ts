@@ -2,8 +2,10 @@ import type { PokeOptions } from '../poke/hub.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from '../sync/limits.js';
 import type { Mutators } from '../sync/mutator.js';
+import type { Quotas } from '../sync/quota.js';
 import type { View } from '../sync/view.js';
 import { type ErrorInfo, logError } from './log.js';
+import type { RateOptions } from './rates.js';
 
 export type { ErrorInfo } from './log.js';
 
@@ -54,6 +56,24 @@ export interface SyncContext {
    * never splits a push, so a body limit a real push can reach blocks that client for good.
    */
   limits?: Partial<Limits>;
+  /**
+   * What each space may hold: `{ entries?, bytes? }` for every space, or a function of the space
+   * giving its own (undefined: none; called once per push, so keep it cheap). A mutation whose
+   * writes would take its space over one fails as if its mutator had thrown, with a
+   * `QuotaExceededError` told to `onError`: skipped, its client's lastMutationID advanced, the
+   * push goes on. Deletes and writes that shrink the space are always allowed. `transact` and
+   * `mutate` reject with that error; `importSpace` is not held to quotas. Bytes count keys and
+   * JSON values in UTF-8, as `inspect` does. Default: none.
+   */
+  quotas?: Quotas;
+  /**
+   * How often each client group (and each user) may push and pull, as token buckets kept in
+   * this process (each instance counts alone). Over a rate, a request gets 429 with
+   * `Retry-After` before it touches the store, and other groups and users are unaffected. The
+   * real client ignores `Retry-After`: like any status but 200 and 401, it backs off from 30 ms,
+   * doubling up to 60 s, and retries. Default: no limit.
+   */
+  rates?: RateOptions;
   /**
    * Told of every unexpected failure (a 5xx) and every mutation a mutator rejected, for logging.
    * Default: one line on `console.error` per failure, with what clients sent escaped, and at most

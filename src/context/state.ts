@@ -4,6 +4,7 @@ import { refuseRenamed } from '../base/renamed.js';
 import { type Limits, resolveLimits } from '../sync/limits.js';
 import type { Retention, SessionClock } from '../sync/strategy.js';
 import type { RetentionOptions, SyncContext } from './context.js';
+import { type Rates, resolveRates } from './rates.js';
 
 /**
  * What a context becomes once resolved: its options with their defaults, checked once, and the
@@ -15,6 +16,8 @@ import type { RetentionOptions, SyncContext } from './context.js';
 export interface ContextState {
   readonly limits: Limits;
   readonly retention: Retention;
+  /** The buckets of its rates: in this process, so each instance counts only what it serves. */
+  readonly rates: Rates | undefined;
   /** Drains in force: several servers may share one context and stop one by one. */
   drains: number;
   /** The poke streams, made on first use (a context that serves no pokes never has one). */
@@ -27,7 +30,7 @@ export interface ContextState {
 export function stateOf(ctx: SyncContext): ContextState {
   let state = states.get(ctx);
   if (state === undefined) {
-    state = { limits: resolveLimits(ctx.limits), retention: resolveRetention(ctx.retention), drains: 0, hub: undefined, housekeeping: new Map() };
+    state = { limits: resolveLimits(ctx.limits), retention: resolveRetention(ctx.retention), rates: resolveRates(ctx.rates), drains: 0, hub: undefined, housekeeping: new Map() };
     states.set(ctx, state);
   }
   return state;

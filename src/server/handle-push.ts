@@ -1,6 +1,7 @@
 import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPush } from '../sync/process-push.js';
+import { quotaOf } from '../sync/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { clockOf } from '../context/state.js';
@@ -35,7 +36,8 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       op.identified(space, body);
       const perMutation = ctx.transactionPerMutation ?? false;
       const prefixIndex = ctx.view !== undefined;
-      const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx) });
+      const quota = quotaOf(ctx.quotas, space);
+      const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx), quota });
       op.pushed(body.mutations.length, outcome, ctx.mutators);
       if (outcome.changed) afterChange(ctx, space, { request });
       if (outcome.clientStateNotFound) {

@@ -6,7 +6,8 @@ import { HTTPError } from '../base/errors.js';
 import { json, type Reply } from '../base/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
 import type { Operation } from '../telemetry/telemetry.js';
-import { limitsOf } from '../context/state.js';
+import { stateOf } from '../context/state.js';
+import { admit, groupKey } from '../context/rates.js';
 
 /** A request that passed every check, ready for the sync layer. */
 export interface Prepared<T> {
@@ -44,7 +45,11 @@ export async function prepare<TSchema extends v.GenericSchema>(
     throw new HTTPError(405, `${request.method} is not allowed on the ${endpoint.kind} endpoint; use POST`, { headers: { allow: 'POST' } });
   }
   const userID = await identify(request, ctx);
-  const limits = limitsOf(ctx);
+  const { limits, rates } = stateOf(ctx);
+  // Rates are checked as soon as who is asking is known, before any storage work: a user's
+  // before reading the body, a group's once the body names it.
+  const now = rates === undefined ? 0 : (ctx.clock ?? Date.now)();
+  if (endpoint.kind === 'push' && userID !== undefined) admit(rates, 'user_pushes', userID, now);
   let raw = await readJSONBody(request, limits.bodyBytes);
 
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -60,6 +65,10 @@ export async function prepare<TSchema extends v.GenericSchema>(
   const fits = (id: string) => fitsUTF8(id, limits.idBytes);
   const long = endpoint.longID(body, fits);
   if (long !== undefined) throw tooLong(long, limits);
+  if (rates !== undefined) {
+    const { clientGroupID, clientID } = body as { clientGroupID?: string; clientID?: string };
+    admit(rates, endpoint.kind === 'push' ? 'pushes' : 'pulls', groupKey(userID, clientGroupID ?? `client ${clientID}`), now);
+  }
   if (!acceptsSchema(ctx.schemaVersion, (body as { schemaVersion: string }).schemaVersion)) {
     return versionNotSupported('schema');
   }

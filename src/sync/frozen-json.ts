@@ -12,12 +12,17 @@ import { MAX_VALUE_DEPTH } from './limits.js';
  * large.
  */
 export function frozenJSONCopy(value: unknown, maxBytes: number): JSONValue {
+  return measuredJSONCopy(value, maxBytes).copy;
+}
+
+/** {@link frozenJSONCopy}, and the bytes of its UTF-8 JSON text, which a space's usage counts (quota.ts). */
+export function measuredJSONCopy(value: unknown, maxBytes: number): { copy: JSONValue; bytes: number } {
   const walk: Walk = { bytes: 0, path: [], seen: new Set() };
   const copy = copyValue(value, walk);
   if (walk.bytes > maxBytes) {
     throw new RangeError(`The value is larger than the limit of ${maxBytes} bytes of JSON (limits.valueBytes)`);
   }
-  return copy;
+  return { copy, bytes: walk.bytes };
 }
 
 /** What a copy carries down: bytes counted so far, where it is (for messages), and the open parents. */

@@ -7,7 +7,8 @@ import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, FIRST_PAGE, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../base/utf8.js';
-import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy } from './strategy.js';
+import { entryBytes } from './quota.js';
+import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy, Usage } from './strategy.js';
 import { sharedOnce } from './shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';
@@ -81,6 +82,8 @@ class GlobalVersionSession implements SpaceSession {
   /** Whether this session's changes go into the prefix index too. */
   readonly #prefixIndex: boolean;
   readonly #maxKeyBytes: number | undefined;
+  /** What the space holds, kept up to date by every write; undefined until counted in a space older than the counters. */
+  #usage: Usage | undefined;
   #changed = false;
 
   constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }) {
@@ -91,7 +94,24 @@ class GlobalVersionSession implements SpaceSession {
     this.#prefixIndex = options.prefixIndex ?? false;
     this.#maxKeyBytes = options.maxKeyBytes;
     this.#read = read;
+    this.#usage = meta === undefined ? { entries: 0, bytes: 0 } : meta.entries === undefined ? undefined : { entries: meta.entries, bytes: meta.bytes ?? 0 };
     if (meta !== undefined) rememberBase(meta);
+  }
+
+  async usage(): Promise<Usage> {
+    if (this.#usage === undefined) {
+      // A space last written before viewsync kept counters: counted once, here, the first time a
+      // quota asks; the space's next commit stores the count, and its writes keep it exact.
+      const usage = { entries: 0, bytes: 0 };
+      for await (const page of this.scan('')) {
+        for (const [key, value] of page) {
+          usage.entries++;
+          usage.bytes += entryBytes(key, value);
+        }
+      }
+      this.#usage = usage;
+    }
+    return { ...this.#usage };
   }
 
   checkWrite(key: string): void {
@@ -117,8 +137,8 @@ class GlobalVersionSession implements SpaceSession {
     for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) yield [...live(page, skip)];
   }
 
-  async put(key: string, value: JSONValue): Promise<void> {
-    await this.#stamp(key, { ver: this.#version + 1, val: value });
+  async put(key: string, value: JSONValue, valueBytes?: number): Promise<void> {
+    await this.#stamp(key, { ver: this.#version + 1, val: value }, undefined, valueBytes);
   }
 
   async del(key: string): Promise<void> {
@@ -175,7 +195,7 @@ class GlobalVersionSession implements SpaceSession {
     // The prefix index covers the versions since it was last turned on: a change written without
     // it (the view was off) ends the run, and pulls read the version index for older cookies.
     // A space made before cookies were signed gets its secret with its next write.
-    this.#meta = { ...rest, version, secret: rest.secret ?? newSecret(), ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }) };
+    this.#meta = { ...rest, version, secret: rest.secret ?? newSecret(), ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }), ...this.#usage };
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
     return true;
@@ -266,11 +286,24 @@ class GlobalVersionSession implements SpaceSession {
   }
 
   /** Writes an entry at the next version and moves its version-index row there. */
-  async #stamp(key: string, entry: Entry, known?: Entry): Promise<void> {
+  async #stamp(key: string, entry: Entry, known?: Entry, valueBytes?: number): Promise<void> {
     const tx = this.#tx;
     const keys = this.#keys;
     const old = known ?? ((await tx.get(keys.entry(key))) as Entry | undefined);
     await tx.put(keys.entry(key), entry as unknown as StoredValue);
+    const usage = this.#usage;
+    if (usage !== undefined) {
+      // Counted here, where every write of an entry passes (pushes, backend calls, imports).
+      const keyBytes = utf8Length(key);
+      if (old !== undefined && !old.del) {
+        usage.entries--;
+        usage.bytes -= keyBytes + utf8Length(JSON.stringify(old.val));
+      }
+      if (!entry.del) {
+        usage.entries++;
+        usage.bytes += keyBytes + (valueBytes ?? utf8Length(JSON.stringify(entry.val)));
+      }
+    }
     if (old?.del && old.ver !== entry.ver) await tx.del(keys.tombstone(old.ver, key));
     if (old?.ver !== entry.ver) {
       if (old !== undefined) await tx.del(keys.version(old.ver, key));

@@ -3,6 +3,7 @@ import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './limits.js';
 import type { Mutator, Mutators } from './mutator.js';
+import type { SpaceQuota } from './quota.js';
 import type { ClientRecord, SessionClock, Strategy } from './strategy.js';
 import { type GroupInfo, runInGroup } from './group-commit.js';
 import { MutationTransaction } from './write-transaction.js';
@@ -39,6 +40,8 @@ export interface PushOptions {
   prefixIndex?: boolean;
   /** The time the push happens at, for group activity and tombstones. */
   clock: SessionClock;
+  /** What the space may hold: a mutation that would take it over fails (see quota.ts). */
+  quota?: SpaceQuota | undefined;
 }
 
 /**
@@ -133,7 +136,15 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
         // Permanent (spec, push rule 6): none of its writes, but it counts as processed.
       }
       // Outside the try: a store that fails here fails the push (a 500, nothing committed), it
-      // does not make the mutation look like a permanent error.
+      // does not make the mutation look like a permanent error. Over its quota, a mutation fails
+      // as if its mutator had thrown (spec, push rule 6): skipped, and the push goes on.
+      const refused = failed || options.quota === undefined ? undefined : await mtx.overQuota(space, options.quota);
+      if (refused !== undefined) {
+        failed = true;
+        mtx.discard();
+        outcome.failures.push({ mutation, error: refused });
+        count(mutation.name, 'failed');
+      }
       if (!failed) {
         await mtx.flush();
         count(mutation.name, 'processed');

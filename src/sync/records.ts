@@ -15,6 +15,13 @@ export type Meta = {
   expiredGroups?: true;
   /** The version from which every change is in the prefix index (see keys.ts); absent: it is not kept. */
   prefixIndexFrom?: number;
+  /**
+   * Live entries, and the UTF-8 bytes of their keys and JSON values (see quota.ts): kept exact by
+   * every write, for quotas. Absent in a space last written before viewsync kept them: counted
+   * by a scan the first time a quota needs them.
+   */
+  entries?: number;
+  bytes?: number;
   /** Signs this space's view cookies (signature.ts); never sent. Absent in a space no write reached since viewsync 0.2. */
   secret?: string;
 };

@@ -65,6 +65,12 @@ export interface Collected {
   views: number;
 }
 
+/** What a space holds: its live entries, and their keys and JSON values in UTF-8 bytes (see quota.ts). */
+export interface Usage {
+  entries: number;
+  bytes: number;
+}
+
 /** One space, seen from inside one storage transaction. */
 export interface SpaceSession {
   /** The live value at `key`, if any. */
@@ -75,10 +81,15 @@ export interface SpaceSession {
    * await per entry.
    */
   scan(prefix: string, start?: { key: string; exclusive: boolean }): AsyncGenerator<ReadonlyArray<readonly [string, JSONValue]>>;
-  /** Sets `key`, stamping the change for later pulls. */
-  put(key: string, value: JSONValue): Promise<void>;
+  /** Sets `key`, stamping the change for later pulls; `valueBytes`, when known, saves measuring the value again. */
+  put(key: string, value: JSONValue, valueBytes?: number): Promise<void>;
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */
   del(key: string): Promise<void>;
+  /**
+   * What the space holds now, this session's writes included: kept as counters in the space's
+   * record by every write, so reading them costs nothing (see quota.ts).
+   */
+  usage(): Promise<Usage>;
   /**
    * Throws a `RangeError` when the store could not hold the rows a write of `key` makes (see
    * {@link SessionOptions.maxKeyBytes}); called while the mutator runs, so that such a write is

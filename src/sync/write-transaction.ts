@@ -1,7 +1,9 @@
 import type { JSONValue } from '../protocol/json.js';
 import { compareUTF8 } from '../base/utf8.js';
-import { frozenJSONCopy } from './frozen-json.js';
+import type { QuotaExceededError } from '../base/errors.js';
+import { measuredJSONCopy } from './frozen-json.js';
 import type { Limits } from './limits.js';
+import { overQuota, type SpaceQuota } from './quota.js';
 import { DELETED, SpaceReadTransaction } from './read-transaction.js';
 import type { SpaceSession } from './strategy.js';
 import type { WriteTransaction } from './transaction.js';
@@ -28,6 +30,8 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
   readonly #space: SpaceSession;
   readonly #limits: Pick<Limits, 'keyBytes' | 'valueBytes'>;
   readonly #writes = new Map<string, JSONValue | typeof DELETED>();
+  /** The UTF-8 JSON bytes of each value set, measured while copying it: the space counts them. */
+  readonly #bytes = new Map<string, number>();
 
   constructor(space: SpaceSession, info: MutationInfo, limits: Pick<Limits, 'keyBytes' | 'valueBytes'>) {
     super(space, limits);
@@ -41,7 +45,9 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
   async set(key: string, value: JSONValue): Promise<void> {
     this.checkKey(key);
     this.#space.checkWrite(key);
-    this.#writes.set(key, frozenJSONCopy(value, this.#limits.valueBytes));
+    const { copy, bytes } = measuredJSONCopy(value, this.#limits.valueBytes);
+    this.#writes.set(key, copy);
+    this.#bytes.set(key, bytes);
   }
 
   put(key: string, value: JSONValue): Promise<void> {
@@ -54,12 +60,17 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
     return had;
   }
 
+  /** Whether this mutation's writes would take `space` over `quota` (see quota.ts): the error to fail it with. */
+  overQuota(space: string, quota: SpaceQuota): Promise<QuotaExceededError | undefined> {
+    return overQuota(this.#space, space, quota, this.#writes);
+  }
+
   /** Ends the mutation: its writes go to the space. */
   async flush(): Promise<void> {
     this.close();
     for (const [key, value] of this.#writes) {
       if (value === DELETED) await this.#space.del(key);
-      else await this.#space.put(key, value);
+      else await this.#space.put(key, value, this.#bytes.get(key));
     }
   }
 
@@ -67,6 +78,7 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
   discard(): void {
     this.close();
     this.#writes.clear();
+    this.#bytes.clear();
   }
 
   protected override describe(): string {

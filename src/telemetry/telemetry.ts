@@ -14,7 +14,7 @@ import {
   metrics,
   trace,
 } from '@opentelemetry/api';
-import { HTTPError, TemporaryError } from '../base/errors.js';
+import { HTTPError, QuotaExceededError, TemporaryError } from '../base/errors.js';
 import type { Reply } from '../base/reply.js';
 import { utf8Length } from '../base/utf8.js';
 
@@ -143,8 +143,9 @@ export class Operation {
     });
   }
 
-  /** A mutation's mutator threw: an event on the span, with the error's type but not its message. */
+  /** A mutation's mutator threw (or its quota refused it): an event on the span, with the error's type but not its message. */
   mutationFailed(name: string, id: number, error: unknown, mutators: KnownMutators): void {
+    if (error instanceof QuotaExceededError) countRefusal(`quota.${error.quota}`);
     if (!this.span.isRecording()) return;
     guard(() => {
       const mutator = Object.hasOwn(mutators, name) ? name : UNKNOWN_MUTATOR;
@@ -188,6 +189,15 @@ export function recordGroupCommit(jobs: number, waitedMs: readonly number[]): vo
   });
 }
 
+/**
+ * A request a rate refused (429: `rate.pushes`, `rate.user_pushes`, `rate.pulls`) or a mutation
+ * a space's quota refused (`quota.entries`, `quota.bytes`), counted by that reason.
+ */
+export function countRefusal(reason: `rate.${string}` | `quota.${string}`): void {
+  const metrics = instruments();
+  if (metrics !== undefined) guard(() => metrics.refusals.add(1, { 'viewsync.refusal': reason }));
+}
+
 /** A poke stream opened (+1) or closed (-1). */
 export function countPokeStreams(change: 1 | -1): void {
   const metrics = instruments();
@@ -213,6 +223,7 @@ interface Instruments {
   groupSize: Histogram;
   groupWait: Histogram;
   pokeStreams: UpDownCounter;
+  refusals: Counter;
 }
 
 const RESULTS = ['processed', 'failed', 'skipped'] as const;
@@ -254,6 +265,7 @@ function instruments(): Instruments | undefined {
       }),
       groupWait: seconds('viewsync.group_commit.wait', "Time a push or backend call waited for its space's transaction to start"),
       pokeStreams: meter.createUpDownCounter('viewsync.poke.streams', { unit: '{stream}', description: 'Poke streams open' }),
+      refusals: meter.createCounter('viewsync.refusals', { unit: '{refusal}', description: "Requests a rate refused (429) and mutations a space's quota refused, by viewsync.refusal" }),
     };
   });
   return made;
