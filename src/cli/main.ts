@@ -5,6 +5,8 @@ import { importSpace } from '../backend/import.js';
 import { inspect, type SpaceSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
 import { collectGarbage } from '../context/collect-garbage.js';
+import { moveSpace } from '../backend/move.js';
+import type { RoutedStorage } from '../route/routed-storage.js';
 import type { SyncContext } from '../context/context.js';
 import { duration, formatDuration, retentionDuration } from './duration.js';
 import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
@@ -17,14 +19,19 @@ const OPTIONS = {
   json: { type: 'boolean', for: ['inspect', 'gc'] },
   'quota-entries': { type: 'string', for: ['inspect'] },
   'quota-bytes': { type: 'string', for: ['inspect'] },
-  quiet: { type: 'boolean', for: ['export', 'import'] },
+  quiet: { type: 'boolean', for: ['export', 'import', 'move'] },
   merge: { type: 'boolean', for: ['import'] },
   from: { type: 'string', for: ['import'] },
   'allow-format-1': { type: 'boolean', for: ['import'] },
+  'skip-clients': { type: 'boolean', for: ['import'] },
   'idle-timeout': { type: 'string', for: ['export'] },
   space: { type: 'string', for: ['gc'] },
   'client-groups': { type: 'string', for: ['gc'] },
   tombstones: { type: 'string', for: ['gc'] },
+  to: { type: 'string', for: ['move'] },
+  'switch-timeout': { type: 'string', for: ['move'] },
+  store: { type: 'string', multiple: true },
+  directory: { type: 'string' },
   sqlite: { type: 'string' },
   postgres: { type: 'string' },
   schema: { type: 'string' },
@@ -40,10 +47,13 @@ type Options = StoreOptions & {
   merge?: boolean;
   from?: string;
   'allow-format-1'?: boolean;
+  'skip-clients'?: boolean;
   'idle-timeout'?: string;
   space?: string;
   'client-groups'?: string;
   tombstones?: string;
+  to?: string;
+  'switch-timeout'?: string;
 };
 
 /** Runs the CLI on `argv` (without node and the script); resolves to the exit code. */
@@ -84,6 +94,17 @@ export async function main(argv: readonly string[]): Promise<number> {
         await importCommand(context(store), space, options);
         return 0;
       }
+      case 'move': {
+        const space = operand(command, rest, 1)!;
+        if (options.to === undefined) throw new UsageError('move needs --to NAME, the store to move the space to');
+        if ((options.store ?? []).length < 2) throw new UsageError('move moves a space between the stores of a routed storage: give each as --store NAME=URL, as the servers name them');
+        const switchTimeoutMs = duration(options['switch-timeout'], '--switch-timeout', 2_000);
+        store = await openStore(options);
+        const names = Object.keys((store.storage as RoutedStorage).stores);
+        if (!names.includes(options.to)) throw new UsageError(`--to ${JSON.stringify(options.to)} is not one of the --store names (${names.join(', ')})`);
+        await moveCommand(context(store), space, options.to, switchTimeoutMs, options);
+        return 0;
+      }
       default: {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
         const retention = { clientGroupsMs: retentionDuration(options['client-groups'], '--client-groups', 30 * DAY), tombstonesMs: retentionDuration(options.tombstones, '--tombstones', 30 * DAY) };
@@ -110,7 +131,7 @@ function operand(command: string, rest: readonly string[], min: 0 | 1): string |
 
 function parse(argv: readonly string[]) {
   try {
-    const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }) }]));
+    const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
     return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true }) as { values: Options & { help?: boolean }; positionals: string[] };
   } catch (error) {
     throw new UsageError((error as Error).message);
@@ -163,22 +184,36 @@ function summaryTable(spaces: SpaceSummary[]): string {
   return table(rows, ['SPACE', 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY']);
 }
 
+/** Moves the space, telling each phase on stderr as it starts: a log shows where a killed move stopped. */
+async function moveCommand(ctx: SyncContext, space: string, to: string, switchTimeoutMs: number, options: Options): Promise<void> {
+  let phase = '';
+  const result = await moveSpace(ctx, space, to, {
+    switchTimeoutMs,
+    onProgress: (now) => {
+      if (now.phase === phase) return;
+      phase = now.phase;
+      if (!options.quiet) process.stderr.write(`move: ${phase} (${plural(now.rows, 'row')} so far)\n`);
+    },
+  });
+  if (!result.moved) return print(`${JSON.stringify(space)} is in ${JSON.stringify(to)} already; nothing to move`);
+  print(`moved ${JSON.stringify(space)} from ${JSON.stringify(result.from)} to ${JSON.stringify(result.to)}: ${plural(result.rows, 'row')} copied in ${formatDuration(Math.round(result.totalMs))}; its writes waited ${Math.round(result.switchMs)} ms for the switch`);
+}
+
 /** How long an export waits for stdout to take more, unless `--idle-timeout` says otherwise. */
 const IDLE_TIMEOUT_MS = 30_000;
 
 /** Writes the dump to stdout; `idle`: milliseconds the export waits for stdout to take more. */
 async function exportCommand(ctx: SyncContext, space: string, idle: number, options: Options): Promise<void> {
   const started = performance.now();
-  let lines = 0;
-  const entries = () => Math.max(0, lines - 1);
-  const progress = reporter(options.quiet, () => `export: ${count(entries())} entries of ${JSON.stringify(space)}…`);
+  let done = { entries: 0, groups: 0 };
+  const entries = () => done.entries;
+  const progress = reporter(options.quiet, () => `export: ${count(done.entries)} entries${done.groups > 0 ? ` and ${plural(done.groups, 'client group')}` : ''} of ${JSON.stringify(space)}…`);
   const out = process.stdout;
   try {
-    const reader = exportSpace(ctx, space, { idleMs: idle }).getReader();
+    const reader = exportSpace(ctx, space, { idleMs: idle, onProgress: (now) => (done = now) }).getReader();
     try {
       for (let next = await reader.read(); !next.done; next = await reader.read()) {
         const chunk = next.value;
-        for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
         progress.tick();
         if (!out.write(chunk)) await drained(out);
       }
@@ -193,8 +228,7 @@ async function exportCommand(ctx: SyncContext, space: string, idle: number, opti
     progress.stop();
   }
   await new Promise<void>((resolve, reject) => out.write('', (error) => (error ? reject(error) : resolve())));
-  // Less the header and the end line.
-  if (!options.quiet) process.stderr.write(`exported ${plural(lines - 2, 'entry')} of ${JSON.stringify(space)} in ${elapsed(started)}\n`);
+  if (!options.quiet) process.stderr.write(`exported ${plural(done.entries, 'entry')} and ${plural(done.groups, 'client group')} of ${JSON.stringify(space)} in ${elapsed(started)}\n`);
 }
 
 async function importCommand(ctx: SyncContext, space: string, options: Options): Promise<void> {
@@ -206,13 +240,19 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
       mode: options.merge ? 'merge' : 'replace',
       ...(options.from !== undefined && { from: options.from }),
       allowFormat1: options['allow-format-1'] === true,
+      clients: options['skip-clients'] !== true,
       onProgress: (now) => {
         last = now;
         progress.tick();
       },
     });
     if (!options.quiet) {
-      process.stderr.write(`imported ${plural(result.entries, 'entry')} into ${JSON.stringify(space)} in ${elapsed(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged\n`);
+      const clients = options['skip-clients'] ? 'skipped (--skip-clients)' : `${plural(result.clients, 'client record')} written`;
+      process.stderr.write(`imported ${plural(result.entries, 'entry')} into ${JSON.stringify(space)} in ${elapsed(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged; ${plural(result.groups, 'client group')}: ${clients}\n`);
+    }
+    // Even with --quiet: a client left out is one that will not go on where it was.
+    for (const { userID, clientGroupID, clientID, reason } of result.skipped) {
+      process.stderr.write(`viewsync: client ${JSON.stringify(clientID)} of group ${JSON.stringify(clientGroupID)}${userID === null ? '' : ` (user ${JSON.stringify(userID)})`} not imported: ${reason}\n`);
     }
   } finally {
     progress.stop();

@@ -10,7 +10,11 @@ const STORE = `Store (one of):
   --table-prefix PREFIX  what the table names start with (default: viewsync_)
   --connect-timeout DURATION
                          how long PostgreSQL has to answer and ready its tables
-                         (default: 10s)`;
+                         (default: 10s)
+Or several stores, a routed storage (as the servers name them):
+  --store NAME=URL       a store: a PostgreSQL URL or a SQLite file; once per store
+  --directory NAME       the store that keeps the directory of spaces, if the
+                         servers use one (default: spaces placed by hash)`;
 
 /** The help of each command, and of the CLI as a whole (''). */
 export const HELP: Record<string, string> = {
@@ -21,9 +25,10 @@ Usage: viewsync <command> [options]
 Commands:
   inspect [SPACE]   spaces with their entries, size, version and client groups;
                     with SPACE, its client groups and their clients
-  export SPACE      write SPACE's entries to stdout as NDJSON
+  export SPACE      write SPACE's entries and client groups to stdout as NDJSON
   import SPACE      read a dump from stdin into SPACE (replaces it; --merge only sets)
   gc                remove idle client groups, old tombstones and unused view records
+  move SPACE        move SPACE to another store of a routed storage, while in use
 
 Run 'viewsync <command> --help' for a command's options.
 Durations take their unit: 500ms, 10s, 5m, 12h, 30d.
@@ -43,8 +48,9 @@ ${STORE}`,
   export: `Usage: viewsync export SPACE [options] > dump.ndjson
 
 Writes SPACE's live entries to stdout: a header line, then one JSON line per entry in key
-order, from one consistent snapshot, then an end line with their count, written only when
-the export is complete. An export that fails midway exits 1 and leaves no end line, so an
+order, then its client groups with their clients' lastMutationIDs (so that an import lets
+the clients go on), from one consistent snapshot, then an end line with their counts,
+written only when the export is complete. An export that fails midway exits 1 and leaves no end line, so an
 import refuses what it wrote (in a pipeline, use set -o pipefail to see its exit code).
 Progress goes to stderr.
 
@@ -57,7 +63,7 @@ ${STORE}`,
   import: `Usage: viewsync import SPACE [options] < dump.ndjson
 
 Reads a dump (from 'viewsync export' or made by hand) from stdin and makes SPACE hold
-exactly its entries. The whole dump is checked before SPACE changes: a bad line names its
+exactly its entries, and its client groups' lastMutationIDs (never lowering one SPACE has). The whole dump is checked before SPACE changes: a bad line names its
 number, a dump that stops before its end line (an export that failed midway) is refused,
 and nothing is imported. A dump of another space (its header's "space") is refused unless
 --from names it. A SQLite file is created if missing.
@@ -67,6 +73,23 @@ Options:
   --from SPACE           take a dump of SPACE (default: only of the space imported into)
   --allow-format-1       take a dump of viewsync 0.1 (format 1), which has no end line:
                          only one you know is whole, as a cut one looks whole
+  --skip-clients         leave the dump's client groups out (a seed, a template):
+                         their clients then start over in SPACE
+  --quiet                no progress on stderr
+${STORE}`,
+  move: `Usage: viewsync move SPACE --to NAME --store NAME=URL --store NAME=URL… [options]
+
+Moves SPACE, while it is used, to the store NAME of a routed storage: copies its entries,
+client groups and lastMutationIDs from one snapshot, then what changed meanwhile, then
+switches it over; its clients go on without a reset. Its pushes wait during the switch only,
+at most --switch-timeout; other spaces never wait. A move killed at any point leaves one copy
+in use: run the same command again to finish it. Each phase is told on stderr.
+
+Options:
+  --to NAME              the store to move SPACE to (one of the --store names)
+  --switch-timeout DURATION
+                         the longest SPACE's writes may wait for the switch; a switch
+                         not done by then is undone and tried again (default: 2s)
   --quiet                no progress on stderr
 ${STORE}`,
   gc: `Usage: viewsync gc [options]

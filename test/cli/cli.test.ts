@@ -90,7 +90,7 @@ async function fullPull(ctx: SyncContext, space: string): Promise<Map<string, JS
 
 describe('the viewsync CLI, run as a process', () => {
   it('every command has --help; a wrong command, option or argument exits 2 and says why', () => {
-    for (const command of ['', 'inspect', 'export', 'import', 'gc']) {
+    for (const command of ['', 'inspect', 'export', 'import', 'gc', 'move']) {
       const run = sh(`viewsync ${command} --help`);
       expect(run.status, command).toBe(0);
       expect(run.stdout, command).toMatch(command === '' ? /Commands:/ : new RegExp(`Usage: viewsync ${command}`));
@@ -130,15 +130,20 @@ describe('the viewsync CLI, run as a process', () => {
     const exported = sh(`viewsync export '' --sqlite app.db > dump.ndjson`, { VIEWSYNC_PROGRESS_MS: '0' });
     expect(exported.status, exported.stderr).toBe(0);
     expect(exported.stderr).toMatch(/^export: [\d,]+ entries of ""…$/m);
-    expect(exported.stderr).toMatch(/^exported 4,999 entries of "" in [\d.]+ s$/m);
+    expect(exported.stderr).toMatch(/^exported 4,999 entries and 1 client group of "" in [\d.]+ s$/m);
     const imported = sh(`viewsync import copy --sqlite copy.db --from '' < dump.ndjson`, { VIEWSYNC_PROGRESS_MS: '0' });
     expect(imported.status, imported.stderr).toBe(0);
     expect(imported.stderr).toMatch(/^import: [\d,]+ entries read and checked…$/m);
-    expect(imported.stderr).toMatch(/^imported 4,999 entries into "copy" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged$/m);
+    expect(imported.stderr).toMatch(/^imported 4,999 entries into "copy" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged; 1 client group: 1 client record written$/m);
     // Readers, so that the CLI's imports below may claim the file (a store that writes holds it).
     const original: SyncContext = { storage: sqliteStorage(new Database(file, { readonly: false }), { claim: false }), mutators: {}, onError: () => {} };
     const copy: SyncContext = { storage: sqliteStorage(new Database(join(work, 'copy.db')), { claim: false }), mutators: {}, onError: () => {} };
     expect(await fullPull(copy, 'copy')).toEqual(await fullPull(original, ''));
+    // Its client group came along, so its client goes on; --skip-clients leaves it out.
+    expect((await inspect(copy, 'copy')).groups).toMatchObject([{ userID: null, clientGroupID: 'g1', clients: { c1: 5_001 } }]);
+    const bare = sh(`viewsync import bare --sqlite copy.db --from '' --skip-clients < dump.ndjson`);
+    expect([bare.status, bare.stderr]).toEqual([0, expect.stringMatching(/^imported 4,999 entries into "bare" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged; 1 client group: skipped \(--skip-clients\)\n$/)]);
+    expect((await inspect(copy, 'bare')).groups).toEqual([]);
     // A reader that stops early closes the pipe: the export ends quietly, with status 0.
     const cut = sh(`bash -o pipefail -c "viewsync export '' --sqlite app.db --quiet | head -c 100 > /dev/null"`);
     expect([cut.status, cut.stderr]).toEqual([0, '']);
@@ -180,7 +185,7 @@ describe('the viewsync CLI, run as a process', () => {
     expect(imported.status, imported.stderr).toBe(0);
     const exported = sh(`${runtimes.deno} export s --sqlite runtimes.db --quiet`, { DENO_NO_UPDATE_CHECK: '1' });
     expect(exported.status, exported.stderr).toBe(0);
-    expect(exported.stdout.split('\n').slice(1)).toEqual(['{"key":"a","value":1}', '{"key":"b","value":{"ü":[true]}}', '{"viewsync":"end","entries":2}', '']);
+    expect(exported.stdout.split('\n').slice(1)).toEqual(['{"key":"a","value":1}', '{"key":"b","value":{"ü":[true]}}', '{"viewsync":"end","entries":2,"groups":0}', '']);
   });
 
   // The better-sqlite3 installed here was built for this Node; the releases .ci/lts installs are others.
@@ -193,6 +198,40 @@ describe('the viewsync CLI, run as a process', () => {
     const inspected = sh(`${otherNode} ${cli} inspect --sqlite other-node.db`);
     expect(inspected.status, inspected.stderr).toBe(0);
     expect(inspected.stdout).toMatch(/\bs\b.*\b1\b/);
+  });
+
+  it('moves a space between the SQLite files of a routed storage, finishes a second run, and inspects them as one store', async () => {
+    const a = await sqliteFile('route-a.db');
+    new Database(join(work, 'route-b.db')).close();
+    const stores = `--store a=${a} --store b=route-b.db --directory a`;
+    const before = JSON.parse(sh(`viewsync inspect '' --json ${stores}`).stdout) as { version: number; groups: Array<{ clientGroupID: string; clients: Record<string, number> }> };
+    const moved = sh(`viewsync move '' --to b ${stores}`);
+    expect(moved.status, moved.stderr).toBe(0);
+    expect(moved.stdout).toMatch(/^moved "" from "a" to "b": [\d,]+ rows copied in .+; its writes waited \d+ ms for the switch\n$/);
+    expect(moved.stderr).toMatch(/move: copying[^]*move: switching[^]*move: committed[^]*move: switched/);
+    // The space is the same space: its version, its client group and lastMutationID came along.
+    const after = JSON.parse(sh(`viewsync inspect '' --json ${stores}`).stdout) as typeof before;
+    expect(after.version).toBe(before.version);
+    expect(after.groups.map(({ clientGroupID, clients }) => [clientGroupID, clients])).toEqual([['g1', { c1: 5_001 }]]);
+    const all = JSON.parse(sh(`viewsync inspect --json ${stores}`).stdout) as { spaces: Array<{ space: string }> };
+    expect(all.spaces.map(({ space }) => space)).toEqual(['', 'other']);
+    // Of '', a.db keeps its route record and the directory's row (the directory is in a): the rows went.
+    expect((rows(a) as Array<{ key: string }>).filter(({ key }) => /^[a-z]\/\//.test(key)).map(({ key }) => key)).toEqual(['d//', 'r//']);
+    const again = sh(`viewsync move '' --to b ${stores}`);
+    expect([again.status, again.stdout]).toEqual([0, '"" is in "b" already; nothing to move\n']);
+    const usage: Array<[string, RegExp]> = [
+      [`viewsync move s --store a=${a}`, /move needs --to NAME/],
+      ['viewsync move s --to b --sqlite x.db', /give each as --store NAME=URL/],
+      [`viewsync move s --to b --store ${a} --store b=route-b.db`, /is not NAME=URL/],
+      [`viewsync move s --to b --store a=${a} --store a=route-b.db`, /names "a" twice/],
+      [`viewsync inspect --store a=${a} --directory z`, /--directory "z" is not one of the --store names/],
+    ];
+    for (const [line, message] of usage) {
+      const run = sh(line);
+      expect(run.status, line).toBe(2);
+      expect(run.stderr, line).toMatch(message);
+    }
+    expect(sh(`viewsync move s --to c ${stores}`)).toMatchObject({ status: 2, stderr: expect.stringMatching(/--to "c" is not one of the --store names \(a, b\)/) });
   });
 
   it('gc removes what the retention lets go', async () => {
