@@ -1,20 +1,37 @@
+import { compareUTF8 } from '../base/utf8.js';
+import type { DumpedGroup } from '../sync/dumped-groups.js';
+import type { Limits } from '../sync/limits.js';
 import { DumpError } from './lines.js';
 
 /**
- * The dump format of `exportSpace` and `importSpace`, format 2: NDJSON, UTF-8. The first line is
- * a header, `{"viewsync":"space","format":2,"space":…,"exported":…}`; each line after it is one
+ * The dump format of `exportSpace` and `importSpace`, format 3: NDJSON, UTF-8. The first line is
+ * a header, `{"viewsync":"space","format":3,"space":…,"exported":…}`. Each line after it is one
  * live entry, `{"key":…,"value":…}`, in strictly ascending key order (UTF-8 byte order, as keys
- * sort everywhere in viewsync), which lets an import replace a space of any size in one pass;
- * the last line is the end line, `{"viewsync":"end","entries":…}`, with the number of entries.
+ * sort everywhere in viewsync), which lets an import replace a space of any size in one pass.
  *
- * The end line is written only once the export has read the whole space, so a dump cut short
- * anywhere (an export that failed or was killed midway, a full disk) lacks it, and an import
- * refuses it: without it, a replace would delete every entry after the cut. Its count also
- * catches lines lost or added in between. A checksum would catch more (a value changed in
- * place), but no export writes such a dump, and a seed written by hand would need one too.
+ * Then come the space's client groups, read from the same snapshot as the entries (a
+ * lastMutationID is good only with the data it was read with), so that an import lets their
+ * clients go on where they were: a group with its user (null: anonymous requests) and its
+ * clients' lastMutationIDs, `{"group":…,"user":…,"clients":{"<clientID>":<lastMutationID>,…}}`,
+ * or a group housekeeping expired, `{"group":…,"user":…,"expired":true}`, whose clients then
+ * get ClientStateNotFound on the target too. Groups come in the order of the store's keys for
+ * them (`groupOrder`: the user, `-` for none, then the group, with `%` and `/` escaped, UTF-8
+ * byte order), each once; a group whose clients outgrow a line of {@link GROUP_LINE_CHARS}
+ * takes several consecutive lines, each line's clients all after the previous line's (client
+ * IDs in UTF-8 byte order).
  *
- * Format 1, written by viewsync 0.1, is the same without the end line, so a whole one
- * cannot be told from a cut one: an import reads it only when told to (`allowFormat1`).
+ * The last line is the end line, `{"viewsync":"end","entries":…,"groups":…}`, with the number of
+ * entries and of client groups. It is written only once the export has read the whole space, so
+ * a dump cut short anywhere (an export that failed or was killed midway, a full disk) lacks it,
+ * and an import refuses it: without it, a replace would delete every entry after the cut, and
+ * clients past the cut would lose their pending mutations. Its counts also catch lines lost or
+ * added in between. A checksum would catch more (a value changed in place), but no export
+ * writes such a dump, and a seed written by hand would need one too.
+ *
+ * Format 2, written before client groups were dumped, is the same without them (and without
+ * `groups` in its end line): it is read as it always was. Format 1, written by viewsync 0.1, is
+ * format 2 without the end line, so a whole one cannot be told from a cut one: an import reads it
+ * only when told to (`allowFormat1`).
  */
 export const DUMP_KIND = 'space';
 
@@ -22,7 +39,10 @@ export const DUMP_KIND = 'space';
 export const DUMP_END = 'end';
 
 /** The format this viewsync writes. */
-export const DUMP_FORMAT = 2;
+export const DUMP_FORMAT = 3;
+
+/** The format before client groups, read as it always was. */
+export const FORMAT_WITHOUT_GROUPS = 2;
 
 /** The format before the end line, read only with `allowFormat1`. */
 export const FORMAT_WITHOUT_END = 1;
@@ -42,7 +62,15 @@ export interface DumpEnd {
   viewsync: typeof DUMP_END;
   /** How many entry lines came before it. */
   entries: number;
+  /** How many client groups came before it (a group may take several lines). */
+  groups: number;
 }
+
+/**
+ * The longest line a group's clients fill before the rest go on the next line: far more than most
+ * groups need, and small enough that an import holds any line of a dump in little memory.
+ */
+export const GROUP_LINE_CHARS = 65_536;
 
 /** The header line, with its newline. */
 export function headerLine(space: string, now: number): string {
@@ -50,9 +78,28 @@ export function headerLine(space: string, now: number): string {
   return JSON.stringify(header) + '\n';
 }
 
+/** A client group's lines, each with its newline: one, unless its clients outgrow {@link GROUP_LINE_CHARS}. */
+export function groupLines(group: DumpedGroup): string {
+  const head = `{"group":${JSON.stringify(group.group)},"user":${JSON.stringify(group.user)},`;
+  if ('expired' in group) return `${head}"expired":true}\n`;
+  // Sorted here: an object's own order puts IDs like "10" first, as numbers.
+  const clients = Object.entries(group.clients).sort(([a], [b]) => compareUTF8(a, b)).map(([id, lmid]) => `${JSON.stringify(id)}:${lmid}`);
+  const lines: string[][] = [[]];
+  let chars = 0;
+  for (const client of clients) {
+    if (lines.at(-1)!.length > 0 && head.length + chars + client.length + 16 > GROUP_LINE_CHARS) {
+      lines.push([]);
+      chars = 0;
+    }
+    lines.at(-1)!.push(client);
+    chars += client.length + 1;
+  }
+  return lines.map((line) => `${head}"clients":{${line.join(',')}}}\n`).join('');
+}
+
 /** The end line, with its newline. */
-export function endLine(entries: number): string {
-  const end: DumpEnd = { viewsync: DUMP_END, entries };
+export function endLine(entries: number, groups: number): string {
+  const end: DumpEnd = { viewsync: DUMP_END, entries, groups };
   return JSON.stringify(end) + '\n';
 }
 
@@ -68,8 +115,8 @@ export interface HeaderRules {
   mode: 'replace' | 'merge';
 }
 
-/** Checks line `line`, the dump's header; returns whether the dump must close with an end line (format 2). */
-export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): { closed: boolean } {
+/** Checks line `line`, the dump's header; returns the dump's format (1, 2 or 3). */
+export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): { format: number } {
   const header = parsed as { viewsync?: unknown; format?: unknown; space?: unknown } | null;
   if (typeof header !== 'object' || header === null || Array.isArray(header) || header.viewsync !== DUMP_KIND) {
     throw new DumpError(line, `is not a viewsync dump's header: it should be an object with "viewsync": "${DUMP_KIND}"`);
@@ -82,8 +129,8 @@ export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): 
         `Export it again with this viewsync (format ${DUMP_FORMAT}), or, if you know the dump is whole, import it with allowFormat1: true (CLI: --allow-format-1)`,
     );
   }
-  if (header.format !== DUMP_FORMAT && header.format !== FORMAT_WITHOUT_END) {
-    throw new DumpError(line, `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads format ${DUMP_FORMAT} (and ${FORMAT_WITHOUT_END}, with allowFormat1)`);
+  if (header.format !== DUMP_FORMAT && header.format !== FORMAT_WITHOUT_GROUPS && header.format !== FORMAT_WITHOUT_END) {
+    throw new DumpError(line, `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads formats ${DUMP_FORMAT} and ${FORMAT_WITHOUT_GROUPS} (and ${FORMAT_WITHOUT_END}, with allowFormat1)`);
   }
   if ('space' in header) {
     if (typeof header.space !== 'string') throw new DumpError(line, `is a header whose "space" is not a string (${JSON.stringify(header.space)})`);
@@ -94,7 +141,7 @@ export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): 
       throw new DumpError(line, `is the header of a dump of space ${JSON.stringify(header.space)}, not ${JSON.stringify(expected)}${remedy}`);
     }
   }
-  return { closed: header.format === DUMP_FORMAT };
+  return { format: header.format };
 }
 
 /** Whether a parsed line is an end line (or an attempt at one): an entry never has `viewsync`. */
@@ -102,14 +149,19 @@ export function isEndLine(parsed: unknown): boolean {
   return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && (parsed as { viewsync?: unknown }).viewsync === DUMP_END;
 }
 
-/** Checks line `line`, the end line, against the `entries` read before it. */
-export function checkEnd(parsed: unknown, line: number, entries: number): void {
-  const claimed = (parsed as { entries?: unknown }).entries;
-  if (typeof claimed !== 'number' || !Number.isSafeInteger(claimed) || claimed < 0) {
-    throw new DumpError(line, `is an end line without a count of entries: it should be {"viewsync":"${DUMP_END}","entries":N}`);
+/** Checks line `line`, the end line of a dump of `format`, against the entries and client groups read before it. */
+export function checkEnd(parsed: unknown, line: number, format: number, read: { entries: number; groups: number }): void {
+  const end = parsed as { entries?: unknown; groups?: unknown };
+  const shape = format === DUMP_FORMAT ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M}` : `{"viewsync":"${DUMP_END}","entries":N}`;
+  if (!isCount(end.entries)) throw new DumpError(line, `is an end line without a count of entries: it should be ${shape}`);
+  if (end.entries !== read.entries) {
+    throw new DumpError(line, `is the dump's end line, which counts ${end.entries} entries, but ${read.entries} came before it: lines were lost or added, so nothing was imported`);
   }
-  if (claimed !== entries) {
-    throw new DumpError(line, `is the dump's end line, which counts ${claimed} entries, but ${entries} came before it: lines were lost or added, so nothing was imported`);
+  // Format 2 has no client groups; what else its end line holds was never read.
+  if (format !== DUMP_FORMAT) return;
+  if (!isCount(end.groups)) throw new DumpError(line, `is an end line without a count of client groups: a format-${DUMP_FORMAT} dump's is ${shape}`);
+  if (end.groups !== read.groups) {
+    throw new DumpError(line, `is the dump's end line, which counts ${end.groups} client groups, but ${read.groups} came before it: lines were lost or added, so nothing was imported`);
   }
 }
 
@@ -119,4 +171,23 @@ export function missingEnd(line: number): DumpError {
     line,
     `is its last, and not its end line, {"viewsync":"${DUMP_END}","entries":…}: the dump was cut short (an export that failed or was stopped midway?), so nothing was imported`,
   );
+}
+
+/** Whether a parsed line of a format-3 dump is a client group's (or an attempt at one): an entry never has `group`. */
+export function isGroupLine(parsed: unknown): boolean {
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && 'group' in parsed;
+}
+
+/**
+ * The longest line an import must take: an entry within the key and value limits (a key escaped
+ * at worst 6 characters per byte), or a group's line, {@link GROUP_LINE_CHARS} or one client
+ * whose IDs are each as long as `limits.idBytes` allows.
+ */
+export function longestLine(limits: Limits): number {
+  return Math.max(6 * limits.keyBytes + limits.valueBytes + 32, GROUP_LINE_CHARS, 3 * 6 * limits.idBytes + 64);
+}
+
+/** Whether `value` is a count or a lastMutationID: a safe integer, 0 or more. */
+export function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

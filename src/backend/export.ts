@@ -1,7 +1,8 @@
 import type { SyncContext } from '../context/context.js';
+import { exportGroups } from '../sync/dumped-groups.js';
 import { exportPages } from '../sync/export-pages.js';
 import { checkSpace } from './transact.js';
-import { endLine, headerLine } from './dump.js';
+import { endLine, groupLines, headerLine } from './dump.js';
 
 /** Options for {@link exportSpace}. */
 export interface ExportOptions {
@@ -12,15 +13,25 @@ export interface ExportOptions {
    * Default: 30,000.
    */
   idleMs?: number;
+  /** Told how far the export got, once per page read: for a progress line. */
+  onProgress?: (progress: ExportProgress) => void;
+}
+
+/** How far an export got: what it has handed its reader. */
+export interface ExportProgress {
+  entries: number;
+  /** Client groups, which come after the entries. */
+  groups: number;
 }
 
 /**
- * The live entries of `space` as a stream of NDJSON lines (UTF-8): a header line with the
- * format's version, then one line per entry in key order, then an end line with their count (see
- * dump.ts), read from one consistent snapshot a page at a time, as fast as the reader takes them,
- * so memory stays bounded for a space of any size. The snapshot is taken at the first read, not
- * when this is called. The end line comes only once every entry has been read: a stream that
- * fails or is cancelled before has none, and an import refuses what it wrote.
+ * The live entries of `space` and its client groups as a stream of NDJSON lines (UTF-8): a
+ * header line with the format's version, then one line per entry in key order, then each client
+ * group with its clients' lastMutationIDs (or the marker of an expired one), then an end line
+ * with their counts (see dump.ts), read from one consistent snapshot a page at a time, as fast as
+ * the reader takes them, so memory stays bounded for a space of any size. The snapshot is taken
+ * at the first read, not when this is called. The end line comes only once everything has been
+ * read: a stream that fails or is cancelled before has none, and an import refuses what it wrote.
  *
  * On PostgreSQL the snapshot holds no lock. On the SQLite, memory and Durable Object stores it
  * holds back the space's commits until the stream ends (pushes wait, none fail): write to a file
@@ -49,19 +60,32 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
       };
     });
 
-  /** Writes the header and the entries; resolves to how many entries, or undefined once cancelled. */
+  /** Hands the reader `text`, and waits until it wants more; false once cancelled. */
+  const send = async (text: string, counts: ExportProgress): Promise<boolean> => {
+    if (cancelled) return false;
+    controller.enqueue(encoder.encode(text));
+    options.onProgress?.({ ...counts });
+    if ((controller.desiredSize ?? 1) <= 0) await wanted();
+    return true;
+  };
+
+  /** Writes the header, the entries and the client groups; resolves to how many of each, or undefined once cancelled. */
   const run = () =>
     ctx.storage.transaction(async (tx) => {
-      let entries = 0;
+      const counts: ExportProgress = { entries: 0, groups: 0 };
       controller.enqueue(encoder.encode(headerLine(space, (ctx.clock ?? Date.now)())));
       const pages = exportPages(tx, space);
       for await (const page of pages) {
-        if (cancelled) return void (await pages.return(undefined));
-        entries += page.entries;
-        controller.enqueue(encoder.encode(page.text));
-        if ((controller.desiredSize ?? 1) <= 0) await wanted();
+        counts.entries += page.entries;
+        if (!(await send(page.text, counts))) return void (await pages.return(undefined));
       }
-      return entries;
+      // In the same snapshot as the entries: a client's lastMutationID goes with the data it saw.
+      const groups = exportGroups(tx, space);
+      for await (const page of groups) {
+        counts.groups += page.length;
+        if (!(await send(page.map(groupLines).join(''), counts))) return void (await groups.return(undefined));
+      }
+      return counts;
     }, { readOnly: true, space });
 
   return new ReadableStream<Uint8Array>(
@@ -73,10 +97,10 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
         if (started) return void demand?.();
         started = true;
         run().then(
-          (entries) => {
-            if (cancelled || entries === undefined) return;
+          (counts) => {
+            if (cancelled || counts === undefined) return;
             // Only once the snapshot was read to its end: a stream that failed before has no end line.
-            controller.enqueue(encoder.encode(endLine(entries)));
+            controller.enqueue(encoder.encode(endLine(counts.entries, counts.groups)));
             controller.close();
           },
           (error: unknown) => cancelled || controller.error(error),

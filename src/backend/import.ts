@@ -5,9 +5,11 @@ import { afterChange } from '../context/after-change.js';
 import { compareUTF8, fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import { frozenJSONCopy } from '../sync/frozen-json.js';
 import { runInGroup } from '../sync/group-commit.js';
-import { applyStep, stage, stagingID, unstage } from '../sync/import-batch.js';
+import { type GroupLine, type SkippedClient, stageGroups } from '../sync/dumped-groups.js';
+import { type ApplyAt, applyStep, stage, stagingID, unstage } from '../sync/import-batch.js';
 import type { Limits } from '../sync/limits.js';
-import { checkEnd, checkHeader, type HeaderRules, isEndLine, missingEnd } from './dump.js';
+import { checkEnd, checkHeader, DUMP_FORMAT, type HeaderRules, isEndLine, isGroupLine, longestLine, missingEnd } from './dump.js';
+import { GroupSection } from './group-lines.js';
 import { DumpError, type DumpSource, lines } from './lines.js';
 import { checkSpace } from './transact.js';
 
@@ -29,6 +31,13 @@ export interface ImportOptions {
    * replace would delete every entry after the cut. Only for a dump known to be whole. Default: false.
    */
   allowFormat1?: boolean;
+  /**
+   * Whether the dump's client groups (format 3) are imported, so that their clients go on where
+   * they were: the next mutation of each is the one after its lastMutationID, and none at or below
+   * it runs again. False for a seed or a template, whose clients are not the target's: their lines
+   * are still checked. Default: true.
+   */
+  clients?: boolean;
   /** Told how far the import got, about once per thousand entries: for a progress line. */
   onProgress?: (progress: ImportProgress) => void;
 }
@@ -51,27 +60,45 @@ export interface ImportResult {
   written: number;
   /** Entries deleted because the dump lacks them (`'replace'` only). */
   deleted: number;
+  /** Client groups in the dump (none in a format-2 dump). */
+  groups: number;
+  /**
+   * Client records written: new ones, and those whose lastMutationID the dump raised. A
+   * lastMutationID is never lowered: where the space holds a higher one, it stays.
+   */
+  clients: number;
+  /**
+   * The dump's client records that were not written, and why: a client the space has in another
+   * group (it stays there), or whose group the space expired (its clients start over).
+   */
+  skipped: SkippedClient[];
 }
+
+export type { SkippedClient };
 
 /**
  * Reads a dump made by {@link exportSpace} (or by hand: see dump.ts) from `source`, a stream or
  * async iterable of bytes or strings cut anywhere, and brings `space` to it.
  *
  * It works in two phases. First the whole dump is read, checked line by line (JSON, the header's
- * format and space, keys in ascending order, the key and value limits, the end line and its
- * count) and written to a staging area of the space, a batch per transaction, in bounded memory.
- * A bad line, or a dump that stops before its end line (an export that failed midway), rejects
- * with a {@link DumpError} naming the line, the staging area is removed, and the space is as it
- * was. Then the staged entries are applied in batches of a thousand keys, each a transaction
- * queued with the space's pushes, taking a new version like a push, so clients at any cookie get
- * a correct patch. A merge of up to a thousand entries is one transaction, and so is a replace
- * when the dump and the space each hold up to a thousand; a larger import is not atomic: a pull
+ * format and space, keys in ascending order, the key and value limits, the client groups' IDs,
+ * lastMutationIDs and order, the end line and its counts) and written to staging areas of the
+ * space, a batch per transaction, in bounded memory. A bad line, or a dump that stops before its
+ * end line (an export that failed midway), rejects with a {@link DumpError} naming the line, the
+ * staging areas are removed, and the space is as it was. Then the staged entries are applied in
+ * batches of a thousand keys, each a transaction queued with the space's pushes, taking a new
+ * version like a push, so clients at any cookie get a correct patch; then the client groups (a
+ * format-3 dump's), each client written as a push writes it, so that its next push and pull go on
+ * from its lastMutationID (see `applyGroups` for what the space keeps where it knows more). A
+ * merge of up to a thousand entries and clients is one transaction, and so is a replace when the
+ * dump and the space each hold up to a thousand entries; a larger import is not atomic: a pull
  * during the apply may see part of it, and a crash midway leaves part of it applied (run it
  * again). Run one import of a space at a time.
  *
  * @example
- * // A seed: a file in the dump format, made by hand (no "space" in its header) or exported from 'template'.
- * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace', from: 'template' });
+ * // A seed: a file in the dump format, made by hand (no "space" in its header) or exported from
+ * // 'template', whose clients are not acme's.
+ * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace', from: 'template', clients: false });
  */
 export async function importSpace(ctx: SyncContext, space: string, source: DumpSource, options: ImportOptions): Promise<ImportResult> {
   checkSpace(space);
@@ -81,28 +108,31 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
   const limits = limitsOf(ctx);
   const id = stagingID(clockOf(ctx).now);
   const progress = (phase: ImportProgress['phase'], entries: number, applied: number) => options.onProgress?.({ phase, entries, applied });
-  let entries: number;
+  let read: { entries: number; groups: number };
   try {
-    entries = await read(ctx, space, id, source, limits, rules, (count) => progress('reading', count, 0));
+    read = await readDump(ctx, space, id, source, limits, rules, options.clients !== false, (count) => progress('reading', count, 0));
   } catch (error) {
     await drop(ctx, space, id);
     throw error;
   }
-  const result: ImportResult = { entries, written: 0, deleted: 0 };
+  const result: ImportResult = { ...read, written: 0, deleted: 0, clients: 0, skipped: [] };
   try {
-    let after: string | undefined;
-    do {
+    let at: ApplyAt = { after: undefined, entriesDone: false };
+    for (let done = false; !done; ) {
       const clock = clockOf(ctx);
       const step = await runInGroup(ctx.storage, space, async (tx) => ({
-        result: await applyStep(tx, space, id, after, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined }),
+        result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined }),
         keep: true,
       }));
-      after = step.after;
+      done = step.done;
+      at = { after: step.after, entriesDone: step.entriesDone };
       result.written += step.written;
       result.deleted += step.deleted;
+      result.clients += step.clients;
+      result.skipped.push(...step.skipped);
       if (step.changed) afterChange(ctx, space, { operation: 'importSpace', space });
-      progress('applying', entries, result.written + result.deleted);
-    } while (after !== undefined);
+      progress('applying', read.entries, result.written + result.deleted);
+    }
   } catch (error) {
     await drop(ctx, space, id).catch(() => {});
     throw error;
@@ -110,27 +140,29 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
   return result;
 }
 
-/** Reads and checks the dump into import `id`'s staging area; resolves to its number of entries. */
-async function read(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, rules: HeaderRules, told: (entries: number) => void): Promise<number> {
-  // The longest line an entry within the limits makes: a key escaped at worst 6 characters per byte.
-  const maxChars = 6 * limits.keyBytes + limits.valueBytes + 32;
-  let header: { closed: boolean } | undefined;
+/** Reads and checks the dump into import `id`'s staging areas (its client groups only when `withClients`); resolves to what it holds. */
+async function readDump(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, rules: HeaderRules, withClients: boolean, told: (entries: number) => void): Promise<{ entries: number; groups: number }> {
+  let format: number | undefined;
   /** The end line's number, once read. */
   let end: number | undefined;
   /** The last line that is not blank. */
   let last = 0;
   let previous: string | undefined;
   let count = 0;
+  const section = new GroupSection(limits);
   let batch: Array<readonly [string, JSONValue]> = [];
+  let groups: GroupLine[] = [];
   let bytes = 0;
   const flush = async () => {
-    const entries = batch;
-    batch = [];
-    bytes = 0;
-    await ctx.storage.transaction((tx) => stage(tx, space, id, entries), { readOnly: false, space });
+    const [entries, lines] = [batch, groups];
+    [batch, groups, bytes] = [[], [], 0];
+    await ctx.storage.transaction(async (tx) => {
+      await stage(tx, space, id, entries);
+      await stageGroups(tx, space, id, lines);
+    }, { readOnly: false, space });
     told(count);
   };
-  for await (const { text, number } of lines(source, maxChars)) {
+  for await (const { text, number } of lines(source, longestLine(limits))) {
     if (text.trim() === '') continue;
     last = number;
     if (end !== undefined) throw new DumpError(number, `comes after the dump's end line (line ${end}): a dump ends there (were two dumps joined?), so nothing was imported`);
@@ -140,30 +172,36 @@ async function read(ctx: SyncContext, space: string, id: string, source: DumpSou
     } catch (error) {
       throw new DumpError(number, `is not JSON (${(error as Error).message})`);
     }
-    if (header === undefined) {
-      header = checkHeader(parsed, number, rules);
+    if (format === undefined) {
+      ({ format } = checkHeader(parsed, number, rules));
       continue;
     }
-    if (header.closed && isEndLine(parsed)) {
-      checkEnd(parsed, number, count);
+    if (format > 1 && isEndLine(parsed)) {
+      checkEnd(parsed, number, format, { entries: count, groups: section.groups });
       end = number;
       continue;
     }
-    const [key, value] = checkEntry(parsed, number, limits);
-    if (previous !== undefined && compareUTF8(previous, key) >= 0) {
-      throw new DumpError(number, `has key ${quote(key)}, which is not after the previous line's ${quote(previous)}: a dump lists each key once, in ascending order (UTF-8 bytes)`);
+    if (format === DUMP_FORMAT && isGroupLine(parsed)) {
+      const line = section.read(parsed, number);
+      if (withClients) groups.push(line);
+    } else {
+      const [key, value] = checkEntry(parsed, number, limits);
+      if (section.groups > 0) throw new DumpError(number, 'is an entry after the client groups: a dump lists its entries first, then its client groups');
+      if (previous !== undefined && compareUTF8(previous, key) >= 0) {
+        throw new DumpError(number, `has key ${quote(key)}, which is not after the previous line's ${quote(previous)}: a dump lists each key once, in ascending order (UTF-8 bytes)`);
+      }
+      previous = key;
+      count++;
+      batch.push([key, value]);
     }
-    previous = key;
-    count++;
-    batch.push([key, value]);
     bytes += text.length;
-    if (batch.length >= BATCH || bytes >= BATCH_CHARS) await flush();
+    if (batch.length + groups.length >= BATCH || bytes >= BATCH_CHARS) await flush();
   }
-  if (header === undefined) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
+  if (format === undefined) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
   // What every cut of an export comes to: the lines before the cut are whole, the end is not there.
-  if (header.closed && end === undefined) throw missingEnd(last);
-  if (batch.length > 0) await flush();
-  return count;
+  if (format > 1 && end === undefined) throw missingEnd(last);
+  if (batch.length + groups.length > 0) await flush();
+  return { entries: count, groups: section.groups };
 }
 
 function checkEntry(parsed: unknown, line: number, limits: Limits): [string, JSONValue] {

@@ -3,6 +3,7 @@ import type { RangeRead, RangeRow, Storage, StorageTransaction, StoredValue, Tra
 import { eachRow } from '../storage/each-row.js';
 import { ROUTE_PREFIX, SpaceKeys } from '../sync/keys.js';
 import { type Placement, placementOf } from './placement.js';
+import { checkRoute, Elsewhere, inUseHere, type RouteCheck, RoutedTransaction } from './route-check.js';
 import { type RouteRecord, routeRecordOf } from './route-record.js';
 import { isUnreachable } from '../storage/unreachable.js';
 
@@ -229,107 +230,12 @@ export function isRouted(storage: Storage): storage is RoutedStorage {
 
 const routers = new WeakSet<Storage>();
 
-/** What a transaction checks of a space's route record in the store it runs in. */
-interface RouteCheck {
-  key: string;
-  space: string;
-  store: string;
-  home: string;
-  readOnly: boolean;
-  now: number;
-  /** Set once the record refused this store: every later operation of the transaction fails. */
-  refused: Elsewhere | undefined;
-}
-
-/** Thrown inside a store's transaction whose copy of the space is not the one to use: the router goes where `record` says. */
-class Elsewhere extends Error {
-  override name = 'Elsewhere';
-  constructor(readonly record: RouteRecord | undefined) {
-    super('This store does not hold the copy of the space in use');
-  }
-}
-
-/**
- * Throws {@link Elsewhere} unless this store's copy may be used: the one in use (`here`, or no
- * record in the space's home), or one being moved away (`moving`), which reads go on using and
- * writes wait for, until the move's lease runs out; a write after that takes the space back.
- */
-function checkRoute(check: RouteCheck, value: StoredValue | undefined, tx?: StorageTransaction): Promise<void> | void {
-  const record = routeRecordOf(value, check.space, check.store);
-  if (record?.state === 'moving' && !check.readOnly && check.now >= record.until && tx !== undefined) {
-    // The mover is gone (or too slow): this write ends its switch, and its commit will see so.
-    return tx.put(check.key, { state: 'here' });
-  }
-  if (record?.state === 'moving' ? !check.readOnly : !inUseHere(check, record)) throw (check.refused = new Elsewhere(record));
-}
-
-/** Whether a store whose record of the space is `record` holds the copy in use. */
-function inUseHere(check: Pick<RouteCheck, 'store' | 'home'>, record: RouteRecord | undefined): boolean {
-  return record === undefined ? check.store === check.home : record.state === 'here' || record.state === 'moving';
-}
-
 /** Makes an `incoming` copy whose source has passed its commit point the copy in use (step 5 of a move). */
 async function promote(store: Storage, key: string, record: RouteRecord & { state: 'incoming' }, space: string, name: string): Promise<void> {
   await store.transaction(async (tx) => {
     const now = routeRecordOf(await tx.get(key), space, name);
     if (now?.state === 'incoming' && now.move === record.move && now.complete !== undefined) await tx.put(key, { state: 'here', from: record.from, move: record.move });
   }, { readOnly: false, space });
-}
-
-/**
- * A store's transaction, which reads the space's route record with its first read and refuses
- * to go on when the record says the copy in use is elsewhere.
- */
-class RoutedTransaction implements StorageTransaction {
-  readonly #tx: StorageTransaction;
-  readonly #check: RouteCheck;
-  #checked: Promise<void> | undefined;
-  readonly getMany: (keys: readonly string[]) => Promise<Array<StoredValue | undefined>>;
-  readonly scanText: StorageTransaction['scanText'];
-
-  constructor(tx: StorageTransaction, check: RouteCheck) {
-    this.#tx = tx;
-    this.#check = check;
-    this.getMany = (keys) => this.#read(keys);
-    this.scanText = tx.scanText && (async (options) => (await this.#ready(), tx.scanText!(options)));
-  }
-
-  async get(key: string): Promise<StoredValue | undefined> {
-    return (await this.#read([key]))[0];
-  }
-
-  async put(key: string, value: StoredValue): Promise<void> {
-    await this.#ready();
-    return this.#tx.put(key, value);
-  }
-
-  async del(key: string): Promise<void> {
-    await this.#ready();
-    return this.#tx.del(key);
-  }
-
-  async scan(options: Parameters<StorageTransaction['scan']>[0]) {
-    await this.#ready();
-    return this.#tx.scan(options);
-  }
-
-  /** Reads `keys`, the route record with them when it has not been read yet. */
-  async #read(keys: readonly string[]): Promise<Array<StoredValue | undefined>> {
-    const tx = this.#tx;
-    const many = (list: readonly string[]) => (tx.getMany ? tx.getMany(list) : Promise.all(list.map((key) => tx.get(key))));
-    if (this.#checked !== undefined) {
-      await this.#checked;
-      return many(keys);
-    }
-    const both = many([this.#check.key, ...keys]);
-    this.#checked = both.then(([route]) => checkRoute(this.#check, route, tx));
-    await this.#checked;
-    return (await both).slice(1);
-  }
-
-  #ready(): Promise<void> {
-    return (this.#checked ??= this.#tx.get(this.#check.key).then((route) => checkRoute(this.#check, route, this.#tx)));
-  }
 }
 
 function spaceOf(options: { space?: string | undefined }): string {

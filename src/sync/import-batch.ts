@@ -3,14 +3,16 @@ import { compareUTF8 } from '../base/utf8.js';
 import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { globalVersion } from './global-version.js';
+import { applyGroups, groupsArea, noteExpired, type SkippedClient } from './dumped-groups.js';
 import { decodeVersion, encodeVersion, SpaceKeys, spaceOfStaging, STAGING_PREFIX } from './keys.js';
 import type { Entry } from './records.js';
 import type { SessionClock, SpaceSession } from './strategy.js';
 
 /**
- * The storage side of `importSpace`: a dump's entries are first written to a staging area of
- * the space, a batch per transaction, and applied from there only once the whole dump has been
- * read and checked, so that a dump refused at any line changes nothing the space's clients see.
+ * The storage side of `importSpace`: a dump's entries and client groups are first written to
+ * staging areas of the space, a batch per transaction, and applied from there only once the
+ * whole dump has been read and checked, so that a dump refused at any line changes nothing the
+ * space's clients see.
  */
 
 /** A new import's name: its start time first, so housekeeping can tell an abandoned one's age. */
@@ -47,44 +49,81 @@ export async function stage(tx: StorageTransaction, space: string, id: string, e
   for (const [key, value] of entries) await tx.put(area + key, value as StoredValue);
 }
 
-/** Removes up to `limit` rows of import `id`'s staging area; true when none is left. */
+/** Removes up to `limit` rows of import `id`'s staging areas (entries, then client groups); true when none is left. */
 export async function unstage(tx: StorageTransaction, space: string, id: string, limit: number): Promise<boolean> {
-  const rows = await tx.scan({ prefix: new SpaceKeys(space).staging(id), limit });
-  for (const [row] of rows) await tx.del(row);
-  return rows.length < limit;
+  const keys = new SpaceKeys(space);
+  let left = limit;
+  for (const area of [keys.staging(id), groupsArea(keys, id)]) {
+    const rows = await tx.scan({ prefix: area, limit: left });
+    for (const [row] of rows) await tx.del(row);
+    left -= rows.length;
+    if (left === 0) return false;
+  }
+  return true;
 }
 
-/** Where an apply stands: every key up to `after` is done; undefined once every key is. */
-export interface ApplyStep {
+/** Where an apply stands: every entry up to `after` is done, all of them once `entriesDone`; then the client groups. */
+export interface ApplyAt {
   after: string | undefined;
+  entriesDone: boolean;
+}
+
+/** What a step of an apply did, and where the apply stands after it. */
+export interface ApplyStep extends ApplyAt {
+  /** Whether the whole import is applied. */
+  done: boolean;
   /** Entries the step wrote (new or changed). */
   written: number;
   /** Entries the step deleted (replace only). */
   deleted: number;
+  /** Client records the step wrote (new, or their lastMutationID raised). */
+  clients: number;
+  /** Client records of the dump the step did not write, and why. */
+  skipped: SkippedClient[];
   /** Whether the step changed the space (it then took a new version). */
   changed: boolean;
 }
 
 /**
- * One step of applying import `id`: walks the staged entries (and, to replace, the space's live
+ * One step of applying import `id`, in one new version, as a push's changes take: a step of its
+ * entries (see {@link applyEntries}) and, once they are all done, of its client groups (see
+ * `applyGroups`), in the same transaction: an import of a few of each is one, so no pull sees
+ * its data without the lastMutationIDs that go with it.
+ */
+export async function applyStep(tx: StorageTransaction, space: string, id: string, at: ApplyAt, options: { replace: boolean; limit: number; clock: SessionClock; prefixIndex: boolean }): Promise<ApplyStep> {
+  const keys = new SpaceKeys(space);
+  const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex });
+  let { after, entriesDone } = at;
+  let entries = { written: 0, deleted: 0 };
+  if (!entriesDone) {
+    ({ after, ...entries } = await applyEntries(tx, session, keys, id, after, options));
+    entriesDone = after === undefined;
+  }
+  const groups = entriesDone ? await applyGroups(tx, session, keys, id, options.limit, options.clock.now) : undefined;
+  const changed = await session.commit();
+  if (groups?.expired) await noteExpired(tx, keys);
+  return { after, entriesDone, done: groups?.done ?? false, ...entries, clients: groups?.written ?? 0, skipped: groups?.skipped ?? [], changed };
+}
+
+/**
+ * A step of applying import `id`'s entries: walks the staged entries (and, to replace, the space's live
  * entries) together, in key order, from just after `after`, at most `limit` of each, and makes
  * the space agree with the dump over that range. A staged entry whose value differs from the live one (or
  * that is missing) is written; with `replace`, a live entry the dump lacks is deleted. Equal
  * entries keep their version, so clients download only what the import changed. Each staged row
- * is removed once applied. The step's changes take one new version, as a push's do.
+ * is removed once applied. Resolves with where the entries stand: undefined once all are done.
  */
-export async function applyStep(
+async function applyEntries(
   tx: StorageTransaction,
-  space: string,
+  session: SpaceSession,
+  keys: SpaceKeys,
   id: string,
   after: string | undefined,
-  options: { replace: boolean; limit: number; clock: SessionClock; prefixIndex: boolean },
-): Promise<ApplyStep> {
+  options: { replace: boolean; limit: number },
+): Promise<{ after: string | undefined; written: number; deleted: number }> {
   const { limit } = options;
-  const keys = new SpaceKeys(space);
   const area = keys.staging(id);
   const staged = await tx.scan({ prefix: area, start: after === undefined ? undefined : { key: area + after, exclusive: true }, limit });
-  const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex });
   // A replace walks the space's live entries beside the dump's, to find those the dump lacks; a
   // merge needs only the entries the dump names, however large the space.
   const live = options.replace ? await liveFrom(session, after, limit) : [];
@@ -112,8 +151,7 @@ export async function applyStep(
     await session.del(key);
     deleted++;
   }
-  const changed = await session.commit();
-  return { after: bound, written, deleted, changed };
+  return { after: bound, written, deleted };
 }
 
 /** Up to `limit` live entries of the space after `after`, in key order. */

@@ -26,6 +26,8 @@ import { utf8Length } from '../base/utf8.js';
  * - `i/<space>/<import>/<key>`: an import's staging area (`importSpace`), the dump's entries
  *   checked and waiting to be applied; `<import>` starts with the time it began, so housekeeping
  *   can remove one a crashed import left;
+ * - `i/<space>/<import>.groups/<user>/<group>/<line>`: beside it, the dump's client groups
+ *   (dumped-groups.ts), each line of a group at its place among the group's lines;
  * - `r/<space>/`: in a routed store (`routedStorage`), whether this store's copy of the space is
  *   the one in use, or where the space went or is coming from (src/route/route-record.ts).
  *

@@ -11,7 +11,7 @@ import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, pull, push, testMutators } from '../support/helpers.js';
 import { testDatabase } from '../support/stores.js';
-import { chunked, dumpOf, rawContents, text } from './suite.js';
+import { chunked, dumpOf, NO_GROUPS, rawContents, text } from './suite.js';
 
 const database = testDatabase('migrate');
 let tables = 0;
@@ -36,13 +36,14 @@ describe('moving a space between stores', () => {
     }
     await push(sqlite, 'g', [mutation('c', 3001, 'del', { key: 'item/00007' }), mutation('c', 3002, 'put', { key: 'z\u0000nul', value: [null, 1.5, { '': '' }] })]);
     const dump = await text(exportSpace(sqlite, ''));
-    expect(dump.split('\n').length).toBe(1 + 3000 + 1 + 1);
+    // The header, the entries, g's client group, the end line and the empty text after it.
+    expect(dump.split('\n').length).toBe(1 + 3000 + 1 + 1 + 1);
 
     const targets = [context(postgresStore()), context(memoryStorage())];
     for (const target of targets) {
       // Some data already there, which a replace removes.
       await transact(target, '', (tx) => tx.set('old', 1));
-      expect(await importSpace(target, '', chunked(dump, 4096), { mode: 'replace' })).toEqual({ entries: 3000, written: 3000, deleted: 1 });
+      expect(await importSpace(target, '', chunked(dump, 4096), { mode: 'replace' })).toEqual({ entries: 3000, written: 3000, deleted: 1, groups: 1, clients: 1, skipped: [] });
     }
     const source = await everything(sqlite);
     expect(source.size).toBe(3000);
@@ -103,7 +104,7 @@ describe('moving a space between stores', () => {
       const result = await importSpace(ctx, '', [dumpOf([...expected])], { mode: 'replace' });
       // Of the 2,500 evens below 5,000, the 834 multiples of 6 are in the dump (the 417 multiples of 12
       // unchanged) and the other 1,666 go; the dump's 2,000 keys less those 417 are written.
-      expect(result).toEqual({ entries: 2_000, written: 1_583, deleted: 1_666 });
+      expect(result).toEqual({ entries: 2_000, written: 1_583, deleted: 1_666, ...NO_GROUPS });
       expect(await everything(ctx)).toEqual(expected);
       const { patch } = await pull(ctx, 'old', first.cookie);
       expect(applyPatch(applyPatch(new Map(), first.patch), patch)).toEqual(expected);
@@ -118,7 +119,7 @@ describe('moving a space between stores', () => {
       });
       const before = await pull(ctx, 'reader', null);
       const dump = dumpOf([['k/00000', 0], ['k/02500', 'changed'], ['k/99999', 'new']]);
-      expect(await importSpace(ctx, '', dump, { mode: 'merge' })).toEqual({ entries: 3, written: 2, deleted: 0 });
+      expect(await importSpace(ctx, '', dump, { mode: 'merge' })).toEqual({ entries: 3, written: 2, deleted: 0, ...NO_GROUPS });
       const after = await pull(ctx, 'reader', before.cookie);
       expect(after.patch).toEqual([{ op: 'put', key: 'k/02500', value: 'changed' }, { op: 'put', key: 'k/99999', value: 'new' }]);
       expect((after.cookie as { order: number }).order).toBe((before.cookie as { order: number }).order + 1);

@@ -45,11 +45,14 @@ export async function text(stream: ReadableStream<Uint8Array>): Promise<string> 
   return new Response(stream).text();
 }
 
-/** A dump in the format `exportSpace` writes (format 2): its header (with `header`'s fields), the entries, the end line. */
+/** A format-2 dump (entries only, as `exportSpace` wrote before client groups): its header (with `header`'s fields), the entries, the end line. */
 export function dumpOf(entries: ReadonlyArray<readonly [string, JSONValue]>, header: Record<string, JSONValue> = {}): string {
   const lines = [{ viewsync: 'space', format: 2, ...header }, ...entries.map(([key, value]) => ({ key, value })), { viewsync: 'end', entries: entries.length }];
   return lines.map((line) => JSON.stringify(line) + '\n').join('');
 }
+
+/** What an import of a dump without client groups (format 2, or a space none pushed to) says of them. */
+export const NO_GROUPS = { groups: 0, clients: 0, skipped: [] };
 
 /** A dump's lines as a stream cut into pieces of `size` characters, as a file or socket would deliver them. */
 export function chunked(dump: string, size = 7): ReadableStream<Uint8Array> {
@@ -252,20 +255,20 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       await transact(ctx, 'from', (tx) => tx.del('b/gone'));
       const dump = await text(exportSpace(ctx, 'from'));
       const lines = dump.trimEnd().split('\n');
-      expect(JSON.parse(lines[0]!)).toMatchObject({ viewsync: 'space', format: 2, space: 'from' });
+      expect(JSON.parse(lines[0]!)).toMatchObject({ viewsync: 'space', format: 3, space: 'from' });
       expect(lines.slice(1, -1).map((line) => JSON.parse(line) as unknown)).toEqual(entries.map(([key, value]) => ({ key, value })));
-      expect(JSON.parse(lines.at(-1)!)).toEqual({ viewsync: 'end', entries: 5 });
+      expect(JSON.parse(lines.at(-1)!)).toEqual({ viewsync: 'end', entries: 5, groups: 0 });
 
       await transact(ctx, 'to', (tx) => tx.set('stale', 1));
-      expect(await importSpace(ctx, 'to', chunked(dump), { mode: 'replace', from: 'from' })).toEqual({ entries: 5, written: 5, deleted: 1 });
+      expect(await importSpace(ctx, 'to', chunked(dump), { mode: 'replace', from: 'from' })).toEqual({ entries: 5, written: 5, deleted: 1, ...NO_GROUPS });
       const view = await read(ctx, 'to', (tx) => tx.scan().entries().toArray());
       expect(view).toEqual(entries);
       // The same dump again changes nothing.
-      expect(await importSpace(ctx, 'to', chunked(dump, 1000), { mode: 'replace', from: 'from' })).toEqual({ entries: 5, written: 0, deleted: 0 });
+      expect(await importSpace(ctx, 'to', chunked(dump, 1000), { mode: 'replace', from: 'from' })).toEqual({ entries: 5, written: 0, deleted: 0, ...NO_GROUPS });
       // Merge sets and keeps the rest.
       await transact(ctx, 'to', (tx) => tx.set('extra', true));
-      const merge = `${lines[0]}\n{"key":"a","value":2}\n{"viewsync":"end","entries":1}\n`;
-      expect(await importSpace(ctx, 'to', [merge], { mode: 'merge', from: 'from' })).toEqual({ entries: 1, written: 1, deleted: 0 });
+      const merge = `${lines[0]}\n{"key":"a","value":2}\n{"viewsync":"end","entries":1,"groups":0}\n`;
+      expect(await importSpace(ctx, 'to', [merge], { mode: 'merge', from: 'from' })).toEqual({ entries: 1, written: 1, deleted: 0, ...NO_GROUPS });
       expect(await read(ctx, 'to', (tx) => Promise.all([tx.get('a'), tx.get('extra'), tx.get('c')]))).toEqual([2, true, -0.5]);
     });
 
@@ -285,7 +288,7 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       const header = '{"viewsync":"space","format":2,"space":"","exported":"2026-11-24T00:00:00.000Z"}';
       const cases: Array<[string, number, RegExp]> = [
         ['', 1, /empty/],
-        ['{"viewsync":"space","format":3}\n', 1, /format 3; this viewsync reads format 2/],
+        ['{"viewsync":"space","format":4}\n', 1, /format 4; this viewsync reads formats 3 and 2/],
         [`${header}\n{"key":"a","value":1}\n{"key":"b","value":\n`, 3, /not JSON/],
         [`${header}\n{"key":"b","value":1}\n{"key":"a","value":1}\n`, 3, /not after/],
         [`${header}\n{"key":"a","value":1}\n{"key":"a","value":2}\n`, 3, /not after/],
@@ -312,7 +315,8 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       await push(ctx, 'g1', [mutation('c1', 1, 'del', { key: 'item/05' })]);
       const dump = await text(exportSpace(ctx, ''));
       const lines = dump.split('\n').slice(0, -1);
-      expect(lines).toHaveLength(1 + 11 + 1);
+      // The header, 11 entries, g1's client group, the end line.
+      expect(lines).toHaveLength(1 + 11 + 1 + 1);
       const before = await rawContents(ctx.storage);
       // Every cut: after each line but the last (a dump that stops at a line's end), before each
       // line's newline, and inside each line, at its middle and one character short.
@@ -338,7 +342,7 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       );
       // The whole dump, with or without its last newline, is taken, and changes nothing either.
       for (const whole of [dump, dump.slice(0, -1)]) {
-        expect(await importSpace(ctx, '', chunked(whole, 16), { mode: 'replace' })).toEqual({ entries: 11, written: 0, deleted: 0 });
+        expect(await importSpace(ctx, '', chunked(whole, 16), { mode: 'replace' })).toEqual({ entries: 11, written: 0, deleted: 0, groups: 1, clients: 0, skipped: [] });
       }
       expect(await rawContents(ctx.storage)).toEqual(before);
     });
@@ -357,7 +361,7 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
         [`${dump}{"key":"c","value":3}\n`, 'merge', 5, "line 5 of the dump comes after the dump's end line (line 4): a dump ends there (were two dumps joined?), so nothing was imported"],
         [`${dump}\n${dump}`, 'replace', 6, /comes after the dump's end line \(line 4\)/],
         [`${header}\n${dumpOf([]).split('\n')[1]}\n\n${header}\n`, 'replace', 4, /comes after the dump's end line \(line 2\)/],
-        [format1, 'replace', 1, /^line 1 of the dump is the header of a format-1 dump, which has no end line: if it was cut short \(an export that failed midway\), nothing shows it, and a replace would delete every entry after the cut\. Export it again with this viewsync \(format 2\), or, if you know the dump is whole, import it with allowFormat1: true \(CLI: --allow-format-1\)$/],
+        [format1, 'replace', 1, /^line 1 of the dump is the header of a format-1 dump, which has no end line: if it was cut short \(an export that failed midway\), nothing shows it, and a replace would delete every entry after the cut\. Export it again with this viewsync \(format 3\), or, if you know the dump is whole, import it with allowFormat1: true \(CLI: --allow-format-1\)$/],
         [format1, 'merge', 1, /a merge would set only the entries before the cut\. .* allowFormat1: true/],
         [dumpOf(entries, { space: 'globex' }), 'replace', 1, 'line 1 of the dump is the header of a dump of space "globex", not "acme": to import it into "acme" anyway, pass from: "globex" (CLI: --from "globex")'],
         [dumpOf(entries, { space: 7 }), 'merge', 1, /whose "space" is not a string/],
@@ -372,12 +376,12 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       await expect(importSpace(ctx, 'acme', [dumpOf(entries, { space: 'globex' })], { mode: 'merge', from: 'initech' })).rejects.toThrow('line 1 of the dump is the header of a dump of space "globex", not "initech" (options.from)');
       expect(await rawContents(ctx.storage)).toEqual(before);
 
-      expect(await importSpace(ctx, 'acme', [format1], { mode: 'replace', allowFormat1: true })).toEqual({ entries: 2, written: 2, deleted: 1 });
+      expect(await importSpace(ctx, 'acme', [format1], { mode: 'replace', allowFormat1: true })).toEqual({ entries: 2, written: 2, deleted: 1, ...NO_GROUPS });
       expect(await read(ctx, 'acme', (tx) => tx.scan().entries().toArray())).toEqual(entries);
       // A dump of another space, named; a dump made by hand without a space goes anywhere.
-      expect(await importSpace(ctx, 'acme', [dumpOf([['c', 3]], { space: 'globex' })], { mode: 'merge', from: 'globex' })).toEqual({ entries: 1, written: 1, deleted: 0 });
-      expect(await importSpace(ctx, 'initech', [dumpOf(entries)], { mode: 'replace' })).toEqual({ entries: 2, written: 2, deleted: 0 });
-      expect(await importSpace(ctx, 'empty', [dumpOf([])], { mode: 'replace' })).toEqual({ entries: 0, written: 0, deleted: 0 });
+      expect(await importSpace(ctx, 'acme', [dumpOf([['c', 3]], { space: 'globex' })], { mode: 'merge', from: 'globex' })).toEqual({ entries: 1, written: 1, deleted: 0, ...NO_GROUPS });
+      expect(await importSpace(ctx, 'initech', [dumpOf(entries)], { mode: 'replace' })).toEqual({ entries: 2, written: 2, deleted: 0, ...NO_GROUPS });
+      expect(await importSpace(ctx, 'empty', [dumpOf([])], { mode: 'replace' })).toEqual({ entries: 0, written: 0, deleted: 0, ...NO_GROUPS });
     });
 
     it('inspect lists spaces with their entries, size, version and groups, and one space’s clients', async (ctx) => {
