@@ -7,8 +7,8 @@ export { checkHealth, type Health, type HealthOptions } from './server/health.js
 export { collectGarbage, type CollectOptions, type Collected } from './context/collect-garbage.js';
 export { transact, mutate, type TransactOptions } from './backend/transact.js';
 export { read, type ReadOptions } from './backend/read.js';
-export { exportSpace, type ExportOptions } from './backend/export.js';
-export { importSpace, type ImportOptions, type ImportProgress, type ImportResult } from './backend/import.js';
+export { exportSpace, type ExportOptions, type ExportProgress } from './backend/export.js';
+export { importSpace, type ImportOptions, type ImportProgress, type ImportResult, type SkippedClient } from './backend/import.js';
 export { DumpError, type DumpSource } from './backend/lines.js';
 export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type StagingSummary } from './backend/inspect.js';
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
