@@ -6,6 +6,7 @@ import { utf8Length } from '../base/utf8.js';
 import { SpaceKeys } from '../sync/keys.js';
 import { quotaOf, type SpaceQuota } from '../sync/quota.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
+import { isRouted } from '../route/routed-storage.js';
 import { checkSpace } from './transact.js';
 
 /** One space at a glance. */
@@ -17,6 +18,8 @@ export interface SpaceSummary {
   bytes: number;
   /** What the space may hold, when `SyncContext.quotas` gives it a quota: compare with `entries` and `bytes`. */
   quota?: SpaceQuota;
+  /** On a routed storage (`routedStorage`): the name of the store that holds the space. */
+  store?: string;
   /** The space's version: how many pushes (and backend writes) changed it. 0: never written. */
   version: number;
   /** Client groups that pushed and are not expired. */
@@ -88,6 +91,7 @@ export async function inspect(ctx: SyncContext, space?: string): Promise<{ space
 async function survey(ctx: SyncContext, space: string): Promise<{ summary: SpaceSummary; groups: GroupSummary[] }> {
   const storage = ctx.storage;
   const quota = quotaOf(ctx.quotas, space);
+  const store = isRouted(storage) ? await storage.locate(space) : undefined;
   const keys = new SpaceKeys(space);
   const meta = (await storage.transaction((tx) => tx.get(keys.meta), { readOnly: true, space })) as Meta | undefined;
   let entries = 0;
@@ -131,7 +135,7 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const active = list.filter((group) => !group.expired);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
   return {
-    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()] },
+    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()] },
     groups: list,
   };
 }

@@ -178,10 +178,11 @@ function printStaging(spaces: SpaceSummary[]): void {
 /** The spaces' table; a QUOTA column (the share of each bound used) when a quota was given. */
 function summaryTable(spaces: SpaceSummary[]): string {
   const quotas = spaces.some((summary) => summary.quota !== undefined);
+  const stores = spaces.some((summary) => summary.store !== undefined);
   const rows = spaces.map((summary) => [
-    JSON.stringify(summary.space), count(summary.entries), size(summary.bytes), ...(quotas ? [quotaCell(summary, size)] : []), String(summary.version), String(summary.clientGroups), date(summary.lastActivity),
+    JSON.stringify(summary.space), ...(stores ? [summary.store ?? ''] : []), count(summary.entries), size(summary.bytes), ...(quotas ? [quotaCell(summary, size)] : []), String(summary.version), String(summary.clientGroups), date(summary.lastActivity),
   ]);
-  return table(rows, ['SPACE', 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY']);
+  return table(rows, ['SPACE', ...(stores ? ['STORE'] : []), 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY']);
 }
 
 /** Moves the space, telling each phase on stderr as it starts: a log shows where a killed move stopped. */

@@ -213,8 +213,9 @@ describe('the viewsync CLI, run as a process', () => {
     const after = JSON.parse(sh(`viewsync inspect '' --json ${stores}`).stdout) as typeof before;
     expect(after.version).toBe(before.version);
     expect(after.groups.map(({ clientGroupID, clients }) => [clientGroupID, clients])).toEqual([['g1', { c1: 5_001 }]]);
-    const all = JSON.parse(sh(`viewsync inspect --json ${stores}`).stdout) as { spaces: Array<{ space: string }> };
-    expect(all.spaces.map(({ space }) => space)).toEqual(['', 'other']);
+    const all = JSON.parse(sh(`viewsync inspect --json ${stores}`).stdout) as { spaces: Array<{ space: string; store: string }> };
+    expect(all.spaces.map(({ space, store }) => [space, store])).toEqual([['', 'b'], ['other', 'a']]);
+    expect(sh(`viewsync inspect ${stores}`).stdout).toMatch(/^SPACE\s+STORE\s+ENTRIES/);
     // Of '', a.db keeps its route record and the directory's row (the directory is in a): the rows went.
     expect((rows(a) as Array<{ key: string }>).filter(({ key }) => /^[a-z]\/\//.test(key)).map(({ key }) => key)).toEqual(['d//', 'r//']);
     const again = sh(`viewsync move '' --to b ${stores}`);

@@ -28,7 +28,7 @@ describe('routedStorage', () => {
     expect([await holds(stores.x, 'us-1'), await holds(stores.x, 'eu-1'), await holds(stores.y, 'eu-1'), await holds(stores.y, 'us-1')]).toEqual([true, false, true, false]);
     const pulled = await (await pullFrom(ctx, 'eu-1', 'g', null)).json();
     expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 'eu-1' }] });
-    expect((await inspect(ctx)).spaces.map(({ space }) => space)).toEqual(['eu-1', 'us-1']);
+    expect((await inspect(ctx)).spaces.map(({ space, store }) => [space, store])).toEqual([['eu-1', 'y'], ['us-1', 'x']]);
     await expect(collectGarbage(ctx)).resolves.toMatchObject({ clientGroups: 0 });
   });
 
