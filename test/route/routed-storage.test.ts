@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { collectGarbage, inspect, memoryStorage, moveSpace, type Storage } from '../../src/index.js';
+import { collectGarbage, exportSpace, importSpace, inspect, memoryStorage, moveSpace, read, type Storage, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
@@ -65,6 +65,16 @@ describe('routedStorage', () => {
     expect(await (await pullFrom(ctx, 's', 'g', null)).json()).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 'kept' }] });
     expect((await pushTo(ctx, 's', 'g', [mutation('c', 2, 'put', { key: 'k', value: 'still' })])).status).toBe(200);
     expect([await holds(stores.fresh, 's'), (await (await pullFrom(before, 's', 'g', null)).json()).patch]).toEqual([false, [{ op: 'clear' }, { op: 'put', key: 'k', value: 'still' }]]);
+  });
+
+  it("runs the backend door in each space's store: transact, read, export and import", async () => {
+    const stores = { x: memoryStorage(), y: memoryStorage() };
+    const ctx = spaceContext(routedStorage({ stores, place: (space) => (space === 'one' ? 'x' : 'y') }));
+    await transact(ctx, 'one', (tx) => tx.set('k', 'in x'));
+    expect(await read(ctx, 'one', (tx) => tx.get('k'))).toBe('in x');
+    await importSpace(ctx, 'two', exportSpace(ctx, 'one'), { mode: 'replace', from: 'one' });
+    expect(await read(ctx, 'two', (tx) => tx.get('k'))).toBe('in x');
+    expect([await holds(stores.x, 'one'), await holds(stores.y, 'two'), await holds(stores.x, 'two')]).toEqual([true, true, false]);
   });
 
   it('refuses a transaction that names no space, and options that cannot work', async () => {
