@@ -6,7 +6,7 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { handlePoke, memoryStorage, type Storage, storeNotifier, type SyncContext, transact } from '../../src/index.js';
+import { handlePoke, memoryStorage, routedStorage, type Storage, storeNotifier, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/postgres.js';
 import { testMutators } from '../support/helpers.js';
 import { EventReader } from './sse.js';
@@ -125,5 +125,26 @@ describe('storeNotifier when the store fails', () => {
     await stream.cancel();
     a.notifier.close();
     b.notifier.close();
+  });
+});
+
+describe('on a routed storage', () => {
+  it("reads each watched space in its own store: a commit pokes its space's streams on another instance, and a store that is down stops only its own", async () => {
+    let down = false;
+    const inner = memoryStorage();
+    const flaky: Storage = { transaction: (fn, options) => (down ? Promise.reject(Object.assign(new Error('gone'), { code: 'ECONNREFUSED' })) : inner.transaction(fn, options)) };
+    const members = { up: memoryStorage(), flaky };
+    const place = (space: string) => (space === 'lost' ? 'flaky' : 'up');
+    const [a, b] = [instance(routedStorage({ stores: members, place })), instance(routedStorage({ stores: members, place }))];
+    const [kept, lost] = [await subscribe(b, 'kept'), await subscribe(b, 'lost')];
+    down = true;
+    await transact(a, 'kept', (tx) => tx.set('k', 1));
+    await kept.until(() => kept.pokes >= 1, 2_000);
+    expect(lost.pokes).toBe(0);
+    down = false;
+    await transact(a, 'lost', (tx) => tx.set('k', 1));
+    await lost.until(() => lost.pokes >= 1, 2_000);
+    for (const ctx of [a, b]) ctx.notifier.close();
+    await Promise.all([kept.cancel(), lost.cancel()]);
   });
 });
