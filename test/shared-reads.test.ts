@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { handlePull, HTTPError, type JSONValue, memoryStorage, type Storage, type SyncContext } from '../src/index.js';
+import { countingPool } from './support/counting-pool.js';
 import { mutation, post, pull, pullBody, push, testContext } from './support/helpers.js';
-import pg from 'pg';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { withReadMany } from './support/read-many.js';
 import { onEveryStore, withPostgres } from './support/stores.js';
@@ -84,17 +84,7 @@ describe('planned reads: a pull that can tell what it will read reads it in one 
 
   it('on PostgreSQL through a pg Pool, an up-to-date pull and one a few changes behind are one statement each: no BEGIN, no COMMIT', async () => {
     if (!withPostgres || process.env.DATABASE_URL === undefined) return;
-    const statements: string[] = [];
-    const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
-    const counted = {
-      async connect() {
-        const client = await pool.connect();
-        return Object.assign(Object.create(client) as typeof client, {
-          query: (text: string, params?: unknown[]) => (statements.push(text.split(' ').slice(0, 2).join(' ')), client.query(text, params)),
-          release: (destroy?: boolean) => client.release(destroy),
-        });
-      },
-    };
+    const { pool, counted, statements } = countingPool(process.env.DATABASE_URL);
     const schema = `planned_${process.pid}`;
     try {
       const ctx = testContext({ storage: postgresStorage(counted, { schema }) });

@@ -4,12 +4,12 @@
  * its own spaces, and spaceless transactions are refused plainly.
  */
 import { describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { collectGarbage, exportSpace, importSpace, inspect, memoryStorage, moveSpace, read, type Storage, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { SpaceKeys } from '../../src/sync/keys.js';
+import { countingPool } from '../support/counting-pool.js';
 import { mutation } from '../support/helpers.js';
 import { withReadMany } from '../support/read-many.js';
 import { withPostgres } from '../support/stores.js';
@@ -105,17 +105,7 @@ describe('routedStorage', () => {
 
   it('on PostgreSQL through a pg Pool, a routed up-to-date pull is still one statement', async () => {
     if (!withPostgres || process.env.DATABASE_URL === undefined) return;
-    const statements: string[] = [];
-    const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
-    const counted = {
-      async connect() {
-        const client = await pool.connect();
-        return Object.assign(Object.create(client) as typeof client, {
-          query: (text: string, params?: unknown[]) => (statements.push(text.split(' ').slice(0, 2).join(' ')), client.query(text, params)),
-          release: (destroy?: boolean) => client.release(destroy),
-        });
-      },
-    };
+    const { pool, counted, statements } = countingPool(process.env.DATABASE_URL);
     const schema = `routed_${process.pid}`;
     try {
       const ctx = spaceContext(routedStorage({ stores: { only: postgresStorage(counted, { schema }) } }));
