@@ -135,7 +135,10 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
    */
   const run = async <T>(space: string, readOnly: boolean, work: (store: Storage, check: RouteCheck) => Promise<T>): Promise<[T, string]> => {
     const keys = new SpaceKeys(space);
-    const start = await home(space);
+    const start = await home(space).catch((error: unknown) => {
+      // The directory's store, or one asked where a new space's data is, is down: try again later.
+      throw isUnreachable(error) ? new TemporaryError(`The stores could not say where space ${JSON.stringify(space)} is: one is unavailable`, { cause: error }) : error;
+    });
     let name = found.get(space) ?? start;
     /** The move whose source sent us here, to tell a copy it made complete from one it left half made. */
     let via: { from: string; move: string } | undefined;

@@ -135,5 +135,12 @@ describe('routedStorage', () => {
     expect((await pushTo(ctx, 'up', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
     down = false;
     expect((await pushTo(ctx, 'down', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+    // With a directory in the store that is down, spaces this process has not placed yet wait for it; those it knows go on.
+    const directed = spaceContext(routedStorage({ stores: { up: memoryStorage(), down: failing }, directory: 'down', place: () => 'up' }));
+    expect((await pushTo(directed, 'known', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])).status).toBe(200);
+    down = true;
+    expect((await pushTo(directed, 'known', 'g', [mutation('c', 2, 'put', { key: 'k', value: 2 })])).status).toBe(200);
+    const unplaced = await pushTo(directed, 'new', 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]);
+    expect([unplaced.status, unplaced.headers.get('retry-after')]).toEqual([503, '1']);
   });
 });
