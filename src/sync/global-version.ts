@@ -7,7 +7,7 @@ import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, FIRST_PAGE, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../base/utf8.js';
-import { entryBytes } from './quota.js';
+import { entryBytes, valueBytes } from './quota.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy, Usage } from './strategy.js';
 import { sharedOnce } from './shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
@@ -137,8 +137,8 @@ class GlobalVersionSession implements SpaceSession {
     for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) yield [...live(page, skip)];
   }
 
-  async put(key: string, value: JSONValue, valueBytes?: number): Promise<void> {
-    await this.#stamp(key, { ver: this.#version + 1, val: value }, undefined, valueBytes);
+  async put(key: string, value: JSONValue, knownBytes?: number): Promise<void> {
+    await this.#stamp(key, { ver: this.#version + 1, val: value }, undefined, knownBytes);
   }
 
   async del(key: string): Promise<void> {
@@ -286,7 +286,7 @@ class GlobalVersionSession implements SpaceSession {
   }
 
   /** Writes an entry at the next version and moves its version-index row there. */
-  async #stamp(key: string, entry: Entry, known?: Entry, valueBytes?: number): Promise<void> {
+  async #stamp(key: string, entry: Entry, known?: Entry, knownBytes?: number): Promise<void> {
     const tx = this.#tx;
     const keys = this.#keys;
     const old = known ?? ((await tx.get(keys.entry(key))) as Entry | undefined);
@@ -297,11 +297,11 @@ class GlobalVersionSession implements SpaceSession {
       const keyBytes = utf8Length(key);
       if (old !== undefined && !old.del) {
         usage.entries--;
-        usage.bytes -= keyBytes + utf8Length(JSON.stringify(old.val));
+        usage.bytes -= keyBytes + valueBytes(old.val);
       }
       if (!entry.del) {
         usage.entries++;
-        usage.bytes += keyBytes + (valueBytes ?? utf8Length(JSON.stringify(entry.val)));
+        usage.bytes += keyBytes + valueBytes(entry.val, knownBytes);
       }
     }
     if (old?.del && old.ver !== entry.ver) await tx.del(keys.tombstone(old.ver, key));

@@ -1,6 +1,6 @@
 import type { JSONValue } from '../protocol/json.js';
 import { QuotaExceededError } from '../base/errors.js';
-import { utf8Length } from '../base/utf8.js';
+import { jsonStringBytes, utf8Length } from '../base/utf8.js';
 import { DELETED } from './read-transaction.js';
 import type { SpaceSession, Usage } from './strategy.js';
 
@@ -29,7 +29,15 @@ export function quotaOf(quotas: Quotas | undefined, space: string): SpaceQuota |
 
 /** What an entry counts for in {@link Usage.bytes}. */
 export function entryBytes(key: string, value: JSONValue): number {
-  return utf8Length(key) + utf8Length(JSON.stringify(value));
+  return utf8Length(key) + valueBytes(value);
+}
+
+/** The UTF-8 bytes of `value`'s JSON text (`known`, when its writer measured it already). */
+export function valueBytes(value: JSONValue, known?: number): number {
+  if (known !== undefined) return known;
+  // A string, the commonest value, is measured without making its JSON text.
+  if (typeof value === 'string') return jsonStringBytes(value);
+  return typeof value === 'object' && value !== null ? utf8Length(JSON.stringify(value)) : String(value).length;
 }
 
 /**
