@@ -1,6 +1,7 @@
 import type { SyncContext } from '../context/context.js';
 import { eachRow } from '../storage/each-row.js';
 import { allSpaces } from '../context/collect-garbage.js';
+import { importOfArea } from '../sync/dumped-groups.js';
 import { stagingStarted } from '../sync/import-batch.js';
 import { utf8Length } from '../base/utf8.js';
 import { SpaceKeys } from '../sync/keys.js';
@@ -37,11 +38,11 @@ export interface SpaceSummary {
   staging: StagingSummary[];
 }
 
-/** An unfinished import's staging area: the dump's entries read so far. */
+/** An unfinished import's staging area: the dump's entries (and client group lines) read so far. */
 export interface StagingSummary {
   /** When the import began, in milliseconds since the epoch. */
   started: number;
-  /** Entries staged. */
+  /** Entries and client group lines staged. */
   rows: number;
   /** Their keys and values as UTF-8 JSON text, in bytes. */
   bytes: number;
@@ -105,11 +106,12 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const staging = new Map<string, StagingSummary>();
   await eachRow(storage, keys.stagingPrefix, (row, value) => {
     const rest = row.slice(keys.stagingPrefix.length);
-    const id = rest.slice(0, rest.indexOf('/'));
+    const name = rest.slice(0, rest.indexOf('/'));
+    const id = importOfArea(name);
     let area = staging.get(id);
     if (area === undefined) staging.set(id, (area = { started: stagingStarted(id), rows: 0, bytes: 0 }));
     area.rows++;
-    area.bytes += utf8Length(rest.slice(id.length + 1)) + utf8Length(JSON.stringify(value));
+    area.bytes += utf8Length(rest.slice(name.length + 1)) + utf8Length(JSON.stringify(value));
   }, space);
   const groups = new Map<string, GroupSummary>();
   const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {

@@ -67,8 +67,15 @@ export async function* exportGroups(tx: StorageTransaction, space: string): Asyn
 
 /** The staging area of import `id`'s client groups, beside that of its entries (`SpaceKeys.staging(id)`). */
 export function groupsArea(keys: SpaceKeys, id: string): string {
-  return keys.staging(id + '.groups');
+  return keys.staging(id + GROUPS);
 }
+
+/** The import a staging area's name (the key segment after the space) belongs to: both its areas are one import's. */
+export function importOfArea(area: string): string {
+  return area.endsWith(GROUPS) ? area.slice(0, -GROUPS.length) : area;
+}
+
+const GROUPS = '.groups';
 
 /** Writes checked group lines into import `id`'s staging area, each at its group's order and its place among the group's lines. */
 export async function stageGroups(tx: StorageTransaction, space: string, id: string, lines: readonly GroupLine[]): Promise<void> {

@@ -4,7 +4,9 @@
  * applying a mutation twice.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, DumpError, exportSpace, handlePull, handlePush, importSpace, type JSONValue, read, type Storage, type SyncContext, transact } from '../../src/index.js';
+import { collectGarbage, DumpError, exportSpace, handlePull, handlePush, importSpace, inspect, type JSONValue, read, type Storage, type SyncContext } from '../../src/index.js';
+import { stageGroups } from '../../src/sync/dumped-groups.js';
+import { stage, stagingID } from '../../src/sync/import-batch.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 import { chunked, dumpOf, rawContents, text } from './suite.js';
 
@@ -216,6 +218,27 @@ export function describeClientRecords(name: string, create: () => Storage): void
         }
       }
       await expect(importSpace(ctx, '', [dropped], { mode: 'merge' })).rejects.toThrow(`line ${lines.length - 1} of the dump is the dump's end line, which counts 4 client groups, but 3 came before it: lines were lost or added, so nothing was imported`);
+    });
+
+    it('a dump refused after its client groups were staged leaves no staging row; one a killed import left is one import to inspect, and housekeeping removes it', async () => {
+      const { ctx, clock } = context();
+      await push(ctx, 'alice', 'g1', [increment('c1', 1)]);
+      const before = await rawContents(ctx.storage);
+      // More group lines than a staging batch holds, then a bad one.
+      const groups = Array.from({ length: 1_200 }, (_, i) => ({ group: `g${String(i).padStart(4, '0')}`, user: null, clients: { c: i } }));
+      const bad = dump3([['a', 1]], groups).replace('{"viewsync":"end"', '{"group":"z","user":null,"clients":{"c":-1}}\n{"viewsync":"end"');
+      await expect(importSpace(ctx, '', [bad], { mode: 'merge' })).rejects.toThrow(/^line 1203 of the dump has client "c" with lastMutationID -1/);
+      expect(await rawContents(ctx.storage)).toEqual(before);
+
+      const id = stagingID(clock.now);
+      await ctx.storage.transaction(async (tx) => {
+        await stage(tx, '', id, [['a', 1]]);
+        await stageGroups(tx, '', id, [{ group: { group: 'g', user: null, clients: { c: 1 } }, index: 0 }]);
+      }, { readOnly: false, space: '' });
+      expect((await inspect(ctx, '')).staging).toEqual([{ started: clock.now, rows: 2, bytes: expect.any(Number) }]);
+      clock.now += 25 * 60 * 60 * SECOND;
+      await collectGarbage(ctx);
+      expect((await inspect(ctx, '')).staging).toEqual([]);
     });
 
     it('a format-2 dump (entries only) imports as it always did, and leaves the space’s clients as they are', async () => {
