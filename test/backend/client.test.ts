@@ -1,14 +1,15 @@
 /**
  * A backend write reaches the real `replicache` client (in Node, over fake-indexeddb, through the
  * Node adapter) on every store a Node server runs: the client polls never (`pullInterval: null`),
- * so what it shows came through the poke the write sent, and the pull that followed.
+ * so what it shows came through the poke the write sent, and the pull that followed. And a client
+ * whose space is exported and imported into another store, with writes pending, goes on there.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { afterEach, describe, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { ReadonlyJSONValue } from 'replicache';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { connectPokes } from '../../src/client/index.js';
-import { importSpace, memoryStorage, mutate, type Storage, transact } from '../../src/index.js';
+import { exportSpace, importSpace, memoryStorage, mutate, type Storage, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
@@ -60,5 +61,33 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
     await waitFor(async () => (await rep.experimentalPendingMutations()).length === 0, { message: 'the client’s second write to be confirmed' });
     await showing({ 'invoice/3': { paid: true }, 'invoice/4': { paid: false } });
     await waitFor(() => rep.logs.filter((entry) => entry.level === 'error').length === 0, { message: () => JSON.stringify(rep.logs) });
+  });
+
+  it('a client whose space moves to another store (export, import) with mutations pending goes on there: each applies once, none is lost', async () => {
+    const onError = (error: unknown) => console.error(error);
+    const source = { storage: create(), mutators: runtimeMutators, onError };
+    server = await serve(source, { port: 0 });
+    const port = Number(server.url.port);
+    const rep = clients.open({ name: uniqueName('moved'), pullInterval: null });
+    // Pushed at once; confirmed by the pull that reports its lastMutationID.
+    const confirmed = async () => (await rep.pull(), (await rep.experimentalPendingMutations()).length === 0);
+    await rep.mutate.put({ key: 'todo/1', value: 'before' });
+    await waitFor(confirmed, { message: 'the first write to be confirmed' });
+    // The old server goes down; the client's next writes wait, pending, while the space moves.
+    await server.stop();
+    await rep.mutate.put({ key: 'todo/2', value: 'during' });
+    await rep.mutate.put({ key: 'todo/3', value: 'during' });
+    expect(await rep.experimentalPendingMutations()).toHaveLength(2);
+    const dump = await new Response(exportSpace(source, '')).text();
+    const target = { storage: create(), mutators: runtimeMutators, onError };
+    expect(await importSpace(target, '', [dump], { mode: 'replace' })).toMatchObject({ groups: 1, clients: 1, skipped: [] });
+    server = await serve(target, { port });
+    await waitFor(confirmed, { timeout: 20_000, message: 'the pending writes to be confirmed by the new store' });
+    await waitFor(async () => (await rep.query((tx) => tx.scan({ prefix: 'todo/' }).entries().toArray())).length === 3, { message: 'the client to show its three writes' });
+    const dumped = await new Response(exportSpace(target, '')).text();
+    expect(dumped.split('\n').slice(1, 4)).toEqual(['{"key":"todo/1","value":"before"}', '{"key":"todo/2","value":"during"}', '{"key":"todo/3","value":"during"}']);
+    expect(dumped).toMatch(/"clients":\{"[^"]+":3\}\}\n/);
+    // Pushes to the stopped server failed meanwhile; what must not happen is a reset.
+    expect(rep.logs.filter((entry) => /ClientStateNotFound/.test(entry.message))).toEqual([]);
   });
 });
