@@ -10,7 +10,7 @@ export interface MoveOptions {
    * The longest the space's writes may wait while the move switches it over, in milliseconds:
    * pushes that come meanwhile wait (they do not fail), and if the switch has not finished by
    * then (a mover killed midway, a store too slow), the space takes writes again where it was and
-   * this move tries again, up to three times. Default: 2,000.
+   * this move tries again, up to three times. From 100 to 60,000; default: 2,000.
    */
   switchTimeoutMs?: number;
   /** Told how far the move got; the move waits for what it returns (a promise), so it can be slowed. */
@@ -54,7 +54,8 @@ export interface MoveResult {
 export async function moveSpaceBetween(storage: RoutedStorage, space: string, to: string, options: MoveOptions = {}): Promise<MoveResult> {
   const started = performance.now();
   const switchTimeoutMs = options.switchTimeoutMs ?? 2_000;
-  if (!Number.isFinite(switchTimeoutMs) || switchTimeoutMs < 100) throw new RangeError(`moveSpace: options.switchTimeoutMs must be at least 100 (ms), got ${switchTimeoutMs}`);
+  // Pushes wait out a switch holding their requests open: a minute is already longer than most clients wait.
+  if (!Number.isFinite(switchTimeoutMs) || switchTimeoutMs < 100 || switchTimeoutMs > 60_000) throw new RangeError(`moveSpace: options.switchTimeoutMs must be from 100 to 60,000 (ms), got ${switchTimeoutMs}`);
   const target = storage.stores[to];
   if (target === undefined) throw new RangeError(`moveSpace: no store is named ${JSON.stringify(to)} (the stores are ${Object.keys(storage.stores).join(', ')})`);
   const keys = new SpaceKeys(space);

@@ -153,9 +153,10 @@ describe('moveSpace', () => {
     expect((await pulled(ctx, 's', 'g', null)).patch).toContainEqual({ op: 'put', key: 'k', value: 2 });
   });
 
-  it('refuses a store it does not know, and a context with one store', async () => {
+  it('refuses a store it does not know, a switch timeout out of bounds, and a context with one store', async () => {
     const ctx = spaceContext(routedStorage({ stores: stores(), place: () => 'x' }));
     await expect(moveSpace(ctx, 's', 'nowhere')).rejects.toThrow(/no store is named "nowhere"/);
+    for (const switchTimeoutMs of [50, 600_000, Number.NaN]) await expect(moveSpace(ctx, 's', 'y', { switchTimeoutMs })).rejects.toThrow(/switchTimeoutMs must be from 100 to 60,000/);
     await expect(moveSpace(spaceContext(memoryStorage()), 's', 'x')).rejects.toThrow(/single store/);
   });
 });
