@@ -15,10 +15,10 @@ import { DumpError } from './lines.js';
  * clients' lastMutationIDs, `{"group":…,"user":…,"clients":{"<clientID>":<lastMutationID>,…}}`,
  * or a group housekeeping expired, `{"group":…,"user":…,"expired":true}`, whose clients then
  * get ClientStateNotFound on the target too. Groups come in the order of the store's keys for
- * them (`groupOrder`: the user, `-` for none, then the group, with `%` and `/` escaped, UTF-8
- * byte order), each once; a group whose clients outgrow a line of {@link GROUP_LINE_CHARS}
- * takes several consecutive lines, each line's clients all after the previous line's (client
- * IDs in UTF-8 byte order).
+ * them, each once: the UTF-8 byte order of `-/<group>` (anonymous) or `u<user>/<group>`, with `%`
+ * and `/` in the IDs escaped as `%25` and `%2F` (`groupOrder`). A group whose clients outgrow a
+ * line of {@link GROUP_LINE_CHARS} takes several consecutive lines, each line's clients all
+ * after the previous line's (client IDs in UTF-8 byte order).
  *
  * The last line is the end line, `{"viewsync":"end","entries":…,"groups":…}`, with the number of
  * entries and of client groups. It is written only once the export has read the whole space, so
