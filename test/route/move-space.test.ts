@@ -153,6 +153,19 @@ describe('moveSpace', () => {
     expect((await pulled(ctx, 's', 'g', null)).patch).toContainEqual({ op: 'put', key: 'k', value: 2 });
   });
 
+  it("moves spaces whose names hold '/', '%' and any character, and only them: a neighbour whose name starts the same stays", async () => {
+    const members = stores();
+    const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    const names = ['a/b', 'a%2Fb', 'a', 'ab', 'é\u0000\u{10FFFF}'];
+    for (const space of names) expect((await pushTo(ctx, space, 'g', [mutation('c', 1, 'put', { key: 'k', value: space })])).status).toBe(200);
+    for (const space of ['a/b', 'é\u0000\u{10FFFF}']) await moveSpace(ctx, space, 'y');
+    for (const space of names) {
+      expect((await pulled(ctx, space, 'g', null)).patch, space).toContainEqual({ op: 'put', key: 'k', value: space });
+      const moved = space === 'a/b' || space.startsWith('é');
+      expect((await rowsOf(members.x, space)) > 0, space).toBe(!moved);
+    }
+  });
+
   it('refuses a store it does not know, a switch timeout out of bounds, and a context with one store', async () => {
     const ctx = spaceContext(routedStorage({ stores: stores(), place: () => 'x' }));
     await expect(moveSpace(ctx, 's', 'nowhere')).rejects.toThrow(/no store is named "nowhere"/);
