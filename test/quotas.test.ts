@@ -83,6 +83,24 @@ onEveryStore('quotas', (store, create) => {
       ]);
     });
 
+    it('a write of several keys counts each against the value it replaces, in one read', async () => {
+      const { ctx } = context({ bytes: 20 });
+      await transact(ctx, '', (tx) => tx.set('a', 'xxxxxxxx'));
+      // a shrinks from 1 + 10 bytes to 1 + 2, b (1 + 1) and ccc (3 + 5) are new: 13 bytes.
+      await transact(ctx, '', async (tx) => {
+        await tx.set('a', '');
+        await tx.set('b', 1);
+        await tx.set('ccc', 22222);
+      });
+      expect(await counters(ctx.storage)).toEqual({ entries: 3, bytes: 13 });
+      // ccc grows by 5 and d (1 + 4) is new: 23. Keys of different lengths, one of them new, so
+      // that a value counted against the wrong key would give another sum.
+      await expect(transact(ctx, '', async (tx) => {
+        await tx.set('ccc', 'yyyyyyyy');
+        await tx.set('d', 'zz');
+      })).rejects.toThrow(/would hold 23 bytes of keys and values, over its quota of 20/);
+    });
+
     it('counters equal a recount after any puts, overwrites and deletes, by pushes and backend calls', async () => {
       const key = fc.constantFrom('a', 'b', 'c', 'é', '🙂', 'd/1');
       const value = fc.oneof(fc.integer(), fc.string({ unit: 'binary', maxLength: 8 }), fc.dictionary(fc.string({ maxLength: 3 }), fc.boolean(), { maxKeys: 3 }), fc.constant(null));

@@ -131,6 +131,11 @@ class GlobalVersionSession implements SpaceSession {
     return entry?.del ? undefined : entry?.val;
   }
 
+  async getMany(keys: readonly string[]): Promise<Array<JSONValue | undefined>> {
+    const entries = (await getMany(this.#tx, keys.map((key) => this.#keys.entry(key)))) as Array<Entry | undefined>;
+    return entries.map((entry) => (entry?.del ? undefined : entry?.val));
+  }
+
   async *scan(prefix: string, start?: { key: string; exclusive: boolean }) {
     const skip = this.#keys.entryPrefix.length;
     const from = start && { key: this.#keys.entry(start.key), exclusive: start.exclusive };

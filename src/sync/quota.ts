@@ -45,14 +45,16 @@ export function valueBytes(value: JSONValue, known?: number): number {
  * else undefined (a store's failure rejects: it is no verdict on the writes). Only a
  * write that grows the space is refused: one that deletes, or shrinks as much as it adds, is
  * always allowed, so a space over its quota (lowered since, or filled by an import) can get back
- * under. Reads each written key's current value: run only when a quota is set.
+ * under. Reads each written key's current value (in one read): run only when a quota is set.
  */
 export async function overQuota(session: SpaceSession, space: string, quota: SpaceQuota, writes: ReadonlyMap<string, JSONValue | typeof DELETED>): Promise<QuotaExceededError | undefined> {
   const now = await session.usage();
+  const olds = await session.getMany([...writes.keys()]);
   let entries = 0;
   let bytes = 0;
+  let i = 0;
   for (const [key, value] of writes) {
-    const old = await session.get(key);
+    const old = olds[i++];
     if (old !== undefined) {
       entries--;
       bytes -= entryBytes(key, old);

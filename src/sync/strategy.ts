@@ -75,6 +75,8 @@ export interface Usage {
 export interface SpaceSession {
   /** The live value at `key`, if any. */
   get(key: string): Promise<JSONValue | undefined>;
+  /** The live values at `keys`, in one read (a round trip on a database, not one per key). */
+  getMany(keys: readonly string[]): Promise<Array<JSONValue | undefined>>;
   /**
    * Live entries in key order, from `start` (or `prefix`) on, while keys start with `prefix`, a
    * page at a time: a consumer that stops early reads little, and one that reads on pays no
