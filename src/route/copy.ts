@@ -14,9 +14,10 @@ const PAGE = 1_000;
 
 /**
  * Copies every row of `space` from `source`, as of one snapshot, into `target`, a page per
- * transaction (the target's copy is not in use meanwhile); resolves with the snapshot's version.
+ * transaction, each of which `check` may refuse (the target's copy is not in use meanwhile);
+ * resolves with the snapshot's version.
  */
-export async function copyAll(source: Storage, target: Storage, space: string, copied: (rows: number) => void | Promise<void>): Promise<number> {
+export async function copyAll(source: Storage, target: Storage, space: string, check: (tx: StorageTransaction) => Promise<void>, copied: (rows: number) => void | Promise<void>): Promise<number> {
   const keys = new SpaceKeys(space);
   const { versioned, whole } = keys.rowPrefixes;
   // One snapshot: on PostgreSQL it holds no lock; on a store in process it holds the space's
@@ -29,6 +30,8 @@ export async function copyAll(source: Storage, target: Storage, space: string, c
         const page = await from.scan({ prefix, start: after === undefined ? undefined : { key: after, exclusive: true }, limit: PAGE });
         if (page.length > 0) {
           await target.transaction(async (to) => {
+            // In the page's own transaction: once another move takes the target over, no page of this one lands.
+            await check(to);
             for (const [key, value] of page) await to.put(key, value);
           }, { readOnly: false, space });
           await copied(page.length);
@@ -38,7 +41,7 @@ export async function copyAll(source: Storage, target: Storage, space: string, c
       }
     }
     // Last: the meta record says which version the rows above are of.
-    if (meta !== undefined) await target.transaction((to) => to.put(keys.meta, meta), { readOnly: false, space });
+    if (meta !== undefined) await target.transaction(async (to) => (await check(to), to.put(keys.meta, meta)), { readOnly: false, space });
     return meta?.version ?? 0;
   }, { readOnly: true, space });
 }

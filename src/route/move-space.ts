@@ -85,10 +85,11 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
   await swap(target, to, () => true, { state: 'incoming', from, move });
   await removeAll(target, space);
   let rows = 0;
-  let version = await copyAll(source, target, space, (count) => progress('copying', (rows += count)));
+  const stillOurs = (tx: StorageTransaction) => checkOurs(tx, keys, ours, space, to);
+  let version = await copyAll(source, target, space, stillOurs, (count) => progress('copying', (rows += count)));
   // 2. While the space takes writes: copy what changed, until little is left to copy in the switch.
   for (let pass = 0; pass < CATCH_UP_PASSES; pass++) {
-    const step = await catchUp(source, target, space, version, async (tx) => checkOurs(tx, keys, ours, space, to));
+    const step = await catchUp(source, target, space, version, stillOurs);
     version = step.version;
     rows += step.rows;
     await progress('catching-up', rows);
@@ -104,7 +105,7 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
     if (!(await swap(source, from, inUse, { state: 'moving', to, move, until }))) throw new Error(`moveSpace: space ${JSON.stringify(space)} left store ${JSON.stringify(from)} while it was being moved: is another move of it running?`);
     await progress('switching', rows);
     const last = await catchUp(source, target, space, version, async (tx, at) => {
-      await checkOurs(tx, keys, ours, space, to);
+      await stillOurs(tx);
       await tx.put(keys.route, { state: 'incoming', from, move, complete: at });
     });
     version = last.version;

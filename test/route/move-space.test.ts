@@ -166,6 +166,32 @@ describe('moveSpace', () => {
     }
   });
 
+  it('two moves of one space at once: one fails, the other moves it, and nothing of the first is left in the copy', async () => {
+    const members = stores();
+    const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    const pushers = new Pushers(ctx, 's', 2);
+    for (let i = 0; i < 3_000; i++) await pushTo(ctx, 's', 'seed', [mutation('seed', i + 1, 'put', { key: `seed/${i % 500}`, value: i })]);
+    let done = false;
+    const load = pushers.run(() => done);
+    // The second starts while the first copies its first pages.
+    let second: Promise<unknown> | undefined;
+    const first = moveSpace(ctx, 's', 'y', { onProgress: ({ phase }) => void (phase === 'copying' && (second ??= moveSpace(ctx, 's', 'y'))) });
+    const results = await Promise.allSettled([first, first.catch(() => {}).then(() => second)]);
+    done = true;
+    await load;
+    expect(results.map(({ status }) => status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(String((results.find(({ status }) => status === 'rejected') as PromiseRejectedResult).reason)).toMatch(/another move of space "s"/);
+    expect((await pulled(ctx, 's', 'g0', null)).patch).toContainEqual({ op: 'put', key: 'count', value: pushers.acknowledged });
+    // Every index row in the copy is of an entry at that version: none a page of the failed move left.
+    const keys = new SpaceKeys('s');
+    const versions = await members.y.transaction((tx) => tx.scan({ prefix: keys.versionPrefix }), { readOnly: true, space: 's' });
+    for (const [row] of versions) {
+      const key = row.slice(keys.versionPrefix.length + 15);
+      const entry = (await members.y.transaction((tx) => tx.get(keys.entry(key)), { readOnly: true, space: 's' })) as { ver: number };
+      expect(keys.version(entry.ver, key), key).toBe(row);
+    }
+  });
+
   it('refuses a store it does not know, a switch timeout out of bounds, and a context with one store', async () => {
     const ctx = spaceContext(routedStorage({ stores: stores(), place: () => 'x' }));
     await expect(moveSpace(ctx, 's', 'nowhere')).rejects.toThrow(/no store is named "nowhere"/);
