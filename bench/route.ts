@@ -13,6 +13,7 @@
  * (2), ONLY (throughput, move). Not part of `npm test`. Progress on stderr, the table on stdout.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { handlePush, moveSpace, routedStorage, type SyncContext } from '../src/index.js';
@@ -66,11 +67,22 @@ async function push(ctx: SyncContext, space: string, group: string, name: string
   return performance.now() - started;
 }
 
+/** The machine's CPU time so far, busy and idle, in ticks (/proc/stat). */
+function cpuTicks(): { busy: number; idle: number } {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
+  const idle = fields[3]! + fields[4]!;
+  return { busy: fields.reduce((sum, n) => sum + n, 0) - idle, idle };
+}
+
+/** The share of the machine's CPU time that was idle during the rounds of each setup. */
+const idleShare: Record<'one' | 'three', number[]> = { one: [], three: [] };
+
 /** Pushes per second: one pusher per space, back to back, for SECONDS. */
 async function throughput(ctx: SyncContext, label: string): Promise<number> {
   const spaces = Array.from({ length: 60 }, (_, i) => `${label}-${i}`);
   for (const space of spaces) await push(ctx, space, 'g', 'increment', { key: 'n' });
   let pushes = 0;
+  const before = cpuTicks();
   const until = performance.now() + SECONDS * 1000;
   await Promise.all(spaces.map(async (space) => {
     while (performance.now() < until) {
@@ -78,6 +90,8 @@ async function throughput(ctx: SyncContext, label: string): Promise<number> {
       pushes++;
     }
   }));
+  const after = cpuTicks();
+  idleShare[ctx === one ? 'one' : 'three'].push((after.idle - before.idle) / (after.idle - before.idle + after.busy - before.busy));
   return pushes / SECONDS;
 }
 
@@ -93,6 +107,8 @@ if (!ONLY || ONLY.includes('throughput')) {
   rows.push({ benchmark: 'pushes, 60 spaces, 1 server', value: m1, unit: 'pushes/s', note: `rounds: ${perSecond.one.map(Math.round).join(', ')}` });
   rows.push({ benchmark: 'pushes, 60 spaces, 3 servers', value: m3, unit: 'pushes/s', note: `rounds: ${perSecond.three.map(Math.round).join(', ')}` });
   rows.push({ benchmark: 'pushes, 3 servers / 1 server', value: m3 / m1, unit: 'x', note: 'same run, medians' });
+  const idle = (name: 'one' | 'three') => idleShare[name].map((share) => `${Math.round(share * 100)}%`).join(', ');
+  rows.push({ benchmark: 'CPU idle during the rounds', value: median([...idleShare.one, ...idleShare.three]) * 100, unit: '%', note: `1 server: ${idle('one')}; 3 servers: ${idle('three')}` });
 }
 
 if (!ONLY || ONLY.includes('move')) {
