@@ -5,7 +5,7 @@
  * whose space is exported and imported into another store, with writes pending, goes on there.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ReadonlyJSONValue } from 'replicache';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { connectPokes } from '../../src/client/index.js';
@@ -18,11 +18,24 @@ import { runtimeMutators } from '../runtime/app.js';
 import { testDatabase } from '../support/stores.js';
 
 const database = testDatabase('backend_client');
+/** On the real server, a schema per store made: a test that moves a space needs two stores, not one twice. */
+const schemas: string[] = [];
+afterAll(async () => {
+  for (const schema of schemas) await database?.sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+});
 
 const stores: Array<[string, () => Storage]> = [
   ['memoryStorage', () => memoryStorage()],
   ['sqliteStorage', () => sqliteStorage(openSQLite())],
-  [database === undefined ? 'postgresStorage (PGlite)' : 'postgresStorage (a real server)', () => postgresStorage(database?.sql ?? new PGlite(), { schema: database?.schema })],
+  [
+    database === undefined ? 'postgresStorage (PGlite)' : 'postgresStorage (a real server)',
+    () => {
+      if (database === undefined) return postgresStorage(new PGlite());
+      const schema = `${database.schema}_${schemas.length + 1}`;
+      schemas.push(schema);
+      return postgresStorage(database.sql, { schema });
+    },
+  ],
 ];
 
 describe.each(stores)('a backend write reaches the real client: %s', (_, create) => {
