@@ -77,6 +77,17 @@ describe('routedStorage', () => {
     expect([await holds(stores.x, 'one'), await holds(stores.y, 'two'), await holds(stores.x, 'two')]).toEqual([true, true, false]);
   });
 
+  it("serves views from each space's store, and a view's cookie stays good after its space moves", async () => {
+    const stores = { x: memoryStorage(), y: memoryStorage() };
+    const ctx = spaceContext(routedStorage({ stores, place: () => 'x' }), { view: async () => ['doc/'] });
+    expect((await pushTo(ctx, 's', 'g', [mutation('c', 1, 'put', { key: 'doc/1', value: 1 }), mutation('c', 2, 'put', { key: 'other/1', value: 1 })])).status).toBe(200);
+    const first = await (await pullFrom(ctx, 's', 'g', null)).json();
+    expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'doc/1', value: 1 }]);
+    await moveSpace(ctx, 's', 'y');
+    expect((await pushTo(ctx, 's', 'g', [mutation('c', 3, 'put', { key: 'doc/2', value: 2 }), mutation('c', 4, 'put', { key: 'other/2', value: 2 })])).status).toBe(200);
+    expect(await (await pullFrom(ctx, 's', 'g', first.cookie)).json()).toMatchObject({ lastMutationIDChanges: { c: 4 }, patch: [{ op: 'put', key: 'doc/2', value: 2 }] });
+  });
+
   it('refuses a transaction that names no space, and options that cannot work', async () => {
     const a = memoryStorage();
     const storage = routedStorage({ stores: { a } });
