@@ -4,7 +4,7 @@
  * its own spaces, and spaceless transactions are refused plainly.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, exportSpace, importSpace, inspect, memoryStorage, moveSpace, read, type Storage, transact } from '../../src/index.js';
+import { checkHealth, collectGarbage, exportSpace, handleRequest, importSpace, inspect, memoryStorage, moveSpace, read, type Storage, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
@@ -86,6 +86,19 @@ describe('routedStorage', () => {
     await moveSpace(ctx, 's', 'y');
     expect((await pushTo(ctx, 's', 'g', [mutation('c', 3, 'put', { key: 'doc/2', value: 2 }), mutation('c', 4, 'put', { key: 'other/2', value: 2 })])).status).toBe(200);
     expect(await (await pullFrom(ctx, 's', 'g', first.cookie)).json()).toMatchObject({ lastMutationIDChanges: { c: 4 }, patch: [{ op: 'put', key: 'doc/2', value: 2 }] });
+  });
+
+  it('is healthy while any store answers, and says which do not (without their errors)', async () => {
+    const broken: Storage = { transaction: () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:5432'), { code: 'ECONNREFUSED' })) };
+    const ctx = spaceContext(routedStorage({ stores: { up: memoryStorage(), down: broken } }));
+    expect(await checkHealth(ctx)).toMatchObject({ ok: true, status: 'ok', stores: { up: { ok: true }, down: { ok: false, reason: expect.stringMatching(/ECONNREFUSED/) } } });
+    const served = await handleRequest(new Request('http://localhost/health'), ctx);
+    expect(served.status).toBe(200);
+    const body = await served.json();
+    expect(body.stores.down).toEqual({ ok: false });
+    const none = spaceContext(routedStorage({ stores: { down: broken } }));
+    expect(await checkHealth(none)).toMatchObject({ ok: false, status: 'store-unavailable', reason: expect.stringMatching(/no store answered: down: connect ECONNREFUSED/) });
+    expect((await handleRequest(new Request('http://localhost/health'), none)).status).toBe(503);
   });
 
   it('refuses a transaction that names no space, and options that cannot work', async () => {
