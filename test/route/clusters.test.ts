@@ -183,10 +183,15 @@ if (!haveServers() || fastLoop) {
           expect(Math.max(...pusher.latencies.during), pusher.space).toBeLessThan(5_000);
         }
         clusters.c.start();
+        const restartedAt = Date.now();
         phase = 'after';
         const acknowledged = c.map((pusher) => pusher.acknowledged);
+        await waitFor(() => c.every((pusher, i) => pusher.acknowledged > acknowledged[i]!), { timeout: 30_000, message: "c's spaces taking pushes again" });
+        const recovered = Date.now() - restartedAt;
+        console.log(`c stopped for ${restartedAt - stoppedAt} ms; its spaces took pushes again ${recovered} ms after it was back`);
+        // The client's reconnect backoff is bounded to 1 s (cluster-server.ts); the pushers wait 70 ms after a 503.
+        expect(recovered).toBeLessThan(5_000);
         await waitFor(() => c.every((pusher, i) => pusher.acknowledged > acknowledged[i]! + 3), { timeout: 30_000, message: "c's spaces taking pushes again" });
-        console.log(`c down for ${Date.now() - stoppedAt} ms; its spaces took pushes again`);
       } finally {
         running = false;
         await load;
