@@ -4,11 +4,11 @@
  * is finished by running it again, and other spaces never wait.
  */
 import { describe, expect, it } from 'vitest';
-import { memoryStorage, moveSpace, type MoveProgress, type Storage, type SyncContext } from '../../src/index.js';
+import { importSpace, memoryStorage, moveSpace, type MoveProgress, type Storage, type SyncContext } from '../../src/index.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { SpaceKeys } from '../../src/sync/keys.js';
 import type { JSONValue } from '../../src/protocol/json.js';
-import { mutation } from '../support/helpers.js';
+import { applyPatch, mutation } from '../support/helpers.js';
 import { pullFrom, pushTo, spaceContext } from './support.js';
 
 /** Every row a store holds of `space`, the route record aside. */
@@ -190,6 +190,32 @@ describe('moveSpace', () => {
       const entry = (await members.y.transaction((tx) => tx.get(keys.entry(key)), { readOnly: true, space: 's' })) as { ver: number };
       expect(keys.version(entry.ver, key), key).toBe(row);
     }
+  });
+
+  it('an import of the space running through the move ends with exactly its dump, in the new store', async () => {
+    const members = stores();
+    const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
+    for (let i = 0; i < 200; i++) await pushTo(ctx, 's', 'seed', [mutation('seed', i + 1, 'put', { key: `old/${i}`, value: i })]);
+    const lines = Array.from({ length: 5_000 }, (_, i) => JSON.stringify({ key: `new/${String(i).padStart(5, '0')}`, value: i }));
+    const dump = [JSON.stringify({ viewsync: 'space', format: 2 }), ...lines, JSON.stringify({ viewsync: 'end', entries: lines.length })].map((line) => `${line}\n`);
+    /** The dump a line at a time, with a pause now and then, so that the move runs between its batches. */
+    async function* slowly() {
+      for (const [i, line] of dump.entries()) {
+        if (i % 500 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        yield line;
+      }
+    }
+    let importing = true;
+    const imported = importSpace(ctx, 's', slowly(), { mode: 'replace' }).finally(() => (importing = false));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await moveSpace(ctx, 's', 'y');
+    // The move ran inside the import: it began after it, and ended before it.
+    expect(importing).toBe(true);
+    expect(await imported).toMatchObject({ entries: 5_000, deleted: 200 });
+    const view = applyPatch(new Map(), (await pulled(ctx, 's', 'reader', null)).patch);
+    expect(view.size).toBe(5_000);
+    expect([...view.keys()].every((key) => key.startsWith('new/'))).toBe(true);
+    expect(await rowsOf(members.x, 's')).toBe(0);
   });
 
   it('refuses a store it does not know, a switch timeout out of bounds, and a context with one store', async () => {
