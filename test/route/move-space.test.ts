@@ -212,7 +212,7 @@ describe('moveSpace', () => {
     // The move ran inside the import: it began after it, and ended before it.
     expect(importing).toBe(true);
     expect(await imported).toMatchObject({ entries: 5_000, deleted: 200 });
-    const view = applyPatch(new Map(), (await pulled(ctx, 's', 'reader', null)).patch);
+    const view = applyPatch(new Map(), (await pulled(ctx, 's', 'reader', null)).patch as Parameters<typeof applyPatch>[1]);
     expect(view.size).toBe(5_000);
     expect([...view.keys()].every((key) => key.startsWith('new/'))).toBe(true);
     expect(await rowsOf(members.x, 's')).toBe(0);
