@@ -46,8 +46,9 @@ export function valueBytes(value: JSONValue, known?: number): number {
  * write that grows the space is refused: one that deletes, or shrinks as much as it adds, is
  * always allowed, so a space over its quota (lowered since, or filled by an import) can get back
  * under. Reads each written key's current value (in one read): run only when a quota is set.
+ * `measured`: the bytes of values already measured, by key.
  */
-export async function overQuota(session: SpaceSession, space: string, quota: SpaceQuota, writes: ReadonlyMap<string, JSONValue | typeof DELETED>): Promise<QuotaExceededError | undefined> {
+export async function overQuota(session: SpaceSession, space: string, quota: SpaceQuota, writes: ReadonlyMap<string, JSONValue | typeof DELETED>, measured?: ReadonlyMap<string, number>): Promise<QuotaExceededError | undefined> {
   const now = await session.usage();
   const olds = await session.getMany([...writes.keys()]);
   let entries = 0;
@@ -61,7 +62,8 @@ export async function overQuota(session: SpaceSession, space: string, quota: Spa
     }
     if (value !== DELETED) {
       entries++;
-      bytes += entryBytes(key, value);
+      // The writer measured the value as it copied it: no second serialisation.
+      bytes += utf8Length(key) + valueBytes(value, measured?.get(key));
     }
   }
   if (entries > 0 && quota.entries !== undefined && now.entries + entries > quota.entries) return new QuotaExceededError(space, 'entries', now.entries + entries, quota.entries);

@@ -62,7 +62,7 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
 
   /** Whether this mutation's writes would take `space` over `quota` (see quota.ts): the error to fail it with. */
   overQuota(space: string, quota: SpaceQuota): Promise<QuotaExceededError | undefined> {
-    return overQuota(this.#space, space, quota, this.#writes);
+    return overQuota(this.#space, space, quota, this.#writes, this.#bytes);
   }
 
   /** Ends the mutation: its writes go to the space. */
