@@ -1,5 +1,6 @@
 import { isRouted } from '../route/routed-storage.js';
 import type { Storage } from '../storage/types.js';
+import { getMany } from '../storage/write-buffer.js';
 import { SpaceKeys } from '../sync/keys.js';
 import type { Meta } from '../sync/records.js';
 import { localNotifier, type Notifier, type Unsubscribe } from './notifier.js';
@@ -50,7 +51,7 @@ export function storeNotifier(storage: Storage, options: StoreNotifierOptions = 
     // that is down leaves its spaces as they were, not the others.
     const values = isRouted(storage)
       ? (await Promise.allSettled(spaces.map(([space, key]) => storage.transaction((tx) => tx.get(key), { readOnly: true, space })))).map((read) => (read.status === 'fulfilled' ? read.value : UNREAD))
-      : await storage.transaction((tx) => (tx.getMany ? tx.getMany(keys) : Promise.all(keys.map((key) => tx.get(key)))), { readOnly: true });
+      : await storage.transaction((tx) => getMany(tx, keys), { readOnly: true });
     // The epoch too: a store that was reset (restored, re-imported) starts its versions again.
     return values.map((value) => (value === undefined || value === UNREAD ? value : `${(value as Meta).epoch}:${(value as Meta).version}`));
   };

@@ -1,4 +1,5 @@
 import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
+import { getMany } from '../storage/write-buffer.js';
 import { bucketOf, decodeVersion, encodeVersion, SpaceKeys, VERSION_FIELD } from '../sync/keys.js';
 import type { Entry, Meta } from '../sync/records.js';
 
@@ -69,7 +70,7 @@ export async function catchUp(source: Storage, target: Storage, space: string, s
   const rows = await target.transaction(async (tx) => {
     let written = 0;
     const put = (key: string, value: StoredValue | undefined) => (written++, value === undefined ? tx.del(key) : tx.put(key, value));
-    const old = (await readMany(tx, changes.entries.map(({ key }) => keys.entry(key)))) as Array<Entry | undefined>;
+    const old = (await getMany(tx, changes.entries.map(({ key }) => keys.entry(key)))) as Array<Entry | undefined>;
     for (const [i, { key, rows }] of changes.entries.entries()) {
       const was = old[i];
       // The row each index held for the entry's old version is gone in the source: the entry moved on.
@@ -98,7 +99,7 @@ async function readChanges(tx: StorageTransaction, keys: SpaceKeys, since: numbe
   const entries = changed.map(([row]) => ({ key: row.slice(keys.versionPrefix.length + VERSION_FIELD), version: decodeVersion(row.slice(keys.versionPrefix.length, keys.versionPrefix.length + VERSION_FIELD - 1)) }));
   // Each changed entry's rows at its new version, present or not, read in one go.
   const wanted = entries.map(({ key, version }) => [keys.entry(key), ...indexRows(keys, key, version)]);
-  const values = await readMany(tx, wanted.flat());
+  const values = await getMany(tx, wanted.flat());
   let at = 0;
   const withRows = entries.map((entry, i) => ({ ...entry, rows: new Map(wanted[i]!.map((row) => [row, values[at++]])) }));
   const whole = new Map<string, StoredValue>();
@@ -131,9 +132,4 @@ export async function removeAll(store: Storage, space: string, removed?: (rows: 
       if (count < PAGE) break;
     }
   }
-}
-
-function readMany(tx: StorageTransaction, keys: readonly string[]): Promise<Array<StoredValue | undefined>> {
-  if (keys.length === 0) return Promise.resolve([]);
-  return tx.getMany ? tx.getMany(keys) : Promise.all(keys.map((key) => tx.get(key)));
 }

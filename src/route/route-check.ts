@@ -1,4 +1,5 @@
-import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
+import type { StorageTransaction, StoredValue } from '../storage/types.js';
+import { getMany } from '../storage/write-buffer.js';
 import { type RouteRecord, routeRecordOf } from './route-record.js';
 
 /**
@@ -85,7 +86,7 @@ export class RoutedTransaction implements StorageTransaction {
   /** Reads `keys`, the route record with them when it has not been read yet. */
   async #read(keys: readonly string[]): Promise<Array<StoredValue | undefined>> {
     const tx = this.#tx;
-    const many = (list: readonly string[]) => (tx.getMany ? tx.getMany(list) : Promise.all(list.map((key) => tx.get(key))));
+    const many = (list: readonly string[]) => getMany(tx, list);
     if (this.#checked !== undefined) {
       await this.#checked;
       return many(keys);
