@@ -1,8 +1,9 @@
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import { SpaceKeys } from '../sync/keys.js';
 import { catchUp, copyAll, removeAll } from './copy.js';
-import { type RouteRecord, routeRecordOf } from './route-record.js';
+import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
 import type { RoutedStorage } from './routed-storage.js';
+import { copyInUse, describeHolding, exists, holdsRows, listNames, surveySpace } from './survey.js';
 
 /** Options for `moveSpace`. */
 export interface MoveOptions {
@@ -60,7 +61,6 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
   if (target === undefined) throw new RangeError(`moveSpace: no store is named ${JSON.stringify(to)} (the stores are ${Object.keys(storage.stores).join(', ')})`);
   const keys = new SpaceKeys(space);
   const progress = async (phase: MoveProgress['phase'], rows: number) => options.onProgress?.({ phase, rows });
-  const record = (store: Storage, name: string) => store.transaction(async (tx) => routeRecordOf(await tx.get(keys.route), space, name), { readOnly: true, space });
   /** Writes `next` as `store`'s record when its record passes `when`; resolves with whether it did. */
   const swap = (store: Storage, name: string, when: (now: RouteRecord | undefined) => boolean, next: RouteRecord) =>
     store.transaction(async (tx) => {
@@ -69,8 +69,8 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
       return true;
     }, { readOnly: false, space });
 
-  // Where the copy in use is now: a move killed after its commit point is finished on the way.
-  const from = await storage.locate(space);
+  // Where the copy in use is now, checked against where the data is: a move killed after its commit point is finished on the way.
+  const from = await locateChecked(storage, space);
   const source = storage.stores[from]!;
   await cleanUpAfter(storage, space, from);
   if (from === to) return { from, to, moved: false, rows: 0, switchMs: 0, totalMs: performance.now() - started };
@@ -79,10 +79,16 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
   const ours = (now: RouteRecord | undefined) => now?.state === 'incoming' && now.move === move;
   // A switch a killed move left: end it, so that the space takes writes while this move copies.
   await swap(source, from, (now) => now?.state === 'moving', { state: 'here' });
-  const previous = await record(target, to);
-  if (previous?.state === 'here' || previous?.state === 'moving') throw new Error(`moveSpace: store ${JSON.stringify(to)} holds a copy of space ${JSON.stringify(space)} that says it is in use, though ${JSON.stringify(from)} does too: is another move of it running?`);
   // 1. The target's copy is not in use while it is made: whoever comes to it is sent to the source.
-  await swap(target, to, () => true, { state: 'incoming', from, move });
+  await target.transaction(async (tx) => {
+    const previous = routeRecordOf(await tx.get(keys.route), space, to);
+    if (previous?.state === 'here' || previous?.state === 'moving') throw new RouteError(`moveSpace: store ${JSON.stringify(to)} holds a copy of space ${JSON.stringify(space)} that says it is in use, though ${JSON.stringify(from)} does too: is another move of it running?`);
+    // The target is cleared next, and only rows a move left there may go: a half-made copy
+    // (`incoming`), or those of a source a move left (`moved`). Rows with no record are a copy
+    // some router uses: its placement is not this router's.
+    if (previous === undefined && (await holdsRows(tx, keys))) throw new RouteError(`moveSpace: store ${JSON.stringify(to)} holds rows of space ${JSON.stringify(space)} with no route record, which this move would clear, though this router finds its copy in use in ${JSON.stringify(from)}: the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was moved`);
+    await tx.put(keys.route, { state: 'incoming', from, move });
+  }, { readOnly: false, space });
   await removeAll(target, space);
   let rows = 0;
   const stillOurs = (tx: StorageTransaction) => checkOurs(tx, keys, ours, space, to);
@@ -102,11 +108,17 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
     const until = Date.now() + switchTimeoutMs;
     // No record: `from` is the space's home, where it was found.
     const inUse = (now: RouteRecord | undefined) => now === undefined || now.state === 'here';
-    if (!(await swap(source, from, inUse, { state: 'moving', to, move, until }))) throw new Error(`moveSpace: space ${JSON.stringify(space)} left store ${JSON.stringify(from)} while it was being moved: is another move of it running?`);
+    if (!(await swap(source, from, inUse, { state: 'moving', to, move, until }))) throw new RouteError(`moveSpace: space ${JSON.stringify(space)} left store ${JSON.stringify(from)} while it was being moved: is another move of it running?`);
     await progress('switching', rows);
+    const endSwitch = () => swap(source, from, (now) => now?.state === 'moving' && now.move === move, { state: 'here' });
     const last = await catchUp(source, target, space, version, async (tx, at) => {
       await stillOurs(tx);
       await tx.put(keys.route, { state: 'incoming', from, move, complete: at });
+    }).catch(async (error: unknown) => {
+      // A failure, not a kill (another move took the target over, a store failed): the space
+      // takes writes again now, not once the lease runs out, and a move that took over can switch.
+      await endSwitch().catch(() => {});
+      throw error;
     });
     version = last.version;
     rows += last.rows;
@@ -119,8 +131,8 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
       switchMs = performance.now() - frozen;
       break;
     }
-    await swap(source, from, (now) => now?.state === 'moving' && now.move === move, { state: 'here' });
-    if (attempt >= SWITCH_ATTEMPTS) throw new Error(`moveSpace: the switch of space ${JSON.stringify(space)} did not finish within ${switchTimeoutMs} ms (options.switchTimeoutMs), ${SWITCH_ATTEMPTS} times; it stays in ${JSON.stringify(from)}`);
+    await endSwitch();
+    if (attempt >= SWITCH_ATTEMPTS) throw new RouteError(`moveSpace: the switch of space ${JSON.stringify(space)} did not finish within ${switchTimeoutMs} ms (options.switchTimeoutMs), ${SWITCH_ATTEMPTS} times; it stays in ${JSON.stringify(from)}`);
   }
   await progress('switched', rows);
   await storage.settle(space, to);
@@ -129,9 +141,49 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
   return { from, to, moved: true, rows, switchMs, totalMs: performance.now() - started };
 }
 
+/**
+ * The store holding `space`'s copy in use as `storage` finds it, checked against what the stores
+ * hold first: a router told another placement or directory than the servers' would copy an empty
+ * space over theirs, or leave them reading a copy no longer written to, or the directory naming
+ * the store the space left. A space no store holds is refused before anything is written (a
+ * router's first look at a space writes its directory row).
+ */
+async function locateChecked(storage: RoutedStorage, space: string): Promise<string> {
+  const names = Object.keys(storage.stores);
+  const q = JSON.stringify;
+  let holdings = await surveySpace(storage.stores, space);
+  if (!exists(holdings)) throw new RouteError(`moveSpace: space ${q(space)} does not exist: no store (${names.join(', ')}) holds any row of it; nothing was moved or written. Is its name right? (the default space is '')`);
+  for (const [name, { listed }] of holdings) {
+    if (listed === undefined || name === storage.directory) continue;
+    const says = `store ${q(name)} keeps a directory, which lists space ${q(space)} in ${q(listed)}`;
+    throw new RouteError(
+      storage.directory === undefined
+        ? `moveSpace: ${says}, but this router has none: give it directory: '${name}' as the servers do (CLI: --directory ${name}); moved without it, the space would stay listed in the store it left. Nothing was moved`
+        : `moveSpace: ${says}, but this router's directory is ${q(storage.directory)}: give it the servers' directory (CLI: --directory ${name}). Nothing was moved`,
+    );
+  }
+  for (let look = 1; ; look++) {
+    const from = await storage.locate(space);
+    const { store, candidates } = copyInUse(holdings);
+    if (store === from) return from;
+    // A move of the space may have ended between the two reads: read both again, once.
+    if (look === 1) {
+      holdings = await surveySpace(storage.stores, space);
+      continue;
+    }
+    const described = (list: readonly string[]) => list.map((name) => describeHolding(name, space, holdings.get(name))).join('; ');
+    if (candidates.length > 1) throw new RouteError(`moveSpace: stores ${listNames(candidates)} each hold a copy of space ${q(space)} that could be the one in use (${described(candidates)}): was its placement changed without a directory? Find out which copy the servers use and remove the other first (export it and import it as a space of its own to keep it). Nothing was moved`);
+    if (store === undefined) throw new RouteError(`moveSpace: no store holds a copy of space ${q(space)} in use, only what a move left (${described(names.filter((name) => holdings.get(name)!.rows))}). Nothing was moved`);
+    throw new RouteError(`moveSpace: ${describeHolding(store, space, holdings.get(store))}, but this router finds its copy in use in ${q(from)} (by its ${storage.directory === undefined ? 'placement rule' : 'directory'}): the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was moved`);
+  }
+}
+
+/** What to do when a router is not the servers': said by every refusal that finds so. */
+const SAME_ROUTER = "Give it the servers' stores, place and directory (CLI: the same --store names, and --directory when the servers keep one; the CLI places by hash, so a space the servers place by a function of their own is moved from the app, by moveSpace with the servers' context)";
+
 /** Throws unless the target's record is still this move's: another move took the space over. */
 async function checkOurs(tx: StorageTransaction, keys: SpaceKeys, ours: (now: RouteRecord | undefined) => boolean, space: string, name: string): Promise<void> {
-  if (!ours(routeRecordOf(await tx.get(keys.route), space, name))) throw new Error(`moveSpace: another move of space ${JSON.stringify(space)} took over its copy in ${JSON.stringify(name)}`);
+  if (!ours(routeRecordOf(await tx.get(keys.route), space, name))) throw new RouteError(`moveSpace: another move of space ${JSON.stringify(space)} took over its copy in ${JSON.stringify(name)}`);
 }
 
 /**
@@ -144,7 +196,9 @@ async function cleanUpAfter(storage: RoutedStorage, space: string, at: string, r
   const now = await store.transaction(async (tx) => routeRecordOf(await tx.get(keys.route), space, at), { readOnly: true, space });
   if (now?.state !== 'here' || now.from === undefined) return;
   const source = storage.stores[now.from];
-  if (source !== undefined) {
+  // Only the rows of a copy a move left: its record says the space went (never a copy in use).
+  const left = source && (await source.transaction(async (tx) => routeRecordOf(await tx.get(keys.route), space, now.from!), { readOnly: true, space }));
+  if (source !== undefined && left?.state === 'moved') {
     let total = 0;
     await removeAll(source, space, (count) => removed?.((total += count)));
   }

@@ -36,3 +36,12 @@ export function routeRecordOf(value: unknown, space: string, store: string): Rou
   if (!ok) throw new Error(`The route record of space ${JSON.stringify(space)} in store ${JSON.stringify(store)} is not one viewsync wrote: ${JSON.stringify(value)}`);
   return record as RouteRecord;
 }
+
+/**
+ * A refusal of the route layer: what the stores hold contradicts what the caller was told (a
+ * placement, a directory), or a space is not there. Its message says what is wrong and what to
+ * do; nothing was changed by the call that threw it, unless the message says otherwise.
+ */
+export class RouteError extends Error {
+  override name = 'RouteError';
+}

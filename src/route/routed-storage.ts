@@ -4,7 +4,7 @@ import { eachRow } from '../storage/each-row.js';
 import { ROUTE_PREFIX, SpaceKeys } from '../sync/keys.js';
 import { type Placement, placementOf } from './placement.js';
 import { checkRoute, Elsewhere, inUseHere, type RouteCheck, RoutedTransaction } from './route-check.js';
-import { type RouteRecord, routeRecordOf } from './route-record.js';
+import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
 import { isUnreachable } from '../storage/unreachable.js';
 
 /** Options for {@link routedStorage}. */
@@ -32,6 +32,8 @@ export interface RoutedStorageOptions {
 /** A store made of several, each space in one of them: see {@link routedStorage}. */
 export interface RoutedStorage extends Storage {
   readonly stores: Readonly<Record<string, Storage>>;
+  /** The name of the store that keeps the directory, when there is one (`options.directory`). */
+  readonly directory: string | undefined;
   /** The name of the store that holds `space`'s copy in use now, read from the stores (a move in progress included). */
   locate(space: string): Promise<string>;
   /** Where `space` is looked for first: the directory's answer, or the placement rule's. */
@@ -99,7 +101,7 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     const listed = async (tx: StorageTransaction): Promise<string | undefined> => {
       const name = await tx.get(key);
       if (name === undefined || (typeof name === 'string' && name in stores)) return name;
-      throw new Error(`The directory lists space ${JSON.stringify(space)} in store ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')})`);
+      throw new RouteError(`The directory (in store ${JSON.stringify(options.directory)}) lists space ${JSON.stringify(space)} in store ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')}): if that store was dropped after the space left it, 'viewsync directory repair' points the row at the store that holds the space`);
     };
     let store = await directory.transaction(listed, { readOnly: true, space });
     if (store === undefined) {
@@ -178,6 +180,7 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
 
   const routed: RoutedStorage = {
     stores,
+    directory: options.directory,
     // A space may move to any of them: the bound is the tightest.
     ...(names.some((name) => stores[name]!.maxKeyBytes !== undefined) && { maxKeyBytes: Math.min(...names.map((name) => stores[name]!.maxKeyBytes ?? Infinity)) }),
     async transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
@@ -248,8 +251,8 @@ function spaceOf(options: { space?: string | undefined }): string {
   return options.space;
 }
 
-/** The directory's row of `space`, in the directory store. */
-function directoryKey(space: string): string {
+/** The directory's row of `space`, in the directory store: the name of the store it is placed in. */
+export function directoryKey(space: string): string {
   return 'd' + new SpaceKeys(space).route.slice(1);
 }
 
