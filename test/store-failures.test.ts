@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { handlePush, type Storage, type StorageTransaction } from '../src/index.js';
+import { handlePull, handlePush, type Storage, type StorageTransaction } from '../src/index.js';
 import { gate } from './support/gate.js';
-import { mutation, post, pull, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
+import { mutation, post, pull, pullBody, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
 import { onEveryStore } from './support/stores.js';
 
 // A write the store refuses fails the transaction it is in. With group commit, that transaction
@@ -90,5 +90,46 @@ onEveryStore('keyroom', (store, create) => {
       expect(await serverView(ctx)).toEqual(new Map([[fits, 1]]));
       expect(ctx.errors).toHaveLength(1);
     });
+  });
+});
+
+/** `inner`, whose transactions fail with `error` while `failing` says so. */
+function failingWith(inner: Storage, error: () => unknown, failing: () => boolean): Storage {
+  return { transaction: (fn, options) => (failing() ? Promise.reject(error()) : inner.transaction(fn, options)) };
+}
+
+describe('a store that lost its connection', () => {
+  // Every store, routed or not, answers a lost connection the same way: temporary (spec, push
+  // rule 7), 503 with Retry-After, so the client backs off and sends again; never a 500.
+  const lost = [
+    ['a killed backend (57P01)', () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' })],
+    ["postgres.js's closed connection", () => Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' })],
+    ['a refused connection', () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })],
+    ['a standby reached during a failover (25006)', () => Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006', severity: 'ERROR' })],
+  ] as const;
+  for (const [what, error] of lost) {
+    it(`${what}: pulls and pushes answer 503 with Retry-After, onError is told, and the push applies once the store is back`, async () => {
+      let failing = true;
+      const ctx = testContext();
+      ctx.storage = failingWith(ctx.storage, error, () => failing);
+      const pushed = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
+      expect(pushed.status).toBe(503);
+      expect(pushed.headers.get('retry-after')).toBe('1');
+      expect(await pushed.json()).toMatchObject({ error: 'ServiceUnavailable' });
+      const pulled = await handlePull(post('/pull', pullBody('g', null)), ctx);
+      expect(pulled.status).toBe(503);
+      expect(ctx.errors).toHaveLength(2);
+      failing = false;
+      expect((await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx)).status).toBe(200);
+      expect(await serverView(ctx)).toEqual(new Map([['k', 1]]));
+    });
+  }
+
+  it('any other failure of the store is still a 500 that reveals nothing', async () => {
+    const ctx = testContext();
+    ctx.storage = failingWith(ctx.storage, () => Object.assign(new Error('relation "viewsync_kv" does not exist'), { code: '42P01' }), () => true);
+    const pushed = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
+    expect(pushed.status).toBe(500);
+    expect(await pushed.text()).not.toContain('viewsync_kv');
   });
 });

@@ -2,7 +2,8 @@ import type * as v from 'valibot';
 import { fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import type { Limits } from '../sync/limits.js';
 import { type SyncContext, reportError } from '../context/context.js';
-import { HTTPError } from '../base/errors.js';
+import { HTTPError, TemporaryError } from '../base/errors.js';
+import { isTemporary } from '../storage/unreachable.js';
 import { json, type Reply } from '../base/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
 import type { Operation } from '../telemetry/telemetry.js';
@@ -97,14 +98,16 @@ export async function resolveSpace(request: Request, ctx: SyncContext, userID: s
 }
 
 /**
- * Runs a handler and turns every failure into a response: an `HTTPError` becomes its own,
- * anything else a 500 that reveals nothing. 5xx failures go to `onError`, and every failure to
- * the pull or push's telemetry `op`.
+ * Runs a handler and turns every failure into a response: an `HTTPError` becomes its own, a
+ * store that could not be reached (or a standby reached instead of the primary) a 503 with
+ * `Retry-After`, whatever the store, and anything else a 500 that reveals nothing. 5xx failures
+ * go to `onError`, and every failure to the pull or push's telemetry `op`.
  */
 export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>, op?: Operation): Promise<Reply> {
   try {
     return await handle();
-  } catch (error) {
+  } catch (thrown) {
+    const error = isTemporary(thrown) ? storeUnavailable(thrown) : thrown;
     op?.failed(error);
     if (error instanceof HTTPError) {
       if (error.status >= 500) reportError(ctx, error, { request });
@@ -113,6 +116,14 @@ export async function respond(request: Request, ctx: SyncContext, handle: () => 
     reportError(ctx, error, { request });
     return new HTTPError(500, 'The server failed to handle the request; nothing was changed').toReply();
   }
+}
+
+/**
+ * A lost connection is temporary on every store (spec, push rule 7: the client backs off and
+ * sends again). Said without the driver's message, which may name hosts; `onError` gets it as the cause.
+ */
+function storeUnavailable(cause: unknown): TemporaryError {
+  return new TemporaryError('The store is unavailable for a moment (a lost connection, or a failover under way): retry', { cause });
 }
 
 function tooLong(path: string, limits: Limits): HTTPError {

@@ -1,4 +1,4 @@
-import { isUnreachable } from './unreachable.js';
+import { isTemporary, isUnreachable } from './unreachable.js';
 
 /** A postgres.js client (`postgres(url)`): the part the store uses. */
 export interface PostgresJsClient {
@@ -20,7 +20,9 @@ export interface PGliteClient {
 /**
  * A node-postgres pool (`new Pool()` from `pg`), or a pool that shares its interface: Neon's
  * serverless `Pool` (over WebSocket, at the edge), `@vercel/postgres`'s `createPool()`. The part
- * the store uses: a connection of its own for each transaction, given back after it.
+ * the store uses: a connection of its own for each transaction, given back after it. The store
+ * calls `connect` with a callback, as pg's and Neon's pools take it (see `checkOut`); a pool
+ * that only returns a promise works too.
  */
 export interface PgPool {
   connect(): Promise<PgPoolClient>;
@@ -106,71 +108,99 @@ export function postgresDriver(client: PostgresClient, prepare: boolean): Postgr
 /**
  * Transactions on a `pg`-style pool: each takes a connection, sends BEGIN with its isolation
  * level (no session setting, so a pooler in transaction mode is fine), and gives the connection
- * back after COMMIT or ROLLBACK; one that failed for a lost connection, or whose ROLLBACK failed,
- * is closed rather than handed to the next transaction. Statements go one at a time, each when
- * the one before is answered, so the closing writes cost a round trip each.
+ * back after COMMIT or ROLLBACK; one that failed for a lost connection or a read-only server
+ * (a standby, during a failover), or whose ROLLBACK failed, is closed rather than handed to the
+ * next transaction. Statements go one at a time, each when the one before is answered, so the
+ * closing writes cost a round trip each.
  */
 function pgPoolDriver(pool: PgPool): PostgresDriver {
   // A pg (or Neon) Client has a backend process ID; a Pool has none.
   if ('processID' in pool) throw new TypeError(PG_CLIENT);
   return {
-    async statement(text, params) {
-      const connection = await pool.connect();
-      let broken = false;
-      const lost = () => (broken = true);
-      connection.on?.('error', lost);
-      try {
-        return (await connection.query(text, [...params])).rows as Array<Record<string, unknown>>;
-      } catch (error) {
-        if (isUnreachable(error)) broken = true;
-        throw error;
-      } finally {
-        connection.removeListener?.('error', lost);
-        connection.release(broken || undefined);
-      }
-    },
-    async transaction<T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T> {
-      const connection = await pool.connect();
-      if (typeof connection?.query !== 'function' || typeof connection.release !== 'function') {
-        throw new TypeError(PG_CLIENT);
-      }
-      let broken = false;
-      // Between statements a lost connection is an 'error' event, which ends a Node process
-      // when nothing listens: the pool listens only while the connection is idle in it.
-      const lost = () => (broken = true);
-      connection.on?.('error', lost);
-      // The store sends a statement before the one ahead is answered (the space's lock, the
-      // closing writes); pg 8 queues them but deprecates it, so they queue here instead.
-      let tail: Promise<unknown> = Promise.resolve();
-      const send = (text: string, params: unknown[]) => {
-        const sent = tail.then(() => connection.query(text, params));
-        tail = sent.catch(() => {});
-        return sent;
-      };
-      const query: PostgresQuery = async (text, params) => {
-        if (broken) throw new ConnectionLostError();
+    statement: (text, params) => withConnection(pool, (query) => query(text, params)),
+    transaction: <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>): Promise<T> =>
+      withConnection(pool, async (query, rollBack) => {
         try {
-          return (await send(text, [...params])).rows as Array<Record<string, unknown>>;
+          await query(`BEGIN ${mode}`, []);
+          const { result, finish } = await fn(query);
+          await Promise.all(finish.map(([text, params]) => query(text, params)));
+          await query('COMMIT', []);
+          return result;
         } catch (error) {
-          if (isUnreachable(error)) broken = true;
+          await rollBack();
           throw error;
         }
-      };
-      try {
-        await query(`BEGIN ${mode}`, []);
-        const { result, finish } = await fn(query);
-        await Promise.all(finish.map(([text, params]) => query(text, params)));
-        await query('COMMIT', []);
-        return result;
-      } catch (error) {
-        if (!broken) await send('ROLLBACK', []).catch(() => (broken = true));
-        throw error;
-      } finally {
-        connection.removeListener?.('error', lost);
-        connection.release(broken || undefined);
-      }
-    },
+      }),
   };
+}
+
+/**
+ * Runs `work` on a connection of `pool`, its statements queued one behind another, and gives the
+ * connection back, or closes it once it is known to be broken. `rollBack` sends ROLLBACK unless
+ * the connection is broken (and marks it broken if that fails).
+ */
+async function withConnection<T>(pool: PgPool, work: (query: PostgresQuery, rollBack: () => Promise<void>) => Promise<T>): Promise<T> {
+  let broken = false;
+  // Between statements a lost connection is an 'error' event, which ends a Node process when
+  // nothing listens: the pool listens only while the connection is idle in it.
+  const lost = () => (broken = true);
+  const connection = await checkOut(pool, lost);
+  if (typeof connection?.query !== 'function' || typeof connection.release !== 'function') {
+    connection?.release?.(true);
+    throw new TypeError(PG_CLIENT);
+  }
+  // The store sends a statement before the one ahead is answered (the space's lock, the
+  // closing writes); pg 8 queues them but deprecates it, so they queue here instead.
+  let tail: Promise<unknown> = Promise.resolve();
+  const send = (text: string, params: unknown[]) => {
+    const sent = tail.then(() => connection.query(text, params));
+    tail = sent.catch(() => {});
+    return sent;
+  };
+  const query: PostgresQuery = async (text, params) => {
+    if (broken) throw new ConnectionLostError();
+    try {
+      return (await send(text, [...params])).rows as Array<Record<string, unknown>>;
+    } catch (error) {
+      if (isTemporary(error)) broken = true;
+      throw error;
+    }
+  };
+  const rollBack = async () => {
+    if (!broken) await send('ROLLBACK', []).catch(() => (broken = true));
+  };
+  try {
+    return await work(query, rollBack);
+  } finally {
+    connection.removeListener?.('error', lost);
+    connection.release(broken || undefined);
+  }
+}
+
+/**
+ * Takes a connection from `pool` with `lost` listening for its errors from the moment it is
+ * handed out. pg-pool (and Neon's copy of it) stops listening to a connection's errors as it
+ * hands it out, from inside the socket read that carried the server's ReadyForQuery: a FATAL in
+ * that same read (a backend terminated as it connected, by a failover, `pg_terminate_backend`, a
+ * restart) is emitted at once, before a promise's `then` could add a listener, and with none it
+ * ends a Node process. Their callback form calls back synchronously, in that gap. A pool that
+ * only returns a promise is taken as it comes.
+ */
+function checkOut(pool: PgPool, lost: (error: unknown) => void): Promise<PgPoolClient> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const take = (error: unknown, connection?: PgPoolClient) => {
+      if (settled) return;
+      settled = true;
+      if (error !== undefined && error !== null) return reject(error);
+      connection?.on?.('error', lost);
+      resolve(connection!);
+    };
+    const returned: unknown = (pool.connect as unknown as (callback: typeof take) => unknown)(take);
+    if (typeof (returned as PromiseLike<PgPoolClient> | undefined)?.then === 'function') {
+      (returned as PromiseLike<PgPoolClient>).then((connection) => take(undefined, connection), take);
+    }
+  });
 }
 
 /**

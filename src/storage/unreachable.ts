@@ -13,3 +13,16 @@ export function isUnreachable(error: unknown): boolean {
 }
 
 const LOST_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED']);
+
+/**
+ * Whether a request that failed with `error` may succeed if sent again a moment later, without
+ * anyone changing anything: the store is unreachable ({@link isUnreachable}), or the connection
+ * reached a server that takes no writes (25006, read_only_sql_transaction: a standby, met while a
+ * failover promotes it or while a driver's host list still leads to it). The server answers
+ * these 503 with `Retry-After`, and a pool drops such a connection rather than reuse it.
+ */
+export function isTemporary(error: unknown): boolean {
+  return isUnreachable(error) || (error as { code?: unknown } | null)?.code === READ_ONLY;
+}
+
+const READ_ONLY = '25006';

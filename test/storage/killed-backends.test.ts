@@ -36,8 +36,29 @@ describe.runIf(url)('backends killed under pushes (a real PostgreSQL server)', (
       console.log(`run ${run}: ${outcome.killed} backends killed; answers ${JSON.stringify(outcome.statuses)}`);
       expect(outcome.killed).toBeGreaterThan(20);
       expect(outcome.statuses['200']).toBeGreaterThan(0);
+      // A killed backend is a lost connection: temporary, 503, on every store; never a 500.
+      expect(Object.keys(outcome.statuses).filter((status) => status !== '200' && status !== '503')).toEqual([]);
       expect(outcome.counts).toEqual(outcome.lastMutationIDs);
       outcome.acknowledged.forEach((told, c) => expect(outcome.lastMutationIDs[c] ?? 0).toBeGreaterThanOrEqual(told));
     }
   }, 180_000);
+});
+
+describe.runIf(url)('connections killed as a pg-style pool hands them out (a fault proxy before a real PostgreSQL server)', () => {
+  // pg-pool, and Neon's copy of it, stop listening to a connection's errors as they hand it out,
+  // from inside the read that carried its ReadyForQuery: a FATAL in that same read used to be
+  // an 'error' event with no listener, which ended the process after the first kill.
+  for (const pool of ['pg', 'neon'] as const) {
+    it(`${pool === 'pg' ? "pg's Pool" : "Neon's Pool over WebSocket"}: the process outlives every kill, each request killed answers 503, and every mutation is applied once`, async () => {
+      const schema = `handed_${pool}_${process.pid}`;
+      schemas.push(schema);
+      const { code, output } = await runCommand(process.execPath, ['--import', 'tsx', 'test/storage/handed-out.ts'], { cwd: root, env: { SCHEMA: schema, POOL: pool, KILLS: '10' } });
+      expect(code, output).toBe(0);
+      const outcome = JSON.parse(output.trim().split('\n').at(-1)!) as { accepted: number; statuses: Record<string, number>; acknowledged: number; count: number; lastMutationID: number };
+      // Each of the 20 requests met a connection killed as it was handed out: a lost connection is temporary.
+      expect(outcome.statuses).toEqual({ 503: 20 });
+      expect(outcome.accepted).toBeGreaterThanOrEqual(20);
+      expect(outcome).toMatchObject({ acknowledged: 10, count: 10, lastMutationID: 10 });
+    }, 120_000);
+  }
 });
