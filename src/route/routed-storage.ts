@@ -251,9 +251,12 @@ function spaceOf(options: { space?: string | undefined }): string {
   return options.space;
 }
 
+/** The directory's rows' keys start with this: `d/<space>/`, shaped as route keys are. */
+export const DIRECTORY_PREFIX = 'd/';
+
 /** The directory's row of `space`, in the directory store: the name of the store it is placed in. */
 export function directoryKey(space: string): string {
-  return 'd' + new SpaceKeys(space).route.slice(1);
+  return DIRECTORY_PREFIX + new SpaceKeys(space).route.slice(ROUTE_PREFIX.length);
 }
 
 function sleep(ms: number): Promise<void> {
