@@ -67,6 +67,20 @@ describe('rates', () => {
     expect((await handleRequest(post('/pull', pullBody('reader', null), { authorization: 'ann' }), ctx)).status).toBe(429);
   });
 
+  it('userPullsPerSecond holds a user across invented client groups: 200 full pulls at once, each under a new group ID, serve 2; another user pulls as before', async () => {
+    // The red team's flood: pullsPerSecond alone is per group, and a client invents groups.
+    const { ctx } = context({ pullsPerSecond: 2, userPullsPerSecond: 2 });
+    const statuses = await Promise.all(Array.from({ length: 200 }, (_, i) => pullFrom(ctx, `invented-${i}`, 'mallory').then((response) => response.status)));
+    expect(statuses.filter((status) => status === 200)).toHaveLength(2);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(198);
+    const refused = await pullFrom(ctx, 'invented-x', 'mallory');
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toMatchObject({ error: 'TooManyRequests', message: expect.stringMatching(/^This user sent pulls .*rates\.userPullsPerSecond/) });
+    expect((await pullFrom(ctx, 'mine', 'alice')).status).toBe(200);
+    // Pushes have their own rates.
+    expect((await pushFrom(ctx, 'invented-0', 'mallory')).status).toBe(200);
+  });
+
   it('a refused request does no storage work at all', async () => {
     const reads = { count: 0 };
     const { ctx } = context({ pushesPerSecond: 1, pullsPerSecond: 1 }, { storage: countingStorage(reads) });

@@ -11,8 +11,13 @@ export interface RateOptions {
   pushesPerSecond?: number | undefined;
   /** Pushes a second one user may send, all their client groups together (needs `authenticate`). */
   userPushesPerSecond?: number | undefined;
-  /** Pulls a second one client group may send (a pull v0, which names no group: one client). */
+  /**
+   * Pulls a second one client group may send (a pull v0, which names no group: one client). A
+   * client can invent group IDs, each with a bucket of its own: set `userPullsPerSecond` too.
+   */
   pullsPerSecond?: number | undefined;
+  /** Pulls a second one user may send, all their client groups together (needs `authenticate`). */
+  userPullsPerSecond?: number | undefined;
   /**
    * How much of its rate a quiet group or user may spend at once, in milliseconds of it: with
    * `pushesPerSecond: 10` and 2,000, a group that was quiet may send 20 pushes together. At least
@@ -28,13 +33,14 @@ export interface RateOptions {
 }
 
 /** Which rate refused a request, as telemetry names it. */
-type Rate = 'pushes' | 'user_pushes' | 'pulls';
+type Rate = 'pushes' | 'user_pushes' | 'pulls' | 'user_pulls';
 
 /** The buckets of a context's rates, each made only when its rate is set. */
 export interface Rates {
   readonly pushes: TokenBuckets | undefined;
   readonly user_pushes: TokenBuckets | undefined;
   readonly pulls: TokenBuckets | undefined;
+  readonly user_pulls: TokenBuckets | undefined;
 }
 
 /** The rates of `options`, checked; a wrong one throws, naming it. */
@@ -46,11 +52,11 @@ export function resolveRates(options: RateOptions | undefined): Rates | undefine
   }
   const burstMs = positive(options.burstMs, 'burstMs') ?? 1_000;
   const kept = Math.floor(positive(options.bucketsKept, 'bucketsKept') ?? 100_000);
-  const buckets = (field: 'pushesPerSecond' | 'userPushesPerSecond' | 'pullsPerSecond') => {
+  const buckets = (field: (typeof PER_SECOND)[Rate]) => {
     const perSecond = positive(options[field], field);
     return perSecond === undefined ? undefined : new TokenBuckets(perSecond, Math.max(1, (perSecond * burstMs) / 1000), Math.max(1, kept));
   };
-  return { pushes: buckets('pushesPerSecond'), user_pushes: buckets('userPushesPerSecond'), pulls: buckets('pullsPerSecond') };
+  return { pushes: buckets('pushesPerSecond'), user_pushes: buckets('userPushesPerSecond'), pulls: buckets('pullsPerSecond'), user_pulls: buckets('userPullsPerSecond') };
 }
 
 /**
@@ -64,10 +70,9 @@ export function admit(rates: Rates | undefined, rate: Rate, key: string, now: nu
   const waitMs = buckets.take(key, now);
   if (waitMs === 0) return;
   countRefusal(`rate.${rate}`);
-  const who = rate === 'user_pushes' ? 'This user' : 'This client group';
-  const field = rate === 'pushes' ? 'pushesPerSecond' : rate === 'user_pushes' ? 'userPushesPerSecond' : 'pullsPerSecond';
+  const who = rate.startsWith('user_') ? 'This user' : 'This client group';
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-  throw new HTTPError(429, `${who} sent ${rate === 'pulls' ? 'pulls' : 'pushes'} faster than this server allows (rates.${field}); retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
+  throw new HTTPError(429, `${who} sent ${rate.endsWith('pulls') ? 'pulls' : 'pushes'} faster than this server allows (rates.${PER_SECOND[rate]}); retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
 }
 
 /** The key of a group's bucket: its user's and its own ID, apart (groups are per user). */
@@ -75,7 +80,10 @@ export function groupKey(userID: string | undefined, clientGroupID: string): str
   return userID === undefined ? `-${clientGroupID}` : `${userID.length}:${userID}${clientGroupID}`;
 }
 
-const FIELDS = ['pushesPerSecond', 'userPushesPerSecond', 'pullsPerSecond', 'burstMs', 'bucketsKept'];
+/** Each rate's option. */
+const PER_SECOND = { pushes: 'pushesPerSecond', user_pushes: 'userPushesPerSecond', pulls: 'pullsPerSecond', user_pulls: 'userPullsPerSecond' } as const;
+
+const FIELDS = [...Object.values(PER_SECOND), 'burstMs', 'bucketsKept'];
 
 function positive(value: unknown, field: string): number | undefined {
   if (value === undefined) return undefined;

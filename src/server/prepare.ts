@@ -50,7 +50,7 @@ export async function prepare<TSchema extends v.GenericSchema>(
   // Rates are checked as soon as who is asking is known, before any storage work: a user's
   // before reading the body, a group's once the body names it.
   const now = rates === undefined ? 0 : (ctx.clock ?? Date.now)();
-  if (endpoint.kind === 'push' && userID !== undefined) admit(rates, 'user_pushes', userID, now);
+  if (userID !== undefined) admit(rates, endpoint.kind === 'push' ? 'user_pushes' : 'user_pulls', userID, now);
   let raw = await readJSONBody(request, limits.bodyBytes);
 
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {

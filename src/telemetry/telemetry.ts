@@ -190,7 +190,7 @@ export function recordGroupCommit(jobs: number, waitedMs: readonly number[]): vo
 }
 
 /**
- * A request a rate refused (429: `rate.pushes`, `rate.user_pushes`, `rate.pulls`) or a mutation
+ * A request a rate refused (429: `rate.pushes`, `rate.user_pushes`, `rate.pulls`, `rate.user_pulls`) or a mutation
  * a space's quota refused (`quota.entries`, `quota.bytes`), counted by that reason.
  */
 export function countRefusal(reason: `rate.${string}` | `quota.${string}`): void {
