@@ -3,7 +3,7 @@ import { SpaceKeys } from '../sync/keys.js';
 import { catchUp, copyAll, removeAll } from './copy.js';
 import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
 import type { RoutedStorage } from './routed-storage.js';
-import { copyInUse, describeHolding, exists, holdsRows, listNames, surveySpace } from './survey.js';
+import { exists, holdsRows, locateWhereHeld, SAME_ROUTER, surveySpace } from './survey.js';
 
 /** Options for `moveSpace`. */
 export interface MoveOptions {
@@ -143,43 +143,14 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
 
 /**
  * The store holding `space`'s copy in use as `storage` finds it, checked against what the stores
- * hold first: a router told another placement or directory than the servers' would copy an empty
- * space over theirs, or leave them reading a copy no longer written to, or the directory naming
- * the store the space left. A space no store holds is refused before anything is written (a
- * router's first look at a space writes its directory row).
+ * hold first (src/route/survey.ts). A space no store holds is refused before anything is written
+ * (a router's first look at a space writes its directory row).
  */
 async function locateChecked(storage: RoutedStorage, space: string): Promise<string> {
-  const names = Object.keys(storage.stores);
-  const q = JSON.stringify;
-  let holdings = await surveySpace(storage.stores, space);
-  if (!exists(holdings)) throw new RouteError(`moveSpace: space ${q(space)} does not exist: no store (${names.join(', ')}) holds any row of it; nothing was moved or written. Is its name right? (the default space is '')`);
-  for (const [name, { listed }] of holdings) {
-    if (listed === undefined || name === storage.directory) continue;
-    const says = `store ${q(name)} keeps a directory, which lists space ${q(space)} in ${q(listed)}`;
-    throw new RouteError(
-      storage.directory === undefined
-        ? `moveSpace: ${says}, but this router has none: give it directory: '${name}' as the servers do (CLI: --directory ${name}); moved without it, the space would stay listed in the store it left. Nothing was moved`
-        : `moveSpace: ${says}, but this router's directory is ${q(storage.directory)}: give it the servers' directory (CLI: --directory ${name}). Nothing was moved`,
-    );
-  }
-  for (let look = 1; ; look++) {
-    const from = await storage.locate(space);
-    const { store, candidates } = copyInUse(holdings);
-    if (store === from) return from;
-    // A move of the space may have ended between the two reads: read both again, once.
-    if (look === 1) {
-      holdings = await surveySpace(storage.stores, space);
-      continue;
-    }
-    const described = (list: readonly string[]) => list.map((name) => describeHolding(name, space, holdings.get(name))).join('; ');
-    if (candidates.length > 1) throw new RouteError(`moveSpace: stores ${listNames(candidates)} each hold a copy of space ${q(space)} that could be the one in use (${described(candidates)}): was its placement changed without a directory? Find out which copy the servers use and remove the other first (export it and import it as a space of its own to keep it). Nothing was moved`);
-    if (store === undefined) throw new RouteError(`moveSpace: no store holds a copy of space ${q(space)} in use, only what a move left (${described(names.filter((name) => holdings.get(name)!.rows))}). Nothing was moved`);
-    throw new RouteError(`moveSpace: ${describeHolding(store, space, holdings.get(store))}, but this router finds its copy in use in ${q(from)} (by its ${storage.directory === undefined ? 'placement rule' : 'directory'}): the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was moved`);
-  }
+  const holdings = await surveySpace(storage.stores, space);
+  if (!exists(holdings)) throw new RouteError(`moveSpace: space ${JSON.stringify(space)} does not exist: no store (${Object.keys(storage.stores).join(', ')}) holds any row of it; nothing was moved or written. Is its name right? (the default space is '')`);
+  return locateWhereHeld(storage, space, 'moveSpace', holdings);
 }
-
-/** What to do when a router is not the servers': said by every refusal that finds so. */
-const SAME_ROUTER = "Give it the servers' stores, place and directory (CLI: the same --store names, and --directory when the servers keep one; the CLI places by hash, so a space the servers place by a function of their own is moved from the app, by moveSpace with the servers' context)";
 
 /** Throws unless the target's record is still this move's: another move took the space over. */
 async function checkOurs(tx: StorageTransaction, keys: SpaceKeys, ours: (now: RouteRecord | undefined) => boolean, space: string, name: string): Promise<void> {

@@ -1,13 +1,14 @@
 import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { SpaceKeys } from '../sync/keys.js';
-import { type RouteRecord, routeRecordOf } from './route-record.js';
-import { directoryKey } from './routed-storage.js';
+import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
+import { directoryKey, type RoutedStorage } from './routed-storage.js';
 
 /**
  * Where a space's data is, read from every store and from nothing else: not from a placement or
  * a directory, which may be what is wrong. A move checks its router against it before it writes
- * anything, and `viewsync directory check` checks the directory against it.
+ * anything, as do the CLI's commands of one space, and `viewsync directory check` checks the
+ * directory against it.
  */
 
 /** What one store holds of a space. */
@@ -30,6 +31,44 @@ export async function surveySpace(stores: Readonly<Record<string, Storage>>, spa
   }, { readOnly: true, space })));
   return new Map(names.map((name, i) => [name, holdings[i]!]));
 }
+
+/**
+ * Where `storage` finds `space`'s copy in use, once checked against what the stores hold
+ * (`holdings`, a survey taken before, or one taken now). A router told another placement or
+ * directory than the servers' would read an empty copy, write a second one, copy an empty space
+ * over theirs, or leave the directory naming a store the space left: it is refused, with a
+ * RouteError naming `caller`. A space no store holds is wherever the router puts it.
+ */
+export async function locateWhereHeld(storage: RoutedStorage, space: string, caller: string, holdings?: Map<string, Holding>): Promise<string> {
+  const q = JSON.stringify;
+  let seen = holdings ?? (await surveySpace(storage.stores, space));
+  for (const [name, { listed }] of seen) {
+    if (listed === undefined || name === storage.directory) continue;
+    const says = `store ${q(name)} keeps a directory, which lists space ${q(space)} in ${q(listed)}`;
+    throw new RouteError(
+      storage.directory === undefined
+        ? `${caller}: ${says}, but this router has none: give it directory: '${name}' as the servers do (CLI: --directory ${name}); a move without it would leave the space listed in the store it left. Nothing was done`
+        : `${caller}: ${says}, but this router's directory is ${q(storage.directory)}: give it the servers' directory (CLI: --directory ${name}). Nothing was done`,
+    );
+  }
+  for (let look = 1; ; look++) {
+    const from = await storage.locate(space);
+    const { store, candidates } = copyInUse(seen);
+    if (store === from || !exists(seen)) return from;
+    // A move of the space may have ended between the two reads: read both again, once.
+    if (look === 1) {
+      seen = await surveySpace(storage.stores, space);
+      continue;
+    }
+    const described = (list: readonly string[]) => list.map((name) => describeHolding(name, space, seen.get(name))).join('; ');
+    if (candidates.length > 1) throw new RouteError(`${caller}: stores ${listNames(candidates)} each hold a copy of space ${q(space)} that could be the one in use (${described(candidates)}): was its placement changed without a directory? Find out which copy the servers use and remove the other first (export it and import it as a space of its own to keep it). Nothing was done`);
+    if (store === undefined) throw new RouteError(`${caller}: no store holds a copy of space ${q(space)} in use, only what a move left (${described([...seen.keys()].filter((name) => seen.get(name)!.rows))}). Nothing was done`);
+    throw new RouteError(`${caller}: ${describeHolding(store, space, seen.get(store))}, but this router finds its copy in use in ${q(from)} (by its ${storage.directory === undefined ? 'placement rule' : 'directory'}): the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was done`);
+  }
+}
+
+/** What to do when a router is not the servers': said by every refusal that finds so. */
+export const SAME_ROUTER = "Give it the servers' stores, place and directory (CLI: the same --store names, and --directory when the servers keep one; the CLI places by hash, so a space the servers place by a function of their own is moved from the app, by moveSpace with the servers' context)";
 
 /** Whether a store holds any row of the space but its route record: its meta record, else one short scan per kind of row until one finds some. */
 export async function holdsRows(tx: StorageTransaction, keys: SpaceKeys): Promise<boolean> {
