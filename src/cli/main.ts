@@ -6,7 +6,10 @@ import { inspect, type SpaceSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
 import { collectGarbage } from '../context/collect-garbage.js';
 import { moveSpace } from '../backend/move.js';
-import type { RoutedStorage } from '../route/routed-storage.js';
+import { checkDirectory, repairDirectory } from '../route/directory.js';
+import { RouteError } from '../route/route-record.js';
+import { isRouted, type RoutedStorage } from '../route/routed-storage.js';
+import { locateWhereHeld } from '../route/survey.js';
 import type { SyncContext } from '../context/context.js';
 import { duration, formatDuration, retentionDuration } from './duration.js';
 import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
@@ -16,7 +19,7 @@ import { HELP, UsageError } from './usage.js';
 /** Options by name, and the commands that take each (those without a list: every command). */
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
-  json: { type: 'boolean', for: ['inspect', 'gc'] },
+  json: { type: 'boolean', for: ['inspect', 'gc', 'directory'] },
   'quota-entries': { type: 'string', for: ['inspect'] },
   'quota-bytes': { type: 'string', for: ['inspect'] },
   quiet: { type: 'boolean', for: ['export', 'import', 'move'] },
@@ -77,6 +80,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         const space = operand(command, rest, 0);
         const quotas = quotaOption(options['quota-entries'], options['quota-bytes']);
         store = await openStore(options, { readOnly: true });
+        if (space !== undefined) await checkWhereHeld(store, space, command);
         await inspectCommand({ ...context(store), quotas }, space, options);
         return 0;
       }
@@ -84,6 +88,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         const space = operand(command, rest, 1)!;
         const idle = duration(options['idle-timeout'], '--idle-timeout', IDLE_TIMEOUT_MS);
         store = await openStore(options, { readOnly: true });
+        await checkWhereHeld(store, space, command);
         await exportCommand(context(store), space, idle, options);
         return 0;
       }
@@ -91,6 +96,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         const space = operand(command, rest, 1)!;
         if (process.stdin.isTTY) throw new UsageError(`import reads the dump from stdin: viewsync import ${quoteArg(space)} < dump.ndjson`);
         store = await openStore(options, { create: true });
+        await checkWhereHeld(store, space, command);
         await importCommand(context(store), space, options);
         return 0;
       }
@@ -105,17 +111,27 @@ export async function main(argv: readonly string[]): Promise<number> {
         await moveCommand(context(store), space, options.to, switchTimeoutMs, options);
         return 0;
       }
+      case 'directory': {
+        const [action] = rest;
+        if (action !== 'check' && action !== 'repair') throw new UsageError(`directory takes check or repair${rest.length === 0 ? '' : `, got ${JSON.stringify(rest.join(' '))}`}: viewsync directory check --store NAME=URL… --directory NAME`);
+        if (rest.length > 1) throw new UsageError(`directory ${action} takes no SPACE: it looks at every space`);
+        if ((options.store ?? []).length === 0) throw new UsageError(`directory ${action} works on the stores of a routed storage: give each as --store NAME=URL, as the servers name them, and --directory NAME`);
+        if (options.directory === undefined) throw new UsageError(`directory ${action} needs --directory NAME, the store that keeps the servers' directory`);
+        store = await openStore(options, { readOnly: action === 'check' });
+        return await directoryCommand(store.storage as RoutedStorage, action, options);
+      }
       default: {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
         const retention = { clientGroupsMs: retentionDuration(options['client-groups'], '--client-groups', 30 * DAY), tombstonesMs: retentionDuration(options.tombstones, '--tombstones', 30 * DAY) };
         store = await openStore(options);
+        if (options.space !== undefined) await checkWhereHeld(store, options.space, command);
         await gcCommand({ ...context(store), retention }, options);
         return 0;
       }
     }
   } catch (error) {
     if (error instanceof UsageError) return fail(`${error.message}\nRun 'viewsync --help' for usage.`, 2);
-    if (error instanceof CLIError || error instanceof DumpError) return fail(error.message, 1);
+    if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError) return fail(error.message, 1);
     return fail(`Failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`, 1);
   } finally {
     await store?.close().catch(() => {});
@@ -136,6 +152,15 @@ function parse(argv: readonly string[]) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+}
+
+/**
+ * With several stores: refuses a space whose data is not where these options find it (a
+ * placement the CLI was not told, src/route/survey.ts), before the command reads an empty copy
+ * or writes a second one.
+ */
+async function checkWhereHeld(store: OpenStore, space: string, command: string): Promise<void> {
+  if (isRouted(store.storage)) await locateWhereHeld(store.storage, space, command);
 }
 
 function context(store: OpenStore): SyncContext {
@@ -198,6 +223,29 @@ async function moveCommand(ctx: SyncContext, space: string, to: string, switchTi
   });
   if (!result.moved) return print(`${JSON.stringify(space)} is in ${JSON.stringify(to)} already; nothing to move`);
   print(`moved ${JSON.stringify(space)} from ${JSON.stringify(result.from)} to ${JSON.stringify(result.to)}: ${plural(result.rows, 'row')} copied in ${formatDuration(Math.round(result.totalMs))}; its writes waited ${Math.round(result.switchMs)} ms for the switch`);
+}
+
+/** Checks or repairs the directory; resolves to the exit code: 1 while a space's row does not lead to its copy in use. */
+async function directoryCommand(storage: RoutedStorage, action: 'check' | 'repair', options: Options): Promise<number> {
+  const listed = (value: unknown) => (value === undefined ? '-' : typeof value === 'string' ? value : JSON.stringify(value));
+  if (action === 'check') {
+    const problems = await checkDirectory(storage);
+    if (options.json) print(JSON.stringify({ problems }, null, 2));
+    else if (problems.length === 0) print('Every space the stores hold is listed in the directory, in the store holding its copy in use.');
+    else print(table(problems.map((problem) => [JSON.stringify(problem.space), listed(problem.listed), problem.inUse ?? '-', problem.reason]), ['SPACE', 'LISTED IN', 'IN USE IN', 'PROBLEM']));
+    if (problems.length === 0) return 0;
+    const n = problems.length;
+    return fail(`${n === 1 ? "1 space's directory row does not lead to its copy in use" : `${count(n)} spaces' directory rows do not lead to their copies in use`}: 'viewsync directory repair' with the same options repairs what it can`, 1);
+  }
+  const { repaired, left } = await repairDirectory(storage);
+  if (options.json) print(JSON.stringify({ repaired, left }, null, 2));
+  else if (repaired.length === 0 && left.length === 0) print('Nothing to repair: every space the stores hold is listed in the store holding its copy in use.');
+  else {
+    const q = JSON.stringify;
+    for (const { space, listed: was, inUse } of repaired) print(was === undefined ? `listed ${q(space)} in ${q(inUse)}, which holds its copy in use (it had no row)` : `repaired ${q(space)}: listed in ${q(inUse)}, not ${q(was)}`);
+  }
+  for (const { space, reason } of left) process.stderr.write(`viewsync: left ${JSON.stringify(space)} as it was: it ${reason}\n`);
+  return left.length === 0 ? 0 : fail(`${plural(left.length, 'space')} left as ${left.length === 1 ? 'it was' : 'they were'}: see above`, 1);
 }
 
 /** How long an export waits for stdout to take more, unless `--idle-timeout` says otherwise. */

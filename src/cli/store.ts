@@ -71,12 +71,40 @@ async function openRouted(options: StoreOptions, specs: readonly string[], how: 
     }
     const { routedStorage } = await import('../route/routed-storage.js');
     if (options.directory !== undefined && !opened.some(([name]) => name === options.directory)) throw new UsageError(`--directory ${JSON.stringify(options.directory)} is not one of the --store names (${opened.map(([name]) => name).join(', ')})`);
-    const storage = routedStorage({ stores: Object.fromEntries(opened.map(([name, store]) => [name, store.storage])), directory: options.directory });
+    const stores = Object.fromEntries(opened.map(([name, store]) => [name, store.storage]));
+    await checkDirectoryOption(stores, options.directory);
+    const storage = routedStorage({ stores, directory: options.directory });
     return { storage, label: opened.map(([name, store]) => `${name}=${store.label}`).join(', '), close: async () => void (await Promise.all(opened.map(([, store]) => store.close()))) };
   } catch (error) {
     await Promise.all(opened.map(([, store]) => store.close().catch(() => {})));
     throw error;
   }
+}
+
+/**
+ * Checks `--directory` against what the stores hold: a store holding directory rows (`d/…`)
+ * keeps the servers' directory, and the CLI must find spaces by it as they do.
+ *
+ * It refuses, rather than take that store as the directory unasked: the command line is meant to
+ * say the deployment as the servers' options do, and when it does not, something else may be
+ * wrong with it too (a store left out of --store, an old database listed by mistake), which a
+ * guess would act on. A silent guess would also make the same command line mean one thing before
+ * a store held its first directory row and another after. The refusal costs one flag, which it
+ * names.
+ */
+async function checkDirectoryOption(stores: Readonly<Record<string, Storage>>, directory: string | undefined): Promise<void> {
+  const { directoryStores } = await import('../route/directory.js');
+  const keeping = await directoryStores(stores);
+  const others = keeping.filter((name) => name !== directory);
+  if (others.length === 0) return;
+  const names = others.map((name) => JSON.stringify(name)).join(' and ');
+  if (keeping.length > 1) {
+    throw new CLIError(`stores ${keeping.map((name) => JSON.stringify(name)).join(' and ')} each keep directory rows (rows d/…), and servers keep one directory: find out which is theirs (their directory option), remove the other's d/ rows, and pass --directory NAME naming theirs`);
+  }
+  if (directory === undefined) {
+    throw new CLIError(`store ${names} keeps a directory of spaces (rows d/…), so the servers find spaces by it: pass --directory ${others[0]}, as they do. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left`);
+  }
+  throw new CLIError(`--directory ${JSON.stringify(directory)} names a store that is not the servers' directory: store ${names} keeps the directory rows (rows d/…). Pass --directory ${others[0]}, as the servers do`);
 }
 
 /** How long PostgreSQL has to answer and its tables to be ready, unless `--connect-timeout` says otherwise. */

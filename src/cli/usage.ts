@@ -12,9 +12,14 @@ const STORE = `Store (one of):
                          how long PostgreSQL has to answer and ready its tables
                          (default: 10s)
 Or several stores, a routed storage (as the servers name them):
-  --store NAME=URL       a store: a PostgreSQL URL or a SQLite file; once per store
+  --store NAME=URL       a store: a PostgreSQL URL or a SQLite file; once per store,
+                         every store the servers have
   --directory NAME       the store that keeps the directory of spaces, if the
-                         servers use one (default: spaces placed by hash)`;
+                         servers use one (default: spaces placed by hash). A store
+                         holding directory rows is the servers' directory: without
+                         --directory naming it, every command refuses (exit 1)
+  A space whose data is not where these options find it (the servers place it
+  otherwise) is refused, exit 1: nothing is read, written or moved.`;
 
 /** The help of each command, and of the CLI as a whole (''). */
 export const HELP: Record<string, string> = {
@@ -29,10 +34,13 @@ Commands:
   import SPACE      read a dump from stdin into SPACE (replaces it; --merge only sets)
   gc                remove idle client groups, old tombstones and unused view records
   move SPACE        move SPACE to another store of a routed storage, while in use
+  directory check   list the spaces whose directory row does not name the store
+                    holding them; 'directory repair' points those rows there
 
 Run 'viewsync <command> --help' for a command's options.
 Durations take their unit: 500ms, 10s, 5m, 12h, 30d.
-Exit codes: 0 done, 1 failed (store, dump), 2 wrong usage.`,
+Exit codes: 0 done, 1 failed or refused (store, dump, a space not where the
+options find it), or problems found (directory check), 2 wrong usage.`,
   inspect: `Usage: viewsync inspect [SPACE] [options]
 
 Without SPACE: every space with its entries, their size, its version, its client groups and
@@ -85,12 +93,36 @@ switches it over; its clients go on without a reset. Its pushes wait during the 
 at most --switch-timeout; other spaces never wait. A move killed at any point leaves one copy
 in use: run the same command again to finish it. Each phase is told on stderr.
 
+A move checks first that SPACE's data is where these options find it, and refuses (exit 1,
+nothing written) a SPACE no store holds, a store holding rows of it that no move left there,
+or a directory the stores keep that --directory does not name: options that are not the
+servers' would otherwise copy an empty space over theirs, or leave the directory naming the
+store SPACE left. A space the servers place by a function of their own is moved from the app
+(moveSpace), not from here.
+
 Options:
   --to NAME              the store to move SPACE to (one of the --store names)
   --switch-timeout DURATION
                          the longest SPACE's writes may wait for the switch; a switch
                          not done by then is undone and tried again (default: 2s)
   --quiet                no progress on stderr
+${STORE}`,
+  directory: `Usage: viewsync directory check|repair --store NAME=URL… --directory NAME [options]
+
+The directory of a routed storage, checked against what the stores hold. A space's row must
+name the store holding its copy in use: a move made without --directory leaves it naming the
+store the space left, which servers still follow (through the route record the move left) until
+that store is dropped from their stores; then the space is out of reach.
+
+check   lists every space whose row names another store than the one holding its copy in use,
+        or a store not among --store, or is missing while a store holds the space, or that two
+        stores could hold (found from route records and data alone). Exits 1 when it finds any.
+repair  points each such row at the store holding the space's copy in use, and writes missing
+        rows; leaves a space two stores could hold, or that no store among --store holds, and
+        exits 1 if it left any. Name the stores the servers will have (the dropped one left out).
+
+Options:
+  --json                 print plain JSON
 ${STORE}`,
   gc: `Usage: viewsync gc [options]
 

@@ -77,7 +77,7 @@ export async function repairDirectory(storage: RoutedStorage): Promise<{ repaire
       return true;
     }, { readOnly: false, space });
     if (done) repaired.push(problem);
-    else left.push({ ...problem, reason: `its directory row changed while it was being repaired (a move, or a first use): check again` });
+    else left.push({ ...problem, reason: `had its directory row changed while it was being repaired (a move, or a first use): check again` });
   }
   return { repaired, left };
 }

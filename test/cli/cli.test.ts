@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, importSpace, inspect, type JSONValue, read, type SyncContext, transact } from '../../src/index.js';
+import { collectGarbage, handlePull, importSpace, inspect, type JSONValue, moveSpace, read, routedStorage, type SyncContext, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../support/helpers.js';
@@ -81,6 +81,42 @@ async function sqliteFile(name: string): Promise<string> {
   return file;
 }
 
+/** The three SQLite files `<name>-a.db`, `-b.db` and `-c.db`, by store name. */
+function routedFiles(name: string): Record<'a' | 'b' | 'c', string> {
+  return { a: join(work, `${name}-a.db`), b: join(work, `${name}-b.db`), c: join(work, `${name}-c.db`) };
+}
+
+/** Runs `fn` on a context routed over the SQLite `files` as the servers' options say (without claiming the files), then closes them. */
+async function withRouted<T>(files: Record<string, string>, options: { place?: (space: string) => string; directory?: string }, fn: (ctx: SyncContext) => Promise<T>): Promise<T> {
+  const dbs = Object.entries(files).map(([name, file]) => [name, new Database(file)] as const);
+  try {
+    const storage = routedStorage({ stores: Object.fromEntries(dbs.map(([name, db]) => [name, sqliteStorage(db, { claim: false })])), ...options });
+    return await fn({ storage, mutators: testMutators, onError: () => {} });
+  } finally {
+    for (const [, db] of dbs) db.close();
+  }
+}
+
+/** Each of `spaces` given 50 entries by three client groups (their clients' lastMutationIDs 17, 17 and 16). */
+async function seedSpaces(ctx: SyncContext, spaces: readonly string[]): Promise<void> {
+  for (const space of spaces) {
+    for (let i = 0; i < 50; i++) await push({ ...ctx, space: () => space }, `g${i % 3}`, [mutation(`c${i % 3}`, Math.floor(i / 3) + 1, 'put', { key: `todo/${i}`, value: i })]);
+  }
+}
+
+/** What servers routed over `files` serve of `space`: a pull's status, and its entries and clients' lastMutationIDs when it is served. */
+async function servedBy(files: Record<string, string>, options: { place?: (space: string) => string; directory?: string }, space: string): Promise<{ status: number; entries?: number; clients?: Record<string, number> }> {
+  return withRouted(files, options, async (ctx) => {
+    const { status } = await handlePull(post('/pull', pullBody('reader', null)), { ...ctx, space: () => space });
+    if (status !== 200) return { status };
+    const { entries, groups } = await inspect(ctx, space);
+    return { status, entries, clients: Object.assign({}, ...groups.map((group) => group.clients)) };
+  });
+}
+
+/** acme as the servers served it before anything ran: its 50 entries, and its clients where they were. */
+const WHOLE = { status: 200, entries: 50, clients: { c0: 17, c1: 17, c2: 16 } };
+
 /** What a full pull of `space` gives. */
 async function fullPull(ctx: SyncContext, space: string): Promise<Map<string, JSONValue>> {
   const response = await handlePull(post('/pull', pullBody(`reader-${Math.random()}`, null)), { ...ctx, space: () => space });
@@ -90,7 +126,7 @@ async function fullPull(ctx: SyncContext, space: string): Promise<Map<string, JS
 
 describe('the viewsync CLI, run as a process', () => {
   it('every command has --help; a wrong command, option or argument exits 2 and says why', () => {
-    for (const command of ['', 'inspect', 'export', 'import', 'gc', 'move']) {
+    for (const command of ['', 'inspect', 'export', 'import', 'gc', 'move', 'directory']) {
       const run = sh(`viewsync ${command} --help`);
       expect(run.status, command).toBe(0);
       expect(run.stdout, command).toMatch(command === '' ? /Commands:/ : new RegExp(`Usage: viewsync ${command}`));
@@ -233,6 +269,76 @@ describe('the viewsync CLI, run as a process', () => {
       expect(run.stderr, line).toMatch(message);
     }
     expect(sh(`viewsync move s --to c ${stores}`)).toMatchObject({ status: 2, stderr: expect.stringMatching(/--to "c" is not one of the --store names \(a, b\)/) });
+  });
+
+  it('refuses a move its placement contradicts, either way, and a move of a space no store holds: exit 1, every store as it was', async () => {
+    // The servers place every space in b; the CLI places by hash, which puts acme in c.
+    const files = routedFiles('placed');
+    await withRouted(files, { place: () => 'b' }, (ctx) => seedSpaces(ctx, ['acme']));
+    const stores = `--store a=${files.a} --store b=${files.b} --store c=${files.c}`;
+    const before = Object.values(files).map(rows);
+    for (const to of ['b', 'a']) {
+      const run = sh(`viewsync move acme --to ${to} ${stores}`);
+      expect([run.status, run.stdout], to).toEqual([1, '']);
+      expect(run.stderr, to).toMatch(/^viewsync: moveSpace: store "b" holds rows of space "acme" with no route record, but this router finds its copy in use in "c" \(by its placement rule\): the placement given to this router is not the servers'\. Give it the servers' stores, place and directory .*\. Nothing was done\n$/);
+    }
+    const typo = sh(`viewsync move acme-typo --to b ${stores}`);
+    expect([typo.status, typo.stderr]).toEqual([1, expect.stringMatching(/^viewsync: moveSpace: space "acme-typo" does not exist: no store \(a, b, c\) holds any row of it; nothing was moved or written\. Is its name right\? \(the default space is ''\)\n$/)]);
+    // An export or an import of acme by hash would read an empty copy, or write a second one.
+    for (const line of [`viewsync export acme ${stores}`, `viewsync import acme ${stores} < /dev/null`]) {
+      expect(sh(line), line).toMatchObject({ status: 1, stderr: expect.stringMatching(/store "b" holds rows of space "acme" with no route record, but this router finds its copy in use in "c"/) });
+    }
+    expect(Object.values(files).map(rows)).toEqual(before);
+    expect(await servedBy(files, { place: () => 'b' }, 'acme')).toEqual(WHOLE);
+  });
+
+  it('finds the directory the stores keep: refuses every command without it, or with another, and a move with it updates it', async () => {
+    const files = routedFiles('directed');
+    await withRouted(files, { place: () => 'b', directory: 'a' }, (ctx) => seedSpaces(ctx, ['acme']));
+    const stores = `--store a=${files.a} --store b=${files.b} --store c=${files.c}`;
+    const before = Object.values(files).map(rows);
+    const without = /^viewsync: store "a" keeps a directory of spaces \(rows d\/…\), so the servers find spaces by it: pass --directory a, as they do\. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left\n$/;
+    for (const line of [`viewsync move acme --to c ${stores}`, `viewsync inspect ${stores}`, `viewsync export acme ${stores}`, `viewsync import acme ${stores} < /dev/null`, `viewsync gc ${stores}`]) {
+      expect(sh(line), line).toMatchObject({ status: 1, stdout: '', stderr: expect.stringMatching(without) });
+    }
+    expect(sh(`viewsync move acme --to c ${stores} --directory b`)).toMatchObject({ status: 1, stderr: expect.stringMatching(/^viewsync: --directory "b" names a store that is not the servers' directory: store "a" keeps the directory rows \(rows d\/…\)\. Pass --directory a, as the servers do\n$/) });
+    expect(Object.values(files).map(rows)).toEqual(before);
+    const moved = sh(`viewsync move acme --to c ${stores} --directory a --quiet`);
+    expect([moved.status, moved.stdout], moved.stderr).toEqual([0, expect.stringMatching(/^moved "acme" from "b" to "c"/)]);
+    expect(rows(files.a)).toContainEqual({ key: 'd/acme/', value: '"c"' });
+    expect(await servedBy({ a: files.a, c: files.c }, { directory: 'a' }, 'acme')).toEqual(WHOLE);
+  });
+
+  it('directory check finds the row a move without the directory left naming a store since dropped, and repair points it at the store holding the space: servers serve it again', async () => {
+    const files = routedFiles('repair');
+    const place = (space: string) => (space === 'acme' ? 'b' : 'c');
+    await withRouted(files, { place, directory: 'a' }, (ctx) => seedSpaces(ctx, ['acme', 'globex']));
+    // The move the CLI made before it refused to (no --directory): by a router that knows no directory.
+    await withRouted({ b: files.b, c: files.c }, { place }, (ctx) => moveSpace(ctx, 'acme', 'c'));
+    // b is dropped: the directory still sends acme there.
+    const kept = { a: files.a, c: files.c };
+    const stores = `--store a=${files.a} --store c=${files.c} --directory a`;
+    expect((await servedBy(kept, { directory: 'a' }, 'acme')).status).not.toBe(200);
+    expect(await servedBy(kept, { directory: 'a' }, 'globex')).toEqual(WHOLE);
+
+    const check = sh(`viewsync directory check ${stores}`);
+    expect(check.status).toBe(1);
+    expect(check.stdout).toMatch(/^SPACE\s+LISTED IN\s+IN USE IN\s+PROBLEM\n"acme"\s+b\s+c\s+is listed in "b", which is not one of the stores \(a, c\), while "c" holds its copy in use: a repair points the row there\n$/);
+    expect(check.stderr).toBe("viewsync: 1 space's directory row does not lead to its copy in use: 'viewsync directory repair' with the same options repairs what it can\n");
+    expect(JSON.parse(sh(`viewsync directory check ${stores} --json`).stdout)).toEqual({ problems: [{ space: 'acme', listed: 'b', inUse: 'c', kind: 'unknown-store', reason: expect.any(String) }] });
+    const repair = sh(`viewsync directory repair ${stores}`);
+    expect([repair.status, repair.stdout, repair.stderr]).toEqual([0, 'repaired "acme": listed in "c", not "b"\n', '']);
+    expect(sh(`viewsync directory check ${stores}`)).toMatchObject({ status: 0, stdout: 'Every space the stores hold is listed in the directory, in the store holding its copy in use.\n' });
+    expect(await servedBy(kept, { directory: 'a' }, 'acme')).toEqual(WHOLE);
+
+    const usage: Array<[string, RegExp]> = [
+      [`viewsync directory ${stores}`, /directory takes check or repair/],
+      [`viewsync directory fix ${stores}`, /directory takes check or repair, got "fix"/],
+      [`viewsync directory check --store a=${files.a}`, /directory check needs --directory NAME/],
+      [`viewsync directory check --sqlite ${files.a}`, /directory check works on the stores of a routed storage: give each as --store NAME=URL/],
+      [`viewsync directory repair ${stores} --quiet`, /directory takes no --quiet/],
+    ];
+    for (const [line, message] of usage) expect(sh(line), line).toMatchObject({ status: 2, stderr: expect.stringMatching(message) });
   });
 
   it('gc removes what the retention lets go', async () => {
