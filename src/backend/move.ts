@@ -17,6 +17,10 @@ export type { MoveOptions, MoveProgress, MoveResult } from '../route/move-space.
  * space again (to the same store) finishes or redoes what it left. Run one move of a space at a
  * time: a second one, concurrent, fails rather than corrupts.
  *
+ * Before it writes anything, it reads where the space's data is in every store, and refuses a
+ * space no store holds, and a router whose placement or directory finds the space elsewhere than
+ * its data is (a router that is not the servers'): it never clears rows a move did not leave.
+ *
  * @example
  * const { switchMs } = await moveSpace(ctx, 'acme', 'eu-2');
  */

@@ -38,9 +38,9 @@ export function routeRecordOf(value: unknown, space: string, store: string): Rou
 }
 
 /**
- * A refusal of the route layer: what the stores hold contradicts what the caller was told (a
- * placement, a directory), or a space is not there. Its message says what is wrong and what to
- * do; nothing was changed by the call that threw it, unless the message says otherwise.
+ * A refusal or failure of the route layer that its caller can act on: what the stores hold
+ * contradicts what a router was told (a placement, a directory), a space is not there, another
+ * move of it runs. Its message says what is wrong and what to do, and whether anything was done.
  */
 export class RouteError extends Error {
   override name = 'RouteError';
