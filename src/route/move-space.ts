@@ -73,7 +73,12 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
   const from = await locateChecked(storage, space);
   const source = storage.stores[from]!;
   await cleanUpAfter(storage, space, from);
-  if (from === to) return { from, to, moved: false, rows: 0, switchMs: 0, totalMs: performance.now() - started };
+  if (from === to) {
+    // A directory row left naming a store the space left (a move made without the directory) is
+    // followed through route records only while that store is listed: point it here.
+    if (storage.directory !== undefined && (await storage.home(space)) !== to) await storage.settle(space, to);
+    return { from, to, moved: false, rows: 0, switchMs: 0, totalMs: performance.now() - started };
+  }
 
   const move = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   const ours = (now: RouteRecord | undefined) => now?.state === 'incoming' && now.move === move;

@@ -83,6 +83,16 @@ describe('checkDirectory and repairDirectory', () => {
     expect((await served(after, 'acme'))[0]).toEqual({ status: 200, entries: 51, lastMutationIDChanges: { c0: 18 } });
   });
 
+  it('a move to the store already holding the space points a stale row at it', async () => {
+    const members = { a: memoryStorage(), b: memoryStorage(), c: memoryStorage() };
+    const servers = spaceContext(routedStorage({ stores: members, directory: 'a', place: () => 'b' }));
+    await seed(servers, 'acme');
+    await moveSpace(spaceContext(routedStorage({ stores: { b: members.b, c: members.c }, place: () => 'b' })), 'acme', 'c');
+    expect(await moveSpace(servers, 'acme', 'c')).toMatchObject({ from: 'c', to: 'c', moved: false });
+    expect(await members.a.transaction((tx) => tx.get(directoryKey('acme')), { readOnly: true, space: 'acme' })).toBe('c');
+    expect(await checkDirectory(routedStorage({ stores: members, directory: 'a' }))).toEqual([]);
+  });
+
   it('write a missing row; leave a space two stores could hold, and one no store among them holds', async () => {
     const members = { a: memoryStorage(), b: memoryStorage(), c: memoryStorage() };
     // Spaces written before the directory was kept: "old" in b, "split" in b and in c.
