@@ -97,14 +97,14 @@ async function checkDirectoryOption(stores: Readonly<Record<string, Storage>>, d
   const keeping = await directoryStores(stores);
   const others = keeping.filter((name) => name !== directory);
   if (others.length === 0) return;
-  const names = others.map((name) => JSON.stringify(name)).join(' and ');
   if (keeping.length > 1) {
     throw new CLIError(`stores ${keeping.map((name) => JSON.stringify(name)).join(' and ')} each keep directory rows (rows d/…), and servers keep one directory: find out which is theirs (their directory option), remove the other's d/ rows, and pass --directory NAME naming theirs`);
   }
+  const [other] = others as [string];
   if (directory === undefined) {
-    throw new CLIError(`store ${names} keeps a directory of spaces (rows d/…), so the servers find spaces by it: pass --directory ${others[0]}, as they do. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left`);
+    throw new CLIError(`store ${JSON.stringify(other)} keeps a directory of spaces (rows d/…), so the servers find spaces by it: pass --directory ${other}, as they do. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left`);
   }
-  throw new CLIError(`--directory ${JSON.stringify(directory)} names a store that is not the servers' directory: store ${names} keeps the directory rows (rows d/…). Pass --directory ${others[0]}, as the servers do`);
+  throw new CLIError(`--directory ${JSON.stringify(directory)} names a store that is not the servers' directory: store ${JSON.stringify(other)} keeps the directory rows (rows d/…). Pass --directory ${other}, as the servers do`);
 }
 
 /** How long PostgreSQL has to answer and its tables to be ready, unless `--connect-timeout` says otherwise. */
