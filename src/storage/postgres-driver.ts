@@ -213,24 +213,43 @@ function checkOut(pool: PgPool, lost: (error: unknown) => void): Promise<PgPoolC
  * and never settles: postgres.js then sends nothing. Should the connection live on after all
  * (an error taken for a lost connection that was not), the body fails after `LOST_GRACE_MS`
  * and postgres.js rolls back as usual.
+ *
+ * A connection on a read-only server (25006: a standby, which postgres.js's
+ * `target_session_attrs: 'read-write'` takes for a primary, or one an address led to before
+ * it moved) is closed rather than given back to the pool, where every write would fail on it
+ * again: the transaction has the server end its session, then goes the way of a lost
+ * connection, and the next transaction gets a new connection, from the next host in the list
+ * or wherever the address leads now. The caller gets the 25006.
  */
 export async function beginGuarded<T>(client: PostgresJsClient, mode: string, body: (query: PostgresQuery) => Promise<T>, prepare = true): Promise<T> {
   let lost = false;
   let over = false;
+  let readOnly: unknown;
   const done = client.begin(
     mode,
     (tx) =>
       new Promise<T>((resolve, reject) => {
         const query: PostgresQuery = async (text, params) => {
-          if (lost || over) throw new ConnectionLostError();
+          if (lost || over || readOnly !== undefined) throw new ConnectionLostError();
           try {
             return (await tx.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>;
           } catch (error) {
             if (isUnreachable(error)) lost = true;
+            else if (isTemporary(error)) readOnly ??= error;
             throw error;
           }
         };
         const settle = (finish: () => void) => {
+          if (readOnly !== undefined && !lost && !over) {
+            // The server closes the session: the failed transaction ends, and a new one that
+            // waits does not wait long (idle_in_transaction_session_timeout), so its FATAL comes
+            // between statements, with the connection still this transaction's; postgres.js then
+            // rejects `begin`. (Not pg_terminate_backend, whose FATAL can come during the
+            // statement: postgres.js 3.4 then fails the next connection's first statement with
+            // it. Nor a bare ROLLBACK, after which postgres.js hands the connection to others.)
+            lost = true;
+            tx.unsafe('ROLLBACK; BEGIN; SET LOCAL idle_in_transaction_session_timeout = 1', []).then(undefined, () => {});
+          }
           if (!lost && !over) return finish();
           const timer = setTimeout(() => over || finish(), LOST_GRACE_MS);
           (timer as { unref?: () => void }).unref?.();
@@ -240,6 +259,8 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   );
   try {
     return (await done) as T;
+  } catch (error) {
+    throw readOnly ?? error;
   } finally {
     over = true;
   }
