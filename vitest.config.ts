@@ -23,6 +23,7 @@ const E2E = [
   'test/telemetry/deno.test.ts',
   'test/edge/**/*.test.ts',
   'test/route/clusters.test.ts',
+  'test/chaos/chaos.test.ts',
   'test/failover/**/*.test.ts',
 ];
 /** In-process tests that need more than the core: real HTTP servers on sockets, and PostgreSQL (PGlite, or the server `DATABASE_URL` names). */

@@ -1,0 +1,31 @@
+/**
+ * The fault-injection suite, short, on every topology, with fixed seeds: real server processes
+ * over real stores, raw and real clients, backend writes, imports and housekeeping on a jumping
+ * clock, and faults (see topologies.ts); the run's record judged by checker.ts. No time bound
+ * here but the hang-catching timeout: a busy machine makes a run slower, not wrong. Longer runs:
+ * `npm run chaos -- --topology NAME --duration 30m [--seed N]`.
+ */
+import { describe, expect, it } from 'vitest';
+import { haveServers } from '../support/clusters.js';
+import { fastLoop } from '../support/stores.js';
+import { describe as describeReport, runChaos } from './run.js';
+import { TOPOLOGIES } from './topologies.js';
+
+/** Seconds of faults per topology: about four minutes in all on two cores, settling included. */
+const SECONDS = Number(process.env.CHAOS_SECONDS ?? 20);
+const SEEDS: Record<string, number> = { sqlite: 101, 'postgres-js': 102, 'pg-pool': 103, notifiers: 104, routed: 105, standby: 106, 'standby-async': 107 };
+
+describe.runIf(!fastLoop)('fault injection', () => {
+  for (const name of Object.keys(TOPOLOGIES)) {
+    const needsPostgres = name !== 'sqlite';
+    it.runIf(!needsPostgres || haveServers())(`${name}: ${TOPOLOGIES[name]!.description}: nothing acknowledged lost or applied twice, no cookie or lastMutationID backwards, every client converged, no 500, no process died`, async () => {
+      const report = await runChaos({ topology: name, seed: SEEDS[name] ?? 1, durationMs: SECONDS * 1_000 });
+      console.log(describeReport(report));
+      expect(report.anomalies).toEqual([]);
+      // The run did what it is for: requests answered, mutations checked, faults injected.
+      expect(report.statuses['200']).toBeGreaterThan(50);
+      expect(report.mutationsChecked).toBeGreaterThan(20);
+      expect(Object.keys(report.faults).length).toBeGreaterThan(1);
+    }, 600_000);
+  }
+});

@@ -1,0 +1,124 @@
+/**
+ * The chaos suite's checker on histories made by hand: a clean one passes, and each anomaly it
+ * exists to catch is caught. (The suite itself, test/chaos/chaos.test.ts, shows it catches them
+ * in real runs too, with a fix reverted: see docs/fault-injection.md.)
+ */
+import { describe, expect, it } from 'vitest';
+import type { JSONValue } from '../../src/index.js';
+import { type Anomaly, check, compareCookies } from './checker.js';
+import type { Exchange, History } from './history.js';
+
+let clock = 0;
+
+function push(group: string, mutations: Array<[client: string, id: number]>, status: Exchange['status'] = 200, answer: unknown = {}): Exchange {
+  const start = ++clock;
+  return { group, space: 's', kind: 'push', start, end: ++clock, body: { pushVersion: 1, clientGroupID: group, mutations: mutations.map(([clientID, id]) => ({ clientID, id, name: 'inc', args: null })) }, status, answer };
+}
+
+function pull(group: string, cookie: JSONValue, answer: unknown, status: Exchange['status'] = 200): Exchange {
+  const start = ++clock;
+  return { group, space: 's', kind: 'pull', start, end: ++clock, body: { pullVersion: 1, clientGroupID: group, cookie }, status, answer };
+}
+
+/** The data of a client that applied mutations 1..n once each. */
+function applied(client: string, n: number): Array<[string, JSONValue]> {
+  return [[`count/${client}`, n], ...Array.from({ length: n }, (_, i): [string, JSONValue] => [`m/${client}/${i + 1}`, 1])];
+}
+
+function history(exchanges: Exchange[], data: Array<[string, JSONValue]>, extra: Partial<History> = {}): History {
+  const truth = new Map([['s', new Map(data)]]);
+  return { exchanges, backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], settled: [{ group: 'g', space: 's', view: new Map(data) }], truth, ...extra };
+}
+
+const kinds = (anomalies: Anomaly[]) => anomalies.map(({ kind }) => kind);
+
+describe('the chaos checker', () => {
+  const clean = () => [
+    push('g', [['c', 1], ['c', 2]]),
+    pull('g', null, { cookie: { order: 5 }, lastMutationIDChanges: { c: 2 }, patch: [] }),
+    push('g', [['c', 3]], 503, 'busy'),
+    push('g', [['c', 3]], 'network', 'cut'),
+    pull('g', { order: 5 }, { cookie: { order: 5 }, lastMutationIDChanges: {}, patch: [] }),
+  ];
+
+  it('passes a clean history, counting the acknowledged mutations it checked', () => {
+    const verdict = check(history(clean(), applied('c', 2)));
+    expect(verdict.anomalies).toEqual([]);
+    expect(verdict.mutationsChecked).toBe(2);
+  });
+
+  it('an acknowledged mutation missing from the data', () => {
+    expect(kinds(check(history(clean(), applied('c', 1))).anomalies)).toContain('acknowledged-lost');
+  });
+
+  it('a mutation applied twice: its counter above its records', () => {
+    expect(kinds(check(history(clean(), [...applied('c', 2), ['count/c', 3]])).anomalies)).toEqual(['applied-twice']);
+  });
+
+  it('a later mutation applied without an earlier one', () => {
+    expect(kinds(check(history([], [['count/c', 1], ['m/c/2', 1]])).anomalies)).toEqual(['out-of-order']);
+  });
+
+  it('a cookie that goes backwards, and changes sent under the cookie the client already has', () => {
+    const backwards = [pull('g', { order: 5 }, { cookie: { order: 4 }, lastMutationIDChanges: {}, patch: [] })];
+    expect(kinds(check(history(backwards, [])).anomalies)).toEqual(['cookie-backwards']);
+    const same = [pull('g', { order: 5 }, { cookie: { order: 5 }, lastMutationIDChanges: {}, patch: [{ op: 'del', key: 'x' }] })];
+    expect(kinds(check(history(same, [])).anomalies)).toEqual(['changes-under-same-cookie']);
+  });
+
+  it("a client's lastMutationID that goes backwards", () => {
+    const exchanges = [
+      pull('g', null, { cookie: { order: 5 }, lastMutationIDChanges: { c: 2 }, patch: [] }),
+      pull('g', { order: 5 }, { cookie: { order: 6 }, lastMutationIDChanges: { c: 1 }, patch: [] }),
+    ];
+    expect(kinds(check(history(exchanges, applied('c', 2))).anomalies)).toEqual(['lmid-backwards']);
+  });
+
+  it('a pull after a push was answered 200 that does not reflect it', () => {
+    const exchanges = [push('g', [['c', 1]]), pull('g', null, { cookie: { order: 5 }, lastMutationIDChanges: {}, patch: [] })];
+    expect(kinds(check(history(exchanges, applied('c', 1))).anomalies)).toEqual(['push-not-reflected']);
+  });
+
+  it('a 500, and a refusal of a well-formed request', () => {
+    expect(kinds(check(history([push('g', [['c', 1]], 500, 'oops')], [])).anomalies)).toEqual(['server-error']);
+    expect(kinds(check(history([push('g', [['c', 1]], 400, 'bad')], [])).anomalies)).toEqual(['refused']);
+  });
+
+  it('a client group that does not hold the data at the end', () => {
+    const verdict = check(history(clean(), applied('c', 2), { settled: [{ group: 'g', space: 's', view: new Map(applied('c', 1)) }] }));
+    expect(kinds(verdict.anomalies)).toEqual(['diverged']);
+  });
+
+  it('a process that ended by itself, an operator command that should have been refused, and a failure of the runner', () => {
+    const verdict = check(history([], [], { crashes: ['server 0 ended by itself'], operatorCommands: ['viewsync move never-written --to b exited 0'], runnerErrors: ['boom'] }));
+    expect(kinds(verdict.anomalies)).toEqual(['process-died', 'operator-command-accepted', 'runner-error']);
+  });
+
+  it('backend writes: one acknowledged and missing, and one applied twice', () => {
+    const backend = [{ space: 'b', n: 1, acknowledged: true }, { space: 'b', n: 2, acknowledged: true }];
+    const truth = new Map([['s', new Map()], ['b', new Map<string, JSONValue>([['backend/1', 1], ['backend/count', 2]])]]);
+    expect(kinds(check(history([], [], { backend, truth })).anomalies)).toEqual(['backend-applied-twice', 'backend-lost']);
+  });
+
+  it('imports: a dump cut short that was imported, and a space that is not its last whole import', () => {
+    const entries = { a: 1 };
+    const cut = { space: 'i', cut: true, outcome: 'imported' as const, entries, end: 1 };
+    const truth = new Map([['s', new Map()], ['i', new Map<string, JSONValue>([['a', 1]])]]);
+    expect(kinds(check(history([], [], { imports: [cut], truth })).anomalies)).toEqual(['cut-import-accepted', 'import-wrong']);
+    const whole = { space: 'i', cut: false, outcome: 'imported' as const, entries, end: 2 };
+    expect(check(history([], [], { imports: [whole], truth })).anomalies).toEqual([]);
+  });
+
+  it('where loss is admitted, a lost mutation passes only if its group was told ClientStateNotFound', () => {
+    const told = [...clean(), pull('g', { order: 5 }, { error: 'ClientStateNotFound' })];
+    expect(check(history(told, applied('c', 1)), { lossAllowed: true })).toMatchObject({ anomalies: [], admittedLosses: 1 });
+    expect(kinds(check(history(clean(), applied('c', 1)), { lossAllowed: true }).anomalies)).toEqual(['acknowledged-lost']);
+  });
+
+  it("orders cookies as the real client does: null lowest, objects by order, strings as strings", () => {
+    expect(compareCookies(null, { order: 0 })).toBeLessThan(0);
+    expect(compareCookies({ order: 9 }, { order: 10 })).toBeLessThan(0);
+    expect(compareCookies('10', '9')).toBeLessThan(0);
+    expect(compareCookies({ order: 3 }, { order: 3 })).toBe(0);
+  });
+});

@@ -1,0 +1,303 @@
+/**
+ * A chaos run: a deployment (topologies.ts) under a workload of raw and real clients, backend
+ * writes, imports and housekeeping on a clock that jumps, while faults are injected; then every
+ * fault healed, every client settled, the server's data read, and the record judged
+ * (checker.ts). `runChaos` is what the CI test calls; run as a script it is `npm run chaos`:
+ *
+ *   npm run chaos -- --topology routed --duration 30m --seed 7
+ *   npm run chaos -- --topology all --duration 2m
+ *
+ * A seed replays a run's plan (which client does what, which fault comes when), not its timing.
+ */
+import { setMaxListeners } from 'node:events';
+import { parseArgs } from 'node:util';
+import type { JSONValue } from '../../src/index.js';
+import { DAY } from './app.js';
+import { type Anomaly, check } from './checker.js';
+import type { History, ImportAttempt, PullAnswer } from './history.js';
+import { type ClientEnvironment, RawClient } from './raw-client.js';
+import { installFetch, RealClient } from './real-client.js';
+import { Random } from './rng.js';
+import { type Deployment, TOPOLOGIES } from './topologies.js';
+
+export interface ChaosOptions {
+  topology: string;
+  seed: number;
+  durationMs: number;
+  /** Raw protocol clients, real `replicache` clients, and ghosts (see raw-client.ts). */
+  rawClients?: number;
+  realClients?: number;
+  ghosts?: number;
+  /** Spaces the clients share. */
+  spaces?: number;
+  /** A fault every so many milliseconds, drawn from this range. */
+  faultEveryMs?: [number, number];
+  /** The servers' clock jumps on by two days every so many milliseconds, each jump followed by a housekeeping pass. */
+  clockJumpEveryMs?: number;
+  log?: (line: string) => void;
+  /** Logs every fault as it is injected. */
+  verbose?: boolean;
+}
+
+export interface ChaosReport {
+  topology: string;
+  seed: number;
+  durationMs: number;
+  requests: number;
+  /** Answers by status (`network`: none came). */
+  statuses: Record<string, number>;
+  /** Faults injected, by kind. */
+  faults: Record<string, number>;
+  mutationsChecked: number;
+  /** ClientStateNotFound answers (groups expired by housekeeping, or lost in a failover). */
+  resets: number;
+  /** Acknowledged writes lost where the topology admits it (asynchronous replication), each client's group told. */
+  admittedLosses: number;
+  anomalies: Anomaly[];
+}
+
+const JUMP_MS = 2 * DAY;
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  // The real client adds a listener per retry to a signal of its own (a sleep it can abort).
+  setMaxListeners(1_000);
+  const topology = TOPOLOGIES[options.topology];
+  if (topology === undefined) throw new RangeError(`No topology ${JSON.stringify(options.topology)}: ${Object.keys(TOPOLOGIES).join(', ')}`);
+  const log = options.log ?? (() => {});
+  const rng = new Random(options.seed);
+  const spaces = Array.from({ length: options.spaces ?? 4 }, (_, i) => `space-${i}`);
+  const history: History = { exchanges: [], backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], settled: [], truth: new Map() };
+  let stopping = false;
+  let stopped = false;
+  let jumps = 0;
+  const env: ClientEnvironment = {
+    servers: () => deployment.servers(),
+    record: (exchange) => history.exchanges.push(exchange),
+    clockJumps: () => jumps,
+    stopping: () => stopping,
+    stopped: () => stopped,
+    requestTimeoutMs: 30_000,
+  };
+  const onRejection = (error: unknown) => history.runnerErrors.push(`unhandled rejection: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.on('unhandledRejection', onRejection);
+  const restoreFetch = installFetch(env, rng.fork());
+  log(`${topology.name}: ${topology.description}; seed ${options.seed}`);
+  const deployment: Deployment = await topology.start(history.crashes, log);
+  const real: RealClient[] = [];
+  try {
+    const raw = Array.from({ length: options.rawClients ?? 12 }, (_, i) => new RawClient(`raw${i}`, spaces[i % spaces.length]!, rng.fork(), env));
+    const ghosts = Array.from({ length: options.ghosts ?? 2 }, (_, i) => new RawClient(`ghost${i}`, spaces[i % spaces.length]!, rng.fork(), env, { ghost: true }));
+    real.push(...Array.from({ length: options.realClients ?? 3 }, (_, i) => new RealClient(`real${i}`, spaces[i % spaces.length]!, rng.fork(), env)));
+    const source = await seedImportSource(env);
+    const guard = (what: string, work: Promise<unknown>) => work.catch((error: unknown) => history.runnerErrors.push(`${what}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
+    const clients = [...raw, ...ghosts].map((client) => guard(`client ${client.group}`, client.run()));
+    const reals = real.map((client, i) => guard(`real client ${i}`, client.run()));
+    const started = performance.now();
+    const deadline = started + options.durationMs;
+    const record = (kind: string, detail: string) => {
+      history.faults.push({ kind, at: performance.now() - started, detail });
+      if (options.verbose) log(`${((performance.now() - started) / 1000).toFixed(1)} s: ${kind}${detail ? `: ${detail}` : ''}`);
+    };
+    const loops = [
+      guard('faults', faultLoop(deployment, rng.fork(), () => performance.now() < deadline, options.durationMs, options.faultEveryMs ?? [300, 2_000], record)),
+      guard('clock', (async () => {
+        while (performance.now() < deadline) {
+          await sleep(options.clockJumpEveryMs ?? 1_500);
+          jumps++;
+          await deployment.setClock(jumps * JUMP_MS).catch(() => {});
+          await control(env, 'housekeep', '').catch(() => {});
+        }
+      })()),
+      guard('backend writes', backendLoop(env, history, () => performance.now() < deadline)),
+      guard('imports', importLoop(env, history, source, rng.fork(), () => performance.now() < deadline)),
+      ...(deployment.background ? [guard('background', deployment.background(rng.fork(), () => performance.now() >= deadline, record, (detail) => history.operatorCommands.push(detail)))] : []),
+    ];
+    await Promise.all(loops);
+    stopping = true;
+    log(`${topology.name}: faults over (${history.faults.length}); healing and settling`);
+    await deployment.heal();
+    await Promise.all([...clients, ...reals]);
+    log(`${topology.name}: clients stopped; settling`);
+    // Every client pushes what it has pending, then (once all have) pulls the final state.
+    const settleBy = performance.now() + 120_000;
+    const stopAt = setTimeout(() => (stopped = true), Math.max(0, settleBy - performance.now()));
+    await Promise.all(raw.concat(ghosts).map((client) => guard(`settling ${client.group}`, client.settle())));
+    await Promise.all(real.map((client, i) => guard(`settling real client ${i}`, client.drain())));
+    for (const client of raw.concat(ghosts)) {
+      await guard(`last pull of ${client.group}`, client.settle());
+      history.settled.push({ group: client.group, space: client.space, view: client.view });
+    }
+    log(`${topology.name}: settled; last pulls`);
+    for (const [i, client] of real.entries()) {
+      const settled = await within(30_000, client.final()).catch((error: unknown) => (history.runnerErrors.push(`real client ${i} did not settle: ${String(error)}; it logged:\n${client.logs.slice(-10).join('\n')}`), undefined));
+      if (settled) history.settled.push({ group: settled.group, space: client.space, view: settled.view });
+    }
+    clearTimeout(stopAt);
+    stopped = true;
+    log(`${topology.name}: reading the server's data`);
+    for (const space of [...spaces, BACKEND_SPACE, ...IMPORTED]) history.truth.set(space, await readSpace(env, space));
+  } finally {
+    process.off('unhandledRejection', onRejection);
+    stopping = stopped = true;
+    await Promise.all(real.map((client) => client.close()));
+    restoreFetch();
+    await deployment.stop();
+  }
+  const verdict = check(history, { lossAllowed: topology.lossAllowed });
+  const statuses: Record<string, number> = {};
+  let resets = 0;
+  for (const { status, answer } of history.exchanges) {
+    statuses[status] = (statuses[status] ?? 0) + 1;
+    if ((answer as { error?: unknown } | null)?.error === 'ClientStateNotFound') resets++;
+  }
+  const faults: Record<string, number> = {};
+  for (const { kind } of history.faults) faults[kind] = (faults[kind] ?? 0) + 1;
+  faults['clock jump and housekeeping'] = jumps;
+  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, anomalies: verdict.anomalies };
+}
+
+const BACKEND_SPACE = 'backend';
+const SOURCE_SPACE = 'import-source';
+const IMPORTED = ['imported-0', 'imported-1'];
+
+async function faultLoop(deployment: Deployment, rng: Random, going: () => boolean, durationMs: number, [min, max]: [number, number], record: (kind: string, detail: string) => void): Promise<void> {
+  const total = deployment.faults.reduce((sum, fault) => sum + fault.weight, 0);
+  const started = performance.now();
+  const once = (deployment.once ?? []).map((fault) => ({ fault, at: started + durationMs * (0.25 + 0.35 * rng.next()) }));
+  while (going()) {
+    await sleep(rng.int(min, max));
+    const due = once.findIndex(({ at }) => performance.now() >= at);
+    if (due >= 0) {
+      const { fault } = once.splice(due, 1)[0]!;
+      record(fault.name, await fault.inject(rng));
+      continue;
+    }
+    if (!going() || total === 0) return;
+    let draw = rng.next() * total;
+    const fault = deployment.faults.find((candidate) => (draw -= candidate.weight) < 0) ?? deployment.faults.at(-1)!;
+    record(fault.name, await fault.inject(rng));
+  }
+}
+
+/** Writes from the backend door, `backend/<n>` and a counter, one at a time. */
+async function backendLoop(env: ClientEnvironment, history: History, going: () => boolean): Promise<void> {
+  for (let n = 1; going(); n++) {
+    const response = await control(env, 'backend', `space=${BACKEND_SPACE}&n=${n}`).catch(() => undefined);
+    history.backend.push({ space: BACKEND_SPACE, n, acknowledged: response?.status === 200 });
+    await sleep(200);
+  }
+}
+
+/** A small space to export once and import again and again, whole or cut short. */
+async function seedImportSource(env: ClientEnvironment): Promise<{ dump: string; entries: Record<string, JSONValue> }> {
+  const entries: Record<string, JSONValue> = {};
+  for (let n = 1; n <= 20; n++) {
+    await retry(() => control(env, 'backend', `space=${SOURCE_SPACE}&n=${n}`));
+    entries[`backend/${n}`] = n;
+  }
+  entries['backend/count'] = 20;
+  const response = await retry(() => control(env, 'export', `space=${SOURCE_SPACE}`));
+  const { dump } = (await response.json()) as { dump: string };
+  return { dump, entries };
+}
+
+async function importLoop(env: ClientEnvironment, history: History, source: { dump: string; entries: Record<string, JSONValue> }, rng: Random, going: () => boolean): Promise<void> {
+  while (going()) {
+    await sleep(rng.int(1_000, 4_000));
+    const space = rng.pick(IMPORTED);
+    // Cut anywhere short of the end line: what an export killed midway leaves.
+    const cut = rng.chance(0.5);
+    const body = cut ? source.dump.slice(0, rng.int(0, source.dump.lastIndexOf('{"viewsync":"end"'))) : source.dump;
+    let outcome: ImportAttempt['outcome'];
+    try {
+      const response = await control(env, 'import', `space=${space}&from=${SOURCE_SPACE}`, body);
+      outcome = response.status === 200 ? 'imported' : response.status === 422 ? 'refused' : response.status;
+    } catch {
+      outcome = 'network';
+    }
+    history.imports.push({ space, cut, outcome, entries: source.entries, end: performance.now() });
+  }
+}
+
+/** The server's data in `space`: a full pull by a group of its own, retried until a server answers. */
+async function readSpace(env: ClientEnvironment, space: string): Promise<Map<string, JSONValue>> {
+  const response = await retry(() => fetch(`${env.servers()[0]}pull?space=${encodeURIComponent(space)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: '' },
+    body: JSON.stringify({ pullVersion: 1, clientGroupID: `observer-${Math.random().toString(36).slice(2)}`, cookie: null, profileID: 'observer', schemaVersion: '' }),
+  }));
+  const answer = (await response.json()) as PullAnswer;
+  const data = new Map<string, JSONValue>();
+  for (const op of answer.patch) if (op.op === 'put') data.set(op.key, op.value);
+  return data;
+}
+
+/** A control request (server.ts) to a server that is up. */
+async function control(env: ClientEnvironment, name: string, query: string, body?: string): Promise<Response> {
+  const servers = env.servers();
+  if (servers.length === 0) throw new Error('no server is up');
+  return fetch(`${servers[Math.floor(Math.random() * servers.length)]}chaos/${name}?${query}`, { method: 'POST', body, signal: AbortSignal.timeout(env.requestTimeoutMs) });
+}
+
+async function retry(call: () => Promise<Response>, tries = 100): Promise<Response> {
+  for (let n = 1; ; n++) {
+    try {
+      const response = await call();
+      if (response.status === 200) return response;
+      if (n >= tries) throw new Error(`answered ${response.status}: ${await response.text()}`);
+    } catch (error) {
+      if (n >= tries) throw error;
+    }
+    await sleep(Math.min(50 * n, 1_000));
+  }
+}
+
+/** `work`, or a rejection after `ms`. */
+function within<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A report as a few lines of text. */
+export function describe(report: ChaosReport): string {
+  const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ×${n}`).join(', ');
+  const lines = [
+    `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses).map(([status, n]) => `${status}: ${n}`).join(', ')}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}`,
+    `  faults: ${faults || 'none'}`,
+    `  anomalies: ${report.anomalies.length}`,
+    ...report.anomalies.slice(0, 20).map((anomaly) => `    ${anomaly.kind}: ${anomaly.detail}`),
+  ];
+  return lines.join('\n');
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { topology: { type: 'string', default: 'all' }, duration: { type: 'string', default: '60s' }, seed: { type: 'string' }, 'raw-clients': { type: 'string' }, 'real-clients': { type: 'string' }, verbose: { type: 'boolean' } } });
+  const durationMs = parseDuration(values.duration!);
+  const names = values.topology === 'all' ? Object.keys(TOPOLOGIES) : values.topology!.split(',');
+  let failed = false;
+  for (const topology of names) {
+    const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+    const report = await runChaos({
+      topology,
+      seed,
+      durationMs,
+      ...(values['raw-clients'] !== undefined && { rawClients: Number(values['raw-clients']) }),
+      ...(values['real-clients'] !== undefined && { realClients: Number(values['real-clients']) }),
+      log: (line) => console.error(`[chaos] ${line}`),
+      verbose: values.verbose === true,
+    });
+    console.log(describe(report));
+    failed ||= report.anomalies.length > 0;
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+function parseDuration(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
+  if (match === null) throw new RangeError(`--duration takes a number and a unit (ms, s, m, h), got ${JSON.stringify(text)}`);
+  return Number(match[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[match[2] as 'ms' | 's' | 'm' | 'h'];
+}

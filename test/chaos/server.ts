@@ -1,0 +1,140 @@
+// One server process of a chaos run, as a user deploys one: the Node adapter over the store that
+// STORE names (JSON, see StoreSpec), pokes through NOTIFIER, housekeeping on RETENTION, spaces
+// named by ?space=. Besides /pull, /push and /poke it takes the run's controls under /chaos/:
+// its clock (moved on to age client groups), a housekeeping pass, a write from the backend door,
+// an export and an import. Prints {"url"} once listening on PORT.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createListener } from '../../adapters/node.js';
+import { collectGarbage, exportSpace, importSpace, routedStorage, type Storage, storeNotifier, type SyncContext, TemporaryError, transact } from '../../src/index.js';
+import { isTemporary } from '../../src/storage/unreachable.js';
+import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
+import { redisNotifier } from '../../src/redis.js';
+import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { chaosMutators, RETENTION } from './app.js';
+
+/** Where a server keeps its data. */
+export type StoreSpec =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'postgres'; driver: 'postgres.js' | 'pg'; url: string }
+  | { kind: 'routed'; driver: 'postgres.js' | 'pg'; stores: Record<string, string>; directory?: string };
+
+const spec = JSON.parse(process.env.STORE!) as StoreSpec;
+const name = process.env.NAME ?? 'server';
+const closers: Array<() => Promise<unknown>> = [];
+
+// Only the drivers this server uses are loaded: a server killed -9 starts again sooner.
+const { default: pg } = spec.kind === 'sqlite' ? { default: undefined } : await import('pg');
+const { default: postgres } = spec.kind === 'sqlite' && process.env.NOTIFIER !== 'postgres' ? { default: undefined } : await import('postgres');
+
+/** A store on one PostgreSQL server; reconnects within a second of its return (postgres.js backs off up to 20 s by default). */
+function postgresStore(driver: 'postgres.js' | 'pg', url: string): Storage {
+  if (driver === 'pg') {
+    const pool = new pg!.Pool({ connectionString: url, max: 6, application_name: `chaos-${name}`, connectionTimeoutMillis: 5_000 });
+    pool.on('error', () => {});
+    closers.push(() => pool.end());
+    return postgresStorage(pool);
+  }
+  const sql = postgres!(url, { max: 6, fetch_types: false, connect_timeout: 5, onnotice: () => {}, connection: { application_name: `chaos-${name}` }, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
+  closers.push(() => sql.end({ timeout: 1 }));
+  return postgresStorage(sql);
+}
+
+const storage: Storage =
+  spec.kind === 'sqlite'
+    ? sqliteStorage((await import('../support/sqlite-driver.js')).openSQLite(spec.file))
+    : spec.kind === 'postgres'
+      ? postgresStore(spec.driver, spec.url)
+      : routedStorage({ stores: Object.fromEntries(Object.entries(spec.stores).map(([store, url]) => [store, postgresStore(spec.driver, url)])), directory: spec.directory });
+
+let offsetMs = 0;
+const ctx: SyncContext = {
+  storage,
+  mutators: chaosMutators,
+  space: (request) => new URL(request.url).searchParams.get('space') ?? '',
+  retention: RETENTION,
+  clock: () => Date.now() + offsetMs,
+  pokes: await pokes(),
+  onError: (error) => {
+    // Expected under faults (503s); printed for whoever reads a failed run's output.
+    if (process.env.CHAOS_VERBOSE) console.error(`[${name}] ${error instanceof Error ? error.message : String(error)}`);
+  },
+};
+
+async function pokes(): Promise<SyncContext['pokes']> {
+  const kind = process.env.NOTIFIER ?? 'none';
+  if (kind === 'none') return undefined;
+  if (kind === 'store') return { notifier: storeNotifier(storage, { intervalMs: 100 }) };
+  if (kind === 'postgres') {
+    const sql = postgres!(process.env.NOTIFY_URL!, { max: 2, fetch_types: false, onnotice: () => {}, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
+    closers.push(() => sql.end({ timeout: 1 }));
+    return { notifier: postgresNotifier(sql) };
+  }
+  const { createClient } = await import('redis');
+  const redis = await createClient({ url: process.env.REDIS_URL, socket: { reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 1_000) } }).on('error', () => {}).connect();
+  return { notifier: redisNotifier(redis as never) };
+}
+
+const sync = createListener(ctx);
+const server = createServer((req, res) => {
+  if (req.url?.startsWith('/chaos/')) return void control(req, res).catch((error: unknown) => reply(res, 500, { error: String(error) }));
+  sync(req, res);
+});
+
+/** The run's controls. A failure that is the store's (a fault) answers 503. */
+async function control(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url!, 'http://localhost');
+  const space = url.searchParams.get('space') ?? '';
+  const body = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    req.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve(text)).on('error', reject);
+  });
+  try {
+    switch (url.pathname) {
+      case '/chaos/clock':
+        offsetMs = Number(JSON.parse(body).offsetMs);
+        return reply(res, 200, { offsetMs });
+      case '/chaos/housekeep':
+        return reply(res, 200, await collectGarbage(ctx));
+      case '/chaos/backend': {
+        const n = Number(url.searchParams.get('n'));
+        await transact(ctx, space, async (tx) => {
+          await tx.set(`backend/${n}`, n);
+          await tx.set('backend/count', (((await tx.get('backend/count')) as number | undefined) ?? 0) + 1);
+        });
+        return reply(res, 200, { n });
+      }
+      case '/chaos/export': {
+        const text = await new Response(exportSpace(ctx, space)).text();
+        return reply(res, 200, { dump: text });
+      }
+      case '/chaos/import': {
+        try {
+          const result = await importSpace(ctx, space, body, { mode: 'replace', from: url.searchParams.get('from') ?? undefined, clients: false });
+          return reply(res, 200, { imported: result.entries });
+        } catch (error) {
+          if ((error as Error).name === 'DumpError') return reply(res, 422, { refused: (error as Error).message });
+          throw error;
+        }
+      }
+      default:
+        return reply(res, 404, { error: `no control ${url.pathname}` });
+    }
+  } catch (error) {
+    // The store unreachable or mid-failover: as the endpoints answer, temporary.
+    if (isTemporary(error) || error instanceof TemporaryError) return reply(res, 503, { error: (error as Error).message });
+    throw error;
+  }
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+  const { port } = server.address() as { port: number };
+  console.log(JSON.stringify({ url: `http://127.0.0.1:${port}/`, pid: process.pid }));
+});
+process.on('SIGTERM', () => {
+  server.close();
+  void Promise.allSettled(closers.map((close) => close())).then(() => process.exit(0));
+});
