@@ -114,9 +114,11 @@ if (!haveServerBinaries() || fastLoop) {
   // asynchronous failover the promoted server's versions repeat numbers the lost commits had. A
   // group that pulls while its cookie is above the server's version is told ClientStateNotFound
   // (the load above); one that pulls only once new commits have passed it is answered a patch
-  // from a state it never had. When cookies name their history, not only their number, this
-  // test fails: make it expect ClientStateNotFound.
-  it('known limit, asynchronous: a group away while the promoted server made more commits than were lost is answered a patch, not ClientStateNotFound, and keeps the lost entries', async () => {
+  // from a state it never had, and a client whose mutations were lost has its next ones skipped
+  // for ever. Once a version a lost commit gave is never given again, this test fails: then
+  // expect the group away to hold the server's data after its pull (a reset, or
+  // ClientStateNotFound), and the client's next push and pull to answer ClientStateNotFound.
+  it('known limit, asynchronous: a group away while the promoted server made more commits than were lost is answered a patch, not ClientStateNotFound, and keeps the lost entries; the client that lost them has its next mutation skipped', async () => {
     const pair = await startStandbyPair();
     const sql = postgres(pair.hosts('primary', 'target_session_attrs=primary'), { max: 2, fetch_types: false, onnotice: () => {}, backoff });
     try {
@@ -149,6 +151,10 @@ if (!haveServerBinaries() || fastLoop) {
       take(fresh, (await pullOnce(ctx, fresh)) as PullAnswer);
       expect(fresh.view.get('count/a-c')).toBe(5);
       expect(fresh.cookie).toEqual(away.cookie);
+      // The client that lost mutations 6-15 sends 16: skipped, as 6 is next here, and answered 200.
+      expect(await push(ctx, 'a', 16)).toEqual({ status: 200, cause: undefined });
+      const writer = { ...away, groupID: 'a-g', clientID: 'a-c', cookie: null, view: new Map<string, JSONValue>(), backwards: [] };
+      expect(((await pullOnce(ctx, writer)) as PullAnswer).lastMutationIDChanges).toEqual({ 'a-c': 5 });
     } finally {
       await sql.end({ timeout: 1 });
       await pair.stop();
