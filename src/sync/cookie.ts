@@ -63,6 +63,11 @@ export interface CookieAnswer {
   current: VersionCookie;
   /** With a view, the prefixes the client's data was drawn from when known without a read; left undefined, they are in the record the cookie names. */
   from?: Prefixes;
+  /**
+   * The cookie names a version this store skipped (`Meta.gaps`): a commit it lost gave it. Its
+   * client may hold writes and lastMutationIDs the store no longer has.
+   */
+  lost?: true;
 }
 
 /**
@@ -82,6 +87,9 @@ export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: 
   }
   if (parsed !== 'foreign' && meta !== undefined && parsed.epoch === meta.epoch && parsed.order > meta.base && parsed.order - meta.base <= version) {
     const since = parsed.order - meta.base;
+    // A version the store skipped after coming back with fewer commits than it acknowledged: a
+    // lost commit gave it, and the same number names other data here. Never a patch from it.
+    if (meta.gaps?.some(([from, to]) => since > from && since < to)) return { since: 'reset', current, lost: true };
     // Deletes after `since` whose tombstones housekeeping removed cannot be told: start over.
     // The answer's cookie is the current one, above `since`, so the client takes the reset.
     if (since < (meta.floor ?? 0)) return { since: 'reset', current };
@@ -93,8 +101,13 @@ export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: 
   // A cookie we never issued (spec, pull rule 3: unusable) or one of state this store lost (it
   // was wiped or restored). A reloaded page forks such a cookie into every new client group it
   // starts, so ClientStateNotFound would reload it forever: send everything, with a cookie
-  // that sorts above the lost one. A newer incarnation's does; an empty space's is made so.
-  return { since: 'reset', current: version === 0 ? named({ order: orderBase(now), epoch: '' }) : current };
+  // that sorts above the lost one. A newer incarnation's does; an empty space's is made so, and
+  // just so: one above a lost cookie of ours, not the time, as the space that a push creates
+  // next takes its base from that push's clock, which may have been read before this pull's (the
+  // reloaded page pushes and pulls at once) or run behind it (another instance). Sorting above
+  // that base, the cookie would get ClientStateNotFound once the space held data.
+  if (version !== 0) return { since: 'reset', current };
+  return { since: 'reset', current: named({ order: parsed === 'foreign' ? orderBase(now) : parsed.order + 1, epoch: '' }) };
 }
 
 /**

@@ -172,7 +172,7 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
     }
   });
 
-  it('an empty store answers a lost cookie with an "empty as of now" cookie: no churn while empty, then ordinary patches', async () => {
+  it('an empty store answers a lost cookie with an "empty" cookie just above it: no churn while empty, then ordinary patches', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
       vi.setSystemTime(Date.UTC(2026, 0, 1));
@@ -187,6 +187,31 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
       expect(compareCookies(reset.cookie, lost)).toBeGreaterThan(0);
       vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 6));
       expect(await pull(fresh, 'forked-group', reset.cookie)).toEqual({ cookie: reset.cookie, patch: [], lastMutationIDChanges: {} });
+      await push(fresh, 'forked-group', [mutation('n', 1, 'put', { key: 'new', value: 1 })]);
+      const next = await pull(fresh, 'forked-group', reset.cookie);
+      expect(next.patch).toEqual([{ op: 'put', key: 'new', value: 1 }]);
+      expect(compareCookies(next.cookie, reset.cookie)).toBeGreaterThan(0);
+      expect(next.lastMutationIDChanges).toEqual({ n: 1 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('an "empty" cookie stays below the space a push creates after it, even a push that read the clock first (was: ClientStateNotFound, a reload)', async () => {
+    // The reloaded page's first pull and its first push go out together: the push reads the clock,
+    // the pull reads the empty space and answers, then the push creates the space. A second
+    // instance whose clock is behind does the same. Its next pull must get the push's data.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.UTC(2026, 0, 1));
+      const old = testContext();
+      await push(old, 'g', [mutation('c', 1, 'put', { key: 'lost', value: 1 })]);
+      const { cookie: lost } = await pull(old, 'g', null);
+      vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 5, 10));
+      const fresh = testContext();
+      const reset = await pull(fresh, 'forked-group', lost);
+      expect(reset.patch).toEqual([{ op: 'clear' }]);
+      vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 5, 5));
       await push(fresh, 'forked-group', [mutation('n', 1, 'put', { key: 'new', value: 1 })]);
       const next = await pull(fresh, 'forked-group', reset.cookie);
       expect(next.patch).toEqual([{ op: 'put', key: 'new', value: 1 }]);
