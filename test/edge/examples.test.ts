@@ -8,7 +8,7 @@
  * Each gets a database of its own: the examples use the default schema, as a user's would.
  */
 import { join } from 'node:path';
-import { EdgeRuntime, runServer } from 'edge-runtime';
+import { EdgeRuntime } from 'edge-runtime';
 import { build } from 'esbuild';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { ROOT } from '../package/packed.js';
 import { freePort, type Started, startCommand } from '../support/command.js';
 import { startRelay } from '../support/ws-relay.js';
 import { builtPackage } from './built-package.js';
+import { serveEdgeRuntime } from './edge-server.js';
 
 const url = process.env.DATABASE_URL;
 
@@ -71,8 +72,7 @@ describe.skipIf(url === undefined)('the edge examples, on the real PostgreSQL se
     // Vercel gives edge code the project's environment as process.env; the Edge Runtime has none.
     const env = { DATABASE_URL: databaseURL, NEON_LOCAL_PROXY: relay.address };
     const runtime = new EdgeRuntime({ initialCode: `globalThis.process = { env: ${JSON.stringify(env)} };\n${result.outputFiles[0]!.text}` });
-    const server = await runServer({ runtime, port: 0, host: '127.0.0.1' });
-    return { url: new URL(server.url), close: () => server.close() };
+    return serveEdgeRuntime(runtime);
   }
 
   it('Vercel Edge Function (api/[...path].ts), in the Edge Runtime on Neon’s Pool', async () => {

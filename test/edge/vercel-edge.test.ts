@@ -7,7 +7,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
-import { EdgeRuntime, runServer } from 'edge-runtime';
+import { EdgeRuntime } from 'edge-runtime';
 import { build } from 'esbuild';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { Clients, pendingCount, serverData, uniqueName, waitFor } from '../inter
 import { describeInterop, type RunningServer, type StartOptions } from '../interop/suite.js';
 import { startRelay } from '../support/ws-relay.js';
 import { builtPackage } from './built-package.js';
+import { serveEdgeRuntime } from './edge-server.js';
 
 const url = process.env.DATABASE_URL;
 
@@ -47,8 +48,8 @@ describe.skipIf(url === undefined)('the Vercel Edge Runtime on Neon\'s serverles
   async function startEdge(options: StartOptions & { schema?: string } = {}): Promise<RunningServer> {
     const config = { databaseURL: url, relay: relay.address, schema: options.schema ?? freshSchema(), requireAuth: options.requireAuth };
     const runtime = new EdgeRuntime({ initialCode: `globalThis.EDGE_CONFIG = ${JSON.stringify(config)};\n${bundle}` });
-    const server = await runServer({ runtime, port: options.port ?? 0, host: '127.0.0.1' });
-    return { url: new URL(server.url), stop: () => server.close() };
+    const server = await serveEdgeRuntime(runtime, options.port);
+    return { url: server.url, stop: () => server.close() };
   }
 
   it('the handler bundles for the edge, Neon driver and all, with no Node built-in', () => {
