@@ -114,13 +114,15 @@ class Model {
     for (const m of mutations) {
       let client = clients.get(m.clientID);
       if (client === undefined) {
-        if (m.id > 1) return 'ClientStateNotFound'; // lost state: refused, with what is uncommitted
         client = { group, lmid: 0 };
         clients.set(m.clientID, client);
         changed = true;
       } else if (client.group !== group) {
         return 400; // refused, with what is uncommitted
       }
+      // A gap: the client saw acknowledged what the store does not have (an unknown client past 1
+      // too). Refused, with what is uncommitted.
+      if (m.id > client.lmid + 1) return 'ClientStateNotFound';
       if (m.id === client.lmid + 1) {
         const { key, value, delta } = m.args;
         if (m.name === 'temporary') {

@@ -56,12 +56,14 @@ export class RoutedTransaction implements StorageTransaction {
   #checked: Promise<void> | undefined;
   readonly getMany: (keys: readonly string[]) => Promise<Array<StoredValue | undefined>>;
   readonly scanText: StorageTransaction['scanText'];
+  readonly incarnation: StorageTransaction['incarnation'];
 
   constructor(tx: StorageTransaction, check: RouteCheck) {
     this.#tx = tx;
     this.#check = check;
     this.getMany = (keys) => this.#read(keys);
     this.scanText = tx.scanText && (async (options) => (await this.#ready(), tx.scanText!(options)));
+    this.incarnation = tx.incarnation && (() => tx.incarnation!());
   }
 
   async get(key: string): Promise<StoredValue | undefined> {

@@ -4,9 +4,10 @@ import { getMany, type StorageReader } from './write-buffer.js';
 
 /**
  * Runs `fn` over `tx`, refusing use after it settled, writes when read-only, and keys a database
- * cannot hold (half a surrogate pair has no UTF-8 form).
+ * cannot hold (half a surrogate pair has no UTF-8 form); `incarnation` is the store's (see
+ * {@link StorageTransaction.incarnation}).
  */
-export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, tx: StorageReader & Partial<StorageTransaction>, writable: boolean): Promise<T> {
+export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, tx: StorageReader & Partial<StorageTransaction>, writable: boolean, incarnation?: () => Promise<string | undefined>): Promise<T> {
   let open = true;
   const check = (key: string, write = false): void => {
     if (!open) throw new Error('The storage transaction is already finished');
@@ -27,6 +28,7 @@ export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, 
         checkScan(options);
         return tx.scan(options);
       },
+      ...(incarnation && { incarnation }),
       ...(tx.scanText && {
         scanText: async (options: ScanOptions) => {
           checkScan(options);

@@ -55,8 +55,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       `SELECT key, value FROM ${kv} WHERE key ${after ? '>' : '>='} $1${bounded ? ' AND key < $3' : ''} ORDER BY key LIMIT $2`,
     upsert: `INSERT INTO ${kv} (key, value) SELECT * FROM ROWS FROM (json_array_elements_text($1::text::json), json_array_elements_text($2::text::json)) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
     del: `DELETE FROM ${kv} WHERE key = ANY(ARRAY(SELECT json_array_elements_text($1::text::json)))`,
-    lockSpace: 'SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))',
-    lockAll: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+    // With the lock, the server's start time, at no cost of its own: a failover or a restart changes it (`incarnation`).
+    lockSpace: 'SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_postmaster_start_time()::text AS incarnation',
+    lockAll: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_postmaster_start_time()::text AS incarnation',
     /**
      * `readMany`'s statement for ranges of these shapes: a UNION ALL of one index range scan per
      * range, each with its LIMIT written in and its joined value looked up by index, then in
@@ -149,7 +150,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
             const locked = space === undefined ? query(sql.lockAll, [lockName]) : query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`]);
             locked.catch(() => {});
             const buffer = new WriteBuffer(reader(query), { cacheReads: true });
-            const result = await runChecked(fn, buffer, true);
+            const result = await runChecked(fn, buffer, true, async () => (await locked)[0]?.incarnation as string | undefined);
             await locked;
             const puts = [...buffer.writes].filter((entry): entry is [string, StoredValue] => entry[1] !== undefined);
             const dels = [...buffer.writes].filter(([, value]) => value === undefined).map(([key]) => toTextKey(key));

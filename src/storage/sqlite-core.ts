@@ -39,7 +39,7 @@ export interface SQLiteConnection {
  * 5. Values: `JSON.stringify` at commit, `JSON.parse` at each read from the table.
  * Keys with a lone surrogate are refused: UTF-8 cannot spell them.
  */
-export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): Storage {
+export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string, incarnation?: string): Storage {
   const name = migrate(db, tablePrefix);
   const [writers, committing] = [new SpaceLocks(), new SpaceLocks()];
   const sql = {
@@ -105,7 +105,7 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string): St
       if (readOnly) return committing.hold(space, false, () => runChecked(fn, committed, false));
       return writers.hold(space, true, async () => {
         const buffer = new WriteBuffer(committed, { cacheReads: true });
-        const result = await runChecked(fn, buffer, true);
+        const result = await runChecked(fn, buffer, true, incarnation === undefined ? undefined : async () => incarnation);
         if (buffer.writes.size > 0) await committing.hold(space, true, () => commit(buffer.writes));
         return result;
       });

@@ -51,7 +51,8 @@ export function sqliteStorage(db: SQLiteDatabase, options: SQLiteStorageOptions 
       }
     },
   };
-  const store = sqliteCoreStorage(connection, prefix);
+  // One process holds the file (the claim): a process that opens it after a restore from a backup is a new incarnation.
+  const store = sqliteCoreStorage(connection, prefix, crypto.randomUUID());
   byPrefix.set(prefix, store);
   return store;
 }

@@ -98,6 +98,16 @@ export interface StorageTransaction {
    * export copies that text instead of parsing and serialising every value again.
    */
   scanText?(options: ScanOptions): Promise<ReadonlyArray<readonly [string, string]>>;
+  /**
+   * Optional, in read-write transactions: a name for the database as it runs now, which changes
+   * whenever it may have come back with fewer commits than it acknowledged (a failover to a
+   * standby that had not received them all, a restore from a backup) and seldom otherwise. A
+   * space written under another incarnation than its last write skips ahead in versions, so that
+   * no version a lost commit gave a client is ever given to another commit (see `Meta.gaps`).
+   * PostgreSQL's is the server's start time, read with the space's lock; SQLite's is the
+   * store's, made when it is opened. A store whose commits cannot be lost needs none.
+   */
+  incarnation?(): Promise<string | undefined>;
 }
 
 /** Which entries a {@link StorageTransaction.scan} returns. */

@@ -2,7 +2,7 @@ import { compareUTF8 } from '../base/utf8.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from './types.js';
 
 /** What a {@link WriteBuffer} reads through to: a transaction, or a store's committed state. */
-export type StorageReader = Pick<StorageTransaction, 'get' | 'scan' | 'getMany' | 'scanText'>;
+export type StorageReader = Pick<StorageTransaction, 'get' | 'scan' | 'getMany' | 'scanText' | 'incarnation'>;
 
 /**
  * Writes held in memory over what `base` holds, read back merged with it: `get` and `scan` see
@@ -20,10 +20,12 @@ export class WriteBuffer implements StorageTransaction {
   readonly writes = new Map<string, StoredValue | undefined>();
   readonly #base: StorageReader;
   readonly #cache: Map<string, StoredValue | undefined> | undefined;
+  readonly incarnation: StorageTransaction['incarnation'];
 
   constructor(base: StorageReader, { cacheReads = false } = {}) {
     this.#base = base;
     this.#cache = cacheReads ? new Map() : undefined;
+    this.incarnation = base.incarnation && (() => base.incarnation!());
   }
 
   async get(key: string): Promise<StoredValue | undefined> {

@@ -23,7 +23,11 @@ import { Prefixes } from './view.js';
 export const globalVersion: Strategy = {
   async open(tx, space, clock, group, options = {}) {
     const keys = new SpaceKeys(space);
-    if (group === undefined) return new GlobalVersionSession(tx, keys, (await tx.get(keys.meta)) as Meta | undefined, clock, options);
+    if (group === undefined) {
+      // A write reads the store's incarnation with the meta record (on PostgreSQL it came with the space's lock).
+      const [meta, incarnation] = await Promise.all([tx.get(keys.meta) as Promise<Meta | undefined>, tx.incarnation?.()]);
+      return new GlobalVersionSession(tx, keys, meta, clock, options, undefined, incarnation);
+    }
     // A pull reads both first: one round trip on a database, not two.
     const groupKey = keys.group(group.userID, group.clientGroupID);
     const [meta, record] = (await getMany(tx, [keys.meta, groupKey])) as [Meta | undefined, GroupRecord | undefined];
@@ -71,6 +75,30 @@ function rememberBase({ epoch, base }: Meta): void {
   if (bases.size > BASES_KEPT) bases.delete(bases.keys().next().value!);
 }
 
+/**
+ * Where a write skips to when it finds the store in another incarnation than the space's last
+ * write did: a failover or a restore may have lost commits, and the versions they gave clients
+ * must never name other data. Versions grow by at most a thousand a millisecond of a space's
+ * life (cookie.ts), so none the lost commits took is above the one the clock gives now: the
+ * write takes that one, and the skipped range is kept in `Meta.gaps`. A space whose last write
+ * named no incarnation (an older viewsync, another store) is taken as it is.
+ */
+function skipTo(meta: Meta | undefined, incarnation: string | undefined, now: number): number | undefined {
+  if (incarnation === undefined || meta?.incarnation === undefined || meta.incarnation === incarnation) return undefined;
+  const ahead = orderBase(now) - meta.base;
+  return ahead > meta.version + 1 ? ahead : undefined;
+}
+
+/** Gaps kept: the newest few. One dropped raises the floor past it, so a cookie in it gets a reset rather than a patch. */
+function keptGaps(gaps: Array<[number, number]>, meta: { floor?: number }): { gaps: Array<[number, number]>; floor?: number } {
+  const live = gaps.filter(([, to]) => to > (meta.floor ?? 0));
+  if (live.length <= GAPS_KEPT) return { gaps: live };
+  const dropped = live.slice(0, live.length - GAPS_KEPT);
+  return { gaps: live.slice(-GAPS_KEPT), floor: Math.max(meta.floor ?? 0, ...dropped.map(([, to]) => to)) };
+}
+
+const GAPS_KEPT = 16;
+
 class GlobalVersionSession implements SpaceSession {
   readonly #tx: StorageTransaction;
   readonly #keys: SpaceKeys;
@@ -85,8 +113,12 @@ class GlobalVersionSession implements SpaceSession {
   /** What the space holds, kept up to date by every write; undefined until counted in a space older than the counters. */
   #usage: Usage | undefined;
   #changed = false;
+  /** The store's incarnation, in a write (see `StorageTransaction.incarnation`). */
+  readonly #incarnation: string | undefined;
+  /** The version this session's changes take when it skips ahead (see {@link skipTo}). */
+  #skipTo: number | undefined;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }, incarnation?: string) {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
@@ -96,6 +128,8 @@ class GlobalVersionSession implements SpaceSession {
     this.#read = read;
     this.#usage = meta === undefined ? { entries: 0, bytes: 0 } : meta.entries === undefined ? undefined : { entries: meta.entries, bytes: meta.bytes ?? 0 };
     if (meta !== undefined) rememberBase(meta);
+    this.#incarnation = incarnation;
+    this.#skipTo = skipTo(meta, incarnation, clock.now);
   }
 
   async usage(): Promise<Usage> {
@@ -126,6 +160,11 @@ class GlobalVersionSession implements SpaceSession {
     return this.#meta?.version ?? 0;
   }
 
+  /** The version this session's changes are stamped with, and its commit writes. */
+  get #next(): number {
+    return Math.max(this.#version + 1, this.#skipTo ?? 0);
+  }
+
   async get(key: string): Promise<JSONValue | undefined> {
     const entry = (await this.#tx.get(this.#keys.entry(key))) as Entry | undefined;
     return entry?.del ? undefined : entry?.val;
@@ -143,13 +182,13 @@ class GlobalVersionSession implements SpaceSession {
   }
 
   async put(key: string, value: JSONValue, knownBytes?: number): Promise<void> {
-    await this.#stamp(key, { ver: this.#version + 1, val: value }, undefined, knownBytes);
+    await this.#stamp(key, { ver: this.#next, val: value }, undefined, knownBytes);
   }
 
   async del(key: string): Promise<void> {
     const old = (await this.#tx.get(this.#keys.entry(key))) as Entry | undefined;
     if (old === undefined || old.del) return;
-    const ver = this.#version + 1;
+    const ver = this.#next;
     await this.#stamp(key, { ver, del: true }, old);
     // Housekeeping removes tombstones oldest first, once they are older than their retention.
     await this.#tx.put(this.#keys.tombstone(ver, key), this.#clock.now);
@@ -183,7 +222,7 @@ class GlobalVersionSession implements SpaceSession {
   async putClient(userID: string | undefined, clientID: string, { clientGroupID, lastMutationID }: ClientRecord): Promise<void> {
     const tx = this.#tx;
     const keys = this.#keys;
-    const ver = this.#version + 1;
+    const ver = this.#next;
     const old = (await tx.get(keys.client(userID, clientID))) as StoredClient | undefined;
     if (old) await tx.del(keys.lmid(userID, old.group, old.ver, clientID));
     await tx.put(keys.client(userID, clientID), { group: clientGroupID, lmid: lastMutationID, ver } satisfies StoredClient);
@@ -195,12 +234,22 @@ class GlobalVersionSession implements SpaceSession {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
     if (!this.#changed) return false;
     const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(this.#clock.now) };
-    const { prefixIndexFrom, ...rest } = created;
-    const version = created.version + 1;
+    const { prefixIndexFrom, gaps, incarnation, ...rest } = created;
+    const version = this.#next;
     // The prefix index covers the versions since it was last turned on: a change written without
     // it (the view was off) ends the run, and pulls read the version index for older cookies.
     // A space made before cookies were signed gets its secret with its next write.
-    this.#meta = { ...rest, version, secret: rest.secret ?? newSecret(), ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }), ...this.#usage };
+    const skipped = version > created.version + 1 ? keptGaps([...(gaps ?? []), [created.version, version]], rest) : gaps === undefined ? {} : { gaps };
+    this.#meta = {
+      ...rest,
+      ...skipped,
+      version,
+      secret: rest.secret ?? newSecret(),
+      ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }),
+      ...this.#usage,
+      ...((this.#incarnation ?? incarnation) !== undefined && { incarnation: this.#incarnation ?? incarnation }),
+    };
+    this.#skipTo = undefined;
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
     return true;
@@ -208,6 +257,10 @@ class GlobalVersionSession implements SpaceSession {
 
   async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'> {
     const answer = answerTo(cookie, this.#meta, view, this.#clock.now);
+    // A group the store knew holds a version of commits it lost: the client may hold writes and
+    // lastMutationIDs the store no longer has (a reset would lower them, which it refuses), so it
+    // starts a new group. A new group (a reloaded page that forked the cookie) gets the reset.
+    if (answer.lost && this.#read?.record !== undefined) return 'ClientStateNotFound';
     // Signing runs off the main thread where the runtime can: let it overlap the reads below.
     const signing = this.#signed(answer.current);
     signing.catch(() => {});

@@ -104,17 +104,19 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
           const error = new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`);
           return { result: error, keep: false };
         }
-        // A client's ids start at 1 and it re-sends from its last acknowledged one, so an
-        // unknown client past 1 had mutations processed here that this store no longer knows
-        // (a wiped or restored database). Ignoring them would block it forever; this tells it
-        // to start over, as a lost cookie does on pull. Nothing of this batch is kept.
-        if (stored === undefined && mutation.id > 1) return { result: LOST, keep: false };
         // A new client's record starts at 0 and is tied to this group (spec, States).
         client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
         clients.set(mutation.clientID, client);
       }
-      // Already processed (the client re-sends everything pending) or out of order: skip.
-      if (mutation.id !== client.lastMutationID + 1) {
+      // A client numbers from 1 and re-sends from the last id it saw acknowledged, so one past
+      // lastMutationID + 1 (an unknown client past 1 among them) saw mutations acknowledged that
+      // this store no longer has: a wiped or restored database, a failover that lost commits.
+      // The spec ignores it (push rule 3), which would block the client for ever, or hide that
+      // what it was told is gone; this tells it to start over, as a lost cookie does on pull.
+      // Nothing of this batch is kept.
+      if (mutation.id > client.lastMutationID + 1) return { result: LOST, keep: false };
+      // Already processed: the client re-sends everything pending.
+      if (mutation.id <= client.lastMutationID) {
         count(mutation.name, 'skipped');
         continue;
       }

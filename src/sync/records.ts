@@ -24,6 +24,15 @@ export type Meta = {
   bytes?: number;
   /** Signs this space's view cookies (signature.ts); never sent. Absent in a space no write reached since viewsync 0.2. */
   secret?: string;
+  /** The store's incarnation at the last write (see `StorageTransaction.incarnation`); absent where the store has none. */
+  incarnation?: string;
+  /**
+   * Versions skipped when a write found the store in another incarnation than the last write
+   * did, each `[from, to]`, oldest first: a commit the store lost (a failover, a restore) may
+   * have given a client a version between them, and a cookie there is answered as lost. At most
+   * a few are kept (see global-version.ts).
+   */
+  gaps?: Array<[from: number, to: number]>;
 };
 
 /** An entry at the version that last wrote it, or its tombstone. */
