@@ -63,6 +63,11 @@ export interface CookieAnswer {
   current: VersionCookie;
   /** With a view, the prefixes the client's data was drawn from when known without a read; left undefined, they are in the record the cookie names. */
   from?: Prefixes;
+  /**
+   * The cookie names a version this store skipped (`Meta.gaps`): a commit it lost gave it. Its
+   * client may hold writes and lastMutationIDs the store no longer has.
+   */
+  lost?: true;
 }
 
 /**
@@ -82,6 +87,9 @@ export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: 
   }
   if (parsed !== 'foreign' && meta !== undefined && parsed.epoch === meta.epoch && parsed.order > meta.base && parsed.order - meta.base <= version) {
     const since = parsed.order - meta.base;
+    // A version the store skipped after coming back with fewer commits than it acknowledged: a
+    // lost commit gave it, and the same number names other data here. Never a patch from it.
+    if (meta.gaps?.some(([from, to]) => since > from && since < to)) return { since: 'reset', current, lost: true };
     // Deletes after `since` whose tombstones housekeeping removed cannot be told: start over.
     // The answer's cookie is the current one, above `since`, so the client takes the reset.
     if (since < (meta.floor ?? 0)) return { since: 'reset', current };
