@@ -66,6 +66,14 @@ describe('the chaos checker', () => {
     expect(kinds(check(history(same, [])).anomalies)).toEqual(['changes-under-same-cookie']);
   });
 
+  it('a client instance opened again from what it stored starts from its own older cookie: judged by what it was told, not the instance before it', () => {
+    const first = { ...pull('g', null, { cookie: { order: 7 }, lastMutationIDChanges: { c: 2 }, patch: [] }), instance: 'one' };
+    const reopened = { ...pull('g', { order: 5 }, { cookie: { order: 6 }, lastMutationIDChanges: {}, patch: [] }), instance: 'two' };
+    expect(check(history([first, reopened], applied('c', 2))).anomalies).toEqual([]);
+    const same = { ...reopened, instance: 'one' };
+    expect(kinds(check(history([first, same], applied('c', 2))).anomalies)).toEqual(['cookie-backwards']);
+  });
+
   it("a client's lastMutationID that goes backwards", () => {
     const exchanges = [
       pull('g', null, { cookie: { order: 5 }, lastMutationIDChanges: { c: 2 }, patch: [] }),

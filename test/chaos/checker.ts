@@ -17,8 +17,10 @@
  *   does not exist) is refused.
  *
  * Where the topology admits losing acknowledged commits (asynchronous replication, failed over),
- * a lost mutation is accepted only if its group was then told ClientStateNotFound: a loss the
- * client was never told of is an anomaly.
+ * a lost mutation is accepted only if its group was then told ClientStateNotFound, or was opened
+ * again from a local store older than the loss (it then holds nothing of it, and converges): a
+ * loss a client holding it was never told of is an anomaly. Cookies and lastMutationIDs are
+ * judged per client instance, each by what it was told.
  */
 import type { JSONValue } from '../../src/index.js';
 import type { Exchange, History, PullAnswer, PullBody, PushBody } from './history.js';
@@ -64,16 +66,23 @@ export interface Verdict {
 export function check(history: History, options: CheckOptions = {}): Verdict {
   const anomalies: Anomaly[] = [];
   const add = (kind: Anomaly['kind'], detail: string) => anomalies.push({ kind, detail });
-  const groups = new Map<string, Exchange[]>();
+  // Each client instance is judged by what it was told: one opened again starts from its own store.
+  const instances = new Map<string, Exchange[]>();
+  const instancesOf = new Map<string, Set<string>>();
   for (const exchange of history.exchanges) {
-    let list = groups.get(exchange.group);
-    if (list === undefined) groups.set(exchange.group, (list = []));
+    const instance = exchange.instance ?? exchange.group;
+    const key = `${exchange.group}\u0000${instance}`;
+    let list = instances.get(key);
+    if (list === undefined) instances.set(key, (list = []));
     list.push(exchange);
+    let seen = instancesOf.get(exchange.group);
+    if (seen === undefined) instancesOf.set(exchange.group, (seen = new Set()));
+    seen.add(instance);
   }
   /** The highest id acknowledged per client, the space it lives in, and when its group was told ClientStateNotFound. */
   const acknowledged = new Map<string, { id: number; space: string; group: string }>();
   const toldLost = new Map<string, number>();
-  for (const [group, exchanges] of groups) judgeGroup(group, exchanges, acknowledged, toldLost, add);
+  for (const exchanges of instances.values()) judgeGroup(exchanges[0]!.group, exchanges, acknowledged, toldLost, add);
 
   let mutationsChecked = 0;
   let admittedLosses = 0;
@@ -83,7 +92,9 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     for (let n = 1; n <= id; n++) {
       mutationsChecked++;
       if (records.has(n)) continue;
-      if (options.lossAllowed && toldLost.has(group)) {
+      // A group opened again from what it had stored may hold nothing of a loss to be told of: its
+      // data then converges (checked below), and the loss is the mode's.
+      if (options.lossAllowed && (toldLost.has(group) || (instancesOf.get(group)?.size ?? 0) > 1)) {
         admittedLosses++;
         continue;
       }
@@ -139,7 +150,7 @@ function judgeGroup(
   /** Pushes answered 200 that no pull has reflected yet: each client's highest id in it, and when it was answered. */
   let awaiting: Array<{ end: number; ids: Map<string, number> }> = [];
   for (const exchange of ordered) {
-    const where = `group ${group}, ${exchange.kind} sent at ${exchange.start.toFixed(0)} ms`;
+    const where = `group ${group}${exchange.instance ? ` (instance ${exchange.instance})` : ''}, ${exchange.kind} sent at ${exchange.start.toFixed(0)} ms`;
     if (exchange.status === 'network' || exchange.status === 503) continue;
     if (exchange.status !== 200) {
       add(exchange.status >= 500 ? 'server-error' : 'refused', `${where}: answered ${exchange.status}: ${String(exchange.answer).slice(0, 300)}`);

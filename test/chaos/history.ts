@@ -9,6 +9,12 @@ import type { JSONValue } from '../../src/index.js';
 export interface Exchange {
   /** The client group that sent it (a real client's too: read from its body). */
   group: string;
+  /**
+   * The client instance that sent it, when a group has several over time: a real client closed
+   * and opened again starts from what it had stored locally, which may be older than what the
+   * instance before it was told. Absent: the group itself (a raw client).
+   */
+  instance?: string;
   space: string;
   kind: 'push' | 'pull';
   /** When it was sent and when its answer (or failure) came, in ms of `performance.now()`. */

@@ -34,6 +34,8 @@ export function installFetch(env: ClientEnvironment, rng: Random): () => void {
     if (method !== 'POST' || (kind !== 'pull' && kind !== 'push')) return original(target, { ...init, method, headers });
     const body = JSON.parse(bodyText!) as Exchange['body'];
     const space = new URL(url).searchParams.get('space') ?? '';
+    // `<clientID>-<sessionID>-<n>`: the client instance.
+    const instance = headers.get('x-replicache-requestid')?.split('-')[0];
     const start = performance.now();
     try {
       // The client's own signal is one for its whole life: a listener per request would pile up on it.
@@ -41,10 +43,10 @@ export function installFetch(env: ClientEnvironment, rng: Random): () => void {
       const text = await response.text();
       let answer: unknown = text;
       if (response.status === 200) answer = JSON.parse(text);
-      env.record({ group: body.clientGroupID, space, kind, start, end: performance.now(), body, status: response.status, answer });
+      env.record({ group: body.clientGroupID, instance, space, kind, start, end: performance.now(), body, status: response.status, answer });
       return new Response(text, { status: response.status, headers: response.headers });
     } catch (error) {
-      env.record({ group: body.clientGroupID, space, kind, start, end: performance.now(), body, status: 'network', answer: String(error) });
+      env.record({ group: body.clientGroupID, instance, space, kind, start, end: performance.now(), body, status: 'network', answer: String(error) });
       throw error;
     }
   };
