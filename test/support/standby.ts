@@ -116,9 +116,8 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
   if (asRoot) chownSync(dir, ...postgresUser());
   let stopped = false;
   let proxy: FaultProxy | undefined;
-  // Whatever happens from here on, the process's exit stops the servers and removes the folder.
-  const onExit = () => removeSync(dir);
-  process.once('exit', onExit);
+  // Whatever happens from here on, the process's end stops the servers and removes the folder.
+  const release = guard(dir);
   try {
     const servers = [server(await freePort(), dir, 'a'), server(await freePort(), dir, 'b')] as const;
     // Which of the two is the primary now (rejoin swaps them).
@@ -207,10 +206,10 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
       async stop() {
         if (stopped) return;
         stopped = true;
-        process.removeListener('exit', onExit);
         await replication.close();
         for (const target of servers) if (existsSync(join(target.dataDir, 'postmaster.pid'))) await stopNow(target).catch(() => {});
         rmSync(dir, { recursive: true, force: true });
+        release();
       },
     };
     await makeStandby();
@@ -218,9 +217,9 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
     await pair.caughtUp();
     return pair;
   } catch (error) {
-    process.removeListener('exit', onExit);
     await proxy?.close();
     removeSync(dir);
+    release();
     throw error;
   }
 }
@@ -234,7 +233,7 @@ let template: Promise<string> | undefined;
 function initialized(bin: string): Promise<string> {
   template ??= (async () => {
     const dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-template-`));
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    guard(dir);
     if (asRoot) chownSync(dir, ...postgresUser());
     await run(bin, 'initdb', ['--no-sync', '-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C']);
     return join(dir, 'data');
@@ -246,6 +245,39 @@ function initialized(bin: string): Promise<string> {
 /** Copies a data folder, owner and modes kept. */
 function copy(from: string, to: string): Promise<void> {
   return new Promise((resolve, reject) => execFile('cp', ['-a', from, to], (error) => (error ? reject(error) : resolve())));
+}
+
+/** The folders to remove, their servers stopped, when the process ends before their pairs were stopped. */
+const live = new Set<string>();
+
+/**
+ * Has `dir` removed (servers and all) when the process exits, or ends on SIGINT, SIGTERM or
+ * SIGHUP (a test runner stops its workers with SIGTERM, which runs no exit handler), until the
+ * returned function is called. The signal then ends the process as it would have, unless
+ * something else listens for it.
+ */
+function guard(dir: string): () => void {
+  if (!guarding) {
+    guarding = true;
+    process.on('exit', removeLive);
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      const onSignal = () => {
+        removeLive();
+        process.removeListener(signal, onSignal);
+        if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+      };
+      process.on(signal, onSignal);
+    }
+  }
+  live.add(dir);
+  return () => void live.delete(dir);
+}
+
+let guarding = false;
+
+function removeLive(): void {
+  for (const dir of live) removeSync(dir);
+  live.clear();
 }
 
 /** What every temporary folder of a pair is named: then the process ID of its owner. */
