@@ -226,7 +226,7 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
 
 /**
  * A new cluster's data folder, made once per process (initdb takes seconds) and copied for each
- * primary; removed when the process exits.
+ * primary; removed when the process ends (see `guard`).
  */
 let template: Promise<string> | undefined;
 
