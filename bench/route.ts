@@ -8,9 +8,14 @@
  * 2. A move of a space of 100,000 entries and 100 client groups, while a client pushes to it
  *    back to back: the time its writes waited for the switch, the move's total time, and the
  *    slowest push the client saw meanwhile.
+ * 3. One server down: the push latency of the spaces on the other two, before and while server c
+ *    is stopped (as a crash), a pusher on each of 60 spaces (c's refused meanwhile). A server that is
+ *    down should cost the others' spaces nothing (test/route/clusters.test.ts checks that they
+ *    are answered, and that c's spaces fail fast and recover; this measures what it costs them).
  *
- * Run: `npm run bench:route` (about two minutes). Env: SECONDS (5) per throughput round, ROUNDS
- * (2), ONLY (throughput, move). Not part of `npm test`. Progress on stderr, the table on stdout.
+ * Run: `npm run bench:route` (about two minutes). Env: SECONDS (5) per throughput round and
+ * outage phase, ROUNDS (2), ONLY (throughput, move, outage). Not part of `npm test`. Progress on
+ * stderr, the table on stdout.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -29,9 +34,17 @@ const ONLY = process.env.ONLY?.split(',');
 const rows: Row[] = [];
 const startLine = machineLine();
 
+const BASE = '/tmp/viewsync-bench-route';
 const urls = ['a', 'b', 'c'].map((name, i) =>
-  execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8', env: { ...process.env, PGPORT_TEST: String(55481 + i), PGBASE_TEST: `/tmp/viewsync-bench-route-${name}` } }).trim(),
+  execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8', env: { ...process.env, PGPORT_TEST: String(55481 + i), PGBASE_TEST: `${BASE}-${name}` } }).trim(),
 );
+
+/** Runs pg_ctl on server c (as `postgres` when we are root, as scripts/start-postgres.sh does). */
+function pgCtl(args: string[]): void {
+  const bin = execFileSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1'], { encoding: 'utf8' }).trim();
+  const command = [join(bin, 'pg_ctl'), '-D', `${BASE}-c/data`, ...args];
+  execFileSync(process.getuid?.() === 0 ? 'runuser' : command[0]!, process.getuid?.() === 0 ? ['-u', 'postgres', '--', ...command] : command.slice(1), { stdio: 'ignore' });
+}
 const clients = urls.map((url) => postgres(url, { max: 16, fetch_types: false, onnotice: () => {} }));
 for (const sql of clients) await sql`DROP TABLE IF EXISTS viewsync_kv, viewsync_schema`;
 const [a, b, c] = clients.map((sql) => postgresStorage(sql)) as [PostgresStorage, PostgresStorage, PostgresStorage];
@@ -130,6 +143,48 @@ if (!ONLY || ONLY.includes('move')) {
   rows.push({ benchmark: 'move, 100k entries + 100 groups: writes waited', value: result.switchMs, unit: 'ms', note: 'the switch: from the freeze to the target in use' });
   rows.push({ benchmark: 'move, 100k entries + 100 groups: total', value: result.totalMs, unit: 'ms', note: `${result.rows.toLocaleString('en-US')} rows copied` });
   rows.push({ benchmark: 'move: slowest push of a client meanwhile', value: Math.max(...latencies), unit: 'ms', note: `${latencies.length} pushes; p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms` });
+}
+
+if (!ONLY || ONLY.includes('outage')) {
+  const spaces = Array.from({ length: 60 }, (_, i) => `outage-${i}`);
+  const homes = await Promise.all(spaces.map((space) => (three.storage as ReturnType<typeof routedStorage>).locate(space)));
+  const latencies = { before: [] as number[], during: [] as number[] };
+  let phase: 'before' | 'during' | 'after' = 'before';
+  let refused = 0;
+  // The same storage; c's refusals are counted, not printed.
+  const quiet: SyncContext = { ...three, onError: () => {} };
+  for (const space of spaces) await push(quiet, space, 'g', 'increment', { key: 'n' });
+  // A pusher per space, 20 ms between pushes (a busy client, not a saturating one); c's spaces'
+  // pushes fail while it is down, and wait 50 ms.
+  const pushers = Promise.all(spaces.map(async (space, i) => {
+    while (phase !== 'after') {
+      const at = phase;
+      try {
+        const ms = await push(quiet, space, 'g', 'increment', { key: 'n' });
+        if (homes[i] !== 'c') latencies[at].push(ms);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      } catch {
+        next.set(`${space}/g`, next.get(`${space}/g`)! - 1);
+        refused++;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  }));
+  progress('outage: pushes to 60 spaces with every server up…');
+  await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+  progress('outage: the same with server c stopped…');
+  pgCtl(['stop', '-m', 'immediate', '-w']);
+  phase = 'during';
+  await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+  phase = 'after';
+  // c back first: a push to it under way ends once its client reconnects.
+  pgCtl(['start', '-w', '-l', `${BASE}-c/log`, '-o', `-c listen_addresses=127.0.0.1 -p ${55483} -k ${BASE}-c -c fsync=off -c max_connections=200`]);
+  await pushers;
+  const on = `${spaces.length - homes.filter((home) => home === 'c').length} spaces of a and b`;
+  const p95 = (list: number[]) => quantile(list, 0.95);
+  rows.push({ benchmark: `outage: push p95, ${on}, every server up`, value: p95(latencies.before), unit: 'ms', note: `${latencies.before.length} pushes; p50 ${quantile(latencies.before, 0.5).toFixed(1)} ms` });
+  rows.push({ benchmark: `outage: push p95, ${on}, c down`, value: p95(latencies.during), unit: 'ms', note: `${latencies.during.length} pushes; p50 ${quantile(latencies.during, 0.5).toFixed(1)} ms; ${refused} pushes to c's spaces refused` });
+  rows.push({ benchmark: 'outage: push p95, c down / every server up', value: p95(latencies.during) / p95(latencies.before), unit: 'x', note: '1 or below: a server down costs the others nothing (the pushes to c refused, the machine has less to do)' });
 }
 
 await Promise.all(clients.map((sql) => sql.end()));
