@@ -35,6 +35,8 @@ export interface Generation {
   ended?: 'push' | 'pull';
   /** Anything a pull told it that went backwards. */
   backwards: string[];
+  /** Pulls with a cookie answered with the whole data again (a patch that starts with `clear`). */
+  resets?: number;
 }
 
 /** A client group across its lives. */
@@ -155,6 +157,7 @@ export function startLoad(ctx: SyncContext, options: LoadOptions = {}): Load {
           life.ended = 'pull';
           renew(group);
         } else {
+          if (life.cookie !== null && (body as PullAnswer).patch[0]?.op === 'clear') life.resets = (life.resets ?? 0) + 1;
           take(life, body as PullAnswer);
           if (markedAt !== undefined && sentAt >= markedAt) {
             stats.pullsAfterMark++;

@@ -288,6 +288,7 @@ async function check(driver: Driver, pair: StandbyPair, ctx: SyncContext, load: 
   const first = stats.firstPushAfterMark === undefined ? undefined : Math.round(stats.firstPushAfterMark - times.diedAt);
   const lives = groups.flatMap((group) => group.generations.map((life) => ({ group, life })));
   const csnf = { push: lives.filter(({ life }) => life.ended === 'push').length, pull: lives.filter(({ life }) => life.ended === 'pull').length };
+  const resets = lives.filter(({ life }) => (life.resets ?? 0) > 0).map(({ life }) => life.groupID);
 
   // The server's state now: the whole view, and each client's lastMutationID.
   const final = (await pullOnce(ctx, { groupID: 'final-reader', cookie: null })) as PullAnswer;
@@ -325,7 +326,7 @@ async function check(driver: Driver, pair: StandbyPair, ctx: SyncContext, load: 
     if (life.clientID !== undefined) expect(life.lastMutationID, life.groupID).toBe(await lastMutationIDOf(ctx, life));
   }
 
-  const line = `${mode}, ${driver}: first push ${first} ms after the primary died (promoted at ${Math.round(times.promotedAt - times.diedAt)} ms); pushes ${JSON.stringify(Object.fromEntries(stats.push))}, pulls ${JSON.stringify(Object.fromEntries(stats.pull))}; 503 for ${JSON.stringify(Object.fromEntries(stats.unavailable))}; acknowledged mutations lost: ${lost} in ${lostGroups} groups; ClientStateNotFound: ${csnf.push} on push, ${csnf.pull} on pull; ${view.size} entries`;
+  const line = `${mode}, ${driver}: first push ${first} ms after the primary died (promoted at ${Math.round(times.promotedAt - times.diedAt)} ms); pushes ${JSON.stringify(Object.fromEntries(stats.push))}, pulls ${JSON.stringify(Object.fromEntries(stats.pull))}; 503 for ${JSON.stringify(Object.fromEntries(stats.unavailable))}; acknowledged mutations lost: ${lost} in ${lostGroups} groups; ClientStateNotFound: ${csnf.push} on push, ${csnf.pull} on pull; sent everything again: ${resets.length === 0 ? 'none' : resets.join(' ')}; ${view.size} entries`;
   figures.push(line);
   expect(stats.failures, 'answers other than 200 and 503').toEqual([]);
   expect(first, 'a push answered after the failover').toBeDefined();
