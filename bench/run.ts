@@ -11,7 +11,10 @@
  * 3. a full pull (cookie null) of 100k entries;
  * 4. baselines from the same run, to read the numbers against machine noise: a bare Fetch round
  *    trip (`request.json()` + `new Response(JSON.stringify(body))`) carrying the same bodies as
- *    the incremental pull, and `JSON.parse(JSON.stringify(...))` of the full pull's body.
+ *    the incremental pull, and `JSON.parse(JSON.stringify(...))` of the full pull's body;
+ * 5. a push of 100,000 mutations that all fail, logged by the default `onError` against the same
+ *    push to a server that logs nothing: the log's rate limit should make the two cost about the
+ *    same (before it, the logging took 2.2 s more; test/log.test.ts tests the lines it prints).
  *
  * Request building happens outside the timers (it is the client's cost); each timed operation
  * runs from the handler call until the response body has been read as bytes.
@@ -24,7 +27,7 @@
  * `VIEWSYNC_BENCH_QUICK=1` stops the space at 100k entries; `VIEWSYNC_BENCH_JSON=1` prints the
  * rows as one JSON line after the table (bench/otel-compare.ts reads it).
  */
-import { type JSONValue, type SyncContext, handlePull, handlePush, memoryStorage } from '../src/index.js';
+import { type JSONValue, type Mutators, type SyncContext, handlePull, handlePush, memoryStorage } from '../src/index.js';
 import { BenchClient, benchMutators, type PullBody, rowKey, rowValue } from './client.js';
 import { collectGarbage, heapMiB, median, progress, quantile, sample, type SamplePlan } from './measure.js';
 import { startBenchSdk } from './otel.js';
@@ -229,6 +232,60 @@ async function benchPulls(): Promise<Row[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5. A push whose every mutation fails, logged
+
+const FAILING = 100_000;
+const FAILING_ROUNDS = 3;
+
+/** A push of {@link FAILING} mutations of a new client group that all fail (a permanent error each). */
+function failingPush(clientGroupID: string): Request {
+  const mutations = Array.from({ length: FAILING }, (_, i) => ({ clientID: `${clientGroupID}-client`, id: i + 1, name: 'fail', args: {}, timestamp: 0 }));
+  return new Request('http://localhost/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pushVersion: 1, clientGroupID, mutations, profileID: 'bench-profile', schemaVersion: '' }) });
+}
+
+/**
+ * The same push answered by a server that logs nothing and by one with the default `onError`,
+ * in alternating rounds on fresh stores; `console.error` only counts the lines meanwhile.
+ */
+async function benchFailureLogging(): Promise<Row[]> {
+  const mutators: Mutators = {
+    fail: () => {
+      throw new Error('permanent failure');
+    },
+  };
+  const limits = { mutationsPerPush: FAILING };
+  const silent: number[] = [];
+  const logged: number[] = [];
+  const print = console.error;
+  let lines = 0;
+  console.error = () => void lines++;
+  try {
+    for (let round = -1; round < FAILING_ROUNDS; round++) {
+      for (const [times, onError] of [[silent, () => {}], [logged, undefined]] as const) {
+        const request = failingPush(`failing-${round}-${times === silent ? 'silent' : 'logged'}`);
+        const ctx: SyncContext = { storage: memoryStorage(), mutators, limits, ...(onError && { onError }) };
+        collectGarbage();
+        const start = performance.now();
+        const response = await handlePush(request, ctx);
+        await response.arrayBuffer();
+        const ms = performance.now() - start;
+        if (response.status !== 200) throw new Error(`failing push answered ${response.status}`);
+        // Round -1 warms both up.
+        if (round >= 0) times.push(ms);
+      }
+    }
+  } finally {
+    console.error = print;
+  }
+  const label = `push of ${formatCount(FAILING)} failing mutations`;
+  return [
+    { benchmark: `${label}, nothing logged`, value: median(silent), unit: 'ms median', note: `${FAILING_ROUNDS} rounds` },
+    { benchmark: `${label}, default onError`, value: median(logged), unit: 'ms median', note: `${lines} lines printed in ${FAILING_ROUNDS + 1} pushes` },
+    { benchmark: `${label}, logged / not logged`, value: median(logged) / median(silent), unit: 'x', note: 'about 1: the lines are rate-limited (it was 2.2 s more before)' },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const stopSdk = startBenchSdk();
@@ -243,6 +300,8 @@ async function main(): Promise<void> {
   }
   rows.push(...(await benchPulls()));
   assertNoErrors('pulls');
+  progress(`a push of ${formatCount(FAILING)} failing mutations, logged and not`);
+  rows.push(...(await benchFailureLogging()));
   progress(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   await stopSdk?.();
   const sdk = stopSdk ? ', under an OpenTelemetry SDK (VIEWSYNC_BENCH_OTEL=1)' : '';
