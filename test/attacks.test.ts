@@ -32,7 +32,8 @@ describe('a body that costs more than it is worth is refused in bounded time and
     const started = performance.now();
     const response = await handlePush(post('/push', body), ctx);
     const text = await response.text();
-    expect(performance.now() - started).toBeLessThan(2_000);
+    // Only catches the old stall (34 s): it takes 1.5 to 2.2 s here, 2 cores busy with other work.
+    expect(performance.now() - started).toBeLessThan(20_000);
     expect(response.status).toBe(400);
     expect(text.length).toBeLessThan(1_000);
     expect(JSON.parse(text).issues).toEqual([{ path: 'mutations.0.clientID', message: expect.any(String) }]);
@@ -203,13 +204,19 @@ describe('a mutator that never finishes', () => {
       },
     });
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'before', value: 1 })]);
-    const started = performance.now();
+    // On fake timers: answered at the deadline exactly, however busy the machine.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const pushing = handlePush(post('/push', pushBody('g', [mutation('c', 2, 'put', { key: 'kept', value: 1 }), mutation('c', 3, 'hang')])), ctx);
+    let answered = false;
+    void pushing.then(() => (answered = true));
     // A pull of the same space waits for the push, no longer than the deadline.
-    const pulled = await pull(ctx, 'g', null);
-    const response = await pushing;
-    expect(performance.now() - started).toBeGreaterThanOrEqual(95);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    const pulling = pull(ctx, 'g', null);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(answered).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(answered).toBe(true);
+    const [response, pulled] = [await pushing, await pulling];
+    vi.useRealTimers();
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');
     expect(await response.json()).toMatchObject({ error: 'ServiceUnavailable', message: expect.stringContaining('limits.mutatorMs') });
@@ -240,21 +247,33 @@ describe('a mutator that never finishes', () => {
 });
 
 describe('spaces do not contend', () => {
+  afterEach(() => vi.useRealTimers());
+
   it('a pull in space B does not wait for five 200 ms mutations in space A (was: 988 ms)', async () => {
     const ctx = testContext({
       space: (request) => new URL(request.url).searchParams.get('space') ?? '',
       mutators: { slow: () => sleep(200) },
     });
     const slow = Array.from({ length: 5 }, (_, i) => mutation('c', i + 1, 'slow'));
-    const pushing = handlePush(post('/push?space=A', pushBody('g', slow)), ctx);
-    await sleep(20);
-    const started = performance.now();
-    const inB = await handlePull(post('/pull?space=B', pullBody('g', null)), ctx);
-    const pushedB = await handlePush(post('/push?space=B', pushBody('g', [mutation('c', 1, 'put', { key: 'b', value: 1 })])), ctx);
-    expect(performance.now() - started).toBeLessThan(100);
-    expect([inB.status, pushedB.status]).toEqual([200, 200]);
-    expect((await pushing).status).toBe(200);
-  });
+    // On fake timers: A's mutations sleep until the clock is advanced, so B is served while they
+    // do or never (the test's timeout), however busy the machine.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const pushing = handlePush(post('/push?space=A', pushBody('g', slow)), ctx);
+      let answeredA = false;
+      void pushing.then(() => (answeredA = true));
+      await vi.advanceTimersByTimeAsync(20);
+      const inB = await handlePull(post('/pull?space=B', pullBody('g', null)), ctx);
+      const pushedB = await handlePush(post('/push?space=B', pushBody('g', [mutation('c', 1, 'put', { key: 'b', value: 1 })])), ctx);
+      expect([inB.status, pushedB.status]).toEqual([200, 200]);
+      expect(answeredA).toBe(false);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect((await pushing).status).toBe(200);
+    } finally {
+      vi.useRealTimers();
+    }
+    // A pull that waits for A never ends: this timeout catches it (the test takes some 50 ms).
+  }, 10_000);
 });
 
 describe('requests a browser could forge from another site', () => {

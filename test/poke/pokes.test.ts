@@ -240,19 +240,24 @@ describe('who may hold streams', () => {
   });
 
   test('a stream past its age ends with a retry field, read or not', async () => {
-    const ctx = testContext({ pokes: { heartbeatMs: 20, maxStreamAgeMs: 200 } });
-    const started = Date.now();
-    const read = await open(ctx);
-    const unread = await handleRequest(new Request('http://localhost/poke'), ctx);
-    await read.until(() => read.ended, 2_000);
-    const age = Date.now() - started;
-    // Each stream draws its age from the last quarter below maxStreamAgeMs, checked per heartbeat.
-    expect(age).toBeGreaterThanOrEqual(150);
-    expect(age).toBeLessThan(1_000);
-    expect(read.blocks.at(-1)).toMatch(/^retry: \d+$/);
-    expect(read.comments).toBeGreaterThan(2);
-    expect(hubOf(ctx).streams).toBe(0);
-    expect(await unread.text()).toMatch(/^retry:/);
+    // On fake timers, as a busy machine runs real ones late.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    try {
+      const ctx = testContext({ pokes: { heartbeatMs: 20, maxStreamAgeMs: 200 } });
+      const read = await open(ctx);
+      const unread = await handleRequest(new Request('http://localhost/poke'), ctx);
+      // Each stream draws its age from the last quarter below maxStreamAgeMs, checked per heartbeat.
+      await vi.advanceTimersByTimeAsync(140);
+      expect(read.ended).toBe(false);
+      await vi.advanceTimersByTimeAsync(80);
+      expect(read.ended).toBe(true);
+      expect(read.blocks.at(-1)).toMatch(/^retry: \d+$/);
+      expect(read.comments).toBeGreaterThan(2);
+      expect(hubOf(ctx).streams).toBe(0);
+      expect(await unread.text()).toMatch(/^retry:/);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   test('the default maxStreams fits the file-descriptor limit adapters read', async () => {
@@ -308,13 +313,21 @@ describe('what a stream holds', () => {
   });
 
   test('a stream nobody reads is closed after two heartbeats, and released', async () => {
-    const ctx = testContext({ pokes: { heartbeatMs: 40 } });
-    const response = await handleRequest(new Request('http://localhost/poke'), ctx);
-    expect(hubOf(ctx).streams).toBe(1);
-    await sleep(200);
-    expect(hubOf(ctx).streams).toBe(0);
-    // It closed cleanly: what was queued can still be read to the end.
-    expect(await response.text()).toMatch(/^retry:/);
+    // On fake timers: a busy machine can run a real 200 ms sleep before the second heartbeat.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const ctx = testContext({ pokes: { heartbeatMs: 40 } });
+      const response = await handleRequest(new Request('http://localhost/poke'), ctx);
+      expect(hubOf(ctx).streams).toBe(1);
+      await vi.advanceTimersByTimeAsync(40);
+      expect(hubOf(ctx).streams).toBe(1);
+      await vi.advanceTimersByTimeAsync(40);
+      expect(hubOf(ctx).streams).toBe(0);
+      // It closed cleanly: what was queued can still be read to the end.
+      expect(await response.text()).toMatch(/^retry:/);
+    } finally {
+      vi.useRealTimers();
+    }
   });
   test('its heartbeat stops once no stream is open, also when the last to go was one the notifier refused', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });

@@ -2,7 +2,7 @@
  * Per-user views (`SyncContext.view`), rule by rule, on the memory store; every store runs the
  * same through the model test (model.test.ts).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { handlePull, HTTPError, type JSONValue, type StorageTransaction, type View } from '../../src/index.js';
 import { countingStorage, post, pull, pullBody, pullBodyV0 } from '../support/helpers.js';
 import { as, membershipView, viewContext, ViewClient, write } from './app.js';
@@ -291,11 +291,21 @@ describe('what a view gets and may return', () => {
         return ['doc/'];
       },
     });
-    const started = Date.now();
-    const response = await handlePull(post('/pull', pullBody('g', null), as('alice')), ctx);
-    expect([response.status, response.headers.get('retry-after')]).toEqual([503, '1']);
-    expect(Date.now() - started).toBeLessThan(190);
-    await expect.poll(() => late).toMatch(/closed/);
+    // On fake timers: the pull is answered at the deadline, while the view still sleeps.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let answered: Response | undefined;
+      void handlePull(post('/pull', pullBody('g', null), as('alice')), ctx).then((response) => (answered = response));
+      await vi.advanceTimersByTimeAsync(49);
+      expect(answered).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      expect([answered?.status, answered?.headers.get('retry-after')]).toEqual([503, '1']);
+      expect(late).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(150);
+      expect(late).toMatch(/closed/);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('an HTTPError from the view refuses the pull with its status', async () => {
