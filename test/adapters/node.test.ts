@@ -141,7 +141,9 @@ describe('viewsync/node', () => {
     });
     expect(raw).toMatch(/^HTTP\/1\.1 408/);
     expect(closedAfter).toBeGreaterThanOrEqual(350);
-    expect(closedAfter).toBeLessThan(2_000);
+    // Only catches a connection left open (it was, past 45 s): closed after 0.8 s here, on 2 cores
+    // under a load of 5.
+    expect(closedAfter).toBeLessThan(10_000);
     expect((await pull(server.url)).status).toBe(200);
   });
 

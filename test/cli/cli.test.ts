@@ -419,8 +419,9 @@ describe('the viewsync CLI, run as a process', () => {
         const run = runs[i]!;
         expect([run.status, run.stderr], line).toEqual([status, expect.stringMatching(message)]);
         expect(run.stderr, line).not.toContain('secret');
-        // 2 s of timeout, and the rest a slow machine's start-up.
-        expect(run.ms, line).toBeLessThan(6_000);
+        // Only catches a hang: 2.6 to 4.9 s here, seven CLIs starting at once on 2 cores with other
+        // work on them (the 2 s of --connect-timeout, which the message names, and start-up).
+        expect(run.ms, line).toBeLessThan(40_000);
       }
       expect(existsSync(join(work, 'bad-prefix.db'))).toBe(false);
     } finally {

@@ -153,6 +153,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
     console.log(`Poke latency, Enter on A to label on B, ${result.items} items: p50 ${result.p50Ms} ms, p95 ${result.p95Ms} ms (aim: p50 < 50 ms)`);
     writeFileSync(join(ARTIFACTS, 'latency.json'), `${JSON.stringify(result, null, 2)}\n`);
     expect(latencies.every((ms) => ms >= 0)).toBe(true);
+    // Only catches pokes that do not arrive (the client's pull each 60 s would deliver): p95 71 ms
+    // here, on 2 cores under a load of 5.
     expect(result.p95Ms).toBeLessThan(2_000);
     await snap('4-latency');
   });

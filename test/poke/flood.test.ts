@@ -97,6 +97,7 @@ describe('one account flooding the poke endpoint', () => {
     const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
     console.log(`two floods of 2,000 unread streams: descriptors ${before.descriptors} -> ${mid.descriptors} -> ${after.descriptors}, heap ${mib(before.heap)} -> ${mib(mid.heap)} -> ${mib(after.heap)}; alice's stream ${alice.ms.toFixed(0)} ms, pull ${pull.ms.toFixed(0)} ms`);
     expect([alice.status, pull.status]).toEqual([200, 200]);
+    // At once, not after the flood: 5 ms each here, on 2 cores under a load of 5.
     expect(alice.ms).toBeLessThan(1_000);
     expect(pull.ms).toBeLessThan(1_000);
     expect(mid.descriptors).toBeLessThanOrEqual(before.descriptors + 110);
@@ -116,6 +117,7 @@ describe('one account flooding the poke endpoint', () => {
     console.log(`12 accounts x 100 unread streams under ulimit -n 1000: ${held} descriptors; alice's stream ${alice.ms.toFixed(0)} ms, pull ${pull.ms.toFixed(0)} ms`);
     expect(held).toBeLessThan(750);
     expect([alice.status, pull.status]).toEqual([200, 200]);
+    // At once: 12 ms here, on 2 cores under a load of 5.
     expect(alice.ms).toBeLessThan(1_000);
     await alice.close();
   }, 60_000);

@@ -35,9 +35,10 @@ test('bun: idleTimeoutMs is milliseconds: a connection idle for 1,000 ms is clos
     socket.resume();
     const started = performance.now();
     await new Promise<void>((resolve, reject) => socket.once('close', () => resolve()).once('error', reject));
-    // Bun checks idle connections every few seconds (about 4 s here); read as seconds, 1000 would be 17 minutes.
-    expect(performance.now() - started).toBeLessThan(10_000);
+    // Bun checks idle connections every few seconds (4.0 s here, on 2 cores under a load of 5);
+    // read as seconds, 1000 would be 17 minutes. Only that is caught: 50 s is over ten times 4.
+    expect(performance.now() - started).toBeLessThan(50_000);
   } finally {
     await server.stop();
   }
-}, 30_000);
+}, 90_000);

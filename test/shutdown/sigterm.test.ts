@@ -164,6 +164,7 @@ describe('SIGTERM under a stream of pushes', () => {
     signalAt = Date.now();
     const stopped = await server.terminate();
     expect(stopped.code).toBe(0);
+    // Only catches a stop that hangs: 155 ms here, on 2 cores under a load of 5.
     expect(JSON.parse(/\{"stoppedMs":\d+\}/.exec(stopped.output)![0]).stoppedMs).toBeLessThan(10_000);
     // The pushes in flight at the signal were answered, not dropped.
     expect(acrossSignal(clients, url.host)).toBeGreaterThan(0);
