@@ -193,8 +193,9 @@ if (!haveServers() || fastLoop) {
         const recovered = Date.now() - restartedAt;
         console.log(`c stopped for ${restartedAt - stoppedAt} ms; its spaces took pushes again ${recovered} ms after it was back`);
         // The client's reconnect backoff is bounded to 1 s (cluster-server.ts); the pushers wait 70 ms
-        // after a 503. 0.24 to 0.43 s here; postgres.js's own backoff took 12.5 s, which this catches.
-        expect(recovered).toBeLessThan(5_000);
+        // after a 503. 0.24 to 0.73 s here (two runs at once on 2 cores, other work on them too);
+        // postgres.js's own backoff took 12.5 s, which this catches.
+        expect(recovered).toBeLessThan(8_000);
         await waitFor(() => c.every((pusher, i) => pusher.acknowledged > acknowledged[i]! + 3), { timeout: 30_000, message: "c's spaces taking pushes again" });
       } finally {
         running = false;
