@@ -75,7 +75,7 @@ export function postgresDriver(client: PostgresClient, prepare: boolean): Postgr
       transaction,
       statement: async (text, params) =>
         client.unsafe
-          ? ((await client.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>)
+          ? ((await unlessStuck(client.unsafe(text, params as never[], { prepare }))) as Array<Record<string, unknown>>)
           : transaction('READ ONLY', async (query) => ({ result: await query(text, params), finish: [] })),
     };
   }
@@ -225,10 +225,25 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   let lost = false;
   let over = false;
   let readOnly: unknown;
+  // postgres.js 3.4 can lose a BEGIN among connections cut under it (seen under the suite's
+  // network faults: pending minutes after, while new queries ran), and with it every transaction
+  // queued behind it in the space. One not started in time is given up: the caller gets a lost
+  // connection (503), and should postgres.js start it after all, it ends at once, empty.
+  let started = false;
+  let givenUp = false;
+  const { promise: late, reject: giveUp } = deferred<never>();
+  const timer = setTimeout(() => {
+    givenUp = true;
+    giveUp(new ConnectionLostError(`postgres.js did not start the transaction within ${STUCK_MS / 1000} s`));
+  }, STUCK_MS);
+  (timer as { unref?: () => void }).unref?.();
   const done = client.begin(
     mode,
-    (tx) =>
-      new Promise<T>((resolve, reject) => {
+    (tx) => {
+      started = true;
+      clearTimeout(timer);
+      if (givenUp) return Promise.reject(new ConnectionLostError());
+      return new Promise<T>((resolve, reject) => {
         const query: PostgresQuery = async (text, params) => {
           if (lost || over || readOnly !== undefined) throw new ConnectionLostError();
           try {
@@ -255,18 +270,45 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
           (timer as { unref?: () => void }).unref?.();
         };
         body(query).then((value) => settle(() => resolve(value)), (error: unknown) => settle(() => reject(error)));
-      }),
+      });
+    },
   );
+  done.then(undefined, () => {});
   try {
-    return (await done) as T;
+    return (await Promise.race([done, late])) as T;
   } catch (error) {
     throw readOnly ?? error;
   } finally {
     over = true;
+    clearTimeout(timer);
   }
 }
 
+/** `work`, or a lost connection once `STUCK_MS` have passed: a statement postgres.js lost track of (see {@link beginGuarded}). */
+export function unlessStuck<T>(work: PromiseLike<T>): Promise<T> {
+  const { promise: late, reject } = deferred<never>();
+  const timer = setTimeout(() => reject(new ConnectionLostError(`postgres.js did not answer the statement within ${STUCK_MS / 1000} s`)), STUCK_MS);
+  (timer as { unref?: () => void }).unref?.();
+  const answered = Promise.resolve(work);
+  answered.then(undefined, () => {});
+  return Promise.race([answered, late]).finally(() => clearTimeout(timer));
+}
+
+function deferred<T>(): { promise: Promise<T>; reject: (error: unknown) => void } {
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((_, no) => (reject = no));
+  promise.then(undefined, () => {});
+  return { promise, reject };
+}
+
 const LOST_GRACE_MS = 2_000;
+
+/**
+ * How long postgres.js may take to start a transaction or answer a statement outside one before
+ * it is taken for lost. Far above a BEGIN's round trip, or a pull's statement (each range has a
+ * LIMIT), and above a wait for a free connection of a pool in ordinary use.
+ */
+const STUCK_MS = 30_000;
 
 const PG_CLIENT = 'postgresStorage got a pg Client, one connection: give it a Pool (new Pool({ connectionString })), which hands each transaction a connection of its own';
 
@@ -274,8 +316,8 @@ const PG_CLIENT = 'postgresStorage got a pg Client, one connection: give it a Po
 class ConnectionLostError extends Error {
   override name = 'ConnectionLostError';
   readonly code = 'CONNECTION_CLOSED';
-  constructor() {
-    super('The connection of this transaction was lost; nothing of it was committed');
+  constructor(why = 'The connection of this transaction was lost') {
+    super(`${why}; nothing of it was committed`);
   }
 }
 

@@ -1,0 +1,71 @@
+/**
+ * postgres.js 3.4 can lose a BEGIN, or a statement, among connections cut under it: under the
+ * fault-injection suite's network faults, pushes of a space stayed pending for minutes after the
+ * faults ended, while new queries on the same client ran (and every later push of the space
+ * queued behind them). The store gives such a call up after 30 s: a lost connection, answered
+ * 503, never a request held for ever. A fake postgres.js client that never starts or answers
+ * stands in for the stuck one.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { handlePull, handlePush } from '../../src/index.js';
+import { beginGuarded, type PostgresJsClient, type PostgresJsTransaction, unlessStuck } from '../../src/storage/postgres-driver.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { isUnreachable } from '../../src/storage/unreachable.js';
+import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
+
+/** A postgres.js client whose BEGINs and statements are held until the test lets them go. */
+function stuckClient() {
+  const held: Array<(tx: PostgresJsTransaction) => Promise<unknown>> = [];
+  const statements: string[] = [];
+  const tx: PostgresJsTransaction = { unsafe: async (query: string) => (statements.push(query), []) };
+  const client: PostgresJsClient = {
+    begin: (_mode, fn) => new Promise<unknown>(() => void held.push(fn as (tx: PostgresJsTransaction) => Promise<unknown>)),
+    unsafe: () => new Promise<never>(() => {}),
+  };
+  return { client, held, statements, tx };
+}
+
+afterEach(() => vi.useRealTimers());
+
+describe('a postgres.js call that never starts or never answers', () => {
+  it('a transaction postgres.js does not start within 30 s is given up as a lost connection, and if it starts after all it ends at once, running nothing', async () => {
+    vi.useFakeTimers();
+    const { client, held, statements, tx } = stuckClient();
+    const body = vi.fn(async () => 'ran');
+    const outcome = beginGuarded(client, 'ISOLATION LEVEL READ COMMITTED', body).then(() => 'resolved', (error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(29_000);
+    expect(await Promise.race([outcome, 'pending'])).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1_000);
+    const error = await outcome;
+    expect(isUnreachable(error), String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/did not start the transaction within 30 s; nothing of it was committed/);
+    // postgres.js starts it after all: it is rolled back, empty.
+    await expect(held[0]!(tx)).rejects.toThrow(/nothing of it was committed/);
+    expect(body).not.toHaveBeenCalled();
+    expect(statements).toEqual([]);
+  });
+
+  it('a statement outside a transaction (a pull read in one go) that gets no answer within 30 s is given up as a lost connection', async () => {
+    vi.useFakeTimers();
+    const outcome = unlessStuck(new Promise<never>(() => {})).catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(30_000);
+    const error = await outcome;
+    expect(isUnreachable(error)).toBe(true);
+    expect((error as Error).message).toMatch(/did not answer the statement within 30 s/);
+    expect(await unlessStuck(Promise.resolve(7))).toBe(7);
+  });
+
+  it('pushes and pulls on a store whose postgres.js is stuck answer 503 with Retry-After after 30 s, not never', async () => {
+    vi.useFakeTimers();
+    const { client } = stuckClient();
+    // Its first call (making the tables) is stuck too: every request waits on it, and is answered when it is given up.
+    const ctx = { storage: postgresStorage(client), mutators: testMutators, onError: () => {} };
+    const push = handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
+    const pull = handlePull(post('/pull', pullBody('g', { order: 0 })), ctx);
+    await vi.advanceTimersByTimeAsync(60_000);
+    for (const response of await Promise.all([push, pull])) {
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('1');
+    }
+  });
+});
