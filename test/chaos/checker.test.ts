@@ -27,7 +27,7 @@ function applied(client: string, n: number): Array<[string, JSONValue]> {
 
 function history(exchanges: Exchange[], data: Array<[string, JSONValue]>, extra: Partial<History> = {}): History {
   const truth = new Map([['s', new Map(data)]]);
-  return { exchanges, backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], settled: [{ group: 'g', space: 's', view: new Map(data) }], truth, ...extra };
+  return { exchanges, backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], unavailable: [], settled: [{ group: 'g', space: 's', view: new Map(data) }], truth, ...extra };
 }
 
 const kinds = (anomalies: Anomaly[]) => anomalies.map(({ kind }) => kind);

@@ -10,7 +10,8 @@
  *   no change (the client drops those);
  * - after a push is answered 200, the group's next pull reflects it;
  * - at the end every client group holds the server's data;
- * - no answer is a 5xx but 503, nor a refusal of a well-formed request;
+ * - no answer is a 5xx but 503, nor a refusal of a well-formed request, and once the faults
+ *   are healed every space is served;
  * - no process ends unless the suite killed it;
  * - writes acknowledged by the backend door are there, once; a dump cut short is never imported;
  * - an operator's command that cannot be right (a move with the wrong flags, of a space that
@@ -43,6 +44,7 @@ export interface Anomaly {
     | 'import-wrong'
     | 'process-died'
     | 'operator-command-accepted'
+    | 'space-unavailable'
     | 'runner-error';
   detail: string;
 }
@@ -110,7 +112,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
 
   for (const { group, space, view } of history.settled) {
     const truth = history.truth.get(space) ?? new Map<string, JSONValue>();
-    const difference = firstDifference(view, truth);
+    const difference = firstDifference(view, truth, 'the server has');
     if (difference !== undefined) add('diverged', `group ${group} (space ${JSON.stringify(space)}) holds ${difference}`);
   }
 
@@ -118,6 +120,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
   checkImports(history, add);
   for (const crash of history.crashes) add('process-died', crash);
   for (const command of history.operatorCommands) add('operator-command-accepted', command);
+  for (const space of history.unavailable) add('space-unavailable', space);
   for (const error of history.runnerErrors) add('runner-error', error);
   return { anomalies, admittedLosses, mutationsChecked, requests: history.exchanges.length };
 }
@@ -260,17 +263,17 @@ function checkImports(history: History, add: (kind: Anomaly['kind'], detail: str
     const actual = history.truth.get(space) ?? new Map<string, JSONValue>();
     // An import that got no answer may have been applied or not: either is fine.
     const uncertain = history.imports.some((attempt) => attempt.space === space && !attempt.cut && typeof attempt.outcome !== 'string');
-    const difference = firstDifference(actual, expected);
-    if (difference !== undefined && !uncertain) add('import-wrong', `space ${JSON.stringify(space)} holds ${difference} (expected its last whole import)`);
+    const difference = firstDifference(actual, expected, 'its last whole import has');
+    if (difference !== undefined && !uncertain) add('import-wrong', `space ${JSON.stringify(space)} holds ${difference}`);
   }
 }
 
-/** A description of the first way `view` differs from `truth`, if it does. */
-function firstDifference(view: ReadonlyMap<string, JSONValue>, truth: ReadonlyMap<string, JSONValue>): string | undefined {
+/** A description of the first way `view` differs from `truth` (which `has` names), if it does. */
+function firstDifference(view: ReadonlyMap<string, JSONValue>, truth: ReadonlyMap<string, JSONValue>, has: string): string | undefined {
   for (const [key, value] of truth) {
-    if (!view.has(key)) return `no ${JSON.stringify(key)} (the server has ${JSON.stringify(value)})`;
-    if (JSON.stringify(view.get(key)) !== JSON.stringify(value)) return `${JSON.stringify(key)} = ${JSON.stringify(view.get(key))} (the server has ${JSON.stringify(value)})`;
+    if (!view.has(key)) return `no ${JSON.stringify(key)} (${has} ${JSON.stringify(value)})`;
+    if (JSON.stringify(view.get(key)) !== JSON.stringify(value)) return `${JSON.stringify(key)} = ${JSON.stringify(view.get(key))} (${has} ${JSON.stringify(value)})`;
   }
-  for (const key of view.keys()) if (!truth.has(key)) return `${JSON.stringify(key)}, which the server does not`;
+  for (const key of view.keys()) if (!truth.has(key)) return `${JSON.stringify(key)}, which ${has.replace(/ has$/, '')} does not have`;
   return undefined;
 }

@@ -91,6 +91,8 @@ export interface History {
   runnerErrors: string[];
   /** Operators' commands that should have been refused (a move with the wrong flags, of a space that does not exist) and were not. */
   operatorCommands: string[];
+  /** Spaces no server could serve once every fault was healed. */
+  unavailable: string[];
   /** Client groups, as they hold their data at the end. */
   settled: Settled[];
   /** The server's data at the end, per space: a full pull by a client group of its own. */

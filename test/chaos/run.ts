@@ -66,7 +66,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => {});
   const rng = new Random(options.seed);
   const spaces = Array.from({ length: options.spaces ?? 4 }, (_, i) => `space-${i}`);
-  const history: History = { exchanges: [], backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], settled: [], truth: new Map() };
+  const history: History = { exchanges: [], backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], unavailable: [], settled: [], truth: new Map() };
   let stopping = false;
   let stopped = false;
   let jumps = 0;
@@ -109,7 +109,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         }
       })()),
       guard('backend writes', backendLoop(env, history, () => performance.now() < deadline)),
-      guard('imports', importLoop(env, history, source, rng.fork(), () => performance.now() < deadline)),
+      guard('imports', importLoop(env, history, source, rng.fork(), () => performance.now() < deadline, record)),
       ...(deployment.background ? [guard('background', deployment.background(rng.fork(), () => performance.now() >= deadline, record, (detail) => history.operatorCommands.push(detail)))] : []),
     ];
     await Promise.all(loops);
@@ -135,7 +135,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     clearTimeout(stopAt);
     stopped = true;
     log(`${topology.name}: reading the server's data`);
-    for (const space of [...spaces, BACKEND_SPACE, ...IMPORTED]) history.truth.set(space, await readSpace(env, space));
+    for (const space of [...spaces, BACKEND_SPACE, ...IMPORTED]) {
+      try {
+        history.truth.set(space, await readSpace(env, space));
+      } catch (error) {
+        history.unavailable.push(`space ${JSON.stringify(space)}: no server answered a pull of it once every fault was healed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
   } finally {
     process.off('unhandledRejection', onRejection);
     stopping = stopped = true;
@@ -201,13 +207,16 @@ async function seedImportSource(env: ClientEnvironment): Promise<{ dump: string;
   return { dump, entries };
 }
 
-async function importLoop(env: ClientEnvironment, history: History, source: { dump: string; entries: Record<string, JSONValue> }, rng: Random, going: () => boolean): Promise<void> {
+async function importLoop(env: ClientEnvironment, history: History, source: { dump: string; entries: Record<string, JSONValue> }, rng: Random, going: () => boolean, record: (kind: string, detail: string) => void): Promise<void> {
   while (going()) {
-    await sleep(rng.int(1_000, 4_000));
+    await sleep(rng.int(300, 1_500));
     const space = rng.pick(IMPORTED);
-    // Cut anywhere short of the end line: what an export killed midway leaves.
+    // Cut short of the end line, as an export killed midway leaves it: at a line's end (where a
+    // writer stops between writes) or anywhere.
     const cut = rng.chance(0.5);
-    const body = cut ? source.dump.slice(0, rng.int(0, source.dump.lastIndexOf('{"viewsync":"end"'))) : source.dump;
+    const whole = source.dump.lastIndexOf('{"viewsync":"end"');
+    const ends = [...source.dump.slice(0, whole).matchAll(/\n/g)].map((match) => match.index + 1);
+    const body = !cut ? source.dump : source.dump.slice(0, rng.chance(0.5) ? rng.pick(ends) : rng.int(0, whole));
     let outcome: ImportAttempt['outcome'];
     try {
       const response = await control(env, 'import', `space=${space}&from=${SOURCE_SPACE}`, body);
@@ -216,16 +225,18 @@ async function importLoop(env: ClientEnvironment, history: History, source: { du
       outcome = 'network';
     }
     history.imports.push({ space, cut, outcome, entries: source.entries, end: performance.now() });
+    record(cut ? 'import a dump cut short' : 'import a whole dump', `${space}: ${outcome}`);
   }
 }
 
-/** The server's data in `space`: a full pull by a group of its own, retried until a server answers. */
+/** The server's data in `space`: a full pull by a group of its own, retried for half a minute until a server answers. */
 async function readSpace(env: ClientEnvironment, space: string): Promise<Map<string, JSONValue>> {
   const response = await retry(() => fetch(`${env.servers()[0]}pull?space=${encodeURIComponent(space)}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: '' },
+    signal: AbortSignal.timeout(env.requestTimeoutMs),
     body: JSON.stringify({ pullVersion: 1, clientGroupID: `observer-${Math.random().toString(36).slice(2)}`, cookie: null, profileID: 'observer', schemaVersion: '' }),
-  }));
+  }), 40);
   const answer = (await response.json()) as PullAnswer;
   const data = new Map<string, JSONValue>();
   for (const op of answer.patch) if (op.op === 'put') data.set(op.key, op.value);

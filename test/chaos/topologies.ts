@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { type Cluster, startCluster } from '../support/clusters.js';
-import { freePort } from '../support/command.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { startStandbyPair, type StandbyPair } from '../support/standby.js';
@@ -135,13 +134,8 @@ class Database {
   }
 
   static async start(name: string): Promise<Database> {
-    const port = await freePort();
-    const cluster = startCluster(`chaos-${process.pid}-${name}`, port);
-    // A fresh deployment: whatever an earlier run left in this folder goes.
-    const sql = postgres(cluster.url, { max: 1, fetch_types: false, onnotice: () => {} });
-    await sql`DROP TABLE IF EXISTS viewsync_kv, viewsync_schema`;
-    await sql.end();
-    return new Database(name, cluster, await startFaultProxy(port));
+    const cluster = startCluster(`chaos-${name}`);
+    return new Database(name, cluster, await startFaultProxy(cluster.port));
   }
 
   /** The URL the servers use: through the proxy. */
@@ -189,7 +183,7 @@ class Database {
       },
       {
         name: `kill ${this.#name}'s new connections as they are handed out`,
-        weight: 1,
+        weight: 2,
         inject: async (rng) => {
           this.proxy.cut();
           const count = rng.int(1, 6);
@@ -212,7 +206,7 @@ class Database {
 
   async stop(): Promise<void> {
     await this.proxy.close();
-    this.cluster.stop();
+    this.cluster.remove();
   }
 
   async #killBackends(): Promise<number> {

@@ -52,9 +52,11 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     const pair: Pair = { client, upstream, held: [] };
     pairs.add(pair);
     const fatal = fatals > 0 ? (fatals--, new FatalAtReady()) : undefined;
+    let ending = false;
     const drop = () => {
       pairs.delete(pair);
-      client.destroy();
+      // A FATAL on its way: the client's end flushes it, then closes.
+      if (!ending) client.destroy();
       upstream.destroy();
     };
     client.on('error', drop).on('close', drop);
@@ -65,6 +67,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       const cut = fatal.serverSent(chunk);
       if (cut === undefined) return forward(pair, client, chunk);
       // One write: the ReadyForQuery and the FATAL reach the client in one read.
+      ending = true;
       client.end(Buffer.concat([chunk.subarray(0, cut), FATAL_57P01]));
       upstream.destroy();
     });
