@@ -36,6 +36,7 @@ export { memoryStorage } from './storage/memory.js';
 export { routedStorage, type RoutedStorage, type RoutedStorageOptions } from './route/routed-storage.js';
 export type { Placement } from './route/placement.js';
 export { moveSpace, type MoveOptions, type MoveProgress, type MoveResult } from './backend/move.js';
+export { RouteError } from './route/route-record.js';
 export { compareUTF8 } from './base/utf8.js';
 export type { RangeRead, RangeRow, Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
 export type { JSONValue } from './protocol/json.js';
