@@ -20,6 +20,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../package/packed.js';
+import { isAlive } from './command.js';
 
 /** A PostgreSQL server of the test's own; see {@link startCluster}. */
 export interface Cluster {
@@ -139,16 +140,7 @@ function watch(dir: string, bin: string): void {
 function removeOrphans(): void {
   for (const entry of readdirSync(tmpdir())) {
     const owner = Number(new RegExp(`^${PREFIX}(\\d+)-`).exec(entry)?.[1]);
-    if (Number.isInteger(owner) && owner !== process.pid && !alive(owner)) remove(join(tmpdir(), entry));
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM';
+    if (Number.isInteger(owner) && owner !== process.pid && !isAlive(owner)) remove(join(tmpdir(), entry));
   }
 }
 

@@ -56,6 +56,16 @@ export function runCommand(command: string, args: string[], options: { cwd: stri
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, output })));
 }
 
+/** Whether process `pid` is alive (a process of another user's counts). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
+  }
+}
+
 /** A port nothing listens on now. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

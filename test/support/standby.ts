@@ -23,10 +23,10 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { freePort, isAlive } from './command.js';
 import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
 
 /** One of the pair's servers. */
@@ -330,18 +330,9 @@ function removeSync(dir: string): void {
 function removeOrphans(): void {
   for (const entry of readdirSync(tmpdir())) {
     const owner = Number(/^viewsync-standby-(\d+)-/.exec(entry)?.[1]);
-    if (!Number.isInteger(owner) || owner === process.pid || alive(owner)) continue;
+    if (!Number.isInteger(owner) || owner === process.pid || isAlive(owner)) continue;
     const dir = join(tmpdir(), entry);
     if (statSync(dir, { throwIfNoEntry: false })?.isDirectory()) removeSync(dir);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM';
   }
 }
 
@@ -353,17 +344,6 @@ function postgresUser(): [number, number] {
   return [Number(uid), Number(gid)];
 }
 
-/** A port free on 127.0.0.1 now (the OS's pick; nothing holds it after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** The newest PostgreSQL's server binaries under /usr/lib/postgresql. */
 function binDir(): string | undefined {
