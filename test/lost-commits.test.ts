@@ -15,6 +15,7 @@ import { sqliteStorage } from '../src/storage/sqlite.js';
 import { applyPatch } from './support/helpers.js';
 import { mutation, post, pullBody, pushBody, testMutators } from './support/helpers.js';
 import { openSQLite } from './support/sqlite-driver.js';
+import { keptGaps, skipTo } from '../src/sync/skipped-versions.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'viewsync-lost-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -104,5 +105,26 @@ describe('a store restored with fewer commits than it acknowledged', () => {
     await put(reopened, 'ga', 'a', 'a/2');
     expect((await pullAs(reopened, 'ga', next.cookie)).patch).toEqual([{ op: 'put', key: 'a/2', value: 'a/2' }]);
     s.close();
+  });
+});
+
+describe('the skipped ranges a space keeps', () => {
+  it('keeps the newest 16; one dropped raises the floor past it (a cookie there gets a reset, not a patch), and ranges below the floor go', () => {
+    const ranges = Array.from({ length: 18 }, (_, i): [number, number] => [i * 100, i * 100 + 50]);
+    const kept = keptGaps(ranges, { floor: 0 });
+    expect(kept.gaps).toEqual(ranges.slice(2));
+    expect(kept.floor).toBe(150);
+    expect(keptGaps([[10, 20], [30, 40]], { floor: 25 })).toEqual({ gaps: [[30, 40]] });
+  });
+
+  it('a write skips only when the store is in another incarnation than the last write named, and only forward', () => {
+    const meta = { version: 5, epoch: 'e', base: 1_000_000, incarnation: 'one' };
+    expect(skipTo(meta, 'one', 10_000)).toBeUndefined();
+    expect(skipTo(meta, undefined, 10_000)).toBeUndefined();
+    expect(skipTo({ ...meta, incarnation: undefined }, 'two', 10_000)).toBeUndefined();
+    // A thousand versions a millisecond since the space's base: 10,000 ms is 10,000,000 - 1,000,000.
+    expect(skipTo(meta, 'two', 10_000)).toBe(9_000_000);
+    // A clock behind the versions already given: no skip (nothing above them to skip to).
+    expect(skipTo({ ...meta, version: 9_500_000 }, 'two', 10_000)).toBeUndefined();
   });
 });

@@ -12,6 +12,7 @@ import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, Se
 import { sharedOnce } from './shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';
+import { keptGaps, skipTo } from './skipped-versions.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -74,30 +75,6 @@ function rememberBase({ epoch, base }: Meta): void {
   bases.set(epoch, base);
   if (bases.size > BASES_KEPT) bases.delete(bases.keys().next().value!);
 }
-
-/**
- * Where a write skips to when it finds the store in another incarnation than the space's last
- * write did: a failover or a restore may have lost commits, and the versions they gave clients
- * must never name other data. Versions grow by at most a thousand a millisecond of a space's
- * life (cookie.ts), so none the lost commits took is above the one the clock gives now: the
- * write takes that one, and the skipped range is kept in `Meta.gaps`. A space whose last write
- * named no incarnation (an older viewsync, another store) is taken as it is.
- */
-function skipTo(meta: Meta | undefined, incarnation: string | undefined, now: number): number | undefined {
-  if (incarnation === undefined || meta?.incarnation === undefined || meta.incarnation === incarnation) return undefined;
-  const ahead = orderBase(now) - meta.base;
-  return ahead > meta.version + 1 ? ahead : undefined;
-}
-
-/** Gaps kept: the newest few. One dropped raises the floor past it, so a cookie in it gets a reset rather than a patch. */
-function keptGaps(gaps: Array<[number, number]>, meta: { floor?: number }): { gaps: Array<[number, number]>; floor?: number } {
-  const live = gaps.filter(([, to]) => to > (meta.floor ?? 0));
-  if (live.length <= GAPS_KEPT) return { gaps: live };
-  const dropped = live.slice(0, live.length - GAPS_KEPT);
-  return { gaps: live.slice(-GAPS_KEPT), floor: Math.max(meta.floor ?? 0, ...dropped.map(([, to]) => to)) };
-}
-
-const GAPS_KEPT = 16;
 
 class GlobalVersionSession implements SpaceSession {
   readonly #tx: StorageTransaction;
