@@ -21,7 +21,7 @@ export interface SpaceSummary {
   quota?: SpaceQuota;
   /** On a routed storage (`routedStorage`): the name of the store that holds the space. */
   store?: string;
-  /** The space's version: how many pushes (and backend writes) changed it. 0: never written. */
+  /** The space's version: it grows with every push (and backend write) that changed the space, and skips ahead once after its store came back from a restart or a failover. 0: never written. */
   version: number;
   /** Client groups that pushed and are not expired. */
   clientGroups: number;

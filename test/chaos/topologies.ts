@@ -357,16 +357,21 @@ async function moves(stores: Record<string, string>, rng: Random, stopping: () =
     // Without the directory, half the time to the store that holds the space: where a CLI that
     // places by hash would clear the data it takes for a stale copy.
     const to = mistake === 'no --directory' && rng.chance(0.5) ? ((await listedIn(stores.a!, space)) ?? rng.pick(Object.keys(stores))) : rng.pick(Object.keys(stores));
-    const kill = mistake === undefined && rng.chance(0.35);
+    // A third of the movers are killed as they enter a phase drawn from all of them (the CLI says
+    // each on stderr), or a moment after they start.
+    const kill = mistake === undefined && rng.chance(0.35) ? rng.pick([...MOVE_PHASES, 'at once'] as const) : undefined;
     const mover = moverProcess(script, ['move', space, '--to', to, ...(mistake === 'no --directory' ? [] : ['--directory', 'a']), '--switch-timeout', '2s', ...storeArgs]);
-    if (kill) {
+    if (kill === 'at once') {
       await sleep(rng.int(20, 1_500));
+      mover.kill();
+    } else if (kill !== undefined) {
+      await Promise.race([mover.reached(`move: ${kill} `), mover.exited]);
       mover.kill();
     }
     const code = await mover.exited;
     const last = mover.output().trim().split('\n').at(-1) ?? '';
-    const kind = kill ? 'kill -9 a mover' : mistake === undefined ? 'move' : `move with ${mistake}`;
-    record(kind, `${space} to ${to}: ${kill ? `killed after "${last}"` : `exit ${code}: ${last.slice(0, 200)}`}`);
+    const kind = kill !== undefined ? `kill -9 a mover ${kill === 'at once' ? 'at once' : `as it enters ${kill}`}` : mistake === undefined ? 'move' : `move with ${mistake}`;
+    record(kind, `${space} to ${to}: ${kill !== undefined ? `killed after "${last}"` : `exit ${code}: ${last.slice(0, 200)}`}`);
     // Even "nothing to move" is a wrong answer there: the CLI cannot know where the space is.
     if (mistake !== undefined && code === 0) complain(`viewsync move ${space} --to ${to} with ${mistake} exited 0: ${last}`);
     // A move may be refused while another runs or a store is down; anything else is worth a look.
@@ -387,14 +392,23 @@ async function listedIn(url: string, space: string): Promise<string | undefined>
   }
 }
 
-/** A CLI mover (`viewsync move`): its output and exit, and kill -9. */
-function moverProcess(script: string, args: string[]): { output(): string; kill(): void; exited: Promise<number | null> } {
+/** The phases a move goes through, as `viewsync move` tells them on stderr (MoveProgress). */
+const MOVE_PHASES = ['copying', 'catching-up', 'switching', 'committed', 'switched', 'cleaning'] as const;
+
+/** A CLI mover (`viewsync move`): its output and exit, a wait for a line of it, and kill -9. */
+function moverProcess(script: string, args: string[]): { output(): string; reached(text: string): Promise<void>; kill(): void; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
-  child.stderr.setEncoding('utf8').on('data', (text: string) => (output += text));
+  const waiting: Array<{ text: string; resolve: () => void }> = [];
+  const take = (text: string) => {
+    output += text;
+    for (const wait of waiting.filter(({ text }) => output.includes(text))) wait.resolve();
+  };
+  child.stdout.setEncoding('utf8').on('data', take);
+  child.stderr.setEncoding('utf8').on('data', take);
   return {
     output: () => output,
+    reached: (text) => (output.includes(text) ? Promise.resolve() : new Promise((resolve) => waiting.push({ text, resolve }))),
     kill: () => child.kill('SIGKILL'),
     exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
   };
