@@ -375,7 +375,7 @@ async function moves(stores: Record<string, string>, rng: Random, stopping: () =
     // Even "nothing to move" is a wrong answer there: the CLI cannot know where the space is.
     if (mistake !== undefined && code === 0) complain(`viewsync move ${space} --to ${to} with ${mistake} exited 0: ${last}`);
     // A move may be refused while another runs or a store is down; anything else is worth a look.
-    if (!kill && mistake === undefined && code !== 0 && !/already|nothing to move|another move|did not finish within|unavailable|ECONNREFUSED|CONNECTION/i.test(mover.output())) log(`mover ${n}: exit ${code}: ${mover.output().slice(-500)}`);
+    if (!kill && mistake === undefined && code !== 0 && !/already|nothing to move|another move|did not finish within|unavailable|Cannot reach|ECONNRE|CONNECTION/i.test(mover.output())) log(`mover ${n}: exit ${code}: ${mover.output().slice(-500)}`);
   }
 }
 
