@@ -8,6 +8,24 @@ async function pullResponse(ctx: ReturnType<typeof testContext>, body: unknown) 
   return { status: response.status, body: await response.json() };
 }
 
+/** Runs `body` with a clock the test sets (`Date` only: timers stay real), then restores it. */
+async function withClock(body: () => Promise<void>): Promise<void> {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  try {
+    await body();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+/** The cookie a group held from a store, at time `at`, after `pushes` pushes: a store since forgotten (restarted empty, or failed over). */
+async function cookieOfAForgottenStore(at: number, pushes = 1): Promise<JSONValue> {
+  vi.setSystemTime(at);
+  const old = testContext();
+  for (let id = 1; id <= pushes; id++) await push(old, 'g', [mutation('c', id, 'put', { key: 'lost', value: id })]);
+  return (await pull(old, 'g', null)).cookie;
+}
+
 describe('pull rule 1, push rule 1, Versioning: a pullVersion, pushVersion or schemaVersion the server does not take', () => {
   it.each([2, -1, 0.5, 99])('pullVersion %s gets VersionNotSupported (pull) with status 200', async (pullVersion) => {
     const ctx = testContext();
@@ -154,12 +172,8 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
   it('a cookie from an earlier incarnation of the store gets a reset, since the newer incarnation\'s cookies sort higher', async () => {
     // A reloaded page forks the lost cookie into each new client group it starts: answering
     // ClientStateNotFound would reload it again, forever. It must get a reset it accepts.
-    vi.useFakeTimers({ toFake: ['Date'] });
-    try {
-      vi.setSystemTime(Date.UTC(2026, 0, 1));
-      const old = testContext();
-      for (let id = 1; id <= 9; id++) await push(old, 'g', [mutation('c', id, 'put', { key: 'lost', value: id })]);
-      const { cookie } = await pull(old, 'g', null);
+    await withClock(async () => {
+      const cookie = await cookieOfAForgottenStore(Date.UTC(2026, 0, 1), 9);
       vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 1)); // a second later, the server restarts empty
       const fresh = testContext();
       await push(fresh, 'g2', [mutation('d', 1, 'put', { key: 'new', value: 1 })]);
@@ -167,18 +181,12 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
       expect(reset.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'new', value: 1 }]);
       expect(compareCookies(reset.cookie, cookie)).toBeGreaterThan(0);
       expect((await pullResponse(fresh, pullBodyV0('c', cookie, 0))).body.patch[0]).toEqual({ op: 'clear' });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('an empty store answers a lost cookie with an "empty" cookie just above it: no churn while empty, then ordinary patches', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    try {
-      vi.setSystemTime(Date.UTC(2026, 0, 1));
-      const old = testContext();
-      await push(old, 'g', [mutation('c', 1, 'put', { key: 'lost', value: 1 })]);
-      const { cookie: lost } = await pull(old, 'g', null);
+    await withClock(async () => {
+      const lost = await cookieOfAForgottenStore(Date.UTC(2026, 0, 1));
       vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 5));
       const fresh = testContext(); // restarted empty: no push has reached it yet
       const reset = await pull(fresh, 'forked-group', lost);
@@ -192,21 +200,15 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
       expect(next.patch).toEqual([{ op: 'put', key: 'new', value: 1 }]);
       expect(compareCookies(next.cookie, reset.cookie)).toBeGreaterThan(0);
       expect(next.lastMutationIDChanges).toEqual({ n: 1 });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('an "empty" cookie stays below the space a push creates after it, even a push that read the clock first (was: ClientStateNotFound, a reload)', async () => {
     // The reloaded page's first pull and its first push go out together: the push reads the clock,
     // the pull reads the empty space and answers, then the push creates the space. A second
     // instance whose clock is behind does the same. Its next pull must get the push's data.
-    vi.useFakeTimers({ toFake: ['Date'] });
-    try {
-      vi.setSystemTime(Date.UTC(2026, 0, 1));
-      const old = testContext();
-      await push(old, 'g', [mutation('c', 1, 'put', { key: 'lost', value: 1 })]);
-      const { cookie: lost } = await pull(old, 'g', null);
+    await withClock(async () => {
+      const lost = await cookieOfAForgottenStore(Date.UTC(2026, 0, 1));
       vi.setSystemTime(Date.UTC(2026, 0, 1, 0, 0, 5, 10));
       const fresh = testContext();
       const reset = await pull(fresh, 'forked-group', lost);
@@ -217,26 +219,18 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
       expect(next.patch).toEqual([{ op: 'put', key: 'new', value: 1 }]);
       expect(compareCookies(next.cookie, reset.cookie)).toBeGreaterThan(0);
       expect(next.lastMutationIDChanges).toEqual({ n: 1 });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('a cookie from an earlier incarnation that still sorts higher (the clock went back) gets ClientStateNotFound', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    try {
-      vi.setSystemTime(Date.UTC(2026, 0, 2));
-      const old = testContext();
-      await push(old, 'g', [mutation('c', 1, 'put', { key: 'lost', value: 1 })]);
-      const { cookie } = await pull(old, 'g', null);
+    await withClock(async () => {
+      const cookie = await cookieOfAForgottenStore(Date.UTC(2026, 0, 2));
       vi.setSystemTime(Date.UTC(2026, 0, 1));
       const fresh = testContext();
       await push(fresh, 'g2', [mutation('d', 1, 'put', { key: 'new', value: 1 })]);
       expect((await pullResponse(fresh, pullBody('g', cookie))).body).toEqual({ error: 'ClientStateNotFound' });
       expect((await pullResponse(fresh, pullBodyV0('c', cookie, 0))).body).toEqual({ error: 'ClientStateNotFound' });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('a foreign cookie that orders above the current one gets ClientStateNotFound, not a reset the client would refuse', async () => {
