@@ -62,7 +62,9 @@ export class Watched {
   start({ ready = true, timeoutMs = 60_000 } = {}): Promise<void> {
     // A command (ready: false) ends by itself: its exit code is the caller's to judge.
     this.#expected = !ready;
-    const child = spawn(process.execPath, this.#args, { cwd: ROOT, env: { ...process.env, ...this.#env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A server's stdin is a pipe it watches: when this process dies, however it dies, the pipe
+    // closes and the server ends too, rather than live on holding its port.
+    const child = spawn(process.execPath, this.#args, { cwd: ROOT, env: { ...process.env, ...this.#env }, stdio: [ready ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
     this.#child = child;
     this.#output = '';
     this.#ready = false;

@@ -134,6 +134,9 @@ server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   const { port } = server.address() as { port: number };
   console.log(JSON.stringify({ url: `http://127.0.0.1:${port}/`, pid: process.pid }));
 });
+// The suite holds our stdin open: at its end the suite is gone (killed, or ended without
+// stopping us), so we go too.
+process.stdin.on('end', () => process.exit(0)).resume();
 process.on('SIGTERM', () => {
   server.close();
   void Promise.allSettled(closers.map((close) => close())).then(() => process.exit(0));
