@@ -87,6 +87,24 @@ describe('the chaos checker', () => {
     expect(kinds(check(history(exchanges, applied('c', 1))).anomalies)).toEqual(['push-not-reflected']);
   });
 
+  it('where loss is admitted, a push lost to a failover between its answer and the next pull is counted, not an anomaly; outside the failover, or where loss is not admitted, it is one', () => {
+    // The client sees its lastMutationID short of the push and pushes the mutation again: it is
+    // applied in the end (the data holds it once), as the real client does after a failover.
+    const answered = push('g', [['c', 1]]);
+    const failover = { kind: 'crash the primary, promote the standby', from: answered.end + 0.5, to: answered.end + 0.6, losesCommits: true };
+    const after = pull('g', null, { cookie: { order: 5 }, lastMutationIDChanges: {}, patch: [] });
+    const again = [push('g', [['c', 1]]), pull('g', { order: 5 }, { cookie: { order: 6 }, lastMutationIDChanges: { c: 1 }, patch: [] })];
+    const exchanges = [answered, after, ...again];
+    expect(check(history(exchanges, applied('c', 1), { faults: [failover] }), { lossAllowed: true })).toMatchObject({ anomalies: [], pushesLost: 1 });
+    expect(kinds(check(history(exchanges, applied('c', 1), { faults: [failover] })).anomalies)).toEqual(['push-not-reflected']);
+    const elsewhere = { ...failover, from: after.end + 10, to: after.end + 20 };
+    expect(kinds(check(history(exchanges, applied('c', 1), { faults: [elsewhere] }), { lossAllowed: true }).anomalies)).toEqual(['push-not-reflected']);
+    const harmless = { ...failover, losesCommits: false };
+    expect(kinds(check(history(exchanges, applied('c', 1), { faults: [harmless] }), { lossAllowed: true }).anomalies)).toEqual(['push-not-reflected']);
+    // Lost and never pushed again, with no ClientStateNotFound: the end still catches it.
+    expect(kinds(check(history([answered, after], [], { faults: [failover] }), { lossAllowed: true }).anomalies)).toEqual(['acknowledged-lost']);
+  });
+
   it('a 500, and a refusal of a well-formed request', () => {
     expect(kinds(check(history([push('g', [['c', 1]], 500, 'oops')], [])).anomalies)).toEqual(['server-error']);
     expect(kinds(check(history([push('g', [['c', 1]], 400, 'bad')], [])).anomalies)).toEqual(['refused']);

@@ -8,7 +8,8 @@
  * - a client's lastMutationID never goes backwards, and neither does a group's cookie, by the
  *   real client's own order (it throws on either); an answer with the cookie it was sent carries
  *   no change (the client drops those);
- * - after a push is answered 200, the group's next pull reflects it;
+ * - after a push is answered 200, the group's next pull reflects it (where loss is admitted, a
+ *   failover between the two may have lost it: the pull then shows it is not applied);
  * - at the end every client group holds the server's data;
  * - no answer is a 5xx but 503, nor a refusal of a well-formed request, and once the faults
  *   are healed every space is served;
@@ -24,7 +25,7 @@
  * judged per client instance, each by what it was told.
  */
 import type { JSONValue } from '../../src/index.js';
-import type { Exchange, History, PullAnswer, PullBody, PushBody } from './history.js';
+import type { Exchange, Fault, History, PullAnswer, PullBody, PushBody } from './history.js';
 
 export interface Anomaly {
   kind:
@@ -58,6 +59,8 @@ export interface Verdict {
   anomalies: Anomaly[];
   /** Acknowledged writes lost where the topology admits it (their groups told, for clients'). */
   admittedLosses: number;
+  /** Pushes answered 200 whose commit a failover lost where the topology admits it, shown to their client by the next pull's lastMutationID. */
+  pushesLost: number;
   /** Acknowledged mutations whose application was checked. */
   mutationsChecked: number;
   /** Requests judged. */
@@ -82,9 +85,15 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     seen.add(instance);
   }
   /** The highest id acknowledged per client, the space it lives in, and when its group was told ClientStateNotFound. */
-  const acknowledged = new Map<string, { id: number; space: string; group: string }>();
-  const toldLost = new Map<string, number>();
-  for (const exchanges of instances.values()) judgeGroup(exchanges[0]!.group, exchanges, acknowledged, toldLost, add);
+  const judging: Judging = {
+    acknowledged: new Map(),
+    toldLost: new Map(),
+    lossWindows: options.lossAllowed ? history.faults.filter((fault) => fault.losesCommits) : [],
+    pushesLost: 0,
+    add,
+  };
+  for (const exchanges of instances.values()) judgeGroup(exchanges[0]!.group, exchanges, judging);
+  const { acknowledged, toldLost } = judging;
 
   let mutationsChecked = 0;
   let admittedLosses = 0;
@@ -122,7 +131,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
   for (const command of history.operatorCommands) add('operator-command-accepted', command);
   for (const space of history.unavailable) add('space-unavailable', space);
   for (const error of history.runnerErrors) add('runner-error', error);
-  return { anomalies, admittedLosses, mutationsChecked, requests: history.exchanges.length };
+  return { anomalies, admittedLosses, pushesLost: judging.pushesLost, mutationsChecked, requests: history.exchanges.length };
 }
 
 /** The real client's order of cookies: null lowest, objects by `order`, strings as strings. */
@@ -139,13 +148,21 @@ export function compareCookies(a: JSONValue, b: JSONValue): number {
   return x - y;
 }
 
-function judgeGroup(
-  group: string,
-  exchanges: Exchange[],
-  acknowledged: Map<string, { id: number; space: string; group: string }>,
-  toldLost: Map<string, number>,
-  add: (kind: Anomaly['kind'], detail: string) => void,
-): void {
+/** What judging every client instance builds up, and what it needs of the whole history. */
+interface Judging {
+  /** The highest id acknowledged per client, the space it lives in, and its group. */
+  acknowledged: Map<string, { id: number; space: string; group: string }>;
+  /** When each group was told ClientStateNotFound. */
+  toldLost: Map<string, number>;
+  /** Faults that may have lost acknowledged commits, where the topology admits it. */
+  lossWindows: Fault[];
+  /** Pushes answered 200, lost in one of those windows, that the next pull showed as not applied. */
+  pushesLost: number;
+  add: (kind: Anomaly['kind'], detail: string) => void;
+}
+
+function judgeGroup(group: string, exchanges: Exchange[], judging: Judging): void {
+  const { acknowledged, toldLost, lossWindows, add } = judging;
   // The client takes each answer as it comes: in the order they ended.
   const ordered = [...exchanges].sort((a, b) => a.end - b.end);
   const known = new Map<string, number>();
@@ -203,8 +220,15 @@ function judgeGroup(
         still.push(push);
         continue;
       }
+      // A commit lost to a failover between the answer and this pull is the mode's loss, and the
+      // pull's lastMutationID shows it: the real client holds a mutation until a pull says it is
+      // applied, so it pushes it again; a client that let it go pushes past it and is told
+      // ClientStateNotFound. check judges the end: applied once, or the group told.
+      const lost = lossWindows.some((fault) => fault.from <= exchange.end && fault.to >= push.end);
       for (const [client, id] of push.ids) {
-        if ((known.get(client) ?? 0) < id) add('push-not-reflected', `${where}: client ${client}'s push up to ${id} was answered 200 at ${push.end.toFixed(0)} ms, and this pull reports lastMutationID ${known.get(client) ?? 0}`);
+        if ((known.get(client) ?? 0) >= id) continue;
+        if (lost) judging.pushesLost++;
+        else add('push-not-reflected', `${where}: client ${client}'s push up to ${id} was answered 200 at ${push.end.toFixed(0)} ms, and this pull reports lastMutationID ${known.get(client) ?? 0}`);
       }
     }
     awaiting = still;

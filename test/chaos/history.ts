@@ -73,11 +73,14 @@ export interface Settled {
   view: Map<string, JSONValue>;
 }
 
-/** A fault the runner injected. */
+/** A fault the runner injected, from when its injection began to when it was healed (`performance.now()` ms, as exchanges). */
 export interface Fault {
   kind: string;
-  at: number;
+  from: number;
+  to: number;
   detail?: string;
+  /** It may have lost acknowledged commits (a failover with asynchronous replication). */
+  losesCommits?: boolean;
 }
 
 export interface History {

@@ -18,7 +18,7 @@ import type { History, ImportAttempt, PullAnswer } from './history.js';
 import { type ClientEnvironment, RawClient } from './raw-client.js';
 import { installFetch, RealClient } from './real-client.js';
 import { Random } from './rng.js';
-import { type Deployment, TOPOLOGIES } from './topologies.js';
+import { type Deployment, type FaultKind, TOPOLOGIES } from './topologies.js';
 
 export interface ChaosOptions {
   topology: string;
@@ -53,6 +53,8 @@ export interface ChaosReport {
   resets: number;
   /** Acknowledged writes lost where the topology admits it (asynchronous replication), each client's group told. */
   admittedLosses: number;
+  /** Pushes answered 200 whose commit a failover lost (where admitted), shown by the next pull. */
+  pushesLost: number;
   anomalies: Anomaly[];
 }
 
@@ -94,8 +96,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const reals = real.map((client, i) => guard(`real client ${i}`, client.run()));
     const started = performance.now();
     const deadline = started + options.durationMs;
-    const record = (kind: string, detail: string) => {
-      history.faults.push({ kind, at: performance.now() - started, detail });
+    const record: Recorder = (kind, detail, { from = performance.now(), losesCommits } = {}) => {
+      history.faults.push({ kind, from, to: performance.now(), detail, ...(losesCommits ? { losesCommits } : {}) });
       if (options.verbose) log(`${((performance.now() - started) / 1000).toFixed(1)} s: ${kind}${detail ? `: ${detail}` : ''}`);
     };
     const loops = [
@@ -159,29 +161,34 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const faults: Record<string, number> = {};
   for (const { kind } of history.faults) faults[kind] = (faults[kind] ?? 0) + 1;
   faults['clock jump and housekeeping'] = jumps;
-  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, anomalies: verdict.anomalies };
+  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, anomalies: verdict.anomalies };
 }
 
 const BACKEND_SPACE = 'backend';
 const SOURCE_SPACE = 'import-source';
 const IMPORTED = ['imported-0', 'imported-1'];
 
-async function faultLoop(deployment: Deployment, rng: Random, going: () => boolean, durationMs: number, [min, max]: [number, number], record: (kind: string, detail: string) => void): Promise<void> {
+/** Records a fault (or a move, an import) in the history, as injected from `from` (default: now) to now. */
+type Recorder = (kind: string, detail: string, window?: { from?: number; losesCommits?: boolean }) => void;
+
+async function faultLoop(deployment: Deployment, rng: Random, going: () => boolean, durationMs: number, [min, max]: [number, number], record: Recorder): Promise<void> {
   const total = deployment.faults.reduce((sum, fault) => sum + fault.weight, 0);
+  const inject = async (fault: FaultKind) => {
+    const from = performance.now();
+    record(fault.name, await fault.inject(rng), { from, losesCommits: fault.losesCommits });
+  };
   const started = performance.now();
   const once = (deployment.once ?? []).map((fault) => ({ fault, at: started + durationMs * (0.25 + 0.35 * rng.next()) }));
   while (going()) {
     await sleep(rng.int(min, max));
     const due = once.findIndex(({ at }) => performance.now() >= at);
     if (due >= 0) {
-      const { fault } = once.splice(due, 1)[0]!;
-      record(fault.name, await fault.inject(rng));
+      await inject(once.splice(due, 1)[0]!.fault);
       continue;
     }
     if (!going() || total === 0) return;
     let draw = rng.next() * total;
-    const fault = deployment.faults.find((candidate) => (draw -= candidate.weight) < 0) ?? deployment.faults.at(-1)!;
-    record(fault.name, await fault.inject(rng));
+    await inject(deployment.faults.find((candidate) => (draw -= candidate.weight) < 0) ?? deployment.faults.at(-1)!);
   }
 }
 
@@ -207,7 +214,7 @@ async function seedImportSource(env: ClientEnvironment): Promise<{ dump: string;
   return { dump, entries };
 }
 
-async function importLoop(env: ClientEnvironment, history: History, source: { dump: string; entries: Record<string, JSONValue> }, rng: Random, going: () => boolean, record: (kind: string, detail: string) => void): Promise<void> {
+async function importLoop(env: ClientEnvironment, history: History, source: { dump: string; entries: Record<string, JSONValue> }, rng: Random, going: () => boolean, record: Recorder): Promise<void> {
   while (going()) {
     await sleep(rng.int(300, 1_500));
     const space = rng.pick(IMPORTED);
@@ -277,7 +284,7 @@ function sleep(ms: number): Promise<void> {
 export function describe(report: ChaosReport): string {
   const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ×${n}`).join(', ');
   const lines = [
-    `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses).map(([status, n]) => `${status}: ${n}`).join(', ')}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}`,
+    `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses).map(([status, n]) => `${status}: ${n}`).join(', ')}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}${report.pushesLost > 0 ? `, ${report.pushesLost} pushes answered 200 lost to a failover and shown by the next pull` : ''}`,
     `  faults: ${faults || 'none'}`,
     `  anomalies: ${report.anomalies.length}`,
     ...report.anomalies.slice(0, 20).map((anomaly) => `    ${anomaly.kind}: ${anomaly.detail}`),

@@ -23,6 +23,8 @@ export interface FaultKind {
   weight: number;
   /** Injects the fault and, for a passing one, waits it out and heals it; resolves with a detail for the record. */
   inject(rng: Random): Promise<string>;
+  /** It may lose acknowledged commits (asynchronous replication failed over): the checker then admits a push it lost, if the client is shown. */
+  losesCommits?: boolean;
 }
 
 /** A running deployment. */
@@ -426,6 +428,7 @@ async function standbyDeployment(crashes: string[], log: (line: string) => void,
   const failover: FaultKind = {
     name: 'crash the primary, promote the standby',
     weight: 1,
+    losesCommits: !synchronous,
     inject: async (rng) => {
       if (!synchronous) {
         pair.stallReplication();
