@@ -1,4 +1,4 @@
-import { beginGuarded } from '../storage/postgres-driver.js';
+import { beginGuarded } from '../storage/postgres-js.js';
 import type { Notifier } from './notifier.js';
 import { localNotifier } from './notifier.js';
 

@@ -2,9 +2,6 @@ import type { PostgresDriver, PostgresQuery, TransactionEnd } from './postgres-c
 import { type PgPool, pgPoolDriver } from './pg-pool.js';
 import { type PostgresJsClient, postgresJsDriver } from './postgres-js.js';
 
-export type { PostgresDriver, PostgresQuery, TransactionEnd } from './postgres-connection.js';
-export type { PgPool, PgPoolClient } from './pg-pool.js';
-export { beginGuarded, type PostgresJsClient, type PostgresJsTransaction, unlessStuck } from './postgres-js.js';
 
 /** A PGlite database (`new PGlite()`): the part the store uses. */
 export interface PGliteClient {

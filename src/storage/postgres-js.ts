@@ -60,7 +60,6 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   // network faults: pending minutes after, while new queries ran), and with it every transaction
   // queued behind it in the space. One not started in time is given up: the caller gets a lost
   // connection (503), and should postgres.js start it after all, it ends at once, empty.
-  let started = false;
   let givenUp = false;
   const { promise: late, reject: giveUp } = deferred<never>();
   const timer = setTimeout(() => {
@@ -71,7 +70,6 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   const done = client.begin(
     mode,
     (tx) => {
-      started = true;
       clearTimeout(timer);
       if (givenUp) return Promise.reject(new ConnectionLostError());
       return new Promise<T>((resolve, reject) => {

@@ -1,11 +1,13 @@
 import { runChecked } from './checked.js';
 import { compareUTF8 } from '../base/utf8.js';
-import { type PostgresClient, type PostgresQuery, postgresDriver } from './postgres-driver.js';
+import type { PostgresQuery } from './postgres-connection.js';
+import { type PostgresClient, postgresDriver } from './postgres-driver.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { RangeRead, RangeRow, ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 
-export type { PgPool, PgPoolClient, PostgresClient } from './postgres-driver.js';
+export type { PgPool, PgPoolClient } from './pg-pool.js';
+export type { PostgresClient } from './postgres-driver.js';
 
 /**
  * A store in PostgreSQL, shared by any number of server instances: a `postgres` (postgres.js)

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { WebSocket } from 'ws';
 import { handlePull, handlePush, type SyncContext } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
-import type { PgPool } from '../../src/storage/postgres-driver.js';
+import type { PgPool } from '../../src/storage/pg-pool.js';
 import { startFaultProxy } from '../support/fault-proxy.js';
 import { mutation, post, pullBody, pushBody } from '../support/helpers.js';
 import { startRelay } from '../support/ws-relay.js';

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { handlePull, handlePush } from '../../src/index.js';
-import { beginGuarded, type PostgresJsClient, type PostgresJsTransaction, unlessStuck } from '../../src/storage/postgres-driver.js';
+import { beginGuarded, type PostgresJsClient, type PostgresJsTransaction, unlessStuck } from '../../src/storage/postgres-js.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { isUnreachable } from '../../src/storage/unreachable.js';
 import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
