@@ -37,6 +37,7 @@ export { routedStorage, type RoutedStorage, type RoutedStorageOptions } from './
 export type { Placement } from './route/placement.js';
 export { moveSpace, type MoveOptions, type MoveProgress, type MoveResult } from './backend/move.js';
 export { RouteError } from './route/route-record.js';
+export { StagingLostError } from './sync/import-batch.js';
 export { compareUTF8 } from './base/utf8.js';
 export type { RangeRead, RangeRow, Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
 export type { JSONValue } from './protocol/json.js';

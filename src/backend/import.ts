@@ -6,7 +6,7 @@ import { compareUTF8, fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import { frozenJSONCopy } from '../sync/frozen-json.js';
 import { runInGroup } from '../sync/group-commit.js';
 import { type GroupLine, type SkippedClient, stageGroups } from '../sync/dumped-groups.js';
-import { type ApplyAt, applyStep, stage, stagingID, unstage } from '../sync/import-batch.js';
+import { type ApplyAt, applyStep, checkStaging, claimStaging, stage, stagingID, unstage } from '../sync/import-batch.js';
 import type { Limits } from '../sync/limits.js';
 import { checkEnd, checkHeader, DUMP_FORMAT, type HeaderRules, isEndLine, isGroupLine, longestLine, missingEnd } from './dump.js';
 import { GroupSection } from './group-lines.js';
@@ -93,7 +93,9 @@ export type { SkippedClient };
  * merge of up to a thousand entries and clients is one transaction, and so is a replace when the
  * dump and the space each hold up to a thousand entries; a larger import is not atomic: a pull
  * during the apply may see part of it, and a crash midway leaves part of it applied (run it
- * again). Run one import of a space at a time.
+ * again). Run one import of a space at a time, and within a day: housekeeping removes a staging
+ * area a day after its import began, and an import whose area it took rejects with
+ * `StagingLostError` before applying anything more.
  *
  * @example
  * // A seed: a file in the dump format, made by hand (no "space" in its header) or exported from
@@ -153,13 +155,18 @@ async function readDump(ctx: SyncContext, space: string, id: string, source: Dum
   let batch: Array<readonly [string, JSONValue]> = [];
   let groups: GroupLine[] = [];
   let bytes = 0;
+  let claimed = false;
   const flush = async () => {
     const [entries, lines] = [batch, groups];
     [batch, groups, bytes] = [[], [], 0];
     await ctx.storage.transaction(async (tx) => {
+      // The mark with the first batch; each later one checks it, so an import whose staged rows
+      // housekeeping began to remove stops reading at once (see StagingLostError).
+      await (claimed ? checkStaging : claimStaging)(tx, space, id);
       await stage(tx, space, id, entries);
       await stageGroups(tx, space, id, lines);
     }, { readOnly: false, space });
+    claimed = true;
     told(count);
   };
   for await (const { text, number } of lines(source, longestLine(limits))) {
@@ -200,7 +207,8 @@ async function readDump(ctx: SyncContext, space: string, id: string, source: Dum
   if (format === undefined) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
   // What every cut of an export comes to: the lines before the cut are whole, the end is not there.
   if (format > 1 && end === undefined) throw missingEnd(last);
-  if (batch.length + groups.length > 0) await flush();
+  // A dump with no entries is staged too: its mark is what lets a replace empty the space.
+  if (batch.length + groups.length > 0 || !claimed) await flush();
   return { entries: count, groups: section.groups };
 }
 

@@ -4,7 +4,7 @@ import { allSpaces } from '../context/collect-garbage.js';
 import { importOfArea } from '../sync/dumped-groups.js';
 import { stagingStarted } from '../sync/import-batch.js';
 import { utf8Length } from '../base/utf8.js';
-import { SpaceKeys } from '../sync/keys.js';
+import { SpaceKeys, STAGING_MARK } from '../sync/keys.js';
 import { quotaOf, type SpaceQuota } from '../sync/quota.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
 import { isRouted } from '../route/routed-storage.js';
@@ -110,6 +110,8 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     const id = importOfArea(name);
     let area = staging.get(id);
     if (area === undefined) staging.set(id, (area = { started: stagingStarted(id), rows: 0, bytes: 0 }));
+    // The import's mark says it is there, and is none of what it staged.
+    if (name.endsWith(STAGING_MARK)) return;
     area.rows++;
     area.bytes += utf8Length(rest.slice(name.length + 1)) + utf8Length(JSON.stringify(value));
   }, space);

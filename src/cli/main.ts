@@ -4,6 +4,7 @@ import { exportSpace, ReaderIdleError } from '../backend/export.js';
 import { importSpace } from '../backend/import.js';
 import { inspect, type SpaceSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
+import { StagingLostError } from '../sync/import-batch.js';
 import { collectGarbage } from '../context/collect-garbage.js';
 import { moveSpace } from '../backend/move.js';
 import { checkDirectory, repairDirectory } from '../route/directory.js';
@@ -131,7 +132,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) return fail(`${error.message}\nRun 'viewsync --help' for usage.`, 2);
-    if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError) return fail(error.message, 1);
+    if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError || error instanceof StagingLostError) return fail(error.message, 1);
     return fail(`Failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`, 1);
   } finally {
     await store?.close().catch(() => {});

@@ -1,6 +1,6 @@
 import type { StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import { encodeVersion, SpaceKeys, STAGING_MARK, VERSION_FIELD } from './keys.js';
 import { scanPages } from './patch.js';
 import type { GroupRecord, Meta, StoredClient } from './records.js';
 import type { SpaceSession } from './strategy.js';
@@ -70,9 +70,10 @@ export function groupsArea(keys: SpaceKeys, id: string): string {
   return keys.staging(id + GROUPS);
 }
 
-/** The import a staging area's name (the key segment after the space) belongs to: both its areas are one import's. */
+/** The import a staging area's name (the key segment after the space) belongs to: both its areas, and its mark, are one import's. */
 export function importOfArea(area: string): string {
-  return area.endsWith(GROUPS) ? area.slice(0, -GROUPS.length) : area;
+  if (area.endsWith(GROUPS)) return area.slice(0, -GROUPS.length);
+  return area.endsWith(STAGING_MARK) ? area.slice(0, -STAGING_MARK.length) : area;
 }
 
 const GROUPS = '.groups';

@@ -43,17 +43,44 @@ export async function stagingSpaces(storage: Storage): Promise<string[]> {
   }
 }
 
+/**
+ * Housekeeping takes a staging area for abandoned a day after its import began (an import killed
+ * midway leaves one), and removes it in batches, the import's mark first. An import still running
+ * then (a huge one, or servers whose clocks are a day apart) must not go on: a replace applied
+ * from what is left would delete every entry whose staged row was removed.
+ */
+export class StagingLostError extends Error {
+  constructor(space: string, id: string) {
+    super(
+      `importSpace: the staging area of this import of space ${JSON.stringify(space)} (begun ${new Date(stagingStarted(id)).toISOString()}) was removed before it was applied: ` +
+        'housekeeping takes a staging area for abandoned a day after its import began (did the import run that long, or are the servers’ clocks a day apart?), ' +
+        'so nothing of it was applied beyond the batches already done (none, for an import of up to a thousand entries); run it again',
+    );
+    this.name = 'StagingLostError';
+  }
+}
+
+/** Writes import `id`'s mark, before anything is staged: see {@link checkStaging}. */
+export async function claimStaging(tx: StorageTransaction, space: string, id: string): Promise<void> {
+  await tx.put(new SpaceKeys(space).stagingMark(id), true);
+}
+
+/** Throws {@link StagingLostError} unless import `id`'s mark is there, so its staged rows are all there too: housekeeping removes the mark first. */
+export async function checkStaging(tx: StorageTransaction, space: string, id: string): Promise<void> {
+  if ((await tx.get(new SpaceKeys(space).stagingMark(id))) === undefined) throw new StagingLostError(space, id);
+}
+
 /** Writes checked entries into the staging area of import `id`. */
 export async function stage(tx: StorageTransaction, space: string, id: string, entries: ReadonlyArray<readonly [string, JSONValue]>): Promise<void> {
   const area = new SpaceKeys(space).staging(id);
   for (const [key, value] of entries) await tx.put(area + key, value as StoredValue);
 }
 
-/** Removes up to `limit` rows of import `id`'s staging areas (entries, then client groups); true when none is left. */
+/** Removes up to `limit` rows of import `id`'s staging areas (entries, then client groups, then its mark); true when none is left. */
 export async function unstage(tx: StorageTransaction, space: string, id: string, limit: number): Promise<boolean> {
   const keys = new SpaceKeys(space);
   let left = limit;
-  for (const area of [keys.staging(id), groupsArea(keys, id)]) {
+  for (const area of [keys.staging(id), groupsArea(keys, id), keys.stagingMark(id)]) {
     const rows = await tx.scan({ prefix: area, limit: left });
     for (const [row] of rows) await tx.del(row);
     left -= rows.length;
@@ -91,6 +118,7 @@ export interface ApplyStep extends ApplyAt {
  * its data without the lastMutationIDs that go with it.
  */
 export async function applyStep(tx: StorageTransaction, space: string, id: string, at: ApplyAt, options: { replace: boolean; limit: number; clock: SessionClock; prefixIndex: boolean }): Promise<ApplyStep> {
+  await checkStaging(tx, space, id);
   const keys = new SpaceKeys(space);
   const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex });
   let { after, entriesDone } = at;
@@ -102,6 +130,7 @@ export async function applyStep(tx: StorageTransaction, space: string, id: strin
   const groups = entriesDone ? await applyGroups(tx, session, keys, id, options.limit, options.clock.now) : undefined;
   const changed = await session.commit();
   if (groups?.expired) await noteExpired(tx, keys);
+  if (groups?.done) await tx.del(keys.stagingMark(id));
   return { after, entriesDone, done: groups?.done ?? false, ...entries, clients: groups?.written ?? 0, skipped: groups?.skipped ?? [], changed };
 }
 

@@ -28,6 +28,9 @@ import { utf8Length } from '../base/utf8.js';
  *   can remove one a crashed import left;
  * - `i/<space>/<import>.groups/<user>/<group>/<line>`: beside it, the dump's client groups
  *   (dumped-groups.ts), each line of a group at its place among the group's lines;
+ * - `i/<space>/<import>!/`: the import's mark, written before anything is staged and sorted
+ *   before its areas' rows, so housekeeping removes it first: an import whose mark is gone has
+ *   lost staged rows and applies nothing more (import-batch.ts);
  * - `r/<space>/`: in a routed store (`routedStorage`), whether this store's copy of the space is
  *   the one in use, or where the space went or is coming from (src/route/route-record.ts).
  *
@@ -81,6 +84,11 @@ export class SpaceKeys {
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
   staging(id: string): string {
     return `${this.stagingPrefix}${id}/`;
+  }
+
+  /** The mark of the import named `id`, there while its staging areas are whole (see `claimStaging`). */
+  stagingMark(id: string): string {
+    return this.staging(id + STAGING_MARK);
   }
 
   /** The record of the view named `id` (a name is base64url: no escaping needed). */
@@ -180,6 +188,9 @@ export function encodeVersion(version: number): string {
 export function decodeVersion(field: string): number {
   return parseInt(field, 16);
 }
+
+/** What ends an import's name in its mark's key: `!` sorts before `.` and `/`, so the mark is the import's first row. */
+export const STAGING_MARK = '!';
 
 /** The staging areas' keys start with this; {@link spaceOfStaging} reads the space from one. */
 export const STAGING_PREFIX = 'i/';

@@ -138,6 +138,12 @@ describe('the chaos checker', () => {
     expect(kinds(check(history([], [], { imports: [cut], truth })).anomalies)).toEqual(['cut-import-accepted', 'import-wrong']);
     const whole = { space: 'i', cut: false, outcome: 'imported' as const, entries, end: 2 };
     expect(check(history([], [], { imports: [whole], truth })).anomalies).toEqual([]);
+    // A whole import told its staging area was taken (StagingLostError) applied nothing: the
+    // space is still the last import's, and one it emptied is caught (the bug the suite found).
+    const abandoned = { space: 'i', cut: false, outcome: 'abandoned' as const, entries, end: 3 };
+    expect(check(history([], [], { imports: [whole, abandoned], truth })).anomalies).toEqual([]);
+    const emptied = new Map([['s', new Map()], ['i', new Map<string, JSONValue>()]]);
+    expect(kinds(check(history([], [], { imports: [whole, abandoned], truth: emptied })).anomalies)).toEqual(['import-wrong']);
   });
 
   it('where loss is admitted, a lost mutation passes only if its group was told ClientStateNotFound', () => {

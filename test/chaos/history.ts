@@ -59,8 +59,11 @@ export interface ImportAttempt {
   space: string;
   /** The dump was cut short before its end line. */
   cut: boolean;
-  /** What the server said: `imported`, `refused` (a DumpError), or an HTTP status or `network`. */
-  outcome: 'imported' | 'refused' | number | 'network';
+  /**
+   * What the server said: `imported`, `refused` (a DumpError), `abandoned` (a StagingLostError:
+   * housekeeping took its staging area, nothing was applied), or an HTTP status or `network`.
+   */
+  outcome: 'imported' | 'refused' | 'abandoned' | number | 'network';
   /** The entries of the whole dump. */
   entries: Record<string, JSONValue>;
   end: number;

@@ -227,7 +227,7 @@ async function importLoop(env: ClientEnvironment, history: History, source: { du
     let outcome: ImportAttempt['outcome'];
     try {
       const response = await control(env, 'import', `space=${space}&from=${SOURCE_SPACE}`, body);
-      outcome = response.status === 200 ? 'imported' : response.status === 422 ? 'refused' : response.status;
+      outcome = response.status === 200 ? 'imported' : response.status === 422 ? 'refused' : response.status === 409 ? 'abandoned' : response.status;
     } catch {
       outcome = 'network';
     }

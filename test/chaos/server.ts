@@ -5,7 +5,7 @@
 // an export and an import. Prints {"url"} once listening on PORT.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { collectGarbage, exportSpace, importSpace, routedStorage, type Storage, storeNotifier, type SyncContext, TemporaryError, transact } from '../../src/index.js';
+import { collectGarbage, exportSpace, importSpace, routedStorage, StagingLostError, type Storage, storeNotifier, type SyncContext, TemporaryError, transact } from '../../src/index.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';
@@ -113,6 +113,8 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
           return reply(res, 200, { imported: result.entries });
         } catch (error) {
           if ((error as Error).name === 'DumpError') return reply(res, 422, { refused: (error as Error).message });
+          // Housekeeping on a server whose clock is days ahead took its staging area: nothing applied.
+          if (error instanceof StagingLostError) return reply(res, 409, { abandoned: error.message });
           throw error;
         }
       }

@@ -3,7 +3,7 @@
  * moves, a retention of seconds, and `collectGarbage` run by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, handlePush, inspect, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
+import { collectGarbage, exportSpace, handlePull, handlePush, importSpace, inspect, type JSONValue, read, StagingLostError, type Storage, type SyncContext, transact } from '../../src/index.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../support/helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
 import { stage, stagingID } from '../../src/sync/import-batch.js';
@@ -62,6 +62,72 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       const rows = await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true });
       expect(rows.map(([row]) => row)).toEqual([`i//${running}/k`]);
       expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'kept', value: 1 }]);
+    });
+
+    it('an import still running when housekeeping takes its staging area for abandoned (a day after it began) fails saying so, and deletes nothing', async () => {
+      const { ctx, clock } = await context();
+      const space = 'big';
+      const keys = Array.from({ length: 1_500 }, (_, i) => `k${String(i).padStart(4, '0')}`);
+      await transact(ctx, space, async (tx) => {
+        for (const key of keys) await tx.set(key, key);
+      });
+      const dump = await new Response(exportSpace(ctx, space)).text();
+      const lines = dump.split('\n').map((line) => line + '\n');
+      // The dump's first thousand entries are staged (one staging transaction), then the reader
+      // waits while a day passes and housekeeping runs, then the rest comes.
+      let resume!: () => void;
+      const paused = new Promise<void>((resolve) => (resume = resolve));
+      let reachedPause!: () => void;
+      const atPause = new Promise<void>((resolve) => (reachedPause = resolve));
+      async function* source() {
+        for (const [i, line] of lines.entries()) {
+          if (i === 1_200) {
+            reachedPause();
+            await paused;
+          }
+          yield line;
+        }
+      }
+      const importing = importSpace(ctx, space, source(), { mode: 'replace' }).then(() => undefined, (error: unknown) => error);
+      await atPause;
+      clock.now += 25 * 60 * 60 * SECOND;
+      await collectGarbage(ctx);
+      resume();
+      const failure = await importing;
+      expect(failure).toBeInstanceOf(StagingLostError);
+      expect((failure as Error).message).toMatch(/staging area.*removed.*abandoned.*nothing of it was applied/s);
+      expect(await read(ctx, space, (tx) => tx.scan().keys().toArray())).toEqual(keys);
+      expect(await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true })).toEqual([]);
+    });
+
+    it('so does a small import whose staging area housekeeping removes between its staging and its apply (what the fault-injection suite caught, with two servers’ clocks apart)', async () => {
+      const { ctx, clock } = await context();
+      const keys = Array.from({ length: 20 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+      await transact(ctx, '', async (tx) => {
+        for (const key of keys) await tx.set(key, key);
+      });
+      const dump = await new Response(exportSpace(ctx, '')).text();
+      // The next transaction after the dump is staged (the apply's) first waits for housekeeping
+      // a day on, as another server's would run.
+      let armed = false;
+      const storage: Storage = {
+        ...ctx.storage,
+        transaction: async (fn, options) => {
+          if (armed) {
+            armed = false;
+            clock.now += 25 * 60 * 60 * SECOND;
+            await collectGarbage(ctx);
+          }
+          return ctx.storage.transaction(fn, options);
+        },
+      };
+      const onProgress = ({ phase }: { phase: string }) => void (armed ||= phase === 'reading');
+      const failure = await importSpace({ ...ctx, storage }, '', [dump], { mode: 'replace', onProgress }).then(() => undefined, (error: unknown) => error);
+      expect(failure).toBeInstanceOf(StagingLostError);
+      expect(await read(ctx, '', (tx) => tx.scan().keys().toArray())).toEqual(keys);
+      expect(await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true })).toEqual([]);
+      // Run again, it is applied.
+      expect(await importSpace(ctx, '', [dump], { mode: 'replace' })).toMatchObject({ entries: 20, written: 0, deleted: 0 });
     });
 
     it('the staging area of a new space’s first import, killed while staging, is shown by inspect and removed by collectGarbage over every space a day after the import began', async () => {
