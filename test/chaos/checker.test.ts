@@ -146,6 +146,13 @@ describe('the chaos checker', () => {
     expect(kinds(check(history([], [], { imports: [whole, abandoned], truth: emptied })).anomalies)).toEqual(['import-wrong']);
   });
 
+  it('a group that could not settle is reported as such, not as diverged', () => {
+    const stale = { group: 'g', space: 's', view: new Map<string, JSONValue>(applied('c', 1)) };
+    const truth = new Map([['s', new Map<string, JSONValue>(applied('c', 2))]]);
+    expect(kinds(check(history([], [], { settled: [stale], truth })).anomalies)).toEqual(['diverged']);
+    expect(kinds(check(history([], [], { settled: [{ ...stale, unsettled: 'pull 503 (30.0 s)' }], truth })).anomalies)).toEqual(['not-settled']);
+  });
+
   it('where loss is admitted, a lost mutation passes only if its group was told ClientStateNotFound', () => {
     const told = [...clean(), pull('g', { order: 5 }, { error: 'ClientStateNotFound' })];
     expect(check(history(told, applied('c', 1)), { lossAllowed: true })).toMatchObject({ anomalies: [], admittedLosses: 1 });

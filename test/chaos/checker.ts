@@ -47,6 +47,7 @@ export interface Anomaly {
     | 'process-died'
     | 'operator-command-accepted'
     | 'space-unavailable'
+    | 'not-settled'
     | 'runner-error';
   detail: string;
 }
@@ -125,7 +126,12 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     if (highest !== records.size) add('out-of-order', `client ${client} (space ${JSON.stringify(space)}): mutations up to ${highest} applied, but only ${records.size} of them`);
   }
 
-  for (const { group, space, view } of history.settled) {
+  for (const { group, space, view, unsettled } of history.settled) {
+    // Not a divergence: the servers never let it catch up, once every fault was healed.
+    if (unsettled !== undefined) {
+      add('not-settled', `group ${group} (space ${JSON.stringify(space)}) could not push what it had and pull within the settling time: ${unsettled}`);
+      continue;
+    }
     const truth = history.truth.get(space) ?? new Map<string, JSONValue>();
     const difference = firstDifference(view, truth, 'the server has');
     if (difference !== undefined) add('diverged', `group ${group} (space ${JSON.stringify(space)}) holds ${difference}`);

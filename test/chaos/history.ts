@@ -74,6 +74,8 @@ export interface Settled {
   group: string;
   space: string;
   view: Map<string, JSONValue>;
+  /** Why the group could not settle within the settling time (its view is then not judged): what the servers last answered it. */
+  unsettled?: string;
 }
 
 /** A fault the runner injected, from when its injection began to when it was healed (`performance.now()` ms, as exchanges). */

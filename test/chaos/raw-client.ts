@@ -79,13 +79,14 @@ export class RawClient {
     }
   }
 
-  /** Pushes and pulls until nothing is pending and a pull has succeeded, or the run stops. */
-  async settle(): Promise<void> {
+  /** Pushes and pulls until nothing is pending and a pull has succeeded (true), or the run stops (false). */
+  async settle(): Promise<boolean> {
     for (let tries = 0; !this.#env.stopped(); tries++) {
       if (this.#pending.length > 0) await this.push();
-      if (this.#pending.length === 0 && (await this.pull())) return;
+      if (this.#pending.length === 0 && (await this.pull())) return true;
       await sleep(Math.min(50 * 2 ** tries, 1_000));
     }
+    return false;
   }
 
   /** One pull with the group's cookie; true when it brought the group up to date. */

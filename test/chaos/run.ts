@@ -55,6 +55,8 @@ export interface ChaosReport {
   admittedLosses: number;
   /** Pushes answered 200 whose commit a failover lost (where admitted), shown by the next pull. */
   pushesLost: number;
+  /** Seconds each phase took (faults, clients stopping, settling, last pulls, reading the data): a slow phase shows where a run stalled. */
+  phases: Record<string, number>;
   anomalies: Anomaly[];
 }
 
@@ -71,6 +73,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const history: History = { exchanges: [], backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], unavailable: [], settled: [], truth: new Map() };
   let stopping = false;
   let stopped = false;
+  const phases: Record<string, number> = {};
+  let phaseStart = performance.now();
+  const phaseDone = (name: string) => {
+    phases[name] = Math.round((performance.now() - phaseStart) / 100) / 10;
+    phaseStart = performance.now();
+  };
   let jumps = 0;
   const env: ClientEnvironment = {
     servers: () => deployment.servers(),
@@ -115,19 +123,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ...(deployment.background ? [guard('background', deployment.background(rng.fork(), () => performance.now() >= deadline, record, (detail) => history.operatorCommands.push(detail)))] : []),
     ];
     await Promise.all(loops);
+    phaseDone('faults');
     stopping = true;
     log(`${topology.name}: faults over (${history.faults.length}); healing and settling`);
     await deployment.heal();
     await Promise.all([...clients, ...reals]);
+    phaseDone('stopping');
     log(`${topology.name}: clients stopped; settling`);
     // Every client pushes what it has pending, then (once all have) pulls the final state.
     const settleBy = performance.now() + 120_000;
     const stopAt = setTimeout(() => (stopped = true), Math.max(0, settleBy - performance.now()));
     await Promise.all(raw.concat(ghosts).map((client) => guard(`settling ${client.group}`, client.settle())));
     await Promise.all(real.map((client, i) => guard(`settling real client ${i}`, client.drain())));
+    phaseDone('settling');
     for (const client of raw.concat(ghosts)) {
-      await guard(`last pull of ${client.group}`, client.settle());
-      history.settled.push({ group: client.group, space: client.space, view: client.view });
+      const settled = await client.settle().catch((error: unknown) => (history.runnerErrors.push(`last pull of ${client.group}: ${String(error)}`), true));
+      history.settled.push({ group: client.group, space: client.space, view: client.view, ...(!settled && { unsettled: lastAnswers(history, client.group) }) });
     }
     log(`${topology.name}: settled; last pulls`);
     for (const [i, client] of real.entries()) {
@@ -136,6 +147,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     clearTimeout(stopAt);
     stopped = true;
+    phaseDone('last pulls');
     log(`${topology.name}: reading the server's data`);
     for (const space of [...spaces, BACKEND_SPACE, ...IMPORTED]) {
       try {
@@ -144,6 +156,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         history.unavailable.push(`space ${JSON.stringify(space)}: no server answered a pull of it once every fault was healed: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
+    phaseDone('reading');
   } finally {
     process.off('unhandledRejection', onRejection);
     stopping = stopped = true;
@@ -161,12 +174,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const faults: Record<string, number> = {};
   for (const { kind } of history.faults) faults[kind] = (faults[kind] ?? 0) + 1;
   faults['clock jump and housekeeping'] = jumps;
-  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, anomalies: verdict.anomalies };
+  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, phases, anomalies: verdict.anomalies };
 }
 
 const BACKEND_SPACE = 'backend';
 const SOURCE_SPACE = 'import-source';
 const IMPORTED = ['imported-0', 'imported-1'];
+
+/** What the servers last answered `group`, for a report: the statuses of its last exchanges and the last error. */
+function lastAnswers(history: History, group: string): string {
+  const last = history.exchanges.filter((exchange) => exchange.group === group).slice(-6);
+  const failed = last.findLast(({ status }) => status !== 200);
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  return `${last.map(({ kind, status, start, end }) => `${kind} ${status} (${seconds(end - start)})`).join(', ')}${failed ? `; last failure: ${String(failed.answer).slice(0, 200)}` : ''}`;
+}
 
 /** Records a fault (or a move, an import) in the history, as injected from `from` (default: now) to now. */
 type Recorder = (kind: string, detail: string, window?: { from?: number; losesCommits?: boolean }) => void;
@@ -286,6 +307,7 @@ export function describe(report: ChaosReport): string {
   const lines = [
     `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses).map(([status, n]) => `${status}: ${n}`).join(', ')}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}${report.pushesLost > 0 ? `, ${report.pushesLost} pushes answered 200 lost to a failover and shown by the next pull` : ''}`,
     `  faults: ${faults || 'none'}`,
+    `  phases: ${Object.entries(report.phases).map(([phase, seconds]) => `${phase} ${seconds} s`).join(', ')}`,
     `  anomalies: ${report.anomalies.length}`,
     ...report.anomalies.slice(0, 20).map((anomaly) => `    ${anomaly.kind}: ${anomaly.detail}`),
   ];
