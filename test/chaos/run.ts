@@ -130,8 +130,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await Promise.all([...clients, ...reals]);
     phaseDone('stopping');
     log(`${topology.name}: clients stopped; settling`);
-    // Every client pushes what it has pending, then (once all have) pulls the final state.
-    const settleBy = performance.now() + 120_000;
+    // Every client pushes what it has pending, then (once all have) pulls the final state. Four
+    // minutes: a postgres.js call lost in the faults holds its request for up to 30 s (STUCK_MS in
+    // postgres-js.ts), and a client may meet a few in turn; a group still stuck then is reported.
+    const settleBy = performance.now() + 240_000;
     const stopAt = setTimeout(() => (stopped = true), Math.max(0, settleBy - performance.now()));
     await Promise.all(raw.concat(ghosts).map((client) => guard(`settling ${client.group}`, client.settle())));
     await Promise.all(real.map((client, i) => guard(`settling real client ${i}`, client.drain())));

@@ -3,12 +3,17 @@
  * moves, a retention of seconds, and `collectGarbage` run by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, exportSpace, handlePull, handlePush, importSpace, inspect, type JSONValue, read, StagingLostError, type Storage, type SyncContext, transact } from '../../src/index.js';
+import { collectGarbage, handlePull, handlePush, importSpace, inspect, type JSONValue, read, StagingLostError, type Storage, type SyncContext, transact } from '../../src/index.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../support/helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
 import { stage, stagingID } from '../../src/sync/import-batch.js';
 
 const SECOND = 1_000;
+
+/** A dump (format 2) of `keys`, each holding its own name. */
+function dumpOf(keys: readonly string[]): string {
+  return ['{"viewsync":"space","format":2}', ...keys.map((key) => JSON.stringify({ key, value: key })), JSON.stringify({ viewsync: 'end', entries: keys.length })].join('\n') + '\n';
+}
 
 export function describeHousekeeping(name: string, create: () => Storage | Promise<Storage>): void {
   describe(`housekeeping: ${name}`, () => {
@@ -71,8 +76,8 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       await transact(ctx, space, async (tx) => {
         for (const key of keys) await tx.set(key, key);
       });
-      const dump = await new Response(exportSpace(ctx, space)).text();
-      const lines = dump.split('\n').map((line) => line + '\n');
+      // A dump made by hand (exportSpace's stream cannot cross Durable Objects in workerd).
+      const lines = dumpOf(keys).split('\n').map((line) => line + '\n');
       // The dump's first thousand entries are staged (one staging transaction), then the reader
       // waits while a day passes and housekeeping runs, then the rest comes.
       let resume!: () => void;
@@ -106,7 +111,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       await transact(ctx, '', async (tx) => {
         for (const key of keys) await tx.set(key, key);
       });
-      const dump = await new Response(exportSpace(ctx, '')).text();
+      const dump = dumpOf(keys);
       // The next transaction after the dump is staged (the apply's) first waits for housekeeping
       // a day on, as another server's would run.
       let armed = false;
