@@ -1,21 +1,24 @@
-import { handleRequest, type SyncContext } from '../src/index.js';
+import { createContext, handleRequest, type SyncContext, type SyncOptions } from '../src/index.js';
 import { durableObjectStorage, type DurableObjectStorage } from '../src/storage/durable-object.js';
+import { checkContext } from '../src/context/state.js';
 
 export { durableObjectStorage, type DurableObjectStorage } from '../src/storage/durable-object.js';
 
 /**
- * A Worker serving both endpoints with a context, or with one built from `env` (once per `env`).
+ * A Worker serving both endpoints with a context, or with one made from the options `env` gives
+ * (with `createContext`, once per `env`: the context's state lives as long as the isolate's env).
  *
  * @example
  * export default createWorker((env: Env) => ({ storage: myStorage(env.DB), mutators }));
  */
-export function createWorker<TEnv extends object>(ctx: SyncContext | ((env: TEnv) => SyncContext)): { fetch(request: Request, env: TEnv): Promise<Response> } {
+export function createWorker<TEnv extends object>(ctx: SyncContext | ((env: TEnv) => SyncOptions)): { fetch(request: Request, env: TEnv): Promise<Response> } {
+  if (typeof ctx !== 'function') checkContext(ctx);
   const built = new WeakMap<TEnv, SyncContext>();
   return {
     fetch(request, env) {
       if (typeof ctx !== 'function') return handleRequest(request, ctx);
       let context = built.get(env);
-      if (context === undefined) built.set(env, (context = ctx(env)));
+      if (context === undefined) built.set(env, (context = createContext(ctx(env))));
       return handleRequest(request, context);
     },
   };
@@ -28,11 +31,11 @@ export function createWorker<TEnv extends object>(ctx: SyncContext | ((env: TEnv
  * @example
  * export const SyncObject = createSyncObject((env: Env) => ({ mutators, authenticate }));
  */
-export function createSyncObject<TEnv>(init: (env: TEnv) => Omit<SyncContext, 'storage'>): new (state: { storage: DurableObjectStorage }, env: TEnv) => { fetch(request: Request): Promise<Response> } {
+export function createSyncObject<TEnv>(init: (env: TEnv) => Omit<SyncOptions, 'storage'>): new (state: { storage: DurableObjectStorage }, env: TEnv) => { fetch(request: Request): Promise<Response> } {
   return class SyncObject {
     readonly #ctx: SyncContext;
     constructor(state: { storage: DurableObjectStorage }, env: TEnv) {
-      this.#ctx = { ...init(env), storage: durableObjectStorage(state.storage) };
+      this.#ctx = createContext({ ...init(env), storage: durableObjectStorage(state.storage) });
     }
     fetch(request: Request): Promise<Response> {
       return handleRequest(request, this.#ctx);

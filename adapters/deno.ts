@@ -3,6 +3,7 @@ import { type CompressionOptions, compressedResponse, compressionSettings } from
 import { fitStreamsToProcess } from './descriptors.js';
 import { stopGracefully } from './stop.js';
 import type { ServeOptions, StopOptions, SyncServer } from './types.js';
+import { checkContext } from '../src/context/state.js';
 
 export type { ServeOptions, StopOptions, SyncServer } from './types.js';
 export type { CompressionOptions } from './compress.js';
@@ -15,6 +16,7 @@ export type { CompressionOptions } from './compress.js';
  * console.log(`pull: ${server.url}pull`);
  */
 export async function serve(ctx: SyncContext, options: DenoServeOptions = {}): Promise<SyncServer> {
+  checkContext(ctx);
   // viewsync compresses, as in Bun, rather than Deno.serve: on a 100k-entry pull over loopback
   // Deno's brotli took 3-3.6x the plain pull's time and its gzip left 22% of the bytes; ours
   // leaves 14.5% in 1.3-1.4x. Gzip first: brotli through Deno's node:zlib left 18.6%.

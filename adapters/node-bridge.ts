@@ -4,6 +4,7 @@ import { BODY_BYTES } from '../src/server/read-body.js';
 import { refuseRenamed } from '../src/base/renamed.js';
 import { type CompressionOptions, compressReply } from './compress.js';
 import { drained } from './drained.js';
+import { IDLE_TIMEOUT_MS } from './types.js';
 
 // The bridge between node:http and Fetch, the one adapter that cannot be thin (see node.ts).
 
@@ -179,7 +180,7 @@ export interface NodeTimeoutOptions {
  */
 export function nodeServerOptions(options: NodeTimeoutOptions): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number; timeout: number } {
   refuseRenamed(options, 'options', { headersTimeout: 'headersTimeoutMs', requestTimeout: 'requestTimeoutMs', idleTimeout: 'idleTimeoutMs', keepAliveTimeout: 'keepAliveTimeoutMs' });
-  const { requestTimeoutMs: requestTimeout = 60_000, idleTimeoutMs: idleTimeout = 60_000, keepAliveTimeoutMs: keepAliveTimeout = 5_000 } = options;
+  const { requestTimeoutMs: requestTimeout = 60_000, idleTimeoutMs: idleTimeout = IDLE_TIMEOUT_MS, keepAliveTimeoutMs: keepAliveTimeout = 5_000 } = options;
   // Node refuses a headers timeout longer than the request timeout.
   const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
   // Node checks the first two only this often (default 30 s): often enough to keep them.

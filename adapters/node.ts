@@ -8,6 +8,7 @@ import { fitStreamsToProcess } from './descriptors.js';
 import { nodeServerOptions, type NodeTimeoutOptions, readSmallBody, toRequest, writeReply } from './node-bridge.js';
 import { stopGracefully } from './stop.js';
 import type { ServeOptions, StopOptions, SyncServer } from './types.js';
+import { checkContext } from '../src/context/state.js';
 
 export type { ServeOptions, StopOptions, SyncServer } from './types.js';
 export { nodeServerOptions, type NodeTimeoutOptions } from './node-bridge.js';
@@ -21,6 +22,7 @@ export type { CompressionOptions } from './compress.js';
  * http.createServer(createListener(ctx)).listen(8787);
  */
 export function createListener(ctx: SyncContext, options: ListenerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
+  checkContext(ctx);
   const compression = compressionSettings(options.compression);
   fitStreamsToProcess();
   return (req, res) => {

@@ -1,3 +1,10 @@
+/**
+ * How long a connection may send and receive nothing before the server closes it, by default, in
+ * every runtime that has the setting (Node, Bun): a client that stops reading a large pull holds
+ * its connection this long. Above the poke heartbeat (15 s), so an idle poke stream stays open.
+ */
+export const IDLE_TIMEOUT_MS = 60_000;
+
 /** Where {@link SyncServer}s listen; the same options in every runtime. */
 export interface ServeOptions {
   /** The port; 0 picks a free one. Default: 8787. */

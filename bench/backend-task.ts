@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
-import { exportSpace, importSpace, type Storage } from '../src/index.js';
+import { exportSpace, importSpace, type Storage, createContext } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 
@@ -54,7 +54,7 @@ if (task === 'dump') {
   await finish(out);
 } else {
   const { storage, sqlite, sql, close } = open();
-  const ctx = { storage, mutators: {}, pokes: false as const, onError: () => {} };
+  const ctx = createContext({ storage, mutators: {}, pokes: false as const, onError: () => {} });
   if (task === 'import') {
     entries = (await importSpace(ctx, SPACE, Readable.toWeb(createReadStream(file)) as ReadableStream<Uint8Array>, { mode: 'replace' })).entries;
   } else if (task === 'export') {

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
-import { handlePush, memoryStorage, type Storage, type SyncContext, transact, type WriteTransaction } from '../src/index.js';
+import { handlePush, memoryStorage, type Storage, type SyncContext, transact, type WriteTransaction, createContext } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { median, progress } from './measure.js';
@@ -51,7 +51,7 @@ async function rate(one: (caller: number, i: number) => Promise<void>): Promise<
 }
 
 async function throughput(name: string, storage: Storage): Promise<void> {
-  const ctx: SyncContext = { storage, mutators, pokes: false, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => console.error(error) };
+  const ctx: SyncContext = createContext({ storage, mutators, pokes: false, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => console.error(error) });
   const ids = new Map<string, number>();
   let round = 0;
   const push = async (caller: number, i: number) => {

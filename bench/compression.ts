@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { createListener } from '../adapters/node.js';
 import type { CompressionOptions } from '../adapters/compress.js';
-import { handlePush, memoryStorage, type SyncContext } from '../src/index.js';
+import { handlePush, memoryStorage, type SyncContext, createContext } from '../src/index.js';
 import { median } from './measure.js';
 import { renderTable, type Row } from './table.js';
 
@@ -40,7 +40,7 @@ else await measureAll();
 
 /** The child: one server per setting on one space, and `/last` for what the last answer wrote and cost. */
 async function serveAll(): Promise<void> {
-  const ctx: SyncContext = { storage: memoryStorage(), mutators: { fill } };
+  const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: { fill } });
   for (let from = 0; from < ENTRIES; from += 10_000) {
     const body = { pushVersion: 1, clientGroupID: 'seed', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'seed', id: from / 10_000 + 1, name: 'fill', args: { from, count: Math.min(10_000, ENTRIES - from) }, timestamp: 0 }] };
     const response = await handlePush(new Request('http://x/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), ctx);

@@ -10,7 +10,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
-import { collectGarbage, handlePush, memoryStorage, type Mutators, type Storage, type SyncContext } from '../src/index.js';
+import { collectGarbage, handlePush, memoryStorage, type Mutators, type Storage, type SyncContext, createContext } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { quantile } from './measure.js';
@@ -52,7 +52,7 @@ async function pusher(ctx: SyncContext, label: string, until: () => boolean): Pr
 
 async function bench(name: string, storage: Storage, size: () => Promise<string>): Promise<Row[]> {
   const clock = { now: Date.UTC(2026, 0, 1) };
-  const ctx: SyncContext = { storage, mutators, clock: () => clock.now, onError: () => {} };
+  const ctx: SyncContext = createContext({ storage, mutators, clock: () => clock.now, onError: () => {} });
   const started = performance.now();
   const chunk = 5_000;
   let id = 1;

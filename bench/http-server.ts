@@ -7,6 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import type { SyncContext } from '../src/index.js';
+import { createContext } from '../src/index.js';
 
 // The built package, as users run it (and as the Deno and Bun servers load it); `npm run build` first.
 const dist = (file: string) => new URL(`../dist/${file}`, import.meta.url).href;
@@ -14,7 +15,7 @@ const { handlePush, handleRequest, memoryStorage } = (await import(dist('index.j
 const { createListener } = (await import(dist('node.js'))) as typeof import('../adapters/node.js');
 
 const kind = process.argv[2];
-const ctx: SyncContext = { storage: memoryStorage(), mutators: { put: (tx, { key, value }: { key: string; value: number }) => tx.set(key, value) } };
+const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: { put: (tx, { key, value }: { key: string; value: number }) => tx.set(key, value) } });
 
 // Some data and an up-to-date cookie, so the measured pull is the common case: nothing changed.
 const mutations = Array.from({ length: 100 }, (_, i) => ({ clientID: 'c', id: i + 1, name: 'put', args: { key: `k${i}`, value: i }, timestamp: 0 }));

@@ -17,6 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { quantile } from './measure.js';
 import { renderTable, type Row } from './table.js';
+import { createContext } from '../src/index.js';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const SECONDS = Number(process.env.SECONDS ?? 4);
@@ -29,7 +30,7 @@ const RATES = { pushesPerSecond: 20, userPushesPerSecond: 50, pullsPerSecond: 20
 async function serve(withRates: boolean): Promise<void> {
   const { memoryStorage } = await import('../src/index.js');
   const { createListener } = await import('../adapters/node.js');
-  const ctx = {
+  const ctx = createContext({
     storage: memoryStorage(),
     mutators: { put: async (tx: import('../src/index.js').WriteTransaction, { key, value }: { key: string; value: number }) => tx.set(key, value) },
     authenticate: (request: Request) => request.headers.get('authorization') || null,
@@ -37,7 +38,7 @@ async function serve(withRates: boolean): Promise<void> {
     ...(withRates && { rates: RATES }),
     pokes: false as const,
     onError: () => {},
-  };
+  });
   const server = createServer(createListener(ctx)).listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: (server.address() as AddressInfo).port })));
   process.once('SIGTERM', () => server.close(() => process.exit(0)));
 }

@@ -14,7 +14,7 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import { createClient } from 'redis';
-import { handlePoke, memoryStorage, type Notifier, type Storage, storeNotifier, type SyncContext, transact } from '../src/index.js';
+import { handlePoke, memoryStorage, type Notifier, type Storage, storeNotifier, type SyncContext, transact, createContext } from '../src/index.js';
 import { postgresNotifier, postgresStorage } from '../src/postgres.js';
 import { redisNotifier } from '../src/redis.js';
 import { EventReader } from '../test/poke/sse.js';
@@ -105,7 +105,7 @@ async function postgresPair(): Promise<Pair> {
  */
 async function measure(name: string, pair: (onA: Storage, onB: Storage) => Promise<Pair>, storeA: Storage = memoryStorage(), storeB: Storage = storeA, jitterMs = 0): Promise<Row[]> {
   const { a, b, close } = await pair(storeA, storeB);
-  const context = (storage: Storage, notifier: Notifier): SyncContext => ({ storage, mutators: {}, pokes: { notifier, coalesceMs: 0 }, onError: console.error });
+  const context = (storage: Storage, notifier: Notifier): SyncContext => (createContext({ storage, mutators: {}, pokes: { notifier, coalesceMs: 0 }, onError: console.error }));
   const [onA, onB] = [context(storeA, a), context(storeB, b)];
   const response = await handlePoke(new Request('http://b/poke'), onB);
   const reader = new EventReader(response.body!);

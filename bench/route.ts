@@ -21,7 +21,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { handlePush, moveSpace, routedStorage, type SyncContext } from '../src/index.js';
+import { handlePush, moveSpace, routedStorage, type SyncContext, createContext } from '../src/index.js';
 import { type PostgresStorage, postgresStorage } from '../src/postgres.js';
 import { machineLine } from './cpu.js';
 import { median, progress, quantile } from './measure.js';
@@ -55,14 +55,14 @@ const mutators: SyncContext['mutators'] = {
     for (let i = from; i < from + count; i++) await tx.set(`item/${String(i).padStart(6, '0')}`, { i, text: 'x'.repeat(40) });
   },
 };
-const context = (stores: Parameters<typeof routedStorage>[0]['stores']): SyncContext => ({
+const context = (stores: Parameters<typeof routedStorage>[0]['stores']): SyncContext => (createContext({
   storage: routedStorage({ stores }),
   mutators,
   space: (request) => new URL(request.url).searchParams.get('space')!,
   pokes: false,
-  limits: { mutatorMs: 120_000 },
+  limits: { appCodeMs: 120_000 },
   onError: (error) => console.error(error),
-});
+}));
 const one = context({ a });
 const three = context({ a, b, c });
 

@@ -27,7 +27,7 @@
  * `VIEWSYNC_BENCH_QUICK=1` stops the space at 100k entries; `VIEWSYNC_BENCH_JSON=1` prints the
  * rows as one JSON line after the table (bench/otel-compare.ts reads it).
  */
-import { type JSONValue, type Mutators, type SyncContext, handlePull, handlePush, memoryStorage } from '../src/index.js';
+import { type JSONValue, type Mutators, type SyncContext, handlePull, handlePush, memoryStorage, createContext } from '../src/index.js';
 import { BenchClient, benchMutators, type PullBody, rowKey, rowValue } from './client.js';
 import { collectGarbage, heapMiB, median, progress, quantile, sample, type SamplePlan } from './measure.js';
 import { startBenchSdk } from './otel.js';
@@ -50,7 +50,7 @@ const FULL_PLAN: SamplePlan = { warmup: 2, minIterations: 7, minMs: 0, maxIterat
 const reported: unknown[] = [];
 
 function context(): SyncContext {
-  return { storage: memoryStorage(), mutators: benchMutators, onError: (error) => reported.push(error) };
+  return createContext({ storage: memoryStorage(), mutators: benchMutators, onError: (error) => reported.push(error) });
 }
 
 /** A failed mutation makes the numbers wrong (less work was done), so it stops the run. */
@@ -263,7 +263,7 @@ async function benchFailureLogging(): Promise<Row[]> {
     for (let round = -1; round < FAILING_ROUNDS; round++) {
       for (const [times, onError] of [[silent, () => {}], [logged, undefined]] as const) {
         const request = failingPush(`failing-${round}-${times === silent ? 'silent' : 'logged'}`);
-        const ctx: SyncContext = { storage: memoryStorage(), mutators, limits, ...(onError && { onError }) };
+        const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators, limits, ...(onError && { onError }) });
         collectGarbage();
         const start = performance.now();
         const response = await handlePush(request, ctx);

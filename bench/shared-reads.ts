@@ -10,7 +10,7 @@
  */
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
-import { handlePull, handlePush, type JSONValue, memoryStorage, type Storage } from '../src/index.js';
+import { handlePull, handlePush, type JSONValue, memoryStorage, type Storage, createContext } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { pullBody } from '../src/server/pull-body.js';
@@ -27,7 +27,7 @@ const rows: Row[] = [];
 const startLine = machineLine();
 
 async function measure(name: string, storage: Storage): Promise<void> {
-  const ctx = { storage, mutators: { put: async (tx: { set(key: string, value: JSONValue): Promise<void> }, { key, value }: { key: string; value: number }) => tx.set(key, value) } };
+  const ctx = createContext({ storage, mutators: { put: async (tx: { set(key: string, value: JSONValue): Promise<void> }, { key, value }: { key: string; value: number }) => tx.set(key, value) } });
   const push = (group: string, id: number, key: string) =>
     handlePush(new Request('http://x/push', { method: 'POST', headers: json, body: JSON.stringify({ pushVersion: 1, clientGroupID: group, mutations: [{ clientID: `${group}c`, id, name: 'put', args: { key, value: id }, timestamp: 0 }], profileID: 'p', schemaVersion: '' }) }), ctx);
   for (let i = 0; i < PULLS; i++) await push(`g${i}`, 1, `k${i}`);

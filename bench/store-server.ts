@@ -13,7 +13,7 @@
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { serve } from '../adapters/node.js';
-import { type JSONValue, memoryStorage, type Mutators, type Notifier, type Storage } from '../src/index.js';
+import { type JSONValue, memoryStorage, type Mutators, type Notifier, type Storage, createContext } from '../src/index.js';
 import { postgresNotifier, postgresStorage } from '../src/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 
@@ -41,11 +41,11 @@ const mutators: Mutators = {
 };
 const keepAliveTimeout = process.env.KEEP_ALIVE_MS ? Number(process.env.KEEP_ALIVE_MS) : undefined;
 const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
-const ctx = { storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }) };
+const ctx = createContext({ storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }) });
 const server = await serve(ctx, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
-const unshared = await serve({ ...ctx, shareReads: false, pokes: false }, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
+const unshared = await serve(createContext({ ...ctx.options, shareReads: false, pokes: false }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 // As pulls read before issue 23: each in a transaction of its own (no readMany, so no plans).
 const transactions = { transaction: storage.transaction.bind(storage) } satisfies Storage;
-const alone = await serve({ ...ctx, storage: transactions, shareReads: false, pokes: false }, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
+const alone = await serve(createContext({ ...ctx.options, storage: transactions, shareReads: false, pokes: false }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 console.log(JSON.stringify({ port: server.port, unsharedPort: unshared.port, alonePort: alone.port }));
 process.once('SIGTERM', () => void Promise.all([server.stop(), unshared.stop(), alone.stop()]).then(close).then(() => process.exit(0)));

@@ -15,7 +15,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
-import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type View } from '../src/index.js';
+import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type View, createContext } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { collectGarbage, median, progress, quantile, sample } from './measure.js';
@@ -77,8 +77,8 @@ const PLAN = { warmup: 3, minIterations: 20, minMs: 300, maxIterations: 400 };
 
 async function bench(name: string, storage: Storage): Promise<Row[]> {
   pushes.clear();
-  const base: SyncContext = { storage, mutators, authenticate: () => 'u', space: (r) => new URL(r.url).searchParams.get('space') ?? '', onError: (e) => console.error(e) };
-  const viewed: SyncContext = { ...base, view };
+  const base: SyncContext = createContext({ storage, mutators, authenticate: () => 'u', space: (r) => new URL(r.url).searchParams.get('space') ?? '', onError: (e) => console.error(e) });
+  const viewed: SyncContext = createContext({ ...base.options, view });
   const started = performance.now();
   const chunk = 5_000;
   // Through the context with the view, as an app with views pushes: the prefix index is kept.
@@ -88,7 +88,7 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   await push(viewed, 'set', { entries: Object.fromEntries(docs.map((doc) => [`member/u/${doc}`, `doc/${doc}/`])) });
   // A document of 10,000 entries to share, and a space of 10,000 entries for the full pull.
   for (let from = 0; from < GRANT; from += chunk) await push(viewed, 'fill', { prefix: 'big/', from, count: chunk });
-  small = { ...base, space: () => 'small' };
+  small = createContext({ ...base.options, space: () => 'small' });
   for (let from = 0; from < GRANT; from += chunk) await push(small, 'fill', { prefix: 'doc/', from, count: chunk });
   progress(`${name}: seeded ${ENTRIES} entries in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 

@@ -1,10 +1,10 @@
 // Node: `npx tsx examples/node.ts`. PORT and HOST are optional.
-import { memoryStorage } from 'viewsync';
+import { memoryStorage, createContext } from 'viewsync';
 import { serve } from 'viewsync/node';
 import { mutators } from './app.js';
 
 const port = Number(process.env.PORT ?? 8787);
-const server = await serve({ storage: memoryStorage(), mutators }, { port, hostname: process.env.HOST }).catch((error: NodeJS.ErrnoException) => {
+const server = await serve(createContext({ storage: memoryStorage(), mutators }), { port, hostname: process.env.HOST }).catch((error: NodeJS.ErrnoException) => {
   if (error.code !== 'EADDRINUSE' && error.code !== 'EACCES') throw error;
   const why = error.code === 'EADDRINUSE' ? 'is in use' : 'needs privileges';
   console.error(`Port ${port} ${why}: pick another with PORT, e.g. \`PORT=${port + 1} npx tsx examples/node.ts\`.`);

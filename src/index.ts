@@ -14,7 +14,8 @@ export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type S
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
 export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
 export type { PokeOptions } from './poke/hub.js';
-export type { SyncContext, ErrorInfo, CorsOptions, RetentionOptions } from './context/context.js';
+export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions } from './context/context.js';
+export { createContext } from './context/create.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
 export { HTTPError, TemporaryError, QuotaExceededError, type HTTPErrorOptions, type Issue } from './base/errors.js';
 export type { SpaceQuota, Quotas } from './sync/quota.js';

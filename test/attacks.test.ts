@@ -190,10 +190,10 @@ describe('whatever is stored can be served', () => {
 describe('a mutator that never finishes', () => {
   afterEach(() => vi.useRealTimers());
 
-  it('is stopped at limits.mutatorMs: 503 with Retry-After, its writes discarded, and the space is free again (was: the whole server frozen)', async () => {
+  it('is stopped at limits.appCodeMs: 503 with Retry-After, its writes discarded, and the space is free again (was: the whole server frozen)', async () => {
     let wake = () => {};
     const ctx = testContext({
-      limits: { mutatorMs: 100 },
+      limits: { appCodeMs: 100 },
       mutators: {
         ...testMutators,
         hang: async (tx) => {
@@ -219,7 +219,7 @@ describe('a mutator that never finishes', () => {
     vi.useRealTimers();
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');
-    expect(await response.json()).toMatchObject({ error: 'ServiceUnavailable', message: expect.stringContaining('limits.mutatorMs') });
+    expect(await response.json()).toMatchObject({ error: 'ServiceUnavailable', message: expect.stringContaining('limits.appCodeMs') });
     expect(ctx.errors).toEqual([expect.objectContaining({ name: 'MutatorTimeoutError' })]);
     // The mutation before it is kept, the hung one is not processed and left no write.
     expect(pulled.lastMutationIDChanges).toEqual({ c: 2 });

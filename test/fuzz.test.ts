@@ -45,6 +45,7 @@ import {
   PushRequest,
   type Storage,
   type SyncContext,
+  type SyncOptions,
   TemporaryError,
   UnknownMutatorError,
   VersionNotSupportedResponse,
@@ -113,19 +114,19 @@ function countingStorage(inner: Storage): { storage: Storage; writes: { committe
 }
 
 /** A fresh context with data in two groups, seeded through valid pushes. */
-async function seed(variant: Variant, overrides: Partial<SyncContext> = {}): Promise<World> {
+async function seed(variant: Variant, overrides: Partial<SyncOptions> = {}): Promise<World> {
   const { storage, writes } = countingStorage(memoryStorage());
-  const ctx = testContext({
+  const log: World['log'] = [];
+  const ctx: ReturnType<typeof testContext> = testContext({
     storage,
     ...(variant.auth && { authenticate: bearer }),
     ...(variant.schemas && { schemaVersion: SCHEMAS }),
     ...overrides,
+    onError: (error, info) => {
+      ctx.errors.push(error);
+      log.push({ error, info });
+    },
   });
-  const log: World['log'] = [];
-  ctx.onError = (error, info) => {
-    ctx.errors.push(error);
-    log.push({ error, info });
-  };
   await push(
     ctx,
     'g1',

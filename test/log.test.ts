@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { handlePull, handlePush } from '../src/index.js';
 import { mutation, post, pullBodyV0, pushBody, testMutators } from './support/helpers.js';
-import { memoryStorage, type SyncContext } from '../src/index.js';
+import { createContext, memoryStorage, type SyncOptions } from '../src/index.js';
 
 /** A context with the default onError, whose console.error lines are collected. */
-function logged(overrides: Partial<SyncContext> = {}) {
+function logged(overrides: Partial<SyncOptions> = {}) {
   const lines: string[] = [];
   vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
-  return { ctx: { storage: memoryStorage(), mutators: testMutators, ...overrides }, lines };
+  return { ctx: createContext({ storage: memoryStorage(), mutators: testMutators, ...overrides }), lines };
 }
 
 afterEach(() => {

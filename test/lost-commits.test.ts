@@ -10,7 +10,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { handlePull, handlePush, type JSONValue, type SyncContext } from '../src/index.js';
+import { handlePull, handlePush, type JSONValue, type SyncContext, createContext } from '../src/index.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { applyPatch } from './support/helpers.js';
 import { mutation, post, pullBody, pushBody, testMutators } from './support/helpers.js';
@@ -28,7 +28,7 @@ function store() {
   const open = (path: string): SyncContext => {
     db.close();
     db = openSQLite(path);
-    return { storage: sqliteStorage(db), mutators: testMutators, onError: () => {} };
+    return createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {} });
   };
   return {
     ctx: open(file),

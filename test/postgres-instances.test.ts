@@ -1,7 +1,7 @@
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serve, type SyncServer } from '../adapters/node.js';
-import { type JSONValue, type PatchOperation, type SyncContext, TemporaryError } from '../src/index.js';
+import { type JSONValue, type PatchOperation, type SyncContext, TemporaryError, createContext } from '../src/index.js';
 import { postgresNotifier, postgresStorage } from '../src/postgres.js';
 import { EventReader } from './poke/sse.js';
 import { applyPatch, mutation, pullBody, pushBody, testMutators } from './support/helpers.js';
@@ -44,7 +44,7 @@ async function instance(schema: string, name = 'viewsync'): Promise<{ server: Sy
   const sql = postgres(url!, { onnotice: () => {}, max: 8, connection: { application_name: name }, fetch_types: false });
   // Notices on a channel of this test's own, so that other tests' instances stay out.
   const notifier = postgresNotifier(sql, { channel: schema });
-  const ctx: SyncContext = { storage: postgresStorage(sql, { schema }), mutators, onError: () => {}, pokes: { notifier } };
+  const ctx: SyncContext = createContext({ storage: postgresStorage(sql, { schema }), mutators, onError: () => {}, pokes: { notifier } });
   const server = await serve(ctx, { port: 0 });
   const stop = async () => {
     await server.stop();

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, importSpace, inspect, type JSONValue, mutate, QuotaExceededError, type SpaceQuota, type Storage, type SyncContext, transact } from '../src/index.js';
+import { collectGarbage, importSpace, inspect, type JSONValue, mutate, QuotaExceededError, type SpaceQuota, type Storage, type SyncContext, transact, createContext } from '../src/index.js';
 import { SpaceKeys } from '../src/sync/keys.js';
 import type { Meta } from '../src/sync/records.js';
 import { mutation, pull, push, testMutators } from './support/helpers.js';
@@ -29,7 +29,7 @@ onEveryStore('quotas', (store, create) => {
   describe(`quotas: ${store}`, () => {
     function context(quotas: SyncContext['quotas']) {
       const errors: Array<{ error: unknown; mutationID: number | undefined }> = [];
-      const ctx: SyncContext = { storage: create(), mutators: testMutators, quotas, onError: (error, info) => errors.push({ error, mutationID: info.mutation?.id }) };
+      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, quotas, onError: (error, info) => errors.push({ error, mutationID: info.mutation?.id }) });
       return { ctx, errors };
     }
     const put = (id: number, key: string, value: JSONValue) => mutation('c', id, 'put', { key, value });
@@ -126,7 +126,7 @@ onEveryStore('quotas', (store, create) => {
 
     it('counters stay exact through importSpace (replace and merge) and housekeeping', async () => {
       const clock = { now: 1_800_000_000_000 };
-      const ctx: SyncContext = { storage: create(), mutators: testMutators, clock: () => clock.now, retention: { tombstonesMs: 1_000, clientGroupsMs: 1_000 }, onError: () => {} };
+      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, clock: () => clock.now, retention: { tombstonesMs: 1_000, clientGroupsMs: 1_000 }, onError: () => {} });
       await push(ctx, 'g', [put(1, 'a', 'one'), put(2, 'b', { two: 2 }), put(3, 'c', 3)]);
       const dump = (entries: Array<[string, JSONValue]>) => [
         `{"viewsync":"space","format":2}\n${entries.map(([k, v]) => JSON.stringify({ key: k, value: v }) + '\n').join('')}{"viewsync":"end","entries":${entries.length}}\n`,

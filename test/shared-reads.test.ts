@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { handlePull, HTTPError, type JSONValue, memoryStorage, type Storage, type SyncContext } from '../src/index.js';
+import { handlePull, HTTPError, type JSONValue, memoryStorage, type Storage, type SyncContext, createContext } from '../src/index.js';
 import { countingPool } from './support/counting-pool.js';
 import { mutation, post, pull, pullBody, push, testContext } from './support/helpers.js';
 import { postgresStorage } from '../src/storage/postgres.js';
@@ -39,7 +39,7 @@ onEveryStore('shared', (store, create) => {
       // The first pull starts at once; the others arrive while it reads and share the next read.
       expect(reads() - start).toBeLessThanOrEqual(3);
       const alone = [];
-      for (const group of groups) alone.push((await pullAll({ ...ctx, shareReads: false }, [{ group, cookie: before }]))[0]!);
+      for (const group of groups) alone.push((await pullAll(createContext({ ...ctx.options, shareReads: false }), [{ group, cookie: before }]))[0]!);
       expect(shared).toEqual(alone);
       const answer = JSON.parse(shared[7]!.text) as { lastMutationIDChanges: unknown; patch: unknown };
       expect(answer.patch).toEqual([{ op: 'put', key: 'news', value: { big: 'x'.repeat(100) } }]);
@@ -55,7 +55,7 @@ onEveryStore('shared', (store, create) => {
       const start = reads();
       const shared = await pullAll(ctx, Array.from({ length: 20 }, (_, i) => ({ group: `reader${i}`, cookie: null })));
       expect(reads() - start).toBeLessThanOrEqual(2);
-      const [alone] = await pullAll({ ...ctx, shareReads: false }, [{ group: 'reader0', cookie: null }]);
+      const [alone] = await pullAll(createContext({ ...ctx.options, shareReads: false }), [{ group: 'reader0', cookie: null }]);
       for (const answer of shared) expect(answer).toEqual(alone);
       const body = JSON.parse(alone!.text) as { patch: Array<{ op: string; key?: string; value?: JSONValue }> };
       expect(body.patch.slice(1)).toEqual(Object.entries(entries).map(([key, value]) => ({ op: 'put', key, value })));
@@ -178,8 +178,8 @@ onEveryStore('sharedprop', (store, create) => {
         fc.asyncProperty(fc.array(step, { maxLength: 12 }), fc.boolean(), async (steps, viewed) => {
           const storage = withReadMany(create());
           const ctx = viewed ? viewContext({ storage }) : testContext({ storage, authenticate: (request) => request.headers.get('authorization') || null });
-          const alone = { ...ctx, shareReads: false };
-          const unplanned = { ...ctx, storage: withoutPlans(storage), shareReads: false };
+          const alone = createContext({ ...ctx.options, shareReads: false });
+          const unplanned = createContext({ ...ctx.options, storage: withoutPlans(storage), shareReads: false });
           const cookies: JSONValue[] = [null];
           let id = 0;
           for (const s of steps) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, type Storage, type StorageTransaction } from '../src/index.js';
+import { handlePull, handlePush, memoryStorage, type Storage, type StorageTransaction } from '../src/index.js';
 import { gate } from './support/gate.js';
 import { mutation, post, pull, pullBody, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
 import { onEveryStore } from './support/stores.js';
@@ -26,10 +26,13 @@ function poisoned(inner: Storage): Storage {
   };
 }
 
-/** Pushes `others` while a first push holds the space, so that they share one transaction. */
+/** The gate the `hold` mutator of {@link holdingMutators} waits at (see pushTogether). */
+let held = gate();
+const holdingMutators = { ...testMutators, hold: () => held.hold() };
+
+/** Pushes `others` while a first push holds the space, so that they share one transaction (`ctx` has {@link holdingMutators}). */
 async function pushTogether(ctx: ReturnType<typeof testContext>, others: Array<{ group: string; key: string }>): Promise<number[]> {
-  const held = gate();
-  ctx.mutators = { ...testMutators, hold: () => held.hold() };
+  held = gate();
   const first = handlePush(post('/push', pushBody('first', [mutation('first', 1, 'hold')])), ctx);
   await held.started;
   const pushes = others.map(({ group, key }) => handlePush(post('/push', pushBody(group, [mutation(`${group}-c`, 1, 'put', { key, value: group })])), ctx));
@@ -42,7 +45,7 @@ async function pushTogether(ctx: ReturnType<typeof testContext>, others: Array<{
 onEveryStore('storefail', (store, create) => {
   describe(store, () => {
     it("a push whose write the store refuses fails alone: the pushes that shared its transaction commit", async () => {
-      const ctx = testContext({ storage: poisoned(create()) });
+      const ctx = testContext({ storage: poisoned(create()), mutators: holdingMutators });
       const statuses = await pushTogether(ctx, [
         { group: 'a', key: 'a' },
         { group: 'bad', key: 'poison' },
@@ -68,7 +71,7 @@ onEveryStore('keyroom', (store, create) => {
   const maxKeyBytes = 2_692;
   describe(`${store}: keys the store cannot hold`, () => {
     it(`a key too long for the store's index (${maxKeyBytes} bytes) fails its mutation with a clear reason; the push and the pushes beside it commit`, async () => {
-      const ctx = testContext({ storage: create(), limits: { keyBytes: 4_000 } });
+      const ctx = testContext({ storage: create(), limits: { keyBytes: 4_000 }, mutators: holdingMutators });
       const long = incompressible(3_000);
       const statuses = await pushTogether(ctx, [
         { group: 'a', key: 'a' },
@@ -110,8 +113,7 @@ describe('a store that lost its connection', () => {
   for (const [what, error] of lost) {
     it(`${what}: pulls and pushes answer 503 with Retry-After, onError is told, and the push applies once the store is back`, async () => {
       let failing = true;
-      const ctx = testContext();
-      ctx.storage = failingWith(ctx.storage, error, () => failing);
+      const ctx = testContext({ storage: failingWith(memoryStorage(), error, () => failing) });
       const pushed = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
       expect(pushed.status).toBe(503);
       expect(pushed.headers.get('retry-after')).toBe('1');
@@ -126,8 +128,7 @@ describe('a store that lost its connection', () => {
   }
 
   it('any other failure of the store is still a 500 that reveals nothing', async () => {
-    const ctx = testContext();
-    ctx.storage = failingWith(ctx.storage, () => Object.assign(new Error('relation "viewsync_kv" does not exist'), { code: '42P01' }), () => true);
+    const ctx = testContext({ storage: failingWith(memoryStorage(), () => Object.assign(new Error('relation "viewsync_kv" does not exist'), { code: '42P01' }), () => true) });
     const pushed = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
     expect(pushed.status).toBe(500);
     expect(await pushed.text()).not.toContain('viewsync_kv');

@@ -2,7 +2,7 @@
 // with DATABASE_URL set. The client then uses pullURL `/api/sync/pull`, pushURL
 // `/api/sync/push`, pokes at `/api/sync/poke`.
 import { neonConfig, Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier } from 'viewsync';
+import { handleRequest, storeNotifier, createContext } from 'viewsync';
 import { postgresStorage } from 'viewsync/postgres';
 import { mutators } from '../app.js';
 
@@ -17,7 +17,7 @@ if (process.env.NEON_LOCAL_PROXY) {
 const pool = new Pool({ connectionString: process.env.DATABASE_URL });
 pool.on('error', (error: Error) => console.error(`A pooled connection failed: ${error.message}`));
 const storage = postgresStorage(pool);
-const ctx = { storage, mutators, pokes: { notifier: storeNotifier(storage) } };
+const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage) } });
 
 const handler = (request: Request): Promise<Response> => handleRequest(request, ctx);
 export { handler as GET, handler as OPTIONS, handler as POST };

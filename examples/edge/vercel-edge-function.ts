@@ -2,7 +2,7 @@
 // DATABASE_URL set to a Neon (or any PostgreSQL reached by Neon's WebSocket proxy) database.
 // The client then uses pullURL `/api/pull`, pushURL `/api/push`, pokes at `/api/poke`.
 import { neonConfig, Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier } from 'viewsync';
+import { handleRequest, storeNotifier, createContext } from 'viewsync';
 import { postgresStorage } from 'viewsync/postgres';
 import { mutators } from '../app.js';
 
@@ -18,6 +18,6 @@ const pool = new Pool({ connectionString: process.env.DATABASE_URL });
 pool.on('error', (error: Error) => console.error(`A pooled connection failed: ${error.message}`));
 const storage = postgresStorage(pool);
 // No LISTEN at the edge: instances learn of each other's writes from the store.
-const ctx = { storage, mutators, pokes: { notifier: storeNotifier(storage) } };
+const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage) } });
 
 export default (request: Request): Promise<Response> => handleRequest(request, ctx);

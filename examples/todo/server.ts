@@ -8,7 +8,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { build } from 'esbuild';
-import { memoryStorage, type SyncContext } from 'viewsync';
+import { memoryStorage, type SyncContext, createContext } from 'viewsync';
 import { createListener, nodeServerOptions, stopServer } from 'viewsync/node';
 import { sqliteStorage } from 'viewsync/sqlite';
 import { mutators } from './server-mutators.js';
@@ -35,7 +35,7 @@ try {
   console.error((error as Error).message);
   process.exit(1);
 }
-const ctx: SyncContext = { storage, mutators };
+const ctx: SyncContext = createContext({ storage, mutators });
 const api = createListener(ctx);
 
 // Bundled once, in memory: the page is a demo, not something to deploy.

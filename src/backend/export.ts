@@ -3,6 +3,7 @@ import { exportGroups } from '../sync/dumped-groups.js';
 import { exportPages } from '../sync/export-pages.js';
 import { checkSpace } from './transact.js';
 import { endLine, groupLines, headerLine } from './dump.js';
+import { checkContext } from '../context/state.js';
 
 /** Options for {@link exportSpace}. */
 export interface ExportOptions {
@@ -42,6 +43,7 @@ export interface ExportProgress {
  * return new Response(exportSpace(ctx, 'acme'), { headers: { 'content-type': 'application/x-ndjson' } });
  */
 export function exportSpace(ctx: SyncContext, space: string, options: ExportOptions = {}): ReadableStream<Uint8Array> {
+  checkContext(ctx);
   checkSpace(space);
   const idleMs = options.idleMs ?? 30_000;
   const encoder = new TextEncoder();

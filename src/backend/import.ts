@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf, limitsOf } from '../context/state.js';
+import { clockOf, limitsOf, checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { compareUTF8, fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
@@ -103,6 +103,7 @@ export type { SkippedClient };
  * await importSpace(ctx, 'acme', Readable.toWeb(createReadStream('seed.ndjson')), { mode: 'replace', from: 'template', clients: false });
  */
 export async function importSpace(ctx: SyncContext, space: string, source: DumpSource, options: ImportOptions): Promise<ImportResult> {
+  checkContext(ctx);
   checkSpace(space);
   if (options?.mode !== 'replace' && options?.mode !== 'merge') throw new TypeError(`importSpace: options.mode must be 'replace' or 'merge', got ${JSON.stringify(options?.mode)}`);
   if (options.from !== undefined) checkSpace(options.from);

@@ -9,6 +9,7 @@ import { quotaOf, type SpaceQuota } from '../sync/quota.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
 import { isRouted } from '../route/routed-storage.js';
 import { checkSpace } from './transact.js';
+import { checkContext } from '../context/state.js';
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -17,7 +18,7 @@ export interface SpaceSummary {
   entries: number;
   /** Their keys and values as UTF-8 JSON text, in bytes: about what a full pull carries. */
   bytes: number;
-  /** What the space may hold, when `SyncContext.quotas` gives it a quota: compare with `entries` and `bytes`. */
+  /** What the space may hold, when `SyncOptions.quotas` gives it a quota: compare with `entries` and `bytes`. */
   quota?: SpaceQuota;
   /** On a routed storage (`routedStorage`): the name of the store that holds the space. */
   store?: string;
@@ -79,6 +80,7 @@ export interface GroupSummary {
 export function inspect(ctx: SyncContext): Promise<{ spaces: SpaceSummary[] }>;
 export function inspect(ctx: SyncContext, space: string): Promise<SpaceDetail>;
 export async function inspect(ctx: SyncContext, space?: string): Promise<{ spaces: SpaceSummary[] } | SpaceDetail> {
+  checkContext(ctx);
   if (space !== undefined) {
     checkSpace(space);
     const { summary, groups } = await survey(ctx, space);

@@ -2,6 +2,7 @@ import type { SyncContext } from '../context/context.js';
 import { isRouted } from '../route/routed-storage.js';
 import { type MoveOptions, type MoveResult, moveSpaceBetween } from '../route/move-space.js';
 import { checkSpace } from './transact.js';
+import { checkContext } from '../context/state.js';
 
 export type { MoveOptions, MoveProgress, MoveResult } from '../route/move-space.js';
 
@@ -25,6 +26,7 @@ export type { MoveOptions, MoveProgress, MoveResult } from '../route/move-space.
  * const { switchMs } = await moveSpace(ctx, 'acme', 'eu-2');
  */
 export async function moveSpace(ctx: SyncContext, space: string, to: string, options: MoveOptions = {}): Promise<MoveResult> {
+  checkContext(ctx);
   checkSpace(space);
   if (!isRouted(ctx.storage)) throw new TypeError('moveSpace moves spaces between the stores of a routedStorage: this context has a single store');
   return moveSpaceBetween(ctx.storage, space, to, options);

@@ -3,13 +3,13 @@ import { globalVersion } from '../sync/global-version.js';
 import { SpaceReadTransaction } from '../sync/read-transaction.js';
 import type { ReadTransaction } from '../sync/transaction.js';
 import { checkSpace, deadline } from './transact.js';
-import { limitsOf } from '../context/state.js';
+import { limitsOf, checkContext } from '../context/state.js';
 
 /** Options for {@link read}. */
 export interface ReadOptions {
   /**
    * How long `fn` may hold the snapshot, in milliseconds. Past it, the call rejects with a
-   * `MutatorTimeoutError`, the snapshot is let go and `tx` is closed. Default: `limits.mutatorMs`.
+   * `MutatorTimeoutError`, the snapshot is let go and `tx` is closed. Default: `limits.appCodeMs`.
    */
   timeoutMs?: number | undefined;
 }
@@ -27,9 +27,10 @@ export interface ReadOptions {
  * const todos = await read(ctx, 'acme', (tx) => tx.scan({ prefix: 'todo/' }).toArray());
  */
 export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTransaction) => T | Promise<T>, options: ReadOptions = {}): Promise<T> {
+  checkContext(ctx);
   checkSpace(space);
   const limits = limitsOf(ctx);
-  const timed = deadline('read', options.timeoutMs ?? limits.mutatorMs, 'its snapshot was let go');
+  const timed = deadline('read', options.timeoutMs ?? limits.appCodeMs, 'its snapshot was let go');
   try {
     return await ctx.storage.transaction(async (storageTx) => {
       const tx = new SpaceReadTransaction(globalVersion.reader(storageTx, space), limits);

@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf, limitsOf } from '../context/state.js';
+import { clockOf, limitsOf, checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { globalVersion } from '../sync/global-version.js';
@@ -15,7 +15,7 @@ export interface TransactOptions {
   userID?: string | undefined;
   /**
    * How long `fn` may run, in milliseconds, while it holds the space's writes up. Past it, the
-   * call rejects with a `MutatorTimeoutError` and nothing is written. Default: `limits.mutatorMs`.
+   * call rejects with a `MutatorTimeoutError` and nothing is written. Default: `limits.appCodeMs`.
    */
   timeoutMs?: number | undefined;
 }
@@ -38,9 +38,10 @@ export interface TransactOptions {
  * });
  */
 export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions = {}): Promise<T> {
+  checkContext(ctx);
   checkSpace(space);
   const limits = limitsOf(ctx);
-  const timed = deadline('transact', options.timeoutMs ?? limits.mutatorMs, 'its writes were discarded');
+  const timed = deadline('transact', options.timeoutMs ?? limits.appCodeMs, 'its writes were discarded');
   const clock = clockOf(ctx);
   const quota = quotaOf(ctx.quotas, space);
   try {
@@ -86,11 +87,12 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
  * await mutate(ctx, 'acme', 'markPaid', { invoice: id });
  */
 export async function mutate(ctx: SyncContext, space: string, name: string, args: JSONValue | undefined, options: TransactOptions = {}): Promise<void> {
+  checkContext(ctx);
   const mutator = mutatorNamed(ctx.mutators, name);
   await transact(ctx, space, async (tx) => void (await mutator(tx, args)), options);
 }
 
-/** A space is any string, as `SyncContext.space` returns it; a typo like `undefined` is not. */
+/** A space is any string, as `SyncOptions.space` returns it; a typo like `undefined` is not. */
 export function checkSpace(space: unknown): asserts space is string {
   if (typeof space !== 'string') throw new TypeError(`A space must be a string, got ${space === null ? 'null' : typeof space}`);
 }

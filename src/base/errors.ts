@@ -71,7 +71,7 @@ export class TemporaryError extends HTTPError {
 }
 
 /**
- * A mutation (or a backend write) would take its space over a quota of `SyncContext.quotas`.
+ * A mutation (or a backend write) would take its space over a quota of `SyncOptions.quotas`.
  * Not an `HTTPError`: in a push it is a permanent failure, the mutation skipped as if its mutator
  * had thrown; `transact` and `mutate` reject with it. Here, beside the HTTP errors, so that
  * telemetry can tell a quota's refusal from a mutator's.

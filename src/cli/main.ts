@@ -11,7 +11,8 @@ import { checkDirectory, repairDirectory } from '../route/directory.js';
 import { RouteError } from '../route/route-record.js';
 import { isRouted, type RoutedStorage } from '../route/routed-storage.js';
 import { locateWhereHeld } from '../route/survey.js';
-import type { SyncContext } from '../context/context.js';
+import type { SyncContext, SyncOptions } from '../context/context.js';
+import { createContext } from '../context/create.js';
 import { duration, formatDuration, retentionDuration } from './duration.js';
 import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
 import { quotaCell, quotaOption } from './quota.js';
@@ -82,7 +83,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         const quotas = quotaOption(options['quota-entries'], options['quota-bytes']);
         store = await openStore(options, { readOnly: true });
         if (space !== undefined) await checkWhereHeld(store, space, command);
-        await inspectCommand({ ...context(store), quotas }, space, options);
+        await inspectCommand(context(store, { quotas }), space, options);
         return 0;
       }
       case 'export': {
@@ -126,7 +127,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         const retention = { clientGroupsMs: retentionDuration(options['client-groups'], '--client-groups', 30 * DAY), tombstonesMs: retentionDuration(options.tombstones, '--tombstones', 30 * DAY) };
         store = await openStore(options);
         if (options.space !== undefined) await checkWhereHeld(store, options.space, command);
-        await gcCommand({ ...context(store), retention }, options);
+        await gcCommand(context(store, { retention }), options);
         return 0;
       }
     }
@@ -164,8 +165,8 @@ async function checkWhereHeld(store: OpenStore, space: string, command: string):
   if (isRouted(store.storage)) await locateWhereHeld(store.storage, space, command);
 }
 
-function context(store: OpenStore): SyncContext {
-  return { storage: store.storage, mutators: {}, pokes: false, onError: () => {} };
+function context(store: OpenStore, options: Partial<SyncOptions> = {}): SyncContext {
+  return createContext({ storage: store.storage, mutators: {}, pokes: false, onError: () => {}, ...options });
 }
 
 async function inspectCommand(ctx: SyncContext, space: string | undefined, options: Options): Promise<void> {

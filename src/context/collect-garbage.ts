@@ -7,7 +7,7 @@ import { stagingSpaces } from '../sync/import-batch.js';
 import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
 import type { Collected } from '../sync/strategy.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-import { clockOf, stateOf } from './state.js';
+import { clockOf, stateOf, checkContext } from './state.js';
 
 /** Options for {@link collectGarbage}. */
 export interface CollectOptions {
@@ -32,6 +32,7 @@ export type { Collected } from '../sync/strategy.js';
  * setInterval(() => void collectGarbage(ctx).then((removed) => console.log(removed)), 60 * 60 * 1000);
  */
 export async function collectGarbage(ctx: SyncContext, space?: string, options: CollectOptions = {}): Promise<Collected> {
+  checkContext(ctx);
   if (space !== undefined && typeof space !== 'string') {
     throw new TypeError('collectGarbage(ctx, space, options) takes the space as its second argument (a string, or undefined for every space) since 0.2; options such as batch come third');
   }

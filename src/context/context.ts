@@ -10,15 +10,16 @@ import type { RateOptions } from './rates.js';
 export type { ErrorInfo } from './log.js';
 
 /**
- * Everything the handlers need: where data lives, how mutations run, and who may do what.
+ * Everything the handlers need: where data lives, how mutations run, and who may do what. Give
+ * them to `createContext` once, at startup, and pass the context it returns to every call.
  *
  * @example
- * const ctx: SyncContext = {
+ * const ctx = createContext({
  *   storage: memoryStorage(),
  *   mutators: { put: async (tx, args) => { const { key, value } = args as { key: string; value: JSONValue }; await tx.set(key, value); } },
- * };
+ * });
  */
-export interface SyncContext {
+export interface SyncOptions {
   /** The store that holds every space's data and client records. */
   storage: Storage;
   /** Mutators by name; a push naming any other mutator has that mutation skipped. */
@@ -111,7 +112,18 @@ export interface SyncContext {
   cors?: CorsOptions | false;
 }
 
-/** How long idle client groups and tombstones are kept: see {@link SyncContext.retention}. */
+/**
+ * A server's context, made once by `createContext(options)`: its options, checked, and the
+ * state it keeps while it serves (rate buckets, drains, poke streams, when housekeeping last
+ * ran). Every handler, adapter and backend call takes it; a plain object is refused, since state
+ * kept for an object made per request would be lost with it.
+ */
+export interface SyncContext extends Readonly<SyncOptions> {
+  /** The options the context was made from: `createContext({ ...ctx.options, shareReads: false })` makes a variant (with state of its own). */
+  readonly options: Readonly<SyncOptions>;
+}
+
+/** How long idle client groups and tombstones are kept: see {@link SyncOptions.retention}. */
 export interface RetentionOptions {
   /** Milliseconds a client group may neither push nor pull before it expires; `false`: for ever. Default: 30 days. */
   clientGroupsMs?: number | false;

@@ -1,5 +1,5 @@
 import type { SyncContext } from './context.js';
-import { hubOf, stateOf } from './state.js';
+import { hubOf, stateOf, checkContext } from './state.js';
 
 /** Options for {@link drain}. */
 export interface DrainOptions {
@@ -24,6 +24,7 @@ export interface DrainOptions {
  * process.once('SIGTERM', () => { drain(ctx); server.close(); });
  */
 export function drain(ctx: SyncContext, options: DrainOptions = {}): () => void {
+  checkContext(ctx);
   const state = stateOf(ctx);
   state.drains++;
   if (ctx.pokes !== false) hubOf(ctx).closeAll(options.retryMs ?? 1_000);

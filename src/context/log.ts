@@ -1,6 +1,6 @@
 import type { Mutation } from '../protocol/push-request.js';
 
-/** What {@link SyncContext.onError} is told about a failure. */
+/** What {@link SyncOptions.onError} is told about a failure. */
 export interface ErrorInfo {
   /** The request being handled; absent for a call from the app's backend (`transact`, `importSpace`…). */
   request?: Request | undefined;

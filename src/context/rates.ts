@@ -3,7 +3,7 @@ import { TokenBuckets } from '../base/token-buckets.js';
 import { countRefusal } from '../telemetry/telemetry.js';
 
 /**
- * How often one client group, or one user, may call: see {@link SyncContext.rates}. A rate left
+ * How often one client group, or one user, may call: see {@link SyncOptions.rates}. A rate left
  * out is no limit.
  */
 export interface RateOptions {

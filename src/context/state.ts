@@ -1,15 +1,14 @@
 import { defaultNotifier, type Notifier } from '../poke/notifier.js';
 import { PokeHub } from '../poke/hub.js';
-import { refuseRenamed } from '../base/renamed.js';
 import { type Limits, resolveLimits } from '../sync/limits.js';
 import type { Retention, SessionClock } from '../sync/strategy.js';
-import type { RetentionOptions, SyncContext } from './context.js';
+import type { RetentionOptions, SyncContext, SyncOptions } from './context.js';
 import { type Rates, resolveRates } from './rates.js';
 
 /**
- * What a context becomes once resolved: its options with their defaults, checked once, and the
- * state it keeps while it serves. The one place a context's state lives, made on first use and
- * gone with the context. Store-wide state is kept by the store's own modules instead, keyed by
+ * What a context holds besides its options: their defaults resolved, checked once, and the
+ * state it keeps while it serves. The one place a context's state lives, made with the context
+ * by createContext and gone with it. Store-wide state is kept by the store's own modules instead, keyed by
  * the store: two contexts over one store share its commit queue (sync/group-commit.ts), its
  * in-process notifier (poke/notifier.ts) and its view cache (sync/view.ts).
  */
@@ -26,15 +25,35 @@ export interface ContextState {
   readonly housekeeping: Map<string, number>;
 }
 
-/** The state of `ctx`, resolved on first use; a bad option throws here, naming it. */
+/** Where a context keeps its state: not enumerable, so a spread or a JSON of the context carries none. */
+const STATE = Symbol('viewsync context state');
+
+/** The state of a context `options` is made into (options already checked: see createContext). */
+export function newState(options: SyncOptions): ContextState {
+  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map() };
+}
+
+/** Makes `target` a context holding `state`. */
+export function attachState<T extends object>(target: T, state: ContextState): T {
+  return Object.defineProperty(target, STATE, { value: state, enumerable: false });
+}
+
+/** The state of `ctx`; throws, saying what to do, for anything `createContext` did not make. */
 export function stateOf(ctx: SyncContext): ContextState {
-  let state = states.get(ctx);
-  if (state === undefined) {
-    state = { limits: resolveLimits(ctx.limits), retention: resolveRetention(ctx.retention), rates: resolveRates(ctx.rates), drains: 0, hub: undefined, housekeeping: new Map() };
-    states.set(ctx, state);
-  }
+  const state = (ctx as unknown as { [STATE]?: ContextState } | null | undefined)?.[STATE];
+  if (state === undefined) throw new TypeError(NOT_A_CONTEXT);
   return state;
 }
+
+/** Throws unless `ctx` was made by `createContext`: the first thing every public call does, so a plain object fails at once, saying what to do. */
+export function checkContext(ctx: SyncContext): void {
+  stateOf(ctx);
+}
+
+const NOT_A_CONTEXT =
+  'viewsync: this is not a context made by createContext(). Make it once, at startup (const ctx = createContext({ storage, mutators, ... })), ' +
+  'and pass that same ctx to every handler, adapter and backend call: its rate buckets, drains, poke streams and housekeeping schedule live in it, ' +
+  'and would be lost with an object made per request. (A spread of a context is a plain object too: createContext({ ...ctx.options, ... }) makes a variant.)';
 
 /** The limits of `ctx`, defaults filled in. */
 export function limitsOf(ctx: SyncContext): Limits {
@@ -62,8 +81,6 @@ export function notifierOf(ctx: SyncContext): Notifier {
 const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 function resolveRetention(options: RetentionOptions | undefined): Retention {
-  refuseRenamed(options, 'retention', { clientGroups: 'clientGroupsMs', tombstones: 'tombstonesMs' });
   return { clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS, tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS };
 }
 
-const states = new WeakMap<SyncContext, ContextState>();

@@ -2,7 +2,7 @@ import { HTTPError } from '../base/errors.js';
 import { countPokeStreams } from '../telemetry/telemetry.js';
 import type { Notifier, Unsubscribe } from './notifier.js';
 
-/** How pokes are sent: see {@link SyncContext.pokes}. */
+/** How pokes are sent: see {@link SyncOptions.pokes}. */
 export interface PokeOptions {
   /** Where changes are heard and announced. Default: this process only (one notifier per store). */
   notifier?: Notifier;

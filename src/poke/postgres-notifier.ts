@@ -25,7 +25,7 @@ export interface PostgresNotifierOptions {
  *
  * @example
  * const sql = postgres(process.env.DATABASE_URL!, { fetch_types: false });
- * const ctx = { storage: postgresStorage(sql), mutators, pokes: { notifier: postgresNotifier(sql) } };
+ * const ctx = createContext({ storage: postgresStorage(sql), mutators, pokes: { notifier: postgresNotifier(sql) } });
  */
 export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresNotifierOptions = {}): Notifier & { close(): Promise<void> } {
   const channel = options.channel ?? 'viewsync';

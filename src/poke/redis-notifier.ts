@@ -61,7 +61,7 @@ export interface RedisNotifierOptions {
  *
  * @example
  * const redis = await createClient({ url: process.env.REDIS_URL }).on('error', console.error).connect();
- * const ctx = { storage, mutators, pokes: { notifier: redisNotifier(redis) } };
+ * const ctx = createContext({ storage, mutators, pokes: { notifier: redisNotifier(redis) } });
  */
 export function redisNotifier(redis: RedisNotifierClient, options: RedisNotifierOptions = {}): Notifier & { close(): Promise<void> } {
   const channel = options.channel ?? 'viewsync';

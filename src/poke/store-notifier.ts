@@ -32,7 +32,7 @@ export interface StoreNotifier extends Notifier {
  * Other instances hear within an interval; a read costs the same however many streams watch.
  *
  * @example
- * const ctx = { storage, mutators, pokes: { notifier: storeNotifier(storage) } };
+ * const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage) } });
  */
 export function storeNotifier(storage: Storage, options: StoreNotifierOptions = {}): StoreNotifier {
   const intervalMs = options.intervalMs ?? 250;

@@ -62,7 +62,7 @@ export interface RoutedStorage extends Storage {
  *
  * @example
  * const storage = routedStorage({ stores: { a: postgresStorage(sqlA), b: postgresStorage(sqlB), c: postgresStorage(sqlC) } });
- * const ctx = { storage, mutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '' };
+ * const ctx = createContext({ storage, mutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '' });
  */
 export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
   const stores = { ...options.stores };

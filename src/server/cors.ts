@@ -1,4 +1,3 @@
-import { refuseRenamed } from '../base/renamed.js';
 import type { CorsOptions } from '../context/context.js';
 
 /** The headers the real client sends, plus the spec's neutral spelling of the request ID. */
@@ -21,7 +20,6 @@ export function corsHeaders(request: Request, options: CorsOptions | false | und
   if (preflightFor !== undefined) {
     headers['access-control-allow-methods'] = `${preflightFor}, OPTIONS`;
     headers['access-control-allow-headers'] = ALLOWED_HEADERS;
-    refuseRenamed(options, 'cors', { maxAge: 'maxAgeMs' });
     headers['access-control-max-age'] = String(Math.floor((options?.maxAgeMs ?? 86_400_000) / 1000));
   }
   return headers;

@@ -1,6 +1,6 @@
 import type { SyncContext } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
-import { hubOf, limitsOf } from '../context/state.js';
+import { hubOf, limitsOf, checkContext } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
 import { type Reply, toResponse } from '../base/reply.js';
@@ -14,7 +14,8 @@ import { type Reply, toResponse } from '../base/reply.js';
  * Never rejects.
  *
  * @example
- * const response = await handlePoke(request, { storage, mutators });
+ * const ctx = createContext({ storage, mutators }); // once, at startup
+ * const response = await handlePoke(request, ctx);
  */
 export async function handlePoke(request: Request, ctx: SyncContext): Promise<Response> {
   return toResponse(await pokeReply(request, ctx));
@@ -22,6 +23,7 @@ export async function handlePoke(request: Request, ctx: SyncContext): Promise<Re
 
 /** {@link handlePoke}, answering with a {@link Reply}. */
 export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
+  checkContext(ctx);
   return respond(request, ctx, async () => {
     if (ctx.pokes === false) throw new HTTPError(404, 'Pokes are turned off on this server (pokes: false)');
     if (request.method !== 'GET') throw new HTTPError(405, `${request.method} is not allowed on the poke endpoint; use GET`, { headers: { allow: 'GET' } });

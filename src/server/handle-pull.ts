@@ -1,7 +1,7 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { globalVersion } from '../sync/global-version.js';
 import { processPull } from '../sync/process-pull.js';
-import { clockOf, limitsOf } from '../context/state.js';
+import { clockOf, limitsOf, checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
@@ -13,7 +13,8 @@ import { Operation } from '../telemetry/telemetry.js';
  * view up to date. Never rejects; every failure is a `Response`.
  *
  * @example
- * const response = await handlePull(request, { storage, mutators });
+ * const ctx = createContext({ storage, mutators }); // once, at startup
+ * const response = await handlePull(request, ctx);
  */
 export async function handlePull(request: Request, ctx: SyncContext): Promise<Response> {
   return toResponse(await pullReply(request, ctx));
@@ -21,6 +22,7 @@ export async function handlePull(request: Request, ctx: SyncContext): Promise<Re
 
 /** {@link handlePull}, answering with a {@link Reply}. */
 export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
+  checkContext(ctx);
   const op = new Operation('pull', request);
   return op.run(() =>
     respond(request, ctx, async () => {

@@ -4,7 +4,7 @@ import { processPush } from '../sync/process-push.js';
 import { quotaOf } from '../sync/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
-import { clockOf } from '../context/state.js';
+import { clockOf, checkContext } from '../context/state.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { Operation } from '../telemetry/telemetry.js';
@@ -15,7 +15,8 @@ import { Operation } from '../telemetry/telemetry.js';
  * ran out of time. Never rejects; every failure is a `Response`.
  *
  * @example
- * const response = await handlePush(request, { storage, mutators });
+ * const ctx = createContext({ storage, mutators }); // once, at startup
+ * const response = await handlePush(request, ctx);
  */
 export async function handlePush(request: Request, ctx: SyncContext): Promise<Response> {
   return toResponse(await pushReply(request, ctx));
@@ -23,6 +24,7 @@ export async function handlePush(request: Request, ctx: SyncContext): Promise<Re
 
 /** {@link handlePush}, answering with a {@link Reply}. */
 export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
+  checkContext(ctx);
   const op = new Operation('push', request);
   return op.run(() =>
     respond(request, ctx, async () => {

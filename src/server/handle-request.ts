@@ -7,6 +7,7 @@ import { pokeReply } from './handle-poke.js';
 import { pushReply } from './handle-push.js';
 import { respond } from './prepare.js';
 import { type Reply, toResponse } from '../base/reply.js';
+import { checkContext } from '../context/state.js';
 
 /**
  * One fetch handler for every endpoint, the thing to mount: `POST` to a path ending in `/pull`
@@ -18,6 +19,7 @@ import { type Reply, toResponse } from '../base/reply.js';
  * export default { fetch: (request: Request) => handleRequest(request, ctx) };
  */
 export async function handleRequest(request: Request, ctx: SyncContext): Promise<Response> {
+  checkContext(ctx);
   return toResponse(await requestReply(request, ctx));
 }
 

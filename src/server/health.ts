@@ -4,6 +4,7 @@ import { SpaceKeys } from '../sync/keys.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
 import { json, type Reply } from '../base/reply.js';
+import { checkContext } from '../context/state.js';
 
 /** Options for {@link checkHealth}. */
 export interface HealthOptions {
@@ -34,6 +35,7 @@ export type StoreHealth = { ok: true; storeMs: number } | { ok: false; reason: s
  * if (!health.ok) console.warn(`not ready: ${health.status}`);
  */
 export async function checkHealth(ctx: SyncContext, options: HealthOptions = {}): Promise<Health> {
+  checkContext(ctx);
   if (isDraining(ctx)) return { ok: false, status: 'draining' };
   const timeoutMs = options.timeoutMs ?? 2_000;
   const started = performance.now();

@@ -8,7 +8,7 @@ import type { Storage } from './types.js';
  * gate holds responses until the commit is on disk.
  *
  * @example
- * const ctx = { storage: durableObjectStorage(state.storage), mutators };
+ * const ctx = createContext({ storage: durableObjectStorage(state.storage), mutators });
  */
 export function durableObjectStorage(storage: DurableObjectStorage): Storage {
   let store = stores.get(storage);

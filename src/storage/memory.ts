@@ -14,7 +14,7 @@ import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './ty
  * within a space, a pull waits while a push's mutator awaits something.
  *
  * @example
- * const ctx = { storage: memoryStorage(), mutators };
+ * const ctx = createContext({ storage: memoryStorage(), mutators });
  */
 export function memoryStorage(): Storage {
   const values = new Map<string, StoredValue>();

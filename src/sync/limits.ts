@@ -1,7 +1,7 @@
 /**
  * Bounds on the work and storage one request can cause. Each default is far above what the real
  * client sends, so only hostile or broken clients ever meet one; each is set in
- * {@link SyncContext.limits}.
+ * {@link SyncOptions.limits}.
  */
 export interface Limits {
   /** The largest request body, in bytes; a larger one gets 413. Default: 32 MiB. */
@@ -25,14 +25,17 @@ export interface Limits {
    */
   valueBytes: number;
   /**
-   * How long a mutator may run, in milliseconds. Past it, its push stops as if it had thrown a
-   * `TemporaryError` (503 with `Retry-After`), its writes are discarded and the store is free for
-   * others. A mutator stuck in a synchronous loop cannot be stopped: mutators must not wait on
-   * the outside world. Default: 10,000.
+   * How long the app's code may run at a time, in milliseconds: a mutator in a push, a view in a
+   * pull, and the function given to `transact`, `mutate` or `read` (each of which may set its
+   * own `timeoutMs`). Past it, a push stops as if its mutator had thrown a `TemporaryError` (503
+   * with `Retry-After`) and its writes are discarded; a pull answers 503; a backend call rejects
+   * with a `MutatorTimeoutError`, writing nothing. The store is then free for others. Code stuck
+   * in a synchronous loop cannot be stopped: it must not wait on the outside world. Default:
+   * 10,000. (Named `mutatorMs` before 0.2.)
    */
-  mutatorMs: number;
+  appCodeMs: number;
   /**
-   * The most key prefixes a view may return for one user (see `SyncContext.view`); more is an
+   * The most key prefixes a view may return for one user (see `SyncOptions.view`); more is an
    * error in the app (500), never a quietly narrowed view. Default: 10,000.
    */
   viewPrefixes: number;
@@ -45,7 +48,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   idBytes: 512,
   keyBytes: 1024,
   valueBytes: 1024 * 1024,
-  mutatorMs: 10_000,
+  appCodeMs: 10_000,
   viewPrefixes: 10_000,
 });
 

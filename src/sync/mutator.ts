@@ -7,7 +7,7 @@ import type { WriteTransaction } from './transaction.js';
  * Its `tx` may be typed with viewsync's {@link WriteTransaction} (which has `userID`) or with the
  * client's own `WriteTransaction`, so the client's mutator source runs here unchanged; what it
  * returns is ignored. It must have no effects outside `tx`: a store may retry a transaction,
- * running it again, and it must not wait on the outside world (see `limits.mutatorMs`).
+ * running it again, and it must not wait on the outside world (see `limits.appCodeMs`).
  */
 export type Mutator = {
   // Method syntax makes the parameters bivariant, so a mutator may declare the args it expects

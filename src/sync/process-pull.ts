@@ -25,7 +25,7 @@ export async function processPull(
   space: string,
   userID: string | undefined,
   clock: SessionClock,
-  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'mutatorMs'> },
+  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'> },
   { shareReads = true }: { shareReads?: boolean } = {},
 ): Promise<PullAnswer> {
   let stale: number | undefined;
@@ -97,10 +97,10 @@ const recentViews = new RecentViews();
 
 /**
  * The prefixes `view` gives the caller, read through the pull's own snapshot, and their name.
- * A view that runs past `limits.mutatorMs` fails the pull as a `TemporaryError` (503): it holds
+ * A view that runs past `limits.appCodeMs` fails the pull as a `TemporaryError` (503): it holds
  * a snapshot, which on some stores holds up the space's commits.
  */
-async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'mutatorMs'>): Promise<ResolvedView> {
+async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>): Promise<ResolvedView> {
   const tx = new SpaceReadTransaction(session, limits);
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
@@ -108,7 +108,7 @@ async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: Vi
     // Past the deadline, what the view does next (a read of the closed tx throws) is nobody's.
     computed.catch(() => {});
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TemporaryError(`view ran longer than ${limits.mutatorMs} ms (limits.mutatorMs)`, { retryAfterSeconds: 1 })), limits.mutatorMs);
+      timer = setTimeout(() => reject(new TemporaryError(`view ran longer than ${limits.appCodeMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 })), limits.appCodeMs);
     });
     const prefixes = await Promise.race([computed, deadline]);
     return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID };

@@ -33,7 +33,7 @@ export interface PushOutcome {
 export interface PushOptions {
   space: string;
   userID: string | undefined;
-  limits: Pick<Limits, 'keyBytes' | 'valueBytes' | 'mutatorMs'>;
+  limits: Pick<Limits, 'keyBytes' | 'valueBytes' | 'appCodeMs'>;
   /** A storage transaction per mutation rather than one for the whole push. */
   perMutation: boolean;
   /** Keep the prefix index, which pulls with a view read (see keys.ts). */
@@ -56,7 +56,7 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
   const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
   const outcome = emptyOutcome();
-  const watchdog = new Watchdog(limits.mutatorMs);
+  const watchdog = new Watchdog(limits.appCodeMs);
   try {
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
@@ -248,13 +248,13 @@ export class UnknownMutatorError extends Error {
 }
 
 /**
- * A mutator ran past `limits.mutatorMs`. It stops its push like a `TemporaryError` (503 with
+ * A mutator ran past `limits.appCodeMs`. It stops its push like a `TemporaryError` (503 with
  * `Retry-After`): its writes are discarded and its client sends it again later. A backend call
  * (`transact`, `mutate`, `read`) past its `timeoutMs` rejects with one too.
  */
 export class MutatorTimeoutError extends TemporaryError {
   override name = 'MutatorTimeoutError';
-  constructor(mutatorName: string, ms: number, message = `Mutator ${JSON.stringify(mutatorName)} ran longer than ${ms} ms (limits.mutatorMs); its writes were discarded`) {
+  constructor(mutatorName: string, ms: number, message = `Mutator ${JSON.stringify(mutatorName)} ran longer than ${ms} ms (limits.appCodeMs); its writes were discarded`) {
     super(message, {
       retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
     });

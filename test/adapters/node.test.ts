@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { nodeServerOptions } from '../../adapters/node-bridge.js';
 import { createListener, serve } from '../../adapters/node.js';
-import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
+import { handleRequest, memoryStorage, type SyncContext, createContext } from '../../src/index.js';
 import { runtimeContext, runtimeMutators } from '../runtime/app.js';
 import { memoryInUse } from '../support/memory.js';
 import { serversStoppedAfterEach } from './servers.js';
@@ -27,7 +27,7 @@ function bigPush(bytes: number): Uint8Array {
 
 describe('viewsync/node', () => {
   it('streams a large body without a Content-Length, read as fast as it arrives, and applies it', async () => {
-    const server = await start({ storage: memoryStorage(), mutators: runtimeMutators, limits: { valueBytes: 16 * 1024 * 1024 } });
+    const server = await start(createContext({ storage: memoryStorage(), mutators: runtimeMutators, limits: { valueBytes: 16 * 1024 * 1024 } }));
     const body = bigPush(8 * 1024 * 1024);
     let sent = 0;
     const stream = new ReadableStream<Uint8Array>({

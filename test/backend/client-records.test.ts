@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareUTF8, exportSpace, importSpace, memoryStorage, type SyncContext } from '../../src/index.js';
+import { compareUTF8, exportSpace, importSpace, memoryStorage, type SyncContext, createContext } from '../../src/index.js';
 import { groupOrder } from '../../src/sync/dumped-groups.js';
 import { onEveryStore } from '../support/stores.js';
 import { describeClientRecords } from './client-records.js';
@@ -31,11 +31,11 @@ describe('client groups in dumps, any of them', () => {
           });
         const dump = ['{"viewsync":"space","format":3}', ...lines, `{"viewsync":"end","entries":0,"groups":${lines.length}}`].join('\n') + '\n';
         const body = (exported: string) => exported.split('\n').slice(1).join('\n');
-        const first: SyncContext = { storage: memoryStorage(), mutators: {}, onError: () => {} };
+        const first: SyncContext = createContext({ storage: memoryStorage(), mutators: {}, onError: () => {} });
         await importSpace(first, '', [dump], { mode: 'replace' });
         const exported = await text(exportSpace(first, ''));
         expect(body(exported)).toBe(body(dump));
-        const second: SyncContext = { storage: memoryStorage(), mutators: {}, onError: () => {} };
+        const second: SyncContext = createContext({ storage: memoryStorage(), mutators: {}, onError: () => {} });
         await importSpace(second, '', [exported], { mode: 'replace' });
         expect(body(await text(exportSpace(second, '')))).toBe(body(dump));
       }),

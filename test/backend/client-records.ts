@@ -4,7 +4,7 @@
  * applying a mutation twice.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, DumpError, exportSpace, handlePull, handlePush, importSpace, inspect, type JSONValue, read, type Storage, type SyncContext } from '../../src/index.js';
+import { collectGarbage, DumpError, exportSpace, handlePull, handlePush, importSpace, inspect, type JSONValue, read, type Storage, type SyncContext, createContext } from '../../src/index.js';
 import { stageGroups } from '../../src/sync/dumped-groups.js';
 import { stage, stagingID } from '../../src/sync/import-batch.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
@@ -23,7 +23,7 @@ export function describeClientRecords(name: string, create: () => Storage): void
     /** A context on a new store, requests authenticated by `Bearer <user>` (none: anonymous), at a clock the test moves. */
     function context(limits?: SyncContext['limits']) {
       const clock = { now: 1_800_000_000_000 };
-      const ctx: SyncContext = {
+      const ctx: SyncContext = createContext({
         storage: create(),
         mutators: testMutators,
         authenticate: (request) => request.headers.get('authorization')?.slice('Bearer '.length) ?? 'anonymous',
@@ -31,7 +31,7 @@ export function describeClientRecords(name: string, create: () => Storage): void
         clock: () => clock.now,
         limits,
         onError: () => {},
-      };
+      });
       return { ctx, clock };
     }
     const as = (user: string) => ({ authorization: `Bearer ${user}` });
@@ -49,7 +49,7 @@ export function describeClientRecords(name: string, create: () => Storage): void
     }
     const increment = (client: string, id: number, key = `count/${client}`) => mutation(client, id, 'increment', { key, delta: 1 });
     /** The same store, its requests anonymous: their groups' user is null. */
-    const anonymous = (ctx: SyncContext): SyncContext => ({ ...ctx, authenticate: undefined });
+    const anonymous = (ctx: SyncContext): SyncContext => (createContext({ ...ctx.options, authenticate: undefined }));
     /** The dump's client group lines. */
     const groupLines = (dump: string) => dump.trimEnd().split('\n').slice(1, -1).map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => 'group' in line);
 

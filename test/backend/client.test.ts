@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ReadonlyJSONValue } from 'replicache';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { connectPokes } from '../../src/client/index.js';
-import { exportSpace, importSpace, memoryStorage, mutate, type Storage, transact } from '../../src/index.js';
+import { exportSpace, importSpace, memoryStorage, mutate, type Storage, transact, createContext } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
@@ -49,7 +49,7 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
   });
 
   it('transact, mutate and importSpace each show on a subscribed screen, with no polling', async () => {
-    const ctx = { storage: create(), mutators: runtimeMutators, onError: (error: unknown) => console.error(error) };
+    const ctx = createContext({ storage: create(), mutators: runtimeMutators, onError: (error: unknown) => console.error(error) });
     server = await serve(ctx, { port: 0 });
     const rep = clients.open({ name: uniqueName('backend'), pullInterval: null });
     closing.push(connectPokes(rep, new URL('poke', server.url)).close);
@@ -78,7 +78,7 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
 
   it('a client whose space moves to another store (export, import) with mutations pending goes on there: each applies once, none is lost', async () => {
     const onError = (error: unknown) => console.error(error);
-    const source = { storage: create(), mutators: runtimeMutators, onError };
+    const source = createContext({ storage: create(), mutators: runtimeMutators, onError });
     server = await serve(source, { port: 0 });
     const port = Number(server.url.port);
     const rep = clients.open({ name: uniqueName('moved'), pullInterval: null });
@@ -92,7 +92,7 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
     await rep.mutate.put({ key: 'todo/3', value: 'during' });
     expect(await rep.experimentalPendingMutations()).toHaveLength(2);
     const dump = await new Response(exportSpace(source, '')).text();
-    const target = { storage: create(), mutators: runtimeMutators, onError };
+    const target = createContext({ storage: create(), mutators: runtimeMutators, onError });
     expect(await importSpace(target, '', [dump], { mode: 'replace' })).toMatchObject({ groups: 1, clients: 1, skipped: [] });
     server = await serve(target, { port });
     await waitFor(confirmed, { timeout: 20_000, message: 'the pending writes to be confirmed by the new store' });

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DumpError, importSpace, type JSONValue, memoryStorage, read, type SyncContext, transact } from '../../src/index.js';
+import { DumpError, importSpace, type JSONValue, memoryStorage, read, type SyncContext, transact, createContext } from '../../src/index.js';
 import { rawContents } from './suite.js';
 
 const HEADER = '{"viewsync":"space","format":2}';
@@ -13,7 +13,7 @@ const end = (entries: number) => `{"viewsync":"end","entries":${entries}}`;
 const RUNS = Number(process.env.FC_RUNS ?? 300);
 
 async function seeded(): Promise<SyncContext> {
-  const ctx: SyncContext = { storage: memoryStorage(), mutators: {}, limits: { keyBytes: 64, valueBytes: 4_096 }, onError: () => {} };
+  const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: {}, limits: { keyBytes: 64, valueBytes: 4_096 }, onError: () => {} });
   await transact(ctx, '', async (tx) => {
     await tx.set('a', 1);
     await tx.set('m/x', { kept: true });

@@ -5,7 +5,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DumpError, exportSpace, importSpace, type JSONValue, memoryStorage, type Storage, type SyncContext, transact } from '../../src/index.js';
+import { DumpError, exportSpace, importSpace, type JSONValue, memoryStorage, type Storage, type SyncContext, transact, createContext } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
@@ -19,7 +19,7 @@ const pglite = database === undefined ? new PGlite() : undefined;
 /** A PostgreSQL store: the real server when there is one (CI), else PGlite. */
 const postgresStore = (): Storage => postgresStorage(database?.sql ?? pglite!, { schema: database?.schema, tablePrefix: `m${tables++}_` });
 
-const context = (storage: Storage): SyncContext => ({ storage, mutators: testMutators, onError: () => {} });
+const context = (storage: Storage): SyncContext => (createContext({ storage, mutators: testMutators, onError: () => {} }));
 const RUNS = Number(process.env.FC_RUNS ?? 100);
 
 /** What a full pull of the default space holds. */

@@ -4,7 +4,7 @@
  */
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { handlePoke, importSpace, mutate, type SyncContext, transact } from '../../src/index.js';
+import { handlePoke, importSpace, mutate, type SyncContext, transact, createContext } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { testMutators } from '../support/helpers.js';
 import { EventReader } from '../poke/sse.js';
@@ -23,13 +23,13 @@ describe.skipIf(url === undefined)('backend writes poke other instances through 
   function instance(): SyncContext {
     const sql = postgres(url!, { onnotice: () => {}, max: 4 });
     clients.push(sql);
-    return {
+    return createContext({
       storage: postgresStorage(sql, { schema }),
       mutators: testMutators,
       space: (request) => new URL(request.url).searchParams.get('space') ?? '',
       pokes: { notifier: postgresNotifier(sql, { channel: schema }), coalesceMs: 0 },
       onError: (error) => console.error(error),
-    };
+    });
   }
 
   it('transact, mutate and importSpace on A each poke a subscriber of the space on B, and only of that space', async () => {

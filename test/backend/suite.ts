@@ -19,6 +19,7 @@ import {
   type SyncContext,
   transact,
   UnknownMutatorError,
+  createContext
 } from '../../src/index.js';
 import { applyPatch, mutation, pull, push, testMutators } from '../support/helpers.js';
 
@@ -75,7 +76,7 @@ export type Within = (body: (storage: Storage) => Promise<void>) => Promise<void
 export function describeBackend(name: string, create: () => Storage | Promise<Storage>, within: Within = async (body) => body(await create())): void {
   describe(`the app's backend: ${name}`, () => {
     const it = (title: string, body: (ctx: SyncContext) => Promise<void>) =>
-      test(title, () => within((storage) => body({ storage, mutators, onError: () => {} })));
+      test(title, () => within((storage) => body(createContext({ storage, mutators, onError: () => {} }))));
     const order = (cookie: JSONValue) => (cookie as { order: number }).order;
 
     it('a backend write between two pulls is in the second pull’s patch, with a higher cookie; no lastMutationID moves', async (ctx) => {

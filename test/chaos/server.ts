@@ -5,7 +5,7 @@
 // an export and an import. Prints {"url"} once listening on PORT.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { collectGarbage, exportSpace, importSpace, routedStorage, StagingLostError, type Storage, storeNotifier, type SyncContext, TemporaryError, transact } from '../../src/index.js';
+import { collectGarbage, exportSpace, importSpace, routedStorage, StagingLostError, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';
@@ -47,7 +47,7 @@ const storage: Storage =
       : routedStorage({ stores: Object.fromEntries(Object.entries(spec.stores).map(([store, url]) => [store, postgresStore(spec.driver, url)])), directory: spec.directory });
 
 let offsetMs = 0;
-const ctx: SyncContext = {
+const ctx: SyncContext = createContext({
   storage,
   mutators: chaosMutators,
   space: (request) => new URL(request.url).searchParams.get('space') ?? '',
@@ -58,7 +58,7 @@ const ctx: SyncContext = {
     // Expected under faults (503s); printed for whoever reads a failed run's output.
     if (process.env.CHAOS_VERBOSE) console.error(`[${name}] ${error instanceof Error ? error.message : String(error)}`);
   },
-};
+});
 
 async function pokes(): Promise<SyncContext['pokes']> {
   const kind = process.env.NOTIFIER ?? 'none';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, importSpace, inspect, type JSONValue, moveSpace, read, routedStorage, type SyncContext, transact } from '../../src/index.js';
+import { collectGarbage, handlePull, importSpace, inspect, type JSONValue, moveSpace, read, routedStorage, type SyncContext, transact, createContext } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../support/helpers.js';
@@ -62,7 +62,7 @@ async function filled(name: string, space: string, entries: number): Promise<str
   const db = new Database(file);
   const lines = Array.from({ length: entries }, (_, i) => JSON.stringify({ key: `todo/${String(i).padStart(6, '0')}`, value: { title: `Todo ${i}`, done: i % 2 === 0 } }));
   const dump = [JSON.stringify({ viewsync: 'space', format: 2 }), ...lines, JSON.stringify({ viewsync: 'end', entries })].join('\n');
-  await importSpace({ storage: sqliteStorage(db), mutators: {}, onError: () => {} }, space, dump, { mode: 'replace' });
+  await importSpace(createContext({ storage: sqliteStorage(db), mutators: {}, onError: () => {} }), space, dump, { mode: 'replace' });
   db.close();
   return file;
 }
@@ -71,7 +71,7 @@ async function filled(name: string, space: string, entries: number): Promise<str
 async function sqliteFile(name: string): Promise<string> {
   const file = join(work, name);
   const db = new Database(file);
-  const ctx: SyncContext = { storage: sqliteStorage(db), mutators: testMutators, onError: () => {} };
+  const ctx: SyncContext = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {} });
   for (let i = 0; i < 5; i++) {
     await push(ctx, 'g1', Array.from({ length: 1_000 }, (_, j) => mutation('c1', i * 1_000 + j + 1, 'put', { key: `todo/${String(i * 1_000 + j).padStart(5, '0')}`, value: { title: `Todo ${i}-${j} ✓`, done: j % 2 === 0 } })));
   }
@@ -91,7 +91,7 @@ async function withRouted<T>(files: Record<string, string>, options: { place?: (
   const dbs = Object.entries(files).map(([name, file]) => [name, new Database(file)] as const);
   try {
     const storage = routedStorage({ stores: Object.fromEntries(dbs.map(([name, db]) => [name, sqliteStorage(db, { claim: false })])), ...options });
-    return await fn({ storage, mutators: testMutators, onError: () => {} });
+    return await fn(createContext({ storage, mutators: testMutators, onError: () => {} }));
   } finally {
     for (const [, db] of dbs) db.close();
   }
@@ -100,14 +100,14 @@ async function withRouted<T>(files: Record<string, string>, options: { place?: (
 /** Each of `spaces` given 50 entries by three client groups (their clients' lastMutationIDs 17, 17 and 16). */
 async function seedSpaces(ctx: SyncContext, spaces: readonly string[]): Promise<void> {
   for (const space of spaces) {
-    for (let i = 0; i < 50; i++) await push({ ...ctx, space: () => space }, `g${i % 3}`, [mutation(`c${i % 3}`, Math.floor(i / 3) + 1, 'put', { key: `todo/${i}`, value: i })]);
+    for (let i = 0; i < 50; i++) await push(createContext({ ...ctx.options, space: () => space }), `g${i % 3}`, [mutation(`c${i % 3}`, Math.floor(i / 3) + 1, 'put', { key: `todo/${i}`, value: i })]);
   }
 }
 
 /** What servers routed over `files` serve of `space`: a pull's status, and its entries and clients' lastMutationIDs when it is served. */
 async function servedBy(files: Record<string, string>, options: { place?: (space: string) => string; directory?: string }, space: string): Promise<{ status: number; entries?: number; clients?: Record<string, number> }> {
   return withRouted(files, options, async (ctx) => {
-    const { status } = await handlePull(post('/pull', pullBody('reader', null)), { ...ctx, space: () => space });
+    const { status } = await handlePull(post('/pull', pullBody('reader', null)), createContext({ ...ctx.options, space: () => space }));
     if (status !== 200) return { status };
     const { entries, groups } = await inspect(ctx, space);
     return { status, entries, clients: Object.assign({}, ...groups.map((group) => group.clients)) };
@@ -119,7 +119,7 @@ const WHOLE = { status: 200, entries: 50, clients: { c0: 17, c1: 17, c2: 16 } };
 
 /** What a full pull of `space` gives. */
 async function fullPull(ctx: SyncContext, space: string): Promise<Map<string, JSONValue>> {
-  const response = await handlePull(post('/pull', pullBody(`reader-${Math.random()}`, null)), { ...ctx, space: () => space });
+  const response = await handlePull(post('/pull', pullBody(`reader-${Math.random()}`, null)), createContext({ ...ctx.options, space: () => space }));
   const { patch } = (await response.json()) as { patch: Parameters<typeof applyPatch>[1] };
   return applyPatch(new Map(), patch);
 }
@@ -172,8 +172,8 @@ describe('the viewsync CLI, run as a process', () => {
     expect(imported.stderr).toMatch(/^import: [\d,]+ entries read and checked…$/m);
     expect(imported.stderr).toMatch(/^imported 4,999 entries into "copy" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged; 1 client group: 1 client record written$/m);
     // Readers, so that the CLI's imports below may claim the file (a store that writes holds it).
-    const original: SyncContext = { storage: sqliteStorage(new Database(file, { readonly: false }), { claim: false }), mutators: {}, onError: () => {} };
-    const copy: SyncContext = { storage: sqliteStorage(new Database(join(work, 'copy.db')), { claim: false }), mutators: {}, onError: () => {} };
+    const original: SyncContext = createContext({ storage: sqliteStorage(new Database(file, { readonly: false }), { claim: false }), mutators: {}, onError: () => {} });
+    const copy: SyncContext = createContext({ storage: sqliteStorage(new Database(join(work, 'copy.db')), { claim: false }), mutators: {}, onError: () => {} });
     expect(await fullPull(copy, 'copy')).toEqual(await fullPull(original, ''));
     // Its client group came along, so its client goes on; --skip-clients leaves it out.
     expect((await inspect(copy, 'copy')).groups).toMatchObject([{ userID: null, clientGroupID: 'g1', clients: { c1: 5_001 } }]);
@@ -344,7 +344,7 @@ describe('the viewsync CLI, run as a process', () => {
   it('gc removes what the retention lets go', async () => {
     const file = join(work, 'gc.db');
     const db = new Database(file);
-    const ctx: SyncContext = { storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, clock: () => Date.now() - 10 * 24 * 60 * 60 * 1000 };
+    const ctx: SyncContext = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, clock: () => Date.now() - 10 * 24 * 60 * 60 * 1000 });
     await push(ctx, 'idle', [mutation('c', 1, 'put', { key: 'k', value: 1 }), mutation('c', 2, 'del', { key: 'k' })]);
     // While a server holds the file, gc (which writes) is refused, saying so; inspect reads.
     const refused = sh(`viewsync gc --sqlite gc.db`);
@@ -356,7 +356,7 @@ describe('the viewsync CLI, run as a process', () => {
     const run = sh(`viewsync gc --sqlite gc.db --client-groups 5d --tombstones 120h`);
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records.\n');
-    expect(await collectGarbage({ ...ctx, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+    expect(await collectGarbage(createContext({ ...ctx.options, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }))).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
   });
 
   it('moves a space from a SQLite file to PostgreSQL through a pipe, as the README shows; an unreachable database exits 1', async () => {
@@ -368,8 +368,8 @@ describe('the viewsync CLI, run as a process', () => {
     const moved = sh(`viewsync export '' --sqlite move.db | viewsync import '' ${flags}`);
     expect(moved.status, moved.stderr).toBe(0);
     expect(moved.stderr).toMatch(/imported 4,999 entries into "" in [\d.]+ s: 4,999 written/);
-    const source: SyncContext = { storage: sqliteStorage(new Database(file)), mutators: {}, onError: () => {} };
-    const destination: SyncContext = { storage: postgresStorage(sql, { schema }), mutators: {}, onError: () => {} };
+    const source: SyncContext = createContext({ storage: sqliteStorage(new Database(file)), mutators: {}, onError: () => {} });
+    const destination: SyncContext = createContext({ storage: postgresStorage(sql, { schema }), mutators: {}, onError: () => {} });
     expect(await fullPull(destination, '')).toEqual(await fullPull(source, ''));
     // DATABASE_URL is the default store.
     const listed = sh(`viewsync inspect --schema ${schema} --json`, { DATABASE_URL: url! });
@@ -451,7 +451,7 @@ describe('the viewsync CLI, run as a process', () => {
     // Today it may still be running: gc keeps it. A day later, it goes.
     expect(sh('viewsync gc --sqlite killed.db').status).toBe(0);
     expect(rows(join(work, 'killed.db')).length).toBeGreaterThanOrEqual(1_000);
-    const ctx: SyncContext = { storage: sqliteStorage(new Database(join(work, 'killed.db'))), mutators: {}, onError: () => {}, clock: () => Date.now() + 25 * 60 * 60 * 1000 };
+    const ctx: SyncContext = createContext({ storage: sqliteStorage(new Database(join(work, 'killed.db'))), mutators: {}, onError: () => {}, clock: () => Date.now() + 25 * 60 * 60 * 1000 });
     await collectGarbage(ctx);
     expect(rows(join(work, 'killed.db'))).toEqual([]);
     expect(sh('viewsync inspect --sqlite killed.db').stdout).toBe('No spaces: the store holds no data.\n');

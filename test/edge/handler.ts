@@ -5,7 +5,7 @@
  * defines before this code.
  */
 import { neonConfig, Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier, type SyncContext } from 'viewsync';
+import { handleRequest, storeNotifier, type SyncContext, createContext } from 'viewsync';
 import { postgresStorage } from 'viewsync/postgres';
 import { runtimeMutators } from '../runtime/app.js';
 
@@ -22,11 +22,11 @@ const pool = new Pool({ connectionString: EDGE_CONFIG.databaseURL, max: 4 });
 // As pg asks: a connection that dies while idle in the pool is an 'error' on the pool.
 pool.on('error', () => {});
 const storage = postgresStorage(pool, { schema: EDGE_CONFIG.schema });
-const ctx: SyncContext = {
+const ctx: SyncContext = createContext({
   storage,
   mutators: runtimeMutators,
   pokes: { notifier: storeNotifier(storage, { intervalMs: 100 }) },
   ...(EDGE_CONFIG.requireAuth !== undefined && { authenticate: (request: Request) => (request.headers.get('authorization') === EDGE_CONFIG.requireAuth ? 'interop-user' : null) }),
-};
+});
 
 (globalThis as unknown as { addEventListener(type: 'fetch', listener: (event: { request: Request; respondWith(response: Promise<Response>): void }) => void): void }).addEventListener('fetch', (event) => event.respondWith(handleRequest(event.request, ctx)));

@@ -6,7 +6,7 @@
  * `ClientStateNotFound` starts again as a new group with a new client, as the real client does.
  * Plain functions over `handlePush` / `handlePull` in process, no test framework.
  */
-import { handlePull, handlePush, type JSONValue, type Mutators, type PatchOperation, type SyncContext } from '../../src/index.js';
+import { createContext, handlePull, handlePush, type JSONValue, type Mutators, type PatchOperation, type SyncContext } from '../../src/index.js';
 import { compareCookies } from '../../src/sync/cookie.js';
 
 /** Each mutation adds one to its client's counter and writes an entry of its own ID. */
@@ -85,18 +85,22 @@ export interface Load {
 }
 
 /**
- * Starts writers and observers against `ctx` (whose mutators must include {@link countingMutators}).
- * `ctx.onError` is wrapped to record what failed.
+ * Starts writers and observers against `served`'s options (whose mutators must include
+ * {@link countingMutators}), through a context of their own whose onError records what failed.
  */
-export function startLoad(ctx: SyncContext, options: LoadOptions = {}): Load {
+export function startLoad(served: SyncContext, options: LoadOptions = {}): Load {
   const { writers = 4, observers = 3, batch = 3, pauseMs = 10, retryMs = 20 } = options;
   const stats: LoadStats = { push: new Map(), pull: new Map(), failures: [], unavailable: new Map(), firstPushAfterMark: undefined, pushesAfterMark: 0, pullsAfterMark: 0 };
-  const report = ctx.onError;
+  const report = served.onError;
   const errors = new WeakMap<Request, unknown>();
-  ctx.onError = (error, info) => {
-    if (info.request !== undefined) errors.set(info.request, error);
-    report?.(error, info);
-  };
+  // The load's own context over the same options, its onError recording what failed.
+  const ctx = createContext({
+    ...served.options,
+    onError: (error, info) => {
+      if (info.request !== undefined) errors.set(info.request, error);
+      report?.(error, info);
+    },
+  });
   let running = true;
   let markedAt: number | undefined;
   const groups: Group[] = [
@@ -177,7 +181,6 @@ export function startLoad(ctx: SyncContext, options: LoadOptions = {}): Load {
     async stop() {
       running = false;
       await Promise.all(loops);
-      ctx.onError = report;
     },
   };
 }

@@ -12,7 +12,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { handlePush, type JSONValue, type SyncContext } from '../../src/index.js';
+import { handlePush, type JSONValue, type SyncContext, createContext } from '../../src/index.js';
 import { type PostgresStorage, postgresStorage } from '../../src/storage/postgres.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { type StandbyPair, haveServerBinaries, startStandbyPair } from '../support/standby.js';
@@ -223,7 +223,7 @@ function singlePostgresJs(url: string) {
 
 function context(storage: PostgresStorage): SyncContext & { errors: unknown[] } {
   const errors: unknown[] = [];
-  return { storage, mutators: countingMutators, onError: (error) => errors.push(error), errors };
+  return Object.assign(createContext({ storage, mutators: countingMutators, onError: (error) => errors.push(error) }), { errors });
 }
 
 /** Pushes mutation `id` of client `name`; its status, the code of the store's error behind a 503, and a protocol error answered 200. */
@@ -245,7 +245,7 @@ async function push(ctx: SyncContext & { errors: unknown[] }, name: string, id: 
 async function failover(driver: Driver, pair: StandbyPair, deployment: Deployment): Promise<void> {
   const { storage } = deployment;
   await storage.migrate();
-  const ctx: SyncContext = { storage, mutators: countingMutators, onError: () => {} };
+  const ctx: SyncContext = createContext({ storage, mutators: countingMutators, onError: () => {} });
   const load = startLoad(ctx);
   let diedAt = 0;
   let promotedAt = 0;

@@ -8,7 +8,7 @@
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type WriteTransaction } from '../../src/index.js';
+import { collectGarbage, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type WriteTransaction, createContext } from '../../src/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
@@ -55,7 +55,7 @@ interface Client {
 
 async function run(steps: Step[], storage: Storage): Promise<void> {
   const clock = { now: 1_800_000_000_000 };
-  const ctx: SyncContext = { storage, mutators: counted, retention: { clientGroupsMs: 10_000, tombstonesMs: 10_000 }, clock: () => clock.now };
+  const ctx: SyncContext = createContext({ storage, mutators: counted, retention: { clientGroupsMs: 10_000, tombstonesMs: 10_000 }, clock: () => clock.now });
   let groups = 0;
   const fresh = (from?: Client): Client => ({
     group: `g${groups}`,

@@ -3,7 +3,7 @@
  * moves, a retention of seconds, and `collectGarbage` run by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, handlePush, importSpace, inspect, type JSONValue, read, StagingLostError, type Storage, type SyncContext, transact } from '../../src/index.js';
+import { collectGarbage, handlePull, handlePush, importSpace, inspect, type JSONValue, read, StagingLostError, type Storage, type SyncContext, type SyncOptions, transact, createContext } from '../../src/index.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../support/helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
 import { stage, stagingID } from '../../src/sync/import-batch.js';
@@ -18,9 +18,9 @@ function dumpOf(keys: readonly string[]): string {
 export function describeHousekeeping(name: string, create: () => Storage | Promise<Storage>): void {
   describe(`housekeeping: ${name}`, () => {
     /** A context at time `clock.now`, keeping groups and tombstones 10 s. */
-    async function context(retention: SyncContext['retention'] = { clientGroupsMs: 10 * SECOND, tombstonesMs: 10 * SECOND }) {
+    async function context(retention: SyncOptions['retention'] = { clientGroupsMs: 10 * SECOND, tombstonesMs: 10 * SECOND }) {
       const clock = { now: 1_800_000_000_000 };
-      const ctx: SyncContext = { storage: await create(), mutators: testMutators, retention, clock: () => clock.now, onError: () => {} };
+      const ctx: SyncContext = createContext({ storage: await create(), mutators: testMutators, retention, clock: () => clock.now, onError: () => {} });
       return { ctx, clock };
     }
     const put = (client: string, id: number, key: string, value: JSONValue) => mutation(client, id, 'put', { key, value });
@@ -127,7 +127,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         },
       };
       const onProgress = ({ phase }: { phase: string }) => void (armed ||= phase === 'reading');
-      const failure = await importSpace({ ...ctx, storage }, '', [dump], { mode: 'replace', onProgress }).then(() => undefined, (error: unknown) => error);
+      const failure = await importSpace(createContext({ ...ctx.options, storage }), '', [dump], { mode: 'replace', onProgress }).then(() => undefined, (error: unknown) => error);
       expect(failure).toBeInstanceOf(StagingLostError);
       expect(await read(ctx, '', (tx) => tx.scan().keys().toArray())).toEqual(keys);
       expect(await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true })).toEqual([]);
@@ -259,10 +259,10 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
     });
 
     it('collects in small transactions: 300 tombstones and 40 groups in batches of 16', async () => {
-      const { ctx, clock } = await context();
-      const storage = ctx.storage;
+      const { ctx: plain, clock } = await context();
+      const storage = plain.storage;
       let transactions = 0;
-      ctx.storage = { transaction: (fn, options) => (options.readOnly || transactions++, storage.transaction(fn, options)) };
+      const ctx = createContext({ ...plain.options, storage: { transaction: (fn, options) => (options.readOnly || transactions++, storage.transaction(fn, options)) } });
       await push(ctx, 'writer', Array.from({ length: 300 }, (_, i) => put('w', i + 1, `k${i}`, i)));
       await push(ctx, 'writer', Array.from({ length: 300 }, (_, i) => del('w', 301 + i, `k${i}`)));
       for (let g = 0; g < 39; g++) await push(ctx, `group${g}`, [put(`client${g}`, 1, `g${g}`, g)]);
@@ -277,8 +277,8 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
     });
 
     it('spaces are collected each on its own, and collectGarbage finds them all', async () => {
-      const { ctx, clock } = await context();
-      ctx.space = (request) => new URL(request.url).searchParams.get('space') ?? '';
+      const { ctx: plain, clock } = await context();
+      const ctx = createContext({ ...plain.options, space: (request) => new URL(request.url).searchParams.get('space') ?? '' });
       for (const space of ['a', 'b/c', '%']) {
         const body = pushBody('g', [put('c', 1, 'k', 1), del('c', 2, 'k')]);
         expect((await handlePush(post(`/push?space=${encodeURIComponent(space)}`, body), ctx)).status).toBe(200);

@@ -4,10 +4,7 @@ import { runtimeContext } from '../runtime/app.js';
 import { describeInterop } from './suite.js';
 
 describeInterop('node', ({ port = 0, requireAuth } = {}) => {
-  const ctx: SyncContext = runtimeContext(memoryStorage());
-  if (requireAuth !== undefined) {
-    // The header exactly as the client sent it, or 401 (the client then calls getAuth).
-    ctx.authenticate = (request) => (request.headers.get('authorization') === requireAuth ? 'interop-user' : null);
-  }
-  return serve(ctx, { port });
+  // With requireAuth: the header exactly as the client sent it, or 401 (the client then calls getAuth).
+  const authenticate = requireAuth === undefined ? undefined : (request: Request) => (request.headers.get('authorization') === requireAuth ? 'interop-user' : null);
+  return serve(runtimeContext(memoryStorage(), authenticate && { authenticate }), { port });
 });

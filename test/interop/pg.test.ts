@@ -25,8 +25,7 @@ if (url === undefined) {
   describeInterop('node on a pg Pool', ({ port = 0, requireAuth } = {}) => {
     const schema = `interop_pg_${process.pid}_${schemas.length}`;
     schemas.push(schema);
-    const ctx: SyncContext = runtimeContext(postgresStorage(pool, { schema }));
-    if (requireAuth !== undefined) ctx.authenticate = (request) => (request.headers.get('authorization') === requireAuth ? 'interop-user' : null);
-    return serve(ctx, { port });
+    const authenticate = requireAuth === undefined ? undefined : (request: Request) => (request.headers.get('authorization') === requireAuth ? 'interop-user' : null);
+    return serve(runtimeContext(postgresStorage(pool, { schema }), authenticate && { authenticate }), { port });
   });
 }

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { createContext } from '../../src/index.js';
 
 /**
  * Uses `dist/` (built by test/support/global-setup.ts with the project's tsup config, as `npm run build`
@@ -11,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 const dist = new URL('../../dist/', import.meta.url).pathname;
 
 async function roundTrip(api: typeof import('../../src/index.js')) {
-  const ctx = { storage: api.memoryStorage(), mutators: { put: (tx: import('../../src/index.js').WriteTransaction, a: { key: string }) => tx.set(a.key, 1) } };
+  const ctx = createContext({ storage: api.memoryStorage(), mutators: { put: (tx: import('../../src/index.js').WriteTransaction, a: { key: string }) => tx.set(a.key, 1) } });
   const request = (path: string, body: unknown) =>
     new Request(`http://x${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   await api.handleRequest(request('/push', { pushVersion: 1, clientGroupID: 'g', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'c', id: 1, name: 'put', args: { key: 'k' } }] }), ctx);

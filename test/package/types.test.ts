@@ -47,7 +47,7 @@ const client: MutatorDefs = shared;
 // @ts-expect-error the client's transaction has no userID, so a server mutator is not a client one
 const notClient: MutatorDefs = { stamp: serverOnly.stamp };
 
-const ctx: SyncContext = { storage: memoryStorage(), mutators: { ...shared, ...serverOnly }, limits: { mutatorMs: 5_000 } };
+const ctx: SyncContext = { storage: memoryStorage(), mutators: { ...shared, ...serverOnly }, limits: { appCodeMs: 5_000 } };
 export const handler = { fetch: (request: Request) => handleRequest(request, ctx) };
 export const SyncObject = createSyncObject(() => ({ mutators: shared }));
 export const worker = routeToObject({ binding: 'SYNC', space: () => 'main' });

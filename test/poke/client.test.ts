@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { connectPokes, type PokeConnection, PokeStreamError } from '../../src/client/index.js';
-import { memoryStorage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type SyncContext, createContext } from '../../src/index.js';
 import { mutation, pushBody, testMutators } from '../support/helpers.js';
 
 const cleanup: Array<() => unknown> = [];
@@ -47,7 +47,7 @@ async function pushPut(url: URL, headers: Record<string, string> = {}): Promise<
 
 describe('connectPokes', () => {
   test('pulls once the stream is open, then on every poke', async () => {
-    const server = await start({ storage: memoryStorage(), mutators: testMutators });
+    const server = await start(createContext({ storage: memoryStorage(), mutators: testMutators }));
     const rep = fakeClient();
     const connection = connect(rep, new URL('poke', server.url));
     await until(() => connection.connected && rep.pulls === 1);
@@ -60,7 +60,7 @@ describe('connectPokes', () => {
 
   test('sends the client\'s auth as its Authorization header, and keeps trying while refused', async () => {
     let token = 'old';
-    const ctx: SyncContext = { storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === token ? 'u' : null) };
+    const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === token ? 'u' : null) });
     const server = await start(ctx);
     const rep = fakeClient('new');
     const connection = connect(rep, new URL('poke', server.url), { minDelayMs: 20, maxDelayMs: 50 });
@@ -73,7 +73,7 @@ describe('connectPokes', () => {
   });
 
   test('reconnects when the server comes back, and pulls then for what it missed', async () => {
-    const ctx: SyncContext = { storage: memoryStorage(), mutators: testMutators };
+    const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: testMutators });
     const first = await start(ctx);
     const rep = fakeClient();
     const connection = connect(rep, new URL('poke', first.url), { minDelayMs: 20, maxDelayMs: 100 });
@@ -121,9 +121,9 @@ describe('connectPokes', () => {
   });
 
   test('close() stops it, and so does a closed client: no more requests', async () => {
-    const ctx: SyncContext = { storage: memoryStorage(), mutators: testMutators };
+    const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: testMutators });
     let requests = 0;
-    const server = await start({ ...ctx, authenticate: () => (requests++, null) });
+    const server = await start(createContext({ ...ctx.options, authenticate: () => (requests++, null) }));
     const closed = connectPokes(fakeClient(), new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 10 });
     const closedClient = fakeClient();
     connectPokes(closedClient, new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 10 });
@@ -138,10 +138,10 @@ describe('connectPokes', () => {
 });
 
 describe('connectPokes, when the stream cannot be had', () => {
-  const authed = (): SyncContext => ({ storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === 'good' ? 'alice' : null) });
+  const authed = (): SyncContext => (createContext({ storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === 'good' ? 'alice' : null) }));
 
   test('tells onError of every failure, with the status and whether retrying can fix it; a wrong URL is permanent', async () => {
-    const server = await start({ storage: memoryStorage(), mutators: testMutators });
+    const server = await start(createContext({ storage: memoryStorage(), mutators: testMutators }));
     const errors: PokeStreamError[] = [];
     connect(fakeClient(), new URL('nope', server.url), { minDelayMs: 10, maxDelayMs: 20, onError: (error) => errors.push(error) });
     await until(() => errors.length >= 3);
@@ -153,7 +153,7 @@ describe('connectPokes, when the stream cannot be had', () => {
   test('by default, one console warning for a failure retrying cannot fix, and none for a server that is away', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     cleanup.push(() => warn.mockRestore());
-    const server = await start({ storage: memoryStorage(), mutators: testMutators });
+    const server = await start(createContext({ storage: memoryStorage(), mutators: testMutators }));
     let requests = 0;
     connect(fakeClient(), new URL('nope', server.url), { minDelayMs: 10, maxDelayMs: 20, fetch: (input, init) => (requests++, fetch(input, init)) });
     const away = await new Promise<number>((resolve) => {

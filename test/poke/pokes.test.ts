@@ -1,5 +1,5 @@
 import { describe, expect, test, vi } from 'vitest';
-import { handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
+import { createContext, handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
 import { fitStreamsToDescriptors, PokeHub } from '../../src/poke/hub.js';
 import { hubOf } from '../../src/context/state.js';
 import { mutation, pushBody, post, testContext } from '../support/helpers.js';
@@ -175,7 +175,7 @@ describe('the poke stream', () => {
 
   test('contexts over one store poke each other\'s streams (the default notifier is per store)', async () => {
     const a = testContext();
-    const b = { ...a };
+    const b = createContext({ ...a.options });
     const reader = await open(a);
     await pushPut(b);
     await reader.until(() => reader.pokes === 1);
@@ -288,10 +288,9 @@ describe('who may hold streams', () => {
 describe('what a stream holds', () => {
   test('10,000 streams opened and dropped: every stream, subscription and byte is released', async () => {
     const notifier = localNotifier();
-    const ctx = testContext({ pokes: { notifier } });
-    const hub = hubOf(ctx);
     const spaces = (request: Request) => new URL(request.url).searchParams.get('s') ?? '';
-    ctx.space = spaces;
+    const ctx = testContext({ pokes: { notifier }, space: spaces });
+    const hub = hubOf(ctx);
     const before = memoryInUse();
     const readers: EventReader[] = [];
     for (let i = 0; i < 10_000; i++) {

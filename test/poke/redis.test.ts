@@ -5,7 +5,7 @@
  */
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { handlePoke, handlePush, memoryStorage, mutate, type Storage, type SyncContext, transact } from '../../src/index.js';
+import { handlePoke, handlePush, memoryStorage, mutate, type Storage, type SyncContext, transact, createContext } from '../../src/index.js';
 import { redisNotifier } from '../../src/redis.js';
 import { mutation, post, pushBody, testMutators } from '../support/helpers.js';
 import { type RedisServer, redisServerAvailable, startRedisServer } from '../support/redis-server.js';
@@ -45,13 +45,13 @@ async function instance(storage: Storage, channel: string) {
   const errors: unknown[] = [];
   const notifier = redisNotifier(redis, { channel, onError: (error) => errors.push(error) });
   notifiers.push(notifier);
-  const ctx: SyncContext = {
+  const ctx: SyncContext = createContext({
     storage,
     mutators: testMutators,
     space: (request) => new URL(request.url).searchParams.get('space') ?? '',
     pokes: { notifier, coalesceMs: 0 },
     onError: (error) => errors.push(error),
-  };
+  });
   /** A poke stream of `space` on this instance, open (its subscription live). */
   const open = async (space: string) => {
     const response = await handlePoke(new Request(`http://instance/poke?space=${encodeURIComponent(space)}`), ctx);
@@ -216,7 +216,7 @@ describe.runIf(redisServerAvailable)('redisNotifier: pokes between instances thr
     const errors: unknown[] = [];
     const notifier = redisNotifier(redis, { timeoutMs: 300, onError: (error) => errors.push(error) });
     notifiers.push(notifier);
-    const ctx: SyncContext = { storage: memoryStorage(), mutators: testMutators, pokes: { notifier }, onError: (error) => errors.push(error) };
+    const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: testMutators, pokes: { notifier }, onError: (error) => errors.push(error) });
     const started = Date.now();
     const response = await handlePoke(new Request('http://instance/poke'), ctx);
     expect(response.status).toBe(503);

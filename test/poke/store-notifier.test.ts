@@ -6,7 +6,7 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { handlePoke, memoryStorage, routedStorage, type Storage, storeNotifier, type SyncContext, transact } from '../../src/index.js';
+import { handlePoke, memoryStorage, routedStorage, type Storage, storeNotifier, type SyncContext, transact, createContext } from '../../src/index.js';
 import { postgresStorage } from '../../src/postgres.js';
 import { testMutators } from '../support/helpers.js';
 import { EventReader } from './sse.js';
@@ -14,14 +14,13 @@ import { EventReader } from './sse.js';
 const INTERVAL = 50;
 
 function instance(storage: Storage, notifier = storeNotifier(storage, { intervalMs: INTERVAL })): SyncContext & { notifier: ReturnType<typeof storeNotifier> } {
-  return {
+  return Object.assign(createContext({
     storage,
     mutators: testMutators,
     space: (request) => new URL(request.url).searchParams.get('space') ?? '',
     pokes: { notifier, coalesceMs: 0 },
     onError: (error) => console.error(error),
-    notifier,
-  };
+  }), { notifier });
 }
 
 async function subscribe(ctx: SyncContext, space: string): Promise<EventReader> {

@@ -3,7 +3,7 @@
 // pokes through the PostgreSQL server at NOTIFY_URL. Prints {"url", "pid"} once listening.
 import postgres from 'postgres';
 import { serve } from '../../adapters/node.js';
-import { routedStorage } from '../../src/index.js';
+import { routedStorage, createContext } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { runtimeMutators } from '../runtime/app.js';
 
@@ -13,7 +13,7 @@ const urls = JSON.parse(process.env.STORES!) as Record<string, string>;
 const client = (url: string) => postgres(url, { max: 6, fetch_types: false, connect_timeout: 2, onnotice: () => {}, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
 const storage = routedStorage({ stores: Object.fromEntries(Object.entries(urls).map(([name, url]) => [name, postgresStorage(client(url))])) });
 const server = await serve(
-  {
+  createContext({
     storage,
     mutators: {
       ...runtimeMutators,
@@ -24,9 +24,9 @@ const server = await serve(
     },
     space: (request) => new URL(request.url).searchParams.get('space') ?? '',
     pokes: { notifier: postgresNotifier(client(process.env.NOTIFY_URL!)) },
-    limits: { mutatorMs: 60_000 },
+    limits: { appCodeMs: 60_000 },
     onError: (error) => console.error(`server error: ${error instanceof Error ? error.message : String(error)}`),
-  },
+  }),
   { port: 0 },
 );
 console.log(JSON.stringify({ url: server.url, pid: process.pid }));

@@ -1,10 +1,10 @@
 /** Helpers for the routed-storage tests: a context whose space is the request's `?space=`, and a push and pull to one. */
-import { handlePull, handlePush, type Storage, type SyncContext } from '../../src/index.js';
+import { handlePull, handlePush, type Storage, type SyncContext, type SyncOptions, createContext } from '../../src/index.js';
 import { type mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
-export function spaceContext(storage: Storage, overrides: Partial<SyncContext> = {}): SyncContext & { errors: unknown[] } {
+export function spaceContext(storage: Storage, overrides: Partial<SyncOptions> = {}): SyncContext & { errors: unknown[] } {
   const errors: unknown[] = [];
-  return { storage, mutators: testMutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: (error) => errors.push(error), errors, ...overrides };
+  return Object.assign(createContext({ storage, mutators: testMutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: (error) => errors.push(error), ...overrides }), { errors });
 }
 
 export async function pushTo(ctx: SyncContext, space: string, group: string, mutations: ReturnType<typeof mutation>[]): Promise<Response> {

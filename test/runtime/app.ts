@@ -4,7 +4,8 @@
  * package as that runtime loads it.
  */
 import type { ReadonlyJSONValue, WriteTransaction } from 'replicache';
-import type { Storage, SyncContext, View } from '../../src/index.js';
+import type { Storage, SyncContext, SyncOptions, View } from '../../src/index.js';
+import { createContext } from '../../src/index.js';
 
 /** Small, so that the suite can send a body over it cheaply. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -33,6 +34,6 @@ export const runtimeMutators = {
  */
 export const runtimeView: View = async (tx, { clientGroupID }) => ((await tx.get(`views/${clientGroupID}`)) as string[] | undefined) ?? [''];
 
-export function runtimeContext(storage: Storage): SyncContext {
-  return { storage, mutators: runtimeMutators, view: runtimeView, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {} };
+export function runtimeContext(storage: Storage, options: Partial<SyncOptions> = {}): SyncContext {
+  return createContext({ storage, mutators: runtimeMutators, view: runtimeView, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {}, ...options });
 }

@@ -7,6 +7,7 @@ import { serve } from '../../adapters/node.js';
 import type { Mutators, Storage } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { createContext } from '../../src/index.js';
 
 /**
  * `add` is not idempotent: it counts the client's mutations, and records the count each one saw.
@@ -40,7 +41,7 @@ if (kind === 'sqlite') {
 
 // A space per client (`?space=`): each client's pushes then run side by side, none queued behind another's.
 const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
-const server = await serve({ storage, mutators, pokes, space, onError: (error) => console.error(String(error)) }, { port: Number(process.env.PORT ?? 0) });
+const server = await serve(createContext({ storage, mutators, pokes, space, onError: (error) => console.error(String(error)) }), { port: Number(process.env.PORT ?? 0) });
 process.once('SIGTERM', async () => {
   const started = Date.now();
   await server.stop();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, handleRequest, HTTPError, type SyncContext } from '../../src/index.js';
+import { handlePull, handlePush, handleRequest, HTTPError, type SyncContext, createContext } from '../../src/index.js';
 import { mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext } from '../support/helpers.js';
 
 /** Tokens are `Bearer <user>`; anything else is refused. */
@@ -28,7 +28,7 @@ describe('authentication rules 1 to 4: authenticate, and client groups that belo
       }
       expect(ctx.errors).toHaveLength(3);
       for (const error of ctx.errors) expect(String(error)).toMatch(/^TypeError: authenticate returned an? (number|object|boolean); it must return the user's ID as a string \(String\(id\)\), or null to answer 401$/);
-      expect(await serverView({ ...ctx, authenticate: undefined })).toEqual(new Map());
+      expect(await serverView(createContext({ ...ctx.options, authenticate: undefined }))).toEqual(new Map());
     }
   });
 

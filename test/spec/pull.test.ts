@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { compareCookies } from '../../src/sync/cookie.js';
-import { handlePull, type JSONValue } from '../../src/index.js';
+import { handlePull, type JSONValue, memoryStorage } from '../../src/index.js';
 import { applyPatch, countingStorage, mutation, post, pull, pullBody, pullBodyV0, push, serverView, testContext, versionOf } from '../support/helpers.js';
 
 async function pullResponse(ctx: ReturnType<typeof testContext>, body: unknown) {
@@ -273,10 +273,9 @@ describe('pull rules 2 and 7: lastMutationIDs, read with the patch; an unknown c
   });
 
   it('lastMutationIDChanges are read in the same transaction as the patch', async () => {
-    const ctx = testContext();
     const transactions: boolean[] = [];
-    const inner = ctx.storage;
-    ctx.storage = { transaction: (fn, options) => (transactions.push(options.readOnly), inner.transaction(fn, options)) };
+    const inner = memoryStorage();
+    const ctx = testContext({ storage: { transaction: (fn, options) => (transactions.push(options.readOnly), inner.transaction(fn, options)) } });
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
     transactions.length = 0;
     const result = await pull(ctx, 'g', null);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as v from 'valibot';
 import { z } from 'zod';
-import { defineMutator, handlePush, InvalidArgsError, memoryStorage, TemporaryError, UnknownMutatorError } from '../../src/index.js';
+import { defineMutator, handlePush, InvalidArgsError, memoryStorage, type Storage, TemporaryError, UnknownMutatorError } from '../../src/index.js';
 import { mutation, post, pull, push, pushBody, serverView, testContext, testMutators, versionOf } from '../support/helpers.js';
 
 const lmids = async (ctx: ReturnType<typeof testContext>, group = 'g') => (await pull(ctx, group, null)).lastMutationIDChanges;
@@ -90,10 +90,9 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
   });
 
   it('a mutation\'s effects and its lastMutationID commit together: a failing store commits neither', async () => {
-    const ctx = testContext();
-    const inner = ctx.storage;
+    const inner = memoryStorage();
     let fail = false;
-    ctx.storage = {
+    const storage: Storage = {
       transaction: (fn, options) =>
         inner.transaction(async (tx) => {
           const result = await fn(tx);
@@ -101,6 +100,7 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
           return result;
         }, options),
     };
+    const ctx = testContext({ storage });
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
     fail = true;
     const response = await handlePush(post('/push', pushBody('g', [mutation('c', 2, 'put', { key: 'a', value: 2 })])), ctx);
@@ -112,13 +112,13 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
     expect(ctx.errors).toHaveLength(1);
   });
   it('a store that fails while a mutation\'s writes are applied fails the push (500, nothing committed), never skips the mutation', async () => {
-    const ctx = testContext();
-    const inner = ctx.storage;
+    const inner = memoryStorage();
     let fail = false;
-    ctx.storage = {
+    const storage: Storage = {
       transaction: (fn, options) =>
         inner.transaction((tx) => fn({ ...tx, get: tx.get, scan: tx.scan, del: tx.del, put: (key, value) => (fail && key.startsWith('e/') ? Promise.reject(new Error('disk full')) : tx.put(key, value)) }), options),
     };
+    const ctx = testContext({ storage });
     fail = true;
     const response = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])), ctx);
     expect(response.status).toBe(500);

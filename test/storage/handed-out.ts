@@ -7,7 +7,7 @@
 import { neonConfig, Pool as NeonPool } from '@neondatabase/serverless';
 import pg from 'pg';
 import { WebSocket } from 'ws';
-import { handlePull, handlePush, type SyncContext } from '../../src/index.js';
+import { handlePull, handlePush, type SyncContext, createContext } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import type { PgPool } from '../../src/storage/pg-pool.js';
 import { startFaultProxy } from '../support/fault-proxy.js';
@@ -34,11 +34,11 @@ if (process.env.POOL === 'neon') {
 // As pg's documentation asks: errors of idle connections go here.
 pool.on('error', () => {});
 
-const ctx: SyncContext = {
+const ctx: SyncContext = createContext({
   storage: postgresStorage(pool, { schema: process.env.SCHEMA! }),
   mutators: { add: async (tx) => void (await tx.set('count', (((await tx.get('count')) as number | undefined) ?? 0) + 1)) },
   onError: () => {},
-};
+});
 
 const statuses: Record<number, number> = {};
 const count = (status: number) => (statuses[status] = (statuses[status] ?? 0) + 1);

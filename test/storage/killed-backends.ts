@@ -3,7 +3,7 @@
 // an uncaught error ends it with a non-zero code. Prints one JSON line of what it saw. Run by
 // killed-backends.test.ts with DATABASE_URL, SCHEMA and KILLS (how many backends to kill) set.
 import postgres from 'postgres';
-import { handlePull, handlePush, type SyncContext } from '../../src/index.js';
+import { handlePull, handlePush, type SyncContext, createContext } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { mutation, post, pullBody, pushBody } from '../support/helpers.js';
 
@@ -13,7 +13,7 @@ const kills = Number(process.env.KILLS ?? 50);
 const app = `victim_${process.pid}`;
 const sql = postgres(url, { onnotice: () => {}, max: 6, connection: { application_name: app }, fetch_types: process.env.FETCH_TYPES === 'on', backoff: () => 0.05 });
 const admin = postgres(url, { onnotice: () => {}, max: 1 });
-const ctx: SyncContext = {
+const ctx: SyncContext = createContext({
   storage: postgresStorage(sql, { schema }),
   pokes: { notifier: postgresNotifier(sql, { channel: schema }) },
   mutators: {
@@ -25,7 +25,7 @@ const ctx: SyncContext = {
     },
   },
   onError: () => {},
-};
+});
 
 const clients = 8;
 const acknowledged = new Array<number>(clients).fill(0);

@@ -7,7 +7,7 @@
  * stands in for the stuck one.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { handlePull, handlePush } from '../../src/index.js';
+import { handlePull, handlePush, createContext } from '../../src/index.js';
 import { beginGuarded, type PostgresJsClient, type PostgresJsTransaction, unlessStuck } from '../../src/storage/postgres-js.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { isUnreachable } from '../../src/storage/unreachable.js';
@@ -59,7 +59,7 @@ describe('a postgres.js call that never starts or never answers', () => {
     vi.useFakeTimers();
     const { client } = stuckClient();
     // Its first call (making the tables) is stuck too: every request waits on it, and is answered when it is given up.
-    const ctx = { storage: postgresStorage(client), mutators: testMutators, onError: () => {} };
+    const ctx = createContext({ storage: postgresStorage(client), mutators: testMutators, onError: () => {} });
     const push = handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
     const pull = handlePull(post('/pull', pullBody('g', { order: 0 })), ctx);
     await vi.advanceTimersByTimeAsync(60_000);

@@ -3,7 +3,7 @@ import {
   type JSONValue,
   type Mutators,
   type PatchOperation,
-  type SyncContext,
+  type SyncContext, type SyncOptions,
   handlePull,
   handlePush,
   memoryStorage,
@@ -11,6 +11,7 @@ import {
   type Storage,
   type StorageTransaction,
   type TransactionOptions,
+  createContext
 } from '../../src/index.js';
 
 /** Mutators the tests share: the real client fixtures use put, del and increment. */
@@ -38,9 +39,9 @@ export const testMutators: Mutators = {
 };
 
 /** A context on a fresh memory store with the test mutators and a silent `onError`. */
-export function testContext(overrides: Partial<SyncContext> = {}): SyncContext & { errors: unknown[] } {
+export function testContext(overrides: Partial<SyncOptions> = {}): SyncContext & { errors: unknown[] } {
   const errors: unknown[] = [];
-  return { storage: memoryStorage(), mutators: testMutators, onError: (error) => errors.push(error), errors, ...overrides };
+  return Object.assign(createContext({ storage: memoryStorage(), mutators: testMutators, onError: (error) => errors.push(error), ...overrides }), { errors });
 }
 
 /** A POST with a JSON body, as the real client sends it. */

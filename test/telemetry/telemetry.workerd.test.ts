@@ -5,14 +5,14 @@
 import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterEach, expect, it } from 'vitest';
-import { type JSONValue, type SyncContext, handlePull, handlePush, memoryStorage } from '../../src/index.js';
+import { type JSONValue, type SyncContext, handlePull, handlePush, memoryStorage, createContext } from '../../src/index.js';
 
 afterEach(() => trace.disable());
 
 it('a pull and a push in workerd each make their span', async () => {
   const exporter = new InMemorySpanExporter();
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }));
-  const ctx: SyncContext = { storage: memoryStorage(), mutators: { put: (tx, args) => tx.set('k', args as JSONValue) } };
+  const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: { put: (tx, args) => tx.set('k', args as JSONValue) } });
   const post = (path: string, body: unknown) => new Request(`http://localhost${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-replicache-requestid': 'w-1' }, body: JSON.stringify(body) });
   const mutation = { clientID: 'c', id: 1, name: 'put', args: 1, timestamp: 1 };
   expect((await handlePush(post('/push', { pushVersion: 1, clientGroupID: 'g', mutations: [mutation], profileID: 'p', schemaVersion: '' }), ctx)).status).toBe(200);

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadonlyJSONValue } from 'replicache';
 import { serve } from '../../adapters/node.js';
-import { memoryStorage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type SyncContext, createContext } from '../../src/index.js';
 import { Clients, FetchRecorder, uniqueName, waitFor, type Rep } from '../interop/client.js';
 import { runtimeMutators } from '../runtime/app.js';
 import { membershipView } from './app.js';
@@ -20,13 +20,13 @@ describe('per-user views with the real client', () => {
   let recorder: FetchRecorder;
 
   beforeAll(async () => {
-    const ctx: SyncContext = {
+    const ctx: SyncContext = createContext({
       storage: memoryStorage(),
       mutators: runtimeMutators,
       authenticate: (request) => request.headers.get('authorization') || null,
       view: async (tx, request) => [...(await membershipView(tx, request)), ...(outside.get(request.userID!) ?? [])],
       onError: (error) => console.error(error),
-    };
+    });
     server = await serve(ctx, { port: 0 });
   });
   afterAll(() => server?.stop());

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import postgres from 'postgres';
-import { collectGarbage, handlePull, type JSONValue, memoryStorage, type Storage, type View } from '../../src/index.js';
+import { collectGarbage, createContext, handlePull, type JSONValue, memoryStorage, type Storage, type View } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite, sqliteDriver } from '../support/sqlite-driver.js';
@@ -105,7 +105,7 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
         step.kind === 'noise'
           ? Object.fromEntries(Array.from({ length: step.count }, (_, i) => [`noise/${i % 40}/${i}`, step.count]))
           : Object.fromEntries(step.entries.map(([key, value]) => [key, value === null ? undefined : key.startsWith('member/') ? key.slice(-1) : value]));
-      await write(step.kind === 'write' && step.viewless ? { ...ctx, view: undefined } : ctx, 'admin', entries);
+      await write(step.kind === 'write' && step.viewless ? createContext({ ...ctx.options, view: undefined }) : ctx, 'admin', entries);
       for (const [key, value] of Object.entries(entries)) {
         if (value === undefined) model.delete(key);
         else model.set(key, value);
@@ -128,7 +128,7 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
       if (step.from === 'forged' && forged === undefined) continue;
       const cookie = forged ?? from?.cookie ?? null;
       const body = step.v0 ? pullBodyV0(group, cookie, 0) : pullBody(group, cookie);
-      const response = await handlePull(post('/pull', body), { ...ctx, authenticate: () => user });
+      const response = await handlePull(post('/pull', body), createContext({ ...ctx.options, authenticate: () => user }));
       const text = await response.text();
       expect(response.status, text).toBe(200);
       const result = JSON.parse(text) as { cookie: JSONValue; patch: Array<{ op: string; key?: string }> };

@@ -3,7 +3,7 @@
  * same through the model test (model.test.ts).
  */
 import { describe, expect, it, vi } from 'vitest';
-import { handlePull, HTTPError, type JSONValue, type StorageTransaction, type View } from '../../src/index.js';
+import { handlePull, HTTPError, type JSONValue, type StorageTransaction, type View, createContext } from '../../src/index.js';
 import { countingStorage, post, pull, pullBody, pullBodyV0 } from '../support/helpers.js';
 import { as, membershipView, viewContext, ViewClient, write } from './app.js';
 
@@ -238,7 +238,7 @@ describe('forks, other users’ cookies and lost records', () => {
   it('a cookie from before the view existed gets a reset to the view; a view’s cookie once the view is gone, the whole space', async () => {
     const ctx = await workspace({ view: undefined });
     const { cookie } = await pull(ctx, 'g', null, as('bob'));
-    const viewed = { ...ctx, view: membershipView };
+    const viewed = createContext({ ...ctx.options, view: membershipView });
     const narrowed = await pull(viewed, 'g', cookie, as('bob'));
     expect(narrowed.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'doc/2/title', value: 'two' }, { op: 'put', key: 'member/bob/2', value: '2' }]);
     const whole = await pull(ctx, 'g', narrowed.cookie, as('bob'));
@@ -281,10 +281,10 @@ describe('what a view gets and may return', () => {
     expect(next.patch).toHaveLength(2);
   });
 
-  it('a view that runs past limits.mutatorMs fails the pull with 503 and Retry-After, and its later reads throw', async () => {
+  it('a view that runs past limits.appCodeMs fails the pull with 503 and Retry-After, and its later reads throw', async () => {
     let late: string | undefined;
     const ctx = await workspace({
-      limits: { mutatorMs: 50 },
+      limits: { appCodeMs: 50 },
       view: async (tx) => {
         await new Promise((resolve) => setTimeout(resolve, 200));
         late = await tx.get('doc/1/title').then(() => 'read', (error: unknown) => String(error));
