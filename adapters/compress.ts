@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { type BrotliOptions, brotliCompress, constants, createBrotliCompress, createGzip, gzip, type ZlibOptions } from 'node:zlib';
-import type { SyncContext } from '../src/context/context.js';
+import type { SyncContext } from '../src/index.js';
 import { requestReply } from '../src/server/handle-request.js';
 import type { Reply } from '../src/base/reply.js';
 import { drained } from './drained.js';

@@ -1,9 +1,13 @@
 /**
  * The house's one-way rule, checked: every import in src/ and adapters/ runs down the layers
  * below (or stays in its own folder), and no files import each other in a cycle. No exceptions.
- * Type-only imports count: a type imported from above is a dependency all the same.
+ * Type-only imports count: a type imported from above is a dependency all the same. Every source
+ * file is read, whatever its extension; a folder not in the table takes its nearest placed
+ * ancestor's layer; the package's own name is not an import path inside it (tsconfig maps it to
+ * src/, where it could close a cycle unseen); and adapters reach the core through its public
+ * entry, plus the few internals named in ADAPTER_INTERNALS.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -24,13 +28,32 @@ const LAYERS: readonly (readonly string[])[] = [
   ['adapters'], // one per runtime
 ];
 
-const rank = new Map(LAYERS.flatMap((folders, i) => folders.map((folder) => [folder, i] as const)));
+/** The extensions of source files (declarations aside). */
+const SOURCE = /(?<!\.d)\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
+
+/** What adapters may import from src/ besides its public entry, and why. */
+const ADAPTER_INTERNALS: Record<string, string> = {
+  'src/server/handle-request.ts': 'requestReply: a reply the adapter writes itself, streamed and compressed',
+  'src/base/reply.ts': 'the Reply that requestReply returns',
+  'src/server/read-body.ts': "BODY_BYTES: the default body limit, for Node's early 413",
+  'src/base/renamed.ts': 'refuseRenamed, for the adapters\' own renamed options',
+  'src/context/drain.ts': 'isDraining, which a server stopping consults',
+  'src/context/state.ts': 'checkContext, at server start',
+  'src/poke/hub.ts': "fitStreamsToDescriptors: the default stream cap from the process's descriptor limit",
+  'src/storage/durable-object.ts': 'the Durable Object store, re-exported by the Cloudflare adapter',
+};
+
+const placed = new Map(LAYERS.flatMap((folders, i) => folders.map((folder) => [folder, i] as const)));
+/** A folder's layer: its own row, or its nearest placed ancestor's. */
+const rank = (folder: string): number | undefined => placed.get(folder) ?? (folder.includes('/') ? rank(dirname(folder)) : undefined);
+/** The placed folder a file's folder belongs to: imports within it go any way. */
+const room = (folder: string): string | undefined => (placed.has(folder) ? folder : folder.includes('/') ? room(dirname(folder)) : undefined);
 const files = [...sources('src'), ...sources('adapters')];
 const imports = new Map(files.map((file) => [file, importsOf(file)]));
 
 describe('the layers', () => {
   it('place every folder of src/ and adapters/', () => {
-    const unplaced = [...new Set(files.map(dirname))].filter((folder) => !rank.has(folder));
+    const unplaced = [...new Set(files.map(dirname))].filter((folder) => rank(folder) === undefined);
     expect(unplaced).toEqual([]);
   });
 
@@ -40,7 +63,7 @@ describe('the layers', () => {
       for (const target of targets) {
         const from = dirname(file);
         const to = dirname(target);
-        if (from !== to && !(rank.get(to)! < rank.get(from)!)) upward.push(`${file} -> ${target}`);
+        if (room(from) !== room(to) && !(rank(to)! < rank(from)!)) upward.push(`${file} -> ${target}`);
       }
     }
     expect(upward).toEqual([]);
@@ -49,11 +72,49 @@ describe('the layers', () => {
   it('hold no import cycle', () => {
     expect(cycles()).toEqual([]);
   });
+
+  it('never import the package by its own name from inside it', () => {
+    expect(files.flatMap((file) => bareImportsOf(file).map((name) => `${file} -> ${name}`))).toEqual([]);
+  });
+
+  it('let adapters reach src/ only through its entry and the internals named, each for a reason', () => {
+    const reached = new Set<string>();
+    const outside: string[] = [];
+    for (const [file, targets] of imports) {
+      if (!file.startsWith('adapters/')) continue;
+      for (const target of targets.filter((each) => each.startsWith('src/'))) {
+        if (target === 'src/index.ts') continue;
+        if (target in ADAPTER_INTERNALS) reached.add(target);
+        else outside.push(`${file} -> ${target}`);
+      }
+    }
+    expect(outside).toEqual([]);
+    // The list stays short and true: nothing on it that no adapter uses.
+    expect(Object.keys(ADAPTER_INTERNALS).filter((internal) => !reached.has(internal))).toEqual([]);
+  });
+
+  it('would catch what they exist to catch', () => {
+    // A folder no row names takes its ancestor's layer; one outside every row is unplaced.
+    expect(rank('src/sync/batching')).toBe(rank('src/sync'));
+    expect(rank('lib/extra')).toBeUndefined();
+    // A bare import of the package, and a source that is not TypeScript, are read.
+    expect(bareImports("import { x } from 'viewsync';\nexport * from 'viewsync/node';\nimport 'node:fs';")).toEqual(['viewsync', 'viewsync/node']);
+    expect(SOURCE.test('a.mts') && SOURCE.test('b.js') && SOURCE.test('c.tsx') && !SOURCE.test('d.d.ts') && !SOURCE.test('e.md')).toBe(true);
+  });
 });
+
+function bareImports(text: string): string[] {
+  const { importedFiles } = ts.preProcessFile(text, true, true);
+  return importedFiles.map(({ fileName }) => fileName).filter((name) => name === 'viewsync' || name.startsWith('viewsync/'));
+}
+
+function bareImportsOf(file: string): string[] {
+  return bareImports(readFileSync(join(ROOT, file), 'utf8'));
+}
 
 function sources(folder: string): string[] {
   return readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' })
-    .filter((name) => name.endsWith('.ts'))
+    .filter((name) => SOURCE.test(name))
     .map((name) => join(folder, name));
 }
 
@@ -63,7 +124,14 @@ function importsOf(file: string): string[] {
   return importedFiles
     .map(({ fileName }) => fileName)
     .filter((name) => name.startsWith('.'))
-    .map((name) => relative(ROOT, resolve(ROOT, dirname(file), name)).replace(/\.js$/, '.ts'));
+    .map((name) => resolveSource(relative(ROOT, resolve(ROOT, dirname(file), name))));
+}
+
+/** The source file an import path names: a `.js` path names its `.ts` file when there is one. */
+function resolveSource(path: string): string {
+  if (existsSync(join(ROOT, path))) return path;
+  const typescript = path.replace(/\.(m|c)?js$/, (_, kind: string | undefined) => `.${kind ?? ''}ts`);
+  return existsSync(join(ROOT, typescript)) ? typescript : path;
 }
 
 /** Every strongly connected group of more than one file (Tarjan's algorithm). */
