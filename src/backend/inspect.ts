@@ -10,6 +10,7 @@ import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js'
 import { isRouted } from '../route/routed-storage.js';
 import { checkSpace } from './transact.js';
 import { checkContext } from '../context/state.js';
+import { setOwn } from '../base/own.js';
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -134,8 +135,8 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   await eachRow(storage, keys.clientPrefix, (key, value) => {
     const { userID, clientID } = keys.clientOf(key);
     const client = value as unknown as StoredClient;
-    // defineProperty: a client may be named "__proto__".
-    Object.defineProperty(groupOf(userID, client.group).clients, clientID, { value: client.lmid, enumerable: true, writable: true, configurable: true });
+    // setOwn: a client may be named "__proto__".
+    setOwn(groupOf(userID, client.group).clients, clientID, client.lmid);
   }, space);
   const list = [...groups.values()];
   const active = list.filter((group) => !group.expired);

@@ -8,6 +8,7 @@ import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
 import type { Collected } from '../sync/strategy.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
 import { clockOf, stateOf, checkContext } from './state.js';
+import { remember } from '../base/remember.js';
 
 /** Options for {@link collectGarbage}. */
 export interface CollectOptions {
@@ -59,9 +60,8 @@ export function collectAfterPush(ctx: SyncContext, space: string, info: ErrorInf
   const previous = last.get(space);
   // The first push of a space in this process starts the minute; a run comes after it.
   if (previous === undefined) {
-    // A Map keeps insertion order: forget the longest-known spaces first, so it stays small.
-    if (last.size >= 10_000) last.delete(last.keys().next().value!);
-    last.set(space, now);
+    // The longest-known spaces are forgotten first, so it stays small.
+    remember(last, space, now, 10_000);
     return;
   }
   if (previous === RUNNING || now - previous < 60_000) return;

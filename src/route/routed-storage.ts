@@ -6,6 +6,7 @@ import { type Placement, placementOf } from './placement.js';
 import { checkRoute, Elsewhere, inUseHere, type RouteCheck, RoutedTransaction } from './route-check.js';
 import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
 import { isUnreachable } from '../storage/unreachable.js';
+import { remember as rememberFor } from '../base/remember.js';
 
 /** Options for {@link routedStorage}. */
 export interface RoutedStorageOptions {
@@ -85,12 +86,8 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
   /** The directory's answers, so that it is read once per space and process. */
   const homes = new Map<string, string>();
 
-  const remember = (map: Map<string, string>, space: string, store: string) => {
-    // A Map keeps insertion order: forget the oldest first, so a flood of spaces cannot grow it.
-    map.delete(space);
-    if (map.size >= REMEMBERED) map.delete(map.keys().next().value!);
-    map.set(space, store);
-  };
+  // Kept to REMEMBERED spaces each, the oldest forgotten first: a flood of spaces cannot grow them.
+  const remember = (map: Map<string, string>, space: string, store: string) => rememberFor(map, space, store, REMEMBERED);
 
   const home = async (space: string): Promise<string> => {
     if (options.directory === undefined) return place(space);

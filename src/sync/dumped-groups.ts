@@ -4,6 +4,7 @@ import { encodeVersion, SpaceKeys, STAGING_MARK, VERSION_FIELD } from './keys.js
 import { scanPages } from './patch.js';
 import type { GroupRecord, Meta, StoredClient } from './records.js';
 import type { SpaceSession } from './strategy.js';
+import { setOwn } from '../base/own.js';
 
 /**
  * A space's client groups in a dump (format 3), so that a copied space keeps its clients going:
@@ -57,8 +58,8 @@ export async function* exportGroups(tx: StorageTransaction, space: string): Asyn
       const clients: Record<string, number> = {};
       // The client record is what a push checks: its lastMutationID, and only a client of this group.
       for (const [id, record] of held) {
-        // defineProperty: a client may be named "__proto__".
-        if (record?.group === clientGroupID) Object.defineProperty(clients, id, { value: record.lmid, enumerable: true, writable: true, configurable: true });
+        // setOwn: a client may be named "__proto__".
+        if (record?.group === clientGroupID) setOwn(clients, id, record.lmid);
       }
       return { user, group: clientGroupID, clients };
     });

@@ -1,6 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
 import { jsonStringBytes } from '../base/utf8.js';
 import { MAX_VALUE_DEPTH } from './limits.js';
+import { setOwn } from '../base/own.js';
 
 /**
  * A deep copy of `value`, frozen, after checking that it is JSON that every pull can serve: at
@@ -74,8 +75,7 @@ function copyValue(value: unknown, walk: Walk): JSONValue {
           walk.path.push(key);
           const itemCopy = copyValue(item, walk);
           walk.path.pop();
-          // Assigning "__proto__" (a legal JSON key) would set the prototype instead.
-          if (key === '__proto__') Object.defineProperty(out, key, { value: itemCopy, enumerable: true, writable: true, configurable: true });
+          if (key === '__proto__') setOwn(out, key, itemCopy);
           else out[key] = itemCopy;
         }
         walk.bytes += 2 + Math.max(0, members - 1);

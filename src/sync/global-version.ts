@@ -13,6 +13,8 @@ import { sharedOnce } from './shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
 import { Prefixes } from './view.js';
 import { keptGaps, skipTo } from './skipped-versions.js';
+import { remember } from '../base/remember.js';
+import { setOwn } from '../base/own.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -71,9 +73,7 @@ const bases = new Map<string, number>();
 const BASES_KEPT = 10_000;
 
 function rememberBase({ epoch, base }: Meta): void {
-  if (bases.get(epoch) === base) return;
-  bases.set(epoch, base);
-  if (bases.size > BASES_KEPT) bases.delete(bases.keys().next().value!);
+  if (bases.get(epoch) !== base) remember(bases, epoch, base, BASES_KEPT);
 }
 
 class GlobalVersionSession implements SpaceSession {
@@ -281,8 +281,7 @@ class GlobalVersionSession implements SpaceSession {
       const start = { key: prefix + encodeVersion((since === 'reset' ? 0 : since) + 1) };
       for await (const page of scanPages(this.#tx, { prefix, start })) {
         for (const [key, lmid] of page) {
-          // defineProperty: a client may be named "__proto__", which assignment would swallow.
-          Object.defineProperty(lastMutationIDChanges, key.slice(prefix.length + VERSION_FIELD), { value: lmid, enumerable: true, writable: true, configurable: true });
+          setOwn(lastMutationIDChanges, key.slice(prefix.length + VERSION_FIELD), lmid);
         }
       }
     }

@@ -2,7 +2,7 @@ import { compareUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import { base64url } from './base64url.js';
 import { fitsUTF8 } from '../base/utf8.js';
 import type { Limits } from './limits.js';
-import { remember } from './remember.js';
+import { remember } from '../base/remember.js';
 import type { ReadTransaction } from './transaction.js';
 
 /** Whose view is asked for. */
