@@ -1,5 +1,6 @@
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import { WriteBuffer } from '../storage/write-buffer.js';
+import { SpaceQueues } from './space-queues.js';
 import { type Context, activeContext, inContext, recordGroupCommit } from '../telemetry/telemetry.js';
 
 /**
@@ -26,20 +27,10 @@ export interface GroupInfo {
  * store with `getMany` fetches a whole group's in one go.
  */
 export function runInGroup<T>(storage: Storage, space: string, job: Job<T>, reads: readonly string[] = []): Promise<T> {
-  let spaces = queues.get(storage);
-  if (spaces === undefined) queues.set(storage, (spaces = new Map()));
-  let queue = spaces.get(space);
-  if (queue === undefined) spaces.set(space, (queue = []));
   return new Promise<T>((resolve, reject) => {
-    const queued = performance.now();
-    queue.push({ job: job as Job<unknown>, reads, queued, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
-    // The first job of an idle space starts at once; later ones wait for the running transaction.
-    if (queue.length === 1) void drain(storage, space, spaces, queue);
+    queues.add(storage, space, { job: job as Job<unknown>, reads, queued: performance.now(), context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
   });
 }
-
-/** Jobs waiting, per store and space; the first entry of a queue is running or about to. */
-const queues = new WeakMap<Storage, Map<string, Waiting[]>>();
 
 interface Waiting {
   job: Job<unknown>;
@@ -52,26 +43,21 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-/** Most jobs in one transaction, so that no transaction grows without bound under load. */
-const MAX_GROUP = 256;
-
-async function drain(storage: Storage, space: string, spaces: Map<string, Waiting[]>, queue: Waiting[]): Promise<void> {
-  while (queue.length > 0) {
-    const group = queue.slice(0, MAX_GROUP);
-    try {
-      settle(group, await commit(storage, space, group));
-    } catch (error) {
-      // One job's write the store refused (a row too long, a constraint) fails the whole
-      // transaction: run each job alone, so that only its own push fails, on every retry. A store
-      // that is down fails each of them quickly.
-      if (group.length === 1) group[0]!.reject(error);
-      else for (const waiting of group) await commit(storage, space, [waiting]).then((results) => settle([waiting], results), waiting.reject);
-    }
-    // Jobs that arrived meanwhile stay queued for the next round.
-    queue.splice(0, group.length);
+/** Runs a group of jobs in one transaction, settling each. */
+async function runGroup(storage: Storage, space: string, group: readonly Waiting[]): Promise<void> {
+  try {
+    settle(group, await commit(storage, space, group));
+  } catch (error) {
+    // One job's write the store refused (a row too long, a constraint) fails the whole
+    // transaction: run each job alone, so that only its own push fails, on every retry. A store
+    // that is down fails each of them quickly.
+    if (group.length === 1) group[0]!.reject(error);
+    else for (const waiting of group) await commit(storage, space, [waiting]).then((results) => settle([waiting], results), waiting.reject);
   }
-  spaces.delete(space);
 }
+
+/** The jobs waiting per store and space, at most 256 to a transaction, so that none grows without bound under load. */
+const queues = new SpaceQueues<Waiting>(runGroup, 256);
 
 /** Runs `group`'s jobs in one transaction of `space`; resolves with their results once committed. */
 function commit(storage: Storage, space: string, group: readonly Waiting[]): Promise<unknown[]> {

@@ -3,6 +3,7 @@ import { getMany, scanText } from '../storage/write-buffer.js';
 import { PrefetchedRead, type ReadPlan, rangesOf, scanKey } from './prefetched-read.js';
 import { type Context, activeContext, inContext } from '../telemetry/telemetry.js';
 import { SharingRead } from './shared-derivations.js';
+import { SpaceQueues } from './space-queues.js';
 
 /**
  * Shared reads, the read-side twin of group commit (group-commit.ts): `job` runs in a read-only
@@ -20,14 +21,8 @@ import { SharingRead } from './shared-derivations.js';
  * may be that one's), and only what fails alone is reported.
  */
 export function readInGroup<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>, plan?: ReadPlan): Promise<T> {
-  let spaces = queues.get(storage);
-  if (spaces === undefined) queues.set(storage, (spaces = new Map()));
-  let queue = spaces.get(space);
-  if (queue === undefined) spaces.set(space, (queue = []));
   return new Promise<T>((resolve, reject) => {
-    queue.push({ job: job as ReadJob, plan, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
-    // The first job of an idle space starts at once; later ones wait for the running read.
-    if (queue.length === 1) void drain(storage, space, spaces, queue);
+    queues.add(storage, space, { job: job as ReadJob, plan, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
   });
 }
 
@@ -57,24 +52,16 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-/** Jobs waiting, per store and space; the first entry of a queue is running or about to. */
-const queues = new WeakMap<Storage, Map<string, Waiting[]>>();
-
-/** Most jobs in one transaction: a bound on how long one shared read (and its snapshot) lasts. */
-const MAX_GROUP = 256;
-
-async function drain(storage: Storage, space: string, spaces: Map<string, Waiting[]>, queue: Waiting[]): Promise<void> {
-  while (queue.length > 0) {
-    const group = queue.slice(0, MAX_GROUP);
-    const planned = group.filter((waiting) => waiting.plan !== undefined);
-    const unanswered = planned.length === 0 ? [] : await runPlanned(storage, space, planned);
-    const rest = [...group.filter((waiting) => waiting.plan === undefined), ...unanswered];
-    if (rest.length > 0) await runInTransaction(storage, space, rest);
-    // Jobs that arrived meanwhile stay queued for the next round.
-    queue.splice(0, group.length);
-  }
-  spaces.delete(space);
+/** Runs a group of reads: the planned ones on their reads alone, the rest (and those that needed more) in one transaction. */
+async function runGroup(storage: Storage, space: string, group: readonly Waiting[]): Promise<void> {
+  const planned = group.filter((waiting) => waiting.plan !== undefined);
+  const unanswered = planned.length === 0 ? [] : await runPlanned(storage, space, planned);
+  const rest = [...group.filter((waiting) => waiting.plan === undefined), ...unanswered];
+  if (rest.length > 0) await runInTransaction(storage, space, rest);
 }
+
+/** The reads waiting per store and space, at most 256 to a transaction: a bound on how long one shared read (and its snapshot) lasts. */
+const queues = new SpaceQueues<Waiting>(runGroup, 256);
 
 /**
  * Reads what `group`'s jobs said they would (their plans, each read once) in one snapshot with
