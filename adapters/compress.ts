@@ -3,7 +3,7 @@ import { type BrotliOptions, brotliCompress, constants, createBrotliCompress, cr
 import type { SyncContext } from '../src/index.js';
 import { requestReply } from '../src/server/handle-request.js';
 import type { Reply } from '../src/base/reply.js';
-import { drained } from './drained.js';
+import { drained } from '../src/base/drained.js';
 
 // Response compression for the Node, Bun and Deno servers (Deno.serve can compress, but its
 // brotli is slow: see deno.ts); Cloudflare's edge compresses Workers' answers itself. node:zlib

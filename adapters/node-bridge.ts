@@ -3,7 +3,7 @@ import type { Reply } from '../src/base/reply.js';
 import { BODY_BYTES } from '../src/server/read-body.js';
 import { refuseRenamed } from '../src/base/renamed.js';
 import { type CompressionOptions, compressReply } from './compress.js';
-import { drained } from './drained.js';
+import { drained } from '../src/base/drained.js';
 import { IDLE_TIMEOUT_MS } from './types.js';
 
 // The bridge between node:http and Fetch, the one adapter that cannot be thin (see node.ts).

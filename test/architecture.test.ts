@@ -35,6 +35,7 @@ const SOURCE = /(?<!\.d)\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
 const ADAPTER_INTERNALS: Record<string, string> = {
   'src/server/handle-request.ts': 'requestReply: a reply the adapter writes itself, streamed and compressed',
   'src/base/reply.ts': 'the Reply that requestReply returns',
+  'src/base/drained.ts': 'waiting for a Node stream to take more, as the CLI does',
   'src/server/read-body.ts': "BODY_BYTES: the default body limit, for Node's early 413",
   'src/base/renamed.ts': 'refuseRenamed, for the adapters\' own renamed options',
   'src/context/drain.ts': 'isDraining, which a server stopping consults',

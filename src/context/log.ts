@@ -35,7 +35,7 @@ export function logError(error: unknown, info: ErrorInfo): void {
 }
 
 /** The line {@link logError} prints for a failure (less the rate limit's note). */
-export function describeFailure(error: unknown, info: ErrorInfo): string {
+function describeFailure(error: unknown, info: ErrorInfo): string {
   const { mutation, request } = info;
   if (mutation !== undefined) {
     return `mutation ${mutation.id} of client ${quote(mutation.clientID)} (${quote(mutation.name)}) rejected: ${summary(error)}`;

@@ -78,7 +78,8 @@ export function notifierOf(ctx: SyncContext): Notifier {
   return (ctx.pokes && ctx.pokes.notifier) || defaultNotifier(ctx.storage);
 }
 
-const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+/** How long idle client groups and tombstones are kept unless `retention` says otherwise (and the CLI's gc, unless told). */
+export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 function resolveRetention(options: RetentionOptions | undefined): Retention {
   return { clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS, tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS };

@@ -11,7 +11,7 @@ import { stateOf } from '../context/state.js';
 import { admit, groupKey } from '../context/rates.js';
 
 /** A request that passed every check, ready for the sync layer. */
-export interface Prepared<T> {
+interface Prepared<T> {
   body: T;
   userID: string | undefined;
   space: string;

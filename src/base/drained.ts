@@ -1,4 +1,4 @@
-/** A Node writable: a socket's response or a compressor. */
+/** A Node writable: a socket's response, a compressor, the CLI's stdout. */
 interface Writable {
   on(event: 'drain' | 'close', listener: () => void): unknown;
   off(event: 'drain' | 'close', listener: () => void): unknown;
