@@ -4,48 +4,29 @@ import { configDefaults, defineConfig } from 'vitest/config';
 process.env.WRANGLER_SEND_METRICS ??= 'false';
 
 /**
- * The end-to-end tests: whatever runs another process, another runtime, a browser, the real
- * client or the packed package. They need the package packed first (the global setup), and take
- * minutes. The unit project is the fast loop (`npm run test:unit`, which also leaves out the
- * PostgreSQL runs of the store suites and a few stress tests, and runs fewer property cases); `npm test` runs all four.
+ * A test file's name says which project runs it:
+ * - `*.e2e.test.ts`: whatever runs another process, another runtime, a browser, the real client
+ *   or the packed package. They need the package packed first (the global setup), and take
+ *   minutes.
+ * - `*.integration.test.ts`: in-process tests that need more than the core: real HTTP servers on
+ *   sockets, and PostgreSQL (PGlite, or the server `DATABASE_URL` names).
+ * - `*.workerd.test.ts`: run inside workerd.
+ * - any other `*.test.ts`: the unit project, the fast loop (`npm run test:unit`, which also
+ *   leaves out the PostgreSQL runs of the store suites and a few stress tests, and runs fewer
+ *   property cases). `npm test` runs all four.
+ * A new slow file is put in its project by its name, not by a list someone must remember.
  */
-const E2E = [
-  'test/package/**/*.test.ts',
-  'test/runtime/**/*.test.ts',
-  'test/interop/**/*.test.ts',
-  'test/demo/**/*.test.ts',
-  'test/shutdown/**/*.test.ts',
-  'test/cli/**/*.test.ts',
-  'test/examples.test.ts',
-  'test/poke/flood.test.ts',
-  'test/storage/killed-backends.test.ts',
-  'test/storage/sqlite-runtimes.test.ts',
-  'test/telemetry/deno.test.ts',
-  'test/edge/**/*.test.ts',
-  'test/route/clusters.test.ts',
-  'test/chaos/chaos.test.ts',
-  'test/failover/**/*.test.ts',
-];
-/** In-process tests that need more than the core: real HTTP servers on sockets, and PostgreSQL (PGlite, or the server `DATABASE_URL` names). */
-const INTEGRATION = [
-  'test/adapters/**/*.test.ts',
-  'test/poke/node.test.ts',
-  'test/storage/postgres.test.ts',
-  'test/backend/migrate.test.ts',
-  'test/backend/postgres-poke.test.ts',
-  'test/backend/client.test.ts',
-  'test/postgres-instances.test.ts',
-  'test/poke/redis.test.ts',
-];
+const E2E = 'test/**/*.e2e.test.ts';
+const INTEGRATION = 'test/**/*.integration.test.ts';
 const WORKERD = 'test/**/*.workerd.test.ts';
 
 export default defineConfig({
   test: {
     testTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...INTEGRATION, ...E2E, WORKERD] } },
-      { extends: true, test: { name: 'integration', include: INTEGRATION } },
-      { extends: true, test: { name: 'e2e', include: E2E, exclude: [...configDefaults.exclude, WORKERD], globalSetup: ['test/support/global-setup.ts'] } },
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, INTEGRATION, E2E, WORKERD] } },
+      { extends: true, test: { name: 'integration', include: [INTEGRATION] } },
+      { extends: true, test: { name: 'e2e', include: [E2E], exclude: [...configDefaults.exclude, WORKERD], globalSetup: ['test/support/global-setup.ts'] } },
       {
         // Test files named *.workerd.test.ts run inside workerd, beside the Worker `main` exports.
         plugins: [

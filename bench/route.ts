@@ -10,7 +10,7 @@
  *    slowest push the client saw meanwhile.
  * 3. One server down: the push latency of the spaces on the other two, before and while server c
  *    is stopped (as a crash), a pusher on each of 60 spaces (c's refused meanwhile). A server that is
- *    down should cost the others' spaces nothing (test/route/clusters.test.ts checks that they
+ *    down should cost the others' spaces nothing (test/route/clusters.e2e.test.ts checks that they
  *    are answered, and that c's spaces fail fast and recover; this measures what it costs them).
  *
  * Run: `npm run bench:route` (about two minutes). Env: SECONDS (5) per throughput round and

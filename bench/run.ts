@@ -14,7 +14,7 @@
  *    the incremental pull, and `JSON.parse(JSON.stringify(...))` of the full pull's body;
  * 5. a push of 100,000 mutations that all fail, logged by the default `onError` against the same
  *    push to a server that logs nothing: the log's rate limit should make the two cost about the
- *    same (before it, the logging took 2.2 s more; test/log.test.ts tests the lines it prints).
+ *    same (before it, the logging took 2.2 s more; test/server/log.test.ts tests the lines it prints).
  *
  * Request building happens outside the timers (it is the client's cost); each timed operation
  * runs from the handler call until the response body has been read as bytes.

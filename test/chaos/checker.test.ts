@@ -1,6 +1,6 @@
 /**
  * The chaos suite's checker on histories made by hand: a clean one passes, and each anomaly it
- * exists to catch is caught. (The suite itself, test/chaos/chaos.test.ts, shows it catches them
+ * exists to catch is caught. (The suite itself, test/chaos/chaos.e2e.test.ts, shows it catches them
  * in real runs too, with a fix reverted: see docs/fault-injection.md.)
  */
 import { describe, expect, it } from 'vitest';

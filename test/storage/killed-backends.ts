@@ -1,7 +1,7 @@
 // A process that pushes and pulls on PostgreSQL while another connection kills its backends
 // (pg_terminate_backend), as a failover or a pooler restart does. It must outlive every kill:
 // an uncaught error ends it with a non-zero code. Prints one JSON line of what it saw. Run by
-// killed-backends.test.ts with DATABASE_URL, SCHEMA and KILLS (how many backends to kill) set.
+// killed-backends.e2e.test.ts with DATABASE_URL, SCHEMA and KILLS (how many backends to kill) set.
 import postgres from 'postgres';
 import { handlePull, handlePush, type SyncContext, createContext } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';

@@ -1,6 +1,6 @@
 /**
  * The storage conformance suite on `sqliteStorage` over the runtime's own SQLite: `node:sqlite` in
- * Deno, `bun:sqlite` in Bun. Run by sqlite-runtimes.test.ts, which reads the JSON line it prints:
+ * Deno, `bun:sqlite` in Bun. Run by sqlite-runtimes.e2e.test.ts, which reads the JSON line it prints:
  * every check's name, and the error of each that failed. `deno run` / `bun` this file, with a
  * folder for database files as its argument.
  */

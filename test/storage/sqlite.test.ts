@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,9 +48,11 @@ describe('sqliteStorage', () => {
     const reader = openSQLite(path);
     expect(await sqliteStorage(reader, { claim: false }).transaction((tx) => tx.get('k'), { readOnly: true })).toBe(2);
     // Another process, as a second server on the same file would be.
+    // From the sources, through tsx: the fast loop runs on a fresh clone, with no build.
     const driver = sqliteDriver === 'node:sqlite' ? "new (require('node:sqlite').DatabaseSync)" : "new (require('better-sqlite3'))";
-    const script = `const { sqliteStorage } = require(${JSON.stringify(join(process.cwd(), 'dist/sqlite.cjs'))}); try { sqliteStorage(${driver}(${JSON.stringify(path)})); console.log('claimed'); } catch (e) { console.log(e.message); }`;
-    const other = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', cwd: process.cwd() });
+    const source = pathToFileURL(join(process.cwd(), 'src/storage/sqlite.ts')).href;
+    const script = `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url); const { sqliteStorage } = await import(${JSON.stringify(source)}); try { sqliteStorage(${driver}(${JSON.stringify(path)})); console.log('claimed'); } catch (e) { console.log(e.message); }`;
+    const other = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', cwd: process.cwd() });
     expect(other.stdout).toContain('is in use by another viewsync store');
     first.close();
     expect(await sqliteStorage(second).transaction((tx) => tx.get('k'), { readOnly: true })).toBe(2);

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { handleRequest } from '../src/index.js';
-import { testContext } from './support/helpers.js';
+import { handleRequest } from '../../src/index.js';
+import { testContext } from '../support/helpers.js';
 
 /** Real requests captured from replicache@15.3.0, with the answers of a conforming server. */
-const fixtures = JSON.parse(readFileSync(fileURLToPath(new URL('./fixtures/real-client-requests.json', import.meta.url)), 'utf8'));
+const fixtures = JSON.parse(readFileSync(fileURLToPath(new URL('../fixtures/real-client-requests.json', import.meta.url)), 'utf8'));
 
 function replay(name: string): Request {
   const { request } = fixtures[name];

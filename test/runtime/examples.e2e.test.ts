@@ -4,9 +4,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, runCommand, type Started, startCommand } from './support/command.js';
-import { mutation, pullBody, pushAndPull, pushBody } from './support/helpers.js';
-import { ROOT, userProject } from './package/packed.js';
+import { freePort, runCommand, type Started, startCommand } from '../support/command.js';
+import { mutation, pullBody, pushAndPull, pushBody } from '../support/helpers.js';
+import { ROOT, userProject } from '../package/packed.js';
 
 // Every example in examples/ starts as its comment says and serves a push and a pull.
 const running: Started[] = [];

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { handlePull, handlePush } from '../src/index.js';
-import { mutation, post, pullBodyV0, pushBody, testMutators } from './support/helpers.js';
-import { createContext, memoryStorage, type SyncOptions } from '../src/index.js';
+import { handlePull, handlePush } from '../../src/index.js';
+import { mutation, post, pullBodyV0, pushBody, testMutators } from '../support/helpers.js';
+import { createContext, memoryStorage, type SyncOptions } from '../../src/index.js';
 
 /** A context with the default onError, whose console.error lines are collected. */
 function logged(overrides: Partial<SyncOptions> = {}) {

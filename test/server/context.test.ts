@@ -5,7 +5,7 @@
  * context is made, naming the field.
  */
 import { describe, expect, it } from 'vitest';
-import { serve } from '../adapters/node.js';
+import { serve } from '../../adapters/node.js';
 import {
   checkHealth,
   collectGarbage,
@@ -25,8 +25,8 @@ import {
   type SyncContext,
   type SyncOptions,
   transact,
-} from '../src/index.js';
-import { mutation, post, pullBody, pushBody, testMutators } from './support/helpers.js';
+} from '../../src/index.js';
+import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
 const NOT_A_CONTEXT = /not a context made by createContext\(\).*Make it once, at startup/s;
 const storage = memoryStorage();

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, memoryStorage, type Storage, type StorageTransaction } from '../src/index.js';
-import { gate } from './support/gate.js';
-import { mutation, post, pull, pullBody, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
-import { onEveryStore } from './support/stores.js';
+import { handlePull, handlePush, memoryStorage, type Storage, type StorageTransaction } from '../../src/index.js';
+import { gate } from '../support/gate.js';
+import { mutation, post, pull, pullBody, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
+import { onEveryStore } from '../support/stores.js';
 
 // A write the store refuses fails the transaction it is in. With group commit, that transaction
 // holds other pushes too: they must not fail with it, on any retry.

@@ -3,10 +3,10 @@
  * before any storage work, answered with 429 and Retry-After.
  */
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, handleRequest, type SyncContext, createContext } from '../src/index.js';
-import { stateOf } from '../src/context/state.js';
-import { TokenBuckets } from '../src/base/token-buckets.js';
-import { countingStorage, mutation, post, pullBody, pushBody, testMutators } from './support/helpers.js';
+import { handlePull, handlePush, handleRequest, type SyncContext, createContext } from '../../src/index.js';
+import { stateOf } from '../../src/context/state.js';
+import { TokenBuckets } from '../../src/base/token-buckets.js';
+import { countingStorage, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
 /** A context whose clock the test moves, authenticating the Authorization header as the user. */
 function context(rates: SyncContext['rates'], overrides: Partial<SyncContext> = {}) {

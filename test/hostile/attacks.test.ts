@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_LIMITS, handlePull, handlePush, type JSONValue, MAX_VALUE_DEPTH, type SyncContext } from '../src/index.js';
-import { mutation, post, pull, pullBody, push, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
-import { fastLoop } from './support/stores.js';
-import { stateOf } from '../src/context/state.js';
+import { DEFAULT_LIMITS, handlePull, handlePush, type JSONValue, MAX_VALUE_DEPTH, type SyncContext } from '../../src/index.js';
+import { mutation, post, pull, pullBody, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
+import { fastLoop } from '../support/stores.js';
+import { stateOf } from '../../src/context/state.js';
 
 // Each attack a red team ran against the server, reproduced small and fast. Each test fails on
 // the server as it was before its fix (issue 6), and says what it saw then.

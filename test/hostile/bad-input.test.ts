@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, type SyncContext } from '../src/index.js';
-import { mutation, post, pull, pullBody, push, pushBody, testContext } from './support/helpers.js';
+import { handlePull, handlePush, type SyncContext } from '../../src/index.js';
+import { mutation, post, pull, pullBody, push, pushBody, testContext } from '../support/helpers.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 

@@ -49,9 +49,9 @@ import {
   TemporaryError,
   UnknownMutatorError,
   VersionNotSupportedResponse,
-} from '../src/index.js';
-import { SpaceKeys } from '../src/sync/keys.js';
-import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
+} from '../../src/index.js';
+import { SpaceKeys } from '../../src/sync/keys.js';
+import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1000);
 /** fast-check parameters for a property that gets `share` of FC_RUNS cases. */

@@ -10,12 +10,12 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { handlePull, handlePush, type JSONValue, type SyncContext, createContext } from '../src/index.js';
-import { sqliteStorage } from '../src/storage/sqlite.js';
-import { applyPatch } from './support/helpers.js';
-import { mutation, post, pullBody, pushBody, testMutators } from './support/helpers.js';
-import { openSQLite } from './support/sqlite-driver.js';
-import { keptGaps, skipTo } from '../src/sync/skipped-versions.js';
+import { handlePull, handlePush, type JSONValue, type SyncContext, createContext } from '../../src/index.js';
+import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { applyPatch } from '../support/helpers.js';
+import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
+import { openSQLite } from '../support/sqlite-driver.js';
+import { keptGaps, skipTo } from '../../src/sync/skipped-versions.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'viewsync-lost-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

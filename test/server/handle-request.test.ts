@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { handleRequest } from '../src/index.js';
-import { mutation, post, pullBody, pushBody, testContext } from './support/helpers.js';
+import { handleRequest } from '../../src/index.js';
+import { mutation, post, pullBody, pushBody, testContext } from '../support/helpers.js';
 
 const ORIGIN = { origin: 'https://app.example' };
 

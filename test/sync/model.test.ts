@@ -7,12 +7,12 @@ import * as fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
-import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, TemporaryError } from '../src/index.js';
-import { postgresStorage } from '../src/storage/postgres.js';
-import { sqliteStorage } from '../src/storage/sqlite.js';
-import { openSQLite, sqliteDriver } from './support/sqlite-driver.js';
-import { withPostgres } from './support/stores.js';
-import { applyPatch, post, pullBody, pullBodyV0, pushBody, testContext, testMutators } from './support/helpers.js';
+import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, TemporaryError } from '../../src/index.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite, sqliteDriver } from '../support/sqlite-driver.js';
+import { withPostgres } from '../support/stores.js';
+import { applyPatch, post, pullBody, pullBodyV0, pushBody, testContext, testMutators } from '../support/helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1500);
 const CLOCK = Date.UTC(2026, 10, 21);

@@ -1,10 +1,10 @@
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { serve, type SyncServer } from '../adapters/node.js';
-import { type JSONValue, type PatchOperation, type SyncContext, TemporaryError, createContext } from '../src/index.js';
-import { postgresNotifier, postgresStorage } from '../src/postgres.js';
-import { EventReader } from './poke/sse.js';
-import { applyPatch, mutation, pullBody, pushBody, testMutators } from './support/helpers.js';
+import { serve, type SyncServer } from '../../adapters/node.js';
+import { type JSONValue, type PatchOperation, type SyncContext, TemporaryError, createContext } from '../../src/index.js';
+import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
+import { EventReader } from '../poke/sse.js';
+import { applyPatch, mutation, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
 // Several server instances on one PostgreSQL database: each instance its own connection pool,
 // store and Node server, so they meet only in the database. Needs a real server (DATABASE_URL).

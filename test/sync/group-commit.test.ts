@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { handlePush, memoryStorage, type Storage, TemporaryError } from '../src/index.js';
-import { mutation, post, pull, pushBody, serverView, testContext, testMutators } from './support/helpers.js';
+import { handlePush, memoryStorage, type Storage, TemporaryError } from '../../src/index.js';
+import { mutation, post, pull, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 
 /** A memory store that counts its read-write transactions. */
 function counting(): { storage: Storage; writes: () => number } {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { quotaCell, quotaOption } from '../src/cli/quota.js';
+import { quotaCell, quotaOption } from '../../src/cli/quota.js';
 
 // The CLI's quota flags (`viewsync inspect --quota-entries N --quota-bytes SIZE`); the command
 // itself runs in test/cli (end to end, on the packed package).

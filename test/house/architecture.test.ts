@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { ROOT } from './package/packed.js';
+import { ROOT } from '../package/packed.js';
 
 /** Lowest first. A folder may import from the folders of lower layers; folders of one layer do not import each other. */
 const LAYERS: readonly (readonly string[])[] = [

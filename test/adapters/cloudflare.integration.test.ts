@@ -3,7 +3,7 @@ import { createWorker, routeToObject } from '../../adapters/cloudflare.js';
 import { memoryStorage, type SyncContext } from '../../src/index.js';
 import { runtimeContext } from '../runtime/app.js';
 
-// The wiring that needs no workerd; test/runtime/workerd.test.ts runs the rest in workerd.
+// The wiring that needs no workerd; test/runtime/workerd.e2e.test.ts runs the rest in workerd.
 const pullRequest = (url = 'http://w/pull') =>
   new Request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }) });
 

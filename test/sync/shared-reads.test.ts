@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { handlePull, HTTPError, type JSONValue, memoryStorage, type Storage, type SyncContext, createContext } from '../src/index.js';
-import { countingPool } from './support/counting-pool.js';
-import { mutation, post, pull, pullBody, push, testContext } from './support/helpers.js';
-import { postgresStorage } from '../src/storage/postgres.js';
-import { withReadMany } from './support/read-many.js';
-import { onEveryStore, withPostgres } from './support/stores.js';
-import { as, membershipView, viewContext, write } from './views/app.js';
+import { handlePull, HTTPError, type JSONValue, memoryStorage, type Storage, type SyncContext, createContext } from '../../src/index.js';
+import { countingPool } from '../support/counting-pool.js';
+import { mutation, post, pull, pullBody, push, testContext } from '../support/helpers.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { withReadMany } from '../support/read-many.js';
+import { onEveryStore, withPostgres } from '../support/stores.js';
+import { as, membershipView, viewContext, write } from '../views/app.js';
 
 /** `storage` counting its read-only transactions. */
 function countingReads(storage: Storage): { storage: Storage; reads: () => number } {
