@@ -19,7 +19,7 @@ import { sqliteStorage } from '../src/storage/sqlite.js';
 const [task, store, file, count] = process.argv.slice(2) as [string, string, string, string];
 const n = Number(count);
 const SPACE = 'bench';
-/** Where the space's entries are in the key-value table (src/sync/keys.ts). */
+/** Where the space's entries are in the key-value table (src/sync/version/keys.ts). */
 const ENTRY_PREFIX = `e/${SPACE}/`;
 
 async function write(out: WriteStream, text: string | Uint8Array): Promise<void> {

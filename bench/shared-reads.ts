@@ -14,7 +14,7 @@ import { handlePull, handlePush, type JSONValue, memoryStorage, type Storage, cr
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { pullBody } from '../src/server/pull-body.js';
-import { globalVersion } from '../src/sync/global-version.js';
+import { globalVersion } from '../src/sync/version/global-version.js';
 import { processPull } from '../src/sync/process-pull.js';
 import { machineLine } from './cpu.js';
 import { median } from './measure.js';

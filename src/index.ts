@@ -16,11 +16,11 @@ export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.
 export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions } from './context/context.js';
 export { createContext } from './context/create.js';
-export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/limits.js';
+export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/transactions/limits.js';
 export { HTTPError, TemporaryError, QuotaExceededError, type HTTPErrorOptions, type Issue } from './base/errors.js';
-export type { SpaceQuota, Quotas } from './sync/quota.js';
+export type { SpaceQuota, Quotas } from './sync/transactions/quota.js';
 export type { RateOptions } from './context/rates.js';
-export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/mutator.js';
+export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/transactions/mutator.js';
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/process-push.js';
 export type { View, ViewRequest } from './sync/view.js';
 export type {
@@ -32,13 +32,13 @@ export type {
   DeepReadonly,
   ScanResult,
   ScanIterator,
-} from './sync/transaction.js';
+} from './sync/transactions/transaction.js';
 export { memoryStorage } from './storage/memory.js';
 export { routedStorage, type RoutedStorage, type RoutedStorageOptions } from './route/routed-storage.js';
 export type { Placement } from './route/placement.js';
 export { moveSpace, type MoveOptions, type MoveProgress, type MoveResult } from './backend/move.js';
 export { RouteError } from './route/route-record.js';
-export { StagingLostError } from './sync/import-batch.js';
+export { StagingLostError } from './sync/dumps/import-batch.js';
 export { compareUTF8 } from './base/utf8.js';
 export type { RangeRead, RangeRow, Storage, StorageTransaction, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
 export type { JSONValue } from './protocol/json.js';

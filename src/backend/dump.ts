@@ -1,6 +1,6 @@
 import { compareUTF8 } from '../base/utf8.js';
-import type { DumpedGroup } from '../sync/dumped-groups.js';
-import type { Limits } from '../sync/limits.js';
+import type { DumpedGroup } from '../sync/dumps/dumped-groups.js';
+import type { Limits } from '../sync/transactions/limits.js';
 import { DumpError } from './lines.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { SyncContext } from '../context/context.js';
-import { exportGroups } from '../sync/dumped-groups.js';
-import { exportPages } from '../sync/export-pages.js';
+import { exportGroups } from '../sync/dumps/dumped-groups.js';
+import { exportPages } from '../sync/version/export-pages.js';
 import { checkSpace } from './transact.js';
 import { endLine, groupLines, headerLine } from './dump.js';
 import { checkContext } from '../context/state.js';

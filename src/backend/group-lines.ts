@@ -1,6 +1,6 @@
 import { compareUTF8, fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
-import { type DumpedGroup, type GroupLine, groupOrder } from '../sync/dumped-groups.js';
-import type { Limits } from '../sync/limits.js';
+import { type DumpedGroup, type GroupLine, groupOrder } from '../sync/dumps/dumped-groups.js';
+import type { Limits } from '../sync/transactions/limits.js';
 import { isCount } from './dump.js';
 import { DumpError } from './lines.js';
 

@@ -1,12 +1,12 @@
 import type { SyncContext } from '../context/context.js';
 import { eachRow } from '../storage/each-row.js';
 import { allSpaces } from '../context/collect-garbage.js';
-import { importOfArea } from '../sync/dumped-groups.js';
-import { stagingStarted } from '../sync/import-batch.js';
+import { importOfArea } from '../sync/dumps/dumped-groups.js';
+import { stagingStarted } from '../sync/dumps/import-batch.js';
 import { utf8Length } from '../base/utf8.js';
-import { SpaceKeys, STAGING_MARK } from '../sync/keys.js';
-import { quotaOf, type SpaceQuota } from '../sync/quota.js';
-import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/records.js';
+import { SpaceKeys, STAGING_MARK } from '../sync/version/keys.js';
+import { quotaOf, type SpaceQuota } from '../sync/transactions/quota.js';
+import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/version/records.js';
 import { isRouted } from '../route/routed-storage.js';
 import { checkSpace } from './transact.js';
 import { checkContext } from '../context/state.js';

@@ -1,7 +1,7 @@
 import type { SyncContext } from '../context/context.js';
-import { globalVersion } from '../sync/global-version.js';
-import { SpaceReadTransaction } from '../sync/read-transaction.js';
-import type { ReadTransaction } from '../sync/transaction.js';
+import { globalVersion } from '../sync/version/global-version.js';
+import { SpaceReadTransaction } from '../sync/transactions/read-transaction.js';
+import type { ReadTransaction } from '../sync/transactions/transaction.js';
 import { checkSpace, deadline } from './transact.js';
 import { limitsOf, checkContext } from '../context/state.js';
 

@@ -2,12 +2,12 @@ import type { JSONValue } from '../protocol/json.js';
 import { clockOf, limitsOf, checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
-import { globalVersion } from '../sync/global-version.js';
-import { runInGroup } from '../sync/group-commit.js';
-import { quotaOf } from '../sync/quota.js';
+import { globalVersion } from '../sync/version/global-version.js';
+import { runInGroup } from '../sync/batching/group-commit.js';
+import { quotaOf } from '../sync/transactions/quota.js';
 import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/process-push.js';
-import type { WriteTransaction } from '../sync/transaction.js';
-import { MutationTransaction } from '../sync/write-transaction.js';
+import type { WriteTransaction } from '../sync/transactions/transaction.js';
+import { MutationTransaction } from '../sync/transactions/write-transaction.js';
 
 /** Options for {@link transact} and {@link mutate}. */
 export interface TransactOptions {

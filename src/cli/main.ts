@@ -3,7 +3,7 @@ import { exportSpace, ReaderIdleError } from '../backend/export.js';
 import { importSpace } from '../backend/import.js';
 import { inspect, type SpaceSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
-import { StagingLostError } from '../sync/import-batch.js';
+import { StagingLostError } from '../sync/dumps/import-batch.js';
 import { collectGarbage } from '../context/collect-garbage.js';
 import { moveSpace } from '../backend/move.js';
 import { checkDirectory, repairDirectory } from '../route/directory.js';

@@ -1,4 +1,4 @@
-import type { SpaceQuota } from '../sync/quota.js';
+import type { SpaceQuota } from '../sync/transactions/quota.js';
 import { UsageError } from './usage.js';
 
 /**

@@ -1,12 +1,12 @@
 import { refuseRenamed } from '../base/renamed.js';
-import { DEFAULT_LIMITS } from '../sync/limits.js';
+import { DEFAULT_LIMITS } from '../sync/transactions/limits.js';
 
 /**
  * The checks `createContext` makes of every option, once, at startup: a typo, a wrong type or a
  * duration in the wrong unit throws a TypeError naming the field and what it expected, rather
  * than being taken as is (a misspelt limit or rate would silently be the default, or none).
  * Rates are checked where their buckets are made (rates.ts); a quota function's answers, which
- * only exist per space, where they are used (sync/quota.ts).
+ * only exist per space, where they are used (sync/transactions/quota.ts).
  */
 export function checkOptions(options: unknown): void {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new TypeError(`createContext: the options must be an object, got ${describe(options)}`);

@@ -2,10 +2,10 @@ import { compareUTF8 } from '../base/utf8.js';
 import { isRouted } from '../route/routed-storage.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
-import { globalVersion } from '../sync/global-version.js';
-import { stagingSpaces } from '../sync/import-batch.js';
-import { META_PREFIX, spaceOfMeta } from '../sync/keys.js';
-import type { Collected } from '../sync/strategy.js';
+import { globalVersion } from '../sync/version/global-version.js';
+import { stagingSpaces } from '../sync/dumps/import-batch.js';
+import { META_PREFIX, spaceOfMeta } from '../sync/version/keys.js';
+import type { Collected } from '../sync/version/strategy.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
 import { clockOf, stateOf, checkContext } from './state.js';
 import { remember } from '../base/remember.js';
@@ -17,7 +17,7 @@ export interface CollectOptions {
 }
 
 /** What {@link collectGarbage} removed. */
-export type { Collected } from '../sync/strategy.js';
+export type { Collected } from '../sync/version/strategy.js';
 
 /**
  * Removes what the retention lets go: client groups idle past `retention.clientGroupsMs` (with their

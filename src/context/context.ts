@@ -1,8 +1,8 @@
 import type { PokeOptions } from '../poke/hub.js';
 import type { Storage } from '../storage/types.js';
-import type { Limits } from '../sync/limits.js';
-import type { Mutators } from '../sync/mutator.js';
-import type { Quotas } from '../sync/quota.js';
+import type { Limits } from '../sync/transactions/limits.js';
+import type { Mutators } from '../sync/transactions/mutator.js';
+import type { Quotas } from '../sync/transactions/quota.js';
 import type { View } from '../sync/view.js';
 import { type ErrorInfo, logError } from './log.js';
 import type { RateOptions } from './rates.js';

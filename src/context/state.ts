@@ -1,7 +1,7 @@
 import { defaultNotifier, type Notifier } from '../poke/notifier.js';
 import { PokeHub } from '../poke/hub.js';
-import { type Limits, resolveLimits } from '../sync/limits.js';
-import type { Retention, SessionClock } from '../sync/strategy.js';
+import { type Limits, resolveLimits } from '../sync/transactions/limits.js';
+import type { Retention, SessionClock } from '../sync/version/strategy.js';
 import type { RetentionOptions, SyncContext, SyncOptions } from './context.js';
 import { type Rates, resolveRates } from './rates.js';
 
@@ -9,7 +9,7 @@ import { type Rates, resolveRates } from './rates.js';
  * What a context holds besides its options: their defaults resolved, checked once, and the
  * state it keeps while it serves. The one place a context's state lives, made with the context
  * by createContext and gone with it. Store-wide state is kept by the store's own modules instead, keyed by
- * the store: two contexts over one store share its commit queue (sync/group-commit.ts), its
+ * the store: two contexts over one store share its commit queue (sync/batching/group-commit.ts), its
  * in-process notifier (poke/notifier.ts) and its view cache (sync/view.ts).
  */
 export interface ContextState {

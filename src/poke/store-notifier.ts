@@ -1,8 +1,8 @@
 import { isRouted } from '../route/routed-storage.js';
 import type { Storage } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { SpaceKeys } from '../sync/keys.js';
-import type { Meta } from '../sync/records.js';
+import { SpaceKeys } from '../sync/version/keys.js';
+import type { Meta } from '../sync/version/records.js';
 import { localNotifier, type Notifier, type Unsubscribe } from './notifier.js';
 
 /** Options for {@link storeNotifier}. */

@@ -1,7 +1,7 @@
 import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { bucketOf, decodeVersion, encodeVersion, SpaceKeys, VERSION_FIELD } from '../sync/keys.js';
-import type { Entry, Meta } from '../sync/records.js';
+import { bucketOf, decodeVersion, encodeVersion, SpaceKeys, VERSION_FIELD } from '../sync/version/keys.js';
+import type { Entry, Meta } from '../sync/version/records.js';
 
 /**
  * Copying one space's rows from one store to another, as they are stored: its meta record (its

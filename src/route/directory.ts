@@ -1,8 +1,8 @@
 import { compareUTF8 } from '../base/utf8.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage, StoredValue } from '../storage/types.js';
-import { stagingSpaces } from '../sync/import-batch.js';
-import { META_PREFIX, ROUTE_PREFIX, spaceOfMeta, spaceOfRoute } from '../sync/keys.js';
+import { stagingSpaces } from '../sync/dumps/import-batch.js';
+import { META_PREFIX, ROUTE_PREFIX, spaceOfMeta, spaceOfRoute } from '../sync/version/keys.js';
 import { RouteError, routeRecordOf } from './route-record.js';
 import { DIRECTORY_PREFIX, directoryKey, type RoutedStorage } from './routed-storage.js';
 import { copyInUse, describeHolding, type Holding, listNames } from './survey.js';

@@ -1,5 +1,5 @@
 import type { Storage, StorageTransaction } from '../storage/types.js';
-import { SpaceKeys } from '../sync/keys.js';
+import { SpaceKeys } from '../sync/version/keys.js';
 import { catchUp, copyAll, removeAll } from './copy.js';
 import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
 import type { RoutedStorage } from './routed-storage.js';

@@ -1,6 +1,6 @@
 /**
  * What a store of a routed deployment knows of one space, kept at the space's route key
- * (`r/<space>/`, see src/sync/keys.ts) in that store. At any moment exactly one store holds the
+ * (`r/<space>/`, see src/sync/version/keys.ts) in that store. At any moment exactly one store holds the
  * copy in use: the one whose record says `here`, or the space's home when it holds no record.
  * A move changes records in a fixed order (src/route/move-space.ts) so that this stays true
  * whenever the move stops, a kill -9 included:

@@ -1,7 +1,7 @@
 import { TemporaryError } from '../base/errors.js';
 import type { RangeRead, RangeRow, Storage, StorageTransaction, StoredValue, TransactionOptions } from '../storage/types.js';
 import { eachRow } from '../storage/each-row.js';
-import { ROUTE_PREFIX, SpaceKeys } from '../sync/keys.js';
+import { ROUTE_PREFIX, SpaceKeys } from '../sync/version/keys.js';
 import { type Placement, placementOf } from './placement.js';
 import { checkRoute, Elsewhere, inUseHere, type RouteCheck, RoutedTransaction } from './route-check.js';
 import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';

@@ -1,6 +1,6 @@
 import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
-import { SpaceKeys } from '../sync/keys.js';
+import { SpaceKeys } from '../sync/version/keys.js';
 import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
 import { directoryKey, type RoutedStorage } from './routed-storage.js';
 

@@ -1,5 +1,5 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
-import { globalVersion } from '../sync/global-version.js';
+import { globalVersion } from '../sync/version/global-version.js';
 import { processPull } from '../sync/process-pull.js';
 import { clockOf, limitsOf, checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';

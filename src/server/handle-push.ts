@@ -1,7 +1,7 @@
 import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
-import { globalVersion } from '../sync/global-version.js';
+import { globalVersion } from '../sync/version/global-version.js';
 import { processPush } from '../sync/process-push.js';
-import { quotaOf } from '../sync/quota.js';
+import { quotaOf } from '../sync/transactions/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { clockOf, checkContext } from '../context/state.js';

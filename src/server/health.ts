@@ -1,6 +1,6 @@
 import { isRouted } from '../route/routed-storage.js';
 import type { Storage } from '../storage/types.js';
-import { SpaceKeys } from '../sync/keys.js';
+import { SpaceKeys } from '../sync/version/keys.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
 import { json, type Reply } from '../base/reply.js';

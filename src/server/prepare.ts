@@ -1,6 +1,6 @@
 import type * as v from 'valibot';
 import { fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
-import type { Limits } from '../sync/limits.js';
+import type { Limits } from '../sync/transactions/limits.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import { isTemporary } from '../storage/unreachable.js';

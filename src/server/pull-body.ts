@@ -1,5 +1,5 @@
 import type { Reply } from '../base/reply.js';
-import type { Patch } from '../sync/patch.js';
+import type { Patch } from '../sync/version/patch.js';
 
 /**
  * A pull answer as a JSON reply. A small one is a single string, as any response; one over

@@ -2,11 +2,11 @@ import type { PullRequest } from '../protocol/pull-request.js';
 import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
-import type { Limits } from './limits.js';
-import { SpaceReadTransaction } from './read-transaction.js';
-import type { Patch } from './patch.js';
-import { readAlone, readInGroup } from './shared-reads.js';
-import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './strategy.js';
+import type { Limits } from './transactions/limits.js';
+import { SpaceReadTransaction } from './transactions/read-transaction.js';
+import type { Patch } from './version/patch.js';
+import { readAlone, readInGroup } from './batching/shared-reads.js';
+import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './version/strategy.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 
 /** A pull's answer before it is serialised: a patch's puts may hold their value as text. */

@@ -1,12 +1,12 @@
 import type { Mutation, PushRequest } from '../protocol/push-request.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
-import type { Limits } from './limits.js';
-import type { Mutator, Mutators } from './mutator.js';
-import type { SpaceQuota } from './quota.js';
-import type { ClientRecord, SessionClock, Strategy } from './strategy.js';
-import { type GroupInfo, runInGroup } from './group-commit.js';
-import { MutationTransaction } from './write-transaction.js';
+import type { Limits } from './transactions/limits.js';
+import type { Mutator, Mutators } from './transactions/mutator.js';
+import type { SpaceQuota } from './transactions/quota.js';
+import type { ClientRecord, SessionClock, Strategy } from './version/strategy.js';
+import { type GroupInfo, runInGroup } from './batching/group-commit.js';
+import { MutationTransaction } from './transactions/write-transaction.js';
 
 /** What a push did, beyond committing. */
 export interface PushOutcome {

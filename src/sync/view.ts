@@ -1,9 +1,9 @@
 import { compareUTF8, hasLoneSurrogate } from '../base/utf8.js';
-import { base64url } from './base64url.js';
+import { base64url } from './version/base64url.js';
 import { fitsUTF8 } from '../base/utf8.js';
-import type { Limits } from './limits.js';
+import type { Limits } from './transactions/limits.js';
 import { remember } from '../base/remember.js';
-import type { ReadTransaction } from './transaction.js';
+import type { ReadTransaction } from './transactions/transaction.js';
 
 /** Whose view is asked for. */
 export interface ViewRequest {

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, DumpError, exportSpace, handlePull, handlePush, importSpace, inspect, type JSONValue, read, type Storage, type SyncContext, createContext } from '../../src/index.js';
-import { stageGroups } from '../../src/sync/dumped-groups.js';
-import { stage, stagingID } from '../../src/sync/import-batch.js';
+import { stageGroups } from '../../src/sync/dumps/dumped-groups.js';
+import { stage, stagingID } from '../../src/sync/dumps/import-batch.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 import { chunked, dumpOf, rawContents, text } from './suite.js';
 

@@ -50,7 +50,7 @@ import {
   UnknownMutatorError,
   VersionNotSupportedResponse,
 } from '../../src/index.js';
-import { SpaceKeys } from '../../src/sync/keys.js';
+import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 1000);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { collectGarbage, handlePull, handlePush, importSpace, inspect, type JSONValue, read, StagingLostError, type Storage, type SyncContext, type SyncOptions, transact, createContext } from '../../src/index.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../support/helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
-import { stage, stagingID } from '../../src/sync/import-batch.js';
+import { stage, stagingID } from '../../src/sync/dumps/import-batch.js';
 
 const SECOND = 1_000;
 

@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, importSpace, inspect, type JSONValue, mutate, QuotaExceededError, type SpaceQuota, type Storage, type SyncContext, transact, createContext } from '../../src/index.js';
-import { SpaceKeys } from '../../src/sync/keys.js';
-import type { Meta } from '../../src/sync/records.js';
+import { SpaceKeys } from '../../src/sync/version/keys.js';
+import type { Meta } from '../../src/sync/version/records.js';
 import { mutation, pull, push, testMutators } from '../support/helpers.js';
 import { onEveryStore } from '../support/stores.js';
 

@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { memoryStorage, moveSpace, type MoveProgress, type Storage, type SyncContext } from '../../src/index.js';
-import { SpaceKeys } from '../../src/sync/keys.js';
+import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { JSONValue } from '../../src/protocol/json.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { applyPatch, mutation } from '../support/helpers.js';

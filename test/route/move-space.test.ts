@@ -6,7 +6,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { importSpace, memoryStorage, moveSpace, type MoveProgress, type Storage, type SyncContext } from '../../src/index.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
-import { SpaceKeys } from '../../src/sync/keys.js';
+import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { JSONValue } from '../../src/protocol/json.js';
 import { applyPatch, mutation } from '../support/helpers.js';
 import { pullFrom, pushTo, spaceContext } from './support.js';

@@ -8,7 +8,7 @@ import { checkHealth, collectGarbage, exportSpace, handleRequest, importSpace, i
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
-import { SpaceKeys } from '../../src/sync/keys.js';
+import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { countingPool } from '../support/counting-pool.js';
 import { mutation } from '../support/helpers.js';
 import { withReadMany } from '../support/read-many.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { compareCookies } from '../../src/sync/cookie.js';
+import { compareCookies } from '../../src/sync/version/cookie.js';
 import { handlePull, type JSONValue, memoryStorage } from '../../src/index.js';
 import { applyPatch, countingStorage, mutation, post, pull, pullBody, pullBodyV0, push, serverView, testContext, versionOf } from '../support/helpers.js';
 

@@ -96,7 +96,7 @@ export async function pull(ctx: SyncContext, clientGroupID: string, cookie: JSON
   return JSON.parse(text) as PullOK;
 }
 
-/** Applies a patch to a client view, as the client does (`sync/patch.ts`). */
+/** Applies a patch to a client view, as the client does (`sync/version/patch.ts`). */
 export function applyPatch(view: ReadonlyMap<string, JSONValue>, patch: readonly PatchOperation[]): Map<string, JSONValue> {
   const next = new Map(view);
   for (const op of patch) {
@@ -115,7 +115,7 @@ export async function serverView(ctx: SyncContext, headers?: Record<string, stri
 
 /**
  * The version a cookie stands for, given the cookie of version 1 of the same space: orders are
- * the space's version plus a base taken from its creation time (src/sync/cookie.ts).
+ * the space's version plus a base taken from its creation time (src/sync/version/cookie.ts).
  */
 export function versionOf(cookie: JSONValue, versionOne: JSONValue): number {
   const order = (cookie as { order: number }).order;

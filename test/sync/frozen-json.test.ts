@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { frozenJSONCopy } from '../../src/sync/frozen-json.js';
+import { frozenJSONCopy } from '../../src/sync/transactions/frozen-json.js';
 import { fitsUTF8, jsonStringBytes, utf8Length } from '../../src/base/utf8.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 2000);

@@ -15,7 +15,7 @@ import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch } from '../support/helpers.js';
 import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 import { openSQLite } from '../support/sqlite-driver.js';
-import { keptGaps, skipTo } from '../../src/sync/skipped-versions.js';
+import { keptGaps, skipTo } from '../../src/sync/version/skipped-versions.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'viewsync-lost-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,8 +1,8 @@
-import type { JSONValue } from '../protocol/json.js';
-import { QuotaExceededError } from '../base/errors.js';
-import { jsonStringBytes, utf8Length } from '../base/utf8.js';
+import type { JSONValue } from '../../protocol/json.js';
+import { QuotaExceededError } from '../../base/errors.js';
+import { jsonStringBytes, utf8Length } from '../../base/utf8.js';
 import { DELETED } from './read-transaction.js';
-import type { SpaceSession, Usage } from './strategy.js';
+import type { SpaceSession, Usage } from '../version/strategy.js';
 
 /** What one space may hold; a bound left out is no bound. */
 export interface SpaceQuota {

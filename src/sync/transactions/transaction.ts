@@ -1,4 +1,4 @@
-import type { JSONValue } from '../protocol/json.js';
+import type { JSONValue } from '../../protocol/json.js';
 
 // The transaction types mutators (and, read-only, views) see: the client's, plus the user.
 

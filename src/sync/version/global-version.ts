@@ -1,20 +1,20 @@
-import type { JSONValue } from '../protocol/json.js';
-import type { RangeRead, StorageTransaction, StoredValue } from '../storage/types.js';
-import { getMany } from '../storage/write-buffer.js';
+import type { JSONValue } from '../../protocol/json.js';
+import type { RangeRead, StorageTransaction, StoredValue } from '../../storage/types.js';
+import { getMany } from '../../storage/write-buffer.js';
 import { answerTo, compareCookies, isEmptyView, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
 import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { changesSince, FIRST_PAGE, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
-import { utf8Length } from '../base/utf8.js';
-import { entryBytes, valueBytes } from './quota.js';
+import { utf8Length } from '../../base/utf8.js';
+import { entryBytes, valueBytes } from '../transactions/quota.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy, Usage } from './strategy.js';
-import { sharedOnce } from './shared-derivations.js';
+import { sharedOnce } from '../batching/shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
-import { Prefixes } from './view.js';
+import { Prefixes } from '../view.js';
 import { keptGaps, skipTo } from './skipped-versions.js';
-import { remember } from '../base/remember.js';
-import { setOwn } from '../base/own.js';
+import { remember } from '../../base/remember.js';
+import { setOwn } from '../../base/own.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.

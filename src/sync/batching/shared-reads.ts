@@ -1,7 +1,7 @@
-import type { RangeRead, ScanOptions, Storage, StorageTransaction, StoredValue } from '../storage/types.js';
-import { getMany, scanText } from '../storage/write-buffer.js';
+import type { RangeRead, ScanOptions, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
+import { getMany, scanText } from '../../storage/write-buffer.js';
 import { PrefetchedRead, type ReadPlan, rangesOf, scanKey } from './prefetched-read.js';
-import { type Context, activeContext, inContext } from '../telemetry/telemetry.js';
+import { type Context, activeContext, inContext } from '../../telemetry/telemetry.js';
 import { SharingRead } from './shared-derivations.js';
 import { SpaceQueues } from './space-queues.js';
 

@@ -1,12 +1,12 @@
-import type { JSONValue } from '../protocol/json.js';
-import { compareUTF8 } from '../base/utf8.js';
-import type { Storage, StorageTransaction, StoredValue } from '../storage/types.js';
-import { getMany } from '../storage/write-buffer.js';
-import { globalVersion } from './global-version.js';
+import type { JSONValue } from '../../protocol/json.js';
+import { compareUTF8 } from '../../base/utf8.js';
+import type { Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
+import { getMany } from '../../storage/write-buffer.js';
+import { globalVersion } from '../version/global-version.js';
 import { applyGroups, groupsArea, noteExpired, type SkippedClient } from './dumped-groups.js';
-import { decodeVersion, encodeVersion, SpaceKeys, spaceOfStaging, STAGING_PREFIX } from './keys.js';
-import type { Entry } from './records.js';
-import type { SessionClock, SpaceSession } from './strategy.js';
+import { decodeVersion, encodeVersion, SpaceKeys, spaceOfStaging, STAGING_PREFIX } from '../version/keys.js';
+import type { Entry } from '../version/records.js';
+import type { SessionClock, SpaceSession } from '../version/strategy.js';
 
 /**
  * The storage side of `importSpace`: a dump's entries and client groups are first written to

@@ -1,8 +1,8 @@
-import type { JSONValue } from '../protocol/json.js';
-import { compareUTF8, hasLoneSurrogate } from '../base/utf8.js';
-import { fitsUTF8, utf8Length } from '../base/utf8.js';
+import type { JSONValue } from '../../protocol/json.js';
+import { compareUTF8, hasLoneSurrogate } from '../../base/utf8.js';
+import { fitsUTF8, utf8Length } from '../../base/utf8.js';
 import type { Limits } from './limits.js';
-import type { SpaceSession } from './strategy.js';
+import type { SpaceSession } from '../version/strategy.js';
 import type { ReadTransaction, ScanIndexOptions, ScanIterator, ScanOptions, ScanResult } from './transaction.js';
 
 /** What a write laid over the space says of a key it removed. */

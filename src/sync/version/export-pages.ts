@@ -1,5 +1,5 @@
-import type { StorageTransaction } from '../storage/types.js';
-import { scanText } from '../storage/write-buffer.js';
+import type { StorageTransaction } from '../../storage/types.js';
+import { scanText } from '../../storage/write-buffer.js';
 import { SpaceKeys } from './keys.js';
 import { entryValueText, pagesOf } from './patch.js';
 

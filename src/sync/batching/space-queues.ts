@@ -1,4 +1,4 @@
-import type { Storage } from '../storage/types.js';
+import type { Storage } from '../../storage/types.js';
 
 /**
  * Work queued per store and space, run a group at a time: the first item of an idle space starts

@@ -1,11 +1,11 @@
-import type { JSONValue } from '../protocol/json.js';
-import { compareUTF8 } from '../base/utf8.js';
-import type { QuotaExceededError } from '../base/errors.js';
+import type { JSONValue } from '../../protocol/json.js';
+import { compareUTF8 } from '../../base/utf8.js';
+import type { QuotaExceededError } from '../../base/errors.js';
 import { measuredJSONCopy } from './frozen-json.js';
 import type { Limits } from './limits.js';
 import { overQuota, type SpaceQuota } from './quota.js';
 import { DELETED, SpaceReadTransaction } from './read-transaction.js';
-import type { SpaceSession } from './strategy.js';
+import type { SpaceSession } from '../version/strategy.js';
 import type { WriteTransaction } from './transaction.js';
 
 /** Who runs a mutation: its client, its id, and the authenticated user. */

@@ -1,7 +1,7 @@
-import type { JSONValue } from '../protocol/json.js';
+import type { JSONValue } from '../../protocol/json.js';
 import { SIGNATURE_LENGTH } from './signature.js';
 import type { Meta } from './records.js';
-import { Prefixes, VIEW_ID_LENGTH } from './view.js';
+import { Prefixes, VIEW_ID_LENGTH } from '../view.js';
 
 /**
  * The cookie of the global version strategy. `epoch` is a random ID drawn when the space was

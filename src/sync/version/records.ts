@@ -1,4 +1,4 @@
-import type { JSONValue } from '../protocol/json.js';
+import type { JSONValue } from '../../protocol/json.js';
 
 /** The records of the global version strategy, as stored (see keys.ts for where). */
 

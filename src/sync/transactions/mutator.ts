@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import type { JSONValue } from '../protocol/json.js';
+import type { JSONValue } from '../../protocol/json.js';
 import type { WriteTransaction } from './transaction.js';
 
 /**

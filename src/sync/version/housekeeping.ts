@@ -1,5 +1,5 @@
-import type { StorageTransaction } from '../storage/types.js';
-import { getMany } from '../storage/write-buffer.js';
+import type { StorageTransaction } from '../../storage/types.js';
+import { getMany } from '../../storage/write-buffer.js';
 import { bucketOf, decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { Collected, Retention } from './strategy.js';

@@ -1,8 +1,8 @@
-import type { JSONValue } from '../protocol/json.js';
-import type { StorageTransaction } from '../storage/types.js';
+import type { JSONValue } from '../../protocol/json.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import type { Patch } from './patch.js';
-import type { ReadPlan } from './prefetched-read.js';
-import type { Prefixes } from './view.js';
+import type { ReadPlan } from '../batching/prefetched-read.js';
+import type { Prefixes } from '../view.js';
 
 /**
  * The seam between the protocol and how patches are computed. The handlers speak only to a

@@ -1,10 +1,10 @@
-import type { JSONValue } from '../protocol/json.js';
-import type { PatchOperation } from '../protocol/pull-response.js';
-import type { ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
-import { getMany } from '../storage/write-buffer.js';
+import type { JSONValue } from '../../protocol/json.js';
+import type { PatchOperation } from '../../protocol/pull-response.js';
+import type { ScanOptions, StorageTransaction, StoredValue } from '../../storage/types.js';
+import { getMany } from '../../storage/write-buffer.js';
 import { bucketOf, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry } from './records.js';
-import type { Prefixes } from './view.js';
+import type { Prefixes } from '../view.js';
 
 // The patches of the global version strategy, read from a space's entries (`e/`) and its
 // version index (`v/`); see keys.ts. A view, when there is one, narrows each to its prefixes.

@@ -1,4 +1,4 @@
-import type { RangeRead, RangeRow, ScanOptions, StorageTransaction, StoredValue } from '../storage/types.js';
+import type { RangeRead, RangeRow, ScanOptions, StorageTransaction, StoredValue } from '../../storage/types.js';
 import { SharingRead } from './shared-derivations.js';
 
 /**

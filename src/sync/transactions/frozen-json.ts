@@ -1,7 +1,7 @@
-import type { JSONValue } from '../protocol/json.js';
-import { jsonStringBytes } from '../base/utf8.js';
+import type { JSONValue } from '../../protocol/json.js';
+import { jsonStringBytes } from '../../base/utf8.js';
 import { MAX_VALUE_DEPTH } from './limits.js';
-import { setOwn } from '../base/own.js';
+import { setOwn } from '../../base/own.js';
 
 /**
  * A deep copy of `value`, frozen, after checking that it is JSON that every pull can serve: at

@@ -1,10 +1,10 @@
-import type { StorageTransaction, StoredValue } from '../storage/types.js';
-import { getMany } from '../storage/write-buffer.js';
-import { encodeVersion, SpaceKeys, STAGING_MARK, VERSION_FIELD } from './keys.js';
-import { scanPages } from './patch.js';
-import type { GroupRecord, Meta, StoredClient } from './records.js';
-import type { SpaceSession } from './strategy.js';
-import { setOwn } from '../base/own.js';
+import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import { getMany } from '../../storage/write-buffer.js';
+import { encodeVersion, SpaceKeys, STAGING_MARK, VERSION_FIELD } from '../version/keys.js';
+import { scanPages } from '../version/patch.js';
+import type { GroupRecord, Meta, StoredClient } from '../version/records.js';
+import type { SpaceSession } from '../version/strategy.js';
+import { setOwn } from '../../base/own.js';
 
 /**
  * A space's client groups in a dump (format 3), so that a copied space keeps its clients going:

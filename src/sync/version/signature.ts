@@ -1,5 +1,5 @@
 import { base64url } from './base64url.js';
-import { remember } from '../base/remember.js';
+import { remember } from '../../base/remember.js';
 
 /**
  * Signatures of view cookies. A view cookie says which prefixes its client's data was drawn from

@@ -1,7 +1,7 @@
-import type { Storage, StorageTransaction } from '../storage/types.js';
-import { WriteBuffer } from '../storage/write-buffer.js';
+import type { Storage, StorageTransaction } from '../../storage/types.js';
+import { WriteBuffer } from '../../storage/write-buffer.js';
 import { SpaceQueues } from './space-queues.js';
-import { type Context, activeContext, inContext, recordGroupCommit } from '../telemetry/telemetry.js';
+import { type Context, activeContext, inContext, recordGroupCommit } from '../../telemetry/telemetry.js';
 
 /**
  * A piece of work inside a shared read-write transaction: what it resolves to, and whether its

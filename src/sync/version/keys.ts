@@ -1,4 +1,4 @@
-import { utf8Length } from '../base/utf8.js';
+import { utf8Length } from '../../base/utf8.js';
 
 /**
  * Where the sync layer keeps things in the store's flat key space, per space:
