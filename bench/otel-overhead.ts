@@ -7,7 +7,7 @@
  * Run: node --import tsx bench/otel-overhead.ts (about a minute)
  */
 import { json } from '../src/base/reply.js';
-import { Operation, recordGroupCommit } from '../src/telemetry/telemetry.js';
+import { Operation, recordBatchCommit } from '../src/telemetry/telemetry.js';
 import { progress } from './measure.js';
 import { startBenchSdk } from './otel.js';
 
@@ -33,8 +33,8 @@ async function pushTelemetry(): Promise<void> {
   const op = new Operation('push', request);
   await op.run(async () => {
     op.identified('space', { clientGroupID: 'group' });
-    recordGroupCommit(1, [0.01]);
-    op.pushed(10, { tally, waitedMs: 0.01, groupSize: 1, stoppedBy: undefined }, { put: () => {} });
+    recordBatchCommit(1, [0.01]);
+    op.pushed(10, { tally, waitedMs: 0.01, batchSize: 1, stoppedBy: undefined }, { put: () => {} });
     return pushReply;
   });
 }

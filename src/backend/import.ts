@@ -4,7 +4,7 @@ import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { compareUTF8, fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import { frozenJSONCopy } from '../sync/transactions/frozen-json.js';
-import { runInGroup } from '../sync/batching/group-commit.js';
+import { runBatched } from '../sync/batching/group-commit.js';
 import { type GroupLine, type SkippedClient, stageGroups } from '../sync/dumps/dumped-groups.js';
 import { type ApplyAt, applyStep, checkStaging, claimStaging, stage, stagingID, unstage } from '../sync/dumps/import-batch.js';
 import type { Limits } from '../sync/transactions/limits.js';
@@ -123,7 +123,7 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
     let at: ApplyAt = { after: undefined, entriesDone: false };
     for (let done = false; !done; ) {
       const clock = clockOf(ctx);
-      const step = await runInGroup(ctx.storage, space, async (tx) => ({
+      const step = await runBatched(ctx.storage, space, async (tx) => ({
         result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined }),
         keep: true,
       }));

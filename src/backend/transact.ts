@@ -3,7 +3,7 @@ import { clockOf, limitsOf, checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { globalVersion } from '../sync/version/global-version.js';
-import { runInGroup } from '../sync/batching/group-commit.js';
+import { runBatched } from '../sync/batching/group-commit.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/process-push.js';
 import type { WriteTransaction } from '../sync/transactions/transaction.js';
@@ -45,7 +45,7 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
   const clock = clockOf(ctx);
   const quota = quotaOf(ctx.quotas, space);
   try {
-    const done = await runInGroup<{ ok: true; value: T; changed: boolean } | { ok: false; error: unknown }>(
+    const done = await runBatched<{ ok: true; value: T; changed: boolean } | { ok: false; error: unknown }>(
       ctx.storage,
       space,
       async (storageTx) => {

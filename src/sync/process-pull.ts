@@ -5,7 +5,7 @@ import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './transactions/limits.js';
 import { SpaceReadTransaction } from './transactions/read-transaction.js';
 import type { Patch } from './version/patch.js';
-import { readAlone, readInGroup } from './batching/shared-reads.js';
+import { readAlone, readBatched } from './batching/shared-reads.js';
 import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './version/strategy.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 
@@ -79,7 +79,7 @@ export async function processPull(
   // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
   const who = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : { userID, clientID: pull.clientID };
   const plan = views === undefined && storage.readMany !== undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
-  const response = await (shareReads ? readInGroup : readAlone)(storage, space, read, plan);
+  const response = await (shareReads ? readBatched : readAlone)(storage, space, read, plan);
   if (!('error' in response)) {
     // The cookie names a view whose record is missing or old: write it before the client holds it.
     if (keep !== undefined) {

@@ -5,7 +5,7 @@ import type { Limits } from './transactions/limits.js';
 import type { Mutator, Mutators } from './transactions/mutator.js';
 import type { SpaceQuota } from './transactions/quota.js';
 import type { ClientRecord, SessionClock, Strategy } from './version/strategy.js';
-import { type GroupInfo, runInGroup } from './batching/group-commit.js';
+import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
 
 /** What a push did, beyond committing. */
@@ -26,7 +26,7 @@ export interface PushOutcome {
   /** Milliseconds the push waited for its transactions to start (group commit and the store's lock). */
   waitedMs: number;
   /** The most jobs that shared one of its transactions. */
-  groupSize: number;
+  batchSize: number;
 }
 
 /** Who pushes, where, and how. */
@@ -61,10 +61,10 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
       const reads = strategy.pushReads(space, userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
-      let group: GroupInfo | undefined;
-      const done = await runInGroup(storage, space, (tx, info) => ((group = info), run(tx, batch)), reads);
-      outcome.waitedMs += group?.waitedMs ?? 0;
-      outcome.groupSize = Math.max(outcome.groupSize, group?.size ?? 0);
+      let shared: BatchInfo | undefined;
+      const done = await runBatched(storage, space, (tx, info) => ((shared = info), run(tx, batch)), reads);
+      outcome.waitedMs += shared?.waitedMs ?? 0;
+      outcome.batchSize = Math.max(outcome.batchSize, shared?.size ?? 0);
       if (done instanceof HTTPError) throw done;
       if (done === LOST) return { ...outcome, clientStateNotFound: true };
       outcome.failures.push(...done.failures);
@@ -226,7 +226,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 function emptyOutcome(): PushOutcome {
-  return { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false, tally: new Map(), waitedMs: 0, groupSize: 0 };
+  return { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false, tally: new Map(), waitedMs: 0, batchSize: 0 };
 }
 
 /** What a batch resolves to when the client's state is lost: nothing of it is kept. */

@@ -117,7 +117,7 @@ export class Operation {
   }
 
   /** A push ran: its counts by mutator, its wait for the space, and a TemporaryError that stopped it. */
-  pushed(mutations: number, result: { tally: ReadonlyMap<string, MutationTally>; waitedMs: number; groupSize: number; stoppedBy: unknown }, mutators: KnownMutators): void {
+  pushed(mutations: number, result: { tally: ReadonlyMap<string, MutationTally>; waitedMs: number; batchSize: number; stoppedBy: unknown }, mutators: KnownMutators): void {
     if (result.stoppedBy !== undefined) this.#outcome = 'TemporaryError';
     if (!this.listening) return;
     guard(() => {
@@ -138,7 +138,7 @@ export class Operation {
         'viewsync.push.mutations.failed': failed,
         'viewsync.push.mutations.skipped': skipped,
         'viewsync.push.queue_wait': result.waitedMs / 1000,
-        'viewsync.push.group_size': result.groupSize,
+        'viewsync.push.group_size': result.batchSize,
       });
     });
   }
@@ -180,11 +180,11 @@ export class Operation {
 }
 
 /** Transactions of a space that group commit ran, and how many jobs (pushes, backend calls) each held. */
-export function recordGroupCommit(jobs: number, waitedMs: readonly number[]): void {
+export function recordBatchCommit(jobs: number, waitedMs: readonly number[]): void {
   const metrics = instruments();
   if (metrics === undefined) return;
   guard(() => {
-    metrics.groupSize.record(jobs);
+    metrics.batchSize.record(jobs);
     for (const ms of waitedMs) metrics.groupWait.record(ms / 1000);
   });
 }
@@ -220,7 +220,7 @@ interface Instruments {
   mutations: Counter;
   patchOperations: Histogram;
   bodySize: Histogram;
-  groupSize: Histogram;
+  batchSize: Histogram;
   groupWait: Histogram;
   pokeStreams: UpDownCounter;
   refusals: Counter;
@@ -258,7 +258,7 @@ function instruments(): Instruments | undefined {
         description: 'Bytes of a pull answer',
         advice: { explicitBucketBoundaries: [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864, 268_435_456] },
       }),
-      groupSize: meter.createHistogram('viewsync.group_commit.size', {
+      batchSize: meter.createHistogram('viewsync.group_commit.size', {
         unit: '{job}',
         description: 'Pushes and backend calls that shared one storage transaction',
         advice: { explicitBucketBoundaries: [1, 2, 4, 8, 16, 32, 64, 128, 256] },

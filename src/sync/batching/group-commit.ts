@@ -1,17 +1,17 @@
 import type { Storage, StorageTransaction } from '../../storage/types.js';
 import { WriteBuffer } from '../../storage/write-buffer.js';
 import { SpaceQueues } from './space-queues.js';
-import { type Context, activeContext, inContext, recordGroupCommit } from '../../telemetry/telemetry.js';
+import { type Context, activeContext, inContext, recordBatchCommit } from '../../telemetry/telemetry.js';
 
 /**
  * A piece of work inside a shared read-write transaction: what it resolves to, and whether its
  * writes stay. A job that throws fails the whole transaction (a store error); a refusal of its
  * own (a 400, ClientStateNotFound) is `keep: false`, which drops its writes alone.
  */
-export type Job<T> = (tx: StorageTransaction, group: GroupInfo) => Promise<{ result: T; keep: boolean }>;
+export type Job<T> = (tx: StorageTransaction, batch: BatchInfo) => Promise<{ result: T; keep: boolean }>;
 
 /** The transaction a job ran in: how many jobs shared it, and how long this one waited for it. */
-export interface GroupInfo {
+export interface BatchInfo {
   size: number;
   waitedMs: number;
 }
@@ -24,9 +24,9 @@ export interface GroupInfo {
  * commit and one flush for many pushes. Each job writes into a buffer of its own, kept only when
  * the job says so, so one push's refusal never touches another's writes; they run in arrival
  * order, each seeing the writes of those before it. `reads` are keys the job reads first: a
- * store with `getMany` fetches a whole group's in one go.
+ * store with `getMany` fetches a whole batch's in one go.
  */
-export function runInGroup<T>(storage: Storage, space: string, job: Job<T>, reads: readonly string[] = []): Promise<T> {
+export function runBatched<T>(storage: Storage, space: string, job: Job<T>, reads: readonly string[] = []): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     queues.add(storage, space, { job: job as Job<unknown>, reads, queued: performance.now(), context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
   });
@@ -34,7 +34,7 @@ export function runInGroup<T>(storage: Storage, space: string, job: Job<T>, read
 
 interface Waiting {
   job: Job<unknown>;
-  /** Keys the job reads first, fetched for the whole group at once where the store can. */
+  /** Keys the job reads first, fetched for the whole batch at once where the store can. */
   reads: readonly string[];
   /** When it arrived (performance.now), and the trace context it arrived in, which its job runs in. */
   queued: number;
@@ -43,37 +43,37 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-/** Runs a group of jobs in one transaction, settling each. */
-async function runGroup(storage: Storage, space: string, group: readonly Waiting[]): Promise<void> {
+/** Runs a batch of jobs in one transaction, settling each. */
+async function runBatch(storage: Storage, space: string, batch: readonly Waiting[]): Promise<void> {
   try {
-    settle(group, await commit(storage, space, group));
+    settle(batch, await commit(storage, space, batch));
   } catch (error) {
     // One job's write the store refused (a row too long, a constraint) fails the whole
     // transaction: run each job alone, so that only its own push fails, on every retry. A store
     // that is down fails each of them quickly.
-    if (group.length === 1) group[0]!.reject(error);
-    else for (const waiting of group) await commit(storage, space, [waiting]).then((results) => settle([waiting], results), waiting.reject);
+    if (batch.length === 1) batch[0]!.reject(error);
+    else for (const waiting of batch) await commit(storage, space, [waiting]).then((results) => settle([waiting], results), waiting.reject);
   }
 }
 
 /** The jobs waiting per store and space, at most 256 to a transaction, so that none grows without bound under load. */
-const queues = new SpaceQueues<Waiting>(runGroup, 256);
+const queues = new SpaceQueues<Waiting>(runBatch, 256);
 
-/** Runs `group`'s jobs in one transaction of `space`; resolves with their results once committed. */
-function commit(storage: Storage, space: string, group: readonly Waiting[]): Promise<unknown[]> {
+/** Runs `batch`'s jobs in one transaction of `space`; resolves with their results once committed. */
+function commit(storage: Storage, space: string, batch: readonly Waiting[]): Promise<unknown[]> {
   return storage.transaction(async (tx) => {
     // The wait includes the store's own lock, taken before this function runs.
     const started = performance.now();
-    const waited = group.map(({ queued }) => started - queued);
-    recordGroupCommit(group.length, waited);
+    const waited = batch.map(({ queued }) => started - queued);
+    recordBatchCommit(batch.length, waited);
     // One round trip for what every job reads first; a store keeps what it read.
-    const reads = [...new Set(group.flatMap((waiting) => waiting.reads))];
+    const reads = [...new Set(batch.flatMap((waiting) => waiting.reads))];
     if (tx.getMany && reads.length > 0) await tx.getMany(reads);
     const out: unknown[] = [];
-    for (const [i, { job, context }] of group.entries()) {
+    for (const [i, { job, context }] of batch.entries()) {
       const buffer = new WriteBuffer(tx);
       // In its own caller's trace context, not that of the push whose turn began the drain.
-      const { result, keep } = await inContext(context, () => job(buffer, { size: group.length, waitedMs: waited[i]! }));
+      const { result, keep } = await inContext(context, () => job(buffer, { size: batch.length, waitedMs: waited[i]! }));
       if (keep) await buffer.flushTo(tx);
       out.push(result);
     }
@@ -81,6 +81,6 @@ function commit(storage: Storage, space: string, group: readonly Waiting[]): Pro
   }, { readOnly: false, space });
 }
 
-function settle(group: readonly Waiting[], results: readonly unknown[]): void {
-  group.forEach(({ resolve }, i) => resolve(results[i]));
+function settle(batch: readonly Waiting[], results: readonly unknown[]): void {
+  batch.forEach(({ resolve }, i) => resolve(results[i]));
 }

@@ -20,14 +20,14 @@ import { SpaceQueues } from './space-queues.js';
  * (a failed statement aborts the whole transaction on PostgreSQL, so the others' failures there
  * may be that one's), and only what fails alone is reported.
  */
-export function readInGroup<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>, plan?: ReadPlan): Promise<T> {
+export function readBatched<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>, plan?: ReadPlan): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     queues.add(storage, space, { job: job as ReadJob, plan, context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
   });
 }
 
 /**
- * `job` as {@link readInGroup} runs it, but alone: on the reads of its `plan` first, when it has
+ * `job` as {@link readBatched} runs it, but alone: on the reads of its `plan` first, when it has
  * one, else (or when it needs more) in a read-only transaction of its own.
  */
 export function readAlone<T>(storage: Storage, space: string, job: (tx: StorageTransaction) => Promise<T>, plan?: ReadPlan): Promise<T> {
@@ -52,35 +52,35 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-/** Runs a group of reads: the planned ones on their reads alone, the rest (and those that needed more) in one transaction. */
-async function runGroup(storage: Storage, space: string, group: readonly Waiting[]): Promise<void> {
-  const planned = group.filter((waiting) => waiting.plan !== undefined);
+/** Runs a batch of reads: the planned ones on their reads alone, the rest (and those that needed more) in one transaction. */
+async function runBatch(storage: Storage, space: string, batch: readonly Waiting[]): Promise<void> {
+  const planned = batch.filter((waiting) => waiting.plan !== undefined);
   const unanswered = planned.length === 0 ? [] : await runPlanned(storage, space, planned);
-  const rest = [...group.filter((waiting) => waiting.plan === undefined), ...unanswered];
+  const rest = [...batch.filter((waiting) => waiting.plan === undefined), ...unanswered];
   if (rest.length > 0) await runInTransaction(storage, space, rest);
 }
 
 /** The reads waiting per store and space, at most 256 to a transaction: a bound on how long one shared read (and its snapshot) lasts. */
-const queues = new SpaceQueues<Waiting>(runGroup, 256);
+const queues = new SpaceQueues<Waiting>(runBatch, 256);
 
 /**
- * Reads what `group`'s jobs said they would (their plans, each read once) in one snapshot with
+ * Reads what `batch`'s jobs said they would (their plans, each read once) in one snapshot with
  * the store's `readMany` (one statement on a database, no transaction), and runs the jobs on
  * those reads. Resolves with the jobs that needed more, or failed, for a transaction.
  */
-async function runPlanned(storage: Storage, space: string, group: readonly Waiting[]): Promise<Waiting[]> {
-  const plan = mergePlans(group.map((waiting) => waiting.plan!));
+async function runPlanned(storage: Storage, space: string, batch: readonly Waiting[]): Promise<Waiting[]> {
+  const plan = mergePlans(batch.map((waiting) => waiting.plan!));
   let results;
   try {
     results = await storage.readMany!(rangesOf(plan), { space });
   } catch {
     // The store failed the read: the transaction says so, or succeeds where this failed.
-    return [...group];
+    return [...batch];
   }
   const reads = new PrefetchedRead(plan, results);
-  const outcomes = await Promise.allSettled(group.map(({ job, context }) => inContext(context, () => job(reads))));
+  const outcomes = await Promise.allSettled(batch.map(({ job, context }) => inContext(context, () => job(reads))));
   const unanswered: Waiting[] = [];
-  outcomes.forEach((outcome, i) => (outcome.status === 'fulfilled' ? group[i]!.resolve(outcome.value) : unanswered.push(group[i]!)));
+  outcomes.forEach((outcome, i) => (outcome.status === 'fulfilled' ? batch[i]!.resolve(outcome.value) : unanswered.push(batch[i]!)));
   return unanswered;
 }
 
@@ -95,30 +95,30 @@ function mergePlans(plans: readonly ReadPlan[]): ReadPlan {
   return { gets: [...gets], scans: [...scans.values()] };
 }
 
-/** Runs `group`'s jobs in a shared read-only transaction; a job that fails there runs again alone. */
-async function runInTransaction(storage: Storage, space: string, group: readonly Waiting[]): Promise<void> {
+/** Runs `batch`'s jobs in a shared read-only transaction; a job that fails there runs again alone. */
+async function runInTransaction(storage: Storage, space: string, batch: readonly Waiting[]): Promise<void> {
   try {
-    const outcomes = await read(storage, space, group);
-    for (const [i, waiting] of group.entries()) {
+    const outcomes = await read(storage, space, batch);
+    for (const [i, waiting] of batch.entries()) {
       const outcome = outcomes[i]!;
       if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
-      else if (group.length === 1) waiting.reject(outcome.reason);
+      else if (batch.length === 1) waiting.reject(outcome.reason);
       else await read(storage, space, [waiting]).then(([alone]) => (alone!.status === 'fulfilled' ? waiting.resolve(alone!.value) : waiting.reject(alone!.reason)), waiting.reject);
     }
   } catch (error) {
     // The transaction itself failed (the store is down): each job would have failed alone too.
-    for (const waiting of group) waiting.reject(error);
+    for (const waiting of batch) waiting.reject(error);
   }
 }
 
-/** Runs `group`'s jobs side by side in one read-only transaction of `space`: how each ended. */
-function read(storage: Storage, space: string, group: readonly Waiting[]): Promise<Array<PromiseSettledResult<unknown>>> {
+/** Runs `batch`'s jobs side by side in one read-only transaction of `space`: how each ended. */
+function read(storage: Storage, space: string, batch: readonly Waiting[]): Promise<Array<PromiseSettledResult<unknown>>> {
   return storage.transaction(async (tx) => {
     // A job alone runs on the transaction itself, as it would without sharing.
-    if (group.length === 1) return [await inContext(group[0]!.context, () => group[0]!.job(tx)).then(fulfilled, rejected)];
+    if (batch.length === 1) return [await inContext(batch[0]!.context, () => batch[0]!.job(tx)).then(fulfilled, rejected)];
     // A store may run this again (a retry): each attempt reads afresh.
     const shared = new SharedRead(tx);
-    return Promise.allSettled(group.map(({ job, context }) => inContext(context, () => job(shared))));
+    return Promise.allSettled(batch.map(({ job, context }) => inContext(context, () => job(shared))));
   }, { readOnly: true, space });
 }
 

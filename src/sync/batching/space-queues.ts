@@ -1,21 +1,21 @@
 import type { Storage } from '../../storage/types.js';
 
 /**
- * Work queued per store and space, run a group at a time: the first item of an idle space starts
- * at once, and the items that arrive while a group runs make the next group (at most `maxGroup`,
- * so that no group grows without bound under load). Group commit (group-commit.ts) and shared
- * reads (shared-reads.ts) are both this queue, with their own way of running a group.
+ * Work queued per store and space, run a batch at a time: the first item of an idle space starts
+ * at once, and the items that arrive while a batch runs make the next one (at most `maxBatch`,
+ * so that no batch grows without bound under load). Group commit (group-commit.ts) and shared
+ * reads (shared-reads.ts) are both this queue, with their own way of running a batch.
  */
 export class SpaceQueues<T> {
   /** Items waiting, per store and space; the first entry of a queue is running or about to. */
   readonly #queues = new WeakMap<Storage, Map<string, T[]>>();
-  readonly #run: (storage: Storage, space: string, group: readonly T[]) => Promise<void>;
-  readonly #maxGroup: number;
+  readonly #run: (storage: Storage, space: string, batch: readonly T[]) => Promise<void>;
+  readonly #maxBatch: number;
 
-  /** `run` settles every item of its group itself, and never rejects. */
-  constructor(run: (storage: Storage, space: string, group: readonly T[]) => Promise<void>, maxGroup: number) {
+  /** `run` settles every item of its batch itself, and never rejects. */
+  constructor(run: (storage: Storage, space: string, batch: readonly T[]) => Promise<void>, maxBatch: number) {
     this.#run = run;
-    this.#maxGroup = maxGroup;
+    this.#maxBatch = maxBatch;
   }
 
   add(storage: Storage, space: string, item: T): void {
@@ -29,10 +29,10 @@ export class SpaceQueues<T> {
 
   async #drain(storage: Storage, space: string, spaces: Map<string, T[]>, queue: T[]): Promise<void> {
     while (queue.length > 0) {
-      const group = queue.slice(0, this.#maxGroup);
-      await this.#run(storage, space, group);
+      const batch = queue.slice(0, this.#maxBatch);
+      await this.#run(storage, space, batch);
       // Items that arrived meanwhile stay queued for the next round.
-      queue.splice(0, group.length);
+      queue.splice(0, batch.length);
     }
     spaces.delete(space);
   }
