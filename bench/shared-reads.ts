@@ -38,7 +38,7 @@ async function measure(name: string, storage: Storage): Promise<void> {
   const storm = (shareReads: boolean) =>
     Promise.all(
       Array.from({ length: PULLS }, async (_, i) => {
-        const answer = await processPull(storage, globalVersion, { pullVersion: 1, clientGroupID: `g${i}`, cookie, profileID: 'p', schemaVersion: '' }, '', undefined, clock, undefined, { shareReads });
+        const answer = await processPull({ storage, strategy: globalVersion, pull: { pullVersion: 1, clientGroupID: `g${i}`, cookie, profileID: 'p', schemaVersion: '' }, space: '', userID: undefined, clock, shareReads });
         if (!('patch' in answer) || answer.patch.length !== 1) throw new Error(`pull ${i} answered ${JSON.stringify(answer).slice(0, 200)}`);
         return pullBody(answer);
       }),

@@ -35,7 +35,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       const { body, space } = prepared;
       op.identified(space, body.pullVersion === 1 ? body : { clientID: body.clientID });
       const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx) };
-      const result = await processPull(ctx.storage, globalVersion, body, space, prepared.userID, clockOf(ctx), views, { shareReads: ctx.shareReads !== false });
+      const result = await processPull({ storage: ctx.storage, strategy: globalVersion, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false });
       if ('patch' in result) return op.pulled(result.patch, pullBody(result));
       op.answered(result.error);
       return json(result);

@@ -13,21 +13,26 @@ import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './vi
 export type PullAnswer = WithPatch<PullResponseV1> | WithPatch<PullResponseV0> | ClientStateNotFoundResponse;
 type WithPatch<T> = Omit<T, 'patch'> & { patch: Patch };
 
+/** What {@link processPull} answers from: the pull, whose it is, and how to read. */
+export interface PullOptions {
+  storage: Storage;
+  strategy: Strategy;
+  pull: PullRequest;
+  space: string;
+  userID: string | undefined;
+  clock: SessionClock;
+  /** The context's view and the limits it is held to, when there is one. */
+  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'> } | undefined;
+  /** Share one read with the pulls of the space that arrive together (see batching/shared-reads.ts). Default: true. */
+  shareReads?: boolean;
+}
+
 /**
  * Answers a pull of either version from one read-only transaction, so the lastMutationIDs are
  * read with the patch they belong to (spec, pull rule 2). Client groups and clients are the
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
-export async function processPull(
-  storage: Storage,
-  strategy: Strategy,
-  pull: PullRequest,
-  space: string,
-  userID: string | undefined,
-  clock: SessionClock,
-  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'> },
-  { shareReads = true }: { shareReads?: boolean } = {},
-): Promise<PullAnswer> {
+export async function processPull({ storage, strategy, pull, space, userID, clock, views, shareReads = true }: PullOptions): Promise<PullAnswer> {
   let stale: number | undefined;
   let keep: { view: ResolvedView; used: number | undefined } | undefined;
   let fresh: { view: ResolvedView; used: number } | undefined;
