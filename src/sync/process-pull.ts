@@ -33,11 +33,13 @@ export interface PullOptions {
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
 export async function processPull({ storage, strategy, pull, space, userID, clock, views, shareReads = true }: PullOptions): Promise<PullAnswer> {
-  let stale: number | undefined;
-  let keep: { view: ResolvedView; used: number | undefined } | undefined;
-  let fresh: { view: ResolvedView; used: number } | undefined;
-  const read = async (tx: StorageTransaction): Promise<PullAnswer> => {
-    stale = keep = fresh = undefined;
+  // What the read found that is written after it, returned with its answer (a store may run the
+  // read more than once: each attempt has its own).
+  const read = async (tx: StorageTransaction): Promise<{ answer: PullAnswer; after: AfterRead }> => {
+    const after: AfterRead = {};
+    return { answer: await answerFrom(tx, after), after };
+  };
+  const answerFrom = async (tx: StorageTransaction, after: AfterRead): Promise<PullAnswer> => {
     const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
     const clientGroupID = pull.pullVersion === 1 ? pull.clientGroupID : pull.clientID;
     // The view's reads need nothing the session reads first: on a database they go out together.
@@ -51,8 +53,8 @@ export async function processPull({ storage, strategy, pull, space, userID, cloc
       const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
       if (record !== undefined) {
         const { used } = record;
-        if (used === undefined || clock.now - used >= clock.touchEveryMs) keep = { view: view!, used };
-        else fresh = { view: view!, used };
+        if (used === undefined || clock.now - used >= clock.touchEveryMs) after.keep = { view: view!, used };
+        else after.fresh = { view: view!, used };
       }
       return result;
     };
@@ -60,7 +62,7 @@ export async function processPull({ storage, strategy, pull, space, userID, cloc
       const seen = await session.groupSeen(userID, pull.clientGroupID);
       // Housekeeping removed the group's clients: the client starts a new group.
       if (seen === 'expired') return { error: 'ClientStateNotFound' as const };
-      stale = seen !== undefined && clock.now - seen >= clock.touchEveryMs ? seen : undefined;
+      after.stale = seen !== undefined && clock.now - seen >= clock.touchEveryMs;
       const result = await answer(group);
       if (result === 'ClientStateNotFound') return { error: result };
       return { cookie: result.cookie, lastMutationIDChanges: result.lastMutationIDChanges, patch: result.patch };
@@ -84,7 +86,8 @@ export async function processPull({ storage, strategy, pull, space, userID, cloc
   // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
   const who = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : { userID, clientID: pull.clientID };
   const plan = views === undefined && storage.readMany !== undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
-  const response = await (shareReads ? readBatched : readAlone)(storage, space, read, plan);
+  const { answer: response, after } = await (shareReads ? readBatched : readAlone)(storage, space, read, plan);
+  const { keep, fresh } = after;
   if (!('error' in response)) {
     // The cookie names a view whose record is missing or old: write it before the client holds it.
     if (keep !== undefined) {
@@ -94,8 +97,15 @@ export async function processPull({ storage, strategy, pull, space, userID, cloc
     } else if (fresh !== undefined) recentViews.set(storage, space, fresh.view.id, fresh.used);
   }
   // A group that only pulls is active too: refresh its record, rarely, outside the read.
-  if (stale !== undefined && pull.pullVersion === 1) await touch(storage, strategy, space, userID, pull.clientGroupID, clock);
+  if (after.stale === true && pull.pullVersion === 1) await touch(storage, strategy, space, userID, pull.clientGroupID, clock);
   return response;
+}
+
+/** What a pull's read found to write after it: its view record (`keep`, or `fresh`: recent enough), and whether its group's activity is due (`stale`). */
+interface AfterRead {
+  keep?: { view: ResolvedView; used: number | undefined };
+  fresh?: { view: ResolvedView; used: number };
+  stale?: boolean;
 }
 
 const recentViews = new RecentViews();
