@@ -21,7 +21,7 @@ export { HTTPError, TemporaryError, QuotaExceededError, type HTTPErrorOptions, t
 export type { SpaceQuota, Quotas } from './sync/transactions/quota.js';
 export type { RateOptions } from './context/rates.js';
 export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/transactions/mutator.js';
-export { UnknownMutatorError, MutatorTimeoutError } from './sync/process-push.js';
+export { UnknownMutatorError, MutatorTimeoutError } from './sync/transactions/app-code.js';
 export type { View, ViewRequest } from './sync/view.js';
 export type {
   ReadTransaction,

@@ -5,7 +5,7 @@ import { afterChange } from '../context/after-change.js';
 import { globalVersion } from '../sync/version/global-version.js';
 import { runBatched } from '../sync/batching/group-commit.js';
 import { quotaOf } from '../sync/transactions/quota.js';
-import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/process-push.js';
+import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/transactions/app-code.js';
 import type { WriteTransaction } from '../sync/transactions/transaction.js';
 import { MutationTransaction } from '../sync/transactions/write-transaction.js';
 
