@@ -152,7 +152,7 @@ if (!ONLY || ONLY.includes('outage')) {
   let phase: 'before' | 'during' | 'after' = 'before';
   let refused = 0;
   // The same storage; c's refusals are counted, not printed.
-  const quiet: SyncContext = { ...three, onError: () => {} };
+  const quiet: SyncContext = createContext({ ...three.options, onError: () => {} });
   for (const space of spaces) await push(quiet, space, 'g', 'increment', { key: 'n' });
   // A pusher per space, 20 ms between pushes (a busy client, not a saturating one); c's spaces'
   // pushes fail while it is down, and wait 50 ms.

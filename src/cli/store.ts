@@ -3,6 +3,7 @@ import { quoteIdentifier } from '../storage/sql.js';
 import type { Storage } from '../storage/types.js';
 import { duration, formatDuration } from './duration.js';
 import { UsageError } from './usage.js';
+import { within } from '../base/within.js';
 
 /** Where the CLI's store is: the options every command takes. */
 export interface StoreOptions {
@@ -212,9 +213,7 @@ const TIMED_OUT = Symbol('timed out');
 
 /** `work`, or a rejection with {@link TIMED_OUT} once `ms` have passed. */
 function deadline<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), ms)));
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return within(work, ms, () => TIMED_OUT);
 }
 
 /** A database URL with its password left out. */

@@ -5,6 +5,7 @@ import { type SyncContext, reportError } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
 import { json, type Reply } from '../base/reply.js';
 import { checkContext } from '../context/state.js';
+import { within } from '../base/within.js';
 
 /** Options for {@link checkHealth}. */
 export interface HealthOptions {
@@ -39,11 +40,8 @@ export async function checkHealth(ctx: SyncContext, options: HealthOptions = {})
   if (isDraining(ctx)) return { ok: false, status: 'draining' };
   const timeoutMs = options.timeoutMs ?? 2_000;
   const started = performance.now();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the store did not answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  const probe = (storage: Storage) => Promise.race([storage.transaction((tx) => tx.get(PROBE), { readOnly: true, space: '' }), late]);
+  // Every store probed at once (a routed storage's too), each held to the same time.
+  const probe = (storage: Storage) => within(storage.transaction((tx) => tx.get(PROBE), { readOnly: true, space: '' }), timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
   try {
     if (isRouted(ctx.storage)) return await routedHealth(ctx.storage.stores, probe);
     // The default space's meta record: a read every store answers the way a pull starts.
@@ -51,8 +49,6 @@ export async function checkHealth(ctx: SyncContext, options: HealthOptions = {})
     return { ok: true, status: 'ok', storeMs: Math.round(performance.now() - started) };
   } catch (error) {
     return { ok: false, status: 'store-unavailable', reason: error instanceof Error ? error.message : String(error) };
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -1,5 +1,6 @@
 import { isTemporary, isUnreachable } from './unreachable.js';
 import { ConnectionLostError, type PostgresDriver, type PostgresQuery, type TransactionEnd } from './postgres-connection.js';
+import { within } from '../base/within.js';
 
 /** A postgres.js client (`postgres(url)`): the part the store uses. */
 export interface PostgresJsClient {
@@ -115,12 +116,7 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
 
 /** `work`, or a lost connection once `STUCK_MS` have passed: a statement postgres.js lost track of (see {@link beginGuarded}). */
 export function unlessStuck<T>(work: PromiseLike<T>): Promise<T> {
-  const { promise: late, reject } = deferred<never>();
-  const timer = setTimeout(() => reject(new ConnectionLostError(`postgres.js did not answer the statement within ${STUCK_MS / 1000} s`)), STUCK_MS);
-  (timer as { unref?: () => void }).unref?.();
-  const answered = Promise.resolve(work);
-  answered.then(undefined, () => {});
-  return Promise.race([answered, late]).finally(() => clearTimeout(timer));
+  return within(work, STUCK_MS, () => new ConnectionLostError(`postgres.js did not answer the statement within ${STUCK_MS / 1000} s`));
 }
 
 function deferred<T>(): { promise: Promise<T>; reject: (error: unknown) => void } {

@@ -5,6 +5,7 @@ import { type PostgresClient, postgresDriver } from './postgres-driver.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { RangeRead, RangeRow, ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
+import { within } from '../base/within.js';
 
 export type { PgPool, PgPoolClient } from './pg-pool.js';
 export type { PostgresClient } from './postgres-driver.js';
@@ -237,11 +238,7 @@ export interface PostgresStorage extends Storage {
 
 /** `work`, or a rejection saying what to check once `ms` have passed. */
 function withDeadline(work: Promise<void>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`PostgreSQL did not answer within ${ms / 1000} s: check the database URL (host, port, database) and that PostgreSQL listens there; if it does, another process may be holding viewsync's migration lock`)), ms);
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return within(work, ms, () => new Error(`PostgreSQL did not answer within ${ms / 1000} s: check the database URL (host, port, database) and that PostgreSQL listens there; if it does, another process may be holding viewsync's migration lock`));
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Patch } from './version/patch.js';
 import { readAlone, readBatched } from './batching/shared-reads.js';
 import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './version/strategy.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
+import { within } from '../base/within.js';
 
 /** A pull's answer before it is serialised: a patch's puts may hold their value as text. */
 export type PullAnswer = WithPatch<PullResponseV1> | WithPatch<PullResponseV0> | ClientStateNotFoundResponse;
@@ -117,18 +118,12 @@ const recentViews = new RecentViews();
  */
 async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>): Promise<ResolvedView> {
   const tx = new SpaceReadTransaction(session, limits);
-  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const computed = (async () => Prefixes.of(await view(tx, request), limits))();
     // Past the deadline, what the view does next (a read of the closed tx throws) is nobody's.
-    computed.catch(() => {});
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TemporaryError(`view ran longer than ${limits.appCodeMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 })), limits.appCodeMs);
-    });
-    const prefixes = await Promise.race([computed, deadline]);
+    const computed = (async () => Prefixes.of(await view(tx, request), limits))();
+    const prefixes = await within(computed, limits.appCodeMs, () => new TemporaryError(`view ran longer than ${limits.appCodeMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 }));
     return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID };
   } finally {
-    clearTimeout(timer);
     tx.close();
   }
 }

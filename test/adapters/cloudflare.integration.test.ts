@@ -16,7 +16,7 @@ describe('createWorker', () => {
 
   it('builds the context from env once per env object', async () => {
     const built: object[] = [];
-    const worker = createWorker((env: { name: string }): SyncContext => (built.push(env), runtimeContext(memoryStorage())));
+    const worker = createWorker((env: { name: string }) => (built.push(env), runtimeContext(memoryStorage()).options));
     const [first, second] = [{ name: 'a' }, { name: 'b' }];
     for (const env of [first, first, second, first]) expect((await worker.fetch(pullRequest(), env)).status).toBe(200);
     expect(built).toEqual([first, second]);

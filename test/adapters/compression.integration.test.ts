@@ -8,7 +8,7 @@ import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
 import { httpRequest } from '../support/http-request.js';
 import { memoryInUse } from '../support/memory.js';
-import { runtimeContext } from '../runtime/app.js';
+import { runtimeContext, runtimeMutators } from '../runtime/app.js';
 import { serversStoppedAfterEach } from './servers.js';
 
 // Compressed answers from the Node server: what is compressed and how, and that a client that
@@ -280,15 +280,14 @@ function row(n: number) {
 
 /** A context whose space holds `entries` rows. */
 async function space(entries: number): Promise<SyncContext> {
-  const ctx: SyncContext = {
-    ...runtimeContext(memoryStorage()),
+  const ctx: SyncContext = runtimeContext(memoryStorage(), {
     mutators: {
-      ...runtimeContext(memoryStorage()).mutators,
+      ...runtimeMutators,
       fill: async (tx, { count }: { count: number }) => {
         for (let n = 0; n < count; n++) await tx.set(`todo/${String(n).padStart(8, '0')}`, row(n));
       },
     },
-  };
+  });
   await push(ctx, 'fill', { count: entries });
   return ctx;
 }
@@ -296,7 +295,7 @@ async function space(entries: number): Promise<SyncContext> {
 /** Twenty values of 0.9 MiB of random text (base64: it compresses to about 3/4), a 19 MiB pull. */
 async function incompressibleSpace(): Promise<SyncContext> {
   const values = Array.from({ length: 20 }, () => randomBytes(700 * 1024).toString('base64'));
-  const ctx: SyncContext = { ...runtimeContext(memoryStorage()), mutators: { fill: async (tx) => { for (const [i, value] of values.entries()) await tx.set(`k${i}`, value); } } };
+  const ctx: SyncContext = runtimeContext(memoryStorage(), { mutators: { fill: async (tx) => { for (const [i, value] of values.entries()) await tx.set(`k${i}`, value); } } });
   await push(ctx, 'fill', {});
   return ctx;
 }

@@ -45,15 +45,16 @@ describe('viewsync/node', () => {
 
   it("gives authenticate and space a Request that works as one (headers, body, clone, instanceof), and still reads the body after user code did", async () => {
     const seen: unknown[] = [];
-    const server = await start({
-      ...runtimeContext(memoryStorage()),
-      authenticate: async (request) => {
-        const body = (await request.clone().json()) as { clientGroupID: string };
-        seen.push(request instanceof Request, request.method, new URL(request.url).pathname, request.headers.get('Authorization'), request.headers.has('content-type'));
-        seen.push([...request.headers.keys()].includes('x-replicache-requestid'), body.clientGroupID, (await request.text()).length > 0);
-        return 'user';
-      },
-    });
+    const server = await start(
+      runtimeContext(memoryStorage(), {
+        authenticate: async (request) => {
+          const body = (await request.clone().json()) as { clientGroupID: string };
+          seen.push(request instanceof Request, request.method, new URL(request.url).pathname, request.headers.get('Authorization'), request.headers.has('content-type'));
+          seen.push([...request.headers.keys()].includes('x-replicache-requestid'), body.clientGroupID, (await request.text()).length > 0);
+          return 'user';
+        },
+      }),
+    );
     const response = await fetch(new URL('pull', server.url), {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer t', 'x-replicache-requestid': 'c-s-1' },
@@ -66,7 +67,7 @@ describe('viewsync/node', () => {
 
   it('survives a client that hangs up mid-body, and keeps serving', async () => {
     const errors: unknown[] = [];
-    const server = await start({ ...runtimeContext(memoryStorage()), onError: (error) => errors.push(error) });
+    const server = await start(runtimeContext(memoryStorage(), { onError: (error) => errors.push(error) }));
     for (const declared of [true, false]) {
       await new Promise<void>((resolve) => {
         const socket = connect(server.port, '127.0.0.1', () => {
@@ -186,7 +187,7 @@ describe('viewsync/node', () => {
 async function bigSpace(): Promise<SyncContext> {
   const storage = memoryStorage();
   const value = 'x'.repeat(1024 * 1024 - 2);
-  const ctx: SyncContext = { ...runtimeContext(storage), mutators: { fill: async (tx) => { for (let i = 0; i < 20; i++) await tx.set(`k${i}`, value); } } };
+  const ctx: SyncContext = runtimeContext(storage, { mutators: { fill: async (tx) => { for (let i = 0; i < 20; i++) await tx.set(`k${i}`, value); } } });
   await handleFill(ctx);
   return ctx;
 }

@@ -12,7 +12,7 @@ import { runtimeContext } from '../runtime/app.js';
 import { Clients, FetchRecorder, pendingCount, serverData, snapshot, uniqueName, waitFor } from './client.js';
 
 let server: SyncServer;
-const ctx: SyncContext = { ...runtimeContext(memoryStorage()), retention: { clientGroupsMs: 1_000, tombstonesMs: 1_000 } };
+const ctx: SyncContext = runtimeContext(memoryStorage(), { retention: { clientGroupsMs: 1_000, tombstonesMs: 1_000 } });
 const clients = new Clients(() => server.url);
 afterAll(async () => {
   await clients.closeAll();
@@ -62,7 +62,7 @@ it('a tab reopened months later never applies a mutation twice: mutation recover
   // updated meanwhile (a new schemaVersion, so a new client group whose mutation recovery sends
   // the old group's pending mutations), with a weekly collection over 100 days.
   let offset = 0;
-  const later: SyncContext = { ...runtimeContext(memoryStorage()), clock: () => Date.now() + offset };
+  const later: SyncContext = runtimeContext(memoryStorage(), { clock: () => Date.now() + offset });
   const laterServer = await serve(later, { port: 0 });
   const recorder = new FetchRecorder();
   const tabs = new Clients(() => laterServer.url);

@@ -14,7 +14,7 @@ const run = promisify(execFile);
 
 /** What a user writes: every entry, mutators typed for the client, and ones that need the user. */
 const CONSUMER = `
-import { defineMutator, handleRequest, memoryStorage, type Mutators, type SyncContext, type WriteTransaction } from 'viewsync';
+import { createContext, defineMutator, handleRequest, memoryStorage, type Mutators, type SyncContext, type SyncOptions, type WriteTransaction } from 'viewsync';
 import { serve } from 'viewsync/node';
 import { serve as serveDeno } from 'viewsync/deno';
 import { serve as serveBun } from 'viewsync/bun';
@@ -47,14 +47,14 @@ const client: MutatorDefs = shared;
 // @ts-expect-error the client's transaction has no userID, so a server mutator is not a client one
 const notClient: MutatorDefs = { stamp: serverOnly.stamp };
 
-const ctx: SyncContext = { storage: memoryStorage(), mutators: { ...shared, ...serverOnly }, limits: { appCodeMs: 5_000 } };
+const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: { ...shared, ...serverOnly }, limits: { appCodeMs: 5_000 } });
 export const handler = { fetch: (request: Request) => handleRequest(request, ctx) };
 export const SyncObject = createSyncObject(() => ({ mutators: shared }));
 export const worker = routeToObject({ binding: 'SYNC', space: () => 'main' });
 export const starts = [serve, serveDeno, serveBun];
-export const onDisk: SyncContext = { storage: sqliteStorage(new Database('sync.db'), { tablePrefix: 'app_' }), mutators: shared };
+export const onDisk: SyncContext = createContext({ storage: sqliteStorage(new Database('sync.db'), { tablePrefix: 'app_' }), mutators: shared });
 const sql = postgres(process.env.DATABASE_URL!, { prepare: false });
-export const onPostgres: SyncContext = { storage: postgresStorage(sql, { schema: 'sync', prepare: false }), mutators: shared, pokes: { notifier: postgresNotifier(sql), coalesceMs: 100 } };
+export const onPostgres: SyncOptions = { storage: postgresStorage(sql, { schema: 'sync', prepare: false }), mutators: shared, pokes: { notifier: postgresNotifier(sql), coalesceMs: 100 } };
 // A Replicache instance is what connectPokes takes, as it is.
 export const pokes: PokeConnection = connectPokes(new Replicache({ name: 'u', licenseKey: 'k', mutators: shared }), '/sync/poke', { maxDelayMs: 5_000 });
 // (PGlite's own declarations need @types/emscripten without skipLibCheck; test/storage checks it.)
