@@ -2,7 +2,7 @@
 // DATABASE_URL set in the site's environment. The client then uses pullURL `/sync/pull`,
 // pushURL `/sync/push`, pokes at `/sync/poke`.
 import { neonConfig, Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier } from 'viewsync';
+import { createContext, handleRequest, storeNotifier } from 'viewsync';
 import { postgresStorage } from 'viewsync/postgres';
 import { mutators } from '../app.js';
 
@@ -18,7 +18,7 @@ if (localProxy) {
 const pool = new Pool({ connectionString: Netlify.env.get('DATABASE_URL') });
 pool.on('error', (error: Error) => console.error(`A pooled connection failed: ${error.message}`));
 const storage = postgresStorage(pool);
-const ctx = { storage, mutators, pokes: { notifier: storeNotifier(storage) } };
+const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage) } });
 
 export default (request: Request): Promise<Response> => handleRequest(request, ctx);
 export const config = { path: '/sync/*' };

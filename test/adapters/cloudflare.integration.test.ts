@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createWorker, routeToObject } from '../../adapters/cloudflare.js';
 import { memoryStorage, type SyncContext } from '../../src/index.js';
-import { runtimeContext } from '../runtime/app.js';
+import { runtimeContext } from '../runtime/context.js';
 
 // The wiring that needs no workerd; test/runtime/workerd.e2e.test.ts runs the rest in workerd.
 const pullRequest = (url = 'http://w/pull') =>

@@ -8,7 +8,8 @@ import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.
 import { Clients, uniqueName, waitFor } from '../interop/client.js';
 import { httpRequest } from '../support/http-request.js';
 import { memoryInUse } from '../support/memory.js';
-import { runtimeContext, runtimeMutators } from '../runtime/app.js';
+import { runtimeMutators } from '../runtime/app.js';
+import { runtimeContext } from '../runtime/context.js';
 import { serversStoppedAfterEach } from './servers.js';
 
 // Compressed answers from the Node server: what is compressed and how, and that a client that

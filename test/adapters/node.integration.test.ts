@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { nodeServerOptions } from '../../adapters/node-bridge.js';
 import { createListener, serve } from '../../adapters/node.js';
 import { handleRequest, memoryStorage, type SyncContext, createContext } from '../../src/index.js';
-import { runtimeContext, runtimeMutators } from '../runtime/app.js';
+import { runtimeMutators } from '../runtime/app.js';
+import { runtimeContext } from '../runtime/context.js';
 import { memoryInUse } from '../support/memory.js';
 import { serversStoppedAfterEach } from './servers.js';
 

@@ -8,7 +8,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { collectGarbage, memoryStorage, type SyncContext } from '../../src/index.js';
-import { runtimeContext } from '../runtime/app.js';
+import { runtimeContext } from '../runtime/context.js';
 import { Clients, FetchRecorder, pendingCount, serverData, snapshot, uniqueName, waitFor } from './client.js';
 
 let server: SyncServer;

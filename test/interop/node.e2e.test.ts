@@ -1,6 +1,6 @@
 import { memoryStorage, type SyncContext } from '../../src/index.js';
 import { serve } from '../../adapters/node.js';
-import { runtimeContext } from '../runtime/app.js';
+import { runtimeContext } from '../runtime/context.js';
 import { describeInterop } from './suite.js';
 
 describeInterop('node', ({ port = 0, requireAuth } = {}) => {

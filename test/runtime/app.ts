@@ -4,8 +4,7 @@
  * package as that runtime loads it.
  */
 import type { ReadonlyJSONValue, WriteTransaction } from 'replicache';
-import type { Storage, SyncContext, SyncOptions, View } from '../../src/index.js';
-import { createContext } from '../../src/index.js';
+import type { Storage, SyncOptions, View } from '../../src/index.js';
 
 /** Small, so that the suite can send a body over it cheaply. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -34,6 +33,7 @@ export const runtimeMutators = {
  */
 export const runtimeView: View = async (tx, { clientGroupID }) => ((await tx.get(`views/${clientGroupID}`)) as string[] | undefined) ?? [''];
 
-export function runtimeContext(storage: Storage, options: Partial<SyncOptions> = {}): SyncContext {
-  return createContext({ storage, mutators: runtimeMutators, view: runtimeView, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {}, ...options });
+/** The app's options over `storage`: a server makes its context of them with the package as it loads it (a context is its own copy's: see context.ts here for Node). */
+export function runtimeOptions(storage: Storage, options: Partial<SyncOptions> = {}): SyncOptions {
+  return { storage, mutators: runtimeMutators, view: runtimeView, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {}, ...options };
 }

@@ -1,6 +1,6 @@
 import { memoryStorage } from '../../src/index.js';
 import { serve } from '../../adapters/node.js';
-import { runtimeContext } from './app.js';
+import { runtimeContext } from './context.js';
 import { describeCompression } from './compression.js';
 import { describeRuntime } from './suite.js';
 
