@@ -1,6 +1,6 @@
 import type { PostgresDriver, PostgresQuery, TransactionEnd } from './postgres-connection.js';
 import { type PgPool, pgPoolDriver } from './pg-pool.js';
-import { type PostgresJsClient, postgresJsDriver } from './postgres-js.js';
+import { type GuardOptions, type PostgresJsClient, postgresJsDriver } from './postgres-js.js';
 
 
 /** A PGlite database (`new PGlite()`): the part the store uses. */
@@ -15,8 +15,8 @@ export type PostgresClient = PostgresJsClient | PGliteClient | PgPool;
  * A driver for `client`: postgres.js (postgres-js.ts), a `pg`-style pool (pg-pool.ts), or PGlite,
  * here.
  */
-export function postgresDriver(client: PostgresClient, prepare: boolean): PostgresDriver {
-  if ('begin' in client && typeof client.begin === 'function') return postgresJsDriver(client, prepare);
+export function postgresDriver(client: PostgresClient, postgresJs: Required<GuardOptions>): PostgresDriver {
+  if ('begin' in client && typeof client.begin === 'function') return postgresJsDriver(client, postgresJs);
   if ('transaction' in client && typeof client.transaction === 'function') {
     // PGlite has one connection, so one transaction at a time: queue them here, so that a
     // second never starts while the first awaits (its statements would land in the first).

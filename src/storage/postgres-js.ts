@@ -19,18 +19,18 @@ export interface PostgresJsTransaction {
  * COMMIT. (Its `begin` rather than a reserved connection with BEGIN pipelined too: a reserved
  * connection whose backend was killed hangs or crashes postgres.js 3.4, `begin` recovers.)
  */
-export function postgresJsDriver(client: PostgresJsClient, prepare: boolean): PostgresDriver {
+export function postgresJsDriver(client: PostgresJsClient, options: Required<GuardOptions>): PostgresDriver {
   const transaction = <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>) =>
     beginGuarded(client, mode, async (query) => {
       const { result, finish } = await fn(query);
       await Promise.all(finish.map(([text, params]) => query(text, params)));
       return result;
-    }, prepare);
+    }, options);
   return {
     transaction,
     statement: async (text, params) =>
       client.unsafe
-        ? ((await unlessStuck(client.unsafe(text, params as never[], { prepare }))) as Array<Record<string, unknown>>)
+        ? ((await unlessStuck(client.unsafe(text, params as never[], { prepare: options.prepare }), options.lostAfterMs, client)) as Array<Record<string, unknown>>)
         : transaction('READ ONLY', async (query) => ({ result: await query(text, params), finish: [] })),
   };
 }
@@ -53,7 +53,7 @@ export function postgresJsDriver(client: PostgresJsClient, prepare: boolean): Po
  * connection, and the next transaction gets a new connection, from the next host in the list
  * or wherever the address leads now. The caller gets the 25006.
  */
-export async function beginGuarded<T>(client: PostgresJsClient, mode: string, body: (query: PostgresQuery) => Promise<T>, prepare = true): Promise<T> {
+export async function beginGuarded<T>(client: PostgresJsClient, mode: string, body: (query: PostgresQuery) => Promise<T>, { prepare = true, lostAfterMs = LOST_AFTER_MS }: GuardOptions = {}): Promise<T> {
   let lost = false;
   let over = false;
   let readOnly: unknown;
@@ -65,8 +65,8 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   const { promise: late, reject: giveUp } = deferred<never>();
   const timer = setTimeout(() => {
     givenUp = true;
-    giveUp(new ConnectionLostError(`postgres.js did not start the transaction within ${STUCK_MS / 1000} s`));
-  }, STUCK_MS);
+    giveUp(new ConnectionLostError(`postgres.js did not start the transaction within ${lostAfterMs / 1000} s`));
+  }, lostAfterMs);
   (timer as { unref?: () => void }).unref?.();
   const done = client.begin(
     mode,
@@ -77,7 +77,20 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
         const query: PostgresQuery = async (text, params) => {
           if (lost || over || readOnly !== undefined) throw new ConnectionLostError();
           try {
-            return (await tx.unsafe(text, params as never[], { prepare })) as Array<Record<string, unknown>>;
+            const sent = tx.unsafe(text, params as never[], { prepare });
+            return (await within(sent, lostAfterMs, () => {
+              // postgres.js 3.4 can lose a statement of a connection it reconnected after a cut
+              // (seen under the suite's network faults: the server had the statement's first
+              // messages and waited for the rest, for ever, in the middle of the transaction,
+              // holding its locks; no server timeout ends that wait). The caller is told at once;
+              // the backend is ended from another connection, which ends the transaction and
+              // frees its locks and postgres.js's connection; the body is never resumed.
+              lost = true;
+              endBackend(client, sent, lostAfterMs);
+              const error = new ConnectionLostError(`postgres.js did not answer a statement of the transaction within ${lostAfterMs / 1000} s`);
+              giveUp(error);
+              return error;
+            })) as Array<Record<string, unknown>>;
           } catch (error) {
             if (isUnreachable(error)) lost = true;
             else if (isTemporary(error)) readOnly ??= error;
@@ -114,9 +127,39 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   }
 }
 
-/** `work`, or a lost connection once `STUCK_MS` have passed: a statement postgres.js lost track of (see {@link beginGuarded}). */
-export function unlessStuck<T>(work: PromiseLike<T>): Promise<T> {
-  return within(work, STUCK_MS, () => new ConnectionLostError(`postgres.js did not answer the statement within ${STUCK_MS / 1000} s`));
+/**
+ * `work`, or a lost connection once `ms` have passed: a statement postgres.js lost track of (see
+ * {@link beginGuarded}). With `client`, the backend it waits on is ended too: postgres.js sends
+ * later statements behind a busy connection's, which would all wait on it in turn.
+ */
+export function unlessStuck<T>(work: PromiseLike<T>, ms = LOST_AFTER_MS, client?: PostgresJsClient): Promise<T> {
+  return within(work, ms, () => {
+    if (client) endBackend(client, work, ms);
+    return new ConnectionLostError(`postgres.js did not answer the statement within ${ms / 1000} s`);
+  });
+}
+
+export interface GuardOptions {
+  /** Prepare statements (postgres.js's `prepare`). Default: true. */
+  prepare?: boolean;
+  /** How long the start of the transaction, or one of its statements, may go unanswered. Default: {@link LOST_AFTER_MS}. */
+  lostAfterMs?: number;
+}
+
+/**
+ * Ends, from another of `client`'s connections, the backend that `statement` (a postgres.js query,
+ * which knows its connection's backend once sent: what its `cancel()` uses) went unanswered on,
+ * should it still be busy since `ms` ago: a pid the server has since given to a working backend
+ * is left alone. Best effort: without the right to end it, it lives until its connection closes.
+ */
+function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number): void {
+  const pid = (statement as { state?: { pid?: unknown } | null }).state?.pid;
+  if (!client.unsafe || typeof pid !== 'number') return;
+  const ended = client.unsafe(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state <> 'idle' AND state_change < now() - make_interval(secs => $2)",
+    [pid, ms / 2_000] as never[],
+  );
+  void unlessStuck(ended, ms).catch(() => {});
 }
 
 function deferred<T>(): { promise: Promise<T>; reject: (error: unknown) => void } {
@@ -129,9 +172,9 @@ function deferred<T>(): { promise: Promise<T>; reject: (error: unknown) => void 
 const LOST_GRACE_MS = 2_000;
 
 /**
- * How long postgres.js may take to start a transaction or answer a statement outside one before
- * it is taken for lost. Far above a BEGIN's round trip, or a pull's statement (each range has a
- * LIMIT), and above a wait for a free connection of a pool in ordinary use.
+ * How long postgres.js may take to start a transaction or answer a statement before its
+ * connection is taken for lost. Far above a BEGIN's round trip, or a pull's statement (each
+ * range has a LIMIT), and above a wait for a free connection of a pool in ordinary use.
  */
-const STUCK_MS = 30_000;
+export const LOST_AFTER_MS = 30_000;
 

@@ -2,6 +2,7 @@ import { runChecked } from './checked.js';
 import { compareUTF8 } from '../base/utf8.js';
 import type { PostgresQuery } from './postgres-connection.js';
 import { type PostgresClient, postgresDriver } from './postgres-driver.js';
+import { LOST_AFTER_MS } from './postgres-js.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { RangeRead, RangeRow, ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
@@ -43,7 +44,9 @@ export type { PostgresClient } from './postgres-driver.js';
  * const storage = postgresStorage(postgres(process.env.DATABASE_URL!, { fetch_types: false }));
  */
 export function postgresStorage(client: PostgresClient, options: PostgresStorageOptions = {}): PostgresStorage {
-  const driver = postgresDriver(client, options.prepare ?? true);
+  const lostAfterMs = options.lostAfterMs ?? LOST_AFTER_MS;
+  if (typeof lostAfterMs !== 'number' || !(lostAfterMs > 0) || !Number.isFinite(lostAfterMs)) throw new TypeError(`postgresStorage: lostAfterMs must be a number of milliseconds above 0, not ${String(lostAfterMs)}`);
+  const driver = postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs });
   const prefix = options.tablePrefix ?? 'viewsync_';
   const schema = options.schema === undefined ? '' : `${quoteIdentifier(options.schema)}.`;
   const [kv, meta] = [`${schema}${quoteIdentifier(`${prefix}kv`)}`, `${schema}${quoteIdentifier(`${prefix}schema`)}`];
@@ -222,6 +225,13 @@ export interface PostgresStorageOptions {
   tablePrefix?: string;
   /** Prepare statements (postgres.js only). Set `false` behind a pooler in transaction mode. Default: true. */
   prepare?: boolean;
+  /**
+   * postgres.js only: how long the start of a transaction, or a statement, may go unanswered
+   * before its connection is taken for lost and the request answered 503 (postgres.js 3.4 can
+   * lose track of one on a connection it reconnected after a network cut; the backend of a lost
+   * transaction is then ended, freeing its locks). Default: 30,000.
+   */
+  lostAfterMs?: number;
 }
 
 /** A PostgreSQL store, with its schema step for deploy scripts. */

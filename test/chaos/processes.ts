@@ -4,12 +4,14 @@
  * checker counts as an anomaly ("no process ends unless the suite killed it").
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { appendFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+const LOG_DIR = process.env.CHAOS_LOG_DIR;
 
 const bundles = new Map<string, Promise<string>>();
 
@@ -73,6 +75,8 @@ export class Watched {
       const timer = setTimeout(() => reject(new Error(`${this.label} did not start within ${timeoutMs / 1000} s:\n${this.tail()}`)), timeoutMs);
       const onData = (text: string) => {
         this.#output = (this.#output + text).slice(-20_000);
+        // Kept whole only when asked (CHAOS_LOG_DIR): a stall is read from the servers' own lines.
+        if (LOG_DIR) appendFileSync(join(LOG_DIR, `${this.label.replaceAll(/[^\w.-]/g, '_')}.log`), text.replaceAll(/^(?=.)/gm, `${new Date().toISOString()} `));
         const match = ready ? this.#output.match(/\{"url":"([^"]+)"/) : null;
         if (match && child === this.#child && !this.#ready) {
           this.#ready = true;

@@ -131,7 +131,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     phaseDone('stopping');
     log(`${topology.name}: clients stopped; settling`);
     // Every client pushes what it has pending, then (once all have) pulls the final state. Four
-    // minutes: a postgres.js call lost in the faults holds its request for up to 30 s (STUCK_MS in
+    // minutes: a postgres.js call lost in the faults holds its request for up to 30 s (LOST_AFTER_MS in
     // postgres-js.ts), and a client may meet a few in turn; a group still stuck then is reported.
     const settleBy = performance.now() + 240_000;
     const stopAt = setTimeout(() => (stopped = true), Math.max(0, settleBy - performance.now()));

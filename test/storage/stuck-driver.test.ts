@@ -45,13 +45,47 @@ describe('a postgres.js call that never starts or never answers', () => {
     expect(statements).toEqual([]);
   });
 
-  it('a statement outside a transaction (a pull read in one go) that gets no answer within 30 s is given up as a lost connection', async () => {
+  it('a statement of a transaction that gets no answer within 30 s is given up as a lost connection at once, and the backend running the transaction is ended from another connection, freeing its locks', async () => {
     vi.useFakeTimers();
-    const outcome = unlessStuck(new Promise<never>(() => {})).catch((error: unknown) => error);
+    const outside: Array<[string, unknown[]]> = [];
+    const inside: string[] = [];
+    const client: PostgresJsClient = {
+      begin: (_mode, fn) =>
+        fn({
+          // Lost: no answer ever. (postgres.js's query knows its connection's backend once sent.)
+          unsafe: (query: string) => (inside.push(query), Object.assign(new Promise(() => {}), { state: { pid: 4242, secret: 1 } })),
+        }),
+      unsafe: (query: string, params?: never[]) => (outside.push([query, params ?? []]), Promise.resolve([])),
+    };
+    const outcome = beginGuarded(client, 'ISOLATION LEVEL READ COMMITTED', async (query) => {
+      await query('SELECT lock', []);
+      return 'committed';
+    }).then(() => 'resolved', (error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(29_000);
+    expect(await Promise.race([outcome, 'pending'])).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1_000);
+    const error = await outcome;
+    expect(isUnreachable(error), String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/did not answer a statement of the transaction within 30 s/);
+    expect(inside).toEqual(['SELECT lock']);
+    // Only while it is still busy since then: a pid the server has given to a working backend is left alone.
+    expect(outside).toEqual([[expect.stringMatching(/pg_terminate_backend\(pid\).*WHERE pid = \$1 AND state <> 'idle' AND state_change < now\(\) - make_interval\(secs => \$2\)/), [4242, 15]]]);
+    // And nothing more is sent on the stuck connection: no ROLLBACK written behind the lost statement.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(inside).toHaveLength(1);
+  });
+
+  it('a statement outside a transaction (a pull read in one go) that gets no answer within 30 s is given up as a lost connection, and the backend it waits on is ended (later statements queue behind it on its connection)', async () => {
+    vi.useFakeTimers();
+    const outside: unknown[] = [];
+    const client: PostgresJsClient = { begin: () => new Promise(() => {}), unsafe: (_query, params) => (outside.push(params), Promise.resolve([])) };
+    const lost = Object.assign(new Promise<never>(() => {}), { state: { pid: 77, secret: 1 } });
+    const outcome = unlessStuck(lost, 30_000, client).catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(30_000);
     const error = await outcome;
     expect(isUnreachable(error)).toBe(true);
     expect((error as Error).message).toMatch(/did not answer the statement within 30 s/);
+    expect(outside).toEqual([[77, 15]]);
     expect(await unlessStuck(Promise.resolve(7))).toBe(7);
   });
 

@@ -22,6 +22,14 @@ export interface FaultProxy {
   /** Holds every byte, both ways, of open and new connections, until {@link resume}. */
   stall(): void;
   resume(): void;
+  /**
+   * The next connection a client sends anything on, from now on: all it sends after its first
+   * `passing` writes (default 0) is dropped, and the connection kept open, as a driver that lost
+   * track of a statement and never sends its rest (the server waits for it, for ever).
+   */
+  swallowNext(passing?: number): void;
+  /** Cancels a {@link swallowNext} no connection has met yet. */
+  swallowNone(): void;
   /** Resets new connections as they come, until {@link accept}. */
   refuse(): void;
   accept(): void;
@@ -41,6 +49,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
   let target = targetPort;
   let stalled = false;
   let refusing = false;
+  let swallowing: number | undefined;
   let fatals = 0;
   let accepted = 0;
   const pairs = new Set<Pair>();
@@ -74,6 +83,8 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
   });
 
   const forward = (pair: Pair, to: Socket, chunk: Buffer, before?: () => void) => {
+    if (to === pair.upstream && swallowing !== undefined && pair.passing === undefined) [pair.passing, swallowing] = [swallowing, undefined];
+    if (to === pair.upstream && pair.passing !== undefined && pair.passing-- <= 0) return;
     before?.();
     if (stalled) pair.held.push(() => to.write(chunk));
     else to.write(chunk);
@@ -110,6 +121,12 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       stalled = false;
       for (const pair of pairs) for (const write of pair.held.splice(0)) write();
     },
+    swallowNext(passing = 0) {
+      swallowing = passing;
+    },
+    swallowNone() {
+      swallowing = undefined;
+    },
     refuse() {
       refusing = true;
     },
@@ -134,6 +151,8 @@ interface Pair {
   upstream: Socket;
   /** Writes held while the proxy is stalled, in order. */
   held: Array<() => void>;
+  /** Once swallowed: how many more writes of the client pass (see {@link FaultProxy.swallowNext}). */
+  passing?: number;
 }
 
 /**
