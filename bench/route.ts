@@ -129,7 +129,7 @@ if (!ONLY || ONLY.includes('move')) {
   progress('move: seeding 100,000 entries and 100 client groups…');
   for (let from = 0; from < 100_000; from += 10_000) await push(three, space, 'seeder', 'fill', { from, count: 10_000 });
   for (let g = 0; g < 100; g++) await push(three, space, `group-${g}`, 'increment', { key: `count/${g}` });
-  const source = await (three.storage as ReturnType<typeof routedStorage>).locate(space);
+  const source = await three.storage.parts!.locate(space);
   const target = ['a', 'b', 'c'].find((name) => name !== source)!;
   const latencies: number[] = [];
   let moving = true;
@@ -147,7 +147,7 @@ if (!ONLY || ONLY.includes('move')) {
 
 if (!ONLY || ONLY.includes('outage')) {
   const spaces = Array.from({ length: 60 }, (_, i) => `outage-${i}`);
-  const homes = await Promise.all(spaces.map((space) => (three.storage as ReturnType<typeof routedStorage>).locate(space)));
+  const homes = await Promise.all(spaces.map((space) => three.storage.parts!.locate(space)));
   const latencies = { before: [] as number[], during: [] as number[] };
   let phase: 'before' | 'during' | 'after' = 'before';
   let refused = 0;

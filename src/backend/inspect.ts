@@ -7,7 +7,6 @@ import { utf8Length } from '../base/utf8.js';
 import { SpaceKeys, STAGING_MARK } from '../sync/version/keys.js';
 import { quotaOf, type SpaceQuota } from '../sync/transactions/quota.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/version/records.js';
-import { isRouted } from '../route/routed-storage.js';
 import { checkSpace } from './transact.js';
 import { checkContext } from '../context/state.js';
 import { setOwn } from '../base/own.js';
@@ -95,7 +94,7 @@ export async function inspect(ctx: SyncContext, space?: string): Promise<{ space
 async function survey(ctx: SyncContext, space: string): Promise<{ summary: SpaceSummary; groups: GroupSummary[] }> {
   const storage = ctx.storage;
   const quota = quotaOf(ctx.quotas, space);
-  const store = isRouted(storage) ? await storage.locate(space) : undefined;
+  const store = await storage.parts?.locate(space);
   const keys = new SpaceKeys(space);
   const meta = (await storage.transaction((tx) => tx.get(keys.meta), { readOnly: true, space })) as Meta | undefined;
   let entries = 0;

@@ -1,5 +1,5 @@
 import type { SyncContext } from '../context/context.js';
-import { isRouted } from '../route/routed-storage.js';
+import { routerOf } from '../route/routed-storage.js';
 import { type MoveOptions, type MoveResult, moveSpaceBetween } from '../route/move-space.js';
 import { checkSpace } from './transact.js';
 import { checkContext } from '../context/state.js';
@@ -28,6 +28,7 @@ export type { MoveOptions, MoveProgress, MoveResult } from '../route/move-space.
 export async function moveSpace(ctx: SyncContext, space: string, to: string, options: MoveOptions = {}): Promise<MoveResult> {
   checkContext(ctx);
   checkSpace(space);
-  if (!isRouted(ctx.storage)) throw new TypeError('moveSpace moves spaces between the stores of a routedStorage: this context has a single store');
-  return moveSpaceBetween(ctx.storage, space, to, options);
+  const router = routerOf(ctx.storage);
+  if (router === undefined) throw new TypeError('moveSpace moves spaces between the stores of a routedStorage: this context has a single store');
+  return moveSpaceBetween(router, space, to, options);
 }

@@ -8,7 +8,7 @@ import { collectGarbage } from '../context/collect-garbage.js';
 import { moveSpace } from '../backend/move.js';
 import { checkDirectory, repairDirectory } from '../route/directory.js';
 import { RouteError } from '../route/route-record.js';
-import { isRouted, type RoutedStorage } from '../route/routed-storage.js';
+import { type Router, routerOf } from '../route/routed-storage.js';
 import { locateWhereHeld } from '../route/survey.js';
 import type { SyncContext, SyncOptions } from '../context/context.js';
 import { createContext } from '../context/create.js';
@@ -109,7 +109,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         if ((options.store ?? []).length < 2) throw new UsageError('move moves a space between the stores of a routed storage: give each as --store NAME=URL, as the servers name them');
         const switchTimeoutMs = duration(options['switch-timeout'], '--switch-timeout', 2_000);
         store = await openStore(options);
-        const names = Object.keys((store.storage as RoutedStorage).stores);
+        const names = Object.keys(store.storage.parts?.stores ?? {});
         if (!names.includes(options.to)) throw new UsageError(`--to ${JSON.stringify(options.to)} is not one of the --store names (${names.join(', ')})`);
         await moveCommand(context(store), space, options.to, switchTimeoutMs, options);
         return 0;
@@ -121,7 +121,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         if ((options.store ?? []).length === 0) throw new UsageError(`directory ${action} works on the stores of a routed storage: give each as --store NAME=URL, as the servers name them, and --directory NAME`);
         if (options.directory === undefined) throw new UsageError(`directory ${action} needs --directory NAME, the store that keeps the servers' directory`);
         store = await openStore(options, { readOnly: action === 'check' });
-        return await directoryCommand(store.storage as RoutedStorage, action, options);
+        return await directoryCommand(routerOf(store.storage)!, action, options);
       }
       case 'gc': {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
@@ -166,7 +166,8 @@ function parse(argv: readonly string[]) {
  * or writes a second one.
  */
 async function checkWhereHeld(store: OpenStore, space: string, command: string): Promise<void> {
-  if (isRouted(store.storage)) await locateWhereHeld(store.storage, space, command);
+  const router = routerOf(store.storage);
+  if (router) await locateWhereHeld(router, space, command);
 }
 
 function context(store: OpenStore, options: Partial<SyncOptions> = {}): SyncContext {
@@ -232,7 +233,7 @@ async function moveCommand(ctx: SyncContext, space: string, to: string, switchTi
 }
 
 /** Checks or repairs the directory; resolves to the exit code: 1 while a space's row does not lead to its copy in use. */
-async function directoryCommand(storage: RoutedStorage, action: 'check' | 'repair', options: Options): Promise<number> {
+async function directoryCommand(storage: Router, action: 'check' | 'repair', options: Options): Promise<number> {
   const listed = (value: unknown) => (value === undefined ? '-' : typeof value === 'string' ? value : JSON.stringify(value));
   if (action === 'check') {
     const problems = await checkDirectory(storage);

@@ -1,5 +1,4 @@
 import { compareUTF8 } from '../base/utf8.js';
-import { isRouted } from '../route/routed-storage.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
 import { globalVersion } from '../sync/version/global-version.js';
@@ -104,10 +103,11 @@ function add(total: Collected, step: Collected): void {
  * while staging, leaves a staging area and nothing else: housekeeping must still find it.
  */
 export async function allSpaces(storage: Storage): Promise<string[]> {
-  if (isRouted(storage)) {
-    // Each store's spaces whose copy there is the one in use: a moved space is listed once.
+  const parts = storage.parts;
+  if (parts) {
+    // Each part's spaces whose copy there is the one in use: a moved space is listed once.
     const spaces: string[] = [];
-    for (const name of Object.keys(storage.stores)) spaces.push(...(await storage.inUse(name, await allSpaces(storage.stores[name]!))));
+    for (const [name, part] of Object.entries(parts.stores)) spaces.push(...(await parts.inUse(name, await allSpaces(part))));
     return [...new Set(spaces)].sort(compareUTF8);
   }
   const spaces = new Set<string>();

@@ -1,4 +1,3 @@
-import { isRouted } from '../route/routed-storage.js';
 import type { Storage } from '../storage/types.js';
 import { getMany } from '../storage/write-buffer.js';
 import { SpaceKeys } from '../sync/version/keys.js';
@@ -47,9 +46,9 @@ export function storeNotifier(storage: Storage, options: StoreNotifierOptions = 
   const versionsOf = async (spaces: ReadonlyArray<readonly [space: string, key: string]>): Promise<Array<string | undefined | typeof UNREAD>> => {
     reads++;
     const keys = spaces.map(([, key]) => key);
-    // A routed storage runs transactions of one space each: one read per space, and a store
-    // that is down leaves its spaces as they were, not the others.
-    const values = isRouted(storage)
+    // A store made of several runs transactions of one space each: one read per space, and a
+    // part that is down leaves its spaces as they were, not the others.
+    const values = storage.parts
       ? (await Promise.allSettled(spaces.map(([space, key]) => storage.transaction((tx) => tx.get(key), { readOnly: true, space })))).map((read) => (read.status === 'fulfilled' ? read.value : UNREAD))
       : await storage.transaction((tx) => getMany(tx, keys), { readOnly: true });
     // The epoch too: a store that was reset (restored, re-imported) starts its versions again.

@@ -4,7 +4,7 @@ import type { Storage, StoredValue } from '../storage/types.js';
 import { stagingSpaces } from '../sync/dumps/import-batch.js';
 import { META_PREFIX, ROUTE_PREFIX, spaceOfMeta, spaceOfRoute } from '../sync/version/keys.js';
 import { RouteError, routeRecordOf } from './route-record.js';
-import { DIRECTORY_PREFIX, directoryKey, type RoutedStorage } from './routed-storage.js';
+import { DIRECTORY_PREFIX, directoryKey, type Router } from './routed-storage.js';
 import { copyInUse, describeHolding, type Holding, listNames } from './survey.js';
 
 /**
@@ -37,7 +37,7 @@ export interface DirectoryProblem {
  * order of their names: reads every store's route records, meta records and import staging
  * areas, and the whole directory, a page per transaction (nothing waits behind it).
  */
-export async function checkDirectory(storage: RoutedStorage): Promise<DirectoryProblem[]> {
+export async function checkDirectory(storage: Router): Promise<DirectoryProblem[]> {
   const directory = directoryOf(storage);
   const names = Object.keys(storage.stores);
   const listed = new Map<string, StoredValue>();
@@ -59,7 +59,7 @@ export async function checkDirectory(storage: RoutedStorage): Promise<DirectoryP
  * writes it where it is missing; leaves a space no store holds, or several could (`left`). A row
  * changed since it was read (a move, a first use) is left too: run the check again.
  */
-export async function repairDirectory(storage: RoutedStorage): Promise<{ repaired: DirectoryProblem[]; left: DirectoryProblem[] }> {
+export async function repairDirectory(storage: Router): Promise<{ repaired: DirectoryProblem[]; left: DirectoryProblem[] }> {
   const directory = directoryOf(storage);
   const repaired: DirectoryProblem[] = [];
   const left: DirectoryProblem[] = [];
@@ -89,7 +89,7 @@ export async function directoryStores(stores: Readonly<Record<string, Storage>>)
   return names.filter((_, i) => found[i]!.length > 0);
 }
 
-function directoryOf(storage: RoutedStorage): Storage {
+function directoryOf(storage: Router): Storage {
   if (storage.directory === undefined) throw new RouteError('This routed storage keeps no directory (options.directory): there is nothing to check');
   return storage.stores[storage.directory]!;
 }

@@ -2,7 +2,7 @@ import type { Storage, StorageTransaction } from '../storage/types.js';
 import { SpaceKeys } from '../sync/version/keys.js';
 import { catchUp, copyAll, removeAll } from './copy.js';
 import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
-import type { RoutedStorage } from './routed-storage.js';
+import type { Router } from './routed-storage.js';
 import { exists, holdsRows, locateWhereHeld, SAME_ROUTER, surveySpace } from './survey.js';
 
 /** Options for `moveSpace`. */
@@ -52,7 +52,7 @@ export interface MoveResult {
  * src/route/route-record.ts for the order of its steps and why a move killed anywhere leaves one
  * copy in use, and running it again finishes it).
  */
-export async function moveSpaceBetween(storage: RoutedStorage, space: string, to: string, options: MoveOptions = {}): Promise<MoveResult> {
+export async function moveSpaceBetween(storage: Router, space: string, to: string, options: MoveOptions = {}): Promise<MoveResult> {
   const started = performance.now();
   const switchTimeoutMs = options.switchTimeoutMs ?? 2_000;
   // Pushes wait out a switch holding their requests open: a minute is already longer than most clients wait.
@@ -151,7 +151,7 @@ export async function moveSpaceBetween(storage: RoutedStorage, space: string, to
  * hold first (src/route/survey.ts). A space no store holds is refused before anything is written
  * (a router's first look at a space writes its directory row).
  */
-async function locateChecked(storage: RoutedStorage, space: string): Promise<string> {
+async function locateChecked(storage: Router, space: string): Promise<string> {
   const holdings = await surveySpace(storage.stores, space);
   if (!exists(holdings)) throw new RouteError(`moveSpace: space ${JSON.stringify(space)} does not exist: no store (${Object.keys(storage.stores).join(', ')}) holds any row of it; nothing was moved or written. Is its name right? (the default space is '')`);
   return locateWhereHeld(storage, space, 'moveSpace', holdings);
@@ -166,7 +166,7 @@ async function checkOurs(tx: StorageTransaction, keys: SpaceKeys, ours: (now: Ro
  * Once a space is in use in `at`: removes the rows a move left in its source (step 6), when its
  * record still names one, and then forgets the source.
  */
-async function cleanUpAfter(storage: RoutedStorage, space: string, at: string, removed?: (rows: number) => void | Promise<void>): Promise<void> {
+async function cleanUpAfter(storage: Router, space: string, at: string, removed?: (rows: number) => void | Promise<void>): Promise<void> {
   const keys = new SpaceKeys(space);
   const store = storage.stores[at]!;
   const now = await store.transaction(async (tx) => routeRecordOf(await tx.get(keys.route), space, at), { readOnly: true, space });
@@ -188,7 +188,7 @@ async function cleanUpAfter(storage: RoutedStorage, space: string, at: string, r
  * Points the space's home at its new store, so that a process that knows nothing of it finds it
  * in one step, not along every store it was ever in. With a directory, `settle` did that.
  */
-async function forwardHome(storage: RoutedStorage, space: string, from: string, to: string, move: string): Promise<void> {
+async function forwardHome(storage: Router, space: string, from: string, to: string, move: string): Promise<void> {
   const home = await storage.home(space);
   if (home === from || home === to) return;
   const keys = new SpaceKeys(space);

@@ -1,5 +1,5 @@
 import { TemporaryError } from '../base/errors.js';
-import type { RangeRead, RangeRow, Storage, StorageTransaction, StoredValue, TransactionOptions } from '../storage/types.js';
+import type { RangeRead, RangeRow, Storage, StorageTransaction, StoredValue, StoreParts, TransactionOptions } from '../storage/types.js';
 import { eachRow } from '../storage/each-row.js';
 import { ROUTE_PREFIX, SpaceKeys } from '../sync/version/keys.js';
 import { type Placement, placementOf } from './placement.js';
@@ -35,14 +35,19 @@ export interface RoutedStorage extends Storage {
   readonly stores: Readonly<Record<string, Storage>>;
   /** The name of the store that keeps the directory, when there is one (`options.directory`). */
   readonly directory: string | undefined;
-  /** The name of the store that holds `space`'s copy in use now, read from the stores (a move in progress included). */
-  locate(space: string): Promise<string>;
+  readonly parts: StoreParts;
+}
+
+/**
+ * What moves, the directory's check and the CLI need of a routed storage beyond the storage
+ * interface; kept off the storage itself ({@link routerOf}), so none of it is public API.
+ */
+export interface Router extends StoreParts {
+  readonly directory: string | undefined;
   /** Where `space` is looked for first: the directory's answer, or the placement rule's. */
   home(space: string): Promise<string>;
   /** Records that `space` is at `store` now, in the directory when there is one (moves call it). */
   settle(space: string, store: string): Promise<void>;
-  /** Which of `spaces`, each with rows in `store`, have their copy in use there (for listing a store's spaces). */
-  inUse(store: string, spaces: readonly string[]): Promise<string[]>;
 }
 
 /**
@@ -74,7 +79,7 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     if (typeof store?.transaction !== 'function') throw new TypeError(`routedStorage: options.stores.${name} is not a Storage`);
     // Two names for one store would let a move copy a space onto itself, and then remove it.
     if (seen.has(store)) throw new TypeError(`routedStorage: options.stores.${name} is the same store as options.stores.${seen.get(store)}`);
-    if (isRouted(store)) throw new TypeError(`routedStorage: options.stores.${name} is itself a routed storage: name its stores here instead`);
+    if (routers.has(store)) throw new TypeError(`routedStorage: options.stores.${name} is itself a routed storage: name its stores here instead`);
     seen.set(store, name);
   }
   if (options.directory !== undefined && !(options.directory in stores)) {
@@ -175,29 +180,9 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     }
   };
 
-  const routed: RoutedStorage = {
+  const router: Router = {
     stores,
     directory: options.directory,
-    // A space may move to any of them: the bound is the tightest.
-    ...(names.some((name) => stores[name]!.maxKeyBytes !== undefined) && { maxKeyBytes: Math.min(...names.map((name) => stores[name]!.maxKeyBytes ?? Infinity)) }),
-    async transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
-      const space = spaceOf(options);
-      const [result] = await run(space, options.readOnly, (store, check) => store.transaction((tx) => fn(new RoutedTransaction(tx, check)), options));
-      return result;
-    },
-    ...(names.every((name) => stores[name]!.readMany !== undefined) && {
-      async readMany(reads: readonly RangeRead[], options: { space?: string | undefined }): Promise<RangeRow[][]> {
-        const space = spaceOf(options);
-        const [rows] = await run(space, true, async (store, check) => {
-          // The route record as one more range of the same statement: no round trip of its own.
-          const [routeRows, ...rest] = await store.readMany!([{ prefix: check.key, limit: 1 }, ...reads], options);
-          const route = routeRows?.[0];
-          checkRoute(check, route?.[0] === check.key ? route[1] : undefined);
-          return rest;
-        });
-        return rows;
-      },
-    }),
     async locate(space) {
       const [, name] = await run(space, true, (store, check) => store.transaction(async (tx) => checkRoute(check, await tx.get(check.key)), { readOnly: true, space }));
       return name;
@@ -222,16 +207,42 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
       return here;
     },
   };
-  routers.add(routed);
+
+  const routed: RoutedStorage = {
+    stores,
+    directory: options.directory,
+    // A space may move to any of them: the bound is the tightest.
+    ...(names.some((name) => stores[name]!.maxKeyBytes !== undefined) && { maxKeyBytes: Math.min(...names.map((name) => stores[name]!.maxKeyBytes ?? Infinity)) }),
+    async transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
+      const space = spaceOf(options);
+      const [result] = await run(space, options.readOnly, (store, check) => store.transaction((tx) => fn(new RoutedTransaction(tx, check)), options));
+      return result;
+    },
+    ...(names.every((name) => stores[name]!.readMany !== undefined) && {
+      async readMany(reads: readonly RangeRead[], options: { space?: string | undefined }): Promise<RangeRow[][]> {
+        const space = spaceOf(options);
+        const [rows] = await run(space, true, async (store, check) => {
+          // The route record as one more range of the same statement: no round trip of its own.
+          const [routeRows, ...rest] = await store.readMany!([{ prefix: check.key, limit: 1 }, ...reads], options);
+          const route = routeRows?.[0];
+          checkRoute(check, route?.[0] === check.key ? route[1] : undefined);
+          return rest;
+        });
+        return rows;
+      },
+    }),
+    parts: { stores, locate: router.locate, inUse: router.inUse },
+  };
+  routers.set(routed, router);
   return routed;
 }
 
-/** Whether `storage` is a {@link routedStorage}. */
-export function isRouted(storage: Storage): storage is RoutedStorage {
-  return routers.has(storage);
+/** The router of `storage`, when it is a {@link routedStorage}. */
+export function routerOf(storage: Storage): Router | undefined {
+  return routers.get(storage);
 }
 
-const routers = new WeakSet<Storage>();
+const routers = new WeakMap<Storage, Router>();
 
 /** Makes an `incoming` copy whose source has passed its commit point the copy in use (step 5 of a move). */
 async function promote(store: Storage, key: string, record: RouteRecord & { state: 'incoming' }, space: string, name: string): Promise<void> {

@@ -2,7 +2,7 @@ import type { Storage, StorageTransaction, StoredValue } from '../storage/types.
 import { getMany } from '../storage/write-buffer.js';
 import { SpaceKeys } from '../sync/version/keys.js';
 import { RouteError, type RouteRecord, routeRecordOf } from './route-record.js';
-import { directoryKey, type RoutedStorage } from './routed-storage.js';
+import { directoryKey, type Router } from './routed-storage.js';
 
 /**
  * Where a space's data is, read from every store and from nothing else: not from a placement or
@@ -39,7 +39,7 @@ export async function surveySpace(stores: Readonly<Record<string, Storage>>, spa
  * over theirs, or leave the directory naming a store the space left: it is refused, with a
  * RouteError naming `caller`. A space no store holds is wherever the router puts it.
  */
-export async function locateWhereHeld(storage: RoutedStorage, space: string, caller: string, holdings?: Map<string, Holding>): Promise<string> {
+export async function locateWhereHeld(storage: Router, space: string, caller: string, holdings?: Map<string, Holding>): Promise<string> {
   const q = JSON.stringify;
   let seen = holdings ?? (await surveySpace(storage.stores, space));
   for (const [name, { listed }] of seen) {

@@ -1,4 +1,3 @@
-import { isRouted } from '../route/routed-storage.js';
 import type { Storage } from '../storage/types.js';
 import { SpaceKeys } from '../sync/version/keys.js';
 import { type SyncContext, reportError } from '../context/context.js';
@@ -43,7 +42,7 @@ export async function checkHealth(ctx: SyncContext, options: HealthOptions = {})
   // Every store probed at once (a routed storage's too), each held to the same time.
   const probe = (storage: Storage) => within(storage.transaction((tx) => tx.get(PROBE), { readOnly: true, space: '' }), timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
   try {
-    if (isRouted(ctx.storage)) return await routedHealth(ctx.storage.stores, probe);
+    if (ctx.storage.parts) return await partsHealth(ctx.storage.parts.stores, probe);
     // The default space's meta record: a read every store answers the way a pull starts.
     await probe(ctx.storage);
     return { ok: true, status: 'ok', storeMs: Math.round(performance.now() - started) };
@@ -52,8 +51,8 @@ export async function checkHealth(ctx: SyncContext, options: HealthOptions = {})
   }
 }
 
-/** Probes every store of a routed storage at once: ready while one answers (one down fails only its spaces). */
-async function routedHealth(stores: Readonly<Record<string, Storage>>, probe: (storage: Storage) => Promise<unknown>): Promise<Health> {
+/** Probes every part of a store made of several at once: ready while one answers (one down fails only its spaces). */
+async function partsHealth(stores: Readonly<Record<string, Storage>>, probe: (storage: Storage) => Promise<unknown>): Promise<Health> {
   const started = performance.now();
   const results = await Promise.all(
     Object.entries(stores).map(async ([name, store]): Promise<[string, StoreHealth]> => {

@@ -43,6 +43,22 @@ export interface Storage {
    * like a transaction of that space.
    */
   readMany?(reads: readonly RangeRead[], options: { space?: string | undefined }): Promise<RangeRow[][]>;
+  /**
+   * Optional, for a store made of several, each space in one of them (`routedStorage`): its
+   * parts. What works across spaces (health checks, housekeeping, polling for pokes, inspect)
+   * asks each part in turn, so that one part down fails only its own spaces.
+   */
+  readonly parts?: StoreParts;
+}
+
+/** The parts of a store made of several: see {@link Storage.parts}. */
+export interface StoreParts {
+  /** The parts, by name. */
+  readonly stores: Readonly<Record<string, Storage>>;
+  /** The name of the part that holds `space`'s copy in use now. */
+  locate(space: string): Promise<string>;
+  /** Which of `spaces`, each with rows in part `store`, have their copy in use there (a part may keep what a move left). */
+  inUse(store: string, spaces: readonly string[]): Promise<string[]>;
 }
 
 /**

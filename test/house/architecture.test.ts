@@ -44,6 +44,14 @@ const ADAPTER_INTERNALS: Record<string, string> = {
   'src/storage/durable-object.ts': 'the Durable Object store, re-exported by the Cloudflare adapter',
 };
 
+/**
+ * The only files outside src/route that know routing exists: the entry that exports it, the
+ * backend's `moveSpace`, and the CLI, which builds a routed storage from its `--store` flags and
+ * moves spaces and checks directories. Everything else sees a store made of several through the
+ * storage seam's optional `parts`.
+ */
+const ROUTING_AWARE = ['src/backend/move.ts', 'src/cli/main.ts', 'src/cli/store.ts', 'src/index.ts'];
+
 const placed = new Map(LAYERS.flatMap((folders, i) => folders.map((folder) => [folder, i] as const)));
 /** A folder's layer: its own row, or its nearest placed ancestor's. */
 const rank = (folder: string): number | undefined => placed.get(folder) ?? (folder.includes('/') ? rank(dirname(folder)) : undefined);
@@ -92,6 +100,11 @@ describe('the layers', () => {
     expect(outside).toEqual([]);
     // The list stays short and true: nothing on it that no adapter uses.
     expect(Object.keys(ADAPTER_INTERNALS).filter((internal) => !reached.has(internal))).toEqual([]);
+  });
+
+  it('keep routing behind the storage seam: only the entry and the movers import src/route', () => {
+    const aware = files.filter((file) => !file.startsWith('src/route/') && imports.get(file)!.some((target) => target.startsWith('src/route/')));
+    expect(aware.sort()).toEqual(ROUTING_AWARE);
   });
 
   it('would catch what they exist to catch', () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { memoryStorage, moveSpace, type Storage, type SyncContext } from '../../src/index.js';
 import { checkDirectory, directoryStores, repairDirectory } from '../../src/route/directory.js';
-import { directoryKey, routedStorage } from '../../src/route/routed-storage.js';
+import { directoryKey, type Router, routedStorage, routerOf } from '../../src/route/routed-storage.js';
 import { mutation } from '../support/helpers.js';
 import { pullFrom, pushTo, spaceContext } from './support.js';
 
@@ -43,6 +43,9 @@ const WHOLE = [
 /** A store that no longer answers, as a database shut down. */
 const down: Storage = { transaction: () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.2:5432'), { code: 'ECONNREFUSED' })) };
 
+/** The router of a routed storage over `options`: what the directory's check and repair take. */
+const routed = (options: Parameters<typeof routedStorage>[0]): Router => routerOf(routedStorage(options))!;
+
 describe('checkDirectory and repairDirectory', () => {
   it('find the row a move made without the directory left naming the old store, and point it at the new one: once the old store is gone, servers serve the space again', async () => {
     const members = { a: memoryStorage(), b: memoryStorage(), c: memoryStorage() };
@@ -67,10 +70,10 @@ describe('checkDirectory and repairDirectory', () => {
     expect(await served(withoutB, 'globex')).toEqual(WHOLE);
 
     // While b is still listed, the row is stale; once dropped, it names an unknown store.
-    expect(await checkDirectory(routedStorage({ stores: members, directory: 'a' }))).toEqual([
+    expect(await checkDirectory(routed({ stores: members, directory: 'a' }))).toEqual([
       { space: 'acme', listed: 'b', inUse: 'c', kind: 'stale', reason: expect.stringMatching(/^is listed in "b", while "c" holds its copy in use/) },
     ]);
-    const router = routedStorage({ stores: dropped, directory: 'a' });
+    const router = routed({ stores: dropped, directory: 'a' });
     const [problem] = await checkDirectory(router);
     expect(problem).toEqual({ space: 'acme', listed: 'b', inUse: 'c', kind: 'unknown-store', reason: expect.stringMatching(/^is listed in "b", which is not one of the stores \(a, c\), while "c" holds its copy in use: a repair points the row there$/) });
     expect(await repairDirectory(router)).toEqual({ repaired: [problem], left: [] });
@@ -90,7 +93,7 @@ describe('checkDirectory and repairDirectory', () => {
     await moveSpace(spaceContext(routedStorage({ stores: { b: members.b, c: members.c }, place: () => 'b' })), 'acme', 'c');
     expect(await moveSpace(servers, 'acme', 'c')).toMatchObject({ from: 'c', to: 'c', moved: false });
     expect(await members.a.transaction((tx) => tx.get(directoryKey('acme')), { readOnly: true, space: 'acme' })).toBe('c');
-    expect(await checkDirectory(routedStorage({ stores: members, directory: 'a' }))).toEqual([]);
+    expect(await checkDirectory(routed({ stores: members, directory: 'a' }))).toEqual([]);
   });
 
   it('write a missing row; leave a space two stores could hold, and one no store among them holds', async () => {
@@ -101,7 +104,7 @@ describe('checkDirectory and repairDirectory', () => {
     await seed(spaceContext(members.c), 'split');
     // A row naming a store the router does not have, of a space none of its stores holds.
     await members.a.transaction((tx) => tx.put(directoryKey('gone'), 'z'), { readOnly: false, space: 'gone' });
-    const router = routedStorage({ stores: members, directory: 'a' });
+    const router = routed({ stores: members, directory: 'a' });
     const problems = await checkDirectory(router);
     expect(problems).toEqual([
       { space: 'gone', listed: 'z', inUse: undefined, kind: 'unknown-store', reason: expect.stringMatching(/no store among them holds it: a repair leaves it/) },
@@ -119,6 +122,6 @@ describe('checkDirectory and repairDirectory', () => {
     expect(await directoryStores(members)).toEqual([]);
     await seed(spaceContext(routedStorage({ stores: members, directory: 'b' })), 's');
     expect(await directoryStores(members)).toEqual(['b']);
-    await expect(checkDirectory(routedStorage({ stores: members }))).rejects.toThrow(/keeps no directory/);
+    await expect(checkDirectory(routed({ stores: members }))).rejects.toThrow(/keeps no directory/);
   });
 });
