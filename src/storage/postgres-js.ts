@@ -149,14 +149,16 @@ export interface GuardOptions {
 /**
  * Ends, from another of `client`'s connections, the backend that `statement` (a postgres.js query,
  * which knows its connection's backend once sent: what its `cancel()` uses) went unanswered on,
- * should it still be busy since `ms` ago: a pid the server has since given to a working backend
- * is left alone. Best effort: without the right to end it, it lives until its connection closes.
+ * unless it has started something since `ms / 2` ago (a pid the server has given to a working
+ * backend is left alone). Idle or not: postgres.js may have lost the whole statement, and waits
+ * on an idle backend then. Best effort: without the right to end it, or with no other
+ * connection (`max: 1`), it lives until its connection closes.
  */
 function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number): void {
   const pid = (statement as { state?: { pid?: unknown } | null }).state?.pid;
   if (!client.unsafe || typeof pid !== 'number') return;
   const ended = client.unsafe(
-    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state <> 'idle' AND state_change < now() - make_interval(secs => $2)",
+    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state_change < now() - make_interval(secs => $2)',
     [pid, ms / 2_000] as never[],
   );
   void unlessStuck(ended, ms).catch(() => {});

@@ -30,6 +30,8 @@ export interface FaultProxy {
   swallowNext(passing?: number): void;
   /** Cancels a {@link swallowNext} no connection has met yet. */
   swallowNone(): void;
+  /** The ports the proxy's connections to the server use (its `client_port`), of connections open now that lose what is sent. */
+  readonly swallowing: number[];
   /** Resets new connections as they come, until {@link accept}. */
   refuse(): void;
   accept(): void;
@@ -126,6 +128,9 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     },
     swallowNone() {
       swallowing = undefined;
+    },
+    get swallowing() {
+      return [...pairs].filter((pair) => pair.passing !== undefined).map((pair) => pair.upstream.localPort!);
     },
     refuse() {
       refusing = true;
