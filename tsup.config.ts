@@ -11,6 +11,8 @@ export default defineConfig({
     postgres: 'src/postgres.ts',
     redis: 'src/redis.ts',
     testing: 'src/testing/index.ts',
+    store: 'src/store.ts',
+    protocol: 'src/protocol.ts',
     client: 'src/client/index.ts',
     cli: 'src/cli/bin.ts',
   },

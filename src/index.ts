@@ -39,15 +39,5 @@ export type { Placement } from './route/placement.js';
 export { moveSpace, type MoveOptions, type MoveProgress, type MoveResult } from './backend/move.js';
 export { RouteError } from './route/route-record.js';
 export { StagingLostError } from './sync/dumps/import-batch.js';
-export { compareUTF8 } from './base/utf8.js';
-export type { RangeRead, RangeRow, Storage, StorageTransaction, StoreParts, TransactionOptions, ScanOptions as StorageScanOptions, StoredValue } from './storage/types.js';
+export type { Storage } from './storage/types.js';
 export type { JSONValue } from './protocol/json.js';
-export { PullRequestV0, PullRequestV1, PullRequest } from './protocol/pull-request.js';
-export { PushRequest, Mutation } from './protocol/push-request.js';
-export {
-  PatchOperation,
-  PullResponseV0,
-  PullResponseV1,
-  ClientStateNotFoundResponse,
-  VersionNotSupportedResponse,
-} from './protocol/pull-response.js';

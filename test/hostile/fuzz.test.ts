@@ -27,7 +27,6 @@ import fc from 'fast-check';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import {
-  ClientStateNotFoundResponse,
   DEFAULT_LIMITS,
   MAX_VALUE_DEPTH,
   type ErrorInfo,
@@ -37,19 +36,22 @@ import {
   handleRequest,
   type JSONValue,
   memoryStorage,
+  type Storage,
+  type SyncContext,
+  type SyncOptions,
+  TemporaryError,
+  UnknownMutatorError,
+} from '../../src/index.js';
+import {
+  ClientStateNotFoundResponse,
   type Mutation,
   PullRequest,
   PullRequestV0,
   PullResponseV0,
   PullResponseV1,
   PushRequest,
-  type Storage,
-  type SyncContext,
-  type SyncOptions,
-  TemporaryError,
-  UnknownMutatorError,
   VersionNotSupportedResponse,
-} from '../../src/index.js';
+} from '../../src/protocol.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 

@@ -52,6 +52,8 @@ describe('the built package', () => {
     ['postgres', []],
     ['redis', []],
     ['client', []],
+    ['store', []],
+    ['protocol', []],
     ['deno', ['node:zlib', 'node:buffer', 'node:fs']],
     ['bun', ['node:zlib', 'node:buffer', 'node:fs']],
   ])('the %s entry imports nothing but valibot and @opentelemetry/api (and %j), in ESM and CJS, so it runs in its runtimes', (entry, allowed) => {

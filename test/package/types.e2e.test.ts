@@ -21,6 +21,9 @@ import { serve as serveBun } from 'viewsync/bun';
 import { createSyncObject, routeToObject } from 'viewsync/cloudflare';
 import { sqliteStorage } from 'viewsync/sqlite';
 import { storageConformance, type ConformanceCheck } from 'viewsync/testing';
+import { compareUTF8, type Storage, type StorageTransaction } from 'viewsync/store';
+import { PullRequest, type PatchOperation } from 'viewsync/protocol';
+import { parse } from 'valibot';
 import { postgresNotifier, postgresStorage } from 'viewsync/postgres';
 import { connectPokes, type PokeConnection } from 'viewsync/client';
 import Database from 'better-sqlite3';
@@ -59,6 +62,11 @@ export const onPostgres: SyncOptions = { storage: postgresStorage(sql, { schema:
 export const pokes: PokeConnection = connectPokes(new Replicache({ name: 'u', licenseKey: 'k', mutators: shared }), '/sync/poke', { maxDelayMs: 5_000 });
 // (PGlite's own declarations need @types/emscripten without skipLibCheck; test/storage checks it.)
 export const checks: ConformanceCheck[] = storageConformance(() => memoryStorage(), { runs: 10 });
+// A store author's wrapper, from viewsync/store; a protocol user's parse, from viewsync/protocol.
+export const logged = (inner: Storage): Storage => ({ transaction: (fn: (tx: StorageTransaction) => Promise<unknown>, options) => inner.transaction(fn, options) }) as Storage;
+export const order: number = compareUTF8('a', 'b');
+export const request: PullRequest = parse(PullRequest, { pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' });
+export const put: PatchOperation = { op: 'put', key: 'k', value: 1 };
 void client;
 void notClient;
 `;

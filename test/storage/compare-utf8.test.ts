@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareUTF8 } from '../../src/index.js';
+import { compareUTF8 } from '../../src/store.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 200);
 

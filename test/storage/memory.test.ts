@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { memoryStorage, type StorageScanOptions } from '../../src/index.js';
+import { memoryStorage } from '../../src/index.js';
+import { type StorageScanOptions } from '../../src/store.js';
 import { SortedKeys } from '../../src/storage/sorted-keys.js';
 import { describeStorageConformance } from './conformance.js';
 

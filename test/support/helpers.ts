@@ -2,17 +2,17 @@ import { expect } from 'vitest';
 import {
   type JSONValue,
   type Mutators,
-  type PatchOperation,
-  type SyncContext, type SyncOptions,
+  type SyncContext,
+  type SyncOptions,
   handlePull,
   handlePush,
   memoryStorage,
   TemporaryError,
   type Storage,
-  type StorageTransaction,
-  type TransactionOptions,
-  createContext
+  createContext,
 } from '../../src/index.js';
+import { type PatchOperation } from '../../src/protocol.js';
+import { type StorageTransaction, type TransactionOptions } from '../../src/store.js';
 
 /** Mutators the tests share: the real client fixtures use put, del and increment. */
 export const testMutators: Mutators = {

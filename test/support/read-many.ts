@@ -1,4 +1,5 @@
-import type { RangeRow, Storage } from '../../src/index.js';
+import type { Storage } from '../../src/index.js';
+import type { RangeRow } from '../../src/store.js';
 
 /**
  * `storage` with a `readMany` where it has none, made of its own transactions: so that a store

@@ -1,6 +1,7 @@
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareUTF8, type JSONValue, type WriteTransaction } from '../../src/index.js';
+import { type JSONValue, type WriteTransaction } from '../../src/index.js';
+import { compareUTF8 } from '../../src/store.js';
 import { mutation, push, serverView, testContext } from '../support/helpers.js';
 
 /** Runs `body` as a mutator after seeding `seed`, and returns what it returned. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compareUTF8, memoryStorage, type Storage } from '../../src/index.js';
+import { memoryStorage, type Storage } from '../../src/index.js';
+import { compareUTF8 } from '../../src/store.js';
 import { AssertionError, storageConformance } from '../../src/testing/index.js';
 import { expect as check } from '../../src/testing/expect.js';
 

@@ -3,7 +3,8 @@
  * same through the model test (model.test.ts).
  */
 import { describe, expect, it, vi } from 'vitest';
-import { handlePull, HTTPError, type JSONValue, type StorageTransaction, type View, createContext } from '../../src/index.js';
+import { handlePull, HTTPError, type JSONValue, type View, createContext } from '../../src/index.js';
+import { type StorageTransaction } from '../../src/store.js';
 import { countingStorage, post, pull, pullBody, pullBodyV0 } from '../support/helpers.js';
 import { as, membershipView, viewContext, ViewClient, write } from './app.js';
 
