@@ -5,7 +5,7 @@ import type { Limits } from './transactions/limits.js';
 import type { Mutators } from './transactions/mutator.js';
 import { mutatorNamed, Watchdog } from './transactions/app-code.js';
 import type { SpaceQuota } from './transactions/quota.js';
-import type { ClientRecord, SessionClock, Strategy } from './version/strategy.js';
+import type { ClientRecord, SessionClock, SpaceSession, Strategy } from './version/strategy.js';
 import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
 
@@ -53,121 +53,153 @@ export interface PushOptions {
  * user's groups; in one transaction that commits nothing, per mutation it keeps those before it.
  */
 export async function processPush(storage: Storage, strategy: Strategy, mutators: Mutators, push: PushRequest, options: PushOptions): Promise<PushOutcome> {
-  const { space, userID, limits } = options;
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
   const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
   const outcome = emptyOutcome();
-  const watchdog = new Watchdog(limits.appCodeMs);
+  const run: PushRun = { storage, strategy, mutators, push, options, watchdog: new Watchdog(options.limits.appCodeMs) };
   try {
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
-      const reads = strategy.pushReads(space, userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
+      const reads = strategy.pushReads(options.space, options.userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
       let shared: BatchInfo | undefined;
-      const done = await runBatched(storage, space, (tx, info) => ((shared = info), run(tx, batch)), reads);
+      const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), reads);
       outcome.waitedMs += shared?.waitedMs ?? 0;
       outcome.batchSize = Math.max(outcome.batchSize, shared?.size ?? 0);
-      if (done instanceof HTTPError) throw done;
-      if (done === LOST) return { ...outcome, clientStateNotFound: true };
-      outcome.failures.push(...done.failures);
-      for (const [name, counts] of done.tally) {
-        const sum = outcome.tally.get(name);
-        if (sum === undefined) outcome.tally.set(name, counts);
-        else for (const kind of ['processed', 'failed', 'skipped'] as const) sum[kind] += counts[kind];
-      }
-      outcome.stoppedBy = done.stoppedBy;
-      outcome.changed ||= done.changed;
-      if (done.stoppedBy) break;
+      if (result.kind === 'refused') throw result.error;
+      if (result.kind === 'lost') return { ...outcome, clientStateNotFound: true };
+      add(outcome, result.outcome);
+      if (outcome.stoppedBy) break;
     }
   } finally {
-    watchdog.stop();
+    run.watchdog.stop();
   }
   return outcome;
+}
 
-  /** One batch in a transaction: its outcome, or the refusal that keeps none of its writes. */
-  async function run(tx: StorageTransaction, batch: Array<{ mutation: Mutation; index: number }>): Promise<{ result: PushOutcome | HTTPError | typeof LOST; keep: boolean }> {
-    const session = await strategy.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false, maxKeyBytes: storage.maxKeyBytes });
-    const group = push.clientGroupID;
-    // Housekeeping removed this group's clients: the client must start a new group.
-    const seen = await session.groupSeen(userID, group);
-    if (seen === 'expired') return { result: LOST, keep: false };
-    const outcome = emptyOutcome();
-    const count = (name: string, kind: 'processed' | 'failed' | 'skipped') => {
-      let counts = outcome.tally.get(name);
-      if (counts === undefined) outcome.tally.set(name, (counts = { processed: 0, failed: 0, skipped: 0 }));
-      counts[kind]++;
-    };
-    const clients = new Map<string, ClientRecord & { dirty: boolean }>();
-    for (const { mutation, index } of batch) {
-      let client = clients.get(mutation.clientID);
-      if (client === undefined) {
-        const stored = await session.getClient(userID, mutation.clientID);
-        if (stored !== undefined && stored.clientGroupID !== group) {
-          const error = new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`);
-          return { result: error, keep: false };
-        }
-        // A new client's record starts at 0 and is tied to this group (spec, States).
-        client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
-        clients.set(mutation.clientID, client);
-      }
-      // A client numbers from 1 and re-sends from the last id it saw acknowledged, so one past
-      // lastMutationID + 1 (an unknown client past 1 among them) saw mutations acknowledged that
-      // this store no longer has: a wiped or restored database, a failover that lost commits.
-      // The spec ignores it (push rule 3), which would block the client for ever, or hide that
-      // what it was told is gone; this tells it to start over, as a lost cookie does on pull.
-      // Nothing of this batch is kept.
-      if (mutation.id > client.lastMutationID + 1) return { result: LOST, keep: false };
-      // Already processed: the client re-sends everything pending.
-      if (mutation.id <= client.lastMutationID) {
-        count(mutation.name, 'skipped');
-        continue;
-      }
+/** One push being processed: what each of its batches needs. */
+interface PushRun {
+  storage: Storage;
+  strategy: Strategy;
+  mutators: Mutators;
+  push: PushRequest;
+  options: PushOptions;
+  /** Bounds each mutator's run (limits.appCodeMs). */
+  watchdog: Watchdog;
+}
 
-      const mtx = new MutationTransaction(session, { clientID: mutation.clientID, mutationID: mutation.id, userID }, limits);
-      let failed = false;
-      try {
-        const mutator = mutatorNamed(mutators, mutation.name);
-        await watchdog.run(mutation.name, () => mutator(mtx, mutation.args));
-      } catch (error) {
-        failed = true;
-        mtx.discard();
-        outcome.failures.push({ mutation, error });
-        count(mutation.name, 'failed');
-        if (error instanceof TemporaryError) {
-          outcome.stoppedBy = error;
-          break;
-        }
-        // Permanent (spec, push rule 6): none of its writes, but it counts as processed.
+/**
+ * What one batch came to: applied (its transaction commits), or, with nothing of it kept, the
+ * client's state lost or a client refused.
+ */
+type BatchResult = { kind: 'applied'; outcome: PushOutcome } | { kind: 'lost' } | { kind: 'refused'; error: HTTPError };
+
+/** What one mutation came to, in order of the spec's push rules. */
+type MutationResult = 'skipped' | 'processed' | 'failed' | 'stopped' | 'lost';
+
+/** A client as a batch sees it: its record, and whether the batch changed it. */
+type BatchClient = ClientRecord & { dirty: boolean };
+
+/** One batch in a transaction: its result, and whether to commit its writes. */
+async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyArray<{ mutation: Mutation; index: number }>): Promise<{ result: BatchResult; keep: boolean }> {
+  const { strategy, push, options } = run;
+  const { userID } = options;
+  const group = push.clientGroupID;
+  const session = await strategy.open(tx, options.space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false, maxKeyBytes: run.storage.maxKeyBytes });
+  // Housekeeping removed this group's clients: the client must start a new group.
+  const seen = await session.groupSeen(userID, group);
+  if (seen === 'expired') return { result: { kind: 'lost' }, keep: false };
+  const outcome = emptyOutcome();
+  const clients = new Map<string, BatchClient>();
+  for (const { mutation, index } of batch) {
+    let client = clients.get(mutation.clientID);
+    if (client === undefined) {
+      const stored = await session.getClient(userID, mutation.clientID);
+      if (stored !== undefined && stored.clientGroupID !== group) {
+        return { result: { kind: 'refused', error: new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`) }, keep: false };
       }
-      // Outside the try: a store that fails here fails the push (a 500, nothing committed), it
-      // does not make the mutation look like a permanent error. Over its quota, a mutation fails
-      // as if its mutator had thrown (spec, push rule 6): skipped, and the push goes on.
-      const refused = failed || options.quota === undefined ? undefined : await mtx.overQuota(space, options.quota);
-      if (refused !== undefined) {
-        failed = true;
-        mtx.discard();
-        outcome.failures.push({ mutation, error: refused });
-        count(mutation.name, 'failed');
-      }
-      if (!failed) {
-        await mtx.flush();
-        count(mutation.name, 'processed');
-      }
-      client.lastMutationID = mutation.id;
-      client.dirty = true;
+      // A new client's record starts at 0 and is tied to this group (spec, States).
+      client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
+      clients.set(mutation.clientID, client);
     }
-
-    for (const [clientID, { dirty, ...record }] of clients) {
-      if (dirty) await session.putClient(userID, clientID, record);
-    }
-    await session.touchGroup(userID, group, seen);
-    outcome.changed = await session.commit();
-    return { result: outcome, keep: true };
+    const result = await applyMutation(run, session, client, mutation, outcome);
+    if (result === 'lost') return { result: { kind: 'lost' }, keep: false };
+    tally(outcome, mutation.name, result === 'stopped' ? 'failed' : result);
+    if (result === 'stopped') break;
   }
+  for (const [clientID, { dirty, ...record }] of clients) {
+    if (dirty) await session.putClient(userID, clientID, record);
+  }
+  await session.touchGroup(userID, group, seen);
+  outcome.changed = await session.commit();
+  return { result: { kind: 'applied', outcome }, keep: true };
+}
+
+/** Runs `mutation` for `client` unless the rules skip it; a failure is put in `outcome`. */
+async function applyMutation(run: PushRun, session: SpaceSession, client: BatchClient, mutation: Mutation, outcome: PushOutcome): Promise<MutationResult> {
+  // A client numbers from 1 and re-sends from the last id it saw acknowledged, so one past
+  // lastMutationID + 1 (an unknown client past 1 among them) saw mutations acknowledged that
+  // this store no longer has: a wiped or restored database, a failover that lost commits.
+  // The spec ignores it (push rule 3), which would block the client for ever, or hide that
+  // what it was told is gone; this tells it to start over, as a lost cookie does on pull.
+  // Nothing of its batch is kept.
+  if (mutation.id > client.lastMutationID + 1) return 'lost';
+  // Already processed: the client re-sends everything pending.
+  if (mutation.id <= client.lastMutationID) return 'skipped';
+  const { options } = run;
+  const mtx = new MutationTransaction(session, { clientID: mutation.clientID, mutationID: mutation.id, userID: options.userID }, options.limits);
+  const fail = (error: unknown) => {
+    mtx.discard();
+    outcome.failures.push({ mutation, error });
+  };
+  try {
+    const mutator = mutatorNamed(run.mutators, mutation.name);
+    await run.watchdog.run(mutation.name, () => mutator(mtx, mutation.args));
+  } catch (error) {
+    fail(error);
+    if (error instanceof TemporaryError) {
+      // Not processed: the client sends it again (spec, push rule 7).
+      outcome.stoppedBy = error;
+      return 'stopped';
+    }
+    // Permanent (spec, push rule 6): none of its writes, but it counts as processed.
+    done(client, mutation);
+    return 'failed';
+  }
+  // Outside the try: a store that fails here fails the push (a 500, nothing committed), it
+  // does not make the mutation look like a permanent error. Over its quota, a mutation fails
+  // as if its mutator had thrown (spec, push rule 6): skipped, and the push goes on.
+  const refused = options.quota === undefined ? undefined : await mtx.overQuota(options.space, options.quota);
+  if (refused !== undefined) fail(refused);
+  else await mtx.flush();
+  done(client, mutation);
+  return refused === undefined ? 'processed' : 'failed';
+}
+
+/** `mutation` is processed: its client's lastMutationID moves to it. */
+function done(client: BatchClient, mutation: Mutation): void {
+  client.lastMutationID = mutation.id;
+  client.dirty = true;
+}
+
+/** Counts one mutation under the name the client sent. */
+function tally(outcome: PushOutcome, name: string, kind: 'processed' | 'failed' | 'skipped'): void {
+  let counts = outcome.tally.get(name);
+  if (counts === undefined) outcome.tally.set(name, (counts = { processed: 0, failed: 0, skipped: 0 }));
+  counts[kind]++;
+}
+
+/** Adds a batch's outcome to the push's. */
+function add(total: PushOutcome, batch: PushOutcome): void {
+  total.failures.push(...batch.failures);
+  for (const [name, counts] of batch.tally) {
+    const sum = total.tally.get(name);
+    if (sum === undefined) total.tally.set(name, { ...counts });
+    else for (const kind of ['processed', 'failed', 'skipped'] as const) sum[kind] += counts[kind];
+  }
+  total.stoppedBy = batch.stoppedBy;
+  total.changed ||= batch.changed;
 }
 
 function emptyOutcome(): PushOutcome {
   return { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false, tally: new Map(), waitedMs: 0, batchSize: 0 };
 }
-
-/** What a batch resolves to when the client's state is lost: nothing of it is kept. */
-const LOST = Symbol('client state lost');
