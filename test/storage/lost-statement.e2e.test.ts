@@ -17,21 +17,29 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
+/**
+ * A store in a schema of its own on postgres.js (two connections) through a fault proxy, with a
+ * direct connection to look at the server; all removed after the file.
+ */
+async function proxiedStore(schema: string, lostAfterMs: number) {
+  const admin = postgres(url!, { onnotice: () => {}, max: 1 });
+  cleanups.push(async () => (await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`), await admin.end()));
+  const proxy: FaultProxy = await startFaultProxy(Number(new URL(url!).port));
+  cleanups.push(() => proxy.close());
+  const proxied = postgres(proxy.url(url!), { onnotice: () => {}, max: 2, fetch_types: false });
+  cleanups.push(() => proxied.end({ timeout: 1 }));
+  const store = postgresStorage(proxied, { schema, lostAfterMs });
+  await store.migrate();
+  return { schema, admin, proxy, store };
+}
+
 describe.runIf(url)('a statement postgres.js never sends in full (a fault proxy before a real PostgreSQL server)', () => {
   it('the transaction fails as a lost connection after lostAfterMs, its backend is ended, and the space is free again: the next transaction of it commits', async () => {
-    const schema = `lost_statement_${process.pid}`;
-    const admin = postgres(url!, { onnotice: () => {}, max: 1 });
-    cleanups.push(async () => (await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`), await admin.end()));
-    const proxy: FaultProxy = await startFaultProxy(Number(new URL(url!).port));
-    cleanups.push(() => proxy.close());
-    const proxied = postgres(proxy.url(url!), { onnotice: () => {}, max: 2, fetch_types: false, connection: { application_name: 'lost-statement' } });
-    cleanups.push(() => proxied.end({ timeout: 1 }));
+    const lostAfterMs = 2_000;
+    const { schema, admin, proxy, store } = await proxiedStore(`lost_statement_${process.pid}`, lostAfterMs);
     const direct = postgres(url!, { onnotice: () => {}, max: 2, fetch_types: false });
     cleanups.push(() => direct.end({ timeout: 1 }));
-    const lostAfterMs = 2_000;
-    const store = postgresStorage(proxied, { schema, lostAfterMs });
     const other = postgresStorage(direct, { schema });
-    await store.migrate();
     await other.transaction(async (tx) => void tx.put('k', 1), { readOnly: false, space: 's' });
 
     const started = performance.now();
@@ -68,15 +76,7 @@ describe.runIf(url)('a statement postgres.js never sends in full (a fault proxy 
   // the statement, as the suite saw).
   for (const passing of [0, 1]) {
     it(`a statement outside any transaction (a pull read in one go), lost after ${passing} writes, fails as a lost connection after lostAfterMs, and its backend is ended, so its connection serves again`, async () => {
-      const schema = `lost_read_${process.pid}_${passing}`;
-      const admin = postgres(url!, { onnotice: () => {}, max: 1 });
-      cleanups.push(async () => (await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`), await admin.end()));
-      const proxy: FaultProxy = await startFaultProxy(Number(new URL(url!).port));
-      cleanups.push(() => proxy.close());
-      const proxied = postgres(proxy.url(url!), { onnotice: () => {}, max: 2, fetch_types: false, connection: { application_name: 'lost-read' } });
-      cleanups.push(() => proxied.end({ timeout: 1 }));
-      const store = postgresStorage(proxied, { schema, lostAfterMs: 2_000 });
-      await store.migrate();
+      const { admin, proxy, store } = await proxiedStore(`lost_read_${process.pid}_${passing}`, 2_000);
       await store.transaction(async (tx) => void tx.put('v/s/1/a', 1), { readOnly: false, space: 's' });
       // A statement new to the connection: postgres.js sends its Parse and Describe, waits for the
       // server's answer, then its Bind and Execute.
