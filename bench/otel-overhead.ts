@@ -7,7 +7,7 @@
  * Run: node --import tsx bench/otel-overhead.ts (about a minute)
  */
 import { json } from '../src/base/reply.js';
-import { Operation, recordBatchCommit } from '../src/telemetry/telemetry.js';
+import { observe, recordBatchCommit } from '../src/telemetry/telemetry.js';
 import { progress } from './measure.js';
 import { startBenchSdk } from './otel.js';
 
@@ -22,19 +22,20 @@ const pushReply = json({});
 const tally = new Map([['put', { processed: 10, failed: 0, skipped: 0 }]]);
 
 async function pullTelemetry(): Promise<void> {
-  const op = new Operation('pull', request);
-  await op.run(async () => {
-    op.identified('space', { clientGroupID: 'group' });
-    return op.pulled(patch, pullReply);
+  await observe('pull', request, async (report) => {
+    report.space = 'space';
+    report.clientGroup = { clientGroupID: 'group' };
+    report.patch = patch;
+    return pullReply;
   });
 }
 
 async function pushTelemetry(): Promise<void> {
-  const op = new Operation('push', request);
-  await op.run(async () => {
-    op.identified('space', { clientGroupID: 'group' });
+  await observe('push', request, async (report) => {
+    report.space = 'space';
+    report.clientGroup = { clientGroupID: 'group' };
     recordBatchCommit(1, [0.01]);
-    op.pushed(10, { tally, waitedMs: 0.01, batchSize: 1, stoppedBy: undefined }, { put: () => {} });
+    report.pushed = { mutations: 10, outcome: { tally, waitedMs: 0.01, batchSize: 1, stoppedBy: undefined, failures: [] }, mutators: { put: () => {} } };
     return pushReply;
   });
 }

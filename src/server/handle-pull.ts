@@ -6,7 +6,7 @@ import type { SyncContext } from '../context/context.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
-import { Operation } from '../telemetry/telemetry.js';
+import { observe } from '../telemetry/telemetry.js';
 
 /**
  * The pull endpoint: answers a pull of version 0 or 1 with the patch that brings the client's
@@ -23,23 +23,26 @@ export async function handlePull(request: Request, ctx: SyncContext): Promise<Re
 /** {@link handlePull}, answering with a {@link Reply}. */
 export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
-  const op = new Operation('pull', request);
-  return op.run(() =>
+  return observe('pull', request, (report) =>
     respond(request, ctx, async () => {
       const prepared = await prepare(request, ctx, PULL);
       // prepare answers only a version it does not speak.
       if ('status' in prepared) {
-        op.answered('VersionNotSupported');
+        report.answered = 'VersionNotSupported';
         return prepared;
       }
       const { body, space } = prepared;
-      op.identified(space, body.pullVersion === 1 ? body : { clientID: body.clientID });
+      report.space = space;
+      report.clientGroup = body.pullVersion === 1 ? body : { clientID: body.clientID };
       const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx) };
       const result = await processPull({ storage: ctx.storage, strategy: globalVersion, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false });
-      if ('patch' in result) return op.pulled(result.patch, pullBody(result));
-      op.answered(result.error);
+      if ('patch' in result) {
+        report.patch = result.patch;
+        return pullBody(result);
+      }
+      report.answered = result.error;
       return json(result);
-    }, op),
+    }, report),
   );
 }
 

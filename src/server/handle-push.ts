@@ -7,7 +7,7 @@ import { type SyncContext, reportError } from '../context/context.js';
 import { clockOf, checkContext } from '../context/state.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
-import { Operation } from '../telemetry/telemetry.js';
+import { observe } from '../telemetry/telemetry.js';
 
 /**
  * The push endpoint: runs a client group's pending mutations in order, in one transaction.
@@ -25,33 +25,30 @@ export async function handlePush(request: Request, ctx: SyncContext): Promise<Re
 /** {@link handlePush}, answering with a {@link Reply}. */
 export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
-  const op = new Operation('push', request);
-  return op.run(() =>
+  return observe('push', request, (report) =>
     respond(request, ctx, async () => {
       const prepared = await prepare(request, ctx, PUSH);
       // prepare answers only a version it does not speak.
       if ('status' in prepared) {
-        op.answered('VersionNotSupported');
+        report.answered = 'VersionNotSupported';
         return prepared;
       }
       const { body, space, userID, limits } = prepared;
-      op.identified(space, body);
+      report.space = space;
+      report.clientGroup = body;
       const perMutation = ctx.transactionPerMutation ?? false;
       const prefixIndex = ctx.view !== undefined;
       const quota = quotaOf(ctx.quotas, space);
       const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx), quota });
-      op.pushed(body.mutations.length, outcome, ctx.mutators);
+      report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
       if (outcome.changed) afterChange(ctx, space, { request });
       if (outcome.clientStateNotFound) {
-        op.answered('ClientStateNotFound');
+        report.answered = 'ClientStateNotFound';
         return json({ error: 'ClientStateNotFound' });
       }
-      for (const { mutation, error } of outcome.failures) {
-        op.mutationFailed(mutation.name, mutation.id, error, ctx.mutators);
-        reportError(ctx, error, { request, mutation });
-      }
+      for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
       return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
-    }, op),
+    }, report),
   );
 }
 

@@ -25,28 +25,33 @@ export async function handleRequest(request: Request, ctx: SyncContext): Promise
 
 /** {@link handleRequest}, answering with a {@link Reply}: what the Node adapter serves. */
 export async function requestReply(request: Request, ctx: SyncContext): Promise<Reply> {
-  const reply = await respond(request, ctx, async () => {
-    const path = new URL(request.url).pathname;
-    const route = ROUTES.find(({ suffix }) => path.endsWith(suffix));
-    if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke or /health`);
-    const allow = ctx.cors === false ? route.method : `${route.method}, OPTIONS`;
-    if (request.method === 'OPTIONS' && ctx.cors !== false) {
-      // Without an Origin it is no preflight, just a question about the resource.
-      if (!request.headers.has('origin')) return { status: 204, headers: { allow }, body: null };
-      const headers = corsHeaders(request, ctx.cors, route.method);
-      if (headers === null) throw new HTTPError(403, `Origin ${request.headers.get('origin') ?? '(none)'} may not call this server`);
-      return { status: 204, headers, body: null };
-    }
-    if (request.method !== route.method) throw new HTTPError(405, `${request.method} is not allowed; use ${route.method}`, { headers: { allow } });
-    return route.reply(request, ctx);
-  });
+  const path = new URL(request.url).pathname;
+  const route = ROUTES.find(({ suffix }) => path.endsWith(suffix));
+  // A route answers every failure of its own requests (respond wraps each once, in the route):
+  // here only what no route serves is answered, a preflight, a wrong method, a path unknown.
+  const reply = route !== undefined && request.method === route.method ? await route.reply(request, ctx) : await respond(request, ctx, async () => unrouted(request, ctx, path, route));
   if (request.method !== 'OPTIONS') Object.assign(reply.headers, corsHeaders(request, ctx.cors));
   return reply;
+}
+
+/** The answer to a request no route takes: a CORS preflight, or a refusal (thrown). */
+function unrouted(request: Request, ctx: SyncContext, path: string, route: (typeof ROUTES)[number] | undefined): Reply {
+  if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke or /health`);
+  const allow = ctx.cors === false ? route.method : `${route.method}, OPTIONS`;
+  if (request.method === 'OPTIONS' && ctx.cors !== false) {
+    // Without an Origin it is no preflight, just a question about the resource.
+    if (!request.headers.has('origin')) return { status: 204, headers: { allow }, body: null };
+    const headers = corsHeaders(request, ctx.cors, route.method);
+    if (headers === null) throw new HTTPError(403, `Origin ${request.headers.get('origin') ?? '(none)'} may not call this server`);
+    return { status: 204, headers, body: null };
+  }
+  throw new HTTPError(405, `${request.method} is not allowed; use ${route.method}`, { headers: { allow } });
 }
 
 const ROUTES = [
   { suffix: '/pull', method: 'POST', reply: pullReply },
   { suffix: '/push', method: 'POST', reply: pushReply },
   { suffix: '/poke', method: 'GET', reply: pokeReply },
-  { suffix: '/health', method: 'GET', reply: healthReply },
+  // The health check answers its store's failures itself; anything else it throws is answered here.
+  { suffix: '/health', method: 'GET', reply: (request: Request, ctx: SyncContext) => respond(request, ctx, () => healthReply(request, ctx)) },
 ] as const;

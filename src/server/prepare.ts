@@ -6,7 +6,7 @@ import { HTTPError, TemporaryError } from '../base/errors.js';
 import { isTemporary } from '../storage/unreachable.js';
 import { json, type Reply } from '../base/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
-import type { Operation } from '../telemetry/telemetry.js';
+import type { Report } from '../telemetry/telemetry.js';
 import { stateOf } from '../context/state.js';
 import { admit, groupKey } from '../context/rates.js';
 
@@ -101,14 +101,14 @@ export async function resolveSpace(request: Request, ctx: SyncContext, userID: s
  * Runs a handler and turns every failure into a response: an `HTTPError` becomes its own, a
  * store that could not be reached (or a standby reached instead of the primary) a 503 with
  * `Retry-After`, whatever the store, and anything else a 500 that reveals nothing. 5xx failures
- * go to `onError`, and every failure to the pull or push's telemetry `op`.
+ * go to `onError`, and every failure to the pull or push's `report`, for telemetry.
  */
-export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>, op?: Operation): Promise<Reply> {
+export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>, report?: Report): Promise<Reply> {
   try {
     return await handle();
   } catch (thrown) {
     const error = isTemporary(thrown) ? storeUnavailable(thrown) : thrown;
-    op?.failed(error);
+    if (report) report.failed = error;
     if (error instanceof HTTPError) {
       if (error.status >= 500) reportError(ctx, error, { request });
       return error.toReply();

@@ -52,6 +52,46 @@ interface MutationTally {
   skipped: number;
 }
 
+/**
+ * What a pull or push came to, as its handler tells it, filled in as the request goes: the one
+ * place that records it is {@link observe}. Plain data: handlers know nothing of telemetry.
+ */
+export interface Report {
+  /** Who the request is for, once it passed its checks. */
+  space?: string;
+  clientGroup?: { clientGroupID: string } | { clientID: string };
+  /** A protocol answer other than a patch or `{}`. */
+  answered?: 'ClientStateNotFound' | 'VersionNotSupported';
+  /** The patch a pull answered with. */
+  patch?: ReadonlyArray<{ readonly op: string }>;
+  /** A push that ran: how many mutations it carried, what came of them, and the app's mutators (their names bound a label set). */
+  pushed?: { mutations: number; outcome: PushTally; mutators: KnownMutators };
+  /** What the handler threw (an HTTPError, a TemporaryError, anything else: a 500). */
+  failed?: unknown;
+}
+
+/** What telemetry reads of a push's outcome. */
+interface PushTally {
+  tally: ReadonlyMap<string, MutationTally>;
+  waitedMs: number;
+  batchSize: number;
+  stoppedBy: unknown;
+  failures: ReadonlyArray<{ mutation: { name: string; id: number }; error: unknown }>;
+}
+
+/**
+ * Handles one pull or push with `handle`, which fills in a {@link Report}, and records the
+ * report and the reply once it is made: the request's span (the active one meanwhile, so spans
+ * made inside are its children) and its metrics. When nobody listens, `handle`'s own promise is
+ * returned: not even an await is added.
+ */
+export function observe(kind: 'pull' | 'push', request: Request, handle: (report: Report) => Promise<Reply>): Promise<Reply> {
+  const op = new Operation(kind, request);
+  if (!op.listening) return handle({});
+  const report: Report = {};
+  return op.run(() => handle(report)).then((reply) => op.record(report, reply));
+}
+
 /** One pull or push: its span (recording only under an SDK) and what its metrics need. */
 export class Operation {
   readonly span: Span;
@@ -74,19 +114,27 @@ export class Operation {
     return this.#metrics !== undefined || this.span.isRecording();
   }
 
-  /**
-   * Handles the request with `fn`, then ends the operation. Its span is the active one meanwhile,
-   * so spans made inside (a mutator's, a database driver's) are its children. When nobody
-   * listens, `fn`'s own promise is returned: not even an await is added.
-   */
+  /** Runs `fn` with this operation's span as the active one, so that spans made inside (a mutator's, a database driver's) are its children. */
   run(fn: () => Promise<Reply>): Promise<Reply> {
-    if (!this.listening) return fn();
-    const handled = this.span.isRecording() ? context.with(trace.setSpan(context.active(), this.span), fn) : fn();
-    return handled.then((reply) => this.end(reply));
+    return this.span.isRecording() ? context.with(trace.setSpan(context.active(), this.span), fn) : fn();
+  }
+
+  /** Records what `report` says happened, and ends the operation with `reply` (a streamed pull's body counted as it is read). */
+  record(report: Report, reply: Reply): Reply {
+    if (report.space !== undefined && report.clientGroup !== undefined) this.#identified(report.space, report.clientGroup);
+    if (report.failed !== undefined) this.#failed(report.failed);
+    if (report.pushed !== undefined) {
+      const { mutations, outcome, mutators } = report.pushed;
+      this.#pushed(mutations, outcome, mutators);
+      // A push that found the client's state lost answers that alone: its failures are not told.
+      if (report.answered !== 'ClientStateNotFound') for (const { mutation, error } of outcome.failures) this.#mutationFailed(mutation.name, mutation.id, error, mutators);
+    }
+    if (report.answered !== undefined) this.#outcome = report.answered;
+    return this.#end(report.patch === undefined ? reply : this.#pulled(report.patch, reply));
   }
 
   /** Who the request is for, once it passed its checks. */
-  identified(space: string, clientGroup: { clientGroupID: string } | { clientID: string }): void {
+  #identified(space: string, clientGroup: { clientGroupID: string } | { clientID: string }): void {
     if (!this.span.isRecording()) return;
     guard(() => {
       this.span.setAttribute('viewsync.space', space);
@@ -95,13 +143,8 @@ export class Operation {
     });
   }
 
-  /** The request ended in a protocol answer other than a patch or `{}`. */
-  answered(outcome: 'ClientStateNotFound' | 'VersionNotSupported'): void {
-    this.#outcome = outcome;
-  }
-
   /** A pull answered `patch` with `reply`. Its size in bytes is counted only when someone listens. */
-  pulled(patch: ReadonlyArray<{ readonly op: string }>, reply: Reply): Reply {
+  #pulled(patch: ReadonlyArray<{ readonly op: string }>, reply: Reply): Reply {
     this.#reset = patch[0]?.op === 'clear';
     if (!this.listening) return reply;
     guard(() => {
@@ -117,7 +160,7 @@ export class Operation {
   }
 
   /** A push ran: its counts by mutator, its wait for the space, and a TemporaryError that stopped it. */
-  pushed(mutations: number, result: { tally: ReadonlyMap<string, MutationTally>; waitedMs: number; batchSize: number; stoppedBy: unknown }, mutators: KnownMutators): void {
+  #pushed(mutations: number, result: PushTally, mutators: KnownMutators): void {
     if (result.stoppedBy !== undefined) this.#outcome = 'TemporaryError';
     if (!this.listening) return;
     guard(() => {
@@ -144,7 +187,7 @@ export class Operation {
   }
 
   /** A mutation's mutator threw (or its quota refused it): an event on the span, with the error's type but not its message. */
-  mutationFailed(name: string, id: number, error: unknown, mutators: KnownMutators): void {
+  #mutationFailed(name: string, id: number, error: unknown, mutators: KnownMutators): void {
     if (error instanceof QuotaExceededError) countRefusal(`quota.${error.quota}`);
     if (!this.span.isRecording()) return;
     guard(() => {
@@ -154,7 +197,7 @@ export class Operation {
   }
 
   /** The handler threw `error`: a 5xx is recorded on the span as an error, a 4xx only as the outcome. */
-  failed(error: unknown): void {
+  #failed(error: unknown): void {
     const status = error instanceof HTTPError ? error.status : 500;
     this.#outcome = error instanceof TemporaryError ? 'TemporaryError' : error instanceof HTTPError ? error.code : 'InternalServerError';
     if (status < 500 || !this.span.isRecording()) return;
@@ -162,7 +205,7 @@ export class Operation {
   }
 
   /** Ends the span and records the duration: the reply is made (a streamed body may still be read). */
-  private end(reply: Reply): Reply {
+  #end(reply: Reply): Reply {
     if (!this.listening) return reply;
     const seconds = (performance.now() - this.#started) / 1000;
     guard(() => {
