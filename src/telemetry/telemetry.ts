@@ -122,7 +122,6 @@ export class Operation {
   /** Records what `report` says happened, and ends the operation with `reply` (a streamed pull's body counted as it is read). */
   record(report: Report, reply: Reply): Reply {
     if (report.space !== undefined && report.clientGroup !== undefined) this.#identified(report.space, report.clientGroup);
-    if (report.failed !== undefined) this.#failed(report.failed);
     if (report.pushed !== undefined) {
       const { mutations, outcome, mutators } = report.pushed;
       this.#pushed(mutations, outcome, mutators);
@@ -130,6 +129,8 @@ export class Operation {
       if (report.answered !== 'ClientStateNotFound') for (const { mutation, error } of outcome.failures) this.#mutationFailed(mutation.name, mutation.id, error, mutators);
     }
     if (report.answered !== undefined) this.#outcome = report.answered;
+    // Last, as it happened last: a failure after the push ran is the request's outcome.
+    if (report.failed !== undefined) this.#failed(report.failed);
     return this.#end(report.patch === undefined ? reply : this.#pulled(report.patch, reply));
   }
 
