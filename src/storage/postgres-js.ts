@@ -57,6 +57,9 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   let lost = false;
   let over = false;
   let readOnly: unknown;
+  // The transaction's last statement sent: it knows the connection's backend.
+  let lastSent: PromiseLike<unknown> | undefined;
+  let ending: ReturnType<typeof setTimeout> | undefined;
   // postgres.js 3.4 can lose a BEGIN among connections cut under it (seen under the suite's
   // network faults: pending minutes after, while new queries ran), and with it every transaction
   // queued behind it in the space. One not started in time is given up: the caller gets a lost
@@ -78,6 +81,7 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
           if (lost || over || readOnly !== undefined) throw new ConnectionLostError();
           try {
             const sent = tx.unsafe(text, params as never[], { prepare });
+            lastSent = sent;
             return (await within(sent, lostAfterMs, () => {
               // postgres.js 3.4 can lose a statement of a connection it reconnected after a cut
               // (seen under the suite's network faults: the server had the statement's first
@@ -98,6 +102,16 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
           }
         };
         const settle = (finish: () => void) => {
+          // postgres.js then sends COMMIT or ROLLBACK, which it can lose as any statement (seen:
+          // the backend idle in the transaction for minutes, holding its space's lock): ended
+          // as a lost statement is, should the transaction not end within the bound.
+          ending = setTimeout(() => {
+            if (over) return;
+            lost = true;
+            if (lastSent) endBackend(client, lastSent, lostAfterMs);
+            giveUp(new ConnectionLostError(`postgres.js did not end the transaction within ${lostAfterMs / 1000} s`));
+          }, lostAfterMs + (readOnly !== undefined || lost ? LOST_GRACE_MS : 0));
+          (ending as { unref?: () => void }).unref?.();
           if (readOnly !== undefined && !lost && !over) {
             // The server closes the session: the failed transaction ends, and a new one that
             // waits does not wait long (idle_in_transaction_session_timeout), so its FATAL comes
@@ -124,6 +138,7 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
   } finally {
     over = true;
     clearTimeout(timer);
+    clearTimeout(ending);
   }
 }
 
@@ -142,7 +157,7 @@ export function unlessStuck<T>(work: PromiseLike<T>, ms = LOST_AFTER_MS, client?
 export interface GuardOptions {
   /** Prepare statements (postgres.js's `prepare`). Default: true. */
   prepare?: boolean;
-  /** How long the start of the transaction, or one of its statements, may go unanswered. Default: {@link LOST_AFTER_MS}. */
+  /** How long the start of the transaction, one of its statements or its end may go unanswered. Default: {@link LOST_AFTER_MS}. */
   lostAfterMs?: number;
 }
 

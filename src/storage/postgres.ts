@@ -7,6 +7,7 @@ import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { RangeRead, RangeRow, ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 import { within } from '../base/within.js';
+import { TemporaryError } from '../base/errors.js';
 
 export type { PgPool, PgPoolClient } from './pg-pool.js';
 export type { PostgresClient } from './postgres-driver.js';
@@ -52,6 +53,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   const [kv, meta] = [`${schema}${quoteIdentifier(`${prefix}kv`)}`, `${schema}${quoteIdentifier(`${prefix}schema`)}`];
   // Advisory locks are one namespace for a whole database: key them by this store's table.
   const lockName = `viewsync ${kv}`;
+  const lockWait = String(Math.ceil(lostAfterMs / 2));
   const sql = {
     get: `SELECT value FROM ${kv} WHERE key = $1`,
     // Lists go as JSON text, not arrays: postgres.js serialises arrays only with the types it
@@ -61,9 +63,12 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       `SELECT key, value FROM ${kv} WHERE key ${after ? '>' : '>='} $1${bounded ? ' AND key < $3' : ''} ORDER BY key LIMIT $2`,
     upsert: `INSERT INTO ${kv} (key, value) SELECT * FROM ROWS FROM (json_array_elements_text($1::text::json), json_array_elements_text($2::text::json)) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
     del: `DELETE FROM ${kv} WHERE key = ANY(ARRAY(SELECT json_array_elements_text($1::text::json)))`,
-    // With the lock, the server's start time, at no cost of its own: a failover or a restart changes it (`incarnation`).
-    lockSpace: 'SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_postmaster_start_time()::text AS incarnation',
-    lockAll: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_postmaster_start_time()::text AS incarnation',
+    // With the lock, the server's start time, at no cost of its own: a failover or a restart
+    // changes it (`incarnation`). The wait for the lock is bounded by the server itself (the
+    // transaction's lock_timeout, set first: the CTE's row is read before the locks are taken),
+    // see LOCK_NOT_AVAILABLE.
+    lockSpace: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $3, true)) SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_postmaster_start_time()::text AS incarnation FROM bound`,
+    lockAll: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)) SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_postmaster_start_time()::text AS incarnation FROM bound`,
     /**
      * `readMany`'s statement for ranges of these shapes: a UNION ALL of one index range scan per
      * range, each with its LIMIT written in and its joined value looked up by index, then in
@@ -153,7 +158,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
             if (readOnly) return { result: await runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false), finish: [] };
             // Not awaited: the statements after it queue behind it on the connection, so the lock
             // costs no round trip of its own; a failure shows in them and below.
-            const locked = space === undefined ? query(sql.lockAll, [lockName]) : query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`]);
+            const locked = space === undefined ? query(sql.lockAll, [lockName, lockWait]) : query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`, lockWait]);
             locked.catch(() => {});
             const buffer = new WriteBuffer(reader(query), { cacheReads: true });
             const result = await runChecked(fn, buffer, true, async () => (await locked)[0]?.incarnation as string | undefined);
@@ -166,7 +171,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
             return { result, finish };
           });
         } catch (error) {
-          if (attempt >= RETRIES || !RETRYABLE.has((error as { code?: unknown })?.code as string)) throw error;
+          const code = (error as { code?: unknown } | null)?.code;
+          if (code === LOCK_NOT_AVAILABLE) throw new TemporaryError(`The space was busy for longer than ${lockWait} ms (a transaction of it held on): retry`, { cause: error });
+          if (attempt >= RETRIES || !RETRYABLE.has(code as string)) throw error;
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
         }
       }
@@ -226,10 +233,13 @@ export interface PostgresStorageOptions {
   /** Prepare statements (postgres.js only). Set `false` behind a pooler in transaction mode. Default: true. */
   prepare?: boolean;
   /**
-   * postgres.js only: how long the start of a transaction, or a statement, may go unanswered
-   * before its connection is taken for lost and the request answered 503 (postgres.js 3.4 can
-   * lose track of one on a connection it reconnected after a network cut; the backend of a lost
-   * transaction is then ended, freeing its locks). Default: 30,000.
+   * postgres.js: how long the start of a transaction, one of its statements, its end (COMMIT or
+   * ROLLBACK) or a statement outside one may go unanswered before its connection is taken for
+   * lost and the request answered 503 (postgres.js 3.4 can lose track of one on a connection it
+   * reconnected after a network cut; the backend of a lost transaction is then ended, freeing its
+   * locks). Every driver: a write waits at most half of it for its space, held by another
+   * transaction, then answers 503 (PostgreSQL's `lock_timeout`, for that transaction only).
+   * Default: 30,000.
    */
   lostAfterMs?: number;
 }
@@ -258,6 +268,17 @@ function withDeadline(work: Promise<void>, ms: number): Promise<void> {
 const ABOVE_EVERY_KEY = '\u{10FFFF}'.repeat(677);
 
 const RETRYABLE = new Set(['40001', '40P01']);
+
+/**
+ * lock_not_available: a transaction waited for its space's lock for `lostAfterMs / 2` and gave
+ * up, at the server. A transaction lost while it holds a space's lock (see `beginGuarded`) is
+ * ended from another connection of its pool, after `lostAfterMs`; were the transactions waiting
+ * behind it to wait as long, a pool whose every other connection waits on that lock would have
+ * none to end it from, and the space would stay held for ever, on every server. Bounded below
+ * the driver's own bound, a waiter ends cleanly, its connection serves again, and its request
+ * is answered 503 (the client sends it again).
+ */
+const LOCK_NOT_AVAILABLE = '55P03';
 const RETRIES = 5;
 
 /**

@@ -4,7 +4,7 @@
  * checker counts as an anomaly ("no process ends unless the suite killed it").
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -12,6 +12,7 @@ import { build } from 'esbuild';
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 const LOG_DIR = process.env.CHAOS_LOG_DIR;
+if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
 
 const bundles = new Map<string, Promise<string>>();
 

@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStorage } from '../../src/storage/postgres.js';
+import { TemporaryError } from '../../src/base/errors.js';
 import { isUnreachable } from '../../src/storage/unreachable.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 
@@ -71,6 +72,47 @@ describe.runIf(url)('a statement postgres.js never sends in full (a fault proxy 
     // more lost connection: postgres.js 3.4 may fail a statement with the ended backend's FATAL).
     await expect.poll(() => store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' }).catch((error: unknown) => (isUnreachable(error) ? 'lost' : error)), { timeout: 10_000 }).toBe(3);
   }, 60_000);
+
+  // The holder loses a statement of its body, or the COMMIT postgres.js sends after it (which no
+  // statement bound covered: the backend sat idle in the transaction, holding the lock).
+  for (const losing of ['a statement', 'its COMMIT'] as const) {
+    it(`a transaction that loses ${losing} while it holds the space's lock, with its pool's other connection waiting on that lock, is still ended: the waiter gives up at the server (55P03, a 503) and frees its connection, the holder's backend is ended from it, and the space serves again`, async () => {
+      const lostAfterMs = 2_000;
+      const { schema, admin, proxy, store } = await proxiedStore(`lost_holder_${process.pid}_${losing.length}`, lostAfterMs);
+      const direct = postgres(url!, { onnotice: () => {}, max: 2, fetch_types: false });
+      cleanups.push(() => direct.end({ timeout: 1 }));
+      const other = postgresStorage(direct, { schema });
+      await other.transaction(async (tx) => void tx.put('k', 1), { readOnly: false, space: 's' });
+
+      const holder = store
+        .transaction(
+          async (tx) => {
+            await tx.get('k');
+            proxy.swallowNext();
+            if (losing === 'a statement') await tx.get('j');
+          },
+          { readOnly: false, space: 's' },
+        )
+        .then(() => 'committed', (error: unknown) => error);
+      await expect.poll(() => proxy.swallowing.length, { timeout: 10_000 }).toBe(1);
+      const lost = proxy.swallowing;
+      // The pool's other connection: a transaction of the space, waiting on the lost one's lock.
+      // Were it to wait as long as the holder's bound, the holder's backend would be ended from a
+      // connection of the pool when none is free, and it would keep the lock for ever.
+      const waiter = store.transaction(async (tx) => void tx.put('k', 2), { readOnly: false, space: 's' }).then(() => 'committed', (error: unknown) => error);
+      const waited = await waiter;
+      expect(waited).toBeInstanceOf(TemporaryError);
+      expect((waited as Error).message).toMatch(/busy for longer than 1000 ms/);
+      const error = await holder;
+      expect(isUnreachable(error), String(error)).toBe(true);
+      expect((error as Error).message).toMatch(losing === 'a statement' ? /did not answer a statement of the transaction within 2 s/ : /did not end the transaction within 2 s/);
+
+      await expect.poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 }).toBe(0);
+      await other.transaction(async (tx) => void tx.put('k', 3), { readOnly: false, space: 's' });
+      expect(await other.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' })).toBe(3);
+      await expect.poll(() => store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' }).catch((error: unknown) => (isUnreachable(error) ? 'lost' : error)), { timeout: 10_000 }).toBe(3);
+    }, 60_000);
+  }
 
   // Lost whole (postgres.js never wrote it: the backend waits idle), or after its first write
   // (its Parse and Describe went, its Bind and Execute did not: the backend waits in the middle of

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { WebSocket } from 'ws';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
+import { TemporaryError } from '../../src/base/errors.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { startRelay } from '../support/ws-relay.js';
 import { describeStorageConformance } from './conformance.js';
@@ -129,6 +130,42 @@ describe.runIf(server)('postgresStorage on a real server', () => {
     await server!.unsafe(`UPDATE "${name}".viewsync_schema SET version = 7`);
     await expect(postgresStorage(server!, { schema: name }).migrate()).rejects.toThrow(/schema version 7, newer than this viewsync knows \(1\): upgrade viewsync/);
   });
+});
+
+describe.runIf(server)('a write waiting on its space held by another transaction', () => {
+  for (const driver of ['postgres.js', 'a pg Pool'] as const) {
+    it(`on ${driver}, gives up at the server after lostAfterMs / 2 with a TemporaryError (503), its connection serving again; other spaces go on meanwhile`, async () => {
+      // PGlite, starting, holds this file's event loop for seconds: the driver's bound would pass
+      // before the waiter heard the server's answer.
+      await lite.waitReady;
+      const name = schema();
+      const holding = postgresStorage(server!, { schema: name });
+      const waiting = postgresStorage(driver === 'postgres.js' ? server! : pool!, { schema: name, lostAfterMs: 2_000 });
+      await holding.migrate();
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holds!: () => void;
+      const holdsNow = new Promise<void>((resolve) => (holds = resolve));
+      const holder = holding.transaction(async (tx) => (await tx.get('k'), holds(), await held, tx.put('k', 'holder')), { readOnly: false, space: 's' });
+      await holdsNow;
+      try {
+        const started = performance.now();
+        const error = await waiting.transaction((tx) => tx.put('k', 'waiter'), { readOnly: false, space: 's' }).then(() => 'committed', (error: unknown) => error);
+        expect(error, String(error)).toBeInstanceOf(TemporaryError);
+        expect((error as TemporaryError).status).toBe(503);
+        expect((error as Error).message).toMatch(/busy for longer than 1000 ms/);
+        // The time bound only catches a hang.
+        expect(performance.now() - started).toBeLessThan(20_000);
+        await waiting.transaction((tx) => tx.put('k', 'other space'), { readOnly: false, space: 't' });
+      } finally {
+        release();
+        await holder;
+      }
+      expect(await waiting.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' })).toBe('holder');
+      await waiting.transaction((tx) => tx.put('k', 'waiter'), { readOnly: false, space: 's' });
+      expect(await holding.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' })).toBe('waiter');
+    });
+  }
 });
 
 it.runIf(url !== undefined)('on pg, no statement was sent while another ran (pg 8 warns, pg 9 refuses)', () => {
