@@ -166,18 +166,27 @@ export interface GuardOptions {
  * which knows its connection's backend once sent: what its `cancel()` uses) went unanswered on,
  * unless it has started something since `ms / 2` ago (a pid the server has given to a working
  * backend is left alone). Idle or not: postgres.js may have lost the whole statement, and waits
- * on an idle backend then. Best effort: without the right to end it, or with no other
+ * on an idle backend then. The statement that ends it can fail or be lost as well (a network
+ * cut, the same postgres.js defect): it is sent again, every `ms`, until the server answers it,
+ * at most {@link END_ATTEMPTS} times. Best effort: without the right to end it, or with no other
  * connection (`max: 1`), it lives until its connection closes.
  */
-function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number): void {
+function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number, attempt = 1): void {
   const pid = (statement as { state?: { pid?: unknown } | null }).state?.pid;
   if (!client.unsafe || typeof pid !== 'number') return;
   const ended = client.unsafe(
     'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state_change < now() - make_interval(secs => $2)',
     [pid, ms / 2_000] as never[],
   );
-  void unlessStuck(ended, ms).catch(() => {});
+  void unlessStuck(ended, ms).catch(() => {
+    if (attempt >= END_ATTEMPTS) return;
+    const again = setTimeout(() => endBackend(client, statement, ms, attempt + 1), ms);
+    (again as { unref?: () => void }).unref?.();
+  });
 }
+
+/** How many times a lost statement's backend is asked to end, at most: minutes, at the default bound. */
+const END_ATTEMPTS = 5;
 
 function deferred<T>(): { promise: Promise<T>; reject: (error: unknown) => void } {
   let reject!: (error: unknown) => void;

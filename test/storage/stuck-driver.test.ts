@@ -75,6 +75,31 @@ describe('a postgres.js call that never starts or never answers', () => {
     expect(inside).toHaveLength(1);
   });
 
+  it('the statement that ends a lost backend, should it fail or go unanswered itself, is sent again until the server answers it, a bounded number of times', async () => {
+    vi.useFakeTimers();
+    const sent: unknown[] = [];
+    // The first attempt meets a cut, the second is lost, the third is answered.
+    const answers = [() => Promise.reject(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })), () => new Promise<never>(() => {}), () => Promise.resolve([{ pg_terminate_backend: true }])];
+    const client: PostgresJsClient = { begin: () => new Promise(() => {}), unsafe: (_query, params) => (sent.push(params), (answers.shift() ?? (() => Promise.resolve([])))()) };
+    const lost = Object.assign(new Promise<never>(() => {}), { state: { pid: 77, secret: 1 } });
+    void unlessStuck(lost, 30_000, client).catch(() => {});
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(sent).toEqual([[77, 15]]);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(sent).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(sent).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(sent).toHaveLength(3);
+
+    // A server that never answers it: asked five times, then left alone.
+    const never: unknown[] = [];
+    const silent: PostgresJsClient = { begin: () => new Promise(() => {}), unsafe: (_query, params) => (never.push(params), new Promise<never>(() => {})) };
+    void unlessStuck(Object.assign(new Promise<never>(() => {}), { state: { pid: 78, secret: 1 } }), 30_000, silent).catch(() => {});
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(never).toHaveLength(5);
+  });
+
   it('a statement outside a transaction (a pull read in one go) that gets no answer within 30 s is given up as a lost connection, and the backend it waits on is ended (later statements queue behind it on its connection)', async () => {
     vi.useFakeTimers();
     const outside: unknown[] = [];
