@@ -22,7 +22,8 @@ export interface ErrorInfo {
  */
 export function logError(error: unknown, info: ErrorInfo): void {
   const now = Date.now();
-  budget.tokens = Math.min(BURST, budget.tokens + ((now - budget.at) / 1000) * PER_SECOND);
+  // A clock set back (NTP, a VM resumed) refills nothing, and takes nothing away either.
+  budget.tokens = Math.min(BURST, budget.tokens + (Math.max(0, now - budget.at) / 1000) * PER_SECOND);
   budget.at = now;
   if (budget.tokens < 1) {
     budget.dropped++;

@@ -8,6 +8,7 @@ import type { SpaceQuota } from './transactions/quota.js';
 import type { ClientRecord, SessionClock, SpaceSession, Strategy } from './version/strategy.js';
 import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
+import type { MutationTally } from '../telemetry/telemetry.js';
 
 /** What a push did, beyond committing. */
 export interface PushOutcome {
@@ -23,7 +24,7 @@ export interface PushOutcome {
   /** True when the push committed a change (data or a lastMutationID), so the space's clients should pull. */
   changed: boolean;
   /** Committed mutations by the name the client sent: ran, threw, or sent again and skipped. */
-  tally: Map<string, { processed: number; failed: number; skipped: number }>;
+  tally: Map<string, MutationTally>;
   /** Milliseconds the push waited for its transactions to start (group commit and the store's lock). */
   waitedMs: number;
   /** The most jobs that shared one of its transactions. */
@@ -182,7 +183,7 @@ function done(client: BatchClient, mutation: Mutation): void {
 }
 
 /** Counts one mutation under the name the client sent. */
-function tally(outcome: PushOutcome, name: string, kind: 'processed' | 'failed' | 'skipped'): void {
+function tally(outcome: PushOutcome, name: string, kind: keyof MutationTally): void {
   let counts = outcome.tally.get(name);
   if (counts === undefined) outcome.tally.set(name, (counts = { processed: 0, failed: 0, skipped: 0 }));
   counts[kind]++;

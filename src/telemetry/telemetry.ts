@@ -46,7 +46,7 @@ export const UNKNOWN_MUTATOR = '(unknown)';
 type Outcome = string;
 
 /** How many of a push's mutations each mutator ran (`processed`), threw (`failed`) or was sent again (`skipped`). */
-interface MutationTally {
+export interface MutationTally {
   processed: number;
   failed: number;
   skipped: number;

@@ -3,8 +3,16 @@ import { handlePull, handlePush } from '../../src/index.js';
 import { mutation, post, pullBodyV0, pushBody, testMutators } from '../support/helpers.js';
 import { createContext, memoryStorage, type SyncOptions } from '../../src/index.js';
 
+/** The latest time a test of this file set: each starts a minute past it. */
+let latest = 0;
+
 /** A context with the default onError, whose console.error lines are collected. */
 function logged(overrides: Partial<SyncOptions> = {}) {
+  // A full budget, whatever the tests before used (the budget is the process's, as the console):
+  // a minute past the latest time any of them logged at.
+  vi.useFakeTimers({ toFake: ['Date'] });
+  latest = Math.max(Date.now(), latest) + 60_000;
+  vi.setSystemTime(latest);
   const lines: string[] = [];
   vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
   return { ctx: createContext({ storage: memoryStorage(), mutators: testMutators, ...overrides }), lines };
@@ -51,8 +59,6 @@ describe('the default onError', () => {
   });
 
   it('prints at most a burst and then a few lines a second, and says how many it left out (was: 100k failures, 2.2 s of logging)', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(Date.now() + 60_000); // a full budget, whatever the tests before used
     const { ctx, lines } = logged({ limits: { mutationsPerPush: 100_000 } });
     const failing = Array.from({ length: 100_000 }, (_, i) => mutation('c', i + 1, 'putThenFail', { key: 'a', value: 1 }));
     // What logging them costs beside a server that logs nothing is measured by `npm run bench`
@@ -63,5 +69,14 @@ describe('the default onError', () => {
     await handlePush(post('/push', pushBody('g', [mutation('c', 100_001, 'putThenFail', { key: 'a', value: 1 })])), ctx);
     expect(lines).toHaveLength(21);
     expect(lines[20]).toMatch(/^\[viewsync\] \(99980 earlier failures not logged\) mutation 100001 /);
+  });
+
+  it('a clock set back does not silence it (was: a minute back, a minute of nothing logged)', async () => {
+    const { ctx, lines } = logged();
+    const fail = (id: number) => handlePush(post('/push', pushBody('g', [mutation('c', id, 'putThenFail', { key: 'a', value: 1 })])), ctx);
+    await fail(1);
+    vi.setSystemTime(Date.now() - 60_000);
+    await fail(2);
+    expect(lines).toHaveLength(2);
   });
 });

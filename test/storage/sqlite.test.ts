@@ -8,18 +8,20 @@ import Libsql from 'libsql';
 import { type SQLiteDatabase, sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite, sqliteDriver } from '../support/sqlite-driver.js';
 import { describeStorageConformance } from './conformance.js';
+import { fastLoop } from '../support/stores.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'viewsync-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const file = () => join(dir, `db-${++files}.sqlite`);
 
-describeStorageConformance(`sqliteStorage (${sqliteDriver}, in memory)`, () => sqliteStorage(openSQLite()));
+// The fast loop runs the suite on one of these (a file, as apps use it); `npm test` on all four.
+if (!fastLoop) describeStorageConformance(`sqliteStorage (${sqliteDriver}, in memory)`, () => sqliteStorage(openSQLite()));
 describeStorageConformance(`sqliteStorage (${sqliteDriver}, a WAL file)`, () => sqliteStorage(openSQLite(file())));
 // libSQL's embedded driver (the `libsql` package, better-sqlite3's API). Its remote mode (Turso,
 // `sqld`) needs a server that is not available here, so only local files are tested.
-describeStorageConformance('sqliteStorage (libsql, in memory)', () => sqliteStorage(new Libsql(':memory:') as unknown as SQLiteDatabase));
-describeStorageConformance('sqliteStorage (libsql, a WAL file)', () => sqliteStorage(new Libsql(file()) as unknown as SQLiteDatabase));
+if (!fastLoop) describeStorageConformance('sqliteStorage (libsql, in memory)', () => sqliteStorage(new Libsql(':memory:') as unknown as SQLiteDatabase));
+if (!fastLoop) describeStorageConformance('sqliteStorage (libsql, a WAL file)', () => sqliteStorage(new Libsql(file()) as unknown as SQLiteDatabase));
 
 it('sqliteStorage on libsql claims its file as on the other drivers', () => {
   const path = file();
