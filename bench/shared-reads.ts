@@ -14,7 +14,6 @@ import { handlePull, handlePush, type JSONValue, memoryStorage, type Storage, cr
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { pullBody } from '../src/server/pull-body.js';
-import { globalVersion } from '../src/sync/version/global-version.js';
 import { processPull } from '../src/sync/process-pull.js';
 import { machineLine } from './cpu.js';
 import { median } from './measure.js';
@@ -38,7 +37,7 @@ async function measure(name: string, storage: Storage): Promise<void> {
   const storm = (shareReads: boolean) =>
     Promise.all(
       Array.from({ length: PULLS }, async (_, i) => {
-        const answer = await processPull({ storage, strategy: globalVersion, pull: { pullVersion: 1, clientGroupID: `g${i}`, cookie, profileID: 'p', schemaVersion: '' }, space: '', userID: undefined, clock, shareReads });
+        const answer = await processPull({ storage, pull: { pullVersion: 1, clientGroupID: `g${i}`, cookie, profileID: 'p', schemaVersion: '' }, space: '', userID: undefined, clock, shareReads });
         if (!('patch' in answer) || answer.patch.length !== 1) throw new Error(`pull ${i} answered ${JSON.stringify(answer).slice(0, 200)}`);
         return pullBody(answer);
       }),

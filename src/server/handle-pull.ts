@@ -1,5 +1,4 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
-import { globalVersion } from '../sync/version/global-version.js';
 import { processPull } from '../sync/process-pull.js';
 import { clockOf, limitsOf, checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
@@ -35,7 +34,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       report.space = space;
       report.clientGroup = body.pullVersion === 1 ? body : { clientID: body.clientID };
       const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx) };
-      const result = await processPull({ storage: ctx.storage, strategy: globalVersion, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false });
+      const result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false });
       if ('patch' in result) {
         report.patch = result.patch;
         return pullBody(result);

@@ -1,5 +1,4 @@
 import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
-import { globalVersion } from '../sync/version/global-version.js';
 import { processPush } from '../sync/process-push.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { afterChange } from '../context/after-change.js';
@@ -39,7 +38,7 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       const perMutation = ctx.transactionPerMutation ?? false;
       const prefixIndex = ctx.view !== undefined;
       const quota = quotaOf(ctx.quotas, space);
-      const outcome = await processPush(ctx.storage, globalVersion, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx), quota });
+      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx), quota });
       report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
       if (outcome.changed) afterChange(ctx, space, { request });
       if (outcome.clientStateNotFound) {

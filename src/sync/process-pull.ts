@@ -6,7 +6,8 @@ import type { Limits } from './transactions/limits.js';
 import { SpaceReadTransaction } from './transactions/read-transaction.js';
 import type { Patch } from './version/patch.js';
 import { readAlone, readBatched } from './batching/shared-reads.js';
-import type { GroupRef, ResolvedView, SessionClock, SpaceSession, Strategy } from './version/strategy.js';
+import type { GroupRef, ResolvedView, SessionClock, SpaceSession } from './version/strategy.js';
+import { globalVersion as strategy } from './version/global-version.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 import { within } from '../base/within.js';
 
@@ -17,7 +18,6 @@ type WithPatch<T> = Omit<T, 'patch'> & { patch: Patch };
 /** What {@link processPull} answers from: the pull, whose it is, and how to read. */
 export interface PullOptions {
   storage: Storage;
-  strategy: Strategy;
   pull: PullRequest;
   space: string;
   userID: string | undefined;
@@ -33,7 +33,7 @@ export interface PullOptions {
  * read with the patch they belong to (spec, pull rule 2). Client groups and clients are the
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
-export async function processPull({ storage, strategy, pull, space, userID, clock, views, shareReads = true }: PullOptions): Promise<PullAnswer> {
+export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true }: PullOptions): Promise<PullAnswer> {
   // What the read found that is written after it, returned with its answer (a store may run the
   // read more than once: each attempt has its own).
   const read = async (tx: StorageTransaction): Promise<{ answer: PullAnswer; after: AfterRead }> => {
@@ -98,7 +98,7 @@ export async function processPull({ storage, strategy, pull, space, userID, cloc
     } else if (fresh !== undefined) recentViews.set(storage, space, fresh.view.id, fresh.used);
   }
   // A group that only pulls is active too: refresh its record, rarely, outside the read.
-  if (after.stale === true && pull.pullVersion === 1) await touch(storage, strategy, space, userID, pull.clientGroupID, clock);
+  if (after.stale === true && pull.pullVersion === 1) await touch(storage, space, userID, pull.clientGroupID, clock);
   return response;
 }
 
@@ -129,7 +129,7 @@ async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: Vi
 }
 
 /** Records a group's activity in a write transaction of its own, unless it expired meanwhile. */
-async function touch(storage: Storage, strategy: Strategy, space: string, userID: string | undefined, clientGroupID: string, clock: SessionClock): Promise<void> {
+async function touch(storage: Storage, space: string, userID: string | undefined, clientGroupID: string, clock: SessionClock): Promise<void> {
   await storage.transaction(async (tx) => {
     const session = await strategy.open(tx, space, clock);
     const seen = await session.groupSeen(userID, clientGroupID);

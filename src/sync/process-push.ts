@@ -5,7 +5,8 @@ import type { Limits } from './transactions/limits.js';
 import type { Mutators } from './transactions/mutator.js';
 import { mutatorNamed, Watchdog } from './transactions/app-code.js';
 import type { SpaceQuota } from './transactions/quota.js';
-import type { ClientRecord, SessionClock, SpaceSession, Strategy } from './version/strategy.js';
+import type { ClientRecord, SessionClock, SpaceSession } from './version/strategy.js';
+import { globalVersion as strategy } from './version/global-version.js';
 import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
 import type { MutationTally } from '../telemetry/telemetry.js';
@@ -53,11 +54,11 @@ export interface PushOptions {
  * same ID is another client. Throws an `HTTPError` when a client belongs to another of the
  * user's groups; in one transaction that commits nothing, per mutation it keeps those before it.
  */
-export async function processPush(storage: Storage, strategy: Strategy, mutators: Mutators, push: PushRequest, options: PushOptions): Promise<PushOutcome> {
+export async function processPush(storage: Storage, mutators: Mutators, push: PushRequest, options: PushOptions): Promise<PushOutcome> {
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
   const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
   const outcome = emptyOutcome();
-  const run: PushRun = { storage, strategy, mutators, push, options, watchdog: new Watchdog(options.limits.appCodeMs) };
+  const run: PushRun = { storage, mutators, push, options, watchdog: new Watchdog(options.limits.appCodeMs) };
   try {
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
@@ -80,7 +81,6 @@ export async function processPush(storage: Storage, strategy: Strategy, mutators
 /** One push being processed: what each of its batches needs. */
 interface PushRun {
   storage: Storage;
-  strategy: Strategy;
   mutators: Mutators;
   push: PushRequest;
   options: PushOptions;
@@ -102,7 +102,7 @@ type BatchClient = ClientRecord & { dirty: boolean };
 
 /** One batch in a transaction: its result, and whether to commit its writes. */
 async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyArray<{ mutation: Mutation; index: number }>): Promise<{ result: BatchResult; keep: boolean }> {
-  const { strategy, push, options } = run;
+  const { push, options } = run;
   const { userID } = options;
   const group = push.clientGroupID;
   const session = await strategy.open(tx, options.space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false, maxKeyBytes: run.storage.maxKeyBytes });

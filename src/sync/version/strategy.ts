@@ -5,9 +5,10 @@ import type { ReadPlan } from '../batching/prefetched-read.js';
 import type { Prefixes } from '../view.js';
 
 /**
- * The seam between the protocol and how patches are computed. The handlers speak only to a
- * {@link SpaceSession}; the global version strategy (`global-version.ts`) is the one
- * implementation today, and a row-version strategy can slot in beside it.
+ * What the protocol needs of a way to compute patches: the contract of the global version
+ * strategy (`global-version.ts`), the one implementation, which the pull and push processors,
+ * the backend calls, imports and housekeeping all use directly. The processors speak only to a
+ * {@link SpaceSession}; a second strategy (row versions) would be chosen in one place, the context.
  */
 export interface Strategy {
   /** `space`, seen from inside `tx`, at `clock.now`; by `group`, when one asks (its record is read at once). */
