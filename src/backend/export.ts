@@ -1,3 +1,4 @@
+import { within } from '../base/within.js';
 import type { SyncContext } from '../context/context.js';
 import { exportGroups } from '../sync/dumps/dumped-groups.js';
 import { exportPages } from '../sync/version/export-pages.js';
@@ -54,13 +55,7 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
 
   /** Resolves once the reader wants more; rejects when it has not for `idleMs`. */
   const wanted = () =>
-    new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new ReaderIdleError(`exportSpace: the reader asked for nothing for ${idleMs} ms; the export was stopped (options.idleMs)`)), idleMs);
-      demand = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    within(new Promise<void>((resolve) => (demand = resolve)), idleMs, () => new ReaderIdleError(`exportSpace: the reader asked for nothing for ${idleMs} ms; the export was stopped (options.idleMs)`));
 
   /** Hands the reader `text`, and waits until it wants more; false once cancelled. */
   const send = async (text: string, counts: ExportProgress): Promise<boolean> => {

@@ -1,3 +1,4 @@
+import { within } from '../base/within.js';
 import type { Notifier } from './notifier.js';
 import { localNotifier } from './notifier.js';
 
@@ -156,19 +157,17 @@ export function redisNotifier(redis: RedisNotifierClient, options: RedisNotifier
     }
   };
 
-  const waitLive = () =>
-    new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiters.delete(wake);
-        reject(new Error(`Redis did not confirm the subscription to "${channel}" within ${timeoutMs} ms; is it reachable? (redisNotifier's timeoutMs)`));
-      }, timeoutMs);
-      const wake = (error?: unknown) => {
-        clearTimeout(timer);
-        if (error === undefined) resolve();
-        else reject(error instanceof Error ? error : new Error(String(error)));
-      };
+  const waitLive = () => {
+    let wake!: (error?: unknown) => void;
+    const live = new Promise<void>((resolve, reject) => {
+      wake = (error?: unknown) => (error === undefined ? resolve() : reject(error instanceof Error ? error : new Error(String(error))));
       waiters.add(wake);
     });
+    return within(live, timeoutMs, () => {
+      waiters.delete(wake);
+      return new Error(`Redis did not confirm the subscription to "${channel}" within ${timeoutMs} ms; is it reachable? (redisNotifier's timeoutMs)`);
+    });
+  };
 
   /** Pays what is owed once `redis` is back, rather than at the next notify. */
   const onPublisherReady = () => {
