@@ -162,7 +162,8 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
         buffer += text.replace(/\r\n?/g, '\n');
         for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
-          if (/^data(:|$)/m.test(block)) pull();
+          // The stream's `open` message needs no pull of its own: its first bytes made one.
+          if (/^data(:|$)/m.test(block) && block !== 'data: open') pull();
           const retry = /^retry: ?(\d+)$/m.exec(block);
           lastRetry = retry ? Math.min(Number(retry[1]), maxDelayMs) : undefined;
           buffer = buffer.slice(end + 2);

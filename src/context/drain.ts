@@ -4,9 +4,9 @@ import { hubOf, stateOf, checkContext } from './state.js';
 /** Options for {@link drain}. */
 export interface DrainOptions {
   /**
-   * Milliseconds a client told to reconnect waits first, on average: each poke stream gets a
-   * delay between half and one and a half of it, so that its clients do not all come back at
-   * once. Default: 1,000.
+   * Milliseconds a client told to reconnect waits first, at most: each poke stream gets a delay
+   * between a quarter of it and all of it, so that its clients do not all come back at once, and
+   * all are back (and have pulled) within it. Default: 1,000.
    */
   retryMs?: number;
 }

@@ -38,7 +38,10 @@ export interface PokeOptions {
 
 const encoder = new TextEncoder();
 // `retry` sets how soon a browser's EventSource reconnects; the comment makes the first bytes.
-const OPENING = encoder.encode('retry: 1000\n: viewsync pokes\n\n');
+// Then a message, `open`, once the space is listened to: an app that pulls on every message
+// (`onmessage`) pulls after each reconnect too, and so sees what changed while its stream was
+// away (a restart, a deploy), which no poke will tell it.
+const OPENING = encoder.encode('retry: 1000\n: viewsync pokes\n\ndata: open\n\n');
 // A message with data: an EventSource dispatches no event whose data is empty.
 const POKE = encoder.encode('data: poke\n\n');
 const HEARTBEAT = encoder.encode(':\n\n');
@@ -133,7 +136,7 @@ export class PokeHub {
 
   /**
    * Ends every open stream, each with an SSE `retry` field first: how many milliseconds its
-   * client waits before it reconnects, between half and one and a half of `retryMs`.
+   * client waits before it reconnects, between a quarter of `retryMs` and all of it.
    */
   closeAll(retryMs: number): void {
     for (const entry of [...this.#spaces.values()]) {
@@ -187,7 +190,7 @@ export class PokeHub {
   /** Ends `stream` here, telling its client when to reconnect when `retryMs` is given. */
   #end(stream: Stream, retryMs?: number): void {
     this.#drop(stream);
-    if (retryMs !== undefined) offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs * (0.5 + Math.random()))}\n\n`));
+    if (retryMs !== undefined) offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs * (0.25 + 0.75 * Math.random()))}\n\n`));
     closeQuietly(stream.controller);
   }
 

@@ -51,6 +51,9 @@ describe('connectPokes', () => {
     const rep = fakeClient();
     const connection = connect(rep, new URL('poke', server.url));
     await until(() => connection.connected && rep.pulls === 1);
+    // One pull for the opening, not a second for the stream's `open` message.
+    await sleep(100);
+    expect(rep.pulls).toBe(1);
     await pushPut(server.url);
     await until(() => rep.pulls === 2);
     await sleep(100);

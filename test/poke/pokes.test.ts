@@ -28,7 +28,7 @@ async function pushPut(ctx: SyncContext, path = '/push', key = 'k', headers: Rec
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the poke stream', () => {
-  test('is Server-Sent Events that a proxy neither caches nor buffers, opening with a comment', async () => {
+  test('is Server-Sent Events that a proxy neither caches nor buffers, opening with a comment and then an `open` message (was: comments only, so an app pulling on messages missed what changed while its stream was away)', async () => {
     const ctx = testContext();
     const response = await handleRequest(new Request('http://localhost/sync/poke'), ctx);
     expect(response.status).toBe(200);
@@ -36,8 +36,9 @@ describe('the poke stream', () => {
     expect(response.headers.get('cache-control')).toBe('no-cache, no-transform');
     expect(response.headers.get('x-accel-buffering')).toBe('no');
     const reader = new EventReader(response.body!);
-    await reader.until(() => reader.blocks.length === 1);
+    await reader.until(() => reader.blocks.length === 2);
     expect(reader.blocks[0]).toMatch(/^retry: \d+\n:/);
+    expect(reader.blocks[1]).toBe('data: open');
     expect(reader.pokes).toBe(0);
     await reader.cancel();
   });

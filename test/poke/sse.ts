@@ -14,9 +14,14 @@ export class EventReader {
     void this.#read();
   }
 
-  /** Blocks that carry data: the pokes. */
+  /** The pokes: blocks whose data is `poke`. */
   get pokes(): number {
-    return this.blocks.filter((block) => /^data:/m.test(block)).length;
+    return this.blocks.filter((block) => block === 'data: poke').length;
+  }
+
+  /** Messages that are no poke (the stream's `open`), and any other data. */
+  get otherMessages(): string[] {
+    return this.blocks.filter((block) => /^data:/m.test(block) && block !== 'data: poke');
   }
 
   /** Blocks that are only comments: the opening and the heartbeats. */
