@@ -288,7 +288,10 @@ const RETRIES = 5;
 async function migrateTables(driver: ReturnType<typeof postgresDriver>, t: { kv: string; meta: string; schema: string | undefined; lockName: string }): Promise<void> {
   const migrations = [`CREATE TABLE IF NOT EXISTS ${t.kv} (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)`];
   await driver.transaction('ISOLATION LEVEL READ COMMITTED', async (query) => {
-    const [encoding] = await query('SELECT current_setting($1) AS encoding', ['server_encoding']);
+    // With the check, the server's notices off for this transaction: `... IF NOT EXISTS` on tables
+    // that exist says NOTICE, which postgres.js prints (an object that looks like an error) on
+    // every start.
+    const [encoding] = await query(`SELECT current_setting($1) AS encoding, set_config('client_min_messages', 'warning', true)`, ['server_encoding']);
     if (encoding?.encoding !== 'UTF8') throw new Error(`The database's encoding is ${String(encoding?.encoding)}: viewsync needs UTF8 (key order is UTF-8 byte order)`);
     await query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${t.lockName} schema`]);
     if (t.schema !== undefined) await query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(t.schema)}`, []);

@@ -124,6 +124,20 @@ describe.runIf(server)('postgresStorage on a real server', () => {
     ]);
   });
 
+  it('starting on tables that exist prints nothing (was: a NOTICE, relation already exists, on every start, which postgres.js prints by default)', async () => {
+    const name = schema();
+    const notices: unknown[] = [];
+    const client = postgres(url!, { onnotice: (notice) => notices.push(notice), max: 1 });
+    try {
+      await postgresStorage(client, { schema: name }).migrate();
+      await postgresStorage(client, { schema: name }).migrate();
+      await postgresStorage(client, { schema: name }).migrate();
+    } finally {
+      await client.end();
+    }
+    expect(notices).toEqual([]);
+  });
+
   it('a newer schema version is refused with a clear error', async () => {
     const name = schema();
     await postgresStorage(server!, { schema: name }).migrate();
