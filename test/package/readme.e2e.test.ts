@@ -129,6 +129,10 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
       const port = await freePort();
       const started = await start(bin('tsx'), [file], port, /push:/, { DATABASE_URL: url.href });
       await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+      // A second one on the same port: one line saying so, not an EADDRINUSE stack.
+      const second = await runCommand(bin('tsx'), [file], { cwd: dir, env: { DATABASE_URL: url.href, PORT: String(port) } });
+      expect(second.code).not.toBe(0);
+      expect(second.output.trim()).toBe(`Port ${port} is in use: set PORT to another`);
       await started.stop();
     } finally {
       await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
@@ -153,6 +157,8 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
         expect(code, output).not.toBe(0);
         expect(output).toMatch(expected);
         expect(output).not.toContain('push:');
+        // One line, not a driver's error object or a stack trace.
+        expect(output.trim().split('\n'), output).toHaveLength(1);
         // Only catches a hang, or a wait far past the example's 10 s: ten times what it took here.
         expect(performance.now() - started).toBeLessThan(took * 10);
       }
