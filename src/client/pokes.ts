@@ -77,7 +77,8 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
   const { minDelayMs = 500, maxDelayMs = 10_000, idleMs = 45_000 } = options;
   const fetchStream = options.fetch ?? ((input, init) => fetch(input, init));
   const headers = options.headers ?? ((): HeadersInit => (rep.auth ? { authorization: rep.auth } : {}));
-  const onError = options.onError ?? warnOnce();
+  let everOpened = false;
+  const onError = options.onError ?? warnOnce(() => !everOpened);
   const stopped = new AbortController();
   let connected = false;
   /** 401s in a row, each answered by asking `getAuth` and trying again at once. */
@@ -154,7 +155,7 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
         alive();
         if (!opened) {
           // The server sends its first bytes once it is listening: a pull now misses nothing.
-          opened = connected = true;
+          opened = connected = everOpened = true;
           pull();
         }
         const text: string = halfCRLF && next.value.startsWith('\n') ? next.value.slice(1) : next.value;
@@ -227,12 +228,24 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
 /** As many times as the client asks `getAuth` after a 401 before it gives up. */
 const MAX_AUTH_RETRIES = 8;
 
-/** The default `onError`: one warning, for the first failure that retrying cannot fix. */
-function warnOnce(): (error: PokeStreamError) => void {
+/**
+ * The default `onError`: one warning, for the first failure that retrying cannot fix, or for a
+ * stream that failed {@link NEVER_OPENED_WARNING} times in a row without ever opening (a wrong
+ * host or port fails as a server that is away does, and was silent for ever). A server away
+ * after the stream has opened is a deploy or a restart: no warning.
+ */
+function warnOnce(neverOpened: () => boolean): (error: PokeStreamError) => void {
   let warned = false;
+  let failed = 0;
   return (error) => {
-    if (warned || !error.permanent) return;
+    if (warned) return;
+    const persistent = !error.permanent && neverOpened() && ++failed >= NEVER_OPENED_WARNING;
+    if (!error.permanent && !persistent) return;
     warned = true;
-    console.warn(`viewsync: ${error.message}; live updates are off until it succeeds (retrying), pulls go on at their interval. Pass onError to connectPokes to handle this yourself.`);
+    const what = persistent ? `${error.message} (${failed} tries, and it never opened: is the URL right?)` : error.message;
+    console.warn(`viewsync: ${what}; live updates are off until it succeeds (retrying), pulls go on at their interval. Pass onError to connectPokes to handle this yourself.`);
   };
 }
+
+/** Failures in a row, the stream never open, before the default `onError` warns: about 8 s at the default delays. */
+const NEVER_OPENED_WARNING = 5;

@@ -153,23 +153,46 @@ describe('connectPokes, when the stream cannot be had', () => {
     expect(errors[0]!.message).toContain('is this the poke URL?');
   });
 
-  test('by default, one console warning for a failure retrying cannot fix, and none for a server that is away', async () => {
+  test('by default, one console warning for a failure retrying cannot fix', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     cleanup.push(() => warn.mockRestore());
     const server = await start(createContext({ storage: memoryStorage(), mutators: testMutators }));
     let requests = 0;
     connect(fakeClient(), new URL('nope', server.url), { minDelayMs: 10, maxDelayMs: 20, fetch: (input, init) => (requests++, fetch(input, init)) });
+    await until(() => requests >= 4);
+    await sleep(100);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(String(warn.mock.calls[0]![0])).toMatch(/answered 404.*live updates are off/);
+  });
+
+  test('by default, a stream that never opened says so once after five failures in a row, as a wrong host or port would (was: silent for ever in Node)', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    cleanup.push(() => warn.mockRestore());
     const away = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
         const { port } = probe.address() as AddressInfo;
         probe.close(() => resolve(port));
       });
     });
-    connect(fakeClient(), `http://127.0.0.1:${away}/poke`, { minDelayMs: 10, maxDelayMs: 20 });
+    let requests = 0;
+    connect(fakeClient(), `http://127.0.0.1:${away}/poke`, { minDelayMs: 10, maxDelayMs: 20, fetch: (input, init) => (requests++, fetch(input, init)) });
     await until(() => requests >= 4);
-    await sleep(100);
+    expect(warn).not.toHaveBeenCalled();
+    await until(() => requests >= 10);
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(String(warn.mock.calls[0]![0])).toMatch(/answered 404.*live updates are off/);
+    expect(String(warn.mock.calls[0]![0])).toMatch(new RegExp(`The poke stream at http://127.0.0.1:${away}/poke could not be opened: .*\\(5 tries, and it never opened: is the URL right\\?\\); live updates are off`));
+  });
+
+  test('by default, no warning for a server away after the stream opened (a restart, a deploy)', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    cleanup.push(() => warn.mockRestore());
+    const server = await start(createContext({ storage: memoryStorage(), mutators: testMutators }));
+    let requests = 0;
+    const connection = connect(fakeClient(), new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 20, fetch: (input, init) => (requests++, fetch(input, init)) });
+    await until(() => connection.connected);
+    await server.stop();
+    await until(() => requests >= 10);
+    expect(warn).not.toHaveBeenCalled();
   });
 
   test('a 401 asks getAuth, as the client does on pull and push, and the stream opens with the new auth', async () => {
