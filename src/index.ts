@@ -2,6 +2,7 @@ export { handlePull } from './server/handle-pull.js';
 export { handlePush } from './server/handle-push.js';
 export { handleRequest } from './server/handle-request.js';
 export { handlePoke } from './server/handle-poke.js';
+export { pokeToken } from './server/poke-token.js';
 export { drain, type DrainOptions } from './context/drain.js';
 export { checkHealth, type Health, type HealthOptions } from './server/health.js';
 export { collectGarbage, type CollectOptions, type Collected } from './context/collect-garbage.js';

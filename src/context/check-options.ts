@@ -61,7 +61,9 @@ function checkRetention(retention: unknown): void {
 function checkPokes(pokes: unknown): void {
   if (pokes === undefined || pokes === false) return;
   if (!isObject(pokes)) throw new TypeError(`pokes must be an object, or false to serve none, got ${describe(pokes)}`);
-  only(pokes, 'pokes', ['notifier', 'heartbeatMs', 'coalesceMs', 'maxStreams', 'maxStreamsPerUser', 'maxStreamAgeMs']);
+  only(pokes, 'pokes', ['notifier', 'heartbeatMs', 'coalesceMs', 'maxStreams', 'maxStreamsPerUser', 'maxStreamAgeMs', 'tokenSecret', 'tokenTtlMs']);
+  optional(pokes, 'tokenSecret', 'a string of 32 characters or more (a random secret, the same on every instance)', (value) => typeof value === 'string' && value.length >= 32, 'pokes.');
+  optional(pokes, 'tokenTtlMs', 'milliseconds above 0', isDuration, 'pokes.');
   optional(pokes, 'notifier', 'a notifier (postgresNotifier(sql), redisNotifier(…), storeNotifier(storage))', (value) => isObject(value) && typeof value.subscribe === 'function', 'pokes.');
   for (const field of ['heartbeatMs', 'maxStreamAgeMs'] as const) optional(pokes, field, 'milliseconds above 0', isDuration, 'pokes.');
   optional(pokes, 'coalesceMs', 'milliseconds, 0 or more', (value) => typeof value === 'number' && value >= 0 && Number.isFinite(value), 'pokes.');

@@ -23,6 +23,8 @@ export interface ContextState {
   hub: PokeHub | undefined;
   /** When housekeeping last ran after a push, by space (see collect-garbage.ts). */
   readonly housekeeping: Map<string, number>;
+  /** The key poke tokens are signed with, imported on first use (see server/poke-token.ts). */
+  pokeKey: Promise<CryptoKey> | undefined;
 }
 
 /** Where a context keeps its state: not enumerable, so a spread or a JSON of the context carries none. */
@@ -30,7 +32,7 @@ const STATE = Symbol('viewsync context state');
 
 /** The state of a context `options` is made into (options already checked: see createContext). */
 export function newState(options: SyncOptions): ContextState {
-  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map() };
+  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined };
 }
 
 /** Makes `target` a context holding `state`. */

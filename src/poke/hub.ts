@@ -34,6 +34,15 @@ export interface PokeOptions {
    * each heartbeat. Default: 600,000 (10 minutes).
    */
   maxStreamAgeMs?: number;
+  /**
+   * The secret poke tokens are signed with (32 characters or more, the same on every instance):
+   * with it, `GET …/poke-token` gives the user `authenticate` names a token, and `…/poke?poke_token=`
+   * opens that user's stream without an `Authorization` header, as a browser's `EventSource` must
+   * (see `pokeToken`). Default: none, no tokens.
+   */
+  tokenSecret?: string;
+  /** Milliseconds a poke token is good for. Default: 3,600,000 (an hour). */
+  tokenTtlMs?: number;
 }
 
 const encoder = new TextEncoder();

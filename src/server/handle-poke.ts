@@ -3,6 +3,7 @@ import { isDraining } from '../context/drain.js';
 import { hubOf, limitsOf, checkContext } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
+import { pokeTokenOf, userOfPokeToken } from './poke-token.js';
 import { type Reply, toResponse } from '../base/reply.js';
 
 /**
@@ -28,7 +29,9 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
     if (ctx.pokes === false) throw new HTTPError(404, 'Pokes are turned off on this server (pokes: false)');
     if (request.method !== 'GET') throw new HTTPError(405, `${request.method} is not allowed on the poke endpoint; use GET`, { headers: { allow: 'GET' } });
     if (isDraining(ctx)) throw shuttingDown();
-    const userID = await identify(request, ctx);
+    // A poke token in the URL stands for the Authorization header an EventSource cannot send.
+    const token = pokeTokenOf(request, ctx);
+    const userID = token === undefined ? await identify(request, ctx) : await userOfPokeToken(ctx, token);
     const space = await resolveSpace(request, ctx, userID, limitsOf(ctx));
     const body = await hubOf(ctx).open(space, userID);
     // A drain that began while this stream was opening did not end it, and nothing else would:

@@ -4,6 +4,7 @@ import { HTTPError } from '../base/errors.js';
 import { healthReply } from './health.js';
 import { pullReply } from './handle-pull.js';
 import { pokeReply } from './handle-poke.js';
+import { pokeTokenReply } from './poke-token.js';
 import { pushReply } from './handle-push.js';
 import { respond } from './prepare.js';
 import { type Reply, toResponse } from '../base/reply.js';
@@ -36,7 +37,7 @@ export async function requestReply(request: Request, ctx: SyncContext): Promise<
 
 /** The answer to a request no route takes: a CORS preflight, or a refusal (thrown). */
 function unrouted(request: Request, ctx: SyncContext, path: string, route: (typeof ROUTES)[number] | undefined): Reply {
-  if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke or /health`);
+  if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke, /poke-token or /health`);
   const allow = ctx.cors === false ? route.method : `${route.method}, OPTIONS`;
   if (request.method === 'OPTIONS' && ctx.cors !== false) {
     // Without an Origin it is no preflight, just a question about the resource.
@@ -52,6 +53,7 @@ const ROUTES = [
   { suffix: '/pull', method: 'POST', reply: pullReply },
   { suffix: '/push', method: 'POST', reply: pushReply },
   { suffix: '/poke', method: 'GET', reply: pokeReply },
+  { suffix: '/poke-token', method: 'GET', reply: pokeTokenReply },
   // The health check answers its store's failures itself; anything else it throws is answered here.
   { suffix: '/health', method: 'GET', reply: (request: Request, ctx: SyncContext) => respond(request, ctx, () => healthReply(request, ctx)) },
 ] as const;

@@ -96,3 +96,28 @@ test('a client that pulls only on EventSource messages sees an edit pushed right
   // The stream is back within the drain's retry (at most 1 s); the bound here only catches a hang.
   expect(seenAfterMs).toBeLessThan(10_000);
 }, 30_000);
+
+test('an EventSource, which cannot send an Authorization header, opens its user’s stream with a poke token the server made', async () => {
+  const ctx = createContext({
+    storage: memoryStorage(),
+    mutators: testMutators,
+    authenticate: (request) => (request.headers.get('authorization') === 'Bearer alice' ? 'alice' : null),
+    pokes: { tokenSecret: 'a secret of thirty-two characters or more' },
+  });
+  const server = await serve(ctx, { port: 0 });
+  cleanup.push(() => server.stop());
+  const refused = new EventSource(new URL('poke', server.url));
+  cleanup.push(() => refused.close());
+  const issued = await fetch(new URL('poke-token', server.url), { headers: { authorization: 'Bearer alice' } });
+  const { token } = (await issued.json()) as { token: string };
+  const source = new EventSource(new URL(`poke?poke_token=${encodeURIComponent(token)}`, server.url));
+  cleanup.push(() => source.close());
+  const messages: string[] = [];
+  source.onmessage = (event) => messages.push(String(event.data));
+  await until(() => messages.includes('open'));
+  // Without the token: a 401, which ends an EventSource for good.
+  await until(() => refused.readyState === EventSource.CLOSED);
+  const pushed = await fetch(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer alice' }, body: JSON.stringify(pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])) });
+  expect(pushed.status).toBe(200);
+  await until(() => messages.includes('poke'));
+});
