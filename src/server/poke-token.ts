@@ -11,7 +11,9 @@ import { identify, respond } from './prepare.js';
  * `authenticate` named (`GET …/poke-token` does it, or call this in an endpoint of your own),
  * signed with `pokes.tokenSecret` (HMAC-SHA256), and good for `pokes.tokenTtlMs` (default one
  * hour): a token that leaks through an access log is soon worthless, and it opens poke streams
- * only, never a pull or a push. Every instance given the same secret accepts it.
+ * only, never a pull or a push. Every instance given the same secret accepts it. While a token
+ * is good, `authenticate` is not asked again for the streams it opens: a user revoked meanwhile
+ * can open poke streams (which carry no data) until it expires.
  *
  * @example
  * const { token } = await pokeToken(ctx, userID);
@@ -24,7 +26,10 @@ export async function pokeToken(ctx: SyncContext, userID: string): Promise<{ tok
   const expiresAt = (ctx.clock ?? Date.now)() + (tokenOptions(ctx).tokenTtlMs ?? DEFAULT_TTL_MS);
   const payload = base64url(new TextEncoder().encode(JSON.stringify([userID, expiresAt])));
   const signature = new Uint8Array(await crypto.subtle.sign('HMAC', key, signed(payload)));
-  return { token: `${payload}.${base64url(signature)}`, expiresAt };
+  const token = `${payload}.${base64url(signature)}`;
+  // Refused unread at the stream: a token made for it anyway would fail for ever, unexplained.
+  if (token.length > MAX_TOKEN_LENGTH) throw new RangeError(`pokeToken: the user ID is too long for a poke token (${userID.length} characters; a token holds at most about ${Math.floor((MAX_TOKEN_LENGTH - 60) * 0.75)} bytes of it)`);
+  return { token, expiresAt };
 }
 
 /**
@@ -38,9 +43,17 @@ export async function userOfPokeToken(ctx: SyncContext, token: string): Promise<
   const [payload, signature] = [token.slice(0, dot), token.slice(dot + 1)];
   const bytes = dot < 0 ? undefined : fromBase64url(signature);
   if (bytes === undefined || !(await crypto.subtle.verify('HMAC', await keyOf(ctx), bytes, signed(payload)))) throw refused('is not one of this server');
-  const [userID, expiresAt] = JSON.parse(new TextDecoder().decode(fromBase64url(payload))) as [string, number];
-  if ((ctx.clock ?? Date.now)() >= expiresAt) throw refused('has expired');
-  return userID;
+  // Signed here, so well formed; checked all the same, so that nothing signed otherwise with the
+  // same secret is taken for a user, or fails open on a non-numeric expiry.
+  let claims: unknown;
+  try {
+    claims = JSON.parse(new TextDecoder().decode(fromBase64url(payload)));
+  } catch {
+    throw refused('is not one of this server');
+  }
+  if (!Array.isArray(claims) || claims.length !== 2 || typeof claims[0] !== 'string' || !Number.isFinite(claims[1])) throw refused('is not one of this server');
+  if ((ctx.clock ?? Date.now)() >= (claims[1] as number)) throw refused('has expired');
+  return claims[0];
 }
 
 /** `GET …/poke-token`: a token for the user `authenticate` names, as `{token, expiresAt}`. */
@@ -72,6 +85,7 @@ function tokenOptions(ctx: SyncContext): { tokenSecret?: string; tokenTtlMs?: nu
 /** The context's signing key, imported once. */
 function keyOf(ctx: SyncContext): Promise<CryptoKey> {
   const secret = tokenOptions(ctx).tokenSecret;
+  if (ctx.pokes === false) throw new TypeError('pokeToken: pokes are off in this context (pokes: false)');
   if (secret === undefined) throw new TypeError('pokeToken: set pokes.tokenSecret (32 characters or more, the same on every instance) to make poke tokens');
   const state = stateOf(ctx);
   return (state.pokeKey ??= crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']));

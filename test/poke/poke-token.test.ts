@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createContext, handleRequest, memoryStorage, pokeToken, type SyncOptions } from '../../src/index.js';
-import { mutation, post, pushBody, testMutators } from '../support/helpers.js';
+import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 import { EventReader } from './sse.js';
 
 const SECRET = 'a test secret, long enough to sign with';
@@ -65,10 +65,14 @@ describe('poke tokens', () => {
     const foreign = await tokenFor(other.ctx, 'Bearer alice', 60 * 60 * 1000);
     const [payload, signature] = token.split('.') as [string, string];
     const asBob = `${Buffer.from(JSON.stringify(['bob', 9e15])).toString('base64url')}.${signature}`;
+    const flipped = `${payload}.${signature[0] === 'A' ? 'B' : 'A'}${signature.slice(1)}`;
     for (const [bad, why] of [
       [foreign, /is not one of this server/],
       [asBob, /is not one of this server/],
+      [flipped, /is not one of this server/],
       [`${payload}.${signature.slice(0, -2)}`, /is not one of this server/],
+      [`${'x'.repeat(5_000)}.${signature}`, /is not one of this server/],
+      [`${payload}.${signature}.${signature}`, /is not one of this server/],
       ['', /is not one of this server/],
       ['no-dot-at-all', /is not one of this server/],
       ['a.b', /is not one of this server/],
@@ -89,6 +93,22 @@ describe('poke tokens', () => {
     const token = await tokenFor(ctx, 'Bearer alice');
     const push = await handleRequest(post(`/sync/push?poke_token=${encodeURIComponent(token)}`, pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
     expect(push.status).toBe(401);
+    const pull = await handleRequest(post(`/sync/pull?poke_token=${encodeURIComponent(token)}`, pullBody('g', null)), ctx);
+    expect(pull.status).toBe(401);
+  });
+
+  it('what a token signs is labelled: an HMAC of the bare payload with the same secret is no token', async () => {
+    const { ctx } = app();
+    const payload = Buffer.from(JSON.stringify(['bob', 9e15])).toString('base64url');
+    const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(SECRET), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    const bare = Buffer.from(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(payload))).toString('base64url');
+    expect((await handleRequest(get(`poke?poke_token=${payload}.${bare}`), ctx)).status).toBe(401);
+  });
+
+  it('a user ID too long for a token is said at pokeToken, not refused later without a word', async () => {
+    const { ctx } = app();
+    await expect(pokeToken(ctx, 'u'.repeat(4_000))).rejects.toThrow(/user ID is too long for a poke token/);
+    await expect(pokeToken(createContext({ storage: memoryStorage(), mutators: testMutators, pokes: false }), 'u')).rejects.toThrow(/pokes are off/);
   });
 
   it('GET …/poke-token needs the user: 401 without Authorization; 404 without tokenSecret, or without authenticate', async () => {
