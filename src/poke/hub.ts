@@ -46,6 +46,8 @@ export interface PokeOptions {
 }
 
 const encoder = new TextEncoder();
+/** A delay drawn evenly from `[low, high)`, so that clients told to reconnect do not all come at once. */
+const between = (low: number, high: number) => low + Math.random() * (high - low);
 // `retry` sets how soon a browser's EventSource reconnects; the comment makes the first bytes.
 // Then a message, `open`, once the space is listened to: an app that pulls on every message
 // (`onmessage`) pulls after each reconnect too, and so sees what changed while its stream was
@@ -149,7 +151,7 @@ export class PokeHub {
    */
   closeAll(retryMs: number): void {
     for (const entry of [...this.#spaces.values()]) {
-      for (const stream of [...entry.streams]) this.#end(stream, retryMs);
+      for (const stream of [...entry.streams]) this.#end(stream, between(retryMs / 4, retryMs));
     }
   }
 
@@ -170,7 +172,7 @@ export class PokeHub {
       if (oldest === undefined) {
         throw new HTTPError(503, `This server already has ${this.#maxStreams} poke streams open (pokes.maxStreams); try again later`, { headers: REFUSED });
       }
-      this.#end(oldest, 10_000);
+      this.#end(oldest, between(5_000, 15_000));
     }
     if (user === undefined) return undefined;
     let entry = this.#users.get(user);
@@ -196,10 +198,10 @@ export class PokeHub {
     return entry;
   }
 
-  /** Ends `stream` here, telling its client when to reconnect when `retryMs` is given. */
+  /** Ends `stream` here, telling its client to reconnect after `retryMs` when given (each caller spreads its own). */
   #end(stream: Stream, retryMs?: number): void {
     this.#drop(stream);
-    if (retryMs !== undefined) offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs * (0.25 + 0.75 * Math.random()))}\n\n`));
+    if (retryMs !== undefined) offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs)}\n\n`));
     closeQuietly(stream.controller);
   }
 
@@ -251,7 +253,7 @@ export class PokeHub {
       for (const entry of [...this.#spaces.values()]) {
         for (const stream of [...entry.streams]) {
           if (now >= stream.expires) {
-            this.#end(stream, 1_000);
+            this.#end(stream, between(500, 1_500));
             continue;
           }
           const unread = (stream.controller.desiredSize ?? 0) <= 0;
