@@ -15,7 +15,9 @@ export interface ViewRequest {
 
 /**
  * Which part of a space a user may read: the key prefixes, computed from the space's data as of
- * the pull (a membership entry, say). `''` is the whole space; no prefixes, none of it.
+ * the pull (a membership entry, say). A prefix covers whole segments of a key: `list/a` covers the
+ * key `list/a` and every key under `list/a/`, never `list/ab`; one ending with `/` (`doc/`) covers
+ * the keys under it. `''` is the whole space; no prefixes, none of it.
  */
 export type View = (
   tx: ReadTransaction,
@@ -23,15 +25,26 @@ export type View = (
 ) => Iterable<string> | AsyncIterable<string> | Promise<Iterable<string> | AsyncIterable<string>>;
 
 /**
+ * Whether `prefix` covers `key` (or all a prefix `key` covers): `key` starts with it at a segment
+ * boundary. Clients choose IDs, so a prefix that merely starts a key (`list/a` of `list/ab`)
+ * must not be enough: it would expose another list to whoever picks such an ID.
+ */
+export function coversKey(prefix: string, key: string): boolean {
+  return prefix === '' || (key.startsWith(prefix) && (key.length === prefix.length || prefix.endsWith('/') || key.charCodeAt(prefix.length) === SLASH));
+}
+
+/**
  * A set of key prefixes in its one canonical form: sorted by UTF-8 bytes, each once, none
- * starting with another (`a/` makes `a/b/` say nothing more). Two views cover the same keys
+ * covering another (`a/` makes `a/b/` say nothing more). Two views cover the same keys
  * exactly when their forms are equal, which is what lets a view be named by its contents.
  */
 export class Prefixes {
   readonly list: readonly string[];
+  readonly #set: ReadonlySet<string>;
 
   private constructor(list: readonly string[]) {
     this.list = list;
+    this.#set = new Set(list);
   }
 
   /** The canonical form of what a view returned; throws on a prefix no key could start with. */
@@ -54,26 +67,28 @@ export class Prefixes {
 
   /** The canonical form of `prefixes`, trusted to be valid (read back from a view record). */
   static canonical(prefixes: readonly string[]): Prefixes {
-    const sorted = [...prefixes].sort(compareUTF8);
-    const kept: string[] = [];
-    // Everything starting with a prefix sorts right after it, before anything that does not.
-    for (const prefix of sorted) if (kept.length === 0 || !prefix.startsWith(kept[kept.length - 1]!)) kept.push(prefix);
+    const all = new Set(prefixes);
+    const kept = [...all].filter((prefix) => !coveredByAnother(all, prefix)).sort(compareUTF8);
     return new Prefixes(kept);
   }
 
   static readonly none = new Prefixes([]);
 
-  /** Whether some prefix of the set starts `key` (or a prefix, taken as the keys under it). */
+  /** Whether some prefix of the set covers `key` (or a prefix, taken as the keys it covers). */
   covers(key: string): boolean {
-    // Only the greatest prefix at or before the key can start it: any other one that did would
-    // start that greatest one too, which the canonical form rules out.
-    const i = this.#lastAtOrBefore(key);
-    return i >= 0 && key.startsWith(this.list[i]!);
+    // Only `''`, the key itself and the key cut at each `/` (with it or without it) can cover it.
+    const set = this.#set;
+    if (set.size === 0) return false;
+    if (set.has('') || set.has(key)) return true;
+    for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) {
+      if (set.has(key.slice(0, slash)) || set.has(key.slice(0, slash + 1))) return true;
+    }
+    return false;
   }
 
   /**
-   * The regions of this set that `other` does not cover: each prefix of this set that no prefix
-   * of `other` starts, with the prefixes of `other` inside it, whose keys are not in the region.
+   * The regions of this set that `other` does not cover: each prefix of this set that `other`
+   * does not cover, with the prefixes of `other` inside it, whose keys are not in the region.
    */
   minus(other: Prefixes): Array<{ prefix: string; except: Prefixes }> {
     const regions: Array<{ prefix: string; except: Prefixes }> = [];
@@ -85,35 +100,52 @@ export class Prefixes {
   intersect(other: Prefixes): Prefixes {
     const both: string[] = [];
     for (const prefix of this.list) both.push(...(other.covers(prefix) ? [prefix] : other.#inside(prefix)));
-    return new Prefixes(both);
+    return Prefixes.canonical(both);
   }
 
-  /** The prefixes of this set that start with `prefix` (and so lie inside it), in order. */
+  /** The prefixes of this set that `prefix` covers (and so lie inside it), in order. */
   #inside(prefix: string): string[] {
+    // Whatever starts with `prefix` sorts in one run from where `prefix` would be.
     const inside: string[] = [];
-    for (let i = this.#lastAtOrBefore(prefix) + 1; i < this.list.length && this.list[i]!.startsWith(prefix); i++) inside.push(this.list[i]!);
+    for (let i = this.#firstAtOrAfter(prefix); i < this.list.length && this.list[i]!.startsWith(prefix); i++) {
+      if (coversKey(prefix, this.list[i]!)) inside.push(this.list[i]!);
+    }
     return inside;
   }
 
-  /** The index of the greatest prefix at or before `key`, or -1. */
-  #lastAtOrBefore(key: string): number {
+  /** The index of the least prefix at or after `key` (the list's length when none is). */
+  #firstAtOrAfter(key: string): number {
     let low = 0;
-    let high = this.list.length - 1;
-    while (low <= high) {
+    let high = this.list.length;
+    while (low < high) {
       const middle = (low + high) >>> 1;
-      if (compareUTF8(this.list[middle]!, key) <= 0) low = middle + 1;
-      else high = middle - 1;
+      if (compareUTF8(this.list[middle]!, key) < 0) low = middle + 1;
+      else high = middle;
     }
-    return high;
+    return low;
   }
 }
+
+/** Whether a prefix of `all` other than `prefix` covers it. */
+function coveredByAnother(all: ReadonlySet<string>, prefix: string): boolean {
+  if (prefix !== '' && all.has('')) return true;
+  for (let slash = prefix.indexOf('/'); slash >= 0; slash = prefix.indexOf('/', slash + 1)) {
+    const bare = prefix.slice(0, slash);
+    const ended = prefix.slice(0, slash + 1);
+    if ((bare !== prefix && all.has(bare)) || (ended !== prefix && all.has(ended))) return true;
+  }
+  return false;
+}
+
+const SLASH = 0x2f;
 
 /**
  * The name of `userID`'s view `prefixes`: a hash of both, so equal views of one user share a
  * record and one user's name never stands for another's view. 128 bits: no two views collide.
  */
 export async function viewID(userID: string | undefined, prefixes: Prefixes): Promise<string> {
-  const text = JSON.stringify([userID ?? null, prefixes.list]);
+  // The rule prefixes follow is part of the name: a cookie named under another rule is not believed.
+  const text = JSON.stringify([userID ?? null, prefixes.list, RULE]);
   const known = names.get(text);
   if (known !== undefined) return known;
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
@@ -124,6 +156,13 @@ export async function viewID(userID: string | undefined, prefixes: Prefixes): Pr
 }
 
 const names = new Map<string, string>();
+
+/**
+ * The rule a view record's prefixes follow (`ViewRecord.rule`): segments ({@link coversKey}).
+ * Before it, a prefix covered any key it started; such a record's client may hold keys the rule
+ * now leaves out, so its cookie gets a reset.
+ */
+export const RULE = 'segments';
 const MEMO_SIZE = 4_096;
 const MEMO_TEXT = 2_048;
 

@@ -23,12 +23,14 @@ import { as, viewContext, write } from './app.js';
 const RUNS = Number(process.env.FC_RUNS ?? 500);
 const USERS = ['alice', 'bob', 'carol'] as const;
 /** What a view may add from outside the space: nothing, a narrow prefix, a wide one, everything. */
-const EXTRAS = [null, 'doc/1/a', 'doc/', ''] as const;
+const EXTRAS = [null, 'doc/1/a', 'doc/', '', 'doc/1', 'todo/a', 'todo'] as const;
 const DAY = 24 * 60 * 60 * 1000;
 
 const keyArb = fc.oneof(
   // Few keys, so that writes, deletes, grants and revokes meet the same ones often.
-  { weight: 3, arbitrary: fc.constantFrom('doc/1/a', 'doc/1/b', 'doc/2/a', 'doc/1x') },
+  { weight: 3, arbitrary: fc.constantFrom('doc/1/a', 'doc/1/b', 'doc/2/a', 'doc/1x', 'doc/1', 'doc/1-a/b') },
+  // Flat keys, and keys a prefix without its `/` starts but does not cover.
+  { weight: 2, arbitrary: fc.constantFrom('todo/a', 'todo/ab', 'todo/a/x', 'todo/a-b', 'todo') },
   { weight: 3, arbitrary: fc.constantFrom('member/alice/1', 'member/alice/2', 'member/bob/1', 'member/bob/2', 'member/carol/1') },
   { weight: 1, arbitrary: fc.constantFrom('other', 'doc/3/a') },
 );
@@ -72,8 +74,9 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'collect' as const }) },
 );
 
-/** Whether a prefix of `prefixes` starts `key`. */
-const covers = (prefixes: readonly string[], key: string) => prefixes.some((prefix) => key.startsWith(prefix));
+/** Whether a prefix of `prefixes` covers `key`: it is `''`, the key, or the key's start up to a `/` (with or without it). */
+const covers = (prefixes: readonly string[], key: string) =>
+  prefixes.some((prefix) => prefix === '' || prefix === key || (key.startsWith(prefix) && (prefix.endsWith('/') || key[prefix.length] === '/')));
 
 async function run(steps: Step[], storage: Storage, serverView?: View): Promise<void> {
   let now = Date.UTC(2026, 10, 23);
@@ -81,7 +84,8 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
   /** The model's view, from the model's data: memberships, the outside extra, the group. */
   const prefixesOf = (data: Map<string, JSONValue>, user: string, group: string): string[] => {
     const prefixes = [`member/${user}/`];
-    for (const [key, value] of data) if (key.startsWith(`member/${user}/`)) prefixes.push(`doc/${String(value)}/`);
+    // A document's entries under `doc/<id>/`, and a flat key of it: `todo/a` for document 1, `todo/ab` for 2.
+    for (const [key, value] of data) if (key.startsWith(`member/${user}/`)) prefixes.push(`doc/${String(value)}/`, String(value) === '1' ? 'todo/a' : 'todo/ab');
     const extra = extras.get(user);
     if (extra != null) prefixes.push(extra);
     // The second group of each user never sees document 2: views may differ between groups.
@@ -103,7 +107,7 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
     if (step.kind === 'write' || step.kind === 'noise') {
       const entries =
         step.kind === 'noise'
-          ? Object.fromEntries(Array.from({ length: step.count }, (_, i) => [`noise/${i % 40}/${i}`, step.count]))
+          ? Object.fromEntries(Array.from({ length: step.count }, (_, i) => [i % 2 === 0 ? `noise/${i % 40}/${i}` : `noise/${i}`, step.count]))
           : Object.fromEntries(step.entries.map(([key, value]) => [key, value === null ? undefined : key.startsWith('member/') ? key.slice(-1) : value]));
       await write(step.kind === 'write' && step.viewless ? createContext({ ...ctx.options, view: undefined }) : ctx, 'admin', entries);
       for (const [key, value] of Object.entries(entries)) {

@@ -127,14 +127,14 @@ describe('when the prefixes change, the patch moves exactly what entered or left
   });
 
   it('a prefix widened or narrowed moves only the keys between the two', async () => {
-    let prefixes = ['doc/1/t'];
+    let prefixes = ['doc/1/title'];
     const ctx = await workspace({ view: () => prefixes });
     const client = new ViewClient(ctx, 'alice');
     expect((await client.pull()).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'doc/1/title', value: 'one' }]);
     prefixes = ['doc/'];
     const widened = await client.pull();
     expect(widened.patch.map((op) => op.op === 'put' && op.key).sort()).toEqual(['doc/1/body', 'doc/10/title', 'doc/2/title', 'doc/3/title']);
-    prefixes = ['doc/1/t', 'doc/3/'];
+    prefixes = ['doc/1/title', 'doc/3/'];
     const narrowed = await client.pull();
     expect(narrowed.patch).toEqual(expect.arrayContaining([{ op: 'del', key: 'doc/1/body' }, { op: 'del', key: 'doc/10/title' }, { op: 'del', key: 'doc/2/title' }]));
     expect(narrowed.patch).toHaveLength(3);
@@ -159,6 +159,98 @@ describe('when the prefixes change, the patch moves exactly what entered or left
     for (prefixes of [['doc/2/', 'doc/1/'], ['doc/1/', 'doc/2/', 'doc/1/'], ['doc/1/x', 'doc/2/', 'doc/1/']]) {
       expect(await pull(ctx, 'g', cookie, as('alice'))).toEqual({ cookie, lastMutationIDChanges: {}, patch: [] });
     }
+  });
+});
+
+describe('a prefix covers whole segments', () => {
+  /** Lists whose IDs start one another, as IDs clients choose can. */
+  const lists = { 'list/a': 'a', 'list/a/todo/1': 'a1', 'list/ab': 'ab', 'list/ab/todo/1': 'ab1', 'list/a-b': 'a-b', 'list/a-b/todo/1': 'a-b1' };
+
+  it('`list/a` covers `list/a` and the keys under `list/a/`, never `list/ab` nor `list/a-b`: in a first pull, in changes, when it leaves', async () => {
+    let prefixes = ['list/a'];
+    const ctx = viewContext({ view: () => prefixes });
+    await write(ctx, 'admin', lists);
+    const client = new ViewClient(ctx, 'alice');
+    await client.pull();
+    expect(sorted(client.data)).toEqual({ 'list/a': 'a', 'list/a/todo/1': 'a1' });
+    // Enough changes elsewhere that the pull reads the prefix index, and one of each list.
+    await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`other/${i}`, i])));
+    await write(ctx, 'admin', { 'list/a/todo/2': 'a2', 'list/ab/todo/2': 'ab2', 'list/a-b/todo/2': 'a-b2', 'list/ab': 'ab!' });
+    const { patch } = await client.pull();
+    expect(patch).toEqual([{ op: 'put', key: 'list/a/todo/2', value: 'a2' }]);
+    prefixes = ['list/'];
+    await client.pull();
+    prefixes = ['list/a', 'list/a-b/'];
+    const narrowed = await client.pull();
+    expect(narrowed.patch.map((op) => `${op.op} ${op.op === 'clear' ? '' : op.key}`).sort()).toEqual(['del list/a-b', 'del list/ab', 'del list/ab/todo/1', 'del list/ab/todo/2']);
+    expect(sorted(client.data)).toEqual({ 'list/a': 'a', 'list/a-b/todo/1': 'a-b1', 'list/a-b/todo/2': 'a-b2', 'list/a/todo/1': 'a1', 'list/a/todo/2': 'a2' });
+  });
+
+  it('a flat key named exactly is one of the view: `todo/1` covers it and `todo/1/...`, not `todo/10`', async () => {
+    const ctx = viewContext({ view: () => ['todo/1', 'todo/3'] });
+    await write(ctx, 'admin', { 'todo/1': 'one', 'todo/10': 'ten', 'todo/1/note': 'n', 'todo/2': 'two', 'todo/3': 'three' });
+    const client = new ViewClient(ctx, 'alice');
+    await client.pull();
+    expect(sorted(client.data)).toEqual({ 'todo/1': 'one', 'todo/1/note': 'n', 'todo/3': 'three' });
+    await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`todo/${i + 10}`, i])));
+    await write(ctx, 'admin', { 'todo/3': undefined, 'todo/1': 'uno' });
+    expect((await client.pull()).patch).toEqual([{ op: 'put', key: 'todo/1', value: 'uno' }, { op: 'del', key: 'todo/3' }]);
+  });
+
+  it('prefixes one covers are one view with the other: `a/b` makes `a/b/` and `a/b/c` say nothing more, but not `a/bc`', async () => {
+    const seen: string[] = [];
+    const names = async (prefixes: string[]) => {
+      const ctx = viewContext({ view: () => prefixes });
+      const { cookie } = await pull(ctx, 'g', null, as('alice'));
+      seen.push((cookie as { view: string }).view);
+    };
+    await names(['a/b']);
+    await names(['a/b/', 'a/b', 'a/b/c']);
+    await names(['a/b', 'a/bc']);
+    expect(seen[0]).toBe(seen[1]);
+    expect(seen[2]).not.toBe(seen[0]);
+  });
+
+  it('a view record from before the rule (a prefix then covered any key it started) is not believed: its cookie gets a reset', async () => {
+    const ctx = await workspace();
+    const alice = new ViewClient(ctx, 'alice');
+    await alice.pull();
+    await ctx.options.storage.transaction(async (tx) => {
+      for (const [row, record] of await tx.scan({ prefix: 'w/' })) {
+        const { rule: _, ...before } = record as { rule?: string };
+        await tx.put(row, before);
+      }
+    }, { readOnly: false });
+    await write(ctx, 'admin', { 'member/alice/3': '3' });
+    expect((await alice.pull()).patch[0]).toEqual({ op: 'clear' });
+  });
+
+  it('the prefix index is not believed after a write by a viewsync that kept it otherwise (a downgrade): a flat key it left out still reaches the client', async () => {
+    const ctx = viewContext({ view: () => ['todo/1'] });
+    await write(ctx, 'admin', { 'todo/1': 'one' });
+    const first = new ViewClient(ctx, 'alice', 'first');
+    await first.pull();
+    const second = new ViewClient(ctx, 'alice', 'second');
+    await second.pull();
+    // A push as viewsync 0.1 wrote it: entries and version-index rows, no prefix-index row for a
+    // key of one `/`, and the meta record's version moved on past `indexedAt`.
+    await ctx.options.storage.transaction(async (tx) => {
+      const meta = (await tx.get('m/')) as { version: number };
+      const version = meta.version + 1;
+      const field = version.toString(16).padStart(14, '0');
+      for (const [row] of await tx.scan({ prefix: 'v//' })) await tx.del(row);
+      const written: Record<string, string> = { 'todo/1': 'from 0.1' };
+      for (let i = 0; i < 300; i++) written[`other/${i}`] = 'noise';
+      for (const [key, val] of Object.entries(written)) {
+        await tx.put(`v//${field}/${key}`, null);
+        await tx.put(`e//${key}`, { ver: version, val });
+      }
+      await tx.put('m/', { ...meta, version, prefixIndexFrom: 1 });
+    }, { readOnly: false });
+    expect((await first.pull()).patch).toEqual([{ op: 'put', key: 'todo/1', value: 'from 0.1' }]);
+    // The next write that keeps the index starts it again from its own version.
+    await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`todo/${i + 10}`, i])));
+    expect((await second.pull()).patch).toEqual([{ op: 'put', key: 'todo/1', value: 'from 0.1' }]);
   });
 });
 
@@ -373,6 +465,33 @@ describe('what a pull costs', () => {
     const elsewhere = await cost();
     expect(elsewhere.ops).toBe(2);
     expect(elsewhere.reads).toBeLessThan(idle.reads + 150);
+  });
+});
+
+describe('what a pull of flat keys costs', () => {
+  it('a view of exact keys (`todo/<id>`) reads the changes to its keys, not the changes elsewhere', async () => {
+    const reads = { count: 0 };
+    // One list's todos among 20,000: the view names each.
+    const mine = Array.from({ length: 50 }, (_, i) => `todo/${i * 400}`);
+    const ctx = viewContext({ storage: countingStorage(reads), view: () => mine });
+    for (let batch = 0; batch < 20; batch++) await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`todo/${batch * 1_000 + i}`, i])));
+    const alice = new ViewClient(ctx, 'alice');
+    await alice.pull();
+    expect(alice.data.size).toBe(50);
+    const cost = async () => {
+      reads.count = 0;
+      const { patch } = await alice.pull();
+      return { reads: reads.count, ops: patch.length };
+    };
+    const idle = await cost();
+    expect(idle.ops).toBe(0);
+    // 5,000 changes to others' todos and 2 to alice's: a page of the version index tells they
+    // are many, then the prefix index reads the 2. Before flat keys were indexed: all 5,002.
+    for (let batch = 0; batch < 5; batch++) await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`todo/${batch * 1_000 + i}-other`, -i])));
+    await write(ctx, 'admin', { 'todo/0': 'x', 'todo/400': 'y' });
+    const elsewhere = await cost();
+    expect(elsewhere.ops).toBe(2);
+    expect(elsewhere.reads).toBeLessThan(idle.reads + 400);
   });
 });
 

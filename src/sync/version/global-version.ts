@@ -11,7 +11,7 @@ import { entryBytes, valueBytes } from '../transactions/quota.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy, Usage } from './strategy.js';
 import { sharedOnce } from '../batching/shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
-import { Prefixes } from '../view.js';
+import { Prefixes, RULE } from '../view.js';
 import { keptGaps, skipTo } from './skipped-versions.js';
 import { remember } from '../../base/remember.js';
 import { setOwn } from '../../base/own.js';
@@ -211,10 +211,11 @@ class GlobalVersionSession implements SpaceSession {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
     if (!this.#changed) return false;
     const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(this.#clock.now) };
-    const { prefixIndexFrom, gaps, incarnation, ...rest } = created;
+    const { indexFrom, indexedAt, prefixIndexFrom: _, gaps, incarnation, ...rest } = created;
     const version = this.#next;
     // The prefix index covers the versions since it was last turned on: a change written without
-    // it (the view was off) ends the run, and pulls read the version index for older cookies.
+    // it (the view was off, or an older viewsync wrote) ends the run, and pulls read the version
+    // index for older cookies.
     // A space made before cookies were signed gets its secret with its next write.
     const skipped = version > created.version + 1 ? keptGaps([...(gaps ?? []), [created.version, version]], rest) : gaps === undefined ? {} : { gaps };
     this.#meta = {
@@ -222,7 +223,7 @@ class GlobalVersionSession implements SpaceSession {
       ...skipped,
       version,
       secret: rest.secret ?? newSecret(),
-      ...(this.#prefixIndex && { prefixIndexFrom: prefixIndexFrom ?? version }),
+      ...(this.#prefixIndex && { indexFrom: indexFrom !== undefined && indexedAt === created.version ? indexFrom : version, indexedAt: version }),
       ...this.#usage,
       ...((this.#incarnation ?? incarnation) !== undefined && { incarnation: this.#incarnation ?? incarnation }),
     };
@@ -268,7 +269,7 @@ class GlobalVersionSession implements SpaceSession {
         : view === undefined
           ? await sharedOnce(tx, `changes ${since}`, () => changesSince(tx, keys, since as number, this.#version))
           : await sharedOnce(tx, `view ${view.id} ${since} ${JSON.stringify(from!.list)}`, () =>
-              viewPatch(tx, keys, { since: since as number, latest: this.#version, prefixIndexFrom: this.#meta?.prefixIndexFrom }, from!, view.prefixes),
+              viewPatch(tx, keys, { since: since as number, latest: this.#version, prefixIndexFrom: indexFrom(this.#meta) }, from!, view.prefixes),
             );
     if (patch === 'reset') {
       since = 'reset';
@@ -301,7 +302,7 @@ class GlobalVersionSession implements SpaceSession {
     const record = old === undefined ? undefined : records.at(-1);
     return {
       current: known ? undefined : { used: records[0]?.used },
-      old: old === undefined ? undefined : record === undefined || record.user !== (view.userID ?? null) ? 'lost' : Prefixes.canonical(record.prefixes),
+      old: old === undefined ? undefined : record === undefined || record.user !== (view.userID ?? null) || record.rule !== RULE ? 'lost' : Prefixes.canonical(record.prefixes),
     };
   }
 
@@ -315,7 +316,7 @@ class GlobalVersionSession implements SpaceSession {
     const keys = this.#keys;
     const now = this.#clock.now;
     if (used !== undefined) await this.#tx.del(keys.viewUse(used, view.id));
-    await this.#tx.put(keys.view(view.id), { user: view.userID ?? null, prefixes: [...view.prefixes.list], used: now } satisfies ViewRecord);
+    await this.#tx.put(keys.view(view.id), { user: view.userID ?? null, prefixes: [...view.prefixes.list], rule: RULE, used: now } satisfies ViewRecord);
     await this.#tx.put(keys.viewUse(now, view.id), null);
   }
 
@@ -350,4 +351,9 @@ class GlobalVersionSession implements SpaceSession {
     }
     this.#changed = true;
   }
+}
+
+/** From which version the prefix index holds every change, if the last write kept it. */
+function indexFrom(meta: Meta | undefined): number | undefined {
+  return meta?.indexedAt !== undefined && meta.indexedAt === meta.version ? meta.indexFrom : undefined;
 }

@@ -20,9 +20,10 @@ import { utf8Length } from '../../base/utf8.js';
  *   stands for, and when a pull last issued it (coarse);
  * - `u/<space>/<used>/<view>`: the view records by last use, so housekeeping finds the oldest;
  * - `b/<space>/<segment>/<segment>/<ver>/<key>`: the prefix index, written while a view is
- *   configured: the version index again, by the key's first two segments (each ending with `/`;
- *   keys with fewer have no row), so that a pull whose view is prefixes like `doc/<id>/` reads
- *   the changes under them, not every change to the space;
+ *   configured: the version index again, by the key's first two segments (`doc/<id>` of
+ *   `doc/<id>/title`, `todo/<id>` of the flat key `todo/<id>`; a key of one segment has no row),
+ *   so that a pull whose view is prefixes like `doc/<id>/` or `todo/<id>` reads the changes
+ *   under them, not every change to the space;
  * - `i/<space>/<import>/<key>`: an import's staging area (`importSpace`), the dump's entries
  *   checked and waiting to be applied; `<import>` starts with the time it began, so housekeeping
  *   can remove one a crashed import left;
@@ -96,9 +97,12 @@ export class SpaceKeys {
     return `w/${this.#space}/${id}`;
   }
 
-  /** Where the prefix index keeps the changes under `bucket`, the first two segments of keys. */
+  /**
+   * Where the prefix index keeps the changes under `bucket`, the first two segments of keys.
+   * A bucket holds one `/`, so the one after it tells `doc/1` from `doc/10`.
+   */
   prefixIndex(bucket: string): string {
-    return `b/${this.#space}/${bucket}`;
+    return `b/${this.#space}/${bucket}/`;
   }
 
   /** The prefix index's row of `key`, changed at `version` (its bucket is {@link bucketOf} it). */
@@ -114,7 +118,7 @@ export class SpaceKeys {
   longestRow(key: string, prefixIndex: boolean): number {
     this.#spaceBytes ??= storedLength(this.#space);
     const bucket = prefixIndex ? bucketOf(key) : undefined;
-    return 3 + this.#spaceBytes + VERSION_FIELD + (bucket === undefined ? 0 : storedLength(bucket)) + storedLength(key);
+    return 3 + this.#spaceBytes + VERSION_FIELD + (bucket === undefined ? 0 : storedLength(bucket) + 1) + storedLength(key);
   }
 
   /** A view record's row in the use index, at `time`. */
@@ -170,13 +174,26 @@ export class SpaceKeys {
 }
 
 /**
- * The bucket of the prefix index `key` (or a prefix) falls in: its text up to and including its
- * second `/`, or undefined when it has fewer. Two segments, as in `doc/<id>/` or
- * `member/<user>/`, are what views are made of; one more row per change is what the index costs.
+ * The bucket of the prefix index `key` falls in: its first two segments (`doc/<id>` of
+ * `doc/<id>/title`, the whole of `todo/<id>`), or undefined for a key of one segment. Two
+ * segments, as in `doc/<id>/` or `member/<user>/`, are what views are made of; one more row per
+ * change is what the index costs.
  */
 export function bucketOf(key: string): string | undefined {
-  const second = key.indexOf('/', key.indexOf('/') + 1);
-  return key.indexOf('/') < 0 || second < 0 ? undefined : key.slice(0, second + 1);
+  const first = key.indexOf('/');
+  if (first < 0) return undefined;
+  const second = key.indexOf('/', first + 1);
+  return second < 0 ? key : key.slice(0, second);
+}
+
+/**
+ * The one bucket holding every key a view's `prefix` covers (see `coversKey`), or undefined when
+ * they spread over many: `''`, a segment (`todo`, which covers `todo/<id>` for every id) or a
+ * segment and its `/` (`doc/`).
+ */
+export function bucketOfPrefix(prefix: string): string | undefined {
+  const first = prefix.indexOf('/');
+  return first === prefix.length - 1 ? undefined : bucketOf(prefix);
 }
 
 /** Fixed-width hex, so that string order is number order for every safe integer. */

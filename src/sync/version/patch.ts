@@ -2,9 +2,9 @@ import type { JSONValue } from '../../protocol/json.js';
 import type { PatchOperation } from '../../protocol/pull-response.js';
 import type { ScanOptions, StorageTransaction, StoredValue } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
-import { bucketOf, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
+import { bucketOfPrefix, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry } from './records.js';
-import type { Prefixes } from '../view.js';
+import { coversKey, type Prefixes } from '../view.js';
 
 // The patches of the global version strategy, read from a space's entries (`e/`) and its
 // version index (`v/`); see keys.ts. A view, when there is one, narrows each to its prefixes.
@@ -35,14 +35,14 @@ export async function resetPatch(tx: StorageTransaction, keys: SpaceKeys, view?:
     // Page by page rather than through an async generator per entry: an await per entry costs a
     // third of a full pull.
     if (tx.scanText !== undefined) {
-      for await (const page of pagesOf((options) => tx.scanText!(options), { prefix: keys.entry(prefix) })) {
+      for await (const page of regionPages((options) => tx.scanText!(options), keys, prefix)) {
         for (const [row, record] of page) {
           const text = entryValueText(record);
           if (text !== undefined) patch.push({ op: 'put', key: row.slice(skip), text });
         }
       }
     } else {
-      for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
+      for await (const page of regionPages((options) => tx.scan(options), keys, prefix)) {
         for (const [key, value] of live(page, skip)) patch.push({ op: 'put', key, value });
       }
     }
@@ -108,7 +108,7 @@ export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: P
   const skip = keys.entryPrefix.length;
   const gone: PatchOperation[] = [];
   for (const { prefix, except } of from.minus(to)) {
-    for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
+    for await (const page of regionPages((options) => tx.scan(options), keys, prefix)) {
       for (const [row, stored] of page) {
         const entry = stored as unknown as Entry;
         const key = row.slice(skip);
@@ -121,7 +121,7 @@ export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: P
   }
   const patch = await changesInView(tx, keys, span, from.intersect(to));
   for (const { prefix, except } of to.minus(from)) {
-    for await (const page of scanPages(tx, { prefix: keys.entry(prefix) })) {
+    for await (const page of regionPages((options) => tx.scan(options), keys, prefix)) {
       for (const [key, value] of live(page, skip)) if (!except.covers(key)) patch.push({ op: 'put', key, value });
     }
   }
@@ -151,7 +151,7 @@ async function changesInView(tx: StorageTransaction, keys: SpaceKeys, span: Patc
   for (const [bucket, within] of buckets) {
     const index = keys.prefixIndex(bucket);
     for await (const page of scanPages(tx, { prefix: index, start: { key: index + encodeVersion(since + 1) } })) {
-      const changed = page.map(([row]) => row.slice(index.length + VERSION_FIELD)).filter((key) => within.some((prefix) => key.startsWith(prefix)));
+      const changed = page.map(([row]) => row.slice(index.length + VERSION_FIELD)).filter((key) => within.some((prefix) => coversKey(prefix, key)));
       patch.push(...(await readChanges(tx, keys, changed)));
     }
   }
@@ -160,19 +160,34 @@ async function changesInView(tx: StorageTransaction, keys: SpaceKeys, span: Patc
 
 /**
  * The prefixes grouped by the bucket of the prefix index each falls in, or undefined when one
- * falls in none (it has fewer than two segments, like `doc/` or `''`: only the version index
- * holds all it covers).
+ * falls in none (it covers keys of many buckets, like `doc/`, `todo` or `''`: only the version
+ * index holds all it covers).
  */
 function bucketsFor(prefixes: Prefixes): Map<string, string[]> | undefined {
   const buckets = new Map<string, string[]>();
   for (const prefix of prefixes.list) {
-    const bucket = bucketOf(prefix);
+    const bucket = bucketOfPrefix(prefix);
     if (bucket === undefined) return undefined;
     const known = buckets.get(bucket);
     if (known === undefined) buckets.set(bucket, [prefix]);
     else known.push(prefix);
   }
   return buckets;
+}
+
+/**
+ * The entry rows of the keys `prefix` covers (`coversKey`), a page at a time, through `scan`: for
+ * `list/a`, the key itself and the keys under `list/a/`, never those of `list/ab`.
+ */
+async function* regionPages<V>(scan: (options: ScanOptions) => Promise<ReadonlyArray<readonly [string, V]>>, keys: SpaceKeys, prefix: string): AsyncGenerator<ReadonlyArray<readonly [string, V]>> {
+  if (prefix !== '' && !prefix.endsWith('/')) {
+    // The key itself sorts first among the rows it starts.
+    const row = keys.entry(prefix);
+    const [first] = await scan({ prefix: row, limit: 1 });
+    if (first !== undefined && first[0] === row) yield [first];
+    prefix += '/';
+  }
+  yield* pagesOf(scan, { prefix: keys.entry(prefix) });
 }
 
 /** The operations for changed keys, their entries read in one round trip. */

@@ -13,7 +13,18 @@ export type Meta = {
   floor?: number;
   /** Housekeeping has expired client groups here: a client it forgot gets ClientStateNotFound. */
   expiredGroups?: true;
-  /** The version from which every change is in the prefix index (see keys.ts); absent: it is not kept. */
+  /**
+   * The version from which every change is in the prefix index (see keys.ts), flat keys such as
+   * `todo/<id>` included; absent: it is not kept. Believed only while `indexedAt` is `version`.
+   */
+  indexFrom?: number;
+  /**
+   * The version of the last write that kept the index. A write by a viewsync that does not know
+   * these fields (0.1, whose index left out keys of one `/`: a downgrade) leaves them
+   * behind the version, and the index restarts at the next write that keeps it.
+   */
+  indexedAt?: number;
+  /** Written by viewsync 0.1 (its index left out keys of one `/`); no longer read. */
   prefixIndexFrom?: number;
   /**
    * Live entries, and the UTF-8 bytes of their keys and JSON values (see quota.ts): kept exact by
@@ -54,5 +65,7 @@ export interface ViewRecord {
   user: string | null;
   /** The view's prefixes, in canonical form. */
   prefixes: string[];
+  /** The rule they follow (`RULE` in view.ts); absent in a record from before it: not believed. */
+  rule?: string;
   used: number;
 }
