@@ -23,8 +23,10 @@ import { ROOT, userProject } from './packed.js';
  * - `node-postgres`: a `node` server that needs `DATABASE_URL` (a database of its own here;
  *   skipped without a server, as .ci/run always has one);
  * - `node-test`: a `node:test` file, run with `tsx --test`;
- * - `client`: the browser client, run in Node (with an in-memory IndexedDB) against the `node`
- *   server, its `localhost:8787` pointed at that server's port;
+ * - `client`: a client run in Node (with an in-memory IndexedDB) against the `node` server, its
+ *   `localhost:8787` pointed at that server's port;
+ * - `browser`: a client that needs a page (the Quick start's): compiled here, run in Chromium by
+ *   quick-start.e2e.test.ts;
  * - `fetch`: a module whose default export's `fetch` is called;
  * - `wrangler`: a Worker run by `wrangler dev`, with the `config` snippet as its wrangler.toml.
  * Every TypeScript snippet also compiles, all together, in a strict project (no skipLibCheck).
@@ -61,7 +63,7 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
       const fenced = [...text.matchAll(/```(ts|toml|js|tsx)\n/g)].length;
       expect(snippets.filter((snippet) => snippet.page === page).length, page).toBe(fenced);
     }
-    for (const runner of ['module', 'node', 'node-otel', 'node-postgres', 'node-test', 'client', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
+    for (const runner of ['module', 'node', 'node-otel', 'node-postgres', 'node-test', 'browser', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
   });
 
   it('names a file of its own in every snippet: the pages share one project', () => {

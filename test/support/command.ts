@@ -18,8 +18,10 @@ export interface Started {
  * with its output, when it exits first or prints no match within `timeoutMs`. Its whole process group is stopped, so
  * a wrapper (npx, wrangler) takes its children down with it.
  */
-export function startCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready?: RegExp; timeoutMs?: number }): Promise<Started> {
-  const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+export function startCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready?: RegExp; timeoutMs?: number; openStdin?: boolean }): Promise<Started> {
+  // `openStdin`: a standard input that stays open, as a terminal's does (esbuild's serve mode stops when it closes).
+  const stdin = options.openStdin ? 'pipe' : 'ignore';
+  const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env }, stdio: [stdin, 'pipe', 'pipe'], detached: true });
   let output = '';
   const exited = new Promise<string>((resolve) => {
     child.once('error', (error) => resolve(`could not start: ${error.message}`));
