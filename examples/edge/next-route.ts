@@ -1,9 +1,10 @@
 // A Next.js route handler on the edge runtime: put this file at `app/api/sync/[...path]/route.ts`,
 // with DATABASE_URL set. The client then uses pullURL `/api/sync/pull`, pushURL
-// `/api/sync/push`, pokes at `/api/sync/poke`.
-import { neonConfig, Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier, createContext } from 'viewsync';
-import { postgresStorage } from 'viewsync/postgres';
+// `/api/sync/push`, pokes at `/api/sync/poke`. Create the tables once per deploy with
+// migrate.ts (docs/runtimes.md, Edge functions).
+import { Client, neonConfig } from '@neondatabase/serverless';
+import { createContext, handleRequest, storeNotifier } from 'viewsync';
+import { clientPerTransaction, postgresStorage } from 'viewsync/postgres';
 import { mutators } from '../app.js';
 
 export const runtime = 'edge';
@@ -14,10 +15,12 @@ if (process.env.NEON_LOCAL_PROXY) {
   Object.assign(neonConfig, { useSecureWebSocket: false, pipelineTLS: false, pipelineConnect: false });
 }
 
-const pool = new Pool({ connectionString: process.env.DATABASE_URL });
-pool.on('error', (error: Error) => console.error(`A pooled connection failed: ${error.message}`));
-const storage = postgresStorage(pool);
-const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage) } });
+// The store and context are made once; a connection is not: Neon's WebSockets cannot outlive a
+// request, so each transaction connects a client and ends it.
+const storage = postgresStorage(clientPerTransaction(() => new Client({ connectionString: process.env.DATABASE_URL })));
+// A poke stream ends after maxStreamAgeMs (and a heartbeat) and its client reconnects: keep it
+// below the platform's limit on how long a response may stream.
+const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage), maxStreamAgeMs: 60_000 } });
 
 const handler = (request: Request): Promise<Response> => handleRequest(request, ctx);
 export { handler as GET, handler as OPTIONS, handler as POST };

@@ -1,9 +1,10 @@
 // A Vercel Edge Function: put this file at `api/[...path].ts` of a Vercel project, with
 // DATABASE_URL set to a Neon (or any PostgreSQL reached by Neon's WebSocket proxy) database.
 // The client then uses pullURL `/api/pull`, pushURL `/api/push`, pokes at `/api/poke`.
-import { neonConfig, Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier, createContext } from 'viewsync';
-import { postgresStorage } from 'viewsync/postgres';
+// Create the tables once per deploy with migrate.ts (docs/runtimes.md, Edge functions).
+import { Client, neonConfig } from '@neondatabase/serverless';
+import { createContext, handleRequest, storeNotifier } from 'viewsync';
+import { clientPerTransaction, postgresStorage } from 'viewsync/postgres';
 import { mutators } from '../app.js';
 
 export const config = { runtime: 'edge' };
@@ -14,10 +15,12 @@ if (process.env.NEON_LOCAL_PROXY) {
   Object.assign(neonConfig, { useSecureWebSocket: false, pipelineTLS: false, pipelineConnect: false });
 }
 
-const pool = new Pool({ connectionString: process.env.DATABASE_URL });
-pool.on('error', (error: Error) => console.error(`A pooled connection failed: ${error.message}`));
-const storage = postgresStorage(pool);
-// No LISTEN at the edge: instances learn of each other's writes from the store.
-const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage) } });
+// The store and context are made once; a connection is not: Neon's WebSockets cannot outlive a
+// request, so each transaction connects a client and ends it.
+const storage = postgresStorage(clientPerTransaction(() => new Client({ connectionString: process.env.DATABASE_URL })));
+// No LISTEN at the edge: instances learn of each other's writes from the store. A poke stream
+// ends after maxStreamAgeMs (and a heartbeat) and its client reconnects: keep it below the
+// platform's limit on how long a response may stream.
+const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage), maxStreamAgeMs: 60_000 } });
 
 export default (request: Request): Promise<Response> => handleRequest(request, ctx);
