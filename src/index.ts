@@ -13,7 +13,7 @@ export { importSpace, type ImportOptions, type ImportProgress, type ImportResult
 export { DumpError, type DumpSource } from './backend/lines.js';
 export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type StagingSummary } from './backend/inspect.js';
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
-export { localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
+export { type ChangeDetail, localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
 export type { PokeOptions } from './poke/hub.js';
 export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions } from './context/context.js';
 export { createContext } from './context/create.js';

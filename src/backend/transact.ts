@@ -45,7 +45,7 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
   const clock = clockOf(ctx);
   const quota = quotaOf(ctx.quotas, space);
   try {
-    const done = await runBatched<{ ok: true; value: T; changed: boolean } | { ok: false; error: unknown }>(
+    const done = await runBatched<{ ok: true; value: T; changed: boolean; touched: readonly string[] | undefined } | { ok: false; error: unknown }>(
       ctx.storage,
       space,
       async (storageTx) => {
@@ -66,11 +66,11 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
           return { result: { ok: false, error: refused }, keep: false };
         }
         await tx.flush();
-        return { result: { ok: true, value, changed: await session.commit() }, keep: true };
+        return { result: { ok: true, value, changed: await session.commit(), touched: session.touched() }, keep: true };
       },
     );
     if (!done.ok) throw done.error;
-    if (done.changed) afterChange(ctx, space, { operation: 'transact', space });
+    if (done.changed) afterChange(ctx, space, { operation: 'transact', space }, done.touched && { keys: done.touched, groups: [] });
     return done.value;
   } finally {
     timed.stop();

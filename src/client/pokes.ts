@@ -11,6 +11,11 @@ export interface PokeTarget {
    * it returns becomes `auth`, and the stream is opened again at once (8 times in a row at most).
    */
   readonly getAuth?: (() => string | null | undefined | Promise<string | null | undefined>) | null | undefined;
+  /**
+   * The client's group, sent as the stream's `clientGroupID`: the server then pokes it for its own
+   * pushes and, under a view, only for changes its view depends on.
+   */
+  readonly clientGroupID?: Promise<string> | string;
 }
 
 /** Why a poke stream failed; {@link PokeConnectionOptions.onError} gets one per failure. */
@@ -105,6 +110,15 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
    */
   let retryHint: number | undefined;
 
+  /** `url`, with the client's group when it has one. */
+  const streamURL = async (): Promise<string | URL> => {
+    if (rep.clientGroupID === undefined) return url;
+    const group = await rep.clientGroupID;
+    // Relative URLs stay relative: a page's fetch resolves them against its own.
+    const text = String(url);
+    return `${text}${text.includes('?') ? '&' : '?'}clientGroupID=${encodeURIComponent(group)}`;
+  };
+
   void (async () => {
     for (let failures = 0; !done(); failures++) {
       const outcome = await listen();
@@ -138,7 +152,7 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
     let opened = false;
     try {
       alive();
-      const response = await fetchStream(url, { headers: await headers(), signal: request.signal, cache: 'no-store' });
+      const response = await fetchStream(await streamURL(), { headers: await headers(), signal: request.signal, cache: 'no-store' });
       if (!response.ok || response.body === null) {
         await response.body?.cancel().catch(() => {});
         if (response.status === 401 && (await reauthenticate())) return 'reauthenticated';

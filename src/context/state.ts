@@ -75,6 +75,11 @@ export function hubOf(ctx: SyncContext): PokeHub {
   return (state.hub ??= new PokeHub(notifierOf(ctx), ctx.pokes || {}));
 }
 
+/** The poke hub of `ctx` if it has one yet (a stream opened), without making it. */
+export function openHubOf(ctx: SyncContext): PokeHub | undefined {
+  return ctx.pokes === false ? undefined : stateOf(ctx).hub;
+}
+
 /** Where `ctx` hears of and announces changes: its own notifier, or the store's in-process one. */
 export function notifierOf(ctx: SyncContext): Notifier {
   return (ctx.pokes && ctx.pokes.notifier) || defaultNotifier(ctx.storage);

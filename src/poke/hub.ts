@@ -1,6 +1,9 @@
 import { HTTPError } from '../base/errors.js';
 import { countPokeStreams } from '../telemetry/telemetry.js';
-import type { Notifier, Unsubscribe } from './notifier.js';
+import type { ChangeDetail, Notifier, Unsubscribe } from './notifier.js';
+import type { ViewInterest } from '../sync/interest.js';
+import type { Prefixes } from '../sync/view.js';
+import { remember } from '../base/remember.js';
 
 /** How pokes are sent: see {@link SyncOptions.pokes}. */
 export interface PokeOptions {
@@ -65,6 +68,12 @@ const POKE_BACKLOG = 4;
 const REFUSED = { 'retry-after': '10', connection: 'close' };
 /** Streams poked before other work gets a turn. */
 const POKE_SLICE = 500;
+/** Client groups whose interest a hub keeps; one forgotten gets every poke until it pulls again. */
+const MAX_INTERESTS = 10_000;
+/** Keys and groups a coalescing window remembers; past them it pokes every stream, as for a change of unknown reach. */
+const MAX_OWED = 256;
+/** Owed to a space whose changes during a coalescing window include one of unknown reach. */
+const ALL = 'all';
 
 /**
  * The open poke streams of one context, by space and by user. A space is subscribed to the
@@ -85,6 +94,8 @@ export class PokeHub {
   readonly #users = new Map<string, User>();
   #streams = 0;
   #heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** What each client group's last pull under a view depends on, by space, user and group (see {@link pulling}). */
+  readonly #interests = new Map<string, Interest>();
 
   constructor(notifier: Notifier, options: PokeOptions) {
     this.#notifier = notifier;
@@ -113,9 +124,9 @@ export class PokeHub {
 
   /**
    * A new stream of `space`'s pokes for `user` (undefined: no `authenticate`); resolves once a
-   * change can no longer be missed.
+   * change can no longer be missed. `listen` narrows what it is poked for (see {@link Listen}).
    */
-  async open(space: string, user?: string): Promise<ReadableStream<Uint8Array>> {
+  async open(space: string, user?: string, listen: Listen = {}): Promise<ReadableStream<Uint8Array>> {
     const owner = this.#admit(user);
     const entry = this.#spaces.get(space) ?? this.#subscribe(space);
     entry.opening++;
@@ -136,13 +147,34 @@ export class PokeHub {
     return new ReadableStream<Uint8Array>({
       start: (controller) => {
         const expires = Date.now() + this.#maxAgeMs * (0.75 + Math.random() / 4);
-        stream = { controller, stale: false, space: entry, owner, expires };
+        stream = { controller, stale: false, space: entry, owner, expires, user, ...listen };
         entry.streams.add(stream);
         owner?.streams.add(stream);
         controller.enqueue(OPENING.slice());
       },
       cancel: () => this.#drop(stream),
     });
+  }
+
+  /**
+   * Marks a pull of `user`'s `group` under way; call what it returns with what its answer depends
+   * on (undefined: it failed, or there was none to tell). Until then, and while another pull of
+   * the group is under way, the group's streams get every poke: a change committed after the
+   * pull read may touch what only its new view covers.
+   */
+  pulling(space: string, user: string | undefined, group: string): (interest?: ViewInterest) => void {
+    const key = interestKey(space, user, group);
+    const entry = this.#interests.get(key) ?? { pulls: 0, interest: undefined };
+    entry.pulls++;
+    remember(this.#interests, key, entry, MAX_INTERESTS);
+    let done = false;
+    return (interest) => {
+      if (done) return;
+      done = true;
+      // Pulls that overlapped may end in any order: the last to end may hold the older view.
+      entry.interest = --entry.pulls === 0 && !entry.overlapped ? interest : undefined;
+      entry.overlapped = entry.pulls > 0;
+    };
   }
 
   /**
@@ -187,8 +219,8 @@ export class PokeHub {
   }
 
   #subscribe(space: string): Space {
-    const entry: Space = { space, streams: new Set(), opening: 0, ready: undefined!, unsubscribe: undefined, timer: undefined, again: false };
-    const subscribed = Promise.resolve().then(() => this.#notifier.subscribe(space, () => this.#changed(entry)));
+    const entry: Space = { space, streams: new Set(), opening: 0, ready: undefined!, unsubscribe: undefined, timer: undefined, owed: undefined };
+    const subscribed = Promise.resolve().then(() => this.#notifier.subscribe(space, (detail) => this.#changed(entry, detail)));
     entry.ready = subscribed.then((unsubscribe) => (entry.unsubscribe = unsubscribe)).catch((error: unknown) => {
       // The next stream of this space tries again.
       if (this.#spaces.get(space) === entry) this.#spaces.delete(space);
@@ -230,20 +262,38 @@ export class PokeHub {
     else entry.ready.then((unsubscribe: Unsubscribe) => unsubscribe(), () => {});
   }
 
-  /** Pokes at the first change, then at most once per `coalesceMs` while changes keep coming. */
-  #changed(entry: Space): void {
+  /**
+   * Pokes at the first change, then at most once per `coalesceMs` while changes keep coming,
+   * each time the streams the changes concern (`detail`; undefined: every stream).
+   */
+  #changed(entry: Space, detail?: ChangeDetail): void {
     if (entry.timer !== undefined) {
-      entry.again = true;
+      entry.owed = entry.owed === undefined ? (detail ?? ALL) : joined(entry.owed, detail);
       return;
     }
-    sendInSlices([...entry.streams]);
+    const concerned = detail === undefined ? [...entry.streams] : [...entry.streams].filter((stream) => this.#concerns(stream, detail));
+    // A poked group's client pulls, maybe through another instance: what it holds is unknown
+    // here until one of its pulls ends here, so its streams get every poke till then.
+    for (const stream of concerned) if (stream.group !== undefined) this.#interests.delete(interestKey(entry.space, stream.user, stream.group));
+    sendInSlices(concerned);
     entry.timer = setTimeout(() => {
       entry.timer = undefined;
-      if (entry.again) {
-        entry.again = false;
-        this.#changed(entry);
-      }
+      const owed = entry.owed;
+      entry.owed = undefined;
+      if (owed !== undefined) this.#changed(entry, owed === ALL ? undefined : owed);
     }, this.#coalesceMs);
+  }
+
+  /** Whether a change that touched `detail` concerns `stream`, which then pulls. */
+  #concerns(stream: Stream, detail: ChangeDetail): boolean {
+    const { group, topics } = stream;
+    // A pushing group learns its lastMutationIDs by pulling, whatever its push wrote.
+    if (group !== undefined && detail.groups.some((pusher) => pusher.clientGroupID === group && pusher.userID === stream.user)) return true;
+    if (topics !== undefined) return detail.keys.some((key) => topics.covers(key));
+    if (group === undefined) return true;
+    const interest = this.#interests.get(interestKey(stream.space.space, stream.user, group));
+    if (interest === undefined || interest.pulls > 0 || interest.interest === undefined) return true;
+    return detail.keys.some((key) => interest.interest!.concerns(key));
   }
 
   #beat(): void {
@@ -294,13 +344,35 @@ interface Space {
   ready: Promise<Unsubscribe>;
   /** Set once subscribed. */
   unsubscribe: Unsubscribe | undefined;
-  /** The coalescing window, while one is open; `again` when a change came during it. */
+  /** The coalescing window, while one is open; `owed`, what the changes during it touched. */
   timer: ReturnType<typeof setTimeout> | undefined;
-  again: boolean;
+  owed: ChangeDetail | typeof ALL | undefined;
 }
 
-interface Stream {
+/**
+ * What a stream is poked for: every change of its space unless it says otherwise.
+ * - `group`: the client group it serves. Its own pushes always poke it; under a view, other
+ *   changes poke it only when they touch what its last pull depended on (see `pulling`).
+ * - `topics`: key prefixes (whole segments, as a view's); only changes under them poke it.
+ */
+export interface Listen {
+  group?: string | undefined;
+  topics?: Prefixes | undefined;
+}
+
+/** A client group's last pull under a view: what it depends on, and pulls under way. */
+interface Interest {
+  pulls: number;
+  /** Undefined while unknown: the group's streams get every poke. */
+  interest: ViewInterest | undefined;
+  /** Another pull ended while this one was under way: the next alone says. */
+  overlapped?: boolean;
+}
+
+interface Stream extends Listen {
   controller: ReadableStreamDefaultController<Uint8Array>;
+  /** Who opened it (undefined: no `authenticate`). */
+  user: string | undefined;
   /** It still had unread chunks at the last heartbeat. */
   stale: boolean;
   space: Space;
@@ -345,4 +417,14 @@ function closeQuietly(controller: ReadableStreamDefaultController<Uint8Array>): 
   } catch {
     // Already closed or errored by its reader.
   }
+}
+
+function interestKey(space: string, user: string | undefined, group: string): string {
+  return JSON.stringify([space, user ?? null, group]);
+}
+
+/** What two changes touched together. */
+function joined(owed: ChangeDetail | typeof ALL, detail: ChangeDetail | undefined): ChangeDetail | typeof ALL {
+  if (owed === ALL || detail === undefined || owed.keys.length + detail.keys.length + owed.groups.length + detail.groups.length > MAX_OWED) return ALL;
+  return { keys: [...owed.keys, ...detail.keys], groups: [...owed.groups, ...detail.groups] };
 }

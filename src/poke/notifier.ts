@@ -4,17 +4,32 @@ import type { Storage } from '../storage/types.js';
  * How a server hears that a space changed, wherever the change was made: the seam between
  * pushes and the poke streams. The default, {@link localNotifier}, reaches the streams of one
  * process; `postgresNotifier` (from `viewsync/postgres`) reaches every instance on one database.
- * A notifier carries only the space's name: clients learn what changed by pulling.
+ * A notifier carries the space's name, and may carry what the change touched to the streams of
+ * its own process: clients learn what changed by pulling.
  */
 export interface Notifier {
-  /** Tells every subscriber of `space`, on every instance this notifier reaches, that it changed. */
-  notify(space: string): void | Promise<void>;
   /**
-   * Calls `listener` after each change of `space` until the returned function is called. When
-   * it returns (or resolves), no later change is missed: a client that pulls after that learns
-   * either from its pull or from a poke.
+   * Tells every subscriber of `space`, on every instance this notifier reaches, that it changed;
+   * `detail`, when given, is what the change touched, for the subscribers that take it.
    */
-  subscribe(space: string, listener: () => void): Unsubscribe | Promise<Unsubscribe>;
+  notify(space: string, detail?: ChangeDetail): void | Promise<void>;
+  /**
+   * Calls `listener` after each change of `space` until the returned function is called, with
+   * what the change touched when the notifier knows it (undefined: anything). When it returns (or
+   * resolves), no later change is missed: a client that pulls after that learns either from its
+   * pull or from a poke.
+   */
+  subscribe(space: string, listener: (detail?: ChangeDetail) => void): Unsubscribe | Promise<Unsubscribe>;
+}
+
+/**
+ * What a committed change touched: the keys it wrote (or deleted) and the client groups whose
+ * pushes it holds, so that a poke goes only to the streams it concerns (see the poke hub).
+ */
+export interface ChangeDetail {
+  readonly keys: readonly string[];
+  /** The pushing groups, each with its user (undefined: anonymous); none for a backend write. */
+  readonly groups: ReadonlyArray<{ readonly userID: string | undefined; readonly clientGroupID: string }>;
 }
 
 /** Stops a {@link Notifier.subscribe} subscription. */
@@ -30,12 +45,12 @@ export interface LocalNotifier extends Notifier {
 
 /** A notifier that reaches the subscribers of this process only. */
 export function localNotifier(): LocalNotifier {
-  const listeners = new Map<string, Set<() => void>>();
+  const listeners = new Map<string, Set<(detail?: ChangeDetail) => void>>();
   return {
-    notify(space) {
+    notify(space, detail) {
       for (const listener of listeners.get(space) ?? []) {
         try {
-          listener();
+          listener(detail);
         } catch {
           // One subscriber's failure must not keep the others unpoked.
         }
@@ -45,7 +60,7 @@ export function localNotifier(): LocalNotifier {
       let set = listeners.get(space);
       if (set === undefined) listeners.set(space, (set = new Set()));
       // A wrapper, so that one listener subscribed twice is two subscriptions.
-      const own = () => listener();
+      const own = (detail?: ChangeDetail) => listener(detail);
       set.add(own);
       return () => {
         set.delete(own);

@@ -53,8 +53,9 @@ export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresN
     }));
 
   return {
-    async notify(space) {
-      local.notify(space);
+    async notify(space, detail) {
+      // What the change touched goes to this process's streams only: a notice carries the name.
+      local.notify(space, detail);
       // Not postgres.js's own `notify`, nor a bare `begin`: right after a backend was killed,
       // either could throw from a timer inside postgres.js 3.4 (see beginGuarded).
       await beginGuarded(sql, '', (query) => query('SELECT pg_notify($1, $2)', [channel, payloadOf(self, space)]));

@@ -184,8 +184,9 @@ export function redisNotifier(redis: RedisNotifierClient, options: RedisNotifier
   redis.on('ready', onPublisherReady);
 
   return {
-    async notify(space) {
-      local.notify(space);
+    async notify(space, detail) {
+      // What the change touched goes to this process's streams only: a message carries the name.
+      local.notify(space, detail);
       if (!isReady(redis)) {
         owed = true;
         throw new Error(`Redis is not connected: other instances learn of this change of ${JSON.stringify(space)} once it is back (redisNotifier)`);

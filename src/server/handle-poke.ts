@@ -5,6 +5,10 @@ import { HTTPError } from '../base/errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
 import { pokeTokenOf, userOfPokeToken } from './poke-token.js';
 import { type Reply, toResponse } from '../base/reply.js';
+import { fitsUTF8 } from '../base/utf8.js';
+import type { Listen } from '../poke/hub.js';
+import { Prefixes } from '../sync/view.js';
+import type { Limits } from '../sync/transactions/limits.js';
 
 /**
  * The poke endpoint: a `GET` answered with a Server-Sent Events stream that says `poke` each
@@ -12,7 +16,8 @@ import { type Reply, toResponse } from '../base/reply.js';
  * interval. A poke carries no data. Checked with the same `authenticate` and `space` as pull
  * and push; a browser's `EventSource` sends no `Authorization` header, so an app that uses one
  * reads a cookie or a query parameter in `authenticate` (`viewsync/client` sends the header).
- * Never rejects.
+ * `?clientGroupID=` and `?topic=` (repeatable) narrow what the stream is poked for (see the poke
+ * hub's `Listen`). Never rejects.
  *
  * @example
  * const ctx = createContext({ storage, mutators }); // once, at startup
@@ -33,7 +38,7 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
     const token = pokeTokenOf(request, ctx);
     const userID = token === undefined ? await identify(request, ctx) : await userOfPokeToken(ctx, token);
     const space = await resolveSpace(request, ctx, userID, limitsOf(ctx));
-    const body = await hubOf(ctx).open(space, userID);
+    const body = await hubOf(ctx).open(space, userID, listenOf(request, limitsOf(ctx)));
     // A drain that began while this stream was opening did not end it, and nothing else would:
     // the server would wait for it until its stop timeout.
     if (isDraining(ctx)) {
@@ -44,6 +49,27 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
   });
 }
 
+
+/**
+ * What the stream asks to be poked for, from its query: `clientGroupID` (the group it serves,
+ * which `connectPokes` sends) and `topic`, repeated (key prefixes). Checked like a pull's IDs and
+ * a view's prefixes: a bad one is a 400, never a stream that hears less than it should.
+ */
+function listenOf(request: Request, limits: Pick<Limits, 'idBytes' | 'keyBytes'>): Listen {
+  const query = new URL(request.url).searchParams;
+  const group = query.get('clientGroupID') ?? undefined;
+  if (group !== undefined && (group === '' || !fitsUTF8(group, limits.idBytes))) {
+    throw new HTTPError(400, `clientGroupID must be 1 to ${limits.idBytes} bytes (limits.idBytes)`);
+  }
+  const topics = query.getAll('topic');
+  if (topics.length > MAX_TOPICS) throw new HTTPError(400, `A poke stream may name at most ${MAX_TOPICS} topics, got ${topics.length}`);
+  const long = topics.find((topic) => !fitsUTF8(topic, limits.keyBytes));
+  if (long !== undefined) throw new HTTPError(400, `A topic is a key prefix, at most ${limits.keyBytes} bytes (limits.keyBytes)`);
+  return { group, topics: topics.length === 0 ? undefined : Prefixes.canonical(topics) };
+}
+
+/** Topics one stream may name: enough for the channels of a page. */
+const MAX_TOPICS = 100;
 
 const shuttingDown = () => new HTTPError(503, 'This server is shutting down; reconnect to another', { headers: { 'retry-after': '1' } });
 

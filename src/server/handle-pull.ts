@@ -1,6 +1,7 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { processPull } from '../sync/process-pull.js';
-import { clockOf, limitsOf, checkContext } from '../context/state.js';
+import { clockOf, limitsOf, checkContext, openHubOf } from '../context/state.js';
+import type { ViewInterest } from '../sync/interest.js';
 import type { SyncContext } from '../context/context.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
@@ -34,7 +35,16 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       report.space = space;
       report.clientGroup = body.pullVersion === 1 ? body : { clientID: body.clientID };
       const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx) };
-      const result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false });
+      // With a view, what this answer depends on narrows the pokes of the group's streams.
+      const pulled = views && body.pullVersion === 1 ? openHubOf(ctx)?.pulling(space, prepared.userID, body.clientGroupID) : undefined;
+      let interest: ViewInterest | undefined;
+      let result;
+      try {
+        const onInterest = (found: ViewInterest) => (interest = found);
+        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false, onInterest });
+      } finally {
+        pulled?.(interest);
+      }
       if ('patch' in result) {
         report.patch = result.patch;
         return pullBody(result);

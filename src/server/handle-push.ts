@@ -40,7 +40,8 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       const quota = quotaOf(ctx.quotas, space);
       const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx), quota });
       report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
-      if (outcome.changed) afterChange(ctx, space, { request });
+      // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
+      if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });
       if (outcome.clientStateNotFound) {
         report.answered = 'ClientStateNotFound';
         return json({ error: 'ClientStateNotFound' });

@@ -10,6 +10,7 @@ import type { GroupRef, ResolvedView, SessionClock, SpaceSession } from './versi
 import { globalVersion as strategy } from './version/global-version.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 import { within } from '../base/within.js';
+import { ViewInterest, ViewReads } from './interest.js';
 
 /** A pull's answer before it is serialised: a patch's puts may hold their value as text. */
 export type PullAnswer = WithPatch<PullResponseV1> | WithPatch<PullResponseV0> | ClientStateNotFoundResponse;
@@ -26,6 +27,8 @@ export interface PullOptions {
   views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'> } | undefined;
   /** Share one read with the pulls of the space that arrive together (see batching/shared-reads.ts). Default: true. */
   shareReads?: boolean;
+  /** Told what the answer depends on, when there is a view: see {@link ViewInterest}. */
+  onInterest?: (interest: ViewInterest) => void;
 }
 
 /**
@@ -33,7 +36,7 @@ export interface PullOptions {
  * read with the patch they belong to (spec, pull rule 2). Client groups and clients are the
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
-export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true }: PullOptions): Promise<PullAnswer> {
+export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true, onInterest }: PullOptions): Promise<PullAnswer> {
   // What the read found that is written after it, returned with its answer (a store may run the
   // read more than once: each attempt has its own).
   const read = async (tx: StorageTransaction): Promise<{ answer: PullAnswer; after: AfterRead }> => {
@@ -48,7 +51,10 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       strategy.open(tx, space, clock, group),
       views && resolveView(strategy.reader(tx, space), views.view, { userID, clientGroupID }, views.limits),
     ]);
-    if (view !== undefined) view.seen = recentViews.get(storage, space, view.id);
+    if (view !== undefined) {
+      view.seen = recentViews.get(storage, space, view.id);
+      if (view.reads.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
+    }
     const answer = async (group: GroupRef | undefined) => {
       const result = await session.pull(pull.cookie, group, view);
       const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
@@ -89,6 +95,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
   const plan = views === undefined && storage.readMany !== undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
   const { answer: response, after } = await (shareReads ? readBatched : readAlone)(storage, space, read, plan);
   const { keep, fresh } = after;
+  if (after.interest !== undefined && !('error' in response)) onInterest?.(after.interest);
   if (!('error' in response)) {
     // The cookie names a view whose record is missing or old: write it before the client holds it.
     if (keep !== undefined) {
@@ -104,6 +111,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
 
 /** What a pull's read found to write after it: its view record (`keep`, or `fresh`: recent enough), and whether its group's activity is due (`stale`). */
 interface AfterRead {
+  interest?: ViewInterest;
   keep?: { view: ResolvedView; used: number | undefined };
   fresh?: { view: ResolvedView; used: number };
   stale?: boolean;
@@ -116,13 +124,19 @@ const recentViews = new RecentViews();
  * A view that runs past `limits.appCodeMs` fails the pull as a `TemporaryError` (503): it holds
  * a snapshot, which on some stores holds up the space's commits.
  */
-async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>): Promise<ResolvedView> {
-  const tx = new SpaceReadTransaction(session, limits);
+async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>): Promise<ResolvedView & { reads: ViewReads }> {
+  // What the view reads is part of what its answer depends on (its pokes are filtered by it).
+  const reads = new ViewReads();
+  const recording: Pick<SpaceSession, 'get' | 'scan'> = {
+    get: (key) => (reads.get(key), session.get(key)),
+    scan: (prefix, start) => (reads.scan(prefix), session.scan(prefix, start)),
+  };
+  const tx = new SpaceReadTransaction(recording, limits);
   try {
     // Past the deadline, what the view does next (a read of the closed tx throws) is nobody's.
     const computed = (async () => Prefixes.of(await view(tx, request), limits))();
     const prefixes = await within(computed, limits.appCodeMs, () => new TemporaryError(`view ran longer than ${limits.appCodeMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 }));
-    return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID };
+    return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID, reads };
   } finally {
     tx.close();
   }

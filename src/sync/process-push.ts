@@ -24,6 +24,8 @@ export interface PushOutcome {
   stoppedBy: TemporaryError | undefined;
   /** True when the push committed a change (data or a lastMutationID), so the space's clients should pull. */
   changed: boolean;
+  /** The keys of the entries it wrote; undefined when too many to tell (see `SpaceSession.touched`). */
+  touched: readonly string[] | undefined;
   /** Committed mutations by the name the client sent: ran, threw, or sent again and skipped. */
   tally: Map<string, MutationTally>;
   /** Milliseconds the push waited for its transactions to start (group commit and the store's lock). */
@@ -132,6 +134,7 @@ async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyA
   }
   await session.touchGroup(userID, group, seen);
   outcome.changed = await session.commit();
+  outcome.touched = session.touched();
   return { result: { kind: 'applied', outcome }, keep: true };
 }
 
@@ -199,8 +202,9 @@ function add(total: PushOutcome, batch: PushOutcome): void {
   }
   total.stoppedBy = batch.stoppedBy;
   total.changed ||= batch.changed;
+  if (batch.changed) total.touched = total.touched === undefined || batch.touched === undefined ? undefined : [...new Set([...total.touched, ...batch.touched])];
 }
 
 function emptyOutcome(): PushOutcome {
-  return { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false, tally: new Map(), waitedMs: 0, batchSize: 0 };
+  return { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false, touched: [], tally: new Map(), waitedMs: 0, batchSize: 0 };
 }

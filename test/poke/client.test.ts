@@ -61,6 +61,22 @@ describe('connectPokes', () => {
     await until(() => rep.pulls === 3);
   });
 
+  test('names the client\'s group on the stream (clientGroupID, a Promise on Replicache), keeping the URL\'s own query', async () => {
+    const urls: string[] = [];
+    const fetchStream: typeof fetch = async (input) => {
+      urls.push(String(input));
+      return new Response('retry: 1000\n\ndata: open\n\n', { headers: { 'content-type': 'text/event-stream' } });
+    };
+    const rep = { ...fakeClient(), clientGroupID: Promise.resolve('group/1 é') };
+    connect(rep, 'http://example.test/poke?space=a', { fetch: fetchStream, minDelayMs: 10_000 });
+    await until(() => urls.length === 1);
+    expect(urls[0]).toBe('http://example.test/poke?space=a&clientGroupID=group%2F1%20%C3%A9');
+    const bare: string[] = [];
+    connect(fakeClient(), '/poke', { fetch: async (input) => (bare.push(String(input)), new Response('')), minDelayMs: 10_000 });
+    await until(() => bare.length === 1);
+    expect(bare[0]).toBe('/poke');
+  });
+
   test('sends the client\'s auth as its Authorization header, and keeps trying while refused', async () => {
     let token = 'old';
     const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === token ? 'u' : null) });

@@ -90,6 +90,8 @@ class GlobalVersionSession implements SpaceSession {
   /** What the space holds, kept up to date by every write; undefined until counted in a space older than the counters. */
   #usage: Usage | undefined;
   #changed = false;
+  /** The keys this session wrote, up to {@link MAX_TOUCHED}; undefined past it (see {@link touched}). */
+  #touched: Set<string> | undefined = new Set();
   /** The store's incarnation, in a write (see `StorageTransaction.incarnation`). */
   readonly #incarnation: string | undefined;
   /** The version this session's changes take when it skips ahead (see {@link skipTo}). */
@@ -233,6 +235,10 @@ class GlobalVersionSession implements SpaceSession {
     return true;
   }
 
+  touched(): readonly string[] | undefined {
+    return this.#touched && [...this.#touched];
+  }
+
   async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'> {
     const answer = answerTo(cookie, this.#meta, view, this.#clock.now);
     // A group the store knew holds a version of commits it lost: the client may hold writes and
@@ -349,6 +355,7 @@ class GlobalVersionSession implements SpaceSession {
         await tx.put(keys.prefixIndexRow(bucket, entry.ver, key), null);
       }
     }
+    if (this.#touched !== undefined && this.#touched.add(key).size > MAX_TOUCHED) this.#touched = undefined;
     this.#changed = true;
   }
 }
@@ -357,3 +364,9 @@ class GlobalVersionSession implements SpaceSession {
 function indexFrom(meta: Meta | undefined): number | undefined {
   return meta?.indexedAt !== undefined && meta.indexedAt === meta.version ? meta.indexFrom : undefined;
 }
+
+/**
+ * Keys a session tells its pokes of; a change of more pokes every stream of the space, which is
+ * cheaper than matching each key against each stream's interest.
+ */
+const MAX_TOUCHED = 64;

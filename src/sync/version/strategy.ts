@@ -123,6 +123,8 @@ export interface SpaceSession {
    * true when there were any (a pull would now answer differently), which is when to poke.
    */
   commit(): Promise<boolean>;
+  /** The keys of the entries this session wrote, or undefined when they were too many to tell (a poke then goes to every stream). */
+  touched(): readonly string[] | undefined;
   /**
    * What a client holding `cookie` needs to catch up, or `'ClientStateNotFound'`; with `group`,
    * the lastMutationIDs of that user's client group that changed since the cookie; with `view`,
