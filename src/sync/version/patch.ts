@@ -139,7 +139,9 @@ async function changesInView(tx: StorageTransaction, keys: SpaceKeys, span: Patc
   const { since, latest, prefixIndexFrom } = span;
   if (since >= latest || prefixes.list.length === 0) return [];
   const buckets = prefixIndexFrom !== undefined && since + 1 >= prefixIndexFrom ? bucketsFor(prefixes) : undefined;
-  if (buckets === undefined) return changesSince(tx, keys, since, latest, (key) => prefixes.covers(key));
+  // Each bucket is a read of its own (a round trip on a database): past a few dozen, as in a view
+  // naming each of a thousand flat keys, one pass over the version index costs less.
+  if (buckets === undefined || buckets.size > MAX_BUCKETS) return changesSince(tx, keys, since, latest, (key) => prefixes.covers(key));
   // A power of two: SQLite runs a scan faster with its LIMIT written into the SQL (sqlite-core.ts).
   const budget = 2 ** Math.ceil(Math.log2(32 + 4 * buckets.size));
   const first = await tx.scan({ prefix: keys.versionPrefix, start: { key: keys.versionPrefix + encodeVersion(since + 1) }, limit: budget });
@@ -157,6 +159,9 @@ async function changesInView(tx: StorageTransaction, keys: SpaceKeys, span: Patc
   }
   return patch;
 }
+
+/** Buckets a pull reads one by one; a view of more reads the version index (see changesInView). */
+const MAX_BUCKETS = 64;
 
 /**
  * The prefixes grouped by the bucket of the prefix index each falls in, or undefined when one
