@@ -6,7 +6,8 @@
  *   user's todos by its key (from a list it was given: the view's own lookup is not timed here,
  *   it is the app's; see "flat + lookup").
  * - flat + lookup: the same, the view finding the todos through hand-kept entries
- *   `idx/<list>/<id>` (what an app does without them in the key).
+ *   `idx/<list>/<id>` (what an app does without them in the key);
+ * - flat + index: the same, the view finding them through an index the server keeps (`indexes`).
  * Each pull is timed from `handlePull` to its whole body: up to date; after 10 changes to the
  * user's todos; after those 10 and 5,000 changes to others' todos. Rounds alternate the forms.
  * `STORES=memory,sqlite,postgres` (PostgreSQL needs DATABASE_URL). `npm run bench:flat-views`.
@@ -50,8 +51,21 @@ const FORMS = {
       return keys;
     }) satisfies View,
   },
+  'flat + index': {
+    key: (id: number) => `todo/${id}`,
+    view: (async (tx) => {
+      const keys: string[] = [];
+      for (const list of lists) {
+        for await (const [secondary, key] of tx.scan({ indexName: 'byList', prefix: String(list) }).keys()) if (secondary === String(list)) keys.push(key);
+      }
+      return keys;
+    }) satisfies View,
+  },
 } as const;
 type Form = keyof typeof FORMS;
+const indexes = { byList: { prefix: 'todo/', jsonPointer: '/list' } };
+/** A todo's value: its list, and a change counter. */
+const todo = (id: number, change: number) => ({ list: String(Math.floor(id / PER_LIST)), title: `todo ${id}`, change });
 
 const request = (path: string, space: string, body: unknown) =>
   new Request(`http://bench${path}?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'u' }, body: JSON.stringify(body) });
@@ -83,12 +97,12 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   const time = (what: string, ms: number) => times.set(what, [...(times.get(what) ?? []), ms]);
   for (const form of Object.keys(FORMS) as Form[]) {
     const { key, view } = FORMS[form];
-    const ctx = createContext({ storage, mutators, view, authenticate: () => 'u', space: (r) => new URL(r.url).searchParams.get('space') ?? '' });
+    const ctx = createContext({ storage, mutators, view, ...(form === 'flat + index' && { indexes }), authenticate: () => 'u', space: (r) => new URL(r.url).searchParams.get('space') ?? '' });
     contexts.set(form, ctx);
     for (let from = 0; from < TODOS; from += 5_000) {
       const entries: Record<string, JSONValue> = {};
       for (let id = from; id < from + 5_000; id++) {
-        entries[key(id)] = { list: Math.floor(id / PER_LIST), title: `todo ${id}` };
+        entries[key(id)] = todo(id, 0);
         if (form === 'flat + lookup') entries[`idx/${Math.floor(id / PER_LIST)}/${id}`] = id;
       }
       await push(ctx, form, entries);
@@ -108,7 +122,7 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
       for (let i = 0; i < 20; i++) {
         const up = await pull(ctx, form, cookies.get(form)!);
         time(`${form}: up to date`, up.ms);
-        await push(ctx, form, Object.fromEntries(Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 97) % mine.length]!), { changed: changes++ }])));
+        await push(ctx, form, Object.fromEntries(Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 97) % mine.length]!), todo(mine[(changes + j * 97) % mine.length]!, changes++)])));
         const ten = await pull(ctx, form, up.cookie);
         if (ten.ops !== 10) throw new Error(`${form}: 10 changes gave ${ten.ops} ops`);
         time(`${form}: 10 changes in view`, ten.ms);
@@ -117,9 +131,9 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
       // 5,000 changes to others' todos, then 10 to the user's.
       const before = cookies.get(form)!;
       for (let batch = 0; batch < 5; batch++) {
-        await push(ctx, form, Object.fromEntries(Array.from({ length: 1_000 }, (_, j) => [key(((round * 5 + batch) * 1_000 + j * 7 + 1) % TODOS), { other: changes++ }]).filter(([k]) => !inView.has(k as string))));
+        await push(ctx, form, Object.fromEntries(Array.from({ length: 1_000 }, (_, j) => [key(((round * 5 + batch) * 1_000 + j * 7 + 1) % TODOS), todo(((round * 5 + batch) * 1_000 + j * 7 + 1) % TODOS, changes++)]).filter(([k]) => !inView.has(k as string))));
       }
-      await push(ctx, form, Object.fromEntries(Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 89) % mine.length]!), { changed: changes++ }])));
+      await push(ctx, form, Object.fromEntries(Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 89) % mine.length]!), todo(mine[(changes + j * 89) % mine.length]!, changes++)])));
       const far = await pull(ctx, form, before);
       time(`${form}: 10 in view among 5,000 elsewhere`, far.ms);
       cookies.set(form, far.cookie);
@@ -130,7 +144,7 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   const rows: Row[] = [];
   for (const what of ['up to date', '10 changes in view', '10 in view among 5,000 elsewhere']) {
     const base = times.get(`prefix: ${what}`)!;
-    for (const form of ['flat', 'flat + lookup'] as const) {
+    for (const form of ['flat', 'flat + lookup', 'flat + index'] as const) {
       const theirs = times.get(`${form}: ${what}`)!;
       rows.push({ benchmark: `${name}: ${what}, ${form} / prefix`, value: median(theirs) / median(base), unit: 'x', note: `${form} ${p(theirs)}; prefix ${p(base)}` });
     }

@@ -24,6 +24,7 @@ export type { RateOptions } from './context/rates.js';
 export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/transactions/mutator.js';
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/transactions/app-code.js';
 export type { View, ViewRequest } from './sync/view.js';
+export type { IndexDefinition, IndexDefinitions } from './sync/indexes.js';
 export type {
   ReadTransaction,
   WriteTransaction,

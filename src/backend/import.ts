@@ -124,7 +124,7 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
     for (let done = false; !done; ) {
       const clock = clockOf(ctx);
       const step = await runBatched(ctx.storage, space, async (tx) => ({
-        result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined }),
+        result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined, indexes: ctx.indexes }),
         keep: true,
       }));
       done = step.done;

@@ -49,7 +49,7 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
       ctx.storage,
       space,
       async (storageTx) => {
-        const session = await globalVersion.open(storageTx, space, clock, undefined, { prefixIndex: ctx.view !== undefined, maxKeyBytes: ctx.storage.maxKeyBytes });
+        const session = await globalVersion.open(storageTx, space, clock, undefined, { prefixIndex: ctx.view !== undefined, maxKeyBytes: ctx.storage.maxKeyBytes, indexes: ctx.indexes });
         const tx = new MutationTransaction(session, { clientID: '', mutationID: 0, userID: options.userID }, limits);
         let value: T;
         try {

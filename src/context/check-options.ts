@@ -1,3 +1,4 @@
+import { checkIndexes } from '../sync/indexes.js';
 import { refuseRenamed } from '../base/renamed.js';
 import { DEFAULT_LIMITS } from '../sync/transactions/limits.js';
 
@@ -29,9 +30,10 @@ export function checkOptions(options: unknown): void {
   checkRetention(o.retention);
   checkPokes(o.pokes);
   checkCors(o.cors);
+  if (o.indexes !== undefined) checkIndexes(o.indexes);
 }
 
-const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'schemaVersion', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors'];
+const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors'];
 
 function checkLimits(limits: unknown): void {
   if (limits === undefined) return;

@@ -4,6 +4,7 @@ import type { Limits } from '../sync/transactions/limits.js';
 import type { Mutators } from '../sync/transactions/mutator.js';
 import type { Quotas } from '../sync/transactions/quota.js';
 import type { View } from '../sync/view.js';
+import type { IndexDefinitions } from '../sync/indexes.js';
 import { type ErrorInfo, logError } from './log.js';
 import type { RateOptions } from './rates.js';
 
@@ -46,6 +47,13 @@ export interface SyncOptions {
    * to refuse a pull. Default: every user reads the whole space.
    */
   view?: View;
+  /**
+   * Indexes the server keeps for views, by name, defined as the client's are (`{prefix?,
+   * jsonPointer}`): a view finds entries by a value of theirs with `tx.scan({indexName, prefix})`,
+   * such as the flat todos (`todo/<id>`) of a list named in their values. Kept by every write;
+   * built from the space's entries by its first write after a definition is added or changed.
+   */
+  indexes?: IndexDefinitions;
   /**
    * The client `schemaVersion`s this server accepts: one, a list, or a test. Any other gets
    * `VersionNotSupported` with `versionType: 'schema'`. Default: all.

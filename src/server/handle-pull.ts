@@ -34,7 +34,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       const { body, space } = prepared;
       report.space = space;
       report.clientGroup = body.pullVersion === 1 ? body : { clientID: body.clientID };
-      const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx) };
+      const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx), indexes: ctx.indexes };
       // With a view, what this answer depends on narrows the pokes of the group's streams.
       const pulled = views && body.pullVersion === 1 ? openHubOf(ctx)?.pulling(space, prepared.userID, body.clientGroupID) : undefined;
       let interest: ViewInterest | undefined;

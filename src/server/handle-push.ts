@@ -38,7 +38,7 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       const perMutation = ctx.transactionPerMutation ?? false;
       const prefixIndex = ctx.view !== undefined;
       const quota = quotaOf(ctx.quotas, space);
-      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, clock: clockOf(ctx), quota });
+      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, indexes: ctx.indexes, clock: clockOf(ctx), quota });
       report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
       // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
       if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });

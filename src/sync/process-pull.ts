@@ -3,11 +3,12 @@ import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
 import type { Limits } from './transactions/limits.js';
-import { SpaceReadTransaction } from './transactions/read-transaction.js';
+import { SpaceReadTransaction, type SpaceReader } from './transactions/read-transaction.js';
+import type { IndexDefinitions } from './indexes.js';
 import type { Patch } from './version/patch.js';
 import { readAlone, readBatched } from './batching/shared-reads.js';
 import type { GroupRef, ResolvedView, SessionClock, SpaceSession } from './version/strategy.js';
-import { globalVersion as strategy } from './version/global-version.js';
+import { globalVersion as strategy, indexTouch } from './version/global-version.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 import { within } from '../base/within.js';
 import { ViewInterest, ViewReads } from './interest.js';
@@ -24,7 +25,7 @@ export interface PullOptions {
   userID: string | undefined;
   clock: SessionClock;
   /** The context's view and the limits it is held to, when there is one. */
-  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'> } | undefined;
+  views?: { view: View; limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>; indexes?: IndexDefinitions | undefined } | undefined;
   /** Share one read with the pulls of the space that arrive together (see batching/shared-reads.ts). Default: true. */
   shareReads?: boolean;
   /** Told what the answer depends on, when there is a view: see {@link ViewInterest}. */
@@ -49,7 +50,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
     // The view's reads need nothing the session reads first: on a database they go out together.
     const [session, view] = await Promise.all([
       strategy.open(tx, space, clock, group),
-      views && resolveView(strategy.reader(tx, space), views.view, { userID, clientGroupID }, views.limits),
+      views && resolveView(strategy.reader(tx, space, { indexes: views.indexes }), views.view, { userID, clientGroupID }, views.limits),
     ]);
     if (view !== undefined) {
       view.seen = recentViews.get(storage, space, view.id);
@@ -124,12 +125,14 @@ const recentViews = new RecentViews();
  * A view that runs past `limits.appCodeMs` fails the pull as a `TemporaryError` (503): it holds
  * a snapshot, which on some stores holds up the space's commits.
  */
-async function resolveView(session: Pick<SpaceSession, 'get' | 'scan'>, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>): Promise<ResolvedView & { reads: ViewReads }> {
+async function resolveView(session: SpaceReader, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>): Promise<ResolvedView & { reads: ViewReads }> {
   // What the view reads is part of what its answer depends on (its pokes are filtered by it).
   const reads = new ViewReads();
-  const recording: Pick<SpaceSession, 'get' | 'scan'> = {
+  const recording: SpaceReader = {
     get: (key) => (reads.get(key), session.get(key)),
     scan: (prefix, start) => (reads.scan(prefix), session.scan(prefix, start)),
+    // A change of the index's rows under a secondary key is told to pokes as `indexTouch`.
+    scanIndex: (name, prefix, start, keysOnly) => (reads.scan(indexTouch(name, prefix)), session.scanIndex!(name, prefix, start, keysOnly)),
   };
   const tx = new SpaceReadTransaction(recording, limits);
   try {

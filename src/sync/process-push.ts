@@ -1,3 +1,4 @@
+import type { IndexDefinitions } from './indexes.js';
 import type { Mutation, PushRequest } from '../protocol/push-request.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
@@ -43,6 +44,8 @@ export interface PushOptions {
   perMutation: boolean;
   /** Keep the prefix index, which pulls with a view read (see keys.ts). */
   prefixIndex?: boolean;
+  /** The indexes views read, kept by the push's writes (see indexes.ts). */
+  indexes?: IndexDefinitions | undefined;
   /** The time the push happens at, for group activity and tombstones. */
   clock: SessionClock;
   /** What the space may hold: a mutation that would take it over fails (see quota.ts). */
@@ -107,7 +110,7 @@ async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyA
   const { push, options } = run;
   const { userID } = options;
   const group = push.clientGroupID;
-  const session = await strategy.open(tx, options.space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false, maxKeyBytes: run.storage.maxKeyBytes });
+  const session = await strategy.open(tx, options.space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false, maxKeyBytes: run.storage.maxKeyBytes, indexes: options.indexes });
   // Housekeeping removed this group's clients: the client must start a new group.
   const seen = await session.groupSeen(userID, group);
   if (seen === 'expired') return { result: { kind: 'lost' }, keep: false };

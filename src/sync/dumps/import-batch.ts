@@ -1,3 +1,4 @@
+import type { IndexDefinitions } from '../indexes.js';
 import type { JSONValue } from '../../protocol/json.js';
 import { compareUTF8 } from '../../base/utf8.js';
 import type { Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
@@ -117,10 +118,10 @@ export interface ApplyStep extends ApplyAt {
  * `applyGroups`), in the same transaction: an import of a few of each is one, so no pull sees
  * its data without the lastMutationIDs that go with it.
  */
-export async function applyStep(tx: StorageTransaction, space: string, id: string, at: ApplyAt, options: { replace: boolean; limit: number; clock: SessionClock; prefixIndex: boolean }): Promise<ApplyStep> {
+export async function applyStep(tx: StorageTransaction, space: string, id: string, at: ApplyAt, options: { replace: boolean; limit: number; clock: SessionClock; prefixIndex: boolean; indexes?: IndexDefinitions | undefined }): Promise<ApplyStep> {
   await checkStaging(tx, space, id);
   const keys = new SpaceKeys(space);
-  const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex });
+  const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex, indexes: options.indexes });
   let { after, entriesDone } = at;
   let entries = { written: 0, deleted: 0 };
   if (!entriesDone) {

@@ -3,7 +3,17 @@ import { compareUTF8, hasLoneSurrogate } from '../../base/utf8.js';
 import { fitsUTF8, utf8Length } from '../../base/utf8.js';
 import type { Limits } from './limits.js';
 import type { SpaceSession } from '../version/strategy.js';
-import type { ReadTransaction, ScanIndexOptions, ScanIterator, ScanOptions, ScanResult } from './transaction.js';
+import type { IndexKey, ReadTransaction, ScanIndexOptions, ScanIterator, ScanOptions, ScanResult } from './transaction.js';
+
+/** What a transaction reads the space through: a session's reads, and its indexes where views may read them. */
+export type SpaceReader = Pick<SpaceSession, 'get' | 'scan'> & Partial<Pick<SpaceSession, 'scanIndex'>>;
+
+/** Where an index scan starts: at a secondary key, or at a secondary and primary key. */
+export interface IndexStart {
+  secondary: string;
+  key?: string | undefined;
+  exclusive: boolean;
+}
 
 /** What a write laid over the space says of a key it removed. */
 export const DELETED = Symbol('deleted');
@@ -14,11 +24,11 @@ export const DELETED = Symbol('deleted');
  * past its deadline, would otherwise read from (or write into) whatever runs next.
  */
 export class SpaceReadTransaction implements ReadTransaction {
-  protected readonly space: Pick<SpaceSession, 'get' | 'scan'>;
+  protected readonly space: SpaceReader;
   readonly #limits: Pick<Limits, 'keyBytes'>;
   #open = true;
 
-  constructor(space: Pick<SpaceSession, 'get' | 'scan'>, limits: Pick<Limits, 'keyBytes'>) {
+  constructor(space: SpaceReader, limits: Pick<Limits, 'keyBytes'>) {
     this.space = space;
     this.#limits = limits;
   }
@@ -40,18 +50,41 @@ export class SpaceReadTransaction implements ReadTransaction {
   }
 
   scan(options: ScanOptions | ScanIndexOptions = {}): ScanResult<any, any> {
-    if ('indexName' in options && options.indexName !== undefined) {
-      throw new TypeError(`scan: indexes (indexName ${JSON.stringify(String(options.indexName).slice(0, 100))}) exist only on the client; scan by key prefix on the server`);
-    }
-    const pages = () => this.#pages(options as ScanOptions);
+    const byIndex = 'indexName' in options && options.indexName !== undefined;
+    type Entry = readonly [string | IndexKey, JSONValue];
+    // An index's keys are read without the values, which are a read of their own.
+    const pages = (keysOnly = false): AsyncIterator<ReadonlyArray<Entry>> => (byIndex ? this.#indexPages(options as ScanIndexOptions, keysOnly) : this.#pages(options as ScanOptions));
     const values = () => iterator(pages(), (entry) => entry[1]);
     return {
       [Symbol.asyncIterator]: values,
       values,
-      keys: () => iterator(pages(), (entry) => entry[0]),
+      keys: () => iterator(pages(true), (entry) => entry[0]),
       entries: () => iterator(pages(), (entry) => entry),
       toArray: () => values().toArray(),
     };
+  }
+
+  /** The entries of an index in range, a page at a time; only views read indexes on the server (see indexes.ts). */
+  protected indexRange(name: string, prefix: string, start: IndexStart | undefined, keysOnly: boolean): AsyncIterable<ReadonlyArray<readonly [IndexKey, JSONValue]>> {
+    if (this.space.scanIndex === undefined) throw new TypeError(`scan: indexes (indexName ${JSON.stringify(name.slice(0, 100))}) are read on the server by views only, from the context's \`indexes\``);
+    return this.space.scanIndex(name, prefix, start, keysOnly);
+  }
+
+  async *#indexPages({ indexName, prefix = '', start, limit = Infinity }: ScanIndexOptions, keysOnly: boolean): AsyncGenerator<ReadonlyArray<readonly [IndexKey, JSONValue]>> {
+    this.check();
+    if (typeof indexName !== 'string' || typeof prefix !== 'string') throw new TypeError('scan: indexName and prefix must be strings');
+    const key = start?.key;
+    const [secondary, primary] = typeof key === 'string' ? [key, undefined] : Array.isArray(key) ? key : [undefined, undefined];
+    if (key !== undefined && (typeof secondary !== 'string' || (primary !== undefined && typeof primary !== 'string'))) throw new TypeError('scan: start.key must be a secondary key, or [secondary, primary]');
+    if (limit <= 0) return;
+    // Before the prefix, a start says nothing more than the prefix does.
+    const from = secondary !== undefined && compareUTF8(secondary, prefix) >= 0 ? { secondary, key: primary, exclusive: start?.exclusive ?? false } : undefined;
+    let left = limit;
+    for await (const page of this.indexRange(indexName, prefix, from, keysOnly)) {
+      if (page.length >= left) return yield page.slice(0, left);
+      left -= page.length;
+      yield page;
+    }
   }
 
   /** Ends the transaction: every later call throws. */

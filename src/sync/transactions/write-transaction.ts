@@ -42,6 +42,11 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
     this.#limits = limits;
   }
 
+  /** A mutator's own writes are not in the space's indexes yet: an index read here would miss them. */
+  protected override indexRange(name: string): never {
+    throw new TypeError(`scan: indexes (indexName ${JSON.stringify(name.slice(0, 100))}) exist only on the client for mutators; on the server, views read them (the context's \`indexes\`), and a mutator scans by key prefix`);
+  }
+
   async set(key: string, value: JSONValue): Promise<void> {
     this.checkKey(key);
     this.#space.checkWrite(key);

@@ -24,6 +24,8 @@ import { utf8Length } from '../../base/utf8.js';
  *   `doc/<id>/title`, `todo/<id>` of the flat key `todo/<id>`; a key of one segment has no row),
  *   so that a pull whose view is prefixes like `doc/<id>/` or `todo/<id>` reads the changes
  *   under them, not every change to the space;
+ * - `n/<space>/<index>/<secondary>\u0000<key>`: the indexes views read (`indexes`, see
+ *   indexes.ts), a row per live entry in each, kept by every write;
  * - `i/<space>/<import>/<key>`: an import's staging area (`importSpace`), the dump's entries
  *   checked and waiting to be applied; `<import>` starts with the time it began, so housekeeping
  *   can remove one a crashed import left;
@@ -79,7 +81,17 @@ export class SpaceKeys {
   get rowPrefixes(): { versioned: readonly string[]; whole: readonly string[] } {
     const s = this.#space;
     // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
-    return { versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`], whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix] };
+    return { versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`], whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`] };
+  }
+
+  /** Where the index named `name` keeps its rows (see indexes.ts). */
+  index(name: string): string {
+    return `n/${this.#space}/${escapeID(name)}/`;
+  }
+
+  /** The row of `key` in the index named `name`, under its secondary key. */
+  indexRow(name: string, secondary: string, key: string): string {
+    return `${this.index(name)}${secondary}\u0000${key}`;
   }
 
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
@@ -233,7 +245,8 @@ export function spaceOfMeta(key: string): string {
   return unescapeID(key.slice(META_PREFIX.length));
 }
 
-function storedLength(text: string): number {
+/** The length of `text` in bytes as the SQL stores keep keys: UTF-8, with U+0000 and U+0001 two bytes each. */
+export function storedLength(text: string): number {
   const bytes = utf8Length(text);
   return LOW.test(text) ? bytes + text.replace(NOT_LOW, '').length : bytes;
 }

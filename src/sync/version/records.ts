@@ -26,6 +26,10 @@ export type Meta = {
   indexedAt?: number;
   /** Written by viewsync 0.1 (its index left out keys of one `/`); no longer read. */
   prefixIndexFrom?: number;
+  /** The indexes views read whose rows are whole (name: its definition, see indexes.ts), believed only while `indexesAt` is `version`. */
+  indexes?: Record<string, string>;
+  /** The version of the last write that kept `indexes`; behind `version`, a write kept them otherwise and they are rebuilt. */
+  indexesAt?: number;
   /**
    * Live entries, and the UTF-8 bytes of their keys and JSON values (see quota.ts): kept exact by
    * every write, for quotas. Absent in a space last written before viewsync kept them: counted

@@ -1,3 +1,4 @@
+import type { IndexDefinitions } from '../indexes.js';
 import type { JSONValue } from '../../protocol/json.js';
 import type { StorageTransaction } from '../../storage/types.js';
 import type { Patch } from './patch.js';
@@ -21,7 +22,7 @@ export interface Strategy {
    */
   pullPlan?(space: string, cookie: JSONValue, who: { userID: string | undefined } & ({ clientGroupID: string } | { clientID: string })): ReadPlan | undefined;
   /** The live entries of `space`, seen from inside `tx`, without reading anything else first. */
-  reader(tx: StorageTransaction, space: string): Pick<SpaceSession, 'get' | 'scan'>;
+  reader(tx: StorageTransaction, space: string, options?: SessionOptions): Pick<SpaceSession, 'get' | 'scan' | 'scanIndex'>;
   /**
    * The storage keys a push of `userID`'s group and clients reads before its mutators run, so
    * that group commit can fetch a whole group's in one round trip (`StorageTransaction.getMany`).
@@ -40,6 +41,8 @@ export interface SessionOptions {
   prefixIndex?: boolean;
   /** The store's `maxKeyBytes`: writes whose rows it could not hold are refused. */
   maxKeyBytes?: number | undefined;
+  /** The indexes views read (see indexes.ts): kept by this session's writes, rebuilt at its commit when the space's are not these. */
+  indexes?: IndexDefinitions | undefined;
 }
 
 /** The time a session works at, and how stale a group's activity may get before it is refreshed. */
@@ -84,6 +87,12 @@ export interface SpaceSession {
    * await per entry.
    */
   scan(prefix: string, start?: { key: string; exclusive: boolean }): AsyncGenerator<ReadonlyArray<readonly [string, JSONValue]>>;
+  /**
+   * Live entries of the index named `name` whose secondary keys start with `prefix`, in index
+   * order (secondary, then key), from `start` on, a page at a time; with `keysOnly`, their values
+   * are not read (and are `null`). Throws for an index the session was not given.
+   */
+  scanIndex(name: string, prefix: string, start?: { secondary: string; key?: string | undefined; exclusive: boolean }, keysOnly?: boolean): AsyncGenerator<ReadonlyArray<readonly [readonly [string, string], JSONValue]>>;
   /** Sets `key`, stamping the change for later pulls; `valueBytes`, when known, saves measuring the value again. */
   put(key: string, value: JSONValue, valueBytes?: number): Promise<void>;
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */
