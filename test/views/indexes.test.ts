@@ -7,10 +7,11 @@
 import * as fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import { createContext, handlePull, handlePush, handleRequest, type JSONValue, memoryStorage, read, type Storage, type SyncContext, type View } from '../../src/index.js';
+import { createContext, handlePull, handlePush, handleRequest, type JSONValue, memoryStorage, moveSpace, read, type Storage, type SyncContext, type View } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import type { IndexDefinitions } from '../../src/sync/indexes.js';
+import { routedStorage } from '../../src/route/routed-storage.js';
 import { openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 import { EventReader } from '../poke/sse.js';
@@ -145,6 +146,17 @@ describe('indexes for views', () => {
     expect(await a.pull()).toEqual({});
     await write(ctx, { 'list/a': 'A' });
     expect(await rows(storage)).toEqual(['n//byList/b\u0000todo/1']);
+  });
+
+  it('a move copies the index with the space: the target’s rows are whole and believed', async () => {
+    const members = { x: memoryStorage(), y: memoryStorage() };
+    const ctx = app(routedStorage({ stores: members, place: () => 'x' }));
+    await write(ctx, { 'todo/1': { listID: 'a' }, 'todo/2': { listID: 'b' } });
+    await moveSpace(ctx, '', 'y');
+    expect(await rows(members.y)).toEqual(['n//byList/a\u0000todo/1', 'n//byList/b\u0000todo/2']);
+    expect(await new Client(ctx, 'a').pull()).toEqual({ 'todo/1': { listID: 'a' } });
+    await write(ctx, { 'todo/2': { listID: 'a' } });
+    expect(await rows(members.y)).toEqual(['n//byList/a\u0000todo/1', 'n//byList/a\u0000todo/2']);
   });
 
   it('entries whose pointer names no string (or a string with U+0000) are left out; the pointer follows RFC 6901', async () => {
