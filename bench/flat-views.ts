@@ -12,16 +12,11 @@
  * user's todos; after those 10 and 5,000 changes to others' todos. Rounds alternate the forms.
  * `STORES=memory,sqlite,postgres` (PostgreSQL needs DATABASE_URL). `npm run bench:flat-views`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import postgres from 'postgres';
-import { createContext, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type View } from '../src/index.js';
-import { postgresStorage } from '../src/storage/postgres.js';
-import { sqliteStorage } from '../src/storage/sqlite.js';
+import { cpus, loadavg } from 'node:os';
+import { createContext, handlePull, handlePush, type JSONValue, type Mutators, type Storage, type SyncContext, type View } from '../src/index.js';
 import { collectGarbage, median, progress, quantile } from './measure.js';
 import { renderTable, type Row } from './table.js';
+import { eachStore } from './each-store.js';
 
 const TODOS = Number(process.env.TODOS ?? 100_000);
 const PER_LIST = 100;
@@ -154,26 +149,5 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
 
 const rows: Row[] = [];
 progress(`node ${process.version}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' / ')}; ${TODOS} todos, ${MINE} lists of ${PER_LIST} in view`);
-for (const store of STORES) {
-  if (store === 'memory') rows.push(...(await bench('memory', memoryStorage())));
-  else if (store === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'viewsync-flat-views-'));
-    const db = new Database(join(dir, 'flat.db'));
-    try {
-      rows.push(...(await bench('SQLite', sqliteStorage(db))));
-    } finally {
-      db.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  } else if (store === 'postgres' && process.env.DATABASE_URL) {
-    const sql = postgres(process.env.DATABASE_URL, { onnotice: () => {}, max: 4 });
-    const schema = `bench_flat_views_${process.pid}`;
-    try {
-      rows.push(...(await bench('PostgreSQL', postgresStorage(sql, { schema }))));
-    } finally {
-      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await sql.end();
-    }
-  }
-}
+rows.push(...(await eachStore(STORES, 'flat-views', bench)));
 console.log(renderTable(rows));

@@ -10,16 +10,11 @@
  * Every pull is timed from `handlePull` to its whole body. `STORES=memory,sqlite,postgres`
  * (PostgreSQL needs DATABASE_URL). `npm run bench:views`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import postgres from 'postgres';
-import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type View, createContext } from '../src/index.js';
-import { postgresStorage } from '../src/storage/postgres.js';
-import { sqliteStorage } from '../src/storage/sqlite.js';
+import { cpus, loadavg } from 'node:os';
+import { handlePull, handlePush, type JSONValue, type Mutators, type Storage, type SyncContext, type View, createContext } from '../src/index.js';
 import { collectGarbage, median, progress, quantile, sample } from './measure.js';
 import { renderTable, type Row } from './table.js';
+import { eachStore } from './each-store.js';
 
 const SCALE = Number(process.env.SCALE ?? 1);
 const ENTRIES = Math.round(1_000_000 * SCALE);
@@ -155,26 +150,5 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
 
 const rows: Row[] = [];
 progress(`node ${process.version}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' / ')}; ${ENTRIES} entries, ${MEMBER_OF} documents of ${PER_DOC} in view`);
-for (const store of STORES) {
-  if (store === 'memory') rows.push(...(await bench('memory', memoryStorage())));
-  else if (store === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'viewsync-views-'));
-    const db = new Database(join(dir, 'views.db'));
-    try {
-      rows.push(...(await bench('SQLite', sqliteStorage(db))));
-    } finally {
-      db.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  } else if (store === 'postgres' && process.env.DATABASE_URL) {
-    const sql = postgres(process.env.DATABASE_URL, { onnotice: () => {}, max: 4 });
-    const schema = `bench_views_${process.pid}`;
-    try {
-      rows.push(...(await bench('PostgreSQL', postgresStorage(sql, { schema }))));
-    } finally {
-      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await sql.end();
-    }
-  }
-}
+rows.push(...(await eachStore(STORES, 'views', bench)));
 console.log(renderTable(rows));
