@@ -439,11 +439,7 @@ describe('what a pull costs', () => {
     const alice = new ViewClient(ctx, 'alice');
     await alice.pull();
     expect(alice.data.size).toBe(1010);
-    const cost = async () => {
-      reads.count = 0;
-      const { patch } = await alice.pull();
-      return { reads: reads.count, ops: patch.length };
-    };
+    const cost = () => pullCost(alice, reads);
     const idle = await cost();
     expect(idle.ops).toBe(0);
     expect(idle.reads).toBeLessThan(40);
@@ -478,11 +474,7 @@ describe('what a pull of flat keys costs', () => {
     const alice = new ViewClient(ctx, 'alice');
     await alice.pull();
     expect(alice.data.size).toBe(50);
-    const cost = async () => {
-      reads.count = 0;
-      const { patch } = await alice.pull();
-      return { reads: reads.count, ops: patch.length };
-    };
+    const cost = () => pullCost(alice, reads);
     const idle = await cost();
     expect(idle.ops).toBe(0);
     // 5,000 changes to others' todos and 2 to alice's: a page of the version index tells they
@@ -494,6 +486,13 @@ describe('what a pull of flat keys costs', () => {
     expect(elsewhere.reads).toBeLessThan(idle.reads + 400);
   });
 });
+
+/** What `client`'s next pull reads from a counting store, and the operations its patch holds. */
+async function pullCost(client: ViewClient, reads: { count: number }): Promise<{ reads: number; ops: number }> {
+  reads.count = 0;
+  const { patch } = await client.pull();
+  return { reads: reads.count, ops: patch.length };
+}
 
 /** The view records in a store, as `[row, record]`. */
 async function viewRecords(storage: { transaction: <T>(fn: (tx: StorageTransaction) => Promise<T>, options: { readOnly: boolean }) => Promise<T> }) {
