@@ -3,9 +3,8 @@ import type { RangeRead, StorageTransaction, StoredValue } from '../../storage/t
 import { getMany } from '../../storage/write-buffer.js';
 import { answerTo, compareCookies, isEmptyView, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
-import { bucketOf, encodeVersion, SpaceKeys, storedLength, VERSION_FIELD } from './keys.js';
-import { compareUTF8 } from '../../base/utf8.js';
-import { definitionText, type IndexDefinition, type IndexDefinitions, secondaryOf } from '../indexes.js';
+import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
+import { IndexRows } from './index-rows.js';
 import { changesSince, FIRST_PAGE, live, resetPatch, scanPages, viewPatch } from './patch.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../../base/utf8.js';
@@ -89,8 +88,8 @@ class GlobalVersionSession implements SpaceSession {
   /** Whether this session's changes go into the prefix index too. */
   readonly #prefixIndex: boolean;
   readonly #maxKeyBytes: number | undefined;
-  /** The indexes views read, kept by this session's writes (see indexes.ts). */
-  readonly #indexes: IndexDefinitions;
+  /** The rows of the indexes views read, kept by this session's writes (see indexes.ts). */
+  readonly #indexRows: IndexRows;
   /** What the space holds, kept up to date by every write; undefined until counted in a space older than the counters. */
   #usage: Usage | undefined;
   #changed = false;
@@ -108,7 +107,7 @@ class GlobalVersionSession implements SpaceSession {
     this.#clock = clock;
     this.#prefixIndex = options.prefixIndex ?? false;
     this.#maxKeyBytes = options.maxKeyBytes;
-    this.#indexes = options.indexes ?? {};
+    this.#indexRows = new IndexRows(tx, keys, options.indexes ?? {}, options.maxKeyBytes, this);
     this.#read = read;
     this.#usage = meta === undefined ? { entries: 0, bytes: 0 } : meta.entries === undefined ? undefined : { entries: meta.entries, bytes: meta.bytes ?? 0 };
     if (meta !== undefined) rememberBase(meta);
@@ -165,55 +164,8 @@ class GlobalVersionSession implements SpaceSession {
     for await (const page of scanPages(this.#tx, { prefix: this.#keys.entryPrefix + prefix, start: from })) yield [...live(page, skip)];
   }
 
-  async *scanIndex(name: string, prefix: string, start?: { secondary: string; key?: string | undefined; exclusive: boolean }, keysOnly = false) {
-    const index = this.#indexes[name];
-    if (index === undefined) {
-      const names = Object.keys(this.#indexes);
-      throw new TypeError(`scan: no index is named ${JSON.stringify(name.slice(0, 100))} (${names.length === 0 ? 'the context has no indexes' : `indexes: ${names.map((known) => JSON.stringify(known)).join(', ')}`})`);
-    }
-    // A pull's view reads through a session that has not read the meta record: it says whether the rows are whole.
-    const meta = (await this.#tx.get(this.#keys.meta)) as Meta | undefined;
-    if (meta === undefined) return;
-    const whole = meta.indexesAt === meta.version && meta.indexes?.[name] === definitionText(index);
-    if (!whole) {
-      yield* this.#scanIndexByEntries(index, prefix, start);
-      return;
-    }
-    const base = this.#keys.index(name);
-    const from = start && { key: base + start.secondary + (start.key === undefined ? '' : '\u0000' + start.key), exclusive: start.key !== undefined && start.exclusive };
-    for await (const page of scanPages(this.#tx, { prefix: base + prefix, start: from })) {
-      const found = page.map(([row]) => {
-        const rest = row.slice(base.length);
-        const end = rest.indexOf('\u0000');
-        return [rest.slice(0, end), rest.slice(end + 1)] as const;
-      });
-      if (keysOnly) {
-        yield found.map((indexKey) => [indexKey, null] as const);
-        continue;
-      }
-      const values = await this.getMany(found.map(([, key]) => key));
-      yield found.flatMap((indexKey, i) => (values[i] === undefined ? [] : [[indexKey, values[i]!] as const]));
-    }
-  }
-
-  /** An index whose rows are not whole yet (no write since it was defined): read from the entries, sorted here. */
-  async *#scanIndexByEntries(index: IndexDefinition, prefix: string, start: { secondary: string; key?: string | undefined; exclusive: boolean } | undefined) {
-    const found: Array<readonly [readonly [string, string], JSONValue]> = [];
-    for await (const page of this.scan(index.prefix ?? '')) {
-      for (const [key, value] of page) {
-        const secondary = secondaryOf(index, key, value);
-        if (secondary !== undefined && secondary.startsWith(prefix)) found.push([[secondary, key], value]);
-      }
-    }
-    const order = ([[a, x]]: readonly [readonly [string, string], JSONValue], [[b, y]]: readonly [readonly [string, string], JSONValue]) => compareUTF8(a, b) || compareUTF8(x, y);
-    found.sort(order);
-    const after = start === undefined ? found : found.filter(([[secondary, key]]) => {
-      const bySecondary = compareUTF8(secondary, start.secondary);
-      if (bySecondary !== 0 || start.key === undefined) return bySecondary >= 0;
-      const byKey = compareUTF8(key, start.key);
-      return start.exclusive ? byKey > 0 : byKey >= 0;
-    });
-    for (let i = 0; i < after.length; i += 256) yield after.slice(i, i + 256);
+  scanIndex(name: string, prefix: string, start?: { secondary: string; key?: string | undefined; exclusive: boolean }, keysOnly = false) {
+    return this.#indexRows.scan(name, prefix, start, keysOnly);
   }
 
   async put(key: string, value: JSONValue, knownBytes?: number): Promise<void> {
@@ -275,7 +227,7 @@ class GlobalVersionSession implements SpaceSession {
     // it (the view was off, or an older viewsync wrote) ends the run, and pulls read the version
     // index for older cookies.
     // A space made before cookies were signed gets its secret with its next write.
-    const kept = await this.#keepIndexes(indexesAt === created.version ? (built ?? {}) : {});
+    const kept = await this.#indexRows.keep(indexesAt === created.version ? (built ?? {}) : {});
     const skipped = version > created.version + 1 ? keptGaps([...(gaps ?? []), [created.version, version]], rest) : gaps === undefined ? {} : { gaps };
     this.#meta = {
       ...rest,
@@ -291,39 +243,6 @@ class GlobalVersionSession implements SpaceSession {
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
     return true;
-  }
-
-  /**
-   * Rebuilds each index of this session whose rows are not whole (`built`: the definitions whose
-   * are), from the entries; returns the definitions now kept, undefined for none.
-   */
-  async #keepIndexes(built: Record<string, string>): Promise<Record<string, string> | undefined> {
-    const names = Object.keys(this.#indexes);
-    if (names.length === 0) return undefined;
-    const kept: Record<string, string> = {};
-    for (const name of names) {
-      const index = this.#indexes[name]!;
-      const text = definitionText(index);
-      kept[name] = text;
-      if (built[name] === text) continue;
-      // Rows of another definition, or ones a write that did not keep them left behind.
-      const rows = this.#keys.index(name);
-      for await (const page of scanPages(this.#tx, { prefix: rows })) for (const [row] of page) await this.#tx.del(row);
-      for await (const page of this.scan(index.prefix ?? '')) {
-        for (const [key, value] of page) {
-          const secondary = this.#secondary(name, index, key, value);
-          if (secondary !== undefined) await this.#tx.put(this.#keys.indexRow(name, secondary, key), null);
-        }
-      }
-    }
-    return kept;
-  }
-
-  /** `key`'s secondary key in the index, unless it has none or its row would be longer than the store holds (it is then left out). */
-  #secondary(name: string, index: IndexDefinition, key: string, value: JSONValue): string | undefined {
-    const secondary = secondaryOf(index, key, value);
-    if (secondary === undefined || this.#maxKeyBytes === undefined) return secondary;
-    return storedLength(this.#keys.indexRow(name, secondary, key)) > this.#maxKeyBytes ? undefined : secondary;
   }
 
   #touch(key: string): void {
@@ -450,15 +369,8 @@ class GlobalVersionSession implements SpaceSession {
         await tx.put(keys.prefixIndexRow(bucket, entry.ver, key), null);
       }
     }
-    for (const [name, index] of Object.entries(this.#indexes)) {
-      const before = old === undefined || old.del ? undefined : this.#secondary(name, index, key, old.val);
-      const after = entry.del ? undefined : this.#secondary(name, index, key, entry.val);
-      if (before === after) continue;
-      // The index's name and secondary key stand for its rows in what pokes are told.
-      if (before !== undefined) await tx.del(keys.indexRow(name, before, key));
-      if (after !== undefined) await tx.put(keys.indexRow(name, after, key), null);
-      for (const secondary of [before, after]) if (secondary !== undefined) this.#touch(indexTouch(name, secondary));
-    }
+    // The index's name and secondary key stand for its rows in what pokes are told.
+    for (const touched of await this.#indexRows.write(key, old === undefined || old.del ? undefined : old.val, entry.del ? undefined : entry.val)) this.#touch(touched);
     this.#touch(key);
     this.#changed = true;
   }
@@ -474,11 +386,3 @@ function indexFrom(meta: Meta | undefined): number | undefined {
  * cheaper than matching each key against each stream's interest.
  */
 const MAX_TOUCHED = 64;
-
-/**
- * What a change of an index's rows under `secondary` is told to pokes as: a key no entry has,
- * which a view that scanned the index (see interest.ts) records as a prefix.
- */
-export function indexTouch(name: string, secondary: string): string {
-  return `\u0000${name}\u0000${secondary}`;
-}
