@@ -51,7 +51,10 @@ const FORMS = {
     view: (async (tx) => {
       const keys: string[] = [];
       for (const list of lists) {
-        for await (const [secondary, key] of tx.scan({ indexName: 'byList', prefix: String(list) }).keys()) if (secondary === String(list)) keys.push(key);
+        for await (const [secondary, key] of tx.scan({ indexName: 'byList', start: { key: [String(list)] } }).keys()) {
+          if (secondary !== String(list)) break;
+          keys.push(key);
+        }
       }
       return keys;
     }) satisfies View,

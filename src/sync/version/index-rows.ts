@@ -22,6 +22,8 @@ export class IndexRows {
   readonly #maxKeyBytes: number | undefined;
   /** The space's live entries, as the session reads them. */
   readonly #entries: Pick<SpaceSession, 'scan' | 'getMany'>;
+  /** Whether each index's rows are whole, once a scan read the meta record (a view scans once per list). */
+  readonly #whole = new Map<string, boolean>();
 
   constructor(tx: StorageTransaction, keys: SpaceKeys, indexes: IndexDefinitions, maxKeyBytes: number | undefined, entries: Pick<SpaceSession, 'scan' | 'getMany'>) {
     this.#tx = tx;
@@ -77,10 +79,7 @@ export class IndexRows {
       const names = Object.keys(this.#indexes);
       throw new TypeError(`scan: no index is named ${JSON.stringify(name.slice(0, 100))} (${names.length === 0 ? 'the context has no indexes' : `indexes: ${names.map((known) => JSON.stringify(known)).join(', ')}`})`);
     }
-    // A pull's view reads through a session that has not read the meta record: it says whether the rows are whole.
-    const meta = (await this.#tx.get(this.#keys.meta)) as Meta | undefined;
-    if (meta === undefined) return;
-    if (meta.indexesAt !== meta.version || meta.indexes?.[name] !== definitionText(index)) {
+    if (!(await this.#isWhole(name, index))) {
       yield* this.#scanEntries(index, prefix, start);
       return;
     }
@@ -99,6 +98,20 @@ export class IndexRows {
       const values = await this.#entries.getMany(found.map(([, key]) => key));
       yield found.flatMap((indexKey, i) => (values[i] === undefined ? [] : [[indexKey, values[i]!] as const]));
     }
+  }
+
+  /**
+   * Whether the rows of `index` are whole, from the meta record: a pull's view reads through a
+   * session that has not read it. An empty space's are.
+   */
+  async #isWhole(name: string, index: IndexDefinition): Promise<boolean> {
+    let whole = this.#whole.get(name);
+    if (whole === undefined) {
+      const meta = (await this.#tx.get(this.#keys.meta)) as Meta | undefined;
+      whole = meta === undefined || (meta.indexesAt === meta.version && meta.indexes?.[name] === definitionText(index));
+      this.#whole.set(name, whole);
+    }
+    return whole;
   }
 
   /** An index whose rows are not whole yet (no write since it was defined): read from the entries, sorted here. */
