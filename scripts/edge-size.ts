@@ -8,14 +8,15 @@ import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const HANDLERS: Record<string, string> = {
-  'memory store': `import { handleRequest, memoryStorage } from 'viewsync';
-const ctx = { storage: memoryStorage(), mutators: {} };
+  'memory store': `import { createContext, handleRequest, memoryStorage } from 'viewsync';
+const ctx = createContext({ storage: memoryStorage(), mutators: {} });
 export default (request) => handleRequest(request, ctx);`,
-  'PostgreSQL store on Neon\u2019s serverless Pool, storeNotifier': `import { Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier } from 'viewsync';
-import { postgresStorage } from 'viewsync/postgres';
-const storage = postgresStorage(new Pool({ connectionString: process.env.DATABASE_URL }));
-const ctx = { storage, mutators: {}, pokes: { notifier: storeNotifier(storage) } };
+  // As the edge examples connect: a Neon Client per transaction (Neon's rule on edge isolates).
+  'PostgreSQL store on Neon\u2019s serverless Client per transaction, storeNotifier': `import { Client } from '@neondatabase/serverless';
+import { createContext, handleRequest, storeNotifier } from 'viewsync';
+import { clientPerTransaction, postgresStorage } from 'viewsync/postgres';
+const storage = postgresStorage(clientPerTransaction(() => new Client(process.env.DATABASE_URL)));
+const ctx = createContext({ storage, mutators: {}, pokes: { notifier: storeNotifier(storage) } });
 export default (request) => handleRequest(request, ctx);`,
 };
 
