@@ -169,7 +169,8 @@ export interface RecordedRequest {
   requestID: string | null;
   authorization: string | null;
   body: unknown;
-  status: number | 'network-error';
+  /** `pending` until answered: a request still in flight is not a failed one. */
+  status: number | 'pending' | 'network-error';
   responseText: string;
 }
 
@@ -202,11 +203,17 @@ export class FetchRecorder {
         requestID: headers.get('x-replicache-requestid'),
         authorization: headers.get('authorization'),
         body,
-        status: 'network-error',
+        status: 'pending',
         responseText: '',
       };
       requests.push(entry);
-      const response = await original(input, init);
+      let response: Response;
+      try {
+        response = await original(input, init);
+      } catch (error) {
+        entry.status = 'network-error';
+        throw error;
+      }
       entry.status = response.status;
       entry.responseText = await response.clone().text();
       return response;
