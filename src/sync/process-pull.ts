@@ -9,7 +9,6 @@ import type { Patch } from './version/patch.js';
 import { readAlone, readBatched } from './batching/shared-reads.js';
 import type { GroupRef, ResolvedView, SessionClock, SpaceSession } from './version/strategy.js';
 import { globalVersion as strategy } from './version/global-version.js';
-import { indexTouch } from './version/index-rows.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 import { within } from '../base/within.js';
 import { ViewInterest, ViewReads } from './interest.js';
@@ -133,7 +132,7 @@ async function resolveView(session: SpaceReader, view: View, request: ViewReques
     get: (key) => (reads.get(key), session.get(key)),
     scan: (prefix, start) => (reads.scan(prefix), session.scan(prefix, start)),
     // A change of the index's rows under a secondary key is told to pokes as `indexTouch`.
-    scanIndex: (name, prefix, start, keysOnly) => (reads.scan(indexTouch(name, prefix)), session.scanIndex!(name, prefix, start, keysOnly)),
+    scanIndex: (name, prefix, start, keysOnly) => reads.indexScan(name, prefix, start, session.scanIndex!(name, prefix, start, keysOnly)),
   };
   const tx = new SpaceReadTransaction(recording, limits);
   try {

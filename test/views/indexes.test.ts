@@ -215,6 +215,91 @@ describe('indexes for views', () => {
   });
 });
 
+describe('pokes of a view that reads an index from a list’s first todo and stops at the next list’s', () => {
+  /** As the docs write it: from `[list]`, up to the first todo of another list. */
+  const fromStart: View = async (tx, { userID }) => {
+    const keys: string[] = [];
+    for await (const [listID, key] of tx.scan({ indexName: 'byList', start: { key: [userID!] } }).keys()) {
+      if (listID !== userID) break;
+      keys.push(key);
+    }
+    return keys;
+  };
+
+  it('a change in a list past what it was handed does not poke it; a new todo in its own list (empty before) does', async () => {
+    const ctx = app(memoryStorage(), { view: fromStart });
+    // More of list b than a page of the index holds: the view is handed b's rows only, not c's.
+    await write(ctx, { ...Object.fromEntries(Array.from({ length: 130 }, (_, i) => [`todo/b${i}`, { listID: 'b' }])), 'todo/2': { listID: 'c' } });
+    await handlePull(post('/pull', pullBody('a-g', null), { authorization: 'a' }), ctx);
+    const response = await handleRequest(new Request('http://localhost/poke?clientGroupID=a-g', { headers: { authorization: 'a' } }), ctx);
+    const stream = new EventReader(response.body!);
+    await stream.until(() => stream.otherMessages.length > 0);
+    await handlePull(post('/pull', pullBody('a-g', null), { authorization: 'a' }), ctx);
+    // Its view read list a's place in the index and the page after it (list b's rows): no further.
+    await write(ctx, { 'todo/3': { listID: 'c' } });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await write(ctx, { 'todo/4': { listID: 'a' } });
+    await stream.until(() => stream.pokes === 1);
+    await handlePull(post('/pull', pullBody('a-g', null), { authorization: 'a' }), ctx);
+    await write(ctx, { 'todo/5': { listID: 'd' } });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await write(ctx, { 'todo/4': { listID: 'a', done: true } });
+    await stream.until(() => stream.pokes === 2);
+    expect(stream.pokes).toBe(2);
+    await stream.cancel();
+  });
+});
+
+describe('property: pages that pull only when poked, under a view through an index, always hold their view', () => {
+  const fromStart: View = async (tx, { userID }) => {
+    const keys: string[] = [];
+    for await (const [listID, key] of tx.scan({ indexName: 'byList', start: { key: [userID!] } }).keys()) {
+      if (listID !== userID) break;
+      keys.push(key);
+    }
+    return keys;
+  };
+  const USERS = ['a', 'b', 'c'];
+  const step = fc.record({ id: fc.nat({ max: 200 }), list: fc.option(fc.nat({ max: 3 }), { freq: 5 }) });
+
+  it('holds for random todos put, moved between lists and deleted (lists of more than a page among them)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 20 }), async (steps) => {
+        const ctx = app(memoryStorage(), { view: fromStart });
+        const model = new Map<string, JSONValue>();
+        // List b starts with more todos than a page of the index: the view of a is handed part of it.
+        const seed = Object.fromEntries(Array.from({ length: 140 }, (_, i) => [`todo/${i}`, { listID: 'b' }]));
+        await write(ctx, seed);
+        for (const [key, value] of Object.entries(seed)) model.set(key, value);
+        const pages = USERS.map((user) => new Client(ctx, user));
+        const streams: EventReader[] = [];
+        for (const page of pages) {
+          const response = await handleRequest(new Request(`http://localhost/poke?clientGroupID=${page.user}-g`, { headers: { authorization: page.user } }), ctx);
+          const stream = new EventReader(response.body!);
+          await stream.until(() => stream.otherMessages.length > 0);
+          streams.push(stream);
+          await page.pull();
+        }
+        for (const { id, list } of steps) {
+          const seen = streams.map((stream) => stream.pokes);
+          const value = list === null ? undefined : { listID: ['a', 'b', 'c', 'd'][list]! };
+          await write(ctx, { [`todo/${id}`]: value });
+          if (value === undefined) model.delete(`todo/${id}`);
+          else model.set(`todo/${id}`, value);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          for (const [i, page] of pages.entries()) {
+            if (streams[i]!.pokes > seen[i]!) await page.pull();
+            const expected = Object.fromEntries([...model].filter(([, v]) => (v as { listID: string }).listID === page.user).sort(([x], [y]) => (x < y ? -1 : 1)));
+            expect(Object.fromEntries([...page.data].sort(([x], [y]) => (x < y ? -1 : 1))), `${page.user} after todo/${id} → ${JSON.stringify(value)}`).toEqual(expected);
+          }
+        }
+        for (const stream of streams) await stream.cancel();
+      }),
+      { numRuns: Math.ceil(Number(process.env.FC_RUNS ?? 100) / 4) },
+    );
+  });
+});
+
 describe('model-based: views through an index', () => {
   const USERS = ['a', 'b', 'c'];
   type Step = { kind: 'todo'; id: number; list: number | null } | { kind: 'share'; user: number; lists: number[] } | { kind: 'pull'; user: number } | { kind: 'unkept'; id: number; list: number };
