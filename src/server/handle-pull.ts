@@ -40,7 +40,8 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       let interest: ViewInterest | undefined;
       let result;
       try {
-        const onInterest = (found: ViewInterest) => (interest = found);
+        // Only a hub with streams uses it: without one the view's reads are not recorded.
+        const onInterest = pulled && ((found: ViewInterest) => (interest = found));
         result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false, onInterest });
       } finally {
         pulled?.(interest);

@@ -50,11 +50,11 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
     // The view's reads need nothing the session reads first: on a database they go out together.
     const [session, view] = await Promise.all([
       strategy.open(tx, space, clock, group),
-      views && resolveView(strategy.reader(tx, space, { indexes: views.indexes }), views.view, { userID, clientGroupID }, views.limits),
+      views && resolveView(strategy.reader(tx, space, { indexes: views.indexes }), views.view, { userID, clientGroupID }, views.limits, onInterest !== undefined),
     ]);
     if (view !== undefined) {
       view.seen = recentViews.get(storage, space, view.id);
-      if (view.reads.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
+      if (view.reads?.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
     }
     const answer = async (group: GroupRef | undefined) => {
       const result = await session.pull(pull.cookie, group, view);
@@ -125,21 +125,22 @@ const recentViews = new RecentViews();
  * A view that runs past `limits.appCodeMs` fails the pull as a `TemporaryError` (503): it holds
  * a snapshot, which on some stores holds up the space's commits.
  */
-async function resolveView(session: SpaceReader, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>): Promise<ResolvedView & { reads: ViewReads }> {
-  // What the view reads is part of what its answer depends on (its pokes are filtered by it).
-  const reads = new ViewReads();
-  const recording: SpaceReader = {
+async function resolveView(session: SpaceReader, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>, record: boolean): Promise<ResolvedView & { reads?: ViewReads }> {
+  // What the view reads is part of what its answer depends on (its pokes are filtered by it),
+  // when a poke hub will ask.
+  const reads = record ? new ViewReads() : undefined;
+  const recording: SpaceReader | undefined = reads && {
     get: (key) => (reads.get(key), session.get(key)),
     scan: (prefix, start) => (reads.scan(prefix), session.scan(prefix, start)),
     // A change of the index's rows under a secondary key is told to pokes as `indexTouch`.
     scanIndex: (name, prefix, start, keysOnly) => reads.indexScan(name, prefix, start, session.scanIndex!(name, prefix, start, keysOnly)),
   };
-  const tx = new SpaceReadTransaction(recording, limits);
+  const tx = new SpaceReadTransaction(recording ?? session, limits);
   try {
     // Past the deadline, what the view does next (a read of the closed tx throws) is nobody's.
     const computed = (async () => Prefixes.of(await view(tx, request), limits))();
     const prefixes = await within(computed, limits.appCodeMs, () => new TemporaryError(`view ran longer than ${limits.appCodeMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 }));
-    return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID, reads };
+    return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID, ...(reads && { reads }) };
   } finally {
     tx.close();
   }
