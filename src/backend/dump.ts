@@ -5,7 +5,7 @@ import { DumpError } from './lines.js';
 
 /**
  * The dump format of `exportSpace` and `importSpace`, format 3: NDJSON, UTF-8. The first line is
- * a header, `{"viewsync":"space","format":3,"space":…,"exported":…}`. Each line after it is one
+ * a header, `{"viewsync":"space","format":3,"space":…,"exported":…,"version":…}`. Each line after it is one
  * live entry, `{"key":…,"value":…}`, in strictly ascending key order (UTF-8 byte order, as keys
  * sort everywhere in viewsync), which lets an import replace a space of any size in one pass.
  *
@@ -55,6 +55,8 @@ export interface DumpHeader {
   space?: string;
   /** When the export's snapshot was taken, as an ISO date. */
   exported?: string;
+  /** The space's version in the export's snapshot: the change feed's cursor to follow the dump with (`readChanges`). Not read by imports. */
+  version?: number;
 }
 
 /** A dump's last line. */
@@ -73,8 +75,8 @@ export interface DumpEnd {
 export const GROUP_LINE_CHARS = 65_536;
 
 /** The header line, with its newline. */
-export function headerLine(space: string, now: number): string {
-  const header: DumpHeader = { viewsync: DUMP_KIND, format: DUMP_FORMAT, space, exported: new Date(now).toISOString() };
+export function headerLine(space: string, now: number, version: number): string {
+  const header: DumpHeader = { viewsync: DUMP_KIND, format: DUMP_FORMAT, space, exported: new Date(now).toISOString(), version };
   return JSON.stringify(header) + '\n';
 }
 

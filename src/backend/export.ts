@@ -5,6 +5,8 @@ import { exportPages } from '../sync/version/export-pages.js';
 import { checkSpace } from './transact.js';
 import { endLine, groupLines, headerLine } from './dump.js';
 import { checkContext } from '../context/state.js';
+import { SpaceKeys } from '../sync/version/keys.js';
+import type { Meta } from '../sync/version/records.js';
 
 /** Options for {@link exportSpace}. */
 export interface ExportOptions {
@@ -70,7 +72,8 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
   const run = () =>
     ctx.storage.transaction(async (tx) => {
       const counts: ExportProgress = { entries: 0, groups: 0 };
-      controller.enqueue(encoder.encode(headerLine(space, (ctx.clock ?? Date.now)())));
+      const meta = (await tx.get(new SpaceKeys(space).meta)) as Meta | undefined;
+      controller.enqueue(encoder.encode(headerLine(space, (ctx.clock ?? Date.now)(), meta?.version ?? 0)));
       const pages = exportPages(tx, space);
       for await (const page of pages) {
         counts.entries += page.entries;

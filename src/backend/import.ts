@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf, limitsOf, checkContext } from '../context/state.js';
+import { clockOf, limitsOf, checkContext, sessionOptionsOf } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { compareUTF8, fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
@@ -124,7 +124,7 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
     for (let done = false; !done; ) {
       const clock = clockOf(ctx);
       const step = await runBatched(ctx.storage, space, async (tx) => ({
-        result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, prefixIndex: ctx.view !== undefined, indexes: ctx.indexes }),
+        result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, session: sessionOptionsOf(ctx) }),
         keep: true,
       }));
       done = step.done;

@@ -10,6 +10,7 @@ import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/version/rec
 import { checkSpace } from './transact.js';
 import { checkContext } from '../context/state.js';
 import { setOwn } from '../base/own.js';
+import { feedFrom, type LogRow } from '../sync/feed/change-log.js';
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -37,6 +38,18 @@ export interface SpaceSummary {
    * that was killed, which housekeeping (`collectGarbage`) removes a day after it began.
    */
   staging: StagingSummary[];
+  /** The change log (see `SyncOptions.changes`), when the space has one. */
+  changes?: ChangeLogSummary;
+}
+
+/** A space's change log at a glance. */
+export interface ChangeLogSummary {
+  /** Rows it holds: changes and events. */
+  rows: number;
+  /** The cursor the log is read from: the version after which it holds every change; null when it is not whole now (a write without the feed). */
+  from: number | null;
+  /** When its oldest row was committed (ms since the epoch), or null when it is empty. */
+  oldest: number | null;
 }
 
 /** An unfinished import's staging area: the dump's entries (and client group lines) read so far. */
@@ -117,6 +130,12 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     area.rows++;
     area.bytes += utf8Length(rest.slice(name.length + 1)) + utf8Length(JSON.stringify(value));
   }, space);
+  let log: ChangeLogSummary | undefined;
+  await eachRow(storage, keys.logPrefix, (_, value) => {
+    log ??= { rows: 0, from: feedFrom(meta) ?? null, oldest: (value as LogRow).at };
+    log.rows++;
+  }, space);
+  if (log === undefined && meta?.feedFrom !== undefined) log = { rows: 0, from: feedFrom(meta) ?? null, oldest: null };
   const groups = new Map<string, GroupSummary>();
   const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {
     const id = JSON.stringify([userID ?? null, clientGroupID]);
@@ -141,7 +160,7 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const active = list.filter((group) => !group.expired);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
   return {
-    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()] },
+    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }) },
     groups: list,
   };
 }

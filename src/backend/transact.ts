@@ -1,5 +1,6 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf, limitsOf, checkContext } from '../context/state.js';
+import { clockOf, limitsOf, checkContext, sessionOptionsOf } from '../context/state.js';
+import type { ChangeOrigin } from '../sync/feed/change-log.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { globalVersion } from '../sync/version/global-version.js';
@@ -37,7 +38,12 @@ export interface TransactOptions {
  *   await tx.set(`invoice/${id}`, { ...(await tx.get(`invoice/${id}`)), paid: true });
  * });
  */
-export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions = {}): Promise<T> {
+export function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions = {}): Promise<T> {
+  return transactAs(ctx, space, fn, options, undefined);
+}
+
+/** {@link transact}, its writes recorded in the change log as made by `origin` (default: `transact`). */
+async function transactAs<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions, origin: ChangeOrigin | undefined): Promise<T> {
   checkContext(ctx);
   checkSpace(space);
   const limits = limitsOf(ctx);
@@ -49,7 +55,7 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
       ctx.storage,
       space,
       async (storageTx) => {
-        const session = await globalVersion.open(storageTx, space, clock, undefined, { prefixIndex: ctx.view !== undefined, maxKeyBytes: ctx.storage.maxKeyBytes, indexes: ctx.indexes });
+        const session = await globalVersion.open(storageTx, space, clock, undefined, sessionOptionsOf(ctx));
         const tx = new MutationTransaction(session, { clientID: '', mutationID: 0, userID: options.userID }, limits);
         let value: T;
         try {
@@ -65,6 +71,7 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
           tx.discard();
           return { result: { ok: false, error: refused }, keep: false };
         }
+        session.recordAs(origin ?? { kind: 'backend', call: 'transact', userID: options.userID ?? null });
         await tx.flush();
         return { result: { ok: true, value, changed: await session.commit(), touched: session.touched() }, keep: true };
       },
@@ -89,7 +96,7 @@ export async function transact<T>(ctx: SyncContext, space: string, fn: (tx: Writ
 export async function mutate(ctx: SyncContext, space: string, name: string, args: JSONValue | undefined, options: TransactOptions = {}): Promise<void> {
   checkContext(ctx);
   const mutator = mutatorNamed(ctx.mutators, name);
-  await transact(ctx, space, async (tx) => void (await mutator(tx, args)), options);
+  await transactAs(ctx, space, async (tx) => void (await mutator(tx, args)), options, { kind: 'backend', call: 'mutate', name, userID: options.userID ?? null });
 }
 
 /** A space is any string, as `SyncOptions.space` returns it; a typo like `undefined` is not. */

@@ -6,6 +6,8 @@ import { DumpError } from '../backend/lines.js';
 import { StagingLostError } from '../sync/dumps/import-batch.js';
 import { collectGarbage } from '../context/collect-garbage.js';
 import { moveSpace } from '../backend/move.js';
+import { followChanges, readChanges } from '../backend/changes.js';
+import { ChangesGoneError, type FeedPage, parseCursor } from '../sync/feed/feed-pages.js';
 import { checkDirectory, repairDirectory } from '../route/directory.js';
 import { RouteError } from '../route/route-record.js';
 import { type Router, routerOf } from '../route/routed-storage.js';
@@ -34,6 +36,10 @@ const OPTIONS = {
   space: { type: 'string', for: ['gc'] },
   'client-groups': { type: 'string', for: ['gc'] },
   tombstones: { type: 'string', for: ['gc'] },
+  changes: { type: 'string', for: ['gc'] },
+  after: { type: 'string', for: ['changes'] },
+  follow: { type: 'boolean', for: ['changes'] },
+  poll: { type: 'string', for: ['changes'] },
   to: { type: 'string', for: ['move'] },
   'switch-timeout': { type: 'string', for: ['move'] },
   store: { type: 'string', multiple: true },
@@ -58,6 +64,10 @@ type Options = StoreOptions & {
   space?: string;
   'client-groups'?: string;
   tombstones?: string;
+  changes?: string;
+  after?: string;
+  follow?: boolean;
+  poll?: string;
   to?: string;
   'switch-timeout'?: string;
 };
@@ -123,9 +133,27 @@ export async function main(argv: readonly string[]): Promise<number> {
         store = await openStore(options, { readOnly: action === 'check' });
         return await directoryCommand(routerOf(store.storage)!, action, options);
       }
+      case 'changes': {
+        const space = operand(command, rest, 1)!;
+        const after = options.after ?? '0';
+        try {
+          parseCursor(after);
+        } catch (error) {
+          throw new UsageError(`--after: ${(error as Error).message}`);
+        }
+        const pollMs = duration(options.poll, '--poll', 1_000);
+        store = await openStore(options, { readOnly: true });
+        await checkWhereHeld(store, space, command);
+        await changesCommand(context(store), space, after, options.follow === true, pollMs);
+        return 0;
+      }
       case 'gc': {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
-        const retention = { clientGroupsMs: retentionDuration(options['client-groups'], '--client-groups', DEFAULT_RETENTION_MS), tombstonesMs: retentionDuration(options.tombstones, '--tombstones', DEFAULT_RETENTION_MS) };
+        const retention = {
+          clientGroupsMs: retentionDuration(options['client-groups'], '--client-groups', DEFAULT_RETENTION_MS),
+          tombstonesMs: retentionDuration(options.tombstones, '--tombstones', DEFAULT_RETENTION_MS),
+          changesMs: retentionDuration(options.changes, '--changes', DEFAULT_RETENTION_MS),
+        };
         store = await openStore(options);
         if (options.space !== undefined) await checkWhereHeld(store, options.space, command);
         await gcCommand(context(store, { retention }), options);
@@ -137,7 +165,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) return fail(`${error.message}\nRun 'viewsync --help' for usage.`, 2);
-    if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError || error instanceof StagingLostError) return fail(error.message, 1);
+    if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError || error instanceof StagingLostError || error instanceof ChangesGoneError) return fail(error.message, 1);
     return fail(`Failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`, 1);
   } finally {
     await store?.close().catch(() => {});
@@ -211,10 +239,12 @@ function printStaging(spaces: SpaceSummary[]): void {
 function summaryTable(spaces: SpaceSummary[]): string {
   const quotas = spaces.some((summary) => summary.quota !== undefined);
   const stores = spaces.some((summary) => summary.store !== undefined);
+  const logs = spaces.some((summary) => summary.changes !== undefined);
   const rows = spaces.map((summary) => [
     JSON.stringify(summary.space), ...(stores ? [summary.store ?? ''] : []), count(summary.entries), size(summary.bytes), ...(quotas ? [quotaCell(summary, size)] : []), String(summary.version), String(summary.clientGroups), date(summary.lastActivity),
+    ...(logs ? [summary.changes === undefined ? '-' : `${count(summary.changes.rows)} since ${summary.changes.from ?? 'broken'}`] : []),
   ]);
-  return table(rows, ['SPACE', ...(stores ? ['STORE'] : []), 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY']);
+  return table(rows, ['SPACE', ...(stores ? ['STORE'] : []), 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY', ...(logs ? ['CHANGE LOG'] : [])]);
 }
 
 /** Moves the space, telling each phase on stderr as it starts: a log shows where a killed move stopped. */
@@ -315,10 +345,44 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
   }
 }
 
+/**
+ * Writes `space`'s changes after `after` to stdout, one JSON line each (its `cursor` is where to
+ * go on from); with `follow`, goes on writing them as they come until SIGINT or SIGTERM, reading
+ * again every `pollMs` when there was nothing (the CLI hears no pokes).
+ */
+async function changesCommand(ctx: SyncContext, space: string, after: string, follow: boolean, pollMs: number): Promise<void> {
+  const out = process.stdout;
+  const stop = new AbortController();
+  const end = () => stop.abort();
+  process.once('SIGINT', end).once('SIGTERM', end);
+  // A closed pipe (`| head`) ends it, as it would any other writer.
+  out.once('error', end);
+  try {
+    const pages = follow ? followChanges(ctx, space, { after, signal: stop.signal, pollMs }) : onceThrough(ctx, space, after);
+    for await (const page of pages) {
+      for (const change of page.changes) if (!out.write(JSON.stringify(change) + '\n')) await drained(out);
+      if (stop.signal.aborted) break;
+    }
+  } finally {
+    process.off('SIGINT', end).off('SIGTERM', end);
+    out.off('error', end);
+  }
+}
+
+/** The pages of `space`'s feed after `after`, up to its end now. */
+async function* onceThrough(ctx: SyncContext, space: string, after: string): AsyncGenerator<FeedPage> {
+  for (let more = true; more; ) {
+    const page = await readChanges(ctx, space, { after });
+    yield page;
+    after = page.cursor;
+    more = page.more;
+  }
+}
+
 async function gcCommand(ctx: SyncContext, options: Options): Promise<void> {
   const removed = await collectGarbage(ctx, options.space);
   if (options.json) return print(JSON.stringify(removed));
-  print(`Removed ${plural(removed.clientGroups, 'client group')} (${plural(removed.clients, 'client')}), ${plural(removed.tombstones, 'tombstone')}, ${plural(removed.views, 'view record')}.`);
+  print(`Removed ${plural(removed.clientGroups, 'client group')} (${plural(removed.clients, 'client')}), ${plural(removed.tombstones, 'tombstone')}, ${plural(removed.views, 'view record')}, ${plural(removed.changes, 'change log row')}.`);
 }
 
 /**

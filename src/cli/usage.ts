@@ -32,7 +32,9 @@ Commands:
                     with SPACE, its client groups and their clients
   export SPACE      write SPACE's entries and client groups to stdout as NDJSON
   import SPACE      read a dump from stdin into SPACE (replaces it; --merge only sets)
-  gc                remove idle client groups, old tombstones and unused view records
+  changes SPACE     write SPACE's change feed to stdout as NDJSON (--follow: go on)
+  gc                remove idle client groups, old tombstones, unused view records
+                    and change log rows past their retention
   move SPACE        move SPACE to another store of a routed storage, while in use
   directory check   list the spaces whose directory row does not name the store
                     holding them; 'directory repair' points those rows there
@@ -124,17 +126,32 @@ repair  points each such row at the store holding the space's copy in use, and w
 Options:
   --json                 print plain JSON
 ${STORE}`,
+  changes: `Usage: viewsync changes SPACE [options]
+
+Writes SPACE's change feed to stdout, one JSON line per change in commit order: a key set
+or deleted, with its value before and after and what made it, or an event a mutator
+emitted. Each line's "cursor" is where to go on from (--after). Servers write the feed
+while their context has \`changes\`. A cursor whose changes the log no longer holds
+(trimmed, written with the feed off) is refused, exit 1: start again from an export,
+whose header's "version" is the cursor to follow it with.
+
+Options:
+  --after CURSOR         read the changes after this cursor (default: 0, the start)
+  --follow               go on writing changes as they come, until SIGINT or SIGTERM
+  --poll DURATION        with --follow, how often to look for changes (default: 1s)
+${STORE}`,
   gc: `Usage: viewsync gc [options]
 
 Removes what the retention lets go, as collectGarbage() does: client groups idle longer than
 --client-groups (with their clients), tombstones older than --tombstones, and view records no
-pull named for --client-groups.
+pull named for --client-groups, and change log rows older than --changes.
 
 Options:
   --space SPACE          only this space (default: every space)
   --client-groups DURATION
                          retention of idle client groups, or 'forever' (default: 30d)
   --tombstones DURATION  retention of tombstones, or 'forever' (default: 30d)
+  --changes DURATION     retention of the change log, or 'forever' (default: 30d)
   --json                 print plain JSON
 ${STORE}`,
 };

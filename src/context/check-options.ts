@@ -30,10 +30,11 @@ export function checkOptions(options: unknown): void {
   checkRetention(o.retention);
   checkPokes(o.pokes);
   checkCors(o.cors);
+  checkChanges(o.changes);
   if (o.indexes !== undefined) checkIndexes(o.indexes);
 }
 
-const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors'];
+const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes'];
 
 function checkLimits(limits: unknown): void {
   if (limits === undefined) return;
@@ -56,8 +57,8 @@ function checkRetention(retention: unknown): void {
   if (retention === undefined) return;
   if (!isObject(retention)) throw new TypeError(`retention must be an object, got ${describe(retention)}`);
   refuseRenamed(retention, 'retention', { clientGroups: 'clientGroupsMs', tombstones: 'tombstonesMs' });
-  only(retention, 'retention', ['clientGroupsMs', 'tombstonesMs']);
-  for (const field of ['clientGroupsMs', 'tombstonesMs'] as const) optional(retention, field, 'milliseconds above 0, or false (for ever)', (value) => value === false || isDuration(value), 'retention.');
+  only(retention, 'retention', ['clientGroupsMs', 'tombstonesMs', 'changesMs']);
+  for (const field of ['clientGroupsMs', 'tombstonesMs', 'changesMs'] as const) optional(retention, field, 'milliseconds above 0, or false (for ever)', (value) => value === false || isDuration(value), 'retention.');
 }
 
 function checkPokes(pokes: unknown): void {
@@ -70,6 +71,13 @@ function checkPokes(pokes: unknown): void {
   for (const field of ['heartbeatMs', 'maxStreamAgeMs'] as const) optional(pokes, field, 'milliseconds above 0', isDuration, 'pokes.');
   optional(pokes, 'coalesceMs', 'milliseconds, 0 or more', (value) => typeof value === 'number' && value >= 0 && Number.isFinite(value), 'pokes.');
   for (const field of ['maxStreams', 'maxStreamsPerUser'] as const) optional(pokes, field, 'a whole number above 0', (value) => typeof value === 'number' && Number.isInteger(value) && value > 0, 'pokes.');
+}
+
+function checkChanges(changes: unknown): void {
+  if (changes === undefined) return;
+  if (!isObject(changes)) throw new TypeError(`changes must be an object ({} turns the change feed on), got ${describe(changes)}`);
+  only(changes, 'changes', ['secret']);
+  optional(changes, 'secret', 'a string of 32 characters or more (a random secret only the backend knows)', (value) => typeof value === 'string' && value.length >= 32, 'changes.');
 }
 
 function checkCors(cors: unknown): void {

@@ -87,7 +87,7 @@ async function collectSpace(ctx: SyncContext, space: string, batch: number, maxB
 }
 
 function nothingCollected(): Collected {
-  return { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
+  return { clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 };
 }
 
 /** Adds what one step removed to `total`. */
@@ -96,6 +96,7 @@ function add(total: Collected, step: Collected): void {
   total.clients += step.clients;
   total.tombstones += step.tombstones;
   total.views += step.views;
+  total.changes += step.changes;
 }
 
 /**

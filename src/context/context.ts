@@ -118,6 +118,23 @@ export interface SyncOptions {
   clock?: () => number;
   /** CORS for {@link handleRequest}: which origins may call. Default: any (`'*'`). */
   cors?: CorsOptions | false;
+  /**
+   * The change feed: given, every write also goes into each space's change log (its key, its
+   * value before and after, and what made it), which `readChanges`, `GET …/changes` and
+   * `viewsync changes` read in commit order from a cursor, and mutators' `emit` adds events to.
+   * It costs a row per change. Kept for `retention.changesMs`. Default: off.
+   */
+  changes?: ChangeFeedOptions;
+}
+
+/** The change feed's options: see {@link SyncOptions.changes}. */
+export interface ChangeFeedOptions {
+  /**
+   * The secret `GET …/changes` asks for, as `Authorization: Bearer <secret>`: a random string of
+   * 32 characters or more, known only to the app's backend (users' auth does not open it).
+   * Without it the endpoint answers 404.
+   */
+  secret?: string;
 }
 
 /**
@@ -137,6 +154,8 @@ export interface RetentionOptions {
   clientGroupsMs?: number | false;
   /** Milliseconds a deleted entry's tombstone is kept; `false`: for ever. Default: 30 days. */
   tombstonesMs?: number | false;
+  /** Milliseconds the change log keeps a change (see {@link SyncOptions.changes}); `false`: for ever. Default: 30 days. */
+  changesMs?: number | false;
 }
 
 

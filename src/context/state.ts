@@ -1,7 +1,7 @@
 import { defaultNotifier, type Notifier } from '../poke/notifier.js';
 import { PokeHub } from '../poke/hub.js';
 import { type Limits, resolveLimits } from '../sync/transactions/limits.js';
-import type { Retention, SessionClock } from '../sync/version/strategy.js';
+import type { Retention, SessionClock, SessionOptions } from '../sync/version/strategy.js';
 import type { RetentionOptions, SyncContext, SyncOptions } from './context.js';
 import { type Rates, resolveRates } from './rates.js';
 
@@ -69,6 +69,11 @@ export function clockOf(ctx: SyncContext): SessionClock {
   return { now: (ctx.clock ?? Date.now)(), touchEveryMs: (clientGroupsMs === false ? DEFAULT_RETENTION_MS : clientGroupsMs) / 10 };
 }
 
+/** How `ctx`'s writes are made: which indexes and logs they keep, and the store's bound on keys. */
+export function sessionOptionsOf(ctx: SyncContext): SessionOptions {
+  return { prefixIndex: ctx.view !== undefined, maxKeyBytes: ctx.storage.maxKeyBytes, indexes: ctx.indexes, feed: ctx.changes !== undefined };
+}
+
 /** The poke streams of `ctx`, made on first use. */
 export function hubOf(ctx: SyncContext): PokeHub {
   const state = stateOf(ctx);
@@ -89,6 +94,6 @@ export function notifierOf(ctx: SyncContext): Notifier {
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 function resolveRetention(options: RetentionOptions | undefined): Retention {
-  return { clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS, tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS };
+  return { clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS, tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS, changesMs: options?.changesMs ?? DEFAULT_RETENTION_MS };
 }
 

@@ -54,6 +54,8 @@ interface Changes {
   entries: Array<{ key: string; version: number; rows: Map<string, StoredValue | undefined> }>;
   /** Every row under the client records' prefixes. */
   whole: Map<string, StoredValue>;
+  /** The change log's rows of versions after the one caught up from (the log only grows at its end). */
+  log: ReadonlyArray<readonly [string, StoredValue]>;
 }
 
 /**
@@ -86,6 +88,7 @@ export async function catchUp(source: Storage, target: Storage, space: string, s
       }
     }
     for (const [key, value] of changes.whole) await put(key, value);
+    for (const [key, value] of changes.log) await put(key, value);
     if (changes.meta !== undefined) await tx.put(keys.meta, changes.meta);
     await finish(tx, version);
     return written;
@@ -104,7 +107,8 @@ async function readChanges(tx: StorageTransaction, keys: SpaceKeys, since: numbe
   const withRows = entries.map((entry, i) => ({ ...entry, rows: new Map(wanted[i]!.map((row) => [row, values[at++]])) }));
   const whole = new Map<string, StoredValue>();
   for (const prefix of keys.rowPrefixes.whole) for (const [key, value] of await tx.scan({ prefix })) whole.set(key, value);
-  return { meta, entries: withRows, whole };
+  const log = await tx.scan({ prefix: keys.logPrefix, start: { key: keys.logPrefix + encodeVersion(since + 1) } });
+  return { meta, entries: withRows, whole, log };
 }
 
 /** The index rows an entry at `version` may have: in the version index, among the tombstones, in the prefix index. */

@@ -3,7 +3,7 @@ import { processPush } from '../sync/process-push.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
-import { clockOf, checkContext } from '../context/state.js';
+import { clockOf, checkContext, sessionOptionsOf } from '../context/state.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { observe } from '../telemetry/telemetry.js';
@@ -36,9 +36,8 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       report.space = space;
       report.clientGroup = body;
       const perMutation = ctx.transactionPerMutation ?? false;
-      const prefixIndex = ctx.view !== undefined;
       const quota = quotaOf(ctx.quotas, space);
-      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, prefixIndex, indexes: ctx.indexes, clock: clockOf(ctx), quota });
+      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: sessionOptionsOf(ctx), clock: clockOf(ctx), quota });
       report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
       // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
       if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });

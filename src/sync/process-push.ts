@@ -1,4 +1,3 @@
-import type { IndexDefinitions } from './indexes.js';
 import type { Mutation, PushRequest } from '../protocol/push-request.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
@@ -6,7 +5,7 @@ import type { Limits } from './transactions/limits.js';
 import type { Mutators } from './transactions/mutator.js';
 import { mutatorNamed, Watchdog } from './transactions/app-code.js';
 import type { SpaceQuota } from './transactions/quota.js';
-import type { ClientRecord, SessionClock, SpaceSession } from './version/strategy.js';
+import type { ClientRecord, SessionClock, SessionOptions, SpaceSession } from './version/strategy.js';
 import { globalVersion as strategy } from './version/global-version.js';
 import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
@@ -42,10 +41,8 @@ export interface PushOptions {
   limits: Pick<Limits, 'keyBytes' | 'valueBytes' | 'appCodeMs'>;
   /** A storage transaction per mutation rather than one for the whole push. */
   perMutation: boolean;
-  /** Keep the prefix index, which pulls with a view read (see keys.ts). */
-  prefixIndex?: boolean;
-  /** The indexes views read, kept by the push's writes (see indexes.ts). */
-  indexes?: IndexDefinitions | undefined;
+  /** Which indexes and logs its writes keep (see `SessionOptions`). */
+  session?: SessionOptions;
   /** The time the push happens at, for group activity and tombstones. */
   clock: SessionClock;
   /** What the space may hold: a mutation that would take it over fails (see quota.ts). */
@@ -110,7 +107,7 @@ async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyA
   const { push, options } = run;
   const { userID } = options;
   const group = push.clientGroupID;
-  const session = await strategy.open(tx, options.space, options.clock, undefined, { prefixIndex: options.prefixIndex ?? false, maxKeyBytes: run.storage.maxKeyBytes, indexes: options.indexes });
+  const session = await strategy.open(tx, options.space, options.clock, undefined, { maxKeyBytes: run.storage.maxKeyBytes, ...options.session });
   // Housekeeping removed this group's clients: the client must start a new group.
   const seen = await session.groupSeen(userID, group);
   if (seen === 'expired') return { result: { kind: 'lost' }, keep: false };
@@ -177,7 +174,10 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
   // as if its mutator had thrown (spec, push rule 6): skipped, and the push goes on.
   const refused = options.quota === undefined ? undefined : await mtx.overQuota(options.space, options.quota);
   if (refused !== undefined) fail(refused);
-  else await mtx.flush();
+  else {
+    session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: run.push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID: options.userID ?? null });
+    await mtx.flush();
+  }
   done(client, mutation);
   return refused === undefined ? 'processed' : 'failed';
 }

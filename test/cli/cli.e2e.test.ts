@@ -352,11 +352,11 @@ describe('the viewsync CLI, run as a process', () => {
     expect(sh(`viewsync inspect --sqlite gc.db`).status).toBe(0);
     db.close();
     // Kept at 30 days; gone at 5.
-    expect(JSON.parse(sh(`viewsync gc --sqlite gc.db --json`).stdout)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+    expect(JSON.parse(sh(`viewsync gc --sqlite gc.db --json`).stdout)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
     const run = sh(`viewsync gc --sqlite gc.db --client-groups 5d --tombstones 120h`);
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records.\n');
-    expect(await collectGarbage(createContext({ ...ctx.options, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }))).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+    expect(await collectGarbage(createContext({ ...ctx.options, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }))).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
   });
 
   it('moves a space from a SQLite file to PostgreSQL through a pipe, as the README shows; an unreachable database exits 1', async () => {
@@ -455,5 +455,62 @@ describe('the viewsync CLI, run as a process', () => {
     await collectGarbage(ctx);
     expect(rows(join(work, 'killed.db'))).toEqual([]);
     expect(sh('viewsync inspect --sqlite killed.db').stdout).toBe('No spaces: the store holds no data.\n');
+  });
+});
+
+describe('viewsync changes', () => {
+  /** A SQLite file whose space `s` was written with the feed on: a set, a change, a delete. */
+  async function withFeed(name: string): Promise<{ file: string; write: (key: string, value: number) => Promise<void>; close: () => void }> {
+    const file = join(work, name);
+    const db = new Database(file);
+    const ctx = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, changes: {} });
+    await transact(ctx, 's', (tx) => tx.set('a', 1));
+    await transact(ctx, 's', (tx) => tx.set('a', 2));
+    // One call's writes to a key are one change: what it did, not each step.
+    await transact(ctx, 's', async (tx) => (await tx.set('a', 3), await tx.del('a')));
+    return { file, write: (key, value) => transact(ctx, 's', (tx) => tx.set(key, value)), close: () => db.close() };
+  }
+
+  it('writes the feed as NDJSON, resumes from a cursor, and refuses a cursor it cannot serve', async () => {
+    const { file, close } = await withFeed('feed.db');
+    close();
+    const all = sh(`viewsync changes s --sqlite ${file}`);
+    expect(all.status, all.stderr).toBe(0);
+    const lines = all.stdout.trim().split('\n').map((line) => JSON.parse(line) as { op: string; key: string; cursor: string; before?: number; after?: number });
+    expect(lines.map(({ op, key, before, after }) => ({ op, key, before, after }))).toEqual([
+      { op: 'set', key: 'a', before: undefined, after: 1 },
+      { op: 'set', key: 'a', before: 1, after: 2 },
+      { op: 'del', key: 'a', before: 2, after: undefined },
+    ]);
+    expect(lines.map(({ cursor }) => cursor)).toEqual(['1.0', '2.0', '3.0']);
+    const rest = sh(`viewsync changes s --sqlite ${file} --after ${lines[0]!.cursor}`);
+    expect(rest.stdout.trim().split('\n')).toEqual(all.stdout.trim().split('\n').slice(1));
+    const bad = sh(`viewsync changes s --sqlite ${file} --after yesterday`);
+    expect([bad.status, bad.stderr]).toEqual([2, expect.stringMatching(/--after: A change feed cursor is/)]);
+    const ahead = sh(`viewsync changes s --sqlite ${file} --after 9`);
+    expect([ahead.status, ahead.stdout, ahead.stderr]).toEqual([1, '', expect.stringMatching(/ahead of space "s".*Start again from an export/)]);
+    expect(sh(`viewsync changes --sqlite ${file}`).status).toBe(2);
+  });
+
+  it('--follow writes changes as they come, and ends cleanly on SIGTERM', async () => {
+    const { file, write, close } = await withFeed('follow.db');
+    const child = spawn('viewsync', ['changes', 's', '--sqlite', file, '--follow', '--poll', '50ms', '--after', '3'], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let waiting: (() => void) | undefined;
+    child.stdout.setEncoding('utf8').on('data', (text: string) => ((stdout += text), waiting?.()));
+    const seen = (count: number) =>
+      new Promise<void>((resolve) => {
+        waiting = () => void (stdout.split('\n').length > count && resolve());
+        waiting();
+      });
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+    await write('b', 3);
+    await seen(1);
+    await write('c', 4);
+    await seen(2);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    close();
+    expect(stdout.trim().split('\n').map((line) => (JSON.parse(line) as { key: string }).key)).toEqual(['b', 'c']);
   });
 });

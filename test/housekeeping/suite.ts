@@ -41,8 +41,8 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       const middle = await pull(ctx, 'reader', old.cookie);
       clock.now += 6 * SECOND;
       // `a` was deleted 11 s ago, `b` 6 s ago: only `a`'s tombstone goes.
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 1, views: 0 });
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 1, views: 0, changes: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
 
       const reset = await pull(ctx, 'reader', old.cookie);
       expect(reset.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'c', value: 3 }]);
@@ -178,7 +178,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       clock.now += 8 * SECOND;
       await push(ctx, 'busy', [put('b', 1, 'z', 1)]);
       clock.now += 3 * SECOND;
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 2, tombstones: 0, views: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 2, tombstones: 0, views: 0, changes: 0 });
 
       expect(await answer(ctx, { pullVersion: 1, clientGroupID: 'idle', cookie, profileID: 'p', schemaVersion: '' }, '/pull')).toEqual({ error: 'ClientStateNotFound' });
       expect(await answer(ctx, pushBody('idle', [put('i1', 2, 'x', 2)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
@@ -212,7 +212,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         expect((await collectGarbage(ctx)).clientGroups).toBe(0);
       }
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 0, views: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 0, views: 0, changes: 0 });
     });
 
     it('an expired group’s marker is kept for ever: a tab back after months re-sending its first mutation is told, never applied twice', async () => {
@@ -249,13 +249,13 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       const kept = await context({ clientGroupsMs: false, tombstonesMs: false });
       await push(kept.ctx, 'g', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
       kept.clock.now += 365 * 24 * 3600 * SECOND;
-      expect(await collectGarbage(kept.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+      expect(await collectGarbage(kept.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
       const defaults = await context({});
       await push(defaults.ctx, 'g', [put('c', 1, 'a', 1), del('c', 2, 'a')]);
       defaults.clock.now += 29 * 24 * 3600 * SECOND;
-      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
       defaults.clock.now += 2 * 24 * 3600 * SECOND;
-      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0 });
+      expect(await collectGarbage(defaults.ctx)).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0, changes: 0 });
     });
 
     it('collects in small transactions: 300 tombstones and 40 groups in batches of 16', async () => {
@@ -268,10 +268,10 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       for (let g = 0; g < 39; g++) await push(ctx, `group${g}`, [put(`client${g}`, 1, `g${g}`, g)]);
       clock.now += 11 * SECOND;
       transactions = 0;
-      expect(await collectGarbage(ctx, undefined, { batch: 16 })).toEqual({ clientGroups: 40, clients: 40, tombstones: 300, views: 0 });
+      expect(await collectGarbage(ctx, undefined, { batch: 16 })).toEqual({ clientGroups: 40, clients: 40, tombstones: 300, views: 0, changes: 0 });
       expect(transactions).toBeGreaterThanOrEqual(300 / 16);
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx, '', { batch: 16 })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+      expect(await collectGarbage(ctx, '', { batch: 16 })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
       // Only the live entries are left to send.
       expect((await pull(ctx, 'reader', null)).patch).toHaveLength(40);
     });
@@ -284,8 +284,8 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         expect((await handlePush(post(`/push?space=${encodeURIComponent(space)}`, body), ctx)).status).toBe(200);
       }
       clock.now += 11 * SECOND;
-      expect(await collectGarbage(ctx, 'b/c')).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0 });
-      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 2, clients: 2, tombstones: 2, views: 0 });
+      expect(await collectGarbage(ctx, 'b/c')).toEqual({ clientGroups: 1, clients: 1, tombstones: 1, views: 0, changes: 0 });
+      expect(await collectGarbage(ctx)).toEqual({ clientGroups: 2, clients: 2, tombstones: 2, views: 0, changes: 0 });
     });
 
     it('a little runs after pushes, in the background, at most once a minute per space', async () => {

@@ -49,6 +49,6 @@ describe('the space', () => {
   it('is collectGarbage\'s second argument, as in every backend call', async () => {
     const clock = { now: 0 };
     const timed = createContext({ ...ctx.options, clock: () => clock.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } });
-    expect(await collectGarbage(timed, 'a', { batch: 8 })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0 });
+    expect(await collectGarbage(timed, 'a', { batch: 8 })).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
   });
 });

@@ -2,11 +2,12 @@
  * A property of moves: whatever the pushes, wherever a move starts among them, and wherever it is
  * stopped (then run again), the moved space ends as the same pushes leave a space that never
  * moved: the same entries, the same lastMutationIDs, and a client holding a cookie from before
- * the move gets, from its cookie, exactly the changes since.
+ * the move gets, from its cookie, exactly the changes since, and a reader of the change feed from
+ * a cursor of before the move gets the same changes as from the space that never moved.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { memoryStorage, moveSpace, type MoveProgress, type Storage, type SyncContext } from '../../src/index.js';
+import { type FeedChange, memoryStorage, moveSpace, type MoveProgress, readChanges, type Storage, type SyncContext } from '../../src/index.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { JSONValue } from '../../src/protocol/json.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
@@ -39,13 +40,24 @@ async function versionedRows(storage: Storage): Promise<string[]> {
   return keys;
 }
 
+/** The changes of space `s` after `after`, without when they were made (each store's clock). */
+async function feed(ctx: SyncContext, after: string): Promise<unknown[]> {
+  const changes: FeedChange[] = [];
+  for (let more = true; more; ) {
+    const page = await readChanges(ctx, 's', { after, limit: 3 });
+    changes.push(...page.changes);
+    ({ cursor: after, more } = page);
+  }
+  return changes.map(({ at: _, ...change }) => change);
+}
+
 describe('moveSpace, as a property', () => {
   it('leaves the space as if it had never moved, wherever the move starts and stops', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 4, maxLength: 30 }), fc.nat(), fc.constantFrom(...PHASES), async (ops, at, stopAt) => {
         const members = { x: memoryStorage(), y: memoryStorage() };
-        const routed = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
-        const alone = spaceContext(memoryStorage());
+        const routed = spaceContext(routedStorage({ stores: members, place: () => 'x' }), { changes: {} });
+        const alone = spaceContext(memoryStorage(), { changes: {} });
         const next = [0, 0, 0];
         const apply = async (step: (typeof ops)[number]) => {
           const id = ++next[step.group]!;
@@ -56,6 +68,7 @@ describe('moveSpace, as a property', () => {
         const split = 1 + (at % ops.length);
         for (const step of ops.slice(0, split)) await apply(step);
         const before = await full(routed, 'watcher');
+        const midway = (await readChanges(routed, 's', { limit: 1 })).cursor;
         const stop = (progress: MoveProgress) => {
           if (progress.phase === stopAt) throw new Error('stopped');
         };
@@ -74,6 +87,8 @@ describe('moveSpace, as a property', () => {
         const since = await full(routed, 'watcher', before.cookie);
         expect(since.patch.some(({ op: kind }) => kind === 'clear')).toBe(false);
         expect(applyPatch(applyPatch(new Map(), before.patch), since.patch)).toEqual(applyPatch(new Map(), stayed.patch));
+        // The change feed went with it: read from a cursor of before the move, nothing lost, nothing twice.
+        expect(await feed(routed, midway)).toEqual(await feed(alone, midway));
       }),
       { numRuns: RUNS },
     );

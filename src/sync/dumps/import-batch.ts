@@ -1,4 +1,3 @@
-import type { IndexDefinitions } from '../indexes.js';
 import type { JSONValue } from '../../protocol/json.js';
 import { compareUTF8 } from '../../base/utf8.js';
 import type { Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
@@ -7,7 +6,7 @@ import { globalVersion } from '../version/global-version.js';
 import { applyGroups, groupsArea, noteExpired, type SkippedClient } from './dumped-groups.js';
 import { decodeVersion, encodeVersion, SpaceKeys, spaceOfStaging, STAGING_PREFIX } from '../version/keys.js';
 import type { Entry } from '../version/records.js';
-import type { SessionClock, SpaceSession } from '../version/strategy.js';
+import type { SessionClock, SessionOptions, SpaceSession } from '../version/strategy.js';
 
 /**
  * The storage side of `importSpace`: a dump's entries and client groups are first written to
@@ -118,10 +117,11 @@ export interface ApplyStep extends ApplyAt {
  * `applyGroups`), in the same transaction: an import of a few of each is one, so no pull sees
  * its data without the lastMutationIDs that go with it.
  */
-export async function applyStep(tx: StorageTransaction, space: string, id: string, at: ApplyAt, options: { replace: boolean; limit: number; clock: SessionClock; prefixIndex: boolean; indexes?: IndexDefinitions | undefined }): Promise<ApplyStep> {
+export async function applyStep(tx: StorageTransaction, space: string, id: string, at: ApplyAt, options: { replace: boolean; limit: number; clock: SessionClock; session: SessionOptions }): Promise<ApplyStep> {
   await checkStaging(tx, space, id);
   const keys = new SpaceKeys(space);
-  const session = await globalVersion.open(tx, space, options.clock, undefined, { prefixIndex: options.prefixIndex, indexes: options.indexes });
+  const session = await globalVersion.open(tx, space, options.clock, undefined, options.session);
+  session.recordAs({ kind: 'backend', call: 'import', userID: null });
   let { after, entriesDone } = at;
   let entries = { written: 0, deleted: 0 };
   if (!entriesDone) {

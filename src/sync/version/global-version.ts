@@ -16,6 +16,7 @@ import { Prefixes, RULE } from '../view.js';
 import { keptGaps, skipTo } from './skipped-versions.js';
 import { remember } from '../../base/remember.js';
 import { setOwn } from '../../base/own.js';
+import { ChangeLog, type ChangeOrigin, feedFrom } from '../feed/change-log.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -99,6 +100,8 @@ class GlobalVersionSession implements SpaceSession {
   readonly #incarnation: string | undefined;
   /** The version this session's changes take when it skips ahead (see {@link skipTo}). */
   #skipTo: number | undefined;
+  /** The change log, written while the feed is on (see change-log.ts). */
+  readonly #log: ChangeLog | undefined;
 
   constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }, incarnation?: string) {
     this.#tx = tx;
@@ -113,6 +116,17 @@ class GlobalVersionSession implements SpaceSession {
     if (meta !== undefined) rememberBase(meta);
     this.#incarnation = incarnation;
     this.#skipTo = skipTo(meta, incarnation, clock.now);
+    this.#log = options.feed ? new ChangeLog(tx, keys, clock.now) : undefined;
+  }
+
+  recordAs(origin: ChangeOrigin): void {
+    if (this.#log !== undefined) this.#log.origin = origin;
+  }
+
+  async emit(topic: string, payload: JSONValue): Promise<void> {
+    if (this.#log === undefined) throw new TypeError('emit: events go out through the change feed, which is off: turn it on with the context option `changes`');
+    await this.#log.event(this.#next, topic, payload);
+    this.#changed = true;
   }
 
   async usage(): Promise<Usage> {
@@ -221,6 +235,7 @@ class GlobalVersionSession implements SpaceSession {
     // A push that changed nothing keeps the version, so the cookie stays equal (a no-op pull).
     if (!this.#changed) return false;
     const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(this.#clock.now) };
+    // A write without the log keeps its fields as they are: `feedAt` behind the version says the log broke off.
     const { indexFrom, indexedAt, prefixIndexFrom: _, indexes: built, indexesAt, gaps, incarnation, ...rest } = created;
     const version = this.#next;
     // The prefix index covers the versions since it was last turned on: a change written without
@@ -237,9 +252,12 @@ class GlobalVersionSession implements SpaceSession {
       ...(this.#prefixIndex && { indexFrom: indexFrom !== undefined && indexedAt === created.version ? indexFrom : version, indexedAt: version }),
       ...this.#usage,
       ...(kept !== undefined && { indexes: kept, indexesAt: version }),
+      // The log runs on from the last write that kept it, or starts at this one.
+      ...(this.#log !== undefined && { feedFrom: feedFrom(created) ?? created.version, feedAt: version }),
       ...((this.#incarnation ?? incarnation) !== undefined && { incarnation: this.#incarnation ?? incarnation }),
     };
     this.#skipTo = undefined;
+    this.#log?.committed();
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;
     return true;
@@ -369,6 +387,7 @@ class GlobalVersionSession implements SpaceSession {
         await tx.put(keys.prefixIndexRow(bucket, entry.ver, key), null);
       }
     }
+    await this.#log?.change(entry.ver, key, old === undefined || old.del ? undefined : old.val, entry.del ? undefined : entry.val);
     // The index's name and secondary key stand for its rows in what pokes are told.
     for (const touched of await this.#indexRows.write(key, old === undefined || old.del ? undefined : old.val, entry.del ? undefined : entry.val)) this.#touch(touched);
     this.#touch(key);

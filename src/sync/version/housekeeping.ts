@@ -3,6 +3,7 @@ import { getMany } from '../../storage/write-buffer.js';
 import { bucketOf, decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { Collected, Retention } from './strategy.js';
+import type { LogRow } from '../feed/change-log.js';
 
 /**
  * One bounded step of housekeeping in a space, in the caller's transaction: the oldest tombstones
@@ -15,7 +16,7 @@ import type { Collected, Retention } from './strategy.js';
  */
 export async function collectSpace(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }> {
   const keys = new SpaceKeys(space);
-  const counts = { clientGroups: 0, clients: 0, tombstones: 0, views: 0 };
+  const counts = { clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 };
   // What a crashed import left behind (see import-batch.ts): no import runs for a day.
   const abandoned = await oldest(tx, keys.stagingPrefix, limit, now - ABANDONED_IMPORT_MS, timeOf(keys.stagingPrefix));
   for (const [row] of abandoned.rows) await tx.del(row);
@@ -85,8 +86,18 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
     await tx.del(row);
   }
 
-  if (floor !== (meta.floor ?? 0) || (counts.clientGroups > 0 && !meta.expiredGroups)) {
-    await tx.put(keys.meta, { ...meta, floor, ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }) } satisfies Meta);
+  // The change log's oldest rows: a cursor at or before the newest version trimmed is then refused.
+  const trimmed = await oldest(tx, keys.logPrefix, limit, retention.changesMs === false ? -Infinity : now - retention.changesMs, (_, row) => (row as LogRow).at);
+  done &&= trimmed.done;
+  let feedFrom = meta.feedFrom;
+  for (const [row] of trimmed.rows) {
+    await tx.del(row);
+    feedFrom = Math.max(feedFrom ?? 0, keys.logPlace(row).version);
+    counts.changes++;
+  }
+
+  if (floor !== (meta.floor ?? 0) || (counts.clientGroups > 0 && !meta.expiredGroups) || feedFrom !== meta.feedFrom) {
+    await tx.put(keys.meta, { ...meta, floor, ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }), ...(feedFrom !== undefined && { feedFrom }) } satisfies Meta);
   }
   return { ...counts, done };
 }

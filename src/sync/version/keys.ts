@@ -26,6 +26,11 @@ import { utf8Length } from '../../base/utf8.js';
  *   under them, not every change to the space;
  * - `n/<space>/<index>/<secondary>\u0000<key>`: the indexes views read (`indexes`, see
  *   indexes.ts), a row per live entry in each, kept by every write;
+ * - `f/<space>/<ver>/<seq>`: the change log the change feed reads, while it is on (see
+ *   change-log.ts): each change a commit made, in order, with its value before and after and
+ *   what made it, and the events mutators emitted;
+ * - `h/<space>/<subscription>`: a webhook subscription's delivery state in the space (see
+ *   webhooks), and `h/<space>/<subscription>/<from>` its deliveries;
  * - `i/<space>/<import>/<key>`: an import's staging area (`importSpace`), the dump's entries
  *   checked and waiting to be applied; `<import>` starts with the time it began, so housekeeping
  *   can remove one a crashed import left;
@@ -51,6 +56,10 @@ export class SpaceKeys {
   readonly tombstonePrefix: string;
   readonly viewUsePrefix: string;
   readonly stagingPrefix: string;
+  /** The change log's rows (see change-log.ts). */
+  readonly logPrefix: string;
+  /** The webhook deliveries' rows. */
+  readonly deliveryPrefix: string;
   readonly groupPrefix: string;
   readonly clientPrefix: string;
   /** The route record, in a routed store. */
@@ -68,6 +77,8 @@ export class SpaceKeys {
     this.tombstonePrefix = `t/${this.#space}/`;
     this.viewUsePrefix = `u/${this.#space}/`;
     this.stagingPrefix = `${STAGING_PREFIX}${this.#space}/`;
+    this.logPrefix = `f/${this.#space}/`;
+    this.deliveryPrefix = `h/${this.#space}/`;
     this.groupPrefix = `g/${this.#space}/`;
     this.clientPrefix = `c/${this.#space}/`;
     this.route = `${ROUTE_PREFIX}${this.#space}/`;
@@ -81,7 +92,10 @@ export class SpaceKeys {
   get rowPrefixes(): { versioned: readonly string[]; whole: readonly string[] } {
     const s = this.#space;
     // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
-    return { versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`], whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`] };
+    return {
+      versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`, this.logPrefix],
+      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix],
+    };
   }
 
   /** Where the index named `name` keeps its rows (see indexes.ts). */
@@ -92,6 +106,17 @@ export class SpaceKeys {
   /** The row of `key` in the index named `name`, under its secondary key. */
   indexRow(name: string, secondary: string, key: string): string {
     return `${this.index(name)}${secondary}\u0000${key}`;
+  }
+
+  /** The change log's row `seq` (from 0) of `version`. */
+  logRow(version: number, seq: number): string {
+    return this.logPrefix + encodeVersion(version) + '/' + seq.toString(16).padStart(SEQ_WIDTH, '0');
+  }
+
+  /** The version and sequence number of a change log row's key (the inverse of {@link logRow}). */
+  logPlace(row: string): { version: number; seq: number } {
+    const rest = row.slice(this.logPrefix.length);
+    return { version: decodeVersion(rest.slice(0, VERSION_FIELD - 1)), seq: parseInt(rest.slice(VERSION_FIELD), 16) };
   }
 
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
@@ -282,3 +307,6 @@ function userPart(userID: string | undefined): string {
 export const VERSION_FIELD = 15;
 
 const VERSION_WIDTH = 14;
+
+/** Hex digits of a change log row's number within its version: far more rows than one commit can make. */
+const SEQ_WIDTH = 8;

@@ -37,6 +37,14 @@ export type Meta = {
    */
   entries?: number;
   bytes?: number;
+  /**
+   * The version after which the change log (see change-log.ts) holds every change, believed only
+   * while `feedAt` is `version`; absent: the log was never kept. Housekeeping raises it as it
+   * trims the log.
+   */
+  feedFrom?: number;
+  /** The version of the last write that kept the change log; behind `version`, a write did not, and the log restarts. */
+  feedAt?: number;
   /** Signs this space's view cookies (signature.ts); never sent. Absent in a space no write reached since viewsync 0.2. */
   secret?: string;
   /** The store's incarnation at the last write (see `StorageTransaction.incarnation`); absent where the store has none. */

@@ -4,6 +4,7 @@ import type { StorageTransaction } from '../../storage/types.js';
 import type { Patch } from './patch.js';
 import type { ReadPlan } from '../batching/prefetched-read.js';
 import type { Prefixes } from '../view.js';
+import type { ChangeOrigin } from '../feed/change-log.js';
 
 /**
  * What the protocol needs of a way to compute patches: the contract of the global version
@@ -43,6 +44,8 @@ export interface SessionOptions {
   maxKeyBytes?: number | undefined;
   /** The indexes views read (see indexes.ts): kept by this session's writes, rebuilt at its commit when the space's are not these. */
   indexes?: IndexDefinitions | undefined;
+  /** Keep the change log (see change-log.ts): on when the context's change feed is. */
+  feed?: boolean | undefined;
 }
 
 /** The time a session works at, and how stale a group's activity may get before it is refreshed. */
@@ -55,6 +58,8 @@ export interface SessionClock {
 export interface Retention {
   clientGroupsMs: number | false;
   tombstonesMs: number | false;
+  /** How long the change log keeps a change (see change-log.ts). */
+  changesMs: number | false;
 }
 
 /** What housekeeping removed. */
@@ -67,6 +72,8 @@ export interface Collected {
   tombstones: number;
   /** Records of views no pull named for the client-group retention. */
   views: number;
+  /** Rows of the change log past its retention (changes and events). */
+  changes: number;
 }
 
 /** What a space holds: its live entries, and their keys and JSON values in UTF-8 bytes (see quota.ts). */
@@ -97,6 +104,10 @@ export interface SpaceSession {
   put(key: string, value: JSONValue, valueBytes?: number): Promise<void>;
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */
   del(key: string): Promise<void>;
+  /** Who makes the writes that follow, for the change log (nothing when it is off). */
+  recordAs(origin: ChangeOrigin): void;
+  /** Puts an event in the change log, committed with the session's writes; throws when the log is off. */
+  emit(topic: string, payload: JSONValue): Promise<void>;
   /**
    * What the space holds now, this session's writes included: kept as counters in the space's
    * record by every write, so reading them costs nothing (see quota.ts).
