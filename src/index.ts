@@ -8,6 +8,7 @@ export { checkHealth, type Health, type HealthOptions } from './server/health.js
 export { collectGarbage, type CollectOptions, type Collected } from './context/collect-garbage.js';
 export { transact, mutate, type TransactOptions } from './backend/transact.js';
 export { read, type ReadOptions } from './backend/read.js';
+export { emit } from './base/emit.js';
 export { readChanges, followChanges, type ReadChangesOptions, type FollowChangesOptions } from './backend/changes.js';
 export { handleChanges } from './server/handle-changes.js';
 export { ChangesGoneError, ChangeCursorError, type FeedChange, type FeedPage } from './sync/feed/feed-pages.js';

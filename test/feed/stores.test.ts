@@ -3,25 +3,35 @@
  * any size, each change's `before` is what the replay holds at its key, and the replay ends
  * equal to the space's live entries; places are in strictly increasing order, each version's
  * rows numbered from 0 without a hole. Random pushes (failing mutations among them), backend
- * writes and imports that replace the space.
+ * writes and imports that replace the space; each event a mutation emitted is there once, right
+ * after its mutation's writes, though every push was sent twice.
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createContext, exportSpace, type FeedChange, importSpace, type JSONValue, readChanges, type Storage, transact } from '../../src/index.js';
 import { onEveryStore } from '../support/stores.js';
 import { mutation, push, testMutators } from '../support/helpers.js';
+import { emit, type Mutators } from '../../src/index.js';
+
+const mutators: Mutators = {
+  ...testMutators,
+  note: async (tx, { key, value }: { key: string; value: JSONValue }) => {
+    await tx.set(key, value);
+    await emit(tx, 'noted', { key });
+  },
+};
 
 const RUNS = Number(process.env.FC_RUNS ?? 100);
 const keyArb = fc.constantFrom('a', 'b', 'c/1', 'c/2', 'd');
 const valueArb = fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constant(null), fc.record({ n: fc.integer({ min: 0, max: 3 }) }));
 
 type Step =
-  | { kind: 'push'; mutations: Array<{ name: 'put' | 'del' | 'putThenFail'; key: string; value: JSONValue }> }
+  | { kind: 'push'; mutations: Array<{ name: 'put' | 'del' | 'putThenFail' | 'note'; key: string; value: JSONValue }> }
   | { kind: 'transact'; writes: Array<[string, JSONValue | undefined]> }
   | { kind: 'import'; entries: Array<[string, JSONValue]> };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('push' as const), mutations: fc.array(fc.record({ name: fc.constantFrom('put' as const, 'del' as const, 'putThenFail' as const), key: keyArb, value: valueArb }), { minLength: 1, maxLength: 4 }) }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('push' as const), mutations: fc.array(fc.record({ name: fc.constantFrom('put' as const, 'del' as const, 'putThenFail' as const, 'note' as const), key: keyArb, value: valueArb }), { minLength: 1, maxLength: 4 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('transact' as const), writes: fc.array(fc.tuple(keyArb, fc.option(valueArb, { nil: undefined })), { minLength: 1, maxLength: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('import' as const), entries: fc.uniqueArray(fc.tuple(keyArb, valueArb), { selector: ([key]) => key, maxLength: 4 }) }) },
 );
@@ -36,10 +46,16 @@ function describeFeed(store: string, create: () => Storage): void {
     it('replays to the live entries, each change from what the replay held', async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 7 }), async (steps, pageSize) => {
-          const ctx = createContext({ storage: create(), mutators: testMutators, changes: {}, space: () => 's', onError: () => {} });
+          const ctx = createContext({ storage: create(), mutators, changes: {}, space: () => 's', onError: () => {} });
           let id = 0;
+          const notes: number[] = [];
           for (const step of steps) {
-            if (step.kind === 'push') await push(ctx, 'g', step.mutations.map(({ name, key, value }) => mutation('c', ++id, name, { key, value })));
+            if (step.kind === 'push') {
+              const sent = step.mutations.map(({ name, key, value }) => (name === 'note' && notes.push(id + 1), mutation('c', ++id, name, { key, value })));
+              await push(ctx, 'g', sent);
+              // Sent again, as a client does until a pull confirms them: nothing twice.
+              await push(ctx, 'g', sent);
+            }
             else if (step.kind === 'transact') {
               await transact(ctx, 's', async (tx) => {
                 for (const [key, value] of step.writes) await (value === undefined ? tx.del(key) : tx.set(key, value));
@@ -63,12 +79,18 @@ function describeFeed(store: string, create: () => Storage): void {
             if (previous === undefined) expect(change.seq).toBe(0);
             else if (change.version === previous.version) expect(change.seq).toBe(previous.seq + 1);
             else expect([change.version > previous.version, change.seq]).toEqual([true, 0]);
-            if (change.op === 'event') continue;
+            if (change.op === 'event') {
+              // Right after its mutation's write, in the same commit.
+              expect([previous?.version, previous?.by]).toEqual([change.version, change.by]);
+              continue;
+            }
             expect(change.before, `${change.cursor} ${change.key}`).toEqual(replay.get(change.key));
             if (change.op === 'set') replay.set(change.key, change.after);
             else replay.delete(change.key);
           }
           expect(replay).toEqual(await liveEntries(ctx));
+          // Each note's event once, in the order they were sent.
+          expect(read.flatMap((change) => (change.op === 'event' && change.by.kind === 'mutation' ? [change.by.mutationID] : []))).toEqual(notes);
         }),
         { numRuns: RUNS },
       );

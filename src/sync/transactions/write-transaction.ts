@@ -7,6 +7,7 @@ import { overQuota, type SpaceQuota } from './quota.js';
 import { DELETED, SpaceReadTransaction } from './read-transaction.js';
 import type { SpaceSession } from '../version/strategy.js';
 import type { WriteTransaction } from './transaction.js';
+import { EMIT } from '../../base/emit.js';
 
 /** Who runs a mutation: its client, its id, and the authenticated user. */
 export interface MutationInfo {
@@ -32,6 +33,8 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
   readonly #writes = new Map<string, JSONValue | typeof DELETED>();
   /** The UTF-8 JSON bytes of each value set, measured while copying it: the space counts them. */
   readonly #bytes = new Map<string, number>();
+  /** Events the mutator emitted, committed after its writes (see emit.ts). */
+  readonly #events: Array<readonly [topic: string, payload: JSONValue]> = [];
 
   constructor(space: SpaceSession, info: MutationInfo, limits: Pick<Limits, 'keyBytes' | 'valueBytes'>) {
     super(space, limits);
@@ -65,6 +68,15 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
     return had;
   }
 
+  /** The outbox (see emit.ts): an event committed with this mutation's writes, if it commits. */
+  async [EMIT](topic: string, payload: unknown): Promise<void> {
+    this.check();
+    if (!this.#space.logging) throw new TypeError('emit: events go out through the change feed, which is off on this server: turn it on with the context option `changes` (createContext({ ..., changes: {} }))');
+    if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC) throw new TypeError(`emit: a topic is a string of 1 to ${MAX_TOPIC} characters, got ${typeof topic === 'string' ? `one of ${topic.length}` : typeof topic}`);
+    if (this.#events.length >= MAX_EVENTS) throw new RangeError(`emit: a mutation emits at most ${MAX_EVENTS} events`);
+    this.#events.push([topic, measuredJSONCopy(payload as JSONValue, this.#limits.valueBytes).copy]);
+  }
+
   /** Whether this mutation's writes would take `space` over `quota` (see quota.ts): the error to fail it with. */
   overQuota(space: string, quota: SpaceQuota): Promise<QuotaExceededError | undefined> {
     return overQuota(this.#space, space, quota, this.#writes, this.#bytes);
@@ -77,6 +89,7 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
       if (value === DELETED) await this.#space.del(key);
       else await this.#space.put(key, value, this.#bytes.get(key));
     }
+    for (const [topic, payload] of this.#events) await this.#space.emit(topic, payload);
   }
 
   /** Ends the mutation without writing anything. */
@@ -84,6 +97,7 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
     this.close();
     this.#writes.clear();
     this.#bytes.clear();
+    this.#events.length = 0;
   }
 
   protected override describe(): string {
@@ -114,3 +128,8 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
     yield buffered.slice(b).map((key) => [key, writes.get(key)!] as const);
   }
 }
+
+/** The longest topic, in characters. */
+const MAX_TOPIC = 256;
+/** Events one mutation may emit. */
+const MAX_EVENTS = 1_000;

@@ -119,6 +119,10 @@ class GlobalVersionSession implements SpaceSession {
     this.#log = options.feed ? new ChangeLog(tx, keys, clock.now) : undefined;
   }
 
+  get logging(): boolean {
+    return this.#log !== undefined;
+  }
+
   recordAs(origin: ChangeOrigin): void {
     if (this.#log !== undefined) this.#log.origin = origin;
   }

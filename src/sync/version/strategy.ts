@@ -104,6 +104,8 @@ export interface SpaceSession {
   put(key: string, value: JSONValue, valueBytes?: number): Promise<void>;
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */
   del(key: string): Promise<void>;
+  /** Whether the session keeps the change log (see change-log.ts): events can be emitted. */
+  readonly logging: boolean;
   /** Who makes the writes that follow, for the change log (nothing when it is off). */
   recordAs(origin: ChangeOrigin): void;
   /** Puts an event in the change log, committed with the session's writes; throws when the log is off. */
