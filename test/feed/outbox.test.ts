@@ -22,12 +22,14 @@ const mutators: Mutators = {
     await emit(tx, 'todo.assigned', { id });
     throw new TemporaryError('later');
   },
-  emitAny: async (tx, { topic, payload }: { topic: unknown; payload: unknown }) => {
-    await emit(tx, topic as string, payload);
+  emitAny: async (tx, args) => {
+    const { topic, payload } = args as { topic: string; payload: unknown };
+    await emit(tx, topic, payload);
   },
 };
 
-const events = (changes: readonly FeedChange[]) => changes.filter((change) => change.op === 'event').map((change) => change.op === 'event' && { version: change.version, topic: change.topic, payload: change.payload, by: change.by.kind === 'mutation' ? change.by.mutationID : change.by.call });
+const events = (changes: readonly FeedChange[]) =>
+  changes.flatMap((change) => (change.op === 'event' ? [{ version: change.version, topic: change.topic, payload: change.payload, by: change.by.kind === 'mutation' ? change.by.mutationID : change.by.call }] : []));
 
 describe('emit', () => {
   it('commits the event with the mutation, after its writes, once, however often the push comes', async () => {
