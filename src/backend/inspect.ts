@@ -8,9 +8,12 @@ import { SpaceKeys, STAGING_MARK } from '../sync/version/keys.js';
 import { quotaOf, type SpaceQuota } from '../sync/transactions/quota.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/version/records.js';
 import { checkSpace } from './transact.js';
-import { checkContext } from '../context/state.js';
+import { checkContext, clockOf } from '../context/state.js';
 import { setOwn } from '../base/own.js';
 import { feedFrom, type LogRow } from '../sync/feed/change-log.js';
+import { deliveryID, deliveryStates } from '../sync/feed/deliveries.js';
+import { parseCursor, readFeedPage } from '../sync/feed/feed-pages.js';
+import type { StorageTransaction } from '../storage/types.js';
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -40,6 +43,29 @@ export interface SpaceSummary {
   staging: StagingSummary[];
   /** The change log (see `SyncOptions.changes`), when the space has one. */
   changes?: ChangeLogSummary;
+  /** Each webhook's deliveries in the space, by name, once one looked at it. */
+  webhooks?: Record<string, WebhookSummary>;
+}
+
+/** A webhook's deliveries in one space. */
+export interface WebhookSummary {
+  /** Delivered up to this cursor of the change log. */
+  cursor: string;
+  /** Versions the space is past the cursor (not every one holds a change the webhook wants). */
+  lagVersions: number;
+  /** How long ago the oldest change after the cursor was committed, in milliseconds; 0 when none waits. */
+  lagMs: number;
+  /** Deliveries made, and attempts that failed. */
+  delivered: number;
+  failures: number;
+  /** When the last delivery was made, or null. */
+  lastDelivered: number | null;
+  /** The batch being delivered: the same changes under the same ID at each attempt. */
+  pending?: { delivery: string; attempts: number; nextAttempt: number; error?: string };
+  /** Deliveries asked again (`replayWebhook`) and not yet sent. */
+  replays: number;
+  /** Set once it failed for its `retryForMs` (or fell behind the change log): no delivery until `enableWebhook`. */
+  disabled?: { at: number; reason: string };
 }
 
 /** A space's change log at a glance. */
@@ -136,6 +162,7 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     log.rows++;
   }, space);
   if (log === undefined && meta?.feedFrom !== undefined) log = { rows: 0, from: feedFrom(meta) ?? null, oldest: null };
+  const webhooks = await storage.transaction((tx) => webhooksOf(tx, space, meta, clockOf(ctx).now), { readOnly: true, space });
   const groups = new Map<string, GroupSummary>();
   const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {
     const id = JSON.stringify([userID ?? null, clientGroupID]);
@@ -160,7 +187,37 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const active = list.filter((group) => !group.expired);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
   return {
-    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }) },
+    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }), ...(webhooks !== undefined && { webhooks }) },
     groups: list,
   };
+}
+
+/** The webhooks' delivery states in `space`, with their lag; undefined when none looked at it. */
+async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | undefined, now: number): Promise<Record<string, WebhookSummary> | undefined> {
+  const states = await deliveryStates(tx, space);
+  if (states.size === 0) return undefined;
+  const summaries: Record<string, WebhookSummary> = {};
+  for (const [name, state] of states) {
+    const cursor = parseCursor(state.cursor);
+    let lagMs = 0;
+    try {
+      const next = (await readFeedPage(tx, space, cursor, { limit: 1, maxChars: Number.MAX_SAFE_INTEGER })).changes[0];
+      if (next !== undefined) lagMs = Math.max(0, now - next.at);
+    } catch {
+      // The log no longer holds what follows the cursor: the state says so once a delivery tries.
+    }
+    const { pending } = state;
+    setOwn(summaries, name, {
+      cursor: state.cursor,
+      lagVersions: Math.max(0, (meta?.version ?? 0) - cursor.version),
+      lagMs,
+      delivered: state.delivered,
+      failures: state.failures,
+      lastDelivered: state.lastAt ?? null,
+      ...(pending && { pending: { delivery: deliveryID(space, pending), attempts: pending.attempts, nextAttempt: pending.nextAt, ...(pending.error !== undefined && { error: pending.error }) } }),
+      replays: state.replays?.length ?? 0,
+      ...(state.disabled && { disabled: { ...state.disabled } }),
+    });
+  }
+  return summaries;
 }

@@ -1,6 +1,6 @@
 import { collectAfterPush } from './collect-garbage.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-import { notifierOf } from './state.js';
+import { notifierOf, stateOf } from './state.js';
 import type { ChangeDetail } from '../poke/notifier.js';
 
 /**
@@ -10,6 +10,13 @@ import type { ChangeDetail } from '../poke/notifier.js';
  */
 export function afterChange(ctx: SyncContext, space: string, info: ErrorInfo, detail?: ChangeDetail): void {
   announce(ctx, space, info, detail);
+  for (const listener of stateOf(ctx).changeListeners) {
+    try {
+      listener(space);
+    } catch (error) {
+      reportError(ctx, error, info);
+    }
+  }
   collectAfterPush(ctx, space, info);
 }
 

@@ -135,6 +135,40 @@ export interface ChangeFeedOptions {
    * Without it the endpoint answers 404.
    */
   secret?: string;
+  /**
+   * Webhooks, by name (letters, digits, `_`, `.` and `-`): each POSTs the changes it wants to its
+   * URL, in batches, at least once and in order per space, signed. A process delivers them while
+   * `startWebhooks(ctx)` runs (or at each `deliverWebhooks(ctx)`); several may run: each batch is
+   * leased to one. A name is what the delivery state in the store is kept under: renaming a
+   * webhook starts it again from the oldest change the log holds.
+   */
+  webhooks?: Readonly<Record<string, WebhookOptions>>;
+}
+
+/** One webhook: see {@link ChangeFeedOptions.webhooks}. */
+export interface WebhookOptions {
+  /** Where deliveries are POSTed: http(s), to a public address unless `allowPrivateAddresses`. */
+  url: string;
+  /** Signs each delivery (`viewsync-signature`, checked with `verifyWebhook`): 32 characters or more, shared with the receiver only. */
+  secret: string;
+  /** Which spaces: a list, or a test. Default: every space. */
+  spaces?: readonly string[] | ((space: string) => boolean);
+  /** Key prefixes whose changes it wants (a prefix covers whole segments, as a view's does); `[]`: none. Default: every key. */
+  prefixes?: readonly string[];
+  /** Topics of events (`emit`) it wants; `[]`: none. Default: every event. */
+  topics?: readonly string[];
+  /** Changes per delivery, at most: 1 to 1,000. Default: 100. A delivery also stops past about 1 MB of JSON (one change may take more). */
+  maxBatch?: number;
+  /** How long a delivery may take before it counts as failed, in milliseconds. Default: 15,000. */
+  timeoutMs?: number;
+  /**
+   * How long a batch is retried (1 s doubling up to 10 min between attempts) before the webhook
+   * is disabled in that space, its reason recorded (`inspect`), until `enableWebhook`. Default:
+   * 3 days.
+   */
+  retryForMs?: number;
+  /** Let the URL be a loopback, private or link-local address (a receiver on the same host or network). Default: false. */
+  allowPrivateAddresses?: boolean;
 }
 
 /**

@@ -25,6 +25,8 @@ export interface ContextState {
   readonly housekeeping: Map<string, number>;
   /** The key poke tokens are signed with, imported on first use (see server/poke-token.ts). */
   pokeKey: Promise<CryptoKey> | undefined;
+  /** Told of each change committed through this context (the webhook runner, to deliver at once). */
+  readonly changeListeners: Set<(space: string) => void>;
 }
 
 /** Where a context keeps its state: not enumerable, so a spread or a JSON of the context carries none. */
@@ -32,7 +34,7 @@ const STATE = Symbol('viewsync context state');
 
 /** The state of a context `options` is made into (options already checked: see createContext). */
 export function newState(options: SyncOptions): ContextState {
-  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined };
+  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set() };
 }
 
 /** Makes `target` a context holding `state`. */

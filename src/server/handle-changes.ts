@@ -3,6 +3,7 @@ import { checkContext, limitsOf, notifierOf } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { fitsUTF8 } from '../base/utf8.js';
+import { sameText } from '../base/constant-time.js';
 import { ChangeCursorError, ChangesGoneError, type FeedPage, MAX_LIMIT, readSpaceFeed } from '../sync/feed/feed-pages.js';
 import { respond } from './prepare.js';
 
@@ -25,7 +26,7 @@ export function changesReply(request: Request, ctx: SyncContext): Promise<Reply>
   return respond(request, ctx, async () => {
     const secret = ctx.changes?.secret;
     if (secret === undefined) throw new HTTPError(404, 'The change feed is not served over HTTP here: set changes.secret to serve it');
-    if (!sameSecret(request.headers.get('authorization') ?? '', `Bearer ${secret}`)) {
+    if (!sameText(request.headers.get('authorization') ?? '', `Bearer ${secret}`)) {
       throw new HTTPError(401, 'The change feed needs the server secret: Authorization: Bearer <changes.secret>', { headers: { 'www-authenticate': 'Bearer' } });
     }
     const query = new URL(request.url).searchParams;
@@ -71,13 +72,6 @@ function whole(text: string | null, name: string, max: number): number | undefin
   const value = /^\d{1,9}$/.test(text) ? Number(text) : NaN;
   if (!(value >= (name === 'waitMs' ? 0 : 1) && value <= max)) throw new HTTPError(400, `${name} must be a whole number up to ${max}, got ${JSON.stringify(text.slice(0, 40))}`);
   return value;
-}
-
-/** Compares in time that depends on the lengths only, so the secret cannot be guessed a character at a time. */
-function sameSecret(given: string, expected: string): boolean {
-  let differ = given.length ^ expected.length;
-  for (let i = 0; i < expected.length; i++) differ |= (given.charCodeAt(i % Math.max(1, given.length)) || 0) ^ expected.charCodeAt(i);
-  return differ === 0;
 }
 
 const MAX_WAIT_MS = 30_000;

@@ -242,6 +242,19 @@ export function countRefusal(reason: `rate.${string}` | `quota.${string}`): void
   if (metrics !== undefined) guard(() => metrics.refusals.add(1, { 'viewsync.refusal': reason }));
 }
 
+/** A webhook delivery attempt and how it went; for a delivery, how long and how many versions its changes waited. */
+export function recordDelivery(webhook: string, outcome: 'delivered' | 'failed' | 'disabled', lag?: { seconds: number; versions: number }): void {
+  const metrics = instruments();
+  if (metrics === undefined) return;
+  guard(() => {
+    const attributes = { 'viewsync.webhook': webhook, 'viewsync.outcome': outcome };
+    metrics.webhookDeliveries.add(1, attributes);
+    if (lag === undefined) return;
+    metrics.webhookLag.record(lag.seconds, { 'viewsync.webhook': webhook });
+    metrics.webhookLagVersions.record(lag.versions, { 'viewsync.webhook': webhook });
+  });
+}
+
 /** A poke stream opened (+1) or closed (-1). */
 export function countPokeStreams(change: 1 | -1): void {
   const metrics = instruments();
@@ -268,6 +281,9 @@ interface Instruments {
   groupWait: Histogram;
   pokeStreams: UpDownCounter;
   refusals: Counter;
+  webhookDeliveries: Counter;
+  webhookLag: Histogram;
+  webhookLagVersions: Histogram;
 }
 
 const RESULTS = ['processed', 'failed', 'skipped'] as const;
@@ -310,6 +326,13 @@ function instruments(): Instruments | undefined {
       groupWait: seconds('viewsync.group_commit.wait', "Time a push or backend call waited for its space's transaction to start"),
       pokeStreams: meter.createUpDownCounter('viewsync.poke.streams', { unit: '{stream}', description: 'Poke streams open' }),
       refusals: meter.createCounter('viewsync.refusals', { unit: '{refusal}', description: "Requests a rate refused (429) and mutations a space's quota refused, by viewsync.refusal" }),
+      webhookDeliveries: meter.createCounter('viewsync.webhook.deliveries', { unit: '{delivery}', description: 'Webhook delivery attempts, by viewsync.webhook and viewsync.outcome (delivered, failed, disabled)' }),
+      webhookLag: meter.createHistogram('viewsync.webhook.lag', { unit: 's', description: "From a delivered batch's first commit to its delivery", advice: { explicitBucketBoundaries: [...SECONDS, 30, 60, 300, 3_600, 86_400] } }),
+      webhookLagVersions: meter.createHistogram('viewsync.webhook.lag.versions', {
+        unit: '{version}',
+        description: "Versions the space had moved past a delivered batch's end when it was sent",
+        advice: { explicitBucketBoundaries: [0, 1, 10, 100, 1_000, 10_000, 100_000] },
+      }),
     };
   });
   return made;

@@ -119,6 +119,16 @@ export class SpaceKeys {
     return { version: decodeVersion(rest.slice(0, VERSION_FIELD - 1)), seq: parseInt(rest.slice(VERSION_FIELD), 16) };
   }
 
+  /** The delivery state of the webhook named `name` in this space (a name holds no `/`). */
+  delivery(name: string): string {
+    return this.deliveryPrefix + name;
+  }
+
+  /** Where the webhook named `name` keeps its deliveries, by the place in the log each ended at. */
+  deliveryLog(name: string): string {
+    return this.deliveryPrefix + name + '/';
+  }
+
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
   staging(id: string): string {
     return `${this.stagingPrefix}${id}/`;

@@ -1,5 +1,6 @@
 import { base64url } from './base64url.js';
 import { remember } from '../../base/remember.js';
+import { sameText } from '../../base/constant-time.js';
 
 /**
  * Signatures of view cookies. A view cookie says which prefixes its client's data was drawn from
@@ -29,11 +30,7 @@ export async function signature(secret: string, cookie: Signable): Promise<strin
 
 /** Whether `cookie` carries the signature `secret` gives it, compared in constant time. */
 export async function isSigned(secret: string, cookie: Signable): Promise<boolean> {
-  const expected = await signature(secret, cookie);
-  const given = cookie.sig ?? '';
-  let difference = expected.length ^ given.length;
-  for (let i = 0; i < expected.length; i++) difference |= expected.charCodeAt(i) ^ given.charCodeAt(i);
-  return difference === 0;
+  return sameText(cookie.sig ?? '', await signature(secret, cookie));
 }
 
 /** The fields of a cookie a signature covers, and the signature. */

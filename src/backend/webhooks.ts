@@ -1,0 +1,314 @@
+import type { SyncContext, WebhookOptions } from '../context/context.js';
+import { reportError } from '../context/context.js';
+import { checkContext, clockOf, stateOf } from '../context/state.js';
+import { allSpaces } from '../context/collect-garbage.js';
+import { checkTarget } from '../base/outbound.js';
+import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
+import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryID, enableDelivery, type HookRule, finishDelivery } from '../sync/feed/deliveries.js';
+import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
+import { coversKey } from '../sync/view.js';
+import { recordDelivery } from '../telemetry/telemetry.js';
+import { checkSpace } from './transact.js';
+
+/**
+ * Delivering webhooks (`changes.webhooks`): each webhook's changes of each space, in order, in
+ * batches fixed at their first attempt, at least once, signed, retried with backoff, under a
+ * lease in the store so that one instance sends each batch. One step of one webhook in one space
+ * is a claim (a transaction), a POST, and a record of how it went (a transaction).
+ */
+
+/** What a delivery POSTs, as JSON: the body `verifyWebhook` resolves with. */
+export interface WebhookDelivery {
+  /** The webhook's name. */
+  webhook: string;
+  space: string;
+  /** The delivery's ID: the same for each attempt and each replay of it (an idempotency key; also the `idempotency-key` header). */
+  delivery: string;
+  /** The batch is the space's changes after the cursor `from`, up to `to`, that the webhook wants. */
+  from: string;
+  to: string;
+  /** In commit order; each with an `id` of its own, stable for ever. */
+  changes: FeedChange[];
+}
+
+/** What a round of {@link deliverWebhooks} did. */
+export interface DeliveryRound {
+  delivered: number;
+  failed: number;
+  /** Webhooks disabled in a space this round (retried for `retryForMs`, or behind the change log's retention). */
+  disabled: number;
+}
+
+/**
+ * One round of delivery, for a cron job or a test: every webhook in every space (or `space`)
+ * sends what it has due now, batch after batch, until nothing more is due; a failed batch waits
+ * for its retry. Resolves with what it did. `startWebhooks` does the same continuously.
+ */
+export async function deliverWebhooks(ctx: SyncContext, options: { space?: string } = {}): Promise<DeliveryRound> {
+  checkContext(ctx);
+  if (options.space !== undefined) checkSpace(options.space);
+  const round: DeliveryRound = { delivered: 0, failed: 0, disabled: 0 };
+  const owner = `round-${crypto.randomUUID()}`;
+  for (const space of options.space === undefined ? await allSpaces(ctx.storage) : [options.space]) {
+    for (const hook of hooksOf(ctx, space)) {
+      for (let steps = 0; steps < MAX_STEPS_PER_ROUND; steps++) {
+        const done = await deliverOnce(ctx, space, hook, owner, round);
+        if (done.kind !== 'delivered') break;
+      }
+    }
+  }
+  return round;
+}
+
+/** Options for {@link startWebhooks}. */
+export interface WebhookRunnerOptions {
+  /**
+   * How often every space is looked at for changes made elsewhere (another instance, a process
+   * with no runner) and for retries, in milliseconds. Changes made through this context are
+   * delivered at once. Default: 5,000.
+   */
+  sweepMs?: number;
+  /** Deliveries in flight at once, across webhooks and spaces: a stalled receiver holds only its own. Default: 8. */
+  concurrency?: number;
+}
+
+/** A running delivery: stop it before the process exits (it waits for deliveries in flight). */
+export interface WebhookRunner {
+  stop(): Promise<void>;
+}
+
+/**
+ * Delivers the context's webhooks for as long as the process runs: at once after each change
+ * committed through `ctx`, every `sweepMs` for the rest, and each retry when due. Run it in every
+ * instance or in one: a lease in the store gives each batch to one instance at a time, and an
+ * instance killed mid-delivery leaves its batch to another once the lease runs out (the
+ * receiver then gets it again, under the same delivery ID).
+ *
+ * @example
+ * const webhooks = startWebhooks(ctx);
+ * process.once('SIGTERM', () => webhooks.stop());
+ */
+export function startWebhooks(ctx: SyncContext, options: WebhookRunnerOptions = {}): WebhookRunner {
+  checkContext(ctx);
+  const runner = new Runner(ctx, options.sweepMs ?? 5_000, options.concurrency ?? 8);
+  return { stop: () => runner.stop() };
+}
+
+/** A webhook as its deliveries use it: its options, and its rule for the delivery state. */
+interface Hook {
+  name: string;
+  options: WebhookOptions;
+  rule: HookRule;
+}
+
+/** The webhooks of `ctx` that want `space`. */
+function hooksOf(ctx: SyncContext, space: string): Hook[] {
+  return Object.entries(ctx.changes?.webhooks ?? {})
+    .filter(([, options]) => (typeof options.spaces === 'function' ? options.spaces(space) : (options.spaces?.includes(space) ?? true)))
+    .map(([name, options]) => ({ name, options, rule: ruleOf(name, options) }));
+}
+
+function ruleOf(name: string, options: WebhookOptions): HookRule {
+  const { prefixes, topics } = options;
+  const timeoutMs = options.timeoutMs ?? 15_000;
+  return {
+    name,
+    wants: (change) => (change.op === 'event' ? (topics?.includes(change.topic) ?? true) : (prefixes?.some((prefix) => coversKey(prefix, change.key)) ?? true)),
+    maxBatch: options.maxBatch ?? 100,
+    maxChars: MAX_DELIVERY_CHARS,
+    retryForMs: options.retryForMs ?? 3 * 24 * 60 * 60 * 1000,
+    // Past the request's own timeout, with room for the two transactions around it.
+    leaseMs: timeoutMs + 10_000,
+  };
+}
+
+/** What one step of a webhook in a space came to. */
+type Step = { kind: 'delivered' } | { kind: 'failed'; until: number } | { kind: 'wait'; until: number } | { kind: 'idle' } | { kind: 'disabled' };
+
+/** Claims, sends and records one batch of `hook` in `space`, if one is due. */
+async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, round?: DeliveryRound): Promise<Step> {
+  const { retention } = stateOf(ctx);
+  const claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
+  if (claim.kind === 'disabled') return { kind: 'disabled' };
+  if (claim.kind !== 'deliver') return claim;
+  const outcome = await send(hook, space, claim.batch, claim.changes);
+  const now = clockOf(ctx).now;
+  const status = await ctx.storage.transaction((tx) => finishDelivery(tx, space, hook.rule, owner, claim.batch, outcome, now, retention.changesMs), { readOnly: false, space });
+  if (outcome.ok) {
+    const first = claim.changes[0];
+    const last = claim.changes.at(-1);
+    recordDelivery(hook.name, 'delivered', first && last && { seconds: Math.max(0, now - first.at) / 1000, versions: claim.version - last.version });
+    if (round) round.delivered++;
+    return { kind: 'delivered' };
+  }
+  const disabled = status === 'disabled';
+  recordDelivery(hook.name, disabled ? 'disabled' : 'failed');
+  if (round) {
+    round.failed++;
+    if (disabled) round.disabled++;
+  }
+  if (disabled) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${outcome.error}`), { operation: 'webhook', space });
+  // The claim's next answer says when its retry is due.
+  return disabled ? { kind: 'disabled' } : { kind: 'failed', until: now };
+}
+
+/** POSTs `batch` to the webhook: delivered on a 2xx answer, failed on anything else (a redirect too), a timeout or a refused target. */
+async function send(hook: Hook, space: string, batch: Batch, changes: FeedChange[]): Promise<{ ok: true } | { ok: false; error: string }> {
+  const delivery: WebhookDelivery = { webhook: hook.name, space, delivery: deliveryID(space, batch), from: batch.from, to: batch.to, changes };
+  const body = JSON.stringify(delivery);
+  const timeoutMs = hook.options.timeoutMs ?? 15_000;
+  try {
+    const url = new URL(hook.options.url);
+    await checkTarget(url, hook.options.allowPrivateAddresses === true);
+    const response = await fetch(url, {
+      method: 'POST',
+      body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'viewsync-webhooks',
+        'idempotency-key': delivery.delivery,
+        'viewsync-webhook': hook.name,
+        'viewsync-delivery': delivery.delivery,
+        // Signed with the time it is sent: each attempt anew, under the same ID.
+        [SIGNATURE_HEADER]: await signWebhook(hook.options.secret, body, Math.floor(Date.now() / 1000)),
+      },
+    });
+    await response.body?.cancel().catch(() => {});
+    return response.ok ? { ok: true } : { ok: false, error: `the receiver answered ${response.status}${response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : ''}` };
+  } catch (error) {
+    const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+    return { ok: false, error: timedOut ? `no answer within ${timeoutMs} ms (timeoutMs)` : error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** The continuous delivery of {@link startWebhooks}. */
+class Runner {
+  readonly #ctx: SyncContext;
+  readonly #concurrency: number;
+  readonly #owner = `runner-${crypto.randomUUID()}`;
+  /** What is due, and when (the context's clock), by space and webhook. */
+  readonly #due = new Map<string, { space: string; hook: Hook; at: number }>();
+  readonly #running = new Map<string, Promise<void>>();
+  readonly #listener = (space: string) => this.#wake(space);
+  readonly #sweeper: ReturnType<typeof setInterval>;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(ctx: SyncContext, sweepMs: number, concurrency: number) {
+    this.#ctx = ctx;
+    this.#concurrency = concurrency;
+    stateOf(ctx).changeListeners.add(this.#listener);
+    this.#sweeper = setInterval(() => this.#sweep(), sweepMs);
+    this.#sweep();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    stateOf(this.#ctx).changeListeners.delete(this.#listener);
+    clearInterval(this.#sweeper);
+    clearTimeout(this.#timer);
+    await Promise.allSettled(this.#running.values());
+  }
+
+  #sweep(): void {
+    allSpaces(this.#ctx.storage).then(
+      (spaces) => spaces.forEach((space) => this.#wake(space)),
+      (error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }),
+    );
+  }
+
+  #wake(space: string): void {
+    const now = clockOf(this.#ctx).now;
+    for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, now);
+  }
+
+  #schedule(space: string, hook: Hook, at: number): void {
+    if (this.#stopped) return;
+    const key = `${hook.name}\u0000${space}`;
+    const due = this.#due.get(key);
+    if (due === undefined || at < due.at) this.#due.set(key, { space, hook, at });
+    this.#pump();
+  }
+
+  /** Starts what is due, up to the concurrency, and sets a timer for the next. */
+  #pump(): void {
+    clearTimeout(this.#timer);
+    if (this.#stopped) return;
+    const now = clockOf(this.#ctx).now;
+    let next = Infinity;
+    for (const [key, { space, hook, at }] of this.#due) {
+      if (this.#running.has(key)) continue;
+      if (at > now) {
+        next = Math.min(next, at);
+        continue;
+      }
+      if (this.#running.size >= this.#concurrency) break;
+      this.#due.delete(key);
+      const run = deliverOnce(this.#ctx, space, hook, this.#owner)
+        .then((step) => {
+          if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now);
+          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until);
+        })
+        .catch((error: unknown) => {
+          reportError(this.#ctx, error, { operation: 'webhook', space });
+          this.#schedule(space, hook, clockOf(this.#ctx).now + 5_000);
+        })
+        .finally(() => {
+          this.#running.delete(key);
+          this.#pump();
+        });
+      this.#running.set(key, run);
+    }
+    if (next !== Infinity) this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - now));
+  }
+}
+
+/** Steps one webhook takes in one space in one round, at most: a round ends even while changes keep coming. */
+const MAX_STEPS_PER_ROUND = 1_000;
+/** About this many characters of JSON per delivery. */
+const MAX_DELIVERY_CHARS = 1_000_000;
+
+/**
+ * Sends again deliveries webhook `name` made in `space` (each as it was, under its delivery ID,
+ * and without moving the webhook's cursor): the one with ID `delivery`, or every one that held
+ * changes after the cursor `from` up to `to`. Deliveries are kept as long as the change log's
+ * rows (`retention.changesMs`). Resolves with how many were queued; rejects when none is kept.
+ */
+export async function replayWebhook(ctx: SyncContext, name: string, space: string, which: { delivery: string } | { from: string; to: string }): Promise<number> {
+  checkContext(ctx);
+  checkSpace(space);
+  hookNamed(ctx, name);
+  const range = 'delivery' in which ? rangeOf(space, which.delivery) : { from: parseCursor(which.from), to: parseCursor(which.to) };
+  return ctx.storage.transaction(async (tx) => {
+    let records = await deliveriesIn(tx, space, name, range.from, range.to);
+    if ('delivery' in which) records = records.filter((record) => deliveryID(space, record) === which.delivery);
+    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs)`);
+    return askAgain(tx, space, name, records);
+  }, { readOnly: false, space });
+}
+
+/** Enables webhook `name` in `space` again after it was disabled; its batch in flight is sent at once. Resolves whether it was disabled. */
+export async function enableWebhook(ctx: SyncContext, name: string, space: string): Promise<boolean> {
+  checkContext(ctx);
+  checkSpace(space);
+  hookNamed(ctx, name);
+  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, clockOf(ctx).now), { readOnly: false, space });
+  if (enabled) for (const listener of stateOf(ctx).changeListeners) listener(space);
+  return enabled;
+}
+
+function hookNamed(ctx: SyncContext, name: string): WebhookOptions {
+  const hook = ctx.changes?.webhooks?.[name];
+  if (hook === undefined || !Object.hasOwn(ctx.changes!.webhooks!, name)) throw new RangeError(`No webhook is named ${JSON.stringify(name)} in this context's changes.webhooks`);
+  return hook;
+}
+
+/** The range a delivery ID of `space` names (see `deliveryID`). */
+function rangeOf(space: string, delivery: string): { from: Cursor; to: Cursor } {
+  const prefix = `${encodeURIComponent(space)}:`;
+  const [from, to, extra] = delivery.startsWith(prefix) ? delivery.slice(prefix.length).split('..') : [];
+  if (from === undefined || to === undefined || extra !== undefined) throw new RangeError(`replayWebhook: ${JSON.stringify(delivery.slice(0, 100))} is not the ID of a delivery of space ${JSON.stringify(space)}`);
+  return { from: parseCursor(from), to: parseCursor(to) };
+}
