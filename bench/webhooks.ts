@@ -34,9 +34,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { createContext, memoryStorage, startWebhooks, type Storage, transact } from '../src/index.js';
+import { createContext, memoryStorage, startWebhooks, type Storage, type SyncContext, transact } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
-import { cpuSnapshot, cpuSpent, machineLine } from './cpu.js';
+import { type CPUSnapshot, cpuSnapshot, cpuSpent, machineLine } from './cpu.js';
 import { median, progress, quantile } from './measure.js';
 import { renderTable, type Row } from './table.js';
 
@@ -138,65 +138,100 @@ async function main(): Promise<void> {
   /** A value of about 150 bytes of JSON, new each time. */
   const item = (n: number) => ({ title: `Order ${n} for customer ${n % 977}`, status: ['new', 'paid', 'shipped'][n % 3], total: (n % 10_000) / 100, currency: 'EUR', lines: n % 7, updatedAt: new Date(1_700_000_000_000 + n).toISOString() });
 
-  async function bench(name: string, storage: Storage): Promise<Row[]> {
-    const receiver = await startReceiver(INLINE);
-    const errors: unknown[] = [];
-    const ctx = createContext({
-      storage,
-      mutators: {},
-      changes: { webhooks: { bench: { url: `http://127.0.0.1:${receiver.port}/hook`, secret: 'a-webhook-secret-of-32-characters-or-more', allowPrivateAddresses: true } } },
-      retention: { clientGroupsMs: false, tombstonesMs: false },
-      onError: (error) => errors.push(error),
-    });
-    const runner = startWebhooks(ctx, { sweepMs: 1000 });
-    const spaces = Array.from({ length: SPACES }, (_, i) => `hooks-${process.pid}-${i}`);
+  /** What a run of the load came to. */
+  interface Drive {
+    committedInWindow: number;
+    committed: number;
+    failed: number;
+    maxInFlight: number;
+    commitMs: number[];
+    cpu: ReturnType<typeof cpuSpent>;
+    /** Write transactions the store ran in the counted window. */
+    writes: number;
+  }
+
+  /**
+   * RATE transact calls a second into `spaces`, round-robin, for SECONDS s; counted from WARMUP s
+   * on. Resolves once the load is over and every call has settled.
+   */
+  async function drive(name: string, ctx: SyncContext, spaces: readonly string[], receiverPid: number, writes: { count: number }, errors: unknown[]): Promise<Drive & { counted: { from: number; to: number } }> {
     const commitMs: number[] = [];
     let issued = 0;
     let committed = 0;
+    let committedInWindow = 0;
     let failed = 0;
     let inFlight = 0;
     let maxInFlight = 0;
     const start = Date.now();
     const counted = { from: start + WARMUP * 1000, to: start + SECONDS * 1000 };
-    let before: ReturnType<typeof cpuSnapshot> | undefined;
-    let after: ReturnType<typeof cpuSnapshot> | undefined;
-    let committedInWindow = 0;
-    progress(`${name}: ${RATE} commits/s over ${SPACES} spaces for ${SECONDS} s (the first ${WARMUP} s not counted), receiver ${INLINE ? 'in this process' : 'in a child process'}`);
+    let before: { cpu: CPUSnapshot; writes: number } | undefined;
+    let after: { cpu: CPUSnapshot; writes: number } | undefined;
     await new Promise<void>((resolve) => {
       const tick = () => {
         const now = Date.now();
-        if (before === undefined && now >= counted.from) before = cpuSnapshot(receiver.pid, 'start');
+        if (before === undefined && now >= counted.from) before = { cpu: cpuSnapshot(receiverPid, 'start'), writes: writes.count };
         if (now >= counted.to) {
-          after = cpuSnapshot(receiver.pid, 'end');
+          after = { writes: writes.count, cpu: cpuSnapshot(receiverPid, 'end') };
           return resolve();
         }
+        // Catching up with what is due by now, without waiting for the calls before.
         const due = Math.floor(((now - start) / 1000) * RATE);
         while (issued < due) {
           const n = issued++;
           const called = performance.now();
-          const inWindow = Date.now() >= counted.from;
+          const inWindow = now >= counted.from;
           inFlight++;
           maxInFlight = Math.max(maxInFlight, inFlight);
-          transact(ctx, spaces[n % SPACES]!, (tx) => tx.set(`order/${n % 1000}`, item(n))).then(
-            () => {
-              committed++;
-              if (inWindow) commitMs.push(performance.now() - called);
-              const done = Date.now();
-              if (done >= counted.from && done <= counted.to) committedInWindow++;
-            },
-            (error: unknown) => (failed++, errors.push(error)),
-          ).finally(() => inFlight--);
+          transact(ctx, spaces[n % spaces.length]!, (tx) => tx.set(`order/${n % 1000}`, item(n)))
+            .then(
+              () => {
+                committed++;
+                if (inWindow) commitMs.push(performance.now() - called);
+                const done = Date.now();
+                if (done >= counted.from && done <= counted.to) committedInWindow++;
+              },
+              (error: unknown) => (failed++, errors.push(error)),
+            )
+            .finally(() => inFlight--);
         }
         setTimeout(tick, 2);
       };
       tick();
     });
-    const issuedAtEnd = issued;
-    progress(`${name}: load over: ${issuedAtEnd} started, ${committed} committed, ${inFlight} in flight; waiting for deliveries`);
+    progress(`${name}: load over: ${issued} started, ${committed} committed, ${inFlight} in flight`);
     while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
+    return { committedInWindow, committed, failed, maxInFlight, commitMs, cpu: cpuSpent(before!.cpu, after!.cpu), writes: after!.writes - before!.writes, counted };
+  }
+
+  async function bench(name: string, plain: Storage): Promise<Row[]> {
+    // The same store, its write transactions counted.
+    const writes = { count: 0 };
+    const storage = new Proxy(plain, {
+      get(target, property, receiver) {
+        if (property !== 'transaction') return Reflect.get(target, property, receiver) as unknown;
+        return (fn: never, options: { readOnly?: boolean }) => {
+          if (!options.readOnly) writes.count++;
+          return target.transaction(fn, options as never);
+        };
+      },
+    });
+    const receiver = await startReceiver(INLINE);
+    const errors: unknown[] = [];
+    const webhooks = { bench: { url: `http://127.0.0.1:${receiver.port}/hook`, secret: 'a-webhook-secret-of-32-characters-or-more', allowPrivateAddresses: true, spaces: (space: string) => space.startsWith('hooks-') } };
+    const ctx = createContext({ storage, mutators: {}, changes: { webhooks }, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => errors.push(error) });
+    const load = `${RATE.toLocaleString('en-US')} commits/s asked over ${SPACES} spaces`;
+    const where = INLINE ? 'in this process' : 'in a child process';
+
+    // The baseline: the same load, the feed on, no delivery running (spaces the webhook does not want).
+    progress(`${name}: baseline, no delivery: ${load}, ${SECONDS} s (the first ${WARMUP} s not counted)`);
+    const base = await drive(`${name} baseline`, ctx, Array.from({ length: SPACES }, (_, i) => `base-${process.pid}-${i}`), receiver.pid, writes, errors);
+
+    progress(`${name}: webhooks: ${load}, ${SECONDS} s (the first ${WARMUP} s not counted), receiver ${where}`);
+    const runner = startWebhooks(ctx, { sweepMs: 1000 });
+    const hooked = await drive(`${name} webhooks`, ctx, Array.from({ length: SPACES }, (_, i) => `hooks-${process.pid}-${i}`), receiver.pid, writes, errors);
     const waitFrom = Date.now();
     let delivered = await receiver.count();
-    while (delivered < committed && Date.now() - waitFrom < 60_000) {
+    while (delivered < hooked.committed && Date.now() - waitFrom < 60_000) {
       await new Promise((r) => setTimeout(r, 100));
       delivered = await receiver.count();
     }
@@ -204,19 +239,26 @@ async function main(): Promise<void> {
     await runner.stop();
     const report = await receiver.report();
     if (errors.length > 0) console.error(`${name}: ${errors.length} errors; the first:`, errors[0]);
+
+    const { counted } = hooked;
     const latencies = report.first.filter(([at]) => at >= counted.from && at <= counted.to).map(([at, arrival]) => arrival - at);
     const windowS = (counted.to - counted.from) / 1000;
-    const cpu = cpuSpent(before!, after!);
-    const pct = (ms: number) => `${Math.round((ms / (windowS * 1000)) * 100)}%`;
     const p = (q: number) => quantile(latencies, q);
-    const load = `${RATE.toLocaleString('en-US')} commits/s asked, ${SPACES} spaces`;
+    const pct = (ms: number) => (ms < 0 ? 'n/a (its processes came and went)' : `${Math.round((ms / (windowS * 1000)) * 100)}%`);
+    const cpuNote = (d: Drive, receiverToo: boolean) =>
+      `this process ${pct(d.cpu.client)}${receiverToo ? `, receiver ${INLINE ? '(in this process)' : pct(d.cpu.server)}` : ''}, PostgreSQL (every postgres process, anyone's) ${pct(d.cpu.postgres)}; of 200% (2 cores)`;
+    const ms1 = (x: number) => x.toFixed(x < 10 ? 2 : 0);
     return [
-      { benchmark: `${name}: commit to first delivery attempt, p50 (${load})`, value: p(0.5), unit: 'ms', note: `p90 ${p(0.9)} ms, n=${latencies.length} changes committed in the counted ${windowS} s` },
+      { benchmark: `${name}: commit to first delivery attempt, p50`, value: p(0.5), unit: 'ms', note: `${load}; p90 ${p(0.9)} ms; n=${latencies.length} changes committed in the counted ${windowS} s; receiver ${where}` },
       { benchmark: `${name}: commit to first delivery attempt, p99`, value: p(0.99), unit: 'ms', note: `p99.9 ${p(0.999)} ms, max ${Math.max(...latencies)} ms (aim: p99 < 1,000 ms)` },
-      { benchmark: `${name}: commits/s achieved`, value: committedInWindow / windowS, unit: 'commits/s', note: `of ${RATE} asked; ${committed} committed in all, ${failed} failed; up to ${maxInFlight} transact calls in flight` },
-      { benchmark: `${name}: transact, call to resolve, p50`, value: median(commitMs), unit: 'ms', note: `p99 ${quantile(commitMs, 0.99).toFixed(1)} ms` },
-      { benchmark: `${name}: changes per delivery (mean)`, value: report.first.length / report.posts, unit: 'changes', note: `${report.posts} deliveries; ${report.duplicates} changes delivered twice; ${committed - report.first.length} never delivered (waited ${(drainMs / 1000).toFixed(1)} s after the load)` },
-      { benchmark: `${name}: CPU over the counted window`, value: (cpu.machineBusy / (windowS * 1000)) * 100, unit: '% machine', note: `this process ${pct(cpu.client)}, receiver ${INLINE ? '(this process)' : pct(cpu.server)}, PostgreSQL ${pct(cpu.postgres)} (of 200%, 2 cores)` },
+      { benchmark: `${name}: commits/s achieved, with webhooks`, value: hooked.committedInWindow / windowS, unit: 'commits/s', note: `of ${RATE} asked; ${hooked.failed} failed; up to ${hooked.maxInFlight} transact calls in flight (any time, warm-up too)` },
+      { benchmark: `${name}: commits/s achieved, baseline (no delivery)`, value: base.committedInWindow / windowS, unit: 'commits/s', note: `${base.failed} failed; up to ${base.maxInFlight} transact calls in flight` },
+      { benchmark: `${name}: transact, call to resolve, p50, with webhooks`, value: median(hooked.commitMs), unit: 'ms', note: `p99 ${ms1(quantile(hooked.commitMs, 0.99))} ms` },
+      { benchmark: `${name}: transact, call to resolve, p50, baseline`, value: median(base.commitMs), unit: 'ms', note: `p99 ${ms1(quantile(base.commitMs, 0.99))} ms` },
+      { benchmark: `${name}: store write transactions, with webhooks`, value: hooked.writes / windowS, unit: '/s', note: `baseline ${Math.round(base.writes / windowS)}/s (group commit: commits share transactions); the difference is deliveries' claims and records` },
+      { benchmark: `${name}: changes per delivery (mean)`, value: report.first.length / report.posts, unit: 'changes', note: `${report.posts} deliveries (${Math.round(report.posts / (SECONDS - 0))}/s); ${report.duplicates} changes delivered twice; ${hooked.committed - report.first.length} never delivered (waited ${(drainMs / 1000).toFixed(1)} s after the load)` },
+      { benchmark: `${name}: machine CPU busy, with webhooks`, value: (hooked.cpu.machineBusy / (windowS * 1000)) * 100, unit: '%', note: cpuNote(hooked, true) },
+      { benchmark: `${name}: machine CPU busy, baseline`, value: (base.cpu.machineBusy / (windowS * 1000)) * 100, unit: '%', note: cpuNote(base, false) },
     ];
   }
 
