@@ -11,7 +11,9 @@ import {
   enableWebhook,
   inspect,
   memoryStorage,
+  moveSpace,
   type Mutators,
+  routedStorage,
   replayWebhook,
   type Storage,
   startWebhooks,
@@ -206,6 +208,20 @@ describe('webhooks', () => {
     await at.close();
     await abandoned;
     expect((await inspect(other, 's')).webhooks?.hook).toMatchObject({ cursor: '1', delivered: 1, failures: 0 });
+  });
+
+  it('go on across a move of the space to another store: the state moves with it, nothing is sent twice', async () => {
+    const at = await receiver();
+    const members = { x: memoryStorage(), y: memoryStorage() };
+    const ctx = hooked(at.url, { maxBatch: 2 }, routedStorage({ stores: members, place: () => 'x' }));
+    for (let i = 0; i < 3; i++) await write(ctx, `k${i}`, i);
+    await deliverWebhooks(ctx);
+    await moveSpace(ctx, 's', 'y');
+    for (let i = 3; i < 6; i++) await write(ctx, `k${i}`, i);
+    await deliverWebhooks(ctx);
+    expect(keysOf(at.received)).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5']);
+    expect(new Set(at.received.map(({ id }) => id)).size).toBe(at.received.length);
+    expect((await inspect(ctx, 's')).webhooks?.hook).toMatchObject({ cursor: '6', delivered: 4 });
   });
 
   it('startWebhooks delivers a change made through the context at once, and stops cleanly', async () => {
