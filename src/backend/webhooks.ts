@@ -60,49 +60,15 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
   return round;
 }
 
-/** Options for {@link startWebhooks}. */
-export interface WebhookRunnerOptions {
-  /**
-   * How often every space is looked at for changes made elsewhere (another instance, a process
-   * with no runner) and for retries, in milliseconds. Changes made through this context are
-   * delivered at once. Default: 5,000.
-   */
-  sweepMs?: number;
-  /** Deliveries in flight at once, across webhooks and spaces: a stalled receiver holds only its own. Default: 8. */
-  concurrency?: number;
-}
-
-/** A running delivery: stop it before the process exits (it waits for deliveries in flight). */
-export interface WebhookRunner {
-  stop(): Promise<void>;
-}
-
-/**
- * Delivers the context's webhooks for as long as the process runs: at once after each change
- * committed through `ctx`, every `sweepMs` for the rest, and each retry when due. Run it in every
- * instance or in one: a lease in the store gives each batch to one instance at a time, and an
- * instance killed mid-delivery leaves its batch to another once the lease runs out (the
- * receiver then gets it again, under the same delivery ID).
- *
- * @example
- * const webhooks = startWebhooks(ctx);
- * process.once('SIGTERM', () => webhooks.stop());
- */
-export function startWebhooks(ctx: SyncContext, options: WebhookRunnerOptions = {}): WebhookRunner {
-  checkContext(ctx);
-  const runner = new Runner(ctx, options.sweepMs ?? 5_000, options.concurrency ?? 8);
-  return { stop: () => runner.stop() };
-}
-
 /** A webhook as its deliveries use it: its options, and its rule for the delivery state. */
-interface Hook {
+export interface Hook {
   name: string;
   options: WebhookOptions;
   rule: HookRule;
 }
 
 /** The webhooks of `ctx` that want `space`. */
-function hooksOf(ctx: SyncContext, space: string): Hook[] {
+export function hooksOf(ctx: SyncContext, space: string): Hook[] {
   return Object.entries(ctx.changes?.webhooks ?? {})
     .filter(([, options]) => (typeof options.spaces === 'function' ? options.spaces(space) : (options.spaces?.includes(space) ?? true)))
     .map(([name, options]) => ({ name, options, rule: ruleOf(name, options) }));
@@ -123,10 +89,10 @@ function ruleOf(name: string, options: WebhookOptions): HookRule {
 }
 
 /** What one step of a webhook in a space came to. */
-type Step = { kind: 'delivered' } | { kind: 'failed'; until: number } | { kind: 'wait'; until: number } | { kind: 'idle' } | { kind: 'disabled' };
+export type Step = { kind: 'delivered' } | { kind: 'failed'; until: number } | { kind: 'wait'; until: number } | { kind: 'idle' } | { kind: 'disabled' };
 
 /** Claims, sends and records one batch of `hook` in `space`, if one is due. */
-async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, round?: DeliveryRound): Promise<Step> {
+export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, round?: DeliveryRound): Promise<Step> {
   const { retention } = stateOf(ctx);
   const claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
   if (claim.kind === 'disabled') return { kind: 'disabled' };
@@ -180,88 +146,6 @@ async function send(hook: Hook, space: string, batch: Batch, changes: FeedChange
   } catch (error) {
     const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
     return { ok: false, error: timedOut ? `no answer within ${timeoutMs} ms (timeoutMs)` : error instanceof Error ? error.message : String(error) };
-  }
-}
-
-/** The continuous delivery of {@link startWebhooks}. */
-class Runner {
-  readonly #ctx: SyncContext;
-  readonly #concurrency: number;
-  readonly #owner = `runner-${crypto.randomUUID()}`;
-  /** What is due, and when (the context's clock), by space and webhook. */
-  readonly #due = new Map<string, { space: string; hook: Hook; at: number }>();
-  readonly #running = new Map<string, Promise<void>>();
-  readonly #listener = (space: string) => this.#wake(space);
-  readonly #sweeper: ReturnType<typeof setInterval>;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #stopped = false;
-
-  constructor(ctx: SyncContext, sweepMs: number, concurrency: number) {
-    this.#ctx = ctx;
-    this.#concurrency = concurrency;
-    stateOf(ctx).changeListeners.add(this.#listener);
-    this.#sweeper = setInterval(() => this.#sweep(), sweepMs);
-    this.#sweep();
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    stateOf(this.#ctx).changeListeners.delete(this.#listener);
-    clearInterval(this.#sweeper);
-    clearTimeout(this.#timer);
-    await Promise.allSettled(this.#running.values());
-  }
-
-  #sweep(): void {
-    allSpaces(this.#ctx.storage).then(
-      (spaces) => spaces.forEach((space) => this.#wake(space)),
-      (error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }),
-    );
-  }
-
-  #wake(space: string): void {
-    const now = clockOf(this.#ctx).now;
-    for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, now);
-  }
-
-  #schedule(space: string, hook: Hook, at: number): void {
-    if (this.#stopped) return;
-    const key = `${hook.name}\u0000${space}`;
-    const due = this.#due.get(key);
-    if (due === undefined || at < due.at) this.#due.set(key, { space, hook, at });
-    this.#pump();
-  }
-
-  /** Starts what is due, up to the concurrency, and sets a timer for the next. */
-  #pump(): void {
-    clearTimeout(this.#timer);
-    if (this.#stopped) return;
-    const now = clockOf(this.#ctx).now;
-    let next = Infinity;
-    for (const [key, { space, hook, at }] of this.#due) {
-      if (this.#running.has(key)) continue;
-      if (at > now) {
-        next = Math.min(next, at);
-        continue;
-      }
-      if (this.#running.size >= this.#concurrency) break;
-      this.#due.delete(key);
-      const run = deliverOnce(this.#ctx, space, hook, this.#owner)
-        .then((step) => {
-          if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now);
-          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until);
-        })
-        .catch((error: unknown) => {
-          reportError(this.#ctx, error, { operation: 'webhook', space });
-          this.#schedule(space, hook, clockOf(this.#ctx).now + 5_000);
-        })
-        .finally(() => {
-          this.#running.delete(key);
-          this.#pump();
-        });
-      this.#running.set(key, run);
-    }
-    if (next !== Infinity) this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - now));
   }
 }
 
