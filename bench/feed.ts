@@ -3,7 +3,7 @@
  *
  * 1. Push throughput, feed on against off, in process through `handlePush` (a Request, its body
  *    parsed, the mutations run, the client's record), on memory, SQLite (a file, WAL) and
- *    PostgreSQL (a real server): two contexts on the same store, one with `changes: {}`, one
+ *    PostgreSQL (a real server, a pool of 4 connections: each-store.ts): two contexts on the same store, one with `changes: {}`, one
  *    without. A round is PUSHES pushes of 10 mutations each (`put` of one key, a todo of about
  *    150 bytes of JSON; keys cycle over 500, so a round makes new keys first and then updates
  *    them, whose log rows hold the value before as well), into a space of its own made fresh
@@ -22,10 +22,11 @@
  *    MB/s counts the export's bytes, and for the feed its changes as NDJSON (one change's JSON a
  *    line, UTF-8: what a reader serving them on would send; measured outside the timer).
  *
- * Run: `npm run bench:feed` (about ten minutes on 2 cores; starts a throwaway PostgreSQL with
+ * Run: `npm run bench:feed` (about five minutes on 2 cores; starts a throwaway PostgreSQL with
  * scripts/start-postgres.sh unless DATABASE_URL is set). Env: STORES (memory,sqlite,postgres),
- * ONLY (push, read), ROUNDS (7), READ_ROUNDS (5), ENTRIES (100000), PUSHES (per round, by store:
- * memory 1000, SQLite 400, PostgreSQL 200 for one client; the 8-client load does the same total).
+ * ONLY (push, read), ROUNDS (9), READ_ROUNDS (5), ENTRIES (100000), PUSHES (per round, by store:
+ * memory 2,000, SQLite 800, PostgreSQL 300 for one client; the 8-client load does the same total,
+ * 1/8 each).
  * Not part of `npm test`. Progress on stderr, the table on stdout.
  */
 import { execFileSync } from 'node:child_process';
@@ -39,13 +40,13 @@ import { renderTable, type Row } from './table.js';
 const root = new URL('..', import.meta.url).pathname;
 const STORES = (process.env.STORES ?? 'memory,sqlite,postgres').split(',');
 const ONLY = (process.env.ONLY ?? 'push,read').split(',');
-const ROUNDS = Number(process.env.ROUNDS ?? 7);
+const ROUNDS = Number(process.env.ROUNDS ?? 9);
 const READ_ROUNDS = Number(process.env.READ_ROUNDS ?? 5);
 const ENTRIES = Number(process.env.ENTRIES ?? 100_000);
 const BATCH = 10;
 const KEYS = 500;
 const CLIENTS = 8;
-const PUSHES: Record<string, number> = { memory: 1000, SQLite: 400, PostgreSQL: 200 };
+const PUSHES: Record<string, number> = { memory: 2000, SQLite: 800, PostgreSQL: 300 };
 if (STORES.includes('postgres')) process.env.DATABASE_URL ??= execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8' }).trim();
 
 const mutators: Mutators = {

@@ -20,14 +20,21 @@
  * transaction opened). After the load the run waits (up to 60 s) until every committed change has
  * arrived; changes never delivered are counted.
  *
- * Also reported: the commits a second actually achieved (transact calls that resolved in the
- * counted window, over its length), the `transact` calls' own latency (call to resolve), deliveries and
- * changes per delivery, changes delivered twice, and the CPU this process, the receiver,
- * PostgreSQL and the whole machine used over the counted window (2 cores: 200% is all of it).
+ * The baseline, measured first in the same run on the same store and context: the same load
+ * into SPACES other spaces, which the webhook does not want (its `spaces` test), so nothing is
+ * delivered; against it, the load with deliveries running.
+ *
+ * Also reported, for both: the commits a second actually achieved (transact calls that resolved
+ * in the counted window, over its length), the `transact` calls' own latency (call to resolve),
+ * the store's write transactions a second; deliveries and changes per delivery, changes
+ * delivered twice; and the CPU this process, the receiver, PostgreSQL (every postgres process
+ * on the machine, anyone's) and the whole machine used over the counted window (2 cores: 200% is
+ * all of it). PostgreSQL is reached through a pool of PG_POOL connections (default 10).
  *
  * Run: `npm run bench:webhooks` (about two minutes; starts a throwaway PostgreSQL with
  * scripts/start-postgres.sh unless DATABASE_URL is set). Env: STORES (postgres,memory), RATE,
- * SPACES, SECONDS, WARMUP, RECEIVER. Not part of `npm test`. Progress on stderr, the table on stdout.
+ * SPACES, SECONDS, WARMUP, RECEIVER, PG_POOL. Not part of `npm test`. Progress on stderr, the
+ * table on stdout.
  */
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -256,7 +263,7 @@ async function main(): Promise<void> {
       { benchmark: `${name}: transact, call to resolve, p50, with webhooks`, value: median(hooked.commitMs), unit: 'ms', note: `p99 ${ms1(quantile(hooked.commitMs, 0.99))} ms` },
       { benchmark: `${name}: transact, call to resolve, p50, baseline`, value: median(base.commitMs), unit: 'ms', note: `p99 ${ms1(quantile(base.commitMs, 0.99))} ms` },
       { benchmark: `${name}: store write transactions, with webhooks`, value: hooked.writes / windowS, unit: '/s', note: `baseline ${Math.round(base.writes / windowS)}/s (group commit: commits share transactions); the difference is deliveries' claims and records` },
-      { benchmark: `${name}: changes per delivery (mean)`, value: report.first.length / report.posts, unit: 'changes', note: `${report.posts} deliveries (${Math.round(report.posts / (SECONDS - 0))}/s); ${report.duplicates} changes delivered twice; ${hooked.committed - report.first.length} never delivered (waited ${(drainMs / 1000).toFixed(1)} s after the load)` },
+      { benchmark: `${name}: changes per delivery (mean)`, value: report.first.length / report.posts, unit: 'changes', note: `${report.posts} deliveries in the whole run (${Math.round(report.posts / SECONDS)}/s over its ${SECONDS} s); ${report.duplicates} changes delivered twice; ${hooked.committed - report.first.length} never delivered (waited ${(drainMs / 1000).toFixed(1)} s after the load)` },
       { benchmark: `${name}: machine CPU busy, with webhooks`, value: (hooked.cpu.machineBusy / (windowS * 1000)) * 100, unit: '%', note: cpuNote(hooked, true) },
       { benchmark: `${name}: machine CPU busy, baseline`, value: (base.cpu.machineBusy / (windowS * 1000)) * 100, unit: '%', note: cpuNote(base, false) },
     ];
