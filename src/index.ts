@@ -9,7 +9,8 @@ export { collectGarbage, type CollectOptions, type Collected } from './context/c
 export { transact, mutate, type TransactOptions } from './backend/transact.js';
 export { read, type ReadOptions } from './backend/read.js';
 export { emit } from './base/emit.js';
-export { readChanges, followChanges, type ReadChangesOptions, type FollowChangesOptions } from './backend/changes.js';
+export { readChanges, followChanges, readAllChanges, type ReadChangesOptions, type FollowChangesOptions, type ReadAllChangesOptions } from './backend/changes.js';
+export type { StoreFeedPage } from './sync/feed/store-feed.js';
 export { handleChanges } from './server/handle-changes.js';
 export { deliverWebhooks, replayWebhook, enableWebhook, type DeliveryRound, type WebhookDelivery } from './backend/webhooks.js';
 export { startWebhooks, type WebhookRunner, type WebhookRunnerOptions } from './backend/webhook-runner.js';

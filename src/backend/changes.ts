@@ -1,6 +1,8 @@
 import type { SyncContext } from '../context/context.js';
 import { checkContext, notifierOf } from '../context/state.js';
 import { type FeedPage, readSpaceFeed } from '../sync/feed/feed-pages.js';
+import { readStoreFeed, type StoreFeedPage } from '../sync/feed/store-feed.js';
+import { allSpaces } from '../context/collect-garbage.js';
 import { checkSpace } from './transact.js';
 
 /** Options for {@link readChanges}. */
@@ -89,4 +91,33 @@ export async function* followChanges(ctx: SyncContext, space: string, options: F
     signal?.removeEventListener('abort', aborted);
     unsubscribe();
   }
+}
+
+/** Options for {@link readAllChanges}. */
+export interface ReadAllChangesOptions {
+  /** The cursor a page of {@link readAllChanges} gave out; default: every space from its start. */
+  after?: string;
+  /** At most this many changes, across spaces. Default: 1,000; at most 10,000. */
+  limit?: number;
+}
+
+/**
+ * A page of the change feed of every space of the store: each space's changes after its cursor
+ * in `after`, space after space, starting where the last page left off, up to `limit`. Costs a
+ * read of every space per page (a space with nothing new, one key): for a store of many spaces,
+ * read the spaces that matter with {@link readChanges}. Rejects as `readChanges` does, naming the
+ * space.
+ *
+ * @example
+ * let after: string | undefined;
+ * for (;;) {
+ *   const page = await readAllChanges(ctx, { after });
+ *   await ship(page.changes);
+ *   after = page.cursor;
+ *   if (!page.more) break;
+ * }
+ */
+export async function readAllChanges(ctx: SyncContext, options: ReadAllChangesOptions = {}): Promise<StoreFeedPage> {
+  checkContext(ctx);
+  return readStoreFeed(ctx.storage, await allSpaces(ctx.storage), options.after, options.limit);
 }

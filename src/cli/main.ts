@@ -6,8 +6,8 @@ import { DumpError } from '../backend/lines.js';
 import { StagingLostError } from '../sync/dumps/import-batch.js';
 import { collectGarbage } from '../context/collect-garbage.js';
 import { moveSpace } from '../backend/move.js';
-import { followChanges, readChanges } from '../backend/changes.js';
-import { ChangesGoneError, type FeedPage, parseCursor } from '../sync/feed/feed-pages.js';
+import { followChanges, readAllChanges, readChanges } from '../backend/changes.js';
+import { ChangeCursorError, ChangesGoneError, type FeedPage, parseCursor } from '../sync/feed/feed-pages.js';
 import { checkDirectory, repairDirectory } from '../route/directory.js';
 import { RouteError } from '../route/route-record.js';
 import { type Router, routerOf } from '../route/routed-storage.js';
@@ -39,6 +39,7 @@ const OPTIONS = {
   changes: { type: 'string', for: ['gc'] },
   after: { type: 'string', for: ['changes'] },
   follow: { type: 'boolean', for: ['changes'] },
+  all: { type: 'boolean', for: ['changes'] },
   poll: { type: 'string', for: ['changes'] },
   to: { type: 'string', for: ['move'] },
   'switch-timeout': { type: 'string', for: ['move'] },
@@ -67,6 +68,7 @@ type Options = StoreOptions & {
   changes?: string;
   after?: string;
   follow?: boolean;
+  all?: boolean;
   poll?: string;
   to?: string;
   'switch-timeout'?: string;
@@ -134,17 +136,19 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await directoryCommand(routerOf(store.storage)!, action, options);
       }
       case 'changes': {
-        const space = operand(command, rest, 1)!;
-        const after = options.after ?? '0';
-        try {
-          parseCursor(after);
-        } catch (error) {
-          throw new UsageError(`--after: ${(error as Error).message}`);
-        }
+        if (options.all && rest.length > 0) throw new UsageError('changes takes a SPACE or --all, not both');
+        const space = options.all ? undefined : operand(command, rest, 1)!;
         const pollMs = duration(options.poll, '--poll', 1_000);
+        if (space !== undefined) {
+          try {
+            parseCursor(options.after ?? '0');
+          } catch (error) {
+            throw new UsageError(`--after: ${(error as Error).message}`);
+          }
+        }
         store = await openStore(options, { readOnly: true });
-        await checkWhereHeld(store, space, command);
-        await changesCommand(context(store), space, after, options.follow === true, pollMs);
+        if (space !== undefined) await checkWhereHeld(store, space, command);
+        await changesCommand(context(store), space, options.after, options.follow === true, pollMs);
         return 0;
       }
       case 'gc': {
@@ -166,6 +170,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError) return fail(`${error.message}\nRun 'viewsync --help' for usage.`, 2);
     if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError || error instanceof StagingLostError || error instanceof ChangesGoneError) return fail(error.message, 1);
+    if (error instanceof ChangeCursorError) return fail(`--after: ${error.message}\nRun 'viewsync --help' for usage.`, 2);
     return fail(`Failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`, 1);
   } finally {
     await store?.close().catch(() => {});
@@ -348,9 +353,11 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
 /**
  * Writes `space`'s changes after `after` to stdout, one JSON line each (its `cursor` is where to
  * go on from); with `follow`, goes on writing them as they come until SIGINT or SIGTERM, reading
- * again every `pollMs` when there was nothing (the CLI hears no pokes).
+ * again every `pollMs` when there was nothing (the CLI hears no pokes). Without a space, every
+ * space's, each page followed by a line `{"viewsync":"cursor","cursor":…}`: the store cursor to
+ * go on from.
  */
-async function changesCommand(ctx: SyncContext, space: string, after: string, follow: boolean, pollMs: number): Promise<void> {
+async function changesCommand(ctx: SyncContext, space: string | undefined, after: string | undefined, follow: boolean, pollMs: number): Promise<void> {
   const out = process.stdout;
   const stop = new AbortController();
   const end = () => stop.abort();
@@ -358,9 +365,11 @@ async function changesCommand(ctx: SyncContext, space: string, after: string, fo
   // A closed pipe (`| head`) ends it, as it would any other writer.
   out.once('error', end);
   try {
-    const pages = follow ? followChanges(ctx, space, { after, signal: stop.signal, pollMs }) : onceThrough(ctx, space, after);
+    const pages = space === undefined ? allThrough(ctx, after, follow, pollMs, stop.signal) : follow ? followChanges(ctx, space, { after: after ?? '0', signal: stop.signal, pollMs }) : onceThrough(ctx, space, after ?? '0');
     for await (const page of pages) {
-      for (const change of page.changes) if (!out.write(JSON.stringify(change) + '\n')) await drained(out);
+      let text = page.changes.map((change) => JSON.stringify(change) + '\n').join('');
+      if (space === undefined) text += JSON.stringify({ viewsync: 'cursor', cursor: page.cursor }) + '\n';
+      if (!out.write(text)) await drained(out);
       if (stop.signal.aborted) break;
     }
   } finally {
@@ -376,6 +385,21 @@ async function* onceThrough(ctx: SyncContext, space: string, after: string): Asy
     yield page;
     after = page.cursor;
     more = page.more;
+  }
+}
+
+/** The pages of every space's feed after the store cursor `after`: up to their end now, or for ever with `follow`. */
+async function* allThrough(ctx: SyncContext, after: string | undefined, follow: boolean, pollMs: number, signal: AbortSignal): AsyncGenerator<{ changes: readonly unknown[]; cursor: string }> {
+  while (!signal.aborted) {
+    const page = await readAllChanges(ctx, { ...(after !== undefined && { after }) });
+    after = page.cursor;
+    if (page.changes.length > 0 || !follow) yield page;
+    if (page.more) continue;
+    if (!follow) return;
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, pollMs);
+      signal.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)), { once: true });
+    });
   }
 }
 

@@ -32,7 +32,8 @@ Commands:
                     with SPACE, its client groups and their clients
   export SPACE      write SPACE's entries and client groups to stdout as NDJSON
   import SPACE      read a dump from stdin into SPACE (replaces it; --merge only sets)
-  changes SPACE     write SPACE's change feed to stdout as NDJSON (--follow: go on)
+  changes SPACE     write SPACE's change feed to stdout as NDJSON (--follow: go on;
+                    --all: every space's)
   gc                remove idle client groups, old tombstones, unused view records
                     and change log rows past their retention
   move SPACE        move SPACE to another store of a routed storage, while in use
@@ -126,7 +127,7 @@ repair  points each such row at the store holding the space's copy in use, and w
 Options:
   --json                 print plain JSON
 ${STORE}`,
-  changes: `Usage: viewsync changes SPACE [options]
+  changes: `Usage: viewsync changes SPACE|--all [options]
 
 Writes SPACE's change feed to stdout, one JSON line per change in commit order: a key set
 or deleted, with its value before and after and what made it, or an event a mutator
@@ -136,6 +137,9 @@ while their context has \`changes\`. A cursor whose changes the log no longer ho
 whose header's "version" is the cursor to follow it with.
 
 Options:
+  --all                  every space's changes, space after space, each page followed by
+                         a line {"viewsync":"cursor","cursor":…}: the cursor of every
+                         space, to pass to --after (default: every space from its start)
   --after CURSOR         read the changes after this cursor (default: 0, the start)
   --follow               go on writing changes as they come, until SIGINT or SIGTERM
   --poll DURATION        with --follow, how often to look for changes (default: 1s)

@@ -5,12 +5,15 @@ import { json, type Reply, toResponse } from '../base/reply.js';
 import { fitsUTF8 } from '../base/utf8.js';
 import { sameText } from '../base/constant-time.js';
 import { ChangeCursorError, ChangesGoneError, type FeedPage, MAX_LIMIT, readSpaceFeed } from '../sync/feed/feed-pages.js';
+import { readStoreFeed } from '../sync/feed/store-feed.js';
+import { allSpaces } from '../context/collect-garbage.js';
 import { respond } from './prepare.js';
 
 /**
  * The change feed over HTTP, for the rest of the app's backend (a search indexer, a warehouse
  * loader): `GET …/changes?space=<space>&after=<cursor>[&limit=<n>][&waitMs=<ms>]`, answered
- * with a page of `readChanges` as JSON. Opened by the server secret `changes.secret`, sent as
+ * with a page of `readChanges` as JSON, or `GET …/changes?all&after=<store cursor>`, a page of
+ * `readAllChanges`. Opened by the server secret `changes.secret`, sent as
  * `Authorization: Bearer <secret>`, never by a user's auth: the feed holds every user's data.
  * Without that secret configured it answers 404. `waitMs` (at most 30,000) holds an empty answer
  * until a change comes or the time is up: a long poll. A cursor the log no longer covers is 410,
@@ -34,8 +37,10 @@ export function changesReply(request: Request, ctx: SyncContext): Promise<Reply>
     if (!fitsUTF8(space, limitsOf(ctx).idBytes)) throw new HTTPError(400, `space is longer than ${limitsOf(ctx).idBytes} bytes (limits.idBytes)`);
     const limit = whole(query.get('limit'), 'limit', MAX_LIMIT);
     const waitMs = whole(query.get('waitMs'), 'waitMs', MAX_WAIT_MS) ?? 0;
-    const read = () => readSpaceFeed(ctx.storage, space, query.get('after') ?? '0', limit);
     try {
+      // Every space: no long poll (a change anywhere would have to wake it).
+      if (query.has('all')) return json(await readStoreFeed(ctx.storage, await allSpaces(ctx.storage), query.get('after') ?? undefined, limit), 200, { 'cache-control': 'no-store' });
+      const read = () => readSpaceFeed(ctx.storage, space, query.get('after') ?? '0', limit);
       const page = waitMs > 0 ? await waited(ctx, space, read, waitMs, request.signal) : await read();
       return json(page, 200, { 'cache-control': 'no-store' });
     } catch (error) {

@@ -492,6 +492,24 @@ describe('viewsync changes', () => {
     expect(sh(`viewsync changes --sqlite ${file}`).status).toBe(2);
   });
 
+  it('--all writes the changes of every space, each page followed by the store cursor to go on from', async () => {
+    const { file, write, close } = await withFeed('all.db');
+    await write('b', 1);
+    close();
+    const db = new Database(file);
+    await transact(createContext({ storage: sqliteStorage(db), mutators: {}, changes: {} }), 't', (tx) => tx.set('other', 1));
+    db.close();
+    const all = sh(`viewsync changes --all --sqlite ${file}`);
+    expect(all.status, all.stderr).toBe(0);
+    const lines = all.stdout.trim().split('\n').map((line) => JSON.parse(line) as { space?: string; viewsync?: string; cursor: string });
+    expect(lines.map((line) => line.space ?? line.viewsync)).toEqual(['s', 's', 's', 's', 't', 'cursor']);
+    expect(JSON.parse(lines.at(-1)!.cursor)).toEqual({ spaces: { s: '4', t: '1' } });
+    const again = sh(`viewsync changes --all --sqlite ${file} --after '${lines.at(-1)!.cursor}'`);
+    expect(again.stdout).toBe(`${JSON.stringify({ viewsync: 'cursor', cursor: lines.at(-1)!.cursor })}\n`);
+    expect(sh(`viewsync changes s --all --sqlite ${file}`).status).toBe(2);
+    expect(sh(`viewsync changes --all --sqlite ${file} --after '{}'`).status).toBe(2);
+  });
+
   it('--follow writes changes as they come, and ends cleanly on SIGTERM', async () => {
     const { file, write, close } = await withFeed('follow.db');
     const child = spawn('viewsync', ['changes', 's', '--sqlite', file, '--follow', '--poll', '50ms', '--after', '3'], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] });

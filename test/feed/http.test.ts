@@ -25,6 +25,17 @@ describe('GET …/changes', () => {
     }
   });
 
+  it('?all answers a page of every space, from a store cursor', async () => {
+    const ctx = testContext({ changes: { secret: SECRET } });
+    await transact(ctx, 'a', (tx) => tx.set('x', 1));
+    await transact(ctx, 'b', (tx) => tx.set('y', 2));
+    const first = (await (await handleRequest(get('all&limit=1'), ctx)).json()) as { changes: Array<{ space: string }>; cursor: string; more: boolean };
+    expect([first.changes.map(({ space }) => space), first.more]).toEqual([['a'], true]);
+    const second = (await (await handleRequest(get(`all&after=${encodeURIComponent(first.cursor)}`), ctx)).json()) as typeof first;
+    expect([second.changes.map(({ space }) => space), second.more]).toEqual([['b'], false]);
+    expect((await handleRequest(get('all&after=nope'), ctx)).status).toBe(400);
+  });
+
   it('is not served without a secret configured', async () => {
     const ctx = testContext({ changes: {} });
     expect((await handleRequest(get('space='), ctx)).status).toBe(404);

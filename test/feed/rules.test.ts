@@ -14,6 +14,7 @@ import {
   inspect,
   memoryStorage,
   mutate,
+  readAllChanges,
   readChanges,
   transact,
 } from '../../src/index.js';
@@ -160,5 +161,43 @@ describe('never a gap', () => {
     expect((await inspect(ctx, '')).changes).toMatchObject({ rows: 1, from: 1, oldest: now });
     await expect(readChanges(ctx, '', { after: '0' })).rejects.toThrow(/holds the changes after version 1 only/);
     expect(plain((await readChanges(ctx, '', { after: '1' })).changes)).toMatchObject([{ key: 'new' }]);
+  });
+});
+
+describe('the feed of every space', () => {
+  it('pages through every space, each change once, going on where the last page stopped', async () => {
+    const ctx = testContext({ changes: {} });
+    for (const space of ['a', 'b', 'c']) for (let i = 0; i < 3; i++) await transact(ctx, space, (tx) => tx.set(`k${i}`, i));
+    const read: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await readAllChanges(ctx, { after, limit: 2 });
+      read.push(...page.changes.map(({ space, version }) => `${space}${version}`));
+      after = page.cursor;
+      if (!page.more) break;
+    }
+    expect(read).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3', 'c1', 'c2', 'c3']);
+    expect(JSON.parse(after!)).toEqual({ spaces: { a: '3', b: '3', c: '3' } });
+    // A busy space does not hold the others back: the next page starts where this one stopped.
+    await transact(ctx, 'a', async (tx) => {
+      for (let i = 0; i < 5; i++) await tx.set(`more${i}`, i);
+    });
+    await transact(ctx, 'c', (tx) => tx.set('late', 1));
+    const first = await readAllChanges(ctx, { after, limit: 3 });
+    const second = await readAllChanges(ctx, { after: first.cursor, limit: 3 });
+    expect([first.changes.map(({ space }) => space), JSON.parse(first.cursor).next]).toEqual([['a', 'a', 'a'], 'a']);
+    expect(second.changes.map(({ space }) => space)).toEqual(['a', 'a', 'c']);
+  });
+
+  it('refuses a cursor it did not give out, and names the space whose changes are gone', async () => {
+    const storage = memoryStorage();
+    await transact(createContext({ storage, mutators: testMutators }), 'old', (tx) => tx.set('a', 1));
+    const ctx = createContext({ storage, mutators: testMutators, changes: {} });
+    await transact(ctx, 'new', (tx) => tx.set('a', 1));
+    for (const bad of ['x', '[]', '{"spaces":{"a":"x"}}', '{"spaces":{},"next":1}']) await expect(readAllChanges(ctx, { after: bad }), bad).rejects.toBeInstanceOf(ChangeCursorError);
+    await expect(readAllChanges(ctx)).rejects.toThrow(/space "old"/);
+    // Its cursor set from an export of it, the store's feed goes on.
+    const exported = JSON.parse((await new Response(exportSpace(ctx, 'old')).text()).split('\n')[0]!) as { version: number };
+    expect((await readAllChanges(ctx, { after: JSON.stringify({ spaces: { old: String(exported.version) } }) })).changes.map(({ space }) => space)).toEqual(['new']);
   });
 });

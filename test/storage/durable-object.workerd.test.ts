@@ -10,11 +10,13 @@ import { durableObjectStorage } from '../../src/storage/durable-object.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../../src/storage/types.js';
 import { describeBackend } from '../backend/suite.js';
 import { describeHousekeeping } from '../housekeeping/suite.js';
+import { describeFeed } from '../feed/suite.js';
 import { describeStorageConformance } from './conformance.js';
 import type { StorageObject } from './durable-object.worker.js';
 
 describeStorageConformance('durableObjectStorage', () => objectStorage(newObject()));
 describeHousekeeping('durableObjectStorage', () => objectStorage(newObject()));
+describeFeed('durableObjectStorage', () => objectStorage(newObject()), 20);
 describeBackend('durableObjectStorage', () => objectStorage(newObject()), (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)));
 
 describe('durableObjectStorage in a Durable Object', () => {

@@ -129,6 +129,8 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
   const name = JSON.stringify(space);
   const restart = ' Start again from an export (exportSpace, or viewsync export): its header\'s "version" is the cursor to follow it with.';
   if (after.version > latest) throw new ChangesGoneError(`The cursor ${formatCursor(after)} is ahead of space ${name}, at version ${latest}: its store lost commits (a failover, a restore) or the cursor is another space's.${restart}`);
+  // Up to date: nothing to read, so nothing can be missing, whatever the log holds.
+  if (after.version === latest && after.seq === undefined) return latest;
   const lost = meta?.gaps?.find(([from, to]) => after.version > from && after.version < to);
   if (lost !== undefined) throw new ChangesGoneError(`The cursor ${formatCursor(after)} read changes of space ${name} its store lost (commits after version ${lost[0]}, in a failover or a restore).${restart}`);
   const whole = feedFrom(meta);
