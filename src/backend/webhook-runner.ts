@@ -107,7 +107,7 @@ class Runner {
       }
       if (this.#running.size >= this.#concurrency) break;
       this.#due.delete(key);
-      const run = deliverOnce(this.#ctx, space, hook, this.#owner)
+      const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN)
         .then((step) => {
           if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now);
           else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until);
@@ -126,3 +126,5 @@ class Runner {
   }
 }
 
+/** Batches one webhook sends in one space before its slot goes to what else is due: a busy space does not hold one for ever. */
+const BATCHES_PER_TURN = 10;

@@ -51,10 +51,7 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
   const owner = `round-${crypto.randomUUID()}`;
   for (const space of options.space === undefined ? await allSpaces(ctx.storage) : [options.space]) {
     for (const hook of hooksOf(ctx, space)) {
-      for (let steps = 0; steps < MAX_STEPS_PER_ROUND; steps++) {
-        const done = await deliverOnce(ctx, space, hook, owner, round);
-        if (done.kind !== 'delivered') break;
-      }
+      await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, round);
     }
   }
   return round;
@@ -91,31 +88,43 @@ function ruleOf(name: string, options: WebhookOptions): HookRule {
 /** What one step of a webhook in a space came to. */
 export type Step = { kind: 'delivered' } | { kind: 'failed'; until: number } | { kind: 'wait'; until: number } | { kind: 'idle' } | { kind: 'disabled' };
 
-/** Claims, sends and records one batch of `hook` in `space`, if one is due. */
-export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, round?: DeliveryRound): Promise<Step> {
+/**
+ * Claims, sends and records batches of `hook` in `space`, up to `batches` of them while they
+ * are due: each record of a delivery also claims the next batch, in the same transaction, so a
+ * webhook keeping up costs the space one write transaction per delivery beside its pushes.
+ */
+export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, round?: DeliveryRound): Promise<Step> {
   const { retention } = stateOf(ctx);
-  const claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
-  if (claim.kind === 'disabled') return { kind: 'disabled' };
-  if (claim.kind !== 'deliver') return claim;
-  const outcome = await send(hook, space, claim.batch, claim.changes);
-  const now = clockOf(ctx).now;
-  const status = await ctx.storage.transaction((tx) => finishDelivery(tx, space, hook.rule, owner, claim.batch, outcome, now, retention.changesMs), { readOnly: false, space });
-  if (outcome.ok) {
-    const first = claim.changes[0];
-    const last = claim.changes.at(-1);
-    recordDelivery(hook.name, 'delivered', first && last && { seconds: Math.max(0, now - first.at) / 1000, versions: claim.version - last.version });
+  let claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
+  for (let sent = 1; ; sent++) {
+    if (claim.kind === 'disabled') return { kind: 'disabled' };
+    if (claim.kind !== 'deliver') return claim;
+    const { batch, changes, version } = claim;
+    const outcome = await send(hook, space, batch, changes);
+    const now = clockOf(ctx).now;
+    const more = outcome.ok && sent < batches;
+    const recorded = await ctx.storage.transaction(async (tx) => {
+      const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
+      return { status, next: more && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
+    }, { readOnly: false, space });
+    if (!outcome.ok) {
+      const disabled = recorded.status === 'disabled';
+      recordDelivery(hook.name, disabled ? 'disabled' : 'failed');
+      if (round) {
+        round.failed++;
+        if (disabled) round.disabled++;
+      }
+      if (disabled) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${outcome.error}`), { operation: 'webhook', space });
+      // The claim's next answer says when its retry is due.
+      return disabled ? { kind: 'disabled' } : { kind: 'failed', until: now };
+    }
+    const first = changes[0];
+    const last = changes.at(-1);
+    recordDelivery(hook.name, 'delivered', first && last && { seconds: Math.max(0, now - first.at) / 1000, versions: version - last.version });
     if (round) round.delivered++;
-    return { kind: 'delivered' };
+    if (recorded.next === undefined) return { kind: 'delivered' };
+    claim = recorded.next;
   }
-  const disabled = status === 'disabled';
-  recordDelivery(hook.name, disabled ? 'disabled' : 'failed');
-  if (round) {
-    round.failed++;
-    if (disabled) round.disabled++;
-  }
-  if (disabled) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${outcome.error}`), { operation: 'webhook', space });
-  // The claim's next answer says when its retry is due.
-  return disabled ? { kind: 'disabled' } : { kind: 'failed', until: now };
 }
 
 /** POSTs `batch` to the webhook: delivered on a 2xx answer, failed on anything else (a redirect too), a timeout or a refused target. */
