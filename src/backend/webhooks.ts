@@ -4,7 +4,7 @@ import { checkContext, clockOf, stateOf } from '../context/state.js';
 import { allSpaces } from '../context/collect-garbage.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
-import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryID, enableDelivery, type HookRule, finishDelivery } from '../sync/feed/deliveries.js';
+import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type HookRule, finishDelivery } from '../sync/feed/deliveries.js';
 import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
 import { coversKey } from '../sync/view.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
@@ -95,6 +95,7 @@ export type Step = { kind: 'delivered' } | { kind: 'failed'; until: number } | {
  */
 export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, round?: DeliveryRound): Promise<Step> {
   const { retention } = stateOf(ctx);
+  if (!(await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name), { readOnly: true, space }))) return { kind: 'idle' };
   let claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
   for (let sent = 1; ; sent++) {
     if (claim.kind === 'disabled') return { kind: 'disabled' };

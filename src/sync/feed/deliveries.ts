@@ -79,6 +79,22 @@ export function deliveryID(space: string, { from, to }: { from: string; to: stri
 }
 
 /**
+ * Whether webhook `name` may have something to do in `space`: read first, in a read-only
+ * transaction, so that looking at a space with nothing new takes no write lock (a sweep looks at
+ * every space). A claim then says what and when.
+ */
+export async function deliveryDue(tx: StorageTransaction, space: string, name: string): Promise<boolean> {
+  const keys = new SpaceKeys(space);
+  const [meta, state] = (await Promise.all([tx.get(keys.meta), tx.get(keys.delivery(name))])) as [Meta | undefined, DeliveryState | undefined];
+  if (meta === undefined) return false;
+  if (state === undefined) return true;
+  if (state.disabled) return false;
+  if (state.pending !== undefined || (state.replays?.length ?? 0) > 0) return true;
+  const cursor = parseCursor(state.cursor);
+  return meta.version > cursor.version || cursor.seq !== undefined;
+}
+
+/**
  * Claims the next delivery of webhook `rule` in `space` for `owner` at `now`, in `tx`: the batch
  * in flight (if its retry is due), else a delivery asked again, else the next changes the webhook
  * wants. Ranges holding none it wants are passed over (the cursor moves on). Another owner's
