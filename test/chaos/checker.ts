@@ -48,7 +48,8 @@ export interface Anomaly {
     | 'operator-command-accepted'
     | 'space-unavailable'
     | 'not-settled'
-    | 'runner-error';
+    | 'runner-error'
+    | 'webhook';
   detail: string;
 }
 

@@ -11,9 +11,10 @@
  */
 import { setMaxListeners } from 'node:events';
 import { parseArgs } from 'node:util';
-import type { JSONValue } from '../../src/index.js';
+import type { FeedChange, JSONValue } from '../../src/index.js';
 import { DAY } from './app.js';
 import { type Anomaly, check } from './checker.js';
+import { ChaosReceiver, feedOf, judgeWebhooks } from './webhook-check.js';
 import type { History, ImportAttempt, PullAnswer } from './history.js';
 import { type ClientEnvironment, RawClient } from './raw-client.js';
 import { installFetch, RealClient } from './real-client.js';
@@ -37,6 +38,8 @@ export interface ChaosOptions {
   log?: (line: string) => void;
   /** Logs every fault as it is injected. */
   verbose?: boolean;
+  /** Servers deliver webhooks of the change feed to a receiver here, which fails some on purpose; judged at the end (webhook-check.ts). */
+  webhooks?: boolean;
 }
 
 export interface ChaosReport {
@@ -55,6 +58,8 @@ export interface ChaosReport {
   admittedLosses: number;
   /** Pushes answered 200 whose commit a failover lost (where admitted), shown by the next pull. */
   pushesLost: number;
+  /** With `webhooks`: changes in the feeds, delivery requests, and those the receiver answered 500. */
+  webhooks?: { changes: number; requests: number; refused: number };
   /** Seconds each phase took (faults, clients stopping, settling, last pulls, reading the data): a slow phase shows where a run stalled. */
   phases: Record<string, number>;
   anomalies: Anomaly[];
@@ -92,6 +97,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   process.on('unhandledRejection', onRejection);
   const restoreFetch = installFetch(env, rng.fork());
   log(`${topology.name}: ${topology.description}; seed ${options.seed}`);
+  // Servers inherit this process's environment: set before they start.
+  // Not where acknowledged commits may be lost (a receiver may have been sent what the promoted store lacks).
+  const receiver = options.webhooks && !topology.lossAllowed ? await ChaosReceiver.start(rng.fork(), 0.1) : undefined;
+  if (receiver) process.env.CHAOS_WEBHOOK_URL = receiver.url;
+  else delete process.env.CHAOS_WEBHOOK_URL;
+  let webhookAnomalies: Anomaly[] = [];
+  let feedChanges = 0;
   const deployment: Deployment = await topology.start(history.crashes, log);
   const real: RealClient[] = [];
   try {
@@ -159,14 +171,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     }
     phaseDone('reading');
+    if (receiver) {
+      log(`${topology.name}: waiting for webhooks`);
+      const feeds = new Map<string, FeedChange[]>();
+      for (const space of history.truth.keys()) feeds.set(space, await feedOf(env.servers()[0]!, space));
+      feedChanges = [...feeds.values()].reduce((sum, feed) => sum + feed.length, 0);
+      const due = [...feeds.values()].flat().map(({ id }) => id);
+      const waitUntil = performance.now() + 120_000;
+      while (performance.now() < waitUntil && due.some((id) => !receiver.deliveriesOf.has(id))) await sleep(200);
+      webhookAnomalies = judgeWebhooks(receiver, feeds, history.truth);
+      phaseDone('webhooks');
+    }
   } finally {
     process.off('unhandledRejection', onRejection);
     stopping = stopped = true;
     await Promise.all(real.map((client) => client.close()));
     restoreFetch();
     await deployment.stop();
+    await receiver?.close();
+    delete process.env.CHAOS_WEBHOOK_URL;
   }
   const verdict = check(history, { lossAllowed: topology.lossAllowed });
+  verdict.anomalies.push(...webhookAnomalies);
   const statuses: Record<string, number> = {};
   let resets = 0;
   for (const { status, answer } of history.exchanges) {
@@ -176,7 +202,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const faults: Record<string, number> = {};
   for (const { kind } of history.faults) faults[kind] = (faults[kind] ?? 0) + 1;
   faults['clock jump and housekeeping'] = jumps;
-  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, phases, anomalies: verdict.anomalies };
+  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, ...(receiver && { webhooks: { changes: feedChanges, requests: receiver.requests, refused: receiver.refused } }), phases, anomalies: verdict.anomalies };
 }
 
 const BACKEND_SPACE = 'backend';
@@ -309,6 +335,7 @@ export function describe(report: ChaosReport): string {
   const lines = [
     `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses).map(([status, n]) => `${status}: ${n}`).join(', ')}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}${report.pushesLost > 0 ? `, ${report.pushesLost} pushes answered 200 lost to a failover and shown by the next pull` : ''}`,
     `  faults: ${faults || 'none'}`,
+    ...(report.webhooks ? [`  webhooks: ${report.webhooks.changes} changes in the feeds; ${report.webhooks.requests} delivery requests, ${report.webhooks.refused} answered 500 on purpose`] : []),
     `  phases: ${Object.entries(report.phases).map(([phase, seconds]) => `${phase} ${seconds} s`).join(', ')}`,
     `  anomalies: ${report.anomalies.length}`,
     ...report.anomalies.slice(0, 20).map((anomaly) => `    ${anomaly.kind}: ${anomaly.detail}`),
@@ -317,7 +344,7 @@ export function describe(report: ChaosReport): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { topology: { type: 'string', default: 'all' }, duration: { type: 'string', default: '60s' }, seed: { type: 'string' }, 'raw-clients': { type: 'string' }, 'real-clients': { type: 'string' }, verbose: { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { topology: { type: 'string', default: 'all' }, duration: { type: 'string', default: '60s' }, seed: { type: 'string' }, 'raw-clients': { type: 'string' }, 'real-clients': { type: 'string' }, verbose: { type: 'boolean' }, webhooks: { type: 'boolean' } } });
   const durationMs = parseDuration(values.duration!);
   const names = values.topology === 'all' ? Object.keys(TOPOLOGIES) : values.topology!.split(',');
   let failed = false;
@@ -331,6 +358,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       ...(values['real-clients'] !== undefined && { realClients: Number(values['real-clients']) }),
       log: (line) => console.error(`[chaos] ${line}`),
       verbose: values.verbose === true,
+      webhooks: values.webhooks === true,
     });
     console.log(describe(report));
     failed ||= report.anomalies.length > 0;

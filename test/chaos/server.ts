@@ -5,12 +5,13 @@
 // an export and an import. Prints {"url"} once listening on PORT.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { collectGarbage, exportSpace, importSpace, routedStorage, StagingLostError, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
+import { collectGarbage, exportSpace, importSpace, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import { chaosMutators, RETENTION } from './app.js';
+import { chaosMutators, DAY, RETENTION } from './app.js';
+import { CHANGES_SECRET, WEBHOOK_SECRET } from './webhook-check.js';
 
 /** Where a server keeps its data. */
 export type StoreSpec =
@@ -51,7 +52,11 @@ const ctx: SyncContext = createContext({
   storage,
   mutators: chaosMutators,
   space: (request) => new URL(request.url).searchParams.get('space') ?? '',
-  retention: RETENTION,
+  // With webhooks (webhook-check.ts), the log is kept whole and retried for as long as the run, whose clock jumps by days.
+  retention: process.env.CHAOS_WEBHOOK_URL ? { ...RETENTION, changesMs: false } : RETENTION,
+  ...(process.env.CHAOS_WEBHOOK_URL && {
+    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, maxBatch: 20, retryForMs: 100 * 365 * DAY } } },
+  }),
   clock: () => Date.now() + offsetMs,
   pokes: await pokes(),
   onError: (error) => {
@@ -130,6 +135,11 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
 
 function reply(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+if (process.env.CHAOS_WEBHOOK_URL) {
+  const webhooks = startWebhooks(ctx, { sweepMs: 300 });
+  closers.push(() => webhooks.stop());
 }
 
 server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
