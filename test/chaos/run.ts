@@ -99,7 +99,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   log(`${topology.name}: ${topology.description}; seed ${options.seed}`);
   // Servers inherit this process's environment: set before they start.
   // Not where acknowledged commits may be lost (a receiver may have been sent what the promoted store lacks).
-  const receiver = options.webhooks && !topology.lossAllowed ? await ChaosReceiver.start(rng.fork(), 0.1) : undefined;
+  const receiver = options.webhooks && !topology.lossAllowed ? await ChaosReceiver.start(rng.fork(), 0.05) : undefined;
   if (receiver) process.env.CHAOS_WEBHOOK_URL = receiver.url;
   else delete process.env.CHAOS_WEBHOOK_URL;
   let webhookAnomalies: Anomaly[] = [];

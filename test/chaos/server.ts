@@ -55,7 +55,7 @@ const ctx: SyncContext = createContext({
   // With webhooks (webhook-check.ts), the log is kept whole and retried for as long as the run, whose clock jumps by days.
   retention: process.env.CHAOS_WEBHOOK_URL ? { ...RETENTION, changesMs: false } : RETENTION,
   ...(process.env.CHAOS_WEBHOOK_URL && {
-    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, maxBatch: 20, retryForMs: 100 * 365 * DAY } } },
+    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, retryForMs: 100 * 365 * DAY } } },
   }),
   clock: () => Date.now() + offsetMs,
   pokes: await pokes(),
