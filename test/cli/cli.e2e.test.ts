@@ -355,7 +355,7 @@ describe('the viewsync CLI, run as a process', () => {
     expect(JSON.parse(sh(`viewsync gc --sqlite gc.db --json`).stdout)).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
     const run = sh(`viewsync gc --sqlite gc.db --client-groups 5d --tombstones 120h`);
     expect(run.status, run.stderr).toBe(0);
-    expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records.\n');
+    expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records, 0 change log rows.\n');
     expect(await collectGarbage(createContext({ ...ctx.options, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }))).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
   });
 

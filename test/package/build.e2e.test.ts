@@ -24,7 +24,8 @@ function importsOf(file: string, seen = new Set<string>()): string[] {
   if (seen.has(file)) return [];
   seen.add(file);
   const code = readFileSync(file, 'utf8');
-  const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\()["']([^"']+)["']/g)].map((m) => m[1]!);
+  // `import` followed by a quote only after a space or a parenthesis: `call: 'import'` in the code is no import.
+  const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\()["']([^"']+)["']/g)].map((m) => m[1]!);
   return specifiers.flatMap((s) => (s.startsWith('.') ? importsOf(join(dirname(file), s), seen) : [s]));
 }
 
