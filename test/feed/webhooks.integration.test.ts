@@ -87,7 +87,8 @@ describe('webhooks', () => {
     expect(at.received.length).toBeLessThan(20);
     expect((await inspect(ctx, 's')).webhooks?.hook).toMatchObject({ cursor: '0', lagVersions: 60, lagMs: 60 * MINUTE, pending: { delivery: 's:0..1', error: 'the receiver answered 500' } });
     at.answer = 'ok';
-    ctx.time.now += 10 * MINUTE;
+    // The longest backoff is 10 min and a fifth more (12 min), from an attempt as late as minute 59.
+    ctx.time.now += 12 * MINUTE;
     await deliverWebhooks(ctx);
     const delivered = at.delivered();
     // The batch it failed first (fixed when the space had one change), then the rest, three at a time.
