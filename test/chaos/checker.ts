@@ -49,7 +49,9 @@ export interface Anomaly {
     | 'space-unavailable'
     | 'not-settled'
     | 'runner-error'
-    | 'webhook';
+    | 'webhook'
+    /** The feed soak (feed-soak.ts): a gap, a repeat, a stranger or a reordering in a space's feed. */
+    | 'feed';
   detail: string;
 }
 

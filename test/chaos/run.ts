@@ -218,9 +218,9 @@ function lastAnswers(history: History, group: string): string {
 }
 
 /** Records a fault (or a move, an import) in the history, as injected from `from` (default: now) to now. */
-type Recorder = (kind: string, detail: string, window?: { from?: number; losesCommits?: boolean }) => void;
+export type Recorder = (kind: string, detail: string, window?: { from?: number; losesCommits?: boolean }) => void;
 
-async function faultLoop(deployment: Deployment, rng: Random, going: () => boolean, durationMs: number, [min, max]: [number, number], record: Recorder): Promise<void> {
+export async function faultLoop(deployment: Deployment, rng: Random, going: () => boolean, durationMs: number, [min, max]: [number, number], record: Recorder): Promise<void> {
   const total = deployment.faults.reduce((sum, fault) => sum + fault.weight, 0);
   const inject = async (fault: FaultKind) => {
     const from = performance.now();
@@ -286,7 +286,7 @@ async function importLoop(env: ClientEnvironment, history: History, source: { du
 }
 
 /** The server's data in `space`: a full pull by a group of its own, retried for half a minute until a server answers. */
-async function readSpace(env: ClientEnvironment, space: string): Promise<Map<string, JSONValue>> {
+export async function readSpace(env: ClientEnvironment, space: string): Promise<Map<string, JSONValue>> {
   const response = await retry(() => fetch(`${env.servers()[0]}pull?space=${encodeURIComponent(space)}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: '' },

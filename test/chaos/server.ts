@@ -55,7 +55,7 @@ const ctx: SyncContext = createContext({
   // With webhooks (webhook-check.ts), the log is kept whole and retried for as long as the run, whose clock jumps by days.
   retention: process.env.CHAOS_WEBHOOK_URL ? { ...RETENTION, changesMs: false } : RETENTION,
   ...(process.env.CHAOS_WEBHOOK_URL && {
-    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, retryForMs: 100 * 365 * DAY } } },
+    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, retryForMs: 100 * 365 * DAY, ...(process.env.CHAOS_WEBHOOK_BATCH && { maxBatch: Number(process.env.CHAOS_WEBHOOK_BATCH) }) } } },
   }),
   clock: () => Date.now() + offsetMs,
   pokes: await pokes(),
@@ -107,6 +107,24 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
           await tx.set('backend/count', (((await tx.get('backend/count')) as number | undefined) ?? 0) + 1);
         });
         return reply(res, 200, { n });
+      }
+      case '/chaos/burst': {
+        // The feed soak (feed-soak.ts): `count` commits, one after another, each writing `n` to
+        // `soak/<n % 1000>` and telling it on its own line once committed; a failure ends the
+        // answer with a line that says it (those after it were not tried).
+        const from = Number(url.searchParams.get('from'));
+        const count = Number(url.searchParams.get('count'));
+        const stride = Number(url.searchParams.get('stride') ?? 1);
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        for (let i = 0, n = from; i < count && !res.destroyed; i++, n += stride) {
+          try {
+            await transact(ctx, space, (tx) => tx.set(`soak/${n % 1000}`, n));
+          } catch (error) {
+            return void res.end(`! ${error instanceof Error ? error.message : String(error)}\n`);
+          }
+          res.write(`${n}\n`);
+        }
+        return void res.end();
       }
       case '/chaos/export': {
         const text = await new Response(exportSpace(ctx, space)).text();

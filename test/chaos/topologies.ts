@@ -40,7 +40,7 @@ export interface Deployment {
    * Background work of the deployment's own (moves between stores), run beside the clients until
    * `stopping`; `complain` records an operator's command that should have been refused and was not.
    */
-  background?(rng: Random, stopping: () => boolean, record: (kind: string, detail: string) => void, complain: (detail: string) => void): Promise<void>;
+  background?(rng: Random, stopping: () => boolean, record: (kind: string, detail: string) => void, complain: (detail: string) => void, pauseMs?: [number, number]): Promise<void>;
   /** Ends every fault in place: networks resumed, databases and servers up. */
   heal(): Promise<void>;
   stop(): Promise<void>;
@@ -326,7 +326,7 @@ export const TOPOLOGIES: Record<string, Topology> = {
       const databases = await Promise.all(['a', 'b', 'c'].map((name) => Database.start(name)));
       const stores = Object.fromEntries(databases.map((database, i) => [['a', 'b', 'c'][i]!, database.url]));
       const deployment = await deploy(2, { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' }, { NOTIFIER: 'postgres', NOTIFY_URL: databases[0]!.url }, crashes, databases, databases.map((database) => () => database.stop()));
-      deployment.background = (rng, stopping, record, complain) => moves(stores, rng, stopping, record, complain, log);
+      deployment.background = (rng, stopping, record, complain, pauseMs) => moves(stores, rng, stopping, record, complain, log, pauseMs);
       return deployment;
     },
   },
@@ -357,11 +357,11 @@ export const MOVED_SPACES = ['space-0', 'space-1', 'space-2', 'space-3'];
  * `--directory` (the CLI then places spaces by hash, unlike the servers), or moves a space that
  * does not exist; such a move must be refused, and never touch a space's data.
  */
-async function moves(stores: Record<string, string>, rng: Random, stopping: () => boolean, record: (kind: string, detail: string) => void, complain: (detail: string) => void, log: (line: string) => void): Promise<void> {
+async function moves(stores: Record<string, string>, rng: Random, stopping: () => boolean, record: (kind: string, detail: string) => void, complain: (detail: string) => void, log: (line: string) => void, [least, most]: [number, number] = [500, 3_000]): Promise<void> {
   const storeArgs = Object.entries(stores).flatMap(([name, url]) => ['--store', `${name}=${url}`]);
   const script = await bundled('src/cli/bin.ts');
   for (let n = 1; !stopping(); n++) {
-    await sleep(rng.int(500, 3_000));
+    await sleep(rng.int(least, most));
     if (stopping()) return;
     const mistake = rng.chance(0.25) ? rng.pick(['no --directory', 'a space that does not exist'] as const) : undefined;
     const space = mistake === 'a space that does not exist' ? `never-written-${n}` : rng.pick(MOVED_SPACES);
