@@ -175,7 +175,8 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
   const refused = options.quota === undefined ? undefined : await mtx.overQuota(options.space, options.quota);
   if (refused !== undefined) fail(refused);
   else {
-    session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: run.push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID: options.userID ?? null });
+    // Only where the feed is on: the hot path builds no origin for a log it does not keep.
+    if (session.logging) session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: run.push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID: options.userID ?? null });
     await mtx.flush();
   }
   done(client, mutation);

@@ -6,7 +6,7 @@ import type { Meta } from '../version/records.js';
 /**
  * The change log of a space (`f/<space>/<version>/<seq>`, see keys.ts): every change a commit made,
  * in the order it made them, each with its value before and after and what made it, and the
- * events mutators emitted (see outbox.ts). Written in the commit's own transaction, so a version
+ * events mutators emitted (see base/emit.ts). Written in the commit's own transaction, so a version
  * is in the log whole or not at all; read by the change feed (feed-pages.ts), trimmed by
  * housekeeping once older than its retention. Holding every before-value, it is also what a
  * version history or a point-in-time restore of the space would read.
@@ -22,7 +22,7 @@ export type LogRow =
   | { at: number; key: string; before?: JSONValue; after?: JSONValue; by: ChangeOrigin }
   | { at: number; topic: string; payload: JSONValue; by: ChangeOrigin };
 
-/** What a commit that did not keep the log leaves of it: see {@link feedFrom}. */
+/** A session's writing of the log: each row numbered within its version, stamped with the commit's time and origin. */
 export class ChangeLog {
   readonly #tx: StorageTransaction;
   readonly #keys: SpaceKeys;
@@ -50,7 +50,7 @@ export class ChangeLog {
     return this.#put(version, row);
   }
 
-  /** Records an event emitted at `version` (see outbox.ts). */
+  /** Records an event emitted at `version` (see base/emit.ts). */
   event(version: number, topic: string, payload: JSONValue): Promise<void> {
     return this.#put(version, { at: this.#at, topic, payload, by: this.#origin });
   }

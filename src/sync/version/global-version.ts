@@ -128,7 +128,8 @@ class GlobalVersionSession implements SpaceSession {
   }
 
   async emit(topic: string, payload: JSONValue): Promise<void> {
-    if (this.#log === undefined) throw new TypeError('emit: events go out through the change feed, which is off: turn it on with the context option `changes`');
+    // The mutation's transaction told the app already (write-transaction.ts): this is a slip of ours.
+    if (this.#log === undefined) throw new TypeError('emit on a session that keeps no change log: look at `logging` first');
     await this.#log.event(this.#next, topic, payload);
     this.#changed = true;
   }

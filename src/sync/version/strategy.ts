@@ -108,7 +108,7 @@ export interface SpaceSession {
   readonly logging: boolean;
   /** Who makes the writes that follow, for the change log (nothing when it is off). */
   recordAs(origin: ChangeOrigin): void;
-  /** Puts an event in the change log, committed with the session's writes; throws when the log is off. */
+  /** Puts an event in the change log, committed with the session's writes; throws when the log is off (look at `logging` first). */
   emit(topic: string, payload: JSONValue): Promise<void>;
   /**
    * What the space holds now, this session's writes included: kept as counters in the space's
