@@ -17,6 +17,7 @@
  * Not part of `npm test` (a million versions take the better part of an hour here); by hand:
  *
  *   npm run chaos:soak -- --versions 1000000 --seed 1
+ *   npm run chaos:soak -- --versions 1000000 --max-minutes 30 --fault-every 2s-8s --move-every 5s-20s
  */
 import { parseArgs } from 'node:util';
 import type { FeedChange, JSONValue } from '../../src/index.js';
@@ -30,6 +31,8 @@ import { ChaosReceiver, feedOf, judgeWebhooks } from './webhook-check.js';
 
 export interface SoakOptions {
   versions: number;
+  /** Stops writing after this long even short of `versions`, and judges what was written. */
+  maxMs?: number;
   seed: number;
   /** Spaces written: the four moves pick from, and more beside them (commits of one space wait for each other; of many, they do not). */
   spaces?: number;
@@ -78,7 +81,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const deployment = await TOPOLOGIES.routed!.start(crashes, log);
   const started = performance.now();
   let acknowledged = 0;
-  const done = () => acknowledged >= options.versions;
+  const done = () => acknowledged >= options.versions || performance.now() - started >= (options.maxMs ?? Infinity);
   const record: Recorder = (kind) => void (faults[kind] = (faults[kind] ?? 0) + 1);
   const progress = setInterval(() => {
     const seconds = (performance.now() - started) / 1000;
@@ -179,7 +182,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { versions: { type: 'string', default: '1000000' }, seed: { type: 'string' }, 'fault-every': { type: 'string' }, 'move-every': { type: 'string' }, writers: { type: 'string' }, spaces: { type: 'string' } } });
+  const { values } = parseArgs({ options: { versions: { type: 'string', default: '1000000' }, seed: { type: 'string' }, 'fault-every': { type: 'string' }, 'move-every': { type: 'string' }, writers: { type: 'string' }, spaces: { type: 'string' }, 'max-minutes': { type: 'string' } } });
   const seed = values.seed === undefined ? Math.floor(Math.random() * 1_000_000) : Number(values.seed);
   const report = await runSoak({
     versions: Number(values.versions),
@@ -188,6 +191,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     ...(values['move-every'] !== undefined && { moveEveryMs: range(values['move-every']) }),
     ...(values.writers !== undefined && { writersPerSpace: Number(values.writers) }),
     ...(values.spaces !== undefined && { spaces: Number(values.spaces) }),
+    ...(values['max-minutes'] !== undefined && { maxMs: Number(values['max-minutes']) * 60_000 }),
     log: (line) => console.log(line),
   });
   console.log(JSON.stringify({ ...report, anomalies: report.anomalies.slice(0, 50) }, null, 2));
