@@ -5,7 +5,7 @@
 import type { FeedChange } from '../../src/index.js';
 import type { Anomaly } from './checker.js';
 
-/** One writer: its commits are `n = index + writers × k`, for k = 0, 1, 2… in order. */
+/** One writer: its commits are `n = index + writers × k`, for k = 0, 1, 2… in order; `next` is the first k not yet asked for. */
 export interface Writer {
   index: number;
   space: string;
@@ -19,6 +19,7 @@ export function judgeFeeds(feeds: ReadonlyMap<string, readonly FeedChange[]>, wr
   const anomalies: Anomaly[] = [];
   const add = (detail: string) => anomalies.push({ kind: 'feed', detail });
   const count = writers.length;
+  const acknowledged = new Set(writers.flatMap((writer) => writer.acknowledged));
   for (const [space, feed] of feeds) {
     const seen = new Set<number>();
     const last = new Map<number, number>();
@@ -43,6 +44,9 @@ export function judgeFeeds(feeds: ReadonlyMap<string, readonly FeedChange[]>, wr
       }
       if (seen.has(n)) add(`the feed of ${space} holds commit ${n} twice`);
       seen.add(n);
+      // Order is judged among acknowledged commits: one whose answer was cut off may still have
+      // committed after the writer's next request (it was in flight), as with any store.
+      if (!acknowledged.has(n)) continue;
       if ((last.get(writer.index) ?? -1) > n && backwards++ === 0) add(`the feed of ${space} has writer ${writer.index}'s commit ${n} after its ${last.get(writer.index)}`);
       last.set(writer.index, n);
     }
