@@ -2,7 +2,9 @@ import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { processPull } from '../sync/process-pull.js';
 import { clockOf, limitsOf, checkContext, openHubOf } from '../context/state.js';
 import type { ViewInterest } from '../sync/interest.js';
-import type { SyncContext } from '../context/context.js';
+import { reportError, type SyncContext } from '../context/context.js';
+import { isTemporary } from '../storage/unreachable.js';
+import { TemporaryError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
@@ -48,7 +50,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       }
       if ('patch' in result) {
         report.patch = result.patch;
-        return pullBody(result);
+        return pullBody(result.rest ? { ...result, rest: reporting(result.rest, ctx, request) } : result);
       }
       report.answered = result.error;
       return json(result);
@@ -66,3 +68,17 @@ const PULL = {
     return !fits(pull.profileID) ? 'profileID' : !fits(pull.schemaVersion) ? 'schemaVersion' : undefined;
   },
 } as const;
+
+/**
+ * `rest` (a reset read as it is sent), telling `onError` of a failure other than a temporary
+ * one, as a failure before the answer began would be: the answer is already under way, so the
+ * client learns of it only as a broken response, which it drops, to pull again.
+ */
+async function* reporting<T, R>(rest: AsyncGenerator<T, R, undefined>, ctx: SyncContext, request: Request): AsyncGenerator<T, R, undefined> {
+  try {
+    return yield* rest;
+  } catch (error) {
+    if (!isTemporary(error) && !(error instanceof TemporaryError)) reportError(ctx, error, { request });
+    throw error;
+  }
+}

@@ -1,5 +1,6 @@
 import type { Reply } from '../base/reply.js';
 import type { Patch } from '../sync/version/patch.js';
+import type { PullEnd } from '../sync/process-pull.js';
 
 /**
  * A pull answer as a JSON reply. A small one is a single string, as any response; one over
@@ -12,7 +13,8 @@ import type { Patch } from '../sync/version/patch.js';
  * Pulls that shared a read share their patch (shared-reads.ts): a short patch's text is kept
  * with it, so that a poke storm's answers serialise it once, not once each.
  */
-export function pullBody(body: { patch: Patch }): Reply {
+export function pullBody(body: { patch: Patch; rest?: AsyncGenerator<Patch, PullEnd, undefined> | undefined }): Reply {
+  if (body.rest !== undefined) return readAsSent(body.patch, body.rest);
   const { patch } = body;
   // `{"cookie":…,"lastMutationIDChanges":…}` less its `}`, then the patch. Every answer with a
   // patch has a cookie, so the head is never `{}`.
@@ -52,6 +54,49 @@ export function pullBody(body: { patch: Patch }): Reply {
       controller.enqueue(bytes.subarray(0, bytes.length - 1));
     },
     // No read-ahead: a slice is made only when the reader asks for it.
+  }, { highWaterMark: 0 });
+  return { status: 200, headers: { ...JSON_TYPE }, body: stream };
+}
+
+/**
+ * A reset read as it is sent (reset-pages.ts): its start, then each page as the client reads,
+ * then the answer's other fields, known only at its end (JSON's members may come in any order).
+ * A client that goes stops the reads; a read that fails breaks the answer off, which the client
+ * drops, to pull again.
+ */
+function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined>): Reply {
+  const encoder = new TextEncoder();
+  let slices: Generator<string, void> = patchSlices(start);
+  let head = '{"patch":[';
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      for (;;) {
+        const slice = slices.next();
+        if (!slice.done) {
+          const bytes = encoder.encode(slice.value);
+          // The slice's brackets become the separators in place (see pullBody).
+          if (head !== '') {
+            controller.enqueue(encoder.encode(head));
+            head = '';
+            controller.enqueue(bytes.subarray(1, bytes.length - 1));
+          } else {
+            bytes[0] = 0x2c; // ','
+            controller.enqueue(bytes.subarray(0, bytes.length - 1));
+          }
+          return;
+        }
+        const page = await rest.next();
+        if (page.done) {
+          controller.enqueue(encoder.encode(`${head}],${JSON.stringify(page.value).slice(1)}`));
+          controller.close();
+          return;
+        }
+        slices = patchSlices(page.value);
+      }
+    },
+    async cancel() {
+      await rest.return(undefined as never);
+    },
   }, { highWaterMark: 0 });
   return { status: 200, headers: { ...JSON_TYPE }, body: stream };
 }

@@ -7,15 +7,23 @@ import { SpaceReadTransaction, type SpaceReader } from './transactions/read-tran
 import type { IndexDefinitions } from './indexes.js';
 import type { Patch } from './version/patch.js';
 import { readAlone, readBatched } from './batching/shared-reads.js';
-import type { GroupRef, ResolvedView, SessionClock, SpaceSession } from './version/strategy.js';
+import type { GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession } from './version/strategy.js';
+import type { JSONValue } from '../protocol/json.js';
+import { setOwn } from '../base/own.js';
 import { globalVersion as strategy } from './version/global-version.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 import { within } from '../base/within.js';
 import { ViewInterest, ViewReads } from './interest.js';
 
-/** A pull's answer before it is serialised: a patch's puts may hold their value as text. */
-export type PullAnswer = WithPatch<PullResponseV1> | WithPatch<PullResponseV0> | ClientStateNotFoundResponse;
-type WithPatch<T> = Omit<T, 'patch'> & { patch: Patch };
+/**
+ * A pull's answer before it is serialised: a patch's puts may hold their value as text. A reset
+ * of a large space is sent as it is read (`rest`): `patch` is its start, and the other fields
+ * are those of the answer's start, until `rest` returns the final ones.
+ */
+export type PullAnswer = Answered<PullResponseV1> | Answered<PullResponseV0> | ClientStateNotFoundResponse;
+type Answered<T> = Omit<T, 'patch'> & { patch: Patch; rest?: AsyncGenerator<Patch, PullEnd, undefined> };
+/** The fields of a pull's answer other than its patch. */
+export type PullEnd = Omit<PullResponseV1, 'patch'> | Omit<PullResponseV0, 'patch'>;
 
 /** What {@link processPull} answers from: the pull, whose it is, and how to read. */
 export interface PullOptions {
@@ -73,7 +81,8 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       after.stale = seen !== undefined && clock.now - seen >= clock.touchEveryMs;
       const result = await answer(group);
       if (result === 'ClientStateNotFound') return { error: result };
-      return { cookie: result.cookie, lastMutationIDChanges: result.lastMutationIDChanges, patch: result.patch };
+      const { cookie, lastMutationIDChanges, patch } = result;
+      return { cookie, lastMutationIDChanges, patch, ...(result.rest && { rest: sent(result.rest, cookie, lastMutationIDChanges) }) };
     }
 
     const client = await session.getClient(userID, pull.clientID);
@@ -87,8 +96,29 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
     }
     const result = await answer(undefined);
     if (result === 'ClientStateNotFound') return { error: result };
-    return { cookie: result.cookie, lastMutationID: client?.lastMutationID ?? 0, patch: result.patch };
+    const { cookie, patch } = result;
+    return { cookie, lastMutationID: client?.lastMutationID ?? 0, patch, ...(result.rest && { rest: sent(result.rest, cookie, undefined) }) };
   };
+  /**
+   * The rest of a reset, read as it is sent, then what changed meanwhile: the answer of a pull
+   * from the cookie of the reset's start, whose lastMutationIDs are the latest (spec, pull rule 2:
+   * they go with the patch's last snapshot). When that pull cannot follow on (the space was
+   * replaced or lost the history since, the group expired, the view changed under the pages
+   * read), the answer breaks off: the client drops it and pulls again.
+   */
+  async function* sent(rest: NonNullable<PullResult['rest']>, cookie: JSONValue, lastMutationIDChanges: Record<string, number> | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
+    yield* rest(storage, space);
+    const end = await processPull({ storage, pull: { ...pull, cookie }, space, userID, clock, views, shareReads, onInterest });
+    if ('error' in end || end.rest !== undefined || end.patch[0]?.op === 'clear') {
+      throw new TemporaryError('The space changed too much while a full pull was sent (it was replaced, or lost the changes since); pull again', { retryAfterSeconds: 1 });
+    }
+    if (end.patch.length > 0) yield end.patch;
+    if (!('lastMutationIDChanges' in end)) return { cookie: end.cookie, lastMutationID: end.lastMutationID };
+    // Those the start read, less what changed since; set by key, as a client ID may be `__proto__`.
+    const latest: Record<string, number> = {};
+    for (const lmids of [lastMutationIDChanges!, end.lastMutationIDChanges]) for (const [clientID, lmid] of Object.entries(lmids)) setOwn(latest, clientID, lmid);
+    return { cookie: end.cookie, lastMutationIDChanges: latest };
+  }
   // On a store over a network (one with readMany), a pull that can tell what it will read (no
   // view, a cookie of a space seen before) reads it in one go, one statement on a database.
   // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.

@@ -5,7 +5,8 @@ import { answerTo, compareCookies, isEmptyView, orderBase, readCookie, sameCooki
 import { collectSpace } from './housekeeping.js';
 import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { IndexRows } from './index-rows.js';
-import { changesSince, FIRST_PAGE, live, resetPatch, scanPages, viewPatch } from './patch.js';
+import { changesSince, FIRST_PAGE, live, scanPages, viewPatch } from './patch.js';
+import { type ResetCursor, resetRest, resetStart } from './reset-pages.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../../base/utf8.js';
 import { entryBytes, valueBytes } from '../transactions/quota.js';
@@ -314,9 +315,10 @@ class GlobalVersionSession implements SpaceSession {
           : await sharedOnce(tx, `view ${view.id} ${since} ${JSON.stringify(from!.list)}`, () =>
               viewPatch(tx, keys, { since: since as number, latest: this.#version, prefixIndexFrom: indexFrom(this.#meta) }, from!, view.prefixes),
             );
+    let rest: ResetCursor | undefined;
     if (patch === 'reset') {
       since = 'reset';
-      patch = await sharedOnce(tx, `reset ${view?.id ?? ''}`, () => resetPatch(tx, keys, view?.prefixes));
+      ({ patch, rest } = await sharedOnce(tx, `reset ${view?.id ?? ''}`, () => resetStart(tx, keys, this.#version, view?.prefixes)));
     }
     const lastMutationIDChanges: Record<string, number> = {};
     // A lastMutationID changes with the version, so an up-to-date client has none to learn.
@@ -329,7 +331,8 @@ class GlobalVersionSession implements SpaceSession {
         }
       }
     }
-    return { cookie: current, patch, lastMutationIDChanges, viewRecord };
+    const cursor = rest;
+    return { cookie: current, patch, lastMutationIDChanges, viewRecord, ...(cursor && { rest: (storage, space) => resetRest(storage, space, keys, cursor) }) };
   }
 
   /**

@@ -24,47 +24,25 @@ export interface TextPut {
 export type Patch = ReadonlyArray<PatchOperation | TextPut>;
 
 /**
- * Everything a client needs from nothing: a clear, then every live entry (under `view`). From a
- * store that keeps values as text, the puts are {@link TextPut}s: a full pull of a large space
- * is mostly values, and parsing each only to serialise it again was most of its cost.
- */
-export async function resetPatch(tx: StorageTransaction, keys: SpaceKeys, view?: Prefixes): Promise<Patch> {
-  const patch: Array<PatchOperation | TextPut> = [{ op: 'clear' }];
-  const skip = keys.entryPrefix.length;
-  for (const prefix of view?.list ?? ['']) {
-    // Page by page rather than through an async generator per entry: an await per entry costs a
-    // third of a full pull.
-    if (tx.scanText !== undefined) {
-      for await (const page of regionPages((options) => tx.scanText!(options), keys, prefix)) {
-        for (const [row, record] of page) {
-          const text = entryValueText(record);
-          if (text !== undefined) patch.push({ op: 'put', key: row.slice(skip), text });
-        }
-      }
-    } else {
-      for await (const page of regionPages((options) => tx.scan(options), keys, prefix)) {
-        for (const [key, value] of live(page, skip)) patch.push({ op: 'put', key, value });
-      }
-    }
-  }
-  return patch;
-}
-
-/**
  * The JSON text of the value in an entry record's text (see records.ts), or undefined for a
  * tombstone. A live entry's record is `{"ver":…,"val":…}` as `JSON.stringify` wrote it: the
  * value is the text between, taken without parsing it.
  */
 export function entryValueText(record: string): string | undefined {
+  return entryText(record).text;
+}
+
+/** {@link entryValueText}, and the entry's version. */
+export function entryText(record: string): { ver: number; text: string | undefined } {
   const head = ENTRY_HEAD.exec(record);
-  if (head !== null && record.endsWith('}')) return record.slice(head[0].length, -1);
+  if (head !== null && record.endsWith('}')) return { ver: Number(head[1]), text: record.slice(head[0].length, -1) };
   // Any other shape: a tombstone, or a record some other writer made.
   const entry = JSON.parse(record) as Entry;
-  return entry.del ? undefined : JSON.stringify(entry.val);
+  return { ver: entry.ver, text: entry.del ? undefined : JSON.stringify(entry.val) };
 }
 
 /** How a live entry's record starts, as `#stamp` writes it (`{ver, val}`, in that order). */
-const ENTRY_HEAD = /^\{"ver":\d+,"val":/;
+const ENTRY_HEAD = /^\{"ver":(\d+),"val":/;
 
 /**
  * The changes after version `since` up to `latest` (the space's version), in version order, of

@@ -1,6 +1,6 @@
 import type { IndexDefinitions } from '../indexes.js';
 import type { JSONValue } from '../../protocol/json.js';
-import type { StorageTransaction } from '../../storage/types.js';
+import type { Storage, StorageTransaction } from '../../storage/types.js';
 import type { Patch } from './patch.js';
 import type { ReadPlan } from '../batching/prefetched-read.js';
 import type { Prefixes } from '../view.js';
@@ -190,4 +190,11 @@ export interface PullResult {
   lastMutationIDChanges: Record<string, number>;
   /** The current view's record as the pull read it (`used` undefined: missing); absent when not read. */
   viewRecord?: { used: number | undefined } | undefined;
+  /**
+   * The rest of a reset too large for the pull's transaction: `patch` is its start, and this
+   * reads the other entries a page at a time, each page in a read-only transaction of `space` of
+   * its own (see reset-pages.ts). The answer is not whole until a pull from `cookie` adds what
+   * changed meanwhile.
+   */
+  rest?: (storage: Storage, space: string) => AsyncGenerator<Patch, void, undefined>;
 }

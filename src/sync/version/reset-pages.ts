@@ -1,0 +1,163 @@
+import type { PatchOperation } from '../../protocol/pull-response.js';
+import type { Storage, StorageTransaction } from '../../storage/types.js';
+import type { SpaceKeys } from './keys.js';
+import { entryText, type Patch, type TextPut } from './patch.js';
+import type { Entry } from './records.js';
+import type { Prefixes } from '../view.js';
+
+// A reset (a clear, then every live entry of the space or of a view) read a page at a time. The
+// pull's own transaction reads the first pages; a space larger than that is read on, page by
+// page, each in a short read-only transaction of its own, as the answer is sent: the server holds
+// a page or two of a big space at a time, never all of it, and no transaction (nor the memory
+// store's space lock) stays open while a slow client reads. The pages then come from different
+// snapshots: each sends only the entries it finds as they were in the first (of a version up to
+// the first's), and the pull ends with the changes since the first (process-pull.ts), which makes
+// the whole answer that of its last snapshot. Nothing written after the first snapshot is sent
+// before that last pull checks it may be (a view can have lost the prefix it was written under).
+
+/** Where a reset read in pages has got to: the ranges of entry rows it reads, and how far. */
+export interface ResetCursor {
+  readonly ranges: readonly EntryRange[];
+  /** The space's version in the pull's own transaction: a page leaves out entries written since. */
+  readonly version: number;
+  /** The range being read. */
+  readonly range: number;
+  /** The last row read in it; undefined: none yet. */
+  readonly after: string | undefined;
+}
+
+/** Entry rows a reset reads: those starting with `prefix`, or (`only`) the one row `prefix` itself. */
+interface EntryRange {
+  readonly prefix: string;
+  readonly only?: true;
+}
+
+/** A page of a reset: its operations, the characters of their values' text (0: not known), and where the next page starts. */
+export interface ResetPage {
+  patch: Array<PatchOperation | TextPut>;
+  chars: number;
+  next: ResetCursor | undefined;
+}
+
+/**
+ * The start of a reset of `view` (all the space without one): a clear, then the entries the pull's
+ * transaction reads, at most {@link FIRST_ROWS} of them and about {@link PAGE_CHARS} characters
+ * of values (a space of less is answered whole), and where the rest starts. Pages grow from
+ * {@link FIRST_PAGE} rows: a small space costs one read.
+ */
+export async function resetStart(tx: StorageTransaction, keys: SpaceKeys, version: number, view?: Prefixes): Promise<{ patch: Patch; rest: ResetCursor | undefined }> {
+  const patch: Array<PatchOperation | TextPut> = [{ op: 'clear' }];
+  let cursor: ResetCursor | undefined = { ranges: entryRanges(keys, view), version, range: 0, after: undefined };
+  let read = 0;
+  let chars = 0;
+  for (let rows = FIRST_PAGE; cursor !== undefined && read < FIRST_ROWS && chars < PAGE_CHARS; ) {
+    const page = await readPage(tx, keys, cursor, rows);
+    for (const op of page.patch) patch.push(op);
+    read += rows;
+    chars += page.chars;
+    cursor = page.next;
+    rows = nextRows(rows, page);
+  }
+  return { patch, rest: cursor };
+}
+
+/**
+ * The rest of a reset from `cursor`, a page at a time, each read in a read-only transaction of
+ * `space` of its own. The next page is read while the caller sends the last. Stopping the
+ * iteration (`return`) stops the reads.
+ */
+export async function* resetRest(storage: Storage, space: string, keys: SpaceKeys, cursor: ResetCursor): AsyncGenerator<Patch, void, undefined> {
+  const read = (from: ResetCursor, rows: number) => storage.transaction((tx) => readPage(tx, keys, from, rows), { readOnly: true, space });
+  let rows = PAGE_ROWS;
+  let next: Promise<ResetPage> | undefined = read(cursor, rows);
+  try {
+    while (next !== undefined) {
+      const page: ResetPage = await next;
+      rows = nextRows(rows, page);
+      next = page.next && read(page.next, rows);
+      if (page.patch.length > 0) yield page.patch;
+    }
+  } finally {
+    // Stopped early (the client went): the page read ahead is nobody's, its failure too.
+    next?.catch(() => {});
+  }
+}
+
+/**
+ * The rows to read after a page of `rows`: twice as many, up to {@link PAGE_ROWS}; where the
+ * store tells the values' text (`scanText`), as many as make about {@link PAGE_CHARS} characters
+ * at the last page's size of value, so a page of large values holds fewer rows.
+ */
+function nextRows(rows: number, page: ResetPage): number {
+  const doubled = Math.min(rows * 2, PAGE_ROWS);
+  if (page.chars === 0) return doubled;
+  return Math.max(MIN_PAGE_ROWS, Math.min(doubled, Math.floor((rows * PAGE_CHARS) / page.chars)));
+}
+
+/** The entry rows of `view`'s prefixes, in order (see `coversKey`): for `list/a`, the row of `list/a` itself, then those under `list/a/`. */
+function entryRanges(keys: SpaceKeys, view: Prefixes | undefined): EntryRange[] {
+  const ranges: EntryRange[] = [];
+  for (const prefix of view?.list ?? ['']) {
+    if (prefix === '' || prefix.endsWith('/')) ranges.push({ prefix: keys.entry(prefix) });
+    else ranges.push({ prefix: keys.entry(prefix), only: true }, { prefix: keys.entry(prefix + '/') });
+  }
+  return ranges;
+}
+
+/**
+ * Up to `limit` rows from `cursor` on, across ranges; the live ones of a version up to the
+ * cursor's as puts, their values as text where the store keeps text.
+ */
+async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCursor, limit: number): Promise<ResetPage> {
+  const patch: Array<PatchOperation | TextPut> = [];
+  const skip = keys.entryPrefix.length;
+  const { ranges, version } = cursor;
+  let { range, after } = cursor;
+  let chars = 0;
+  let rows = 0;
+  while (range < ranges.length && rows < limit) {
+    const { prefix, only } = ranges[range]!;
+    const options = { prefix, start: after === undefined ? undefined : { key: after, exclusive: true }, limit: only ? 1 : limit - rows };
+    let last: string | undefined;
+    let count: number;
+    if (tx.scanText !== undefined) {
+      const texts = await tx.scanText(options);
+      for (const [row, record] of texts) {
+        if (only && row !== prefix) continue;
+        const { ver, text } = entryText(record);
+        if (text !== undefined && ver <= version) (patch.push({ op: 'put', key: row.slice(skip), text }), (chars += text.length));
+      }
+      count = texts.length;
+      last = texts[count - 1]?.[0];
+    } else {
+      const entries = await tx.scan(options);
+      for (const [row, stored] of entries) {
+        const entry = stored as unknown as Entry;
+        if ((only && row !== prefix) || entry.del || entry.ver > version) continue;
+        patch.push({ op: 'put', key: row.slice(skip), value: entry.val });
+      }
+      count = entries.length;
+      last = entries[count - 1]?.[0];
+    }
+    rows += count;
+    if (only || count < options.limit) {
+      // The range is read: on to the next.
+      range++;
+      after = undefined;
+    } else after = last;
+  }
+  return { patch, chars, next: range < ranges.length ? { ranges, version, range, after } : undefined };
+}
+
+/**
+ * The rows of a reset's first page. Few, as the values may be large (up to `limits.valueBytes`
+ * each) and the first page is read before their size is known.
+ */
+const FIRST_PAGE = 32;
+/** The rows a pull's own transaction reads of a reset at most; a space of more is read on as it is sent. */
+export const FIRST_ROWS = 8192;
+/** The most rows a page of a reset holds, and the fewest. */
+const PAGE_ROWS = 4096;
+const MIN_PAGE_ROWS = 1;
+/** The characters of values a page aims at, where the store tells them. */
+const PAGE_CHARS = 1024 * 1024;
