@@ -22,11 +22,12 @@ export interface StoreServer {
 
 /**
  * Starts bench/store-server.ts for `kind` with `env` added to this process's environment.
- * `SERVER_NODE_ARGS` adds flags to its `node` (`--cpu-prof`, which NODE_OPTIONS refuses).
+ * `SERVER_NODE_ARGS` adds flags to its `node` (`--cpu-prof`, which NODE_OPTIONS refuses);
+ * `SERVER_ROOT` runs the store server of another checkout (a baseline from before a change).
  */
 export async function startStoreServer(kind: string, where: string | undefined, env: Record<string, string>): Promise<StoreServer> {
   const flags = process.env.SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', `${root}bench/store-server.ts`, kind, ...(where ? [where] : [])], {
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', `${process.env.SERVER_ROOT ?? root}bench/store-server.ts`, kind, ...(where ? [where] : [])], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
   });

@@ -8,6 +8,7 @@ import { TemporaryError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
+import type { Patch } from '../sync/version/patch.js';
 import { observe } from '../telemetry/telemetry.js';
 
 /**
@@ -50,7 +51,10 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       }
       if ('patch' in result) {
         report.patch = result.patch;
-        return pullBody(result.rest ? { ...result, rest: reporting(result.rest, ctx, request) } : result);
+        if (result.rest === undefined) return pullBody(result);
+        const rest = reporting(result.rest, result.patch.length, ctx, request);
+        report.sentOperations = rest.operations;
+        return pullBody({ ...result, rest: rest.pages });
       }
       report.answered = result.error;
       return json(result);
@@ -70,15 +74,32 @@ const PULL = {
 } as const;
 
 /**
- * `rest` (a reset read as it is sent), telling `onError` of a failure other than a temporary
- * one, as a failure before the answer began would be: the answer is already under way, so the
- * client learns of it only as a broken response, which it drops, to pull again.
+ * `rest` (a reset read as it is sent), counting its operations after the `start` ones, and
+ * telling `onError` of a failure other than a temporary one, as a failure before the answer
+ * began would be: the answer is under way, so the client learns of it only as a broken
+ * response, which it drops, to pull again.
  */
-async function* reporting<T, R>(rest: AsyncGenerator<T, R, undefined>, ctx: SyncContext, request: Request): AsyncGenerator<T, R, undefined> {
-  try {
-    return yield* rest;
-  } catch (error) {
-    if (!isTemporary(error) && !(error instanceof TemporaryError)) reportError(ctx, error, { request });
-    throw error;
+function reporting<R>(rest: AsyncGenerator<Patch, R, undefined>, start: number, ctx: SyncContext, request: Request): { pages: AsyncGenerator<Patch, R, undefined>; operations: Promise<number> } {
+  let whole!: (operations: number) => void;
+  const operations = new Promise<number>((resolve) => (whole = resolve));
+  async function* pages(): AsyncGenerator<Patch, R, undefined> {
+    let count = start;
+    try {
+      for (let next = await rest.next(); ; next = await rest.next()) {
+        if (next.done) {
+          whole(count);
+          return next.value;
+        }
+        count += next.value.length;
+        yield next.value;
+      }
+    } catch (error) {
+      if (!isTemporary(error) && !(error instanceof TemporaryError)) reportError(ctx, error, { request });
+      throw error;
+    } finally {
+      // Stopped early (the client went): the reads stop too.
+      await rest.return(undefined as never);
+    }
   }
+  return { pages: pages(), operations };
 }

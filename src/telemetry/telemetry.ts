@@ -62,8 +62,10 @@ export interface Report {
   clientGroup?: { clientGroupID: string } | { clientID: string };
   /** A protocol answer other than a patch or `{}`. */
   answered?: 'ClientStateNotFound' | 'VersionNotSupported';
-  /** The patch a pull answered with. */
+  /** The patch a pull answered with (its start, when the rest is read as it is sent). */
   patch?: ReadonlyArray<{ readonly op: string }>;
+  /** A patch read as it is sent: resolves with its operations once it is whole (never, when it broke off). */
+  sentOperations?: Promise<number>;
   /** A push that ran: how many mutations it carried, what came of them, and the app's mutators (their names bound a label set). */
   pushed?: { mutations: number; outcome: PushTally; mutators: KnownMutators };
   /** What the handler threw (an HTTPError, a TemporaryError, anything else: a 500). */
@@ -131,7 +133,7 @@ export class Operation {
     if (report.answered !== undefined) this.#outcome = report.answered;
     // Last, as it happened last: a failure after the push ran is the request's outcome.
     if (report.failed !== undefined) this.#failed(report.failed);
-    return this.#end(report.patch === undefined ? reply : this.#pulled(report.patch, reply));
+    return this.#end(report.patch === undefined ? reply : this.#pulled(report.patch, reply, report.sentOperations));
   }
 
   /** Who the request is for, once it passed its checks. */
@@ -145,15 +147,21 @@ export class Operation {
   }
 
   /** A pull answered `patch` with `reply`. Its size in bytes is counted only when someone listens. */
-  #pulled(patch: ReadonlyArray<{ readonly op: string }>, reply: Reply): Reply {
+  #pulled(patch: ReadonlyArray<{ readonly op: string }>, reply: Reply, sentOperations: Promise<number> | undefined): Reply {
     this.#reset = patch[0]?.op === 'clear';
     if (!this.listening) return reply;
     guard(() => {
-      const operations = patch.length;
       const bytes = typeof reply.body === 'string' ? utf8Length(reply.body) : undefined;
-      this.span.setAttributes({ 'viewsync.pull.reset': this.#reset!, 'viewsync.pull.patch.operations': operations, 'viewsync.pull.streamed': bytes === undefined });
+      this.span.setAttributes({ 'viewsync.pull.reset': this.#reset!, 'viewsync.pull.streamed': bytes === undefined });
       if (bytes !== undefined) this.span.setAttribute('viewsync.pull.body.size', bytes);
-      this.#metrics?.patchOperations.record(operations);
+      // A patch read as it is sent is counted once whole, after the span ended.
+      if (sentOperations === undefined) {
+        this.span.setAttribute('viewsync.pull.patch.operations', patch.length);
+        this.#metrics?.patchOperations.record(patch.length);
+      } else if (this.#metrics) {
+        const histogram = this.#metrics.patchOperations;
+        sentOperations.then((operations) => guard(() => histogram.record(operations)), () => {});
+      }
       if (bytes !== undefined) this.#metrics?.bodySize.record(bytes);
       else if (this.#metrics && reply.body instanceof ReadableStream) reply.body = counted(reply.body, this.#metrics.bodySize);
     });

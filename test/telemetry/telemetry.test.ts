@@ -114,6 +114,17 @@ describe('the pull span', () => {
     const [point] = await sdk.points<Histogram>('viewsync.pull.body.size');
     expect(point!.value).toMatchObject({ count: 1, sum: bytes });
   });
+
+  it('a reset read as it is sent counts its operations once the body is read, the pages included', async () => {
+    const ctx = testContext({ mutators: { ...testMutators, fill: async (tx) => { for (let i = 0; i < 20_000; i++) await tx.set(`k${i}`, i); } } });
+    await push(ctx, 'g', [mutation('c', 1, 'fill')]);
+    const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
+    expect(only('viewsync pull').attributes).toMatchObject({ 'viewsync.pull.reset': true, 'viewsync.pull.streamed': true });
+    expect(await sdk.points<Histogram>('viewsync.pull.patch.operations')).toEqual([]);
+    expect(JSON.parse(await response.text()).patch).toHaveLength(20_001);
+    const [point] = await sdk.points<Histogram>('viewsync.pull.patch.operations');
+    expect(point!.value).toMatchObject({ count: 1, sum: 20_001 });
+  });
 });
 
 describe('the push span', () => {
