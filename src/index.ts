@@ -24,7 +24,7 @@ export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type S
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
 export { type ChangeDetail, localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
 export type { PokeOptions } from './poke/hub.js';
-export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions, ChangeFeedOptions, WebhookOptions } from './context/context.js';
+export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions, ChangeFeedOptions, WebhookOptions, FirstSyncOptions } from './context/context.js';
 export { createContext } from './context/create.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/transactions/limits.js';
 export { HTTPError, TemporaryError, QuotaExceededError, type HTTPErrorOptions, type Issue } from './base/errors.js';

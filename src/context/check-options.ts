@@ -29,12 +29,13 @@ export function checkOptions(options: unknown): void {
   checkQuotas(o.quotas);
   checkRetention(o.retention);
   checkPokes(o.pokes);
+  checkFirstSync(o.firstSync, o.pokes);
   checkCors(o.cors);
   checkChanges(o.changes);
   if (o.indexes !== undefined) checkIndexes(o.indexes);
 }
 
-const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes'];
+const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes', 'firstSync'];
 
 function checkLimits(limits: unknown): void {
   if (limits === undefined) return;
@@ -71,6 +72,14 @@ function checkPokes(pokes: unknown): void {
   for (const field of ['heartbeatMs', 'maxStreamAgeMs'] as const) optional(pokes, field, 'milliseconds above 0', isDuration, 'pokes.');
   optional(pokes, 'coalesceMs', 'milliseconds, 0 or more', (value) => typeof value === 'number' && value >= 0 && Number.isFinite(value), 'pokes.');
   for (const field of ['maxStreams', 'maxStreamsPerUser'] as const) optional(pokes, field, 'a whole number above 0', (value) => typeof value === 'number' && Number.isInteger(value) && value > 0, 'pokes.');
+}
+
+function checkFirstSync(firstSync: unknown, pokes: unknown): void {
+  if (firstSync === undefined) return;
+  if (!isObject(firstSync)) throw new TypeError(`firstSync must be { pageBytes? }, got ${describe(firstSync)}`);
+  only(firstSync, 'firstSync', ['pageBytes']);
+  optional(firstSync, 'pageBytes', 'a whole number of at least 1 MiB (1,048,576)', (value) => Number.isInteger(value) && (value as number) >= 2 ** 20, 'firstSync.');
+  if (pokes === false) throw new TypeError('firstSync needs pokes (pokes: false turns them off): the client pulls each next page when poked');
 }
 
 function checkChanges(changes: unknown): void {

@@ -125,6 +125,21 @@ export interface SyncOptions {
    * It costs a row per change. Kept for `retention.changesMs`. Default: off.
    */
   changes?: ChangeFeedOptions;
+  /**
+   * A first sync in pages: the first pull of a space bigger than a page is answered a page of
+   * about `pageBytes` at a time, each with a cookie that says where the next starts, and a poke
+   * to the pulling client group's streams (`connectPokes`), on which the stock client pulls the
+   * next. The client shows the space filling, in key order, as each page arrives; the last ends
+   * with what changed meanwhile. Needs pokes. Default: off (a first pull is one answer, sent as
+   * it is read).
+   */
+  firstSync?: FirstSyncOptions;
+}
+
+/** A first sync in pages: see {@link SyncOptions.firstSync}. */
+export interface FirstSyncOptions {
+  /** About how many bytes of JSON a page holds (one entry more, at most). Default: 4 MiB. */
+  pageBytes?: number;
 }
 
 /** The change feed's options: see {@link SyncOptions.changes}. */

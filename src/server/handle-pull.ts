@@ -1,5 +1,6 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
-import { processPull } from '../sync/process-pull.js';
+import { processPull, type PullOptions } from '../sync/process-pull.js';
+import { announce } from '../context/after-change.js';
 import { clockOf, limitsOf, checkContext, openHubOf } from '../context/state.js';
 import type { ViewInterest } from '../sync/interest.js';
 import { reportError, type SyncContext } from '../context/context.js';
@@ -41,11 +42,13 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       // With a view, what this answer depends on narrows the pokes of the group's streams.
       const pulled = views && body.pullVersion === 1 ? openHubOf(ctx)?.pulling(space, prepared.userID, body.clientGroupID) : undefined;
       let interest: ViewInterest | undefined;
+      // What the answer has sent so far, for a first sync in pages.
+      const sent = { chars: 0 };
       let result;
       try {
         // Only a hub with streams uses it: without one the view's reads are not recorded.
         const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false, onInterest });
+        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false, onInterest, paging: paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.pullVersion === 1 ? body.clientGroupID : '' }] })) });
       } finally {
         pulled?.(interest);
       }
@@ -54,7 +57,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
         if (result.rest === undefined) return pullBody(result);
         const rest = reporting(result.rest, result.patch.length, ctx, request);
         report.sentOperations = rest.operations;
-        return pullBody({ ...result, rest: rest.pages });
+        return pullBody({ ...result, rest: rest.pages }, sent);
       }
       report.answered = result.error;
       return json(result);
@@ -103,3 +106,12 @@ function reporting<R>(rest: AsyncGenerator<Patch, R, undefined>, start: number, 
   }
   return { pages: pages(), operations };
 }
+
+/** A first sync in pages, when the context asks for it: a page's room is its bytes (as characters) less what `sent` counted. */
+function paging(ctx: SyncContext, sent: { chars: number }, paged: () => void): PullOptions['paging'] {
+  if (ctx.firstSync === undefined) return undefined;
+  const chars = ctx.firstSync.pageBytes ?? PAGE_BYTES;
+  return { room: () => chars - sent.chars, paged };
+}
+
+const PAGE_BYTES = 4 * 1024 * 1024;

@@ -13,8 +13,8 @@ import type { PullEnd } from '../sync/process-pull.js';
  * Pulls that shared a read share their patch (shared-reads.ts): a short patch's text is kept
  * with it, so that a poke storm's answers serialise it once, not once each.
  */
-export function pullBody(body: { patch: Patch; rest?: AsyncGenerator<Patch, PullEnd, undefined> | undefined }): Reply {
-  if (body.rest !== undefined) return readAsSent(body.patch, body.rest);
+export function pullBody(body: { patch: Patch; rest?: AsyncGenerator<Patch, PullEnd, undefined> | undefined }, sent?: { chars: number }): Reply {
+  if (body.rest !== undefined) return readAsSent(body.patch, body.rest, sent ?? { chars: 0 });
   const { patch } = body;
   // `{"cookie":…,"lastMutationIDChanges":…}` less its `}`, then the patch. Every answer with a
   // patch has a cookie, so the head is never `{}`.
@@ -61,10 +61,11 @@ export function pullBody(body: { patch: Patch; rest?: AsyncGenerator<Patch, Pull
 /**
  * A reset read as it is sent (reset-pages.ts): its start, then each page as the client reads,
  * then the answer's other fields, known only at its end (JSON's members may come in any order).
+ * `sent` counts the characters of operations sent (a first sync in pages ends a page on it).
  * A client that goes stops the reads; a read that fails breaks the answer off, which the client
  * drops, to pull again.
  */
-function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined>): Reply {
+function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined>, sent: { chars: number }): Reply {
   const encoder = new TextEncoder();
   let slices: Generator<string, void> = patchSlices(start);
   let head = '{"patch":[';
@@ -73,6 +74,7 @@ function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined
       for (;;) {
         const slice = slices.next();
         if (!slice.done) {
+          sent.chars += slice.value.length;
           const bytes = encoder.encode(slice.value);
           // The slice's brackets become the separators in place (see pullBody).
           if (head !== '') {

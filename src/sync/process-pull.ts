@@ -38,6 +38,12 @@ export interface PullOptions {
   shareReads?: boolean;
   /** Told what the answer depends on, when there is a view: see {@link ViewInterest}. */
   onInterest?: (interest: ViewInterest) => void;
+  /**
+   * A first sync in pages (version 1 pulls): a reset read as it is sent stops once its answer
+   * used up the `room` (characters it may still send), with the cookie of a page, and `paged` is
+   * called once that answer is whole.
+   */
+  paging?: { room: () => number; paged: () => void } | undefined;
 }
 
 /**
@@ -45,7 +51,7 @@ export interface PullOptions {
  * read with the patch they belong to (spec, pull rule 2). Client groups and clients are the
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
-export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true, onInterest }: PullOptions): Promise<PullAnswer> {
+export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true, onInterest, paging }: PullOptions): Promise<PullAnswer> {
   // What the read found that is written after it, returned with its answer (a store may run the
   // read more than once: each attempt has its own).
   const read = async (tx: StorageTransaction): Promise<{ answer: PullAnswer; after: AfterRead }> => {
@@ -107,7 +113,13 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
    * read), the answer breaks off: the client drops it and pulls again.
    */
   async function* sent(rest: NonNullable<PullResult['rest']>, cookie: JSONValue, lastMutationIDChanges: Record<string, number> | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
-    yield* rest(storage, space);
+    const paged = lastMutationIDChanges && paging;
+    const page = yield* rest(storage, space, paged?.room);
+    if (page !== undefined) {
+      // A page of a first sync in pages: its client pulls the next when poked.
+      paged!.paged();
+      return { cookie: page, lastMutationIDChanges: lastMutationIDChanges! };
+    }
     const end = await processPull({ storage, pull: { ...pull, cookie }, space, userID, clock, views, shareReads, onInterest });
     if ('error' in end || end.rest !== undefined || end.patch[0]?.op === 'clear') {
       throw new TemporaryError('The space changed too much while a full pull was sent (it was replaced, or lost the changes since); pull again', { retryAfterSeconds: 1 });

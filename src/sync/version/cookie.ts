@@ -2,6 +2,10 @@ import type { JSONValue } from '../../protocol/json.js';
 import { SIGNATURE_LENGTH } from './signature.js';
 import type { Meta } from './records.js';
 import { Prefixes, VIEW_ID_LENGTH } from '../view.js';
+import { readPage } from './page-cookie.js';
+
+/** The longest `page` field of a cookie: a page's cursor names a row key (a key of up to `limits.keyBytes`, escaped). */
+const MAX_PAGE_CHARS = 16 * 1024;
 
 /**
  * The cookie of the global version strategy. `epoch` is a random ID drawn when the space was
@@ -12,9 +16,10 @@ import { Prefixes, VIEW_ID_LENGTH } from '../view.js';
  * own. Version 0 is the empty space in every incarnation, so its cookie is just `{order: 0}`.
  * With per-user views, `view` names the prefixes the client's data was drawn from (view.ts), and
  * `sig` signs the cookie so that no client can pair a view with an order of its choosing
- * (signature.ts).
+ * (signature.ts). A page of a first sync in pages carries `page`, where the next page starts
+ * (page-cookie.ts).
  */
-export type VersionCookie = { order: number; epoch?: string; view?: string; sig?: string };
+export type VersionCookie = { order: number; epoch?: string; view?: string; sig?: string; page?: string };
 
 /** Where the versions of a space created now start: a thousand per millisecond of its life. */
 export function orderBase(now: number): number {
@@ -43,9 +48,18 @@ export function makeCookie(space: { version: number; epoch: string; base: number
 export function readCookie(cookie: JSONValue): VersionCookie | null | 'foreign' {
   if (cookie === null) return null;
   if (typeof cookie !== 'object' || Array.isArray(cookie)) return 'foreign';
-  const { order, epoch, view, sig, ...rest } = cookie as { [key: string]: JSONValue };
+  const { order, epoch, view, sig, page, ...rest } = cookie as { [key: string]: JSONValue };
   if (!Number.isSafeInteger(order) || (order as number) < 0) return 'foreign';
   if (Object.keys(rest).length > 0) return 'foreign';
+  if (page !== undefined) {
+    // A page's cookie: its start must be one of ours, and its cursor one a page could have left.
+    if (typeof page !== 'string' || page.length > MAX_PAGE_CHARS) return 'foreign';
+    const { page: _, ...start } = cookie as { [key: string]: JSONValue };
+    const read = readCookie(start);
+    if (read === null || read === 'foreign' || read.order === 0) return 'foreign';
+    const paged = { ...read, page };
+    return readPage(paged) === undefined ? 'foreign' : paged;
+  }
   if (view !== undefined && (typeof view !== 'string' || view.length !== VIEW_ID_LENGTH)) return 'foreign';
   if (sig !== undefined && (view === undefined || typeof sig !== 'string' || sig.length !== SIGNATURE_LENGTH)) return 'foreign';
   const named = view === undefined ? {} : sig === undefined ? { view } : { view, sig };

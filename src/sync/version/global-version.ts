@@ -1,12 +1,13 @@
 import type { JSONValue } from '../../protocol/json.js';
-import type { RangeRead, StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { RangeRead, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
 import { answerTo, compareCookies, isEmptyView, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
 import { collectSpace } from './housekeeping.js';
 import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { IndexRows } from './index-rows.js';
 import { changesSince, FIRST_PAGE, live, scanPages, viewPatch } from './patch.js';
-import { type ResetCursor, resetRest, resetStart } from './reset-pages.js';
+import { type ResetCursor, resetRest, resetStart, resumeAt } from './reset-pages.js';
+import { MAX_PAGES, pageCookie, readPage } from './page-cookie.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../../base/utf8.js';
 import { entryBytes, valueBytes } from '../transactions/quota.js';
@@ -42,7 +43,7 @@ export const globalVersion: Strategy = {
   pullPlan(space, cookie, who) {
     const parsed = readCookie(cookie);
     // A full pull (or a reset) reads every entry: nothing to guess.
-    if (parsed === null || parsed === 'foreign' || parsed.view !== undefined) return undefined;
+    if (parsed === null || parsed === 'foreign' || parsed.view !== undefined || parsed.page !== undefined) return undefined;
     // The version a cookie stands for is its order less the space's base: known once a session
     // of its epoch was read here (the base never changes within an epoch).
     const base = isEmptyView(parsed) ? 0 : bases.get(parsed.epoch!);
@@ -278,7 +279,15 @@ class GlobalVersionSession implements SpaceSession {
   }
 
   async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'> {
-    const answer = answerTo(cookie, this.#meta, view, this.#clock.now);
+    // A page of a first sync in pages goes on where it left off, or, when it cannot, starts over.
+    const held = readCookie(cookie);
+    let firstPage = 0;
+    if (held !== null && held !== 'foreign' && held.page !== undefined) {
+      const resumed = await this.#resume(held, view);
+      if (typeof resumed !== 'number') return resumed;
+      firstPage = resumed;
+    }
+    const answer = answerTo(firstPage === 0 ? cookie : null, this.#meta, view, this.#clock.now);
     // A group the store knew holds a version of commits it lost: the client may hold writes and
     // lastMutationIDs the store no longer has (a reset would lower them, which it refuses), so it
     // starts a new group. A new group (a reloaded page that forked the cookie) gets the reset.
@@ -331,8 +340,36 @@ class GlobalVersionSession implements SpaceSession {
         }
       }
     }
-    const cursor = rest;
-    return { cookie: current, patch, lastMutationIDChanges, viewRecord, ...(cursor && { rest: (storage, space) => resetRest(storage, space, keys, cursor) }) };
+    return { cookie: current, patch, lastMutationIDChanges, viewRecord, ...(rest && { rest: this.#rest(rest, current, firstPage) }) };
+  }
+
+  /**
+   * The answer to a page's cookie (page-cookie.ts): the next page, read as of the start's version,
+   * when the start is still one a pull could answer from (of this space's epoch, its changes since
+   * kept, under the caller's view, signed by this space); else the number of the page a reset
+   * then starts at, so its pages' orders go on rising.
+   */
+  async #resume(cookie: VersionCookie, view: ResolvedView | undefined): Promise<PullResult | number> {
+    const { start, cursor } = readPage(cookie as VersionCookie & { page: string })!;
+    const over = cursor.number + 1;
+    const secret = this.#meta?.secret;
+    if (view !== undefined && secret !== undefined && !(await isSigned(secret, cookie))) return over;
+    const answer = answerTo(start, this.#meta, view, this.#clock.now);
+    if (answer.since === 'reset' || answer.lost || (view !== undefined && answer.from !== view.prefixes)) return over;
+    // The last page ends with a pull from the start, which needs its view's record.
+    if (view !== undefined && (await this.#recall(view, view.id)).old === 'lost') return over;
+    const signed = await this.#signed(start);
+    const from = resumeAt(this.#keys, answer.since, view?.prefixes, cursor);
+    return { cookie: signed, patch: [], lastMutationIDChanges: {}, rest: this.#rest(from, signed, over) };
+  }
+
+  /** What reads the rest of a reset from `cursor`: see `PullResult.rest`. Its pages are numbered from `page`. */
+  #rest(cursor: ResetCursor, start: VersionCookie, page: number): NonNullable<PullResult['rest']> {
+    const keys = this.#keys;
+    return async function* (this: GlobalVersionSession, storage: Storage, space: string, room?: () => number) {
+      const stopped = yield* resetRest(storage, space, keys, cursor, page + 1 < MAX_PAGES ? room : undefined);
+      return stopped && (await this.#signed(pageCookie(start, { number: page, range: stopped.range, after: stopped.after })));
+    }.bind(this);
   }
 
   /**

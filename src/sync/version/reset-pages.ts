@@ -32,7 +32,7 @@ interface EntryRange {
   readonly only?: true;
 }
 
-/** A page of a reset: its operations, the characters of their values' text (0: not known), and where the next page starts. */
+/** A page of a reset: its operations, about the characters of their JSON (0: not known), and where the next page starts. */
 export interface ResetPage {
   patch: Array<PatchOperation | TextPut>;
   chars: number;
@@ -51,12 +51,14 @@ export async function resetStart(tx: StorageTransaction, keys: SpaceKeys, versio
   let read = 0;
   let chars = 0;
   for (let rows = FIRST_PAGE; cursor !== undefined && read < FIRST_ROWS && chars < PAGE_CHARS; ) {
-    const page = await readPage(tx, keys, cursor, rows);
+    const page = await readPage(tx, keys, cursor, rows, true);
     for (const op of page.patch) patch.push(op);
     read += rows;
     chars += page.chars;
     cursor = page.next;
-    rows = nextRows(rows, page);
+    // No more than the characters left, at this page's size of row: the start is a page of a first sync in pages.
+    const perRow = page.patch.length === 0 ? 0 : page.chars / page.patch.length;
+    rows = Math.min(nextRows(rows, page), perRow === 0 ? Infinity : Math.max(1, Math.ceil((PAGE_CHARS - chars) / perRow)));
   }
   return { patch, rest: cursor };
 }
@@ -65,9 +67,15 @@ export async function resetStart(tx: StorageTransaction, keys: SpaceKeys, versio
  * The rest of a reset from `cursor`, a page at a time, each read in a read-only transaction of
  * `space` of its own. The next page is read while the caller sends the last. Stopping the
  * iteration (`return`) stops the reads.
+ *
+ * With `room` (a first sync in pages), which tells how many characters the caller may still send:
+ * each page is read once the last was sent, no more rows than fit the room at the last page's
+ * characters a row, and once the room is used up the generator returns where the next page
+ * would start.
  */
-export async function* resetRest(storage: Storage, space: string, keys: SpaceKeys, cursor: ResetCursor): AsyncGenerator<Patch, void, undefined> {
+export async function* resetRest(storage: Storage, space: string, keys: SpaceKeys, cursor: ResetCursor, room?: () => number): AsyncGenerator<Patch, ResetCursor | undefined, undefined> {
   const read = (from: ResetCursor, rows: number) => storage.transaction((tx) => readPage(tx, keys, from, rows), { readOnly: true, space });
+  if (room !== undefined) return yield* fitted(read, cursor, room);
   let rows = PAGE_ROWS;
   let next: Promise<ResetPage> | undefined = read(cursor, rows);
   try {
@@ -77,10 +85,31 @@ export async function* resetRest(storage: Storage, space: string, keys: SpaceKey
       next = page.next && read(page.next, rows);
       if (page.patch.length > 0) yield page.patch;
     }
+    return undefined;
   } finally {
     // Stopped early (the client went): the page read ahead is nobody's, its failure too.
     next?.catch(() => {});
   }
+}
+
+/** {@link resetRest} with `room`: pages that fit it, read one after another. */
+async function* fitted(read: (from: ResetCursor, rows: number) => Promise<ResetPage>, cursor: ResetCursor, room: () => number): AsyncGenerator<Patch, ResetCursor | undefined, undefined> {
+  let rows = FIRST_PAGE;
+  let perRow: number | undefined;
+  for (let at: ResetCursor | undefined = cursor; at !== undefined; ) {
+    // A page's own answer starts with at least one read (a pull from a page's cookie sent nothing yet).
+    const left = room();
+    if (left <= 0) return at;
+    if (perRow !== undefined) rows = Math.max(1, Math.min(rows, Math.ceil(left / perRow)));
+    const page = await read(at, rows);
+    rows = nextRows(rows, page);
+    at = page.next;
+    if (page.patch.length === 0) continue;
+    yield page.patch;
+    // What the page took of the room, now that it is sent: the size of the next one's rows.
+    perRow = Math.max(1, (left - room()) / page.patch.length);
+  }
+  return undefined;
 }
 
 /**
@@ -92,6 +121,11 @@ function nextRows(rows: number, page: ResetPage): number {
   const doubled = Math.min(rows * 2, PAGE_ROWS);
   if (page.chars === 0) return doubled;
   return Math.max(MIN_PAGE_ROWS, Math.min(doubled, Math.floor((rows * PAGE_CHARS) / page.chars)));
+}
+
+/** Where a page of a first sync in pages left a reset of `view` as of `version` (page-cookie.ts). */
+export function resumeAt(keys: SpaceKeys, version: number, view: Prefixes | undefined, at: { range: number; after: string | undefined }): ResetCursor {
+  return { ranges: entryRanges(keys, view), version, range: at.range, after: at.after };
 }
 
 /** The entry rows of `view`'s prefixes, in order (see `coversKey`): for `list/a`, the row of `list/a` itself, then those under `list/a/`. */
@@ -106,9 +140,11 @@ function entryRanges(keys: SpaceKeys, view: Prefixes | undefined): EntryRange[] 
 
 /**
  * Up to `limit` rows from `cursor` on, across ranges; the live ones of a version up to the
- * cursor's as puts, their values as text where the store keeps text.
+ * cursor's as puts, their values as text where the store keeps text. A store that keeps values
+ * as objects tells no size: with `measure`, they are serialised to count their characters (for
+ * the pull's own first pages only, which bound what it holds: see resetStart).
  */
-async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCursor, limit: number): Promise<ResetPage> {
+async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCursor, limit: number, measure = false): Promise<ResetPage> {
   const patch: Array<PatchOperation | TextPut> = [];
   const skip = keys.entryPrefix.length;
   const { ranges, version } = cursor;
@@ -125,7 +161,10 @@ async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCu
       for (const [row, record] of texts) {
         if (only && row !== prefix) continue;
         const { ver, text } = entryText(record);
-        if (text !== undefined && ver <= version) (patch.push({ op: 'put', key: row.slice(skip), text }), (chars += text.length));
+        if (text === undefined || ver > version) continue;
+        const key = row.slice(skip);
+        patch.push({ op: 'put', key, text });
+        chars += PUT_CHARS + key.length + text.length;
       }
       count = texts.length;
       last = texts[count - 1]?.[0];
@@ -134,7 +173,9 @@ async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCu
       for (const [row, stored] of entries) {
         const entry = stored as unknown as Entry;
         if ((only && row !== prefix) || entry.del || entry.ver > version) continue;
-        patch.push({ op: 'put', key: row.slice(skip), value: entry.val });
+        const key = row.slice(skip);
+        patch.push({ op: 'put', key, value: entry.val });
+        if (measure) chars += PUT_CHARS + key.length + JSON.stringify(entry.val).length;
       }
       count = entries.length;
       last = entries[count - 1]?.[0];
@@ -159,5 +200,7 @@ export const FIRST_ROWS = 8192;
 /** The most rows a page of a reset holds, and the fewest. */
 const PAGE_ROWS = 4096;
 const MIN_PAGE_ROWS = 1;
-/** The characters of values a page aims at, where the store tells them. */
+/** The characters a page aims at, where the store tells them. */
 const PAGE_CHARS = 1024 * 1024;
+/** The characters of a put besides its key and value: `{"op":"put","key":"","value":},`. */
+const PUT_CHARS = 30;

@@ -16,9 +16,10 @@ export function newSecret(): string {
   return base64url(crypto.getRandomValues(new Uint8Array(16)));
 }
 
-/** The signature of `cookie`'s order, epoch and view under `secret`: 128 bits of an HMAC-SHA-256. */
+/** The signature of `cookie`'s order, epoch, view and page under `secret`: 128 bits of an HMAC-SHA-256. */
 export async function signature(secret: string, cookie: Signable): Promise<string> {
-  const text = `${secret}\n${cookie.order}\n${cookie.epoch ?? ''}\n${cookie.view ?? ''}`;
+  // A page's cursor is signed too (page-cookie.ts); the cookies of before have none, and sign as they did.
+  const text = `${secret}\n${cookie.order}\n${cookie.epoch ?? ''}\n${cookie.view ?? ''}${cookie.page === undefined ? '' : `\n${cookie.page}`}`;
   const known = signed.get(text);
   if (known !== undefined) return known;
   const mac = await crypto.subtle.sign('HMAC', await keyOf(secret), new TextEncoder().encode(text.slice(secret.length + 1)));
@@ -38,6 +39,7 @@ interface Signable {
   order: number;
   epoch?: string | undefined;
   view?: string | undefined;
+  page?: string | undefined;
   sig?: string | undefined;
 }
 

@@ -194,7 +194,9 @@ export interface PullResult {
    * The rest of a reset too large for the pull's transaction: `patch` is its start, and this
    * reads the other entries a page at a time, each page in a read-only transaction of `space` of
    * its own (see reset-pages.ts). The answer is not whole until a pull from `cookie` adds what
-   * changed meanwhile.
+   * changed meanwhile. With `room` (the characters the answer may still send), the reads may
+   * stop once it is used up: the generator then returns the cookie of a page of a first sync in
+   * pages (page-cookie.ts), the answer's cookie instead, which the next pull goes on from.
    */
-  rest?: (storage: Storage, space: string) => AsyncGenerator<Patch, void, undefined>;
+  rest?: (storage: Storage, space: string, room?: () => number) => AsyncGenerator<Patch, JSONValue | undefined, undefined>;
 }
