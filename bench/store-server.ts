@@ -7,6 +7,7 @@
  * second port serves the same store with `shareReads: false`, the third also without the
  * store's `readMany` (each pull in a transaction of its own, as before shared and planned reads),
  * for baselines. Stops on SIGTERM.
+ * `FIRST_SYNC_PAGE_BYTES` answers first pulls in pages of that size (`firstSync`).
  * `KEEP_ALIVE_MS` raises the adapter's keep-alive timeout (default 5 s), for a benchmark whose
  * clients keep their connections open between rounds, as browsers do.
  */
@@ -41,11 +42,13 @@ const mutators: Mutators = {
 };
 const keepAliveTimeout = process.env.KEEP_ALIVE_MS ? Number(process.env.KEEP_ALIVE_MS) : undefined;
 const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
-const ctx = createContext({ storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }) });
+// FIRST_SYNC_PAGE_BYTES: a first sync in pages of that size (bench/first-sync.ts).
+const pageBytes = process.env.FIRST_SYNC_PAGE_BYTES ? Number(process.env.FIRST_SYNC_PAGE_BYTES) : undefined;
+const ctx = createContext({ storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }), ...(pageBytes && { firstSync: { pageBytes } }) });
 const server = await serve(ctx, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
-const unshared = await serve(createContext({ ...ctx.options, shareReads: false, pokes: false }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
+const unshared = await serve(createContext({ ...ctx.options, shareReads: false, pokes: false, firstSync: undefined }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 // As pulls read before issue 23: each in a transaction of its own (no readMany, so no plans).
 const transactions = { transaction: storage.transaction.bind(storage) } satisfies Storage;
-const alone = await serve(createContext({ ...ctx.options, storage: transactions, shareReads: false, pokes: false }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
+const alone = await serve(createContext({ ...ctx.options, storage: transactions, shareReads: false, pokes: false, firstSync: undefined }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 console.log(JSON.stringify({ port: server.port, unsharedPort: unshared.port, alonePort: alone.port }));
 process.once('SIGTERM', () => void Promise.all([server.stop(), unshared.stop(), alone.stop()]).then(close).then(() => process.exit(0)));
