@@ -1,7 +1,7 @@
 /**
  * A first sync in pages with the stock client: a space of ENTRIES (default 1,000,000) on the
  * store server (bench/store-server.ts, its own process, `firstSync` pages of PAGE_BYTES, default
- * 4 MiB), synced from nothing by the real `replicache` client and `connectPokes`
+ * 4 MiB; 0 for none, the baseline), synced from nothing by the real `replicache` client and `connectPokes`
  * (bench/first-sync-client.ts) in Node (fake-indexeddb, in this process) and in Chromium
  * (its IndexedDB). For each: the time to the last page, the pulls, the largest answer, the
  * client's peak memory (Node: this process's resident memory; Chromium: the page's JS heap), and
@@ -31,7 +31,8 @@ const dir = mkdtempSync(join(tmpdir(), 'viewsync-first-sync-'));
 const residentMiB = () => Number(readFileSync('/proc/self/status', 'utf8').match(/VmRSS:\s+(\d+)/)![1]) / 1024;
 
 const server = await startStoreServer(STORE, STORE === 'sqlite' ? join(dir, 'space.db') : STORE === 'postgres' ? `first_sync_${process.pid}` : undefined, {
-  FIRST_SYNC_PAGE_BYTES: String(PAGE_BYTES),
+  // PAGE_BYTES=0: no pages, the baseline (one answer, sent as it is read).
+  ...(PAGE_BYTES > 0 && { FIRST_SYNC_PAGE_BYTES: String(PAGE_BYTES) }),
   ...(process.env.DATABASE_URL && { DATABASE_URL: process.env.DATABASE_URL }),
 });
 const base = `http://127.0.0.1:${server.port}`;
@@ -80,7 +81,7 @@ try {
     }
   }
   for (const [client, run, peak] of results) {
-    console.log(`${client}: ${ENTRIES.toLocaleString('en-US')} entries (${STORE}) in ${(run.ms / 1000).toFixed(1)} s, ${run.pulls} pulls (${run.pages} pages of ${(PAGE_BYTES / 2 ** 20).toFixed(0)} MiB), largest answer ${(run.largest / 2 ** 20).toFixed(2)} MiB, client peak +${peak.toFixed(0)} MiB, held ${run.held.toLocaleString('en-US')}`);
+    console.log(`${client}: ${ENTRIES.toLocaleString('en-US')} entries (${STORE}) in ${(run.ms / 1000).toFixed(1)} s, ${run.pulls} pulls (${PAGE_BYTES > 0 ? `${run.pages} pages of ${(PAGE_BYTES / 2 ** 20).toFixed(0)} MiB` : 'no pages'}), largest answer ${(run.largest / 2 ** 20).toFixed(2)} MiB, client peak +${peak.toFixed(0)} MiB, held ${run.held.toLocaleString('en-US')}`);
     const every = Math.max(1, Math.floor(run.progress.length / 10));
     console.log(`  filled: ${run.progress.filter((_, i) => i % every === 0 || i === run.progress.length - 1).map(([ms, entries]) => `${(ms / 1000).toFixed(1)} s ${entries.toLocaleString('en-US')}`).join(' · ')}`);
   }
