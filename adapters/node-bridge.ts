@@ -143,8 +143,10 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
  * stream (a long pull) is written as the client reads it.
  */
 export async function writeReply(reply: Reply, res: ServerResponse, compression?: Required<CompressionOptions>): Promise<void> {
-  const { status, headers: replyHeaders, body } = compression ? await compressReply(reply, res.req.headers['accept-encoding'], compression) : reply;
-  const headers = { ...replyHeaders };
+  const encoded = compression ? compressReply(reply, res.req.headers['accept-encoding'], compression) : reply;
+  const { status, headers: replyHeaders, body } = encoded instanceof Promise ? await encoded : encoded;
+  // Not a spread: adding a field to an object V8 cloned by spreading cost a microsecond (Node 20).
+  const headers = Object.assign({}, replyHeaders);
   // An unread request body (refused before or while reading) must not be left in the connection.
   if (!res.req.complete) headers.connection = 'close';
   if (body === null || typeof body === 'string' || body instanceof Uint8Array) {
