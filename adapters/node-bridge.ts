@@ -98,9 +98,10 @@ export async function readSmallBody(req: IncomingMessage): Promise<Uint8Array | 
   // Events, not `for await`: a stream's async iterator costs more than the rest of the bridge.
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    // `on`, not `once`: each fires once here all the same, and `once` wraps its listener.
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    req.once('error', reject);
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.on('error', reject);
   });
 }
 

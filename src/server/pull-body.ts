@@ -109,6 +109,8 @@ function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined
  */
 function shortText(patch: Patch): string | undefined {
   if (patch.length > SHORT_PATCH) return undefined;
+  // An up-to-date pull's empty patch, the most common one, is new each time: kept, each would cost a WeakMap entry.
+  if (patch.length === 0) return '';
   let text = shortTexts.get(patch);
   if (text === undefined) {
     text = sliceText(patch, 0, patch.length).slice(1, -1);
