@@ -45,9 +45,10 @@ export function compressionSettings(options: false | CompressionOptions | undefi
 /**
  * `reply`, compressed when the request accepts br or gzip (`acceptEncoding` is its header) and
  * the body is text of at least `threshold` bytes. A text body is compressed whole, off the main
- * thread, and keeps a Content-Length; a stream (a long pull) is compressed as it is read.
+ * thread, and keeps a Content-Length; a stream (a long pull) is compressed as it is read. Only
+ * text being compressed makes a promise: a small answer, the common one, is not held up for one.
  */
-export async function compressReply(reply: Reply, acceptEncoding: string | null | undefined, settings: Required<CompressionOptions>): Promise<EncodedReply> {
+export function compressReply(reply: Reply, acceptEncoding: string | null | undefined, settings: Required<CompressionOptions>): EncodedReply | Promise<EncodedReply> {
   const { body, headers } = reply;
   if (body === null || !compressible(headers)) return reply;
   if (typeof body === 'string' && body.length < settings.threshold) return reply;
@@ -61,7 +62,7 @@ export async function compressReply(reply: Reply, acceptEncoding: string | null 
   // A body under the threshold in bytes (it was over in characters only) still goes as it is.
   const bytes = Buffer.from(body);
   if (bytes.byteLength < settings.threshold) return reply;
-  return { status: reply.status, headers: encoded, body: await compressBytes(bytes, encoding, settings) };
+  return compressBytes(bytes, encoding, settings).then((compressed) => ({ status: reply.status, headers: encoded, body: compressed }));
 }
 
 /** `handleRequest`, its answer compressed as {@link compressReply} does: for Fetch servers (Bun's). */

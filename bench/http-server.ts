@@ -7,11 +7,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import type { SyncContext } from '../src/index.js';
-import { createContext } from '../src/index.js';
 
 // The built package, as users run it (and as the Deno and Bun servers load it); `npm run build` first.
 const dist = (file: string) => new URL(`../dist/${file}`, import.meta.url).href;
-const { handlePush, handleRequest, memoryStorage } = (await import(dist('index.js'))) as typeof import('../src/index.js');
+// The context too: a context is known only to the module instance that made it.
+const { createContext, handlePush, handleRequest, memoryStorage } = (await import(dist('index.js'))) as typeof import('../src/index.js');
 const { createListener } = (await import(dist('node.js'))) as typeof import('../adapters/node.js');
 
 const kind = process.argv[2];

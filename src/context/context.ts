@@ -6,6 +6,7 @@ import type { Quotas } from '../sync/transactions/quota.js';
 import type { View } from '../sync/view.js';
 import type { IndexDefinitions } from '../sync/indexes.js';
 import { type ErrorInfo, logError } from './log.js';
+import { fetchRequest } from '../base/request-stand-in.js';
 import type { RateOptions } from './rates.js';
 
 export type { ErrorInfo } from './log.js';
@@ -218,7 +219,8 @@ export interface CorsOptions {
 
 export function reportError(ctx: SyncContext, error: unknown, info: ErrorInfo): void {
   try {
-    (ctx.onError ?? logError)(error, info);
+    const request = info.request && fetchRequest(info.request);
+    (ctx.onError ?? logError)(error, request === info.request ? info : { ...info, request });
   } catch {
     // A broken logger must not turn a response into a crash.
   }

@@ -27,7 +27,7 @@ export async function handleRequest(request: Request, ctx: SyncContext): Promise
 
 /** {@link handleRequest}, answering with a {@link Reply}: what the Node adapter serves. */
 export async function requestReply(request: Request, ctx: SyncContext): Promise<Reply> {
-  const path = new URL(request.url).pathname;
+  const path = pathOf(request.url);
   const route = ROUTES.find(({ suffix }) => path.endsWith(suffix));
   // A route answers every failure of its own requests (respond wraps each once, in the route):
   // here only what no route serves is answered, a preflight, a wrong method, a path unknown.
@@ -49,6 +49,18 @@ function unrouted(request: Request, ctx: SyncContext, path: string, route: (type
   }
   throw new HTTPError(405, `${request.method} is not allowed; use ${route.method}`, { headers: { allow } });
 }
+
+/** The path of `url`. The last one is kept: requests go to a few URLs over and over, and parsing one costs more than routing it. */
+function pathOf(url: string): string {
+  if (url !== lastURL) {
+    lastPath = new URL(url).pathname;
+    lastURL = url;
+  }
+  return lastPath;
+}
+
+let lastURL = '';
+let lastPath = '';
 
 const ROUTES = [
   { suffix: '/pull', method: 'POST', reply: pullReply },

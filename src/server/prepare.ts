@@ -3,6 +3,7 @@ import { fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
 import type { Limits } from '../sync/transactions/limits.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
+import { fetchRequest } from '../base/request-stand-in.js';
 import { isTemporary } from '../storage/unreachable.js';
 import { json, type Reply } from '../base/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
@@ -80,7 +81,7 @@ export async function prepare<TSchema extends v.GenericSchema>(
 /** Who sent the request (`authenticate`); 401 when it refuses, undefined when there is none. */
 export async function identify(request: Request, ctx: SyncContext): Promise<string | undefined> {
   if (!ctx.authenticate) return undefined;
-  const userID: unknown = await ctx.authenticate(request);
+  const userID: unknown = await ctx.authenticate(fetchRequest(request));
   if (userID === null || userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
   // A bug of the app's (an ID from a database as a number, say), not the client's: a 500, with
   // what to fix in the message `onError` gets.
@@ -90,7 +91,7 @@ export async function identify(request: Request, ctx: SyncContext): Promise<stri
 
 /** Which space the request syncs (`space`), checked as an ID. */
 export async function resolveSpace(request: Request, ctx: SyncContext, userID: string | undefined, limits: Limits): Promise<string> {
-  const space = ctx.space ? await ctx.space(request, userID) : '';
+  const space = ctx.space ? await ctx.space(fetchRequest(request), userID) : '';
   if (typeof space !== 'string' || !fitsUTF8(space, limits.idBytes) || hasLoneSurrogate(space)) {
     throw new HTTPError(400, `The space this request names must be a well-formed string of at most ${limits.idBytes} bytes (limits.idBytes)`);
   }

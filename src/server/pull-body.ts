@@ -18,14 +18,15 @@ export function pullBody(body: { patch: Patch; rest?: AsyncGenerator<Patch, Pull
   const { patch } = body;
   // `{"cookie":…,"lastMutationIDChanges":…}` less its `}`, then the patch. Every answer with a
   // patch has a cookie, so the head is never `{}`.
-  const head = JSON.stringify({ ...body, patch: undefined }).slice(0, -1) + ',"patch":[';
+  // Not a spread: adding a field to an object V8 cloned by spreading cost a microsecond (Node 20).
+  const head = JSON.stringify(Object.assign({}, body, NO_PATCH)).slice(0, -1) + ',"patch":[';
   const short = shortText(patch);
-  if (short !== undefined && head.length + short.length <= STREAM_AT) return { status: 200, headers: { ...JSON_TYPE }, body: head + short + ']}' };
+  if (short !== undefined && head.length + short.length <= STREAM_AT) return { status: 200, headers: jsonType(), body: head + short + ']}' };
   const pieces = [head];
   let length = head.length;
   const slices = patchSlices(patch);
   for (let next = slices.next(); ; next = slices.next()) {
-    if (next.done) return { status: 200, headers: { ...JSON_TYPE }, body: pieces.join('') + ']}' };
+    if (next.done) return { status: 200, headers: jsonType(), body: pieces.join('') + ']}' };
     // Each slice is a JSON array: its items, less the brackets, joined by commas.
     pieces.push((pieces.length > 1 ? ',' : '') + next.value.slice(1, -1));
     length += next.value.length;
@@ -55,7 +56,7 @@ export function pullBody(body: { patch: Patch; rest?: AsyncGenerator<Patch, Pull
     },
     // No read-ahead: a slice is made only when the reader asks for it.
   }, { highWaterMark: 0 });
-  return { status: 200, headers: { ...JSON_TYPE }, body: stream };
+  return { status: 200, headers: jsonType(), body: stream };
 }
 
 /**
@@ -100,7 +101,7 @@ function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined
       await rest.return(undefined as never);
     },
   }, { highWaterMark: 0 });
-  return { status: 200, headers: { ...JSON_TYPE }, body: stream };
+  return { status: 200, headers: jsonType(), body: stream };
 }
 
 /**
@@ -110,6 +111,8 @@ function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined
  */
 function shortText(patch: Patch): string | undefined {
   if (patch.length > SHORT_PATCH) return undefined;
+  // An up-to-date pull's empty patch, the most common one, is new each time: kept, each would cost a WeakMap entry.
+  if (patch.length === 0) return '';
   let text = shortTexts.get(patch);
   if (text === undefined) {
     text = sliceText(patch, 0, patch.length).slice(1, -1);
@@ -157,7 +160,13 @@ function sliceText(patch: Patch, from: number, to: number): string {
   return text + ']';
 }
 
-const JSON_TYPE = { 'content-type': 'application/json' };
+/** The fields stringified apart from the head. */
+const NO_PATCH = { patch: undefined };
+
+/** A reply's own headers, which later steps add to: a literal, which V8 adds fields to faster than to a spread copy. */
+function jsonType(): Record<string, string> {
+  return { 'content-type': 'application/json' };
+}
 /** Patches of at most this many operations are first tried as one string. */
 const SHORT_PATCH = 64;
 /** Answers longer than this many characters are streamed. */

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { HTTPError } from '../base/errors.js';
+import { BODY_BYTES } from '../base/request-stand-in.js';
 
 /**
  * Reads a JSON request body of at most `maxBytes` bytes. Throws 415 for a content type that is
@@ -21,7 +22,8 @@ export async function readJSONBody(request: Request, maxBytes: number): Promise<
 
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const read = (request as unknown as { [BODY_BYTES]?: Uint8Array })[BODY_BYTES];
+  // A stand-in's bytes, read already (see request-stand-in.ts).
+  const read = (request as Partial<Record<typeof BODY_BYTES, Uint8Array>>)[BODY_BYTES];
   if (read !== undefined) {
     if (read.byteLength > maxBytes) throw tooLarge();
     chunks.push(read);
@@ -69,12 +71,6 @@ export async function readJSONBody(request: Request, maxBytes: number): Promise<
     throw new HTTPError(400, `The body is not valid JSON: ${(error as Error).message}`, { cause: error });
   }
 }
-
-/**
- * Where a server adapter that already holds a request's whole body puts it on the request, so the
- * core reads the bytes rather than a stream made of them (the Node adapter's requests).
- */
-export const BODY_BYTES = Symbol('viewsync body bytes');
 
 /** One decoder for every body: without `stream`, a decode keeps no state between calls. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true });

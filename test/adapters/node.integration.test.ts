@@ -66,6 +66,53 @@ describe('viewsync/node', () => {
     expect(seen).toEqual([true, 'POST', '/pull', 'Bearer t', true, true, 'lazy', true]);
   });
 
+  it('gives authenticate, space and onError one real Request, which undici takes as one (new Request(request))', async () => {
+    const seen: Request[] = [];
+    const copied: string[] = [];
+    const server = await start(
+      runtimeContext(memoryStorage(), {
+        authenticate: (request) => (seen.push(request), 'user'),
+        space: (request) => {
+          seen.push(request);
+          throw new Error('no space today');
+        },
+        onError: (_error, { request }) => {
+          seen.push(request!);
+          // A stand-in fails undici's brand check: it would be read as a string and refused as a URL.
+          const copy = new Request(request!);
+          copied.push(copy.url, copy.method, copy.headers.get('authorization')!);
+        },
+      }),
+    );
+    const response = await fetch(new URL('pull?x=1', server.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+      body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }),
+    });
+    expect(response.status).toBe(500);
+    expect(seen).toHaveLength(3);
+    expect(seen[0]).toBe(seen[1]);
+    expect(seen[0]).toBe(seen[2]);
+    expect(copied).toEqual([new URL('pull?x=1', server.url).href, 'POST', 'Bearer t']);
+  });
+
+  it("gives the app each request's own URL, from its request line and Host header", async () => {
+    const urls: string[] = [];
+    const server = await start(runtimeContext(memoryStorage(), { authenticate: (request) => (urls.push(request.url), 'user') }));
+    const body = JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' });
+    for (const [host, target] of [['a.example:8080', '/x/pull'], ['a.example:8080', '/x/pull'], ['B.example', '/x/pull'], ['B.example', '/pull?q=%41'], ['a.example:8080', '/pull?q=%41']]) {
+      await new Promise<void>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: server.port, path: target, method: 'POST', headers: { host, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    }
+    expect(urls).toEqual(['http://a.example:8080/x/pull', 'http://a.example:8080/x/pull', 'http://b.example/x/pull', 'http://b.example/pull?q=%41', 'http://a.example:8080/pull?q=%41']);
+  });
+
   it('survives a client that hangs up mid-body, and keeps serving', async () => {
     const errors: unknown[] = [];
     const server = await start(runtimeContext(memoryStorage(), { onError: (error) => errors.push(error) }));

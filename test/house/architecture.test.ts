@@ -36,7 +36,7 @@ const ADAPTER_INTERNALS: Record<string, string> = {
   'src/server/handle-request.ts': 'requestReply: a reply the adapter writes itself, streamed and compressed',
   'src/base/reply.ts': 'the Reply that requestReply returns',
   'src/base/drained.ts': 'waiting for a Node stream to take more, as the CLI does',
-  'src/server/read-body.ts': "BODY_BYTES: the default body limit, for Node's early 413",
+  'src/base/request-stand-in.ts': "BODY_BYTES and FETCH_REQUEST: the Node adapter's stand-in for a small body's Request",
   'src/base/renamed.ts': 'refuseRenamed, for the adapters\' own renamed options',
   'src/context/drain.ts': 'isDraining, which a server stopping consults',
   'src/context/state.ts': 'checkContext, at server start',

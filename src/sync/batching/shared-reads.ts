@@ -53,9 +53,15 @@ interface Waiting {
 }
 
 /** Runs a batch of reads: the planned ones on their reads alone, the rest (and those that needed more) in one transaction. */
-async function runBatch(storage: Storage, space: string, batch: readonly Waiting[]): Promise<void> {
-  const planned = batch.filter((waiting) => waiting.plan !== undefined);
-  const unanswered = planned.length === 0 ? [] : await runPlanned(storage, space, planned);
+function runBatch(storage: Storage, space: string, batch: readonly Waiting[]): Promise<void> {
+  // None planned (a store without readMany, or pulls that cannot tell their reads): straight to
+  // the transaction, without the sorting below (two filters, a copy and one more await a pull).
+  if (batch.every((waiting) => waiting.plan === undefined)) return runInTransaction(storage, space, batch);
+  return runPlannedFirst(storage, space, batch);
+}
+
+async function runPlannedFirst(storage: Storage, space: string, batch: readonly Waiting[]): Promise<void> {
+  const unanswered = await runPlanned(storage, space, batch.filter((waiting) => waiting.plan !== undefined));
   const rest = [...batch.filter((waiting) => waiting.plan === undefined), ...unanswered];
   if (rest.length > 0) await runInTransaction(storage, space, rest);
 }
