@@ -113,6 +113,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
    * read), the answer breaks off: the client drops it and pulls again.
    */
   async function* sent(rest: NonNullable<PullResult['rest']>, cookie: JSONValue, lastMutationIDChanges: Record<string, number> | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
+    // Pages for version 1 only, whose answers carry lastMutationIDChanges.
     const paged = lastMutationIDChanges && paging;
     const page = yield* rest(storage, space, paged?.room);
     if (page !== undefined) {
