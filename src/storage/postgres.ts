@@ -1,16 +1,18 @@
 import { runChecked } from './checked.js';
 import { compareUTF8 } from '../base/utf8.js';
-import type { PostgresQuery } from './postgres-connection.js';
+import type { PostgresDriver, PostgresQuery } from './postgres-connection.js';
 import { type PostgresClient, postgresDriver } from './postgres-driver.js';
 import { LOST_AFTER_MS } from './postgres-js.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
-import type { RangeRead, RangeRow, ScanOptions, Storage, StoredValue } from './types.js';
+import type { RangeRead, RangeRow, ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 import { within } from '../base/within.js';
 import { TemporaryError } from '../base/errors.js';
+import { checkStarted, STARTED, StandbyReads, type StandbyStats } from './standby-reads.js';
 
 export type { PgPool, PgPoolClient } from './pg-pool.js';
 export type { PostgresClient } from './postgres-driver.js';
+export type { StandbyStats } from './standby-reads.js';
 
 /**
  * A store in PostgreSQL, shared by any number of server instances: a `postgres` (postgres.js)
@@ -46,8 +48,12 @@ export type { PostgresClient } from './postgres-driver.js';
  */
 export function postgresStorage(client: PostgresClient, options: PostgresStorageOptions = {}): PostgresStorage {
   const lostAfterMs = options.lostAfterMs ?? LOST_AFTER_MS;
+  const { standbys: standbyClients = [], standbyWaitMs = 50 } = options;
+  if (!Array.isArray(standbyClients)) throw new TypeError('postgresStorage: standbys must be an array of clients, one per standby (postgres.js clients or pg-style pools)');
+  if (typeof standbyWaitMs !== 'number' || !(standbyWaitMs >= 0) || standbyWaitMs > 60_000) throw new TypeError(`postgresStorage: standbyWaitMs must be a number of milliseconds from 0 to 60,000, not ${String(standbyWaitMs)}`);
   if (typeof lostAfterMs !== 'number' || !(lostAfterMs > 0) || !Number.isFinite(lostAfterMs)) throw new TypeError(`postgresStorage: lostAfterMs must be a number of milliseconds above 0, not ${String(lostAfterMs)}`);
   const driver = postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs });
+  const standbys = standbyClients.length === 0 ? undefined : new StandbyReads(driver, standbyClients.map((client) => postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs })), standbyWaitMs);
   const prefix = options.tablePrefix ?? 'viewsync_';
   const schema = options.schema === undefined ? '' : `${quoteIdentifier(options.schema)}.`;
   const [kv, meta] = [`${schema}${quoteIdentifier(`${prefix}kv`)}`, `${schema}${quoteIdentifier(`${prefix}schema`)}`];
@@ -78,7 +84,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
      * query on every run, 7 ms where the read takes 0.2. Each range's cost here is bounded by its
      * LIMIT, whatever the table's size.
      */
-    readMany: (shapes: readonly RangeShape[]) =>
+    readMany: (shapes: readonly RangeShape[], checked = false) =>
       {
         // Parameters in order: each range's bounds, then a joining range's prefix and skip.
         let p = 0;
@@ -87,6 +93,8 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
           const joined = join ? `(SELECT j.value FROM ${kv} j WHERE j.key = $${++p}::text || substr(k.key, $${++p}::int + 1))` : 'NULL::text';
           return `(SELECT ${n} AS i, k.key, k.value, ${joined} AS joined FROM ${kv} k WHERE ${bounds} ORDER BY k.key${limit === null ? '' : ` LIMIT ${limit}`})`;
         });
+        // On a standby, first a row of the server run the snapshot was taken in (standby-reads.ts).
+        if (checked) branches.unshift(`(SELECT -1 AS i, (${STARTED})::text AS key, NULL::text AS value, NULL::text AS joined)`);
         return `SELECT * FROM (${branches.join(' UNION ALL ')}) r ORDER BY i, key`;
       },
   };
@@ -127,22 +135,51 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     return ready;
   };
 
+  /**
+   * `readMany`'s ranges read on `on`: one statement, or with many ranges, several in one
+   * snapshot. On a standby (`started`), the snapshot first shows the server run it was polled in.
+   */
+  async function readRanges(on: PostgresDriver, ranges: readonly Range[], started: string | undefined): Promise<Array<Record<string, unknown>>> {
+    const statement = (part: readonly Range[], checked = false): [string, unknown[]] => [sql.readMany(part, checked), part.flatMap((r) => (r.join ? [r.lo, r.hi, r.joinPrefix, r.skip] : [r.lo, r.hi]))];
+    if (ranges.length <= RANGES_PER_STATEMENT) {
+      const rows = await on.statement(...statement(ranges, started !== undefined));
+      if (started === undefined) return rows;
+      checkStarted([{ started: rows[0]?.key }], started);
+      return rows.slice(1);
+    }
+    // Many ranges (pulls sharing a read): one snapshot for several statements, sent together.
+    const parts = Array.from({ length: Math.ceil(ranges.length / RANGES_PER_STATEMENT) }, (_, n) => ranges.slice(n * RANGES_PER_STATEMENT, (n + 1) * RANGES_PER_STATEMENT));
+    const results = await on.transaction('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (query) => {
+      const run = started === undefined ? undefined : query(STARTED, []);
+      const read = await Promise.all(parts.map((part) => query(...statement(part))));
+      if (run) checkStarted(await run, started!);
+      return { result: read, finish: [] };
+    });
+    return results.flatMap((part, n) => part.map((row) => ({ ...row, i: Number(row.i) + n * RANGES_PER_STATEMENT })));
+  }
+
+  /** A read-only transaction on `on`, one snapshot; on a standby (`started`), checked as in {@link readRanges}. */
+  function readOnlyTransaction<T>(on: PostgresDriver, fn: (tx: StorageTransaction) => Promise<T>, started: string | undefined): Promise<T> {
+    return on.transaction('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (query) => {
+      // Sent first, not awaited: the snapshot is taken at the transaction's first statement.
+      const run = started === undefined ? undefined : query(STARTED, []);
+      run?.catch(() => {});
+      const result = await runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false);
+      if (run) checkStarted(await run, started!);
+      return { result, finish: [] };
+    });
+  }
+
   const storage: PostgresStorage = {
     // PostgreSQL's btree refuses an index row over 2,704 bytes: 2,692 of an incompressible key.
     maxKeyBytes: 2_692,
+    standbyStats: () => standbys?.stats(),
     async readMany(reads) {
       await migrate();
       const ranges = reads.map(range).filter((r) => r.limit !== 0);
       const out = reads.map((): RangeRow[] => []);
-      const statement = (part: readonly Range[]): [string, unknown[]] => [sql.readMany(part), part.flatMap((r) => (r.join ? [r.lo, r.hi, r.joinPrefix, r.skip] : [r.lo, r.hi]))];
-      let rows: Array<Record<string, unknown>>;
-      if (ranges.length <= RANGES_PER_STATEMENT) rows = ranges.length === 0 ? [] : await driver.statement(...statement(ranges));
-      else {
-        // Many ranges (pulls sharing a read): one snapshot for several statements, sent together.
-        const parts = Array.from({ length: Math.ceil(ranges.length / RANGES_PER_STATEMENT) }, (_, n) => ranges.slice(n * RANGES_PER_STATEMENT, (n + 1) * RANGES_PER_STATEMENT));
-        const results = await driver.transaction('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (query) => ({ result: await Promise.all(parts.map((part) => query(...statement(part)))), finish: [] }));
-        rows = results.flatMap((part, n) => part.map((row) => ({ ...row, i: Number(row.i) + n * RANGES_PER_STATEMENT })));
-      }
+      if (ranges.length === 0) return out;
+      const rows = standbys ? await standbys.read((on, started) => readRanges(on, ranges, started)) : await readRanges(driver, ranges, undefined);
       for (const row of rows) {
         const joined = row.joined === null || row.joined === undefined ? undefined : (JSON.parse(row.joined as string) as StoredValue);
         out[ranges[Number(row.i)]!.index]!.push([fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue, joined]);
@@ -154,8 +191,8 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       await migrate();
       for (let attempt = 1; ; attempt++) {
         try {
-          return await driver.transaction(readOnly ? 'ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'ISOLATION LEVEL READ COMMITTED', async (query) => {
-            if (readOnly) return { result: await runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false), finish: [] };
+          if (readOnly) return standbys ? await standbys.read((on, started) => readOnlyTransaction(on, fn, started)) : await readOnlyTransaction(driver, fn, undefined);
+          return await driver.transaction('ISOLATION LEVEL READ COMMITTED', async (query) => {
             // Not awaited: the statements after it queue behind it on the connection, so the lock
             // costs no round trip of its own; a failure shows in them and below.
             const locked = space === undefined ? query(sql.lockAll, [lockName, lockWait]) : query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`, lockWait]);
@@ -242,6 +279,18 @@ export interface PostgresStorageOptions {
    * Default: 30,000.
    */
   lostAfterMs?: number;
+  /**
+   * PostgreSQL streaming standbys of the primary `client` reaches (postgres.js clients or pg-style
+   * pools, one per standby), to serve reads: pulls, and every read-only transaction. A read goes
+   * to a standby only once it has replayed everything the primary had when the read was asked
+   * for, so a client reads its own pushes and never sees its cookie or lastMutationIDs go back;
+   * the primary answers one small statement per batch of reads for its WAL position. Writes
+   * always go to the primary. A standby that lags more than `standbyWaitMs`, is down or restarts
+   * leaves its reads to the primary. Default: none. See docs/scaling-out.md.
+   */
+  standbys?: readonly PostgresClient[];
+  /** How long a read waits for a standby to catch up before the primary serves it. Default: 50. */
+  standbyWaitMs?: number;
 }
 
 /** A PostgreSQL store, with its schema step for deploy scripts. */
@@ -254,6 +303,8 @@ export interface PostgresStorage extends Storage {
    * for ever. Idempotent.
    */
   migrate(options?: { timeoutMs?: number }): Promise<void>;
+  /** With `standbys`: the reads served so far, by where (standbys, primary), and the probes sent to the primary. Otherwise undefined. */
+  standbyStats(): StandbyStats | undefined;
 }
 
 /** `work`, or a rejection saying what to check once `ms` have passed. */

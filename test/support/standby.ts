@@ -59,6 +59,10 @@ export interface StandbyPair {
   crashPrimary(): Promise<void>;
   /** Starts the primary again on its data (after {@link crashPrimary}; not once the standby was promoted, which would make two primaries). */
   restartPrimary(): Promise<void>;
+  /** Stops the standby at once, as a crash: its readers' connections drop. */
+  crashStandby(): Promise<void>;
+  /** Starts the standby again on its data (after {@link crashStandby}): it replays from its last restartpoint, then streams again. */
+  restartStandby(): Promise<void>;
   /** Promotes the standby (`pg_ctl promote`); resolves once it takes writes. The pair then has two primaries until {@link rejoin}, one of them stopped, one hopes. */
   promote(): Promise<void>;
   /**
@@ -164,6 +168,8 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
       },
       crashPrimary: () => stopNow(primary()),
       restartPrimary: () => start(primary(), primarySettings),
+      crashStandby: () => stopNow(standby()),
+      restartStandby: () => start(standby(), common),
       promote: () => run(bin, 'pg_ctl', ['-D', standby().dataDir, '-w', 'promote']),
       async rejoin() {
         const [{ recovering }] = (await pair.query(standby(), 'SELECT pg_is_in_recovery() AS recovering')) as [{ recovering: boolean }];

@@ -1,0 +1,151 @@
+/**
+ * The routing of reads between a primary and its standbys (src/storage/standby-reads.ts), on
+ * stand-in servers whose answers the test holds and releases: the orders of events a real pair
+ * shows only by chance (a read arriving while a probe is in flight, a standby restarting between
+ * its poll and a read). test/failover/standby-reads.e2e.test.ts runs the real thing.
+ */
+import { describe, expect, it } from 'vitest';
+import type { PostgresDriver } from '../../src/storage/postgres-connection.js';
+import { StandbyMovedError, StandbyReads } from '../../src/storage/standby-reads.js';
+
+/** A server that answers the probe (primary) or the poll (standby) when the test says. */
+class Server {
+  readonly driver: PostgresDriver;
+  /** Statements received and not yet answered. */
+  readonly waiting: Array<(rows: Array<Record<string, unknown>>) => void> = [];
+  sent = 0;
+  failing: Error | undefined;
+
+  constructor() {
+    this.driver = {
+      statement: () => {
+        this.sent++;
+        if (this.failing) return Promise.reject(this.failing);
+        return new Promise((resolve) => this.waiting.push(resolve));
+      },
+      transaction: () => Promise.reject(new Error('not used')),
+    };
+  }
+
+  /** Answers every statement waiting with `row`. */
+  answer(row: Record<string, unknown>): void {
+    for (const resolve of this.waiting.splice(0)) resolve([row]);
+  }
+}
+
+const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
+const at = (n: number) => `0/${n.toString(16).toUpperCase()}`;
+
+function setUp(waitMs = 0) {
+  const primary = new Server();
+  const standby = new Server();
+  const reads = new StandbyReads(primary.driver, [standby.driver], waitMs);
+  const where = (driver: PostgresDriver, started: string | undefined) => Promise.resolve(driver === primary.driver ? 'primary' : `standby ${started}`);
+  return { primary, standby, reads, where };
+}
+
+describe('standby reads', () => {
+  it('serves a read from a standby only once it has replayed what the primary had after the read arrived', async () => {
+    const { primary, standby, reads, where } = setUp();
+    const first = reads.read(where);
+    await turn();
+    expect(primary.sent).toBe(1);
+    // Arrives while the probe is in flight: that probe may predate a commit this read must see.
+    const second = reads.read(where);
+    primary.answer({ lsn: at(10) });
+    await turn();
+    standby.answer({ lsn: at(15), started: 'run 1' });
+    await expect(first).resolves.toBe('standby run 1');
+    // The second read's own probe, sent after it arrived, finds the primary further on.
+    expect(primary.sent).toBe(2);
+    primary.answer({ lsn: at(20) });
+    await turn();
+    standby.answer({ lsn: at(15), started: 'run 1' });
+    await expect(second).resolves.toBe('primary');
+    expect(reads.stats()).toMatchObject({ standby: 1, primary: 1, probes: 2 });
+  });
+
+  it('sends one probe for reads that arrive together', async () => {
+    const { primary, standby, reads, where } = setUp();
+    const all = Array.from({ length: 50 }, () => reads.read(where));
+    await turn();
+    expect(primary.sent).toBe(1);
+    primary.answer({ lsn: at(5) });
+    await turn();
+    expect(standby.sent).toBe(1);
+    standby.answer({ lsn: at(5), started: 'run 1' });
+    expect(new Set(await Promise.all(all))).toEqual(new Set(['standby run 1']));
+  });
+
+  it('waits for a lagging standby up to its bound, polling it again', async () => {
+    const { primary, standby, reads, where } = setUp(1_000);
+    const read = reads.read(where);
+    await turn();
+    primary.answer({ lsn: at(30) });
+    await turn();
+    standby.answer({ lsn: at(29), started: 'run 1' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(standby.sent).toBe(2);
+    standby.answer({ lsn: at(30), started: 'run 1' });
+    await expect(read).resolves.toBe('standby run 1');
+    expect(reads.stats()).toMatchObject({ standby: 1, waited: 1 });
+  });
+
+  it('sends the read to the primary when the standby restarted since its poll, and leaves the standby alone a while', async () => {
+    const { primary, standby, reads } = setUp();
+    let attempts = 0;
+    const read = reads.read(async (driver, started) => {
+      attempts++;
+      if (driver === primary.driver) return 'primary';
+      expect(started).toBe('run 1');
+      throw new StandbyMovedError(); // its snapshot showed run 2
+    });
+    await turn();
+    primary.answer({ lsn: at(1) });
+    await turn();
+    standby.answer({ lsn: at(9), started: 'run 1' });
+    await expect(read).resolves.toBe('primary');
+    expect(attempts).toBe(2);
+    const again = reads.read(async (driver) => (driver === primary.driver ? 'primary' : 'standby'));
+    await turn();
+    primary.answer({ lsn: at(1) });
+    await expect(again).resolves.toBe('primary');
+    expect(standby.sent).toBe(1);
+  });
+
+  it('retries a recovery conflict on the primary, but not an error of the read itself', async () => {
+    const { primary, standby, reads } = setUp();
+    const conflict = Object.assign(new Error('canceling statement due to conflict with recovery'), { code: '40001' });
+    const read = reads.read(async (driver) => {
+      if (driver === standby.driver) throw conflict;
+      return 'primary';
+    });
+    await turn();
+    primary.answer({ lsn: at(1) });
+    await turn();
+    standby.answer({ lsn: at(1), started: 'run 1' });
+    await expect(read).resolves.toBe('primary');
+
+    const own = new TypeError('a bug in the read');
+    const failing = reads.read(async () => {
+      throw own;
+    });
+    await turn();
+    primary.answer({ lsn: at(1) });
+    await expect(failing).rejects.toBe(own);
+    expect(reads.stats()).toMatchObject({ primary: 1, standby: 0 });
+  });
+
+  it('reads from the primary when it cannot be probed, or the standby is not one', async () => {
+    const { primary, standby, reads, where } = setUp();
+    primary.failing = Object.assign(new Error('recovery is in progress'), { code: '55000' });
+    await expect(reads.read(where)).resolves.toBe('primary');
+    primary.failing = undefined;
+    const read = reads.read(where);
+    await turn();
+    primary.answer({ lsn: at(1) });
+    await turn();
+    standby.answer({ lsn: null, started: 'run 1' }); // promoted: not in recovery
+    await expect(read).resolves.toBe('primary');
+  });
+});
