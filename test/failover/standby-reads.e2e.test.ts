@@ -117,7 +117,7 @@ describe.runIf(haveServerBinaries() && !fastLoop)('pulls from standbys', () => {
           const pushed = new Map<string, number>();
           try {
             for (const step of steps) {
-              if (step.act === 'pause' || step.act === 'resume') await replay(step.act);
+              if (!('group' in step)) await replay(step.act);
               else if (step.act === 'push') pushed.set(step.group, await put(step.group, `${step.group}-last`, Math.random()));
               else {
                 const last = seen.get(step.group);
