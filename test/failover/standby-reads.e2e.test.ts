@@ -76,8 +76,8 @@ describe.runIf(haveServerBinaries() && !fastLoop)('pulls from standbys', () => {
     const many = Array.from({ length: 20 }, (_, n) => ({ prefix: '', limit: n + 1 }));
     const scan = (s: PostgresStorage) => s.transaction((tx) => tx.scan({ prefix: '' }), { readOnly: true });
     const before = stats().standby;
-    expect(await storage.readMany(one, {})).toEqual(await alone.readMany(one, {}));
-    expect(await storage.readMany(many, {})).toEqual(await alone.readMany(many, {}));
+    expect(await storage.readMany!(one, {})).toEqual(await alone.readMany!(one, {}));
+    expect(await storage.readMany!(many, {})).toEqual(await alone.readMany!(many, {}));
     expect(await scan(storage)).toEqual(await scan(alone));
     expect((await scan(storage)).length).toBeGreaterThan(3);
     expect(stats().standby - before).toBe(4);
