@@ -18,8 +18,8 @@ import { TOPOLOGIES } from './topologies.js';
  * The timeout only catches a hang: a run whose servers stall still returns, within about ten
  * minutes (settling four, the last pulls and reads bounded), and reports `not-settled`.
  */
-const SECONDS = Number(process.env.CHAOS_SECONDS ?? 20);
-const SEEDS: Record<string, number> = { sqlite: 101, 'postgres-js': 102, 'pg-pool': 103, notifiers: 104, routed: 105, standby: 106, 'standby-async': 107 };
+const SECONDS = Number(process.env.CHAOS_SECONDS ?? 18);
+const SEEDS: Record<string, number> = { sqlite: 101, 'postgres-js': 102, 'pg-pool': 103, notifiers: 104, routed: 105, standby: 106, 'standby-async': 107, 'standby-reads': 108 };
 
 describe.runIf(!fastLoop)('fault injection', () => {
   for (const name of Object.keys(TOPOLOGIES)) {

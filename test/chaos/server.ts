@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createListener } from '../../adapters/node.js';
 import { collectGarbage, exportSpace, importSpace, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
-import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
+import { postgresNotifier, type PostgresStorage, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { chaosMutators, DAY, RETENTION } from './app.js';
@@ -16,7 +16,7 @@ import { CHANGES_SECRET, WEBHOOK_SECRET } from './webhook-check.js';
 /** Where a server keeps its data. */
 export type StoreSpec =
   | { kind: 'sqlite'; file: string }
-  | { kind: 'postgres'; driver: 'postgres.js' | 'pg'; url: string }
+  | { kind: 'postgres'; driver: 'postgres.js' | 'pg'; url: string; standbys?: string[] }
   | { kind: 'routed'; driver: 'postgres.js' | 'pg'; stores: Record<string, string>; directory?: string };
 
 const spec = JSON.parse(process.env.STORE!) as StoreSpec;
@@ -28,23 +28,27 @@ const { default: pg } = spec.kind === 'sqlite' ? { default: undefined } : await 
 const { default: postgres } = spec.kind === 'sqlite' && process.env.NOTIFIER !== 'postgres' ? { default: undefined } : await import('postgres');
 
 /** A store on one PostgreSQL server; reconnects within a second of its return (postgres.js backs off up to 20 s by default). */
-function postgresStore(driver: 'postgres.js' | 'pg', url: string): Storage {
+function postgresStore(driver: 'postgres.js' | 'pg', url: string, standbys: readonly string[] = []): Storage {
+  return postgresStorage(postgresClient(driver, url), { standbys: standbys.map((standby) => postgresClient(driver, standby)) });
+}
+
+function postgresClient(driver: 'postgres.js' | 'pg', url: string) {
   if (driver === 'pg') {
     const pool = new pg!.Pool({ connectionString: url, max: 6, application_name: `chaos-${name}`, connectionTimeoutMillis: 5_000 });
     pool.on('error', () => {});
     closers.push(() => pool.end());
-    return postgresStorage(pool);
+    return pool;
   }
   const sql = postgres!(url, { max: 6, fetch_types: false, connect_timeout: 5, onnotice: () => {}, connection: { application_name: `chaos-${name}` }, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
   closers.push(() => sql.end({ timeout: 1 }));
-  return postgresStorage(sql);
+  return sql;
 }
 
 const storage: Storage =
   spec.kind === 'sqlite'
     ? sqliteStorage((await import('../support/sqlite-driver.js')).openSQLite(spec.file))
     : spec.kind === 'postgres'
-      ? postgresStore(spec.driver, spec.url)
+      ? postgresStore(spec.driver, spec.url, spec.standbys)
       : routedStorage({ stores: Object.fromEntries(Object.entries(spec.stores).map(([store, url]) => [store, postgresStore(spec.driver, url)])), directory: spec.directory });
 
 let offsetMs = 0;
@@ -98,6 +102,9 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
       case '/chaos/clock':
         offsetMs = Number(JSON.parse(body).offsetMs);
         return reply(res, 200, { offsetMs });
+      case '/chaos/standby-stats':
+        // Where this server's reads went (the standby-reads topology).
+        return reply(res, 200, (storage as Partial<PostgresStorage>).standbyStats?.() ?? null);
       case '/chaos/housekeep':
         return reply(res, 200, await collectGarbage(ctx));
       case '/chaos/backend': {

@@ -345,6 +345,13 @@ export const TOPOLOGIES: Record<string, Topology> = {
       return standbyDeployment(crashes, log, false);
     },
   },
+  'standby-reads': {
+    name: 'standby-reads',
+    description: 'two server processes through postgres.js, pulls served by an asynchronous streaming standby that lags, stalls, pauses its replay and crashes',
+    async start(crashes, log) {
+      return standbyReadsDeployment(crashes, log);
+    },
+  },
 };
 
 /** The spaces moves pick from (the clients' spaces are named space-0, space-1…). */
@@ -453,6 +460,70 @@ async function standbyDeployment(crashes: string[], log: (line: string) => void,
     },
   };
   return deploy(2, store, {}, crashes, [], [() => pair.stop()], { once: [failover], faults: [failover] });
+}
+
+/**
+ * A primary whose asynchronous standby serves pulls (`postgresStorage`'s `standbys`), made to lag
+ * behind it in every way it can: its stream held, its replay paused, the standby crashed and
+ * started again. Pushes and pokes go to the primary; the checker sees whether any answer went
+ * backwards.
+ */
+async function standbyReadsDeployment(crashes: string[], log: (line: string) => void): Promise<Deployment> {
+  const pair: StandbyPair = await startStandbyPair();
+  const store: StoreSpec = { kind: 'postgres', driver: 'postgres.js', url: pair.primary.url, standbys: [pair.standby.url] };
+  const replay = (what: 'pause' | 'resume') => pair.query(pair.standby, `SELECT pg_wal_replay_${what}()`);
+  let down = false;
+  const faults: FaultKind[] = [
+    {
+      name: 'stall replication to the standby',
+      weight: 2,
+      inject: async (rng) => {
+        pair.stallReplication();
+        await sleep(rng.int(200, 2_000));
+        pair.resumeReplication();
+        return '';
+      },
+    },
+    {
+      name: 'pause the standby\'s replay',
+      weight: 2,
+      inject: async (rng) => {
+        await replay('pause');
+        await sleep(rng.int(200, 2_000));
+        await replay('resume');
+        return '';
+      },
+    },
+    {
+      name: 'crash the standby',
+      weight: 1,
+      inject: async (rng) => {
+        down = true;
+        await pair.crashStandby();
+        log('standby crashed');
+        await sleep(rng.int(300, 2_000));
+        await pair.restartStandby();
+        down = false;
+        return '';
+      },
+    },
+  ];
+  const heal = async () => {
+    pair.resumeReplication();
+    if (down) await pair.restartStandby();
+    down = false;
+    await replay('resume');
+  };
+  const deployment = await deploy(2, store, { NOTIFIER: 'postgres', NOTIFY_URL: pair.primary.url }, crashes, [], [() => pair.stop()], { faults, heal });
+  // Healed once the faults are over: the record says how many reads the standby served meanwhile.
+  const healAll = deployment.heal.bind(deployment);
+  deployment.heal = async () => {
+    await healAll();
+    const stats = await Promise.all(deployment.servers().map(async (url) => (await fetch(`${url}chaos/standby-stats`)).json() as Promise<{ standby: number; primary: number } | null>));
+    const [standby, primary] = [stats.reduce((sum, s) => sum + (s?.standby ?? 0), 0), stats.reduce((sum, s) => sum + (s?.primary ?? 0), 0)];
+    log(`reads so far on servers up: ${standby} from the standby, ${primary} from the primary`);
+  };
+  return deployment;
 }
 
 function sleep(ms: number): Promise<void> {
