@@ -48,7 +48,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       try {
         // Only a hub with streams uses it: without one the view's reads are not recorded.
         const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false, onInterest, paging: paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.pullVersion === 1 ? body.clientGroupID : '' }] })) });
+        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] })) : undefined });
       } finally {
         pulled?.(interest);
       }
@@ -107,7 +107,10 @@ function reporting<R>(rest: AsyncGenerator<Patch, R, undefined>, start: number, 
   return { pages: pages(), operations };
 }
 
-/** A first sync in pages, when the context asks for it: a page's room is its bytes (as characters) less what `sent` counted. */
+/**
+ * A first sync in pages, when the context asks for it (pulls of version 1 only: a page's poke
+ * names the client group): a page's room is its bytes (as characters) less what `sent` counted.
+ */
 function paging(ctx: SyncContext, sent: { chars: number }, paged: () => void): PullOptions['paging'] {
   if (ctx.firstSync === undefined) return undefined;
   const chars = ctx.firstSync.pageBytes ?? PAGE_BYTES;

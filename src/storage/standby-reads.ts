@@ -80,6 +80,9 @@ export class StandbyReads {
         this.#open = undefined;
         this.#stats.probes++;
         const sent = this.#primary.statement(PROBE, []).then(([row]) => lsn(row?.lsn));
+        // The standbys are polled meanwhile, not after: any poll's position is good for as long
+        // as its server runs, and on a standby that keeps up this one is often far enough.
+        for (const standby of this.#standbys) if (standby.up()) void standby.poll();
         sent.then(resolve, reject);
         this.#inFlight = sent.then(
           () => {},
@@ -105,9 +108,9 @@ export class StandbyReads {
       // One poll at least, whatever the bound: a standby on loopback answers in well under a millisecond.
       if (polling.length === 0 || (round > 0 && left <= 0)) return undefined;
       if (round === 1) this.#stats.waited++;
-      // The first poll at once; then a pause between, so a lagging standby is not asked a
-      // thousand times for the wait.
-      if (round > 0) await sleep(Math.min(POLL_PAUSE_MS, left));
+      // The first polls at once (a standby that keeps up is a moment behind); then a pause
+      // between, so a lagging standby is not asked a thousand times for the wait.
+      if (round >= POLLS_AT_ONCE) await sleep(Math.min(POLL_PAUSE_MS, left));
       await Promise.all(polling.map((standby) => standby.poll()));
     }
   }
@@ -205,6 +208,7 @@ function isStandbyFailure(error: unknown): boolean {
 // (synchronous_commit off) is visible to reads before it is flushed.
 const PROBE = 'SELECT pg_current_wal_insert_lsn()::text AS lsn';
 const POLL = 'SELECT pg_last_wal_replay_lsn()::text AS lsn, pg_postmaster_start_time()::text AS started';
+const POLLS_AT_ONCE = 3;
 const POLL_PAUSE_MS = 2;
 /** How long a standby that failed is left alone before it is polled again. */
 const DOWN_MS = 1_000;
