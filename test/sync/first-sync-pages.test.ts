@@ -7,22 +7,15 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { createContext, handlePull, type JSONValue, type Mutators, type Storage, type SyncContext } from '../../src/index.js';
+import { createContext, handlePull, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
 import { compareCookies } from '../../src/sync/version/cookie.js';
-import { applyPatch, mutation, post, pullBody, pullBodyV0, push, testMutators, type PullOK } from '../support/helpers.js';
+import { applyPatch, mutation, post, pullBody, pullBodyV0, push, type PullOK } from '../support/helpers.js';
+import { bigSpace } from '../support/big-space.js';
 import { onEveryStore } from '../support/stores.js';
 
 const ENTRIES = 20_000;
 const PAGE_BYTES = 2 ** 20;
-const keyOf = (i: number) => `item/${String(i).padStart(6, '0')}`;
-const valueOf = (i: number, round = 0): JSONValue => ({ title: `Item ${i} `.padEnd(200, '.'), n: i, round });
-
-const mutators: Mutators = {
-  ...testMutators,
-  fill: async (tx, { from, count }: { from: number; count: number }) => {
-    for (let i = from; i < from + count; i++) await tx.set(keyOf(i), valueOf(i));
-  },
-};
+const { keyOf, valueOf, mutators } = bigSpace(200);
 
 interface Page extends PullOK {
   bytes: number;

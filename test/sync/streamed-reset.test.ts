@@ -7,23 +7,16 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { createContext, handlePull, type JSONValue, type Mutators, type Storage, type SyncContext } from '../../src/index.js';
+import { createContext, handlePull, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
 import type { StorageTransaction, TransactionOptions } from '../../src/store.js';
 import { FIRST_ROWS } from '../../src/sync/version/reset-pages.js';
-import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, testMutators, type PullOK } from '../support/helpers.js';
+import { applyPatch, mutation, post, pull, pullBody, pullBodyV0, push, type PullOK } from '../support/helpers.js';
+import { bigSpace } from '../support/big-space.js';
 import { onEveryStore } from '../support/stores.js';
 
 /** Entries in the big space: several pages past what a pull's own transaction reads. */
 const ENTRIES = 25_000;
-const keyOf = (i: number) => `item/${String(i).padStart(6, '0')}`;
-const valueOf = (i: number, round = 0): JSONValue => ({ title: `Item ${i} `.padEnd(80, '.'), n: i, round });
-
-const mutators: Mutators = {
-  ...testMutators,
-  fill: async (tx, { from, count }: { from: number; count: number }) => {
-    for (let i = from; i < from + count; i++) await tx.set(keyOf(i), valueOf(i));
-  },
-};
+const { keyOf, valueOf, mutators } = bigSpace(80);
 
 /** A context whose store counts the read-only transactions begun, on `inner`. */
 function bigContext(inner: Storage, view?: SyncContext['options']['view']) {
