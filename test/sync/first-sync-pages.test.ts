@@ -15,7 +15,7 @@ import { onEveryStore } from '../support/stores.js';
 
 const ENTRIES = 20_000;
 const PAGE_BYTES = 2 ** 20;
-const { keyOf, valueOf, mutators } = bigSpace(200);
+const { keyOf, valueOf, mutators, writer } = bigSpace(200);
 
 interface Page extends PullOK {
   bytes: number;
@@ -83,21 +83,16 @@ onEveryStore('first_sync_pages', (store, create) => {
     }, 60_000);
 
     test('property: writes between pages end in the last page, with the writer’s lastMutationIDs, and nothing else', async () => {
-      const write = fc.record({ at: fc.nat({ max: 8 }), entry: fc.nat({ max: ENTRIES + 50 }), op: fc.constantFrom('put', 'put', 'del') });
+      const drawn = fc.record({ at: fc.nat({ max: 8 }), entry: fc.nat({ max: ENTRIES + 50 }), op: fc.constantFrom<'put' | 'del'>('put', 'put', 'del') });
       await fc.assert(
-        fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 10 }), async (writes) => {
+        fc.asyncProperty(fc.array(drawn, { minLength: 1, maxLength: 10 }), async (writes) => {
           const run = ++runs;
           const group = `paged-${run}`;
           const client = `paged-client-${run}`;
+          const write = writer(ctx, group, client, expected, run);
           let made = 0;
           const { held, lmids, cookie } = await syncInPages(ctx, group, async (page) => {
-            for (const { entry, op } of writes.filter((w) => w.at === page)) {
-              const key = keyOf(entry);
-              const value = valueOf(entry, run);
-              await push(ctx, group, [mutation(client, ++made, op, op === 'put' ? { key, value } : { key })]);
-              if (op === 'put') expected.set(key, value);
-              else expected.delete(key);
-            }
+            made = await write(writes, page);
           });
           expect(held).toEqual(expected);
           expect(lmids).toEqual(made === 0 ? {} : { [client]: made });

@@ -16,7 +16,7 @@ import { onEveryStore } from '../support/stores.js';
 
 /** Entries in the big space: several pages past what a pull's own transaction reads. */
 const ENTRIES = 25_000;
-const { keyOf, valueOf, mutators } = bigSpace(80);
+const { keyOf, valueOf, mutators, writer } = bigSpace(80);
 
 /** A context whose store counts the read-only transactions begun, on `inner`. */
 function bigContext(inner: Storage, view?: SyncContext['options']['view']) {
@@ -93,26 +93,21 @@ onEveryStore('streamed_reset', (store, create) => {
     }, 60_000);
 
     test('property: writes while the answer is sent end in the answer, with their lastMutationIDs, and nothing else', async () => {
-      const write = fc.record({
+      const drawn = fc.record({
         at: fc.nat({ max: 60 }),
         entry: fc.nat({ max: ENTRIES + 100 }),
-        op: fc.constantFrom('put', 'put', 'del'),
+        op: fc.constantFrom<'put' | 'del'>('put', 'put', 'del'),
       });
       await fc.assert(
-        fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 12 }), async (writes) => {
+        fc.asyncProperty(fc.array(drawn, { minLength: 1, maxLength: 12 }), async (writes) => {
           const run = ++runs;
           const group = `writer-group-${run}`;
           const client = `writer-${run}`;
+          const write = writer(ctx, group, client, expected, run);
           let made = 0;
           const response = await handlePull(post('/pull', pullBody(group, null)), ctx);
           const answer = await readSlowly(response, async (chunk) => {
-            for (const { entry, op } of writes.filter((w) => w.at === chunk)) {
-              const key = keyOf(entry);
-              const value = valueOf(entry, run);
-              await push(ctx, group, [mutation(client, ++made, op, op === 'put' ? { key, value } : { key })]);
-              if (op === 'put') expected.set(key, value);
-              else expected.delete(key);
-            }
+            made = await write(writes, chunk);
           });
           expect(applyPatch(new Map(), answer.patch)).toEqual(expected);
           expect(answer.lastMutationIDChanges).toEqual(made === 0 ? {} : { [client]: made });
