@@ -151,6 +151,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     const parts = Array.from({ length: Math.ceil(ranges.length / RANGES_PER_STATEMENT) }, (_, n) => ranges.slice(n * RANGES_PER_STATEMENT, (n + 1) * RANGES_PER_STATEMENT));
     const results = await on.transaction('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (query) => {
       const run = started === undefined ? undefined : query(STARTED, []);
+      run?.catch(() => {});
       const read = await Promise.all(parts.map((part) => query(...statement(part))));
       if (run) checkStarted(await run, started!);
       return { result: read, finish: [] };

@@ -1,5 +1,6 @@
 import type { PostgresDriver } from './postgres-connection.js';
 import { isUnreachable } from './unreachable.js';
+import { within } from '../base/within.js';
 
 /**
  * Reads served by PostgreSQL streaming standbys, never older than the primary was when they
@@ -50,7 +51,8 @@ export class StandbyReads {
    * may run twice, on a standby then on the primary.
    */
   async read<T>(read: (driver: PostgresDriver, started: string | undefined) => Promise<T>): Promise<T> {
-    const target = await this.#probe().catch(() => undefined);
+    // With no standby to read from, the primary at once: no probe.
+    const target = this.#standbys.some((standby) => standby.up()) ? await this.#probe().catch(() => undefined) : undefined;
     const standby = target === undefined ? undefined : await this.#caughtUp(target);
     if (standby) {
       const started = standby.started!;
@@ -111,7 +113,8 @@ export class StandbyReads {
       // The first polls at once (a standby that keeps up is a moment behind); then a pause
       // between, so a lagging standby is not asked a thousand times for the wait.
       if (round >= POLLS_AT_ONCE) await sleep(Math.min(POLL_PAUSE_MS, left));
-      await Promise.all(polling.map((standby) => standby.poll()));
+      // Bounded by the wait: a standby whose network stalls holds no read longer.
+      await within(Promise.all(polling.map((standby) => standby.poll())), Math.max(left, 1), () => undefined).catch(() => {});
     }
   }
 }
@@ -213,4 +216,8 @@ const POLL_PAUSE_MS = 2;
 /** How long a standby that failed is left alone before it is polled again. */
 const DOWN_MS = 1_000;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    (timer as { unref?: () => void }).unref?.();
+  });

@@ -136,6 +136,27 @@ describe('standby reads', () => {
     expect(reads.stats()).toMatchObject({ primary: 1, standby: 0 });
   });
 
+  it('holds a read no longer than its bound when the standby never answers its poll, and probes no more while the standby is down', async () => {
+    const { primary, standby, reads, where } = setUp(30);
+    const read = reads.read(where);
+    await turn();
+    primary.answer({ lsn: at(1) });
+    // The standby's poll is never answered (its network stalled).
+    await expect(read).resolves.toBe('primary');
+    expect(standby.waiting.length).toBe(1);
+
+    standby.failing = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    standby.answer({ lsn: at(0), started: 'run 1' });
+    const failed = reads.read(where);
+    await turn();
+    primary.answer({ lsn: at(1) });
+    await expect(failed).resolves.toBe('primary');
+    // Down now: straight to the primary, with no probe.
+    const probes = primary.sent;
+    await expect(reads.read(where)).resolves.toBe('primary');
+    expect(primary.sent).toBe(probes);
+  });
+
   it('reads from the primary when it cannot be probed, or the standby is not one', async () => {
     const { primary, standby, reads, where } = setUp();
     primary.failing = Object.assign(new Error('recovery is in progress'), { code: '55000' });
