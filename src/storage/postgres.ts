@@ -8,7 +8,7 @@ import type { RangeRead, RangeRow, ScanOptions, Storage, StorageTransaction, Sto
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 import { within } from '../base/within.js';
 import { TemporaryError } from '../base/errors.js';
-import { checkStarted, STARTED, StandbyReads, type StandbyStats } from './standby-reads.js';
+import { checkStarted, RUN, StandbyReads, type StandbyStats } from './standby-reads.js';
 
 export type { PgPool, PgPoolClient } from './pg-pool.js';
 export type { PostgresClient } from './postgres-driver.js';
@@ -94,7 +94,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
           return `(SELECT ${n} AS i, k.key, k.value, ${joined} AS joined FROM ${kv} k WHERE ${bounds} ORDER BY k.key${limit === null ? '' : ` LIMIT ${limit}`})`;
         });
         // On a standby, first a row of the server run the snapshot was taken in (standby-reads.ts).
-        if (checked) branches.unshift(`(SELECT -1 AS i, (${STARTED})::text AS key, NULL::text AS value, NULL::text AS joined)`);
+        if (checked) branches.unshift(`(SELECT -1 AS i, (${RUN})::text AS key, NULL::text AS value, NULL::text AS joined)`);
         return `SELECT * FROM (${branches.join(' UNION ALL ')}) r ORDER BY i, key`;
       },
   };
@@ -150,7 +150,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     // Many ranges (pulls sharing a read): one snapshot for several statements, sent together.
     const parts = Array.from({ length: Math.ceil(ranges.length / RANGES_PER_STATEMENT) }, (_, n) => ranges.slice(n * RANGES_PER_STATEMENT, (n + 1) * RANGES_PER_STATEMENT));
     const results = await on.transaction('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (query) => {
-      const run = started === undefined ? undefined : query(STARTED, []);
+      const run = started === undefined ? undefined : query(RUN, []);
       run?.catch(() => {});
       const read = await Promise.all(parts.map((part) => query(...statement(part))));
       if (run) checkStarted(await run, started!);
@@ -163,11 +163,15 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   function readOnlyTransaction<T>(on: PostgresDriver, fn: (tx: StorageTransaction) => Promise<T>, started: string | undefined): Promise<T> {
     return on.transaction('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (query) => {
       // Sent first, not awaited: the snapshot is taken at the transaction's first statement.
-      const run = started === undefined ? undefined : query(STARTED, []);
+      const run = started === undefined ? undefined : query(RUN, []);
       run?.catch(() => {});
-      const result = await runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false);
-      if (run) checkStarted(await run, started!);
-      return { result, finish: [] };
+      try {
+        return { result: await runChecked(fn, new WriteBuffer(reader(query), { cacheReads: true }), false), finish: [] };
+      } finally {
+        // Checked even when `fn` failed: what it failed on may be a restarted standby's older
+        // state, and the primary then runs it again.
+        if (run) checkStarted(await run, started!);
+      }
     });
   }
 

@@ -10,6 +10,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JSONValue, SyncContext } from '../../src/index.js';
 import { type PostgresStorage, postgresStorage } from '../../src/storage/postgres.js';
+import { RUN } from '../../src/storage/standby-reads.js';
 import { mutation, pull, push, testContext } from '../support/helpers.js';
 import { type StandbyPair, haveServerBinaries, startStandbyPair } from '../support/standby.js';
 import { fastLoop } from '../support/stores.js';
@@ -162,6 +163,26 @@ describe.runIf(haveServerBinaries() && !fastLoop)('pulls from standbys', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(stats().standby).toBeGreaterThan(before);
+  }, 60_000);
+
+  it('tells a standby reinitialised after a crash of one of its processes from the run it was polled in, and goes on', async () => {
+    const run = async () => ((await pair.query(pair.standby, RUN)) as [{ started: string }])[0].started;
+    const before = await run();
+    // A backend killed -9: the postmaster ends every other one and reinitialises, with the same
+    // start time, reopening at its last restartpoint's consistent state.
+    const victim = postgres(pair.standby.url, { max: 1, fetch_types: false, onnotice: () => {} });
+    const [{ pid }] = (await victim.unsafe('SELECT pg_backend_pid() AS pid')) as unknown as [{ pid: number }];
+    process.kill(pid, 'SIGKILL');
+    await victim.end({ timeout: 1 }).catch(() => {});
+    let after = before;
+    for (const deadline = Date.now() + 30_000; after === before && Date.now() < deadline; ) {
+      after = await run().catch(() => before);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(after).not.toBe(before);
+    expect(after.split(' ')[0]).toBe(before.split(' ')[0]); // the same start time
+    const id = await put('e', 'after reinit', 1);
+    for (let i = 0; i < 5; i++) expect((await pull(ctx, 'e', null)).lastMutationIDChanges).toEqual({ 'e-client': id });
   }, 60_000);
 
   it('takes a pg pool as a standby too', async () => {

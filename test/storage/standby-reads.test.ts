@@ -35,6 +35,10 @@ class Server {
 
 const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
 const at = (n: number) => `0/${n.toString(16).toUpperCase()}`;
+/** The primary's answer to a probe: at `n` on `timeline`. */
+const probe = (n: number, timeline = 1) => ({ lsn: at(n), file: `${timeline.toString(16).padStart(8, '0').toUpperCase()}0000000000000003`, block: '8192' });
+/** A standby's answer to a poll: replayed up to `n`, streaming `timeline`, in run `run`. */
+const poll = (n: number, timeline: number | null = 1, run = 'run 1') => ({ lsn: at(n), started: run, tli: timeline });
 
 function setUp(waitMs = 0) {
   const primary = new Server();
@@ -52,15 +56,15 @@ describe('standby reads', () => {
     expect(primary.sent).toBe(1);
     // Arrives while the probe is in flight: that probe may predate a commit this read must see.
     const second = reads.read(where);
-    primary.answer({ lsn: at(10) });
+    primary.answer(probe(10));
     await turn();
-    standby.answer({ lsn: at(15), started: 'run 1' });
+    standby.answer(poll(15));
     await expect(first).resolves.toBe('standby run 1');
     // The second read's own probe, sent after it arrived, finds the primary further on.
     expect(primary.sent).toBe(2);
-    primary.answer({ lsn: at(20) });
+    primary.answer(probe(20));
     await turn();
-    standby.answer({ lsn: at(15), started: 'run 1' });
+    standby.answer(poll(15));
     await expect(second).resolves.toBe('primary');
     expect(reads.stats()).toMatchObject({ standby: 1, primary: 1, probes: 2 });
   });
@@ -70,10 +74,10 @@ describe('standby reads', () => {
     const all = Array.from({ length: 50 }, () => reads.read(where));
     await turn();
     expect(primary.sent).toBe(1);
-    primary.answer({ lsn: at(5) });
+    primary.answer(probe(5));
     await turn();
     expect(standby.sent).toBe(1);
-    standby.answer({ lsn: at(5), started: 'run 1' });
+    standby.answer(poll(5));
     expect(new Set(await Promise.all(all))).toEqual(new Set(['standby run 1']));
   });
 
@@ -81,12 +85,12 @@ describe('standby reads', () => {
     const { primary, standby, reads, where } = setUp(1_000);
     const read = reads.read(where);
     await turn();
-    primary.answer({ lsn: at(30) });
+    primary.answer(probe(30));
     await turn();
-    standby.answer({ lsn: at(29), started: 'run 1' });
+    standby.answer(poll(29));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(standby.sent).toBe(2);
-    standby.answer({ lsn: at(30), started: 'run 1' });
+    standby.answer(poll(30));
     await expect(read).resolves.toBe('standby run 1');
     expect(reads.stats()).toMatchObject({ standby: 1, waited: 1 });
   });
@@ -101,14 +105,14 @@ describe('standby reads', () => {
       throw new StandbyMovedError(); // its snapshot showed run 2
     });
     await turn();
-    primary.answer({ lsn: at(1) });
+    primary.answer(probe(1));
     await turn();
-    standby.answer({ lsn: at(9), started: 'run 1' });
+    standby.answer(poll(9));
     await expect(read).resolves.toBe('primary');
     expect(attempts).toBe(2);
     const again = reads.read(async (driver) => (driver === primary.driver ? 'primary' : 'standby'));
     await turn();
-    primary.answer({ lsn: at(1) });
+    primary.answer(probe(1));
     await expect(again).resolves.toBe('primary');
     expect(standby.sent).toBe(1);
   });
@@ -121,9 +125,9 @@ describe('standby reads', () => {
       return 'primary';
     });
     await turn();
-    primary.answer({ lsn: at(1) });
+    primary.answer(probe(1));
     await turn();
-    standby.answer({ lsn: at(1), started: 'run 1' });
+    standby.answer(poll(1));
     await expect(read).resolves.toBe('primary');
 
     const own = new TypeError('a bug in the read');
@@ -131,7 +135,7 @@ describe('standby reads', () => {
       throw own;
     });
     await turn();
-    primary.answer({ lsn: at(1) });
+    primary.answer(probe(1));
     await expect(failing).rejects.toBe(own);
     expect(reads.stats()).toMatchObject({ primary: 1, standby: 0 });
   });
@@ -140,21 +144,67 @@ describe('standby reads', () => {
     const { primary, standby, reads, where } = setUp(30);
     const read = reads.read(where);
     await turn();
-    primary.answer({ lsn: at(1) });
+    primary.answer(probe(1));
     // The standby's poll is never answered (its network stalled).
     await expect(read).resolves.toBe('primary');
     expect(standby.waiting.length).toBe(1);
 
     standby.failing = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    standby.answer({ lsn: at(0), started: 'run 1' });
+    standby.answer(poll(0));
     const failed = reads.read(where);
     await turn();
-    primary.answer({ lsn: at(1) });
+    primary.answer(probe(1));
     await expect(failed).resolves.toBe('primary');
     // Down now: straight to the primary, with no probe.
     const probes = primary.sent;
     await expect(reads.read(where)).resolves.toBe('primary');
     expect(primary.sent).toBe(probes);
+  });
+
+  it('reads nothing from a standby that streams another timeline than the primary’s, or whose timeline it cannot see', async () => {
+    const { primary, standby, reads, where } = setUp();
+    // After a failover: the primary on timeline 2, the standby left on 1, past its position.
+    const read = reads.read(where);
+    await turn();
+    primary.answer(probe(10, 2));
+    await turn();
+    standby.answer(poll(50, 1));
+    await expect(read).resolves.toBe('primary');
+    // A role without pg_read_all_stats sees no timeline.
+    const unseen = reads.read(where);
+    await turn();
+    primary.answer(probe(10, 2));
+    await turn();
+    standby.answer(poll(50, null));
+    await expect(unseen).resolves.toBe('primary');
+    const same = reads.read(where);
+    await turn();
+    primary.answer(probe(10, 2));
+    await turn();
+    standby.answer(poll(50, 2));
+    await expect(same).resolves.toBe('standby run 1');
+  });
+
+  it('takes a primary position just past a page header as the page start, where a quiet standby stands', async () => {
+    const { primary, standby, reads, where } = setUp();
+    for (const [probeAt, replayed] of [
+      [0x3000028, 0x3000000], // a new segment's long header
+      [0x2002018, 0x2002000], // a page's short header
+    ] as const) {
+      const read = reads.read(where);
+      await turn();
+      primary.answer(probe(probeAt));
+      await turn();
+      standby.answer(poll(replayed));
+      await expect(read).resolves.toBe('standby run 1');
+    }
+    // Anywhere else in a page, the position as it is.
+    const read = reads.read(where);
+    await turn();
+    primary.answer(probe(0x2002030));
+    await turn();
+    standby.answer(poll(0x2002000));
+    await expect(read).resolves.toBe('primary');
   });
 
   it('reads from the primary when it cannot be probed, or the standby is not one', async () => {
@@ -164,9 +214,9 @@ describe('standby reads', () => {
     primary.failing = undefined;
     const read = reads.read(where);
     await turn();
-    primary.answer({ lsn: at(1) });
+    primary.answer(probe(1));
     await turn();
-    standby.answer({ lsn: null, started: 'run 1' }); // promoted: not in recovery
+    standby.answer({ lsn: null, started: 'run 1', tli: null }); // promoted: not in recovery
     await expect(read).resolves.toBe('primary');
   });
 });
