@@ -309,8 +309,11 @@ function report(kind: string, perStream: StreamMemory, fanouts: readonly number[
   const cpuNote = (runs: ReadonlyArray<{ cpu: CPUSnapshot }>, window: number) =>
     `client ${ms(m(runs, (r) => r.cpu.client))} ms${kind === 'postgres' ? `, PostgreSQL ${ms(m(runs, (r) => r.cpu.postgres))} ms` : ''}; whole machine busy ${ms(m(runs, (r) => r.cpu.machineBusy))} of ${ms(window * cores)} ms (${cores} cores x window)`;
   rows.push(
-    { benchmark: `${store}: fan-out, push sent -> last of ${n} pokes arrived, no pulls, p50`, value: median(fanouts), unit: 'ms', note: `p99 ${ms(quantile(fanouts, 0.99))} ms of ${fanouts.length} rounds; in a storm (clients pulling) p50 ${ms(m(storms, (s) => s.lastPoke))}, p99 ${ms(quantile(storms.map((s) => s.lastPoke), 0.99))} ms` },
+    { benchmark: `${store}: fan-out, push sent -> last of ${n} pokes arrived, no pulls, p50`, value: median(fanouts), unit: 'ms', note: `p99 ${ms(quantile(fanouts, 0.99))} ms of ${fanouts.length} rounds${storms.length > 0 ? `; in a storm (clients pulling) p50 ${ms(m(storms, (s) => s.lastPoke))}, p99 ${ms(quantile(storms.map((s) => s.lastPoke), 0.99))} ms` : ''}` },
     { benchmark: `${store}: server memory per idle poke stream, RSS`, value: perStream.rss / 1024, unit: 'KiB', note: `V8 heap and buffers ${(perStream.heap / 1024).toFixed(1)} KiB; after a full collection, ${n} streams open, before any pull` },
+  );
+  // Storms and baselines, where rounds ran (ROUNDS=0 measures fan-out and memory alone).
+  if (storms.length > 0) rows.push(
     { benchmark: `${store}: storm, push answered -> all ${n} pulls answered`, value: m(storms, (s) => s.fromPush), unit: 'ms', note: `from push sent ${ms(m(storms, (s) => s.fromSent))} ms (push round trip ${ms(m(storms, (s) => s.pushMs))} ms); last poke in ${ms(m(storms, (s) => s.lastPoke))} ms from push sent` },
     { benchmark: `${store}: storm, a client's poke -> its pull answered, p50`, value: m(storms, (s) => quantile(s.latencies, 0.5)), unit: 'ms', note: `p95 ${ms(m(storms, (s) => quantile(s.latencies, 0.95)))}, max ${ms(m(storms, (s) => quantile(s.latencies, 1)))} ms` },
     { benchmark: `${store}: baseline, ${n} pulls sent at once -> all answered`, value: m(baselines, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(baselines, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(baselines, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(baselines, (b) => quantile(b.latencies, 1)))} ms` },
