@@ -204,7 +204,8 @@ class ResponseSink implements Sink {
   }
 
   write(chunk: Uint8Array): void {
-    if (!this.#res.destroyed) this.#res.write(chunk);
+    // Node emits an error, which nothing here would catch, for a write after the end.
+    if (!this.#res.destroyed && !this.#res.writableEnded) this.#res.write(chunk);
   }
 
   end(): void {
