@@ -4,6 +4,7 @@ import { BODY_BYTES, FETCH_REQUEST } from '../src/base/request-stand-in.js';
 import { refuseRenamed } from '../src/base/renamed.js';
 import { type CompressionOptions, compressReply } from './compress.js';
 import { drained } from '../src/base/drained.js';
+import { DirectStream, type Sink } from '../src/base/direct-stream.js';
 import { IDLE_TIMEOUT_MS } from './types.js';
 
 // The bridge between node:http and Fetch, the one adapter that cannot be thin (see node.ts).
@@ -155,6 +156,7 @@ export async function writeReply(reply: Reply, res: ServerResponse, compression?
     if (!res.destroyed) res.writeHead(status, headers).end(body ?? undefined);
     return;
   }
+  if (body instanceof DirectStream) return writeDirect(body, res, status, headers);
   const reader = body.getReader();
   // A client that goes while the stream has nothing to say (a poke stream, between pokes) must
   // release it now, not at its next chunk.
@@ -172,6 +174,51 @@ export async function writeReply(reply: Reply, res: ServerResponse, compression?
   }
   if (!res.destroyed) res.end();
 }
+
+/**
+ * Writes a poke stream straight to the socket (see {@link DirectStream}): no reader waits on it,
+ * and what is not yet sent is bounded by the stream's producer, which leaves pokes out while the
+ * socket is behind (see {@link ResponseSink.full}).
+ */
+function writeDirect(body: DirectStream, res: ServerResponse, status: number, headers: Record<string, string>): void {
+  if (res.destroyed) return void body.cancel().catch(() => {});
+  res.writeHead(status, headers);
+  // A client that goes releases its stream at once, not at its next chunk.
+  res.once('close', body.attach(new ResponseSink(res)));
+}
+
+/** A response as a poke stream's {@link Sink}. */
+class ResponseSink implements Sink {
+  readonly #res: ServerResponse;
+
+  constructor(res: ServerResponse) {
+    this.#res = res;
+  }
+
+  get waiting(): boolean {
+    return this.#res.writableLength > 0;
+  }
+
+  get full(): boolean {
+    return this.#res.writableLength >= UNSENT_BYTES;
+  }
+
+  write(chunk: Uint8Array): void {
+    // Node emits an error, which nothing here would catch, for a write after the end.
+    if (!this.#res.destroyed && !this.#res.writableEnded) this.#res.write(chunk);
+  }
+
+  end(): void {
+    if (!this.#res.destroyed) this.#res.end();
+  }
+}
+
+/**
+ * Bytes a poke stream's response may hold unsent (its socket full) before pokes to it are left
+ * out: a few of its chunks, so that a heartbeat and a poke written in one tick (both wait for the
+ * socket's uncork) both go, and a client that stops reading costs no more than this.
+ */
+const UNSENT_BYTES = 256;
 
 async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Uint8Array | undefined> {
   const next = await reader.read();

@@ -17,6 +17,8 @@ export interface StoreServer {
   /** The same store with `shareReads: false` and no `readMany`: each pull in a transaction of its own. */
   alonePort: number;
   pid: number;
+  /** The server's memory after a full collection (it runs with `--expose-gc`). */
+  memory(): Promise<NodeJS.MemoryUsage>;
   stop(): Promise<void>;
 }
 
@@ -27,8 +29,9 @@ export interface StoreServer {
  */
 export async function startStoreServer(kind: string, where: string | undefined, env: Record<string, string>): Promise<StoreServer> {
   const flags = process.env.SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', `${process.env.SERVER_ROOT ?? root}bench/store-server.ts`, kind, ...(where ? [where] : [])], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+  // The IPC channel carries memory figures (see store-server.ts); gc settles them.
+  const child = spawn(process.execPath, ['--expose-gc', ...flags, '--import', 'tsx', `${process.env.SERVER_ROOT ?? root}bench/store-server.ts`, kind, ...(where ? [where] : [])], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     env: { ...process.env, ...env },
   });
   const line = await new Promise<string>((resolve, reject) => {
@@ -38,6 +41,7 @@ export async function startStoreServer(kind: string, where: string | undefined, 
   return {
     ...(JSON.parse(line) as { port: number; unsharedPort: number; alonePort: number }),
     pid: child.pid!,
+    memory: () => new Promise((resolve) => (child.once('message', (usage) => resolve(usage as NodeJS.MemoryUsage)), child.send('memory'))),
     stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))),
   };
 }

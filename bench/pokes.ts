@@ -13,9 +13,16 @@
  * EventSource does, and pulls through a kept-alive pool of PULL_SOCKETS connections (default:
  * one per client, as 1,000 browsers have; 200 looks like browsers behind one proxy).
  *
+ * Also timed, after the storms: fan-out alone, from a push being sent until the last poke
+ * arrives when the clients do not pull (FANOUTS rounds), its median and p99; and the server's memory per idle poke stream (RSS, and V8 heap plus memory
+ * outside it, each after a full collection), from before the streams open to after, before any
+ * pull.
+ *
  * Run: `npm run bench:pokes` (a minute or two a store). Stores: memory and SQLite, and
  * PostgreSQL when DATABASE_URL is set (`export DATABASE_URL=$(scripts/start-postgres.sh)`).
- * Env: STORES, SUBSCRIBERS (1000), ENTRIES (1000), ROUNDS (5), WARMUP (1), PULL_SOCKETS.
+ * Env: STORES, SUBSCRIBERS (1000), ENTRIES (1000), ROUNDS (5), WARMUP (1), PULL_SOCKETS,
+ * BASELINES (shared,unshared,alone: which baselines run; `shared` alone saves time at many
+ * thousands of subscribers).
  * Not part of `npm test`. Progress on stderr, the table on stdout.
  */
 import { spawnSync } from 'node:child_process';
@@ -39,6 +46,8 @@ const ROUNDS = Number(env.ROUNDS ?? 5);
 const WARMUP = Number(env.WARMUP ?? 1);
 const PULL_SOCKETS = Number(env.PULL_SOCKETS ?? SUBSCRIBERS);
 const STORES = (env.STORES ?? 'memory,sqlite,postgres').split(',').filter((kind) => kind !== 'postgres' || env.DATABASE_URL);
+const FANOUTS = Number(env.FANOUTS ?? 20);
+const BASELINES = new Set((env.BASELINES ?? 'shared,unshared,alone').split(','));
 /** Each socket is a file; the server's process holds as many as this one, and inherits its limit. */
 const FILES_NEEDED = SUBSCRIBERS + 3 * PULL_SOCKETS + 100;
 
@@ -99,6 +108,13 @@ interface StormResult {
   cpu: CPUSnapshot;
 }
 
+/** The server's memory for each idle poke stream, in bytes. */
+interface StreamMemory {
+  rss: number;
+  /** V8's heap in use plus memory outside it (buffers). */
+  heap: number;
+}
+
 /** One baseline's timings. */
 interface BaselineResult {
   /** From the first pull sent to the last answered: the window. */
@@ -118,6 +134,8 @@ async function benchStore(kind: string): Promise<void> {
   const subscribers: Subscriber[] = Array.from({ length: SUBSCRIBERS }, (_, i) => ({ group: `subscriber-${i}`, cookie: null, behind: null, stream: undefined, poked: false }));
   let storm: Storm | undefined;
   let lost: Error | undefined;
+  /** The fan-out round under way: subscribers not yet poked, and when the last poke came. */
+  let fanout: { pending: number; lastPokeAt: number; done(): void } | undefined;
   let stray = 0;
   let mutationID = 0;
   let lastChange: Change | undefined;
@@ -127,6 +145,12 @@ async function benchStore(kind: string): Promise<void> {
 
   const onPoke = (sub: Subscriber) => {
     const pokedAt = performance.now();
+    if (fanout !== undefined && !sub.poked) {
+      sub.poked = true;
+      fanout.lastPokeAt = pokedAt;
+      if (--fanout.pending === 0) fanout.done();
+      return;
+    }
     const current = storm;
     if (current === undefined || sub.poked) return void stray++;
     sub.poked = true;
@@ -162,6 +186,20 @@ async function benchStore(kind: string): Promise<void> {
     return { fromPush: current.lastAnswerAt - pushedAt, fromSent: current.lastAnswerAt - sentAt, pushMs: pushedAt - sentAt, lastPoke: current.lastPokeAt - sentAt, latencies: current.latencies, cpu };
   };
 
+  /** One push that changes no subscriber's entries; resolves with ms from it being sent until every subscriber is poked. */
+  const runFanout = async (): Promise<number> => {
+    for (const sub of subscribers) sub.poked = false;
+    let done!: () => void;
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    const current = (fanout = { pending: SUBSCRIBERS, lastPokeAt: 0, done });
+    const sentAt = performance.now();
+    await push('increment', { key: 'fanout' });
+    await deadline(finished, () => `fan-out: ${current.pending} clients never poked`);
+    fanout = undefined;
+    if (lost) throw lost;
+    return current.lastPokeAt - sentAt;
+  };
+
   /** The same pulls, one change behind, all sent at once with no push, to `port`. */
   const runBaseline = async (port: number): Promise<BaselineResult> => {
     const change = lastChange!;
@@ -188,15 +226,28 @@ async function benchStore(kind: string): Promise<void> {
   const baselines: BaselineResult[] = [];
   const unshared: BaselineResult[] = [];
   const alone: BaselineResult[] = [];
+  const fanouts: number[] = [];
+  let perStream: StreamMemory;
   try {
     progress(`${kind}: seeding ${ENTRIES} entries, opening ${SUBSCRIBERS} poke streams, a full pull each`);
     await push('seed', { from: 0, count: ENTRIES });
+    const empty = await settledMemory(server);
     // A hundred at a time: a thousand connections at once overflow the server's listen backlog.
+    // Every stream before any pull, as a real client opens its stream first, so no change
+    // between the pull and the stream is missed; and so the memory between is the streams' alone.
     for (let from = 0; from < SUBSCRIBERS; from += 100) {
       await Promise.all(
         subscribers.slice(from, from + 100).map(async (sub) => {
-          // The stream first, as a real client does, so no change between the pull and the stream is missed.
           sub.stream = await openPokeStream(server.port, `/poke?space=${space}`, { onPoke: () => onPoke(sub), onLost: (error) => ((lost ??= error), storm?.fail(error)) });
+        }),
+      );
+    }
+    const idle = await settledMemory(server);
+    perStream = { rss: (idle.rss - empty.rss) / SUBSCRIBERS, heap: (idle.heapUsed + idle.external - empty.heapUsed - empty.external) / SUBSCRIBERS };
+    progress(`${kind}: ${(perStream.rss / 1024).toFixed(1)} KiB RSS, ${(perStream.heap / 1024).toFixed(1)} KiB heap and buffers per idle stream`);
+    for (let from = 0; from < SUBSCRIBERS; from += 100) {
+      await Promise.all(
+        subscribers.slice(from, from + 100).map(async (sub) => {
           const full = JSON.parse(await pull(sub, null)) as { cookie: JSONValue; patch: Array<{ op: string }> };
           const puts = full.patch.filter((op) => op.op === 'put').length;
           if (puts !== ENTRIES) throw new Error(`a full pull answered ${puts} entries, not ${ENTRIES}`);
@@ -213,20 +264,27 @@ async function benchStore(kind: string): Promise<void> {
       await pause();
       const b = await runBaseline(server.port);
       await pause();
-      const u = await runBaseline(server.unsharedPort);
-      await pause();
-      const a = await runBaseline(server.alonePort);
-      await pause();
+      const u = BASELINES.has('unshared') ? await runBaseline(server.unsharedPort) : undefined;
+      if (u) await pause();
+      const a = BASELINES.has('alone') ? await runBaseline(server.alonePort) : undefined;
+      if (a) await pause();
       const s = early ?? (await runStorm(round));
       if (!stormFirst) await pause();
       if (round < WARMUP) continue;
       storms.push(s);
       baselines.push(b);
-      unshared.push(u);
-      alone.push(a);
+      if (u) unshared.push(u);
+      if (a) alone.push(a);
       const sockets = Object.values(pullAgent.freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0);
-      progress(`${kind} round ${round - WARMUP + 1}/${ROUNDS}: storm ${s.fromPush.toFixed(0)} ms from the push's answer, baseline ${b.total.toFixed(0)} ms, unshared ${u.total.toFixed(0)} ms, alone ${a.total.toFixed(0)} ms; ${sockets} pull sockets open`);
+      progress(`${kind} round ${round - WARMUP + 1}/${ROUNDS}: last poke ${s.lastPoke.toFixed(0)} ms from push sent, storm ${s.fromPush.toFixed(0)} ms from the push's answer, baseline ${b.total.toFixed(0)} ms, unshared ${u?.total.toFixed(0) ?? '-'} ms, alone ${a?.total.toFixed(0) ?? '-'} ms; ${sockets} pull sockets open`);
     }
+    // Last: a subscriber that is not pulled after a fan-out is a change behind, which a storm's check would refuse.
+    for (let round = 0; round < WARMUP + FANOUTS; round++) {
+      await pause();
+      const took = await runFanout();
+      if (round >= WARMUP) fanouts.push(took);
+    }
+    progress(`${kind}: fan-out ${fanouts.map((ms) => ms.toFixed(0)).join(', ')} ms`);
     if (stray > 0) throw new Error(`${stray} pokes came outside a storm or twice in one`);
   } finally {
     for (const sub of subscribers) sub.stream?.close();
@@ -239,10 +297,10 @@ async function benchStore(kind: string): Promise<void> {
       await admin.end();
     }
   }
-  report(kind, storms, baselines, unshared, alone);
+  report(kind, perStream, fanouts, storms, baselines, unshared, alone);
 }
 
-function report(kind: string, storms: readonly StormResult[], baselines: readonly BaselineResult[], unshared: readonly BaselineResult[], alone: readonly BaselineResult[]): void {
+function report(kind: string, perStream: StreamMemory, fanouts: readonly number[], storms: readonly StormResult[], baselines: readonly BaselineResult[], unshared: readonly BaselineResult[], alone: readonly BaselineResult[]): void {
   const m = <T>(xs: readonly T[], f: (x: T) => number) => median(xs.map(f));
   const ms = (x: number) => x.toFixed(x < 10 ? 1 : 0);
   const store = kind === 'postgres' ? 'PostgreSQL' : kind === 'sqlite' ? 'SQLite' : 'memory';
@@ -251,17 +309,27 @@ function report(kind: string, storms: readonly StormResult[], baselines: readonl
   const cpuNote = (runs: ReadonlyArray<{ cpu: CPUSnapshot }>, window: number) =>
     `client ${ms(m(runs, (r) => r.cpu.client))} ms${kind === 'postgres' ? `, PostgreSQL ${ms(m(runs, (r) => r.cpu.postgres))} ms` : ''}; whole machine busy ${ms(m(runs, (r) => r.cpu.machineBusy))} of ${ms(window * cores)} ms (${cores} cores x window)`;
   rows.push(
+    { benchmark: `${store}: fan-out, push sent -> last of ${n} pokes arrived, no pulls, p50`, value: median(fanouts), unit: 'ms', note: `p99 ${ms(quantile(fanouts, 0.99))} ms of ${fanouts.length} rounds${storms.length > 0 ? `; in a storm (clients pulling) p50 ${ms(m(storms, (s) => s.lastPoke))}, p99 ${ms(quantile(storms.map((s) => s.lastPoke), 0.99))} ms` : ''}` },
+    { benchmark: `${store}: server memory per idle poke stream, RSS`, value: perStream.rss / 1024, unit: 'KiB', note: `V8 heap and buffers ${(perStream.heap / 1024).toFixed(1)} KiB; after a full collection, ${n} streams open, before any pull` },
+  );
+  // Storms and baselines, where rounds ran (ROUNDS=0 measures fan-out and memory alone).
+  if (storms.length > 0) rows.push(
     { benchmark: `${store}: storm, push answered -> all ${n} pulls answered`, value: m(storms, (s) => s.fromPush), unit: 'ms', note: `from push sent ${ms(m(storms, (s) => s.fromSent))} ms (push round trip ${ms(m(storms, (s) => s.pushMs))} ms); last poke in ${ms(m(storms, (s) => s.lastPoke))} ms from push sent` },
     { benchmark: `${store}: storm, a client's poke -> its pull answered, p50`, value: m(storms, (s) => quantile(s.latencies, 0.5)), unit: 'ms', note: `p95 ${ms(m(storms, (s) => quantile(s.latencies, 0.95)))}, max ${ms(m(storms, (s) => quantile(s.latencies, 1)))} ms` },
     { benchmark: `${store}: baseline, ${n} pulls sent at once -> all answered`, value: m(baselines, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(baselines, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(baselines, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(baselines, (b) => quantile(b.latencies, 1)))} ms` },
-    { benchmark: `${store}: baseline without sharing (shareReads: false), ${n} pulls at once -> all answered`, value: m(unshared, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(unshared, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(unshared, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(unshared, (b) => quantile(b.latencies, 1)))} ms` },
-    { benchmark: `${store}: baseline, each pull in its own transaction (no sharing, no readMany), ${n} pulls at once -> all answered`, value: m(alone, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(alone, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(alone, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(alone, (b) => quantile(b.latencies, 1)))} ms` },
     { benchmark: `${store}: storm / baseline (push answered)`, value: median(storms.map((s, i) => s.fromPush / baselines[i]!.total)), unit: 'x', note: `from push sent ${median(storms.map((s, i) => s.fromSent / baselines[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
-    { benchmark: `${store}: storm / baseline without sharing (push answered)`, value: median(storms.map((s, i) => s.fromPush / unshared[i]!.total)), unit: 'x', note: `shared baseline / unshared ${median(baselines.map((b, i) => b.total / unshared[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
-    { benchmark: `${store}: storm / baseline, each pull in its own transaction (push answered)`, value: median(storms.map((s, i) => s.fromPush / alone[i]!.total)), unit: 'x', note: `shared baseline / this ${median(baselines.map((b, i) => b.total / alone[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
     { benchmark: `${store}: server CPU in a storm`, value: m(storms, (s) => s.cpu.server), unit: 'ms', note: cpuNote(storms, m(storms, (s) => s.fromSent)) },
     { benchmark: `${store}: server CPU in a baseline`, value: m(baselines, (b) => b.cpu.server), unit: 'ms', note: cpuNote(baselines, m(baselines, (b) => b.total)) },
+  );
+  // The slower baselines, where they ran (BASELINES).
+  if (unshared.length > 0) rows.push(
+    { benchmark: `${store}: baseline without sharing (shareReads: false), ${n} pulls at once -> all answered`, value: m(unshared, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(unshared, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(unshared, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(unshared, (b) => quantile(b.latencies, 1)))} ms` },
+    { benchmark: `${store}: storm / baseline without sharing (push answered)`, value: median(storms.map((s, i) => s.fromPush / unshared[i]!.total)), unit: 'x', note: `shared baseline / unshared ${median(baselines.map((b, i) => b.total / unshared[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
     { benchmark: `${store}: server CPU in a baseline without sharing`, value: m(unshared, (b) => b.cpu.server), unit: 'ms', note: cpuNote(unshared, m(unshared, (b) => b.total)) },
+  );
+  if (alone.length > 0) rows.push(
+    { benchmark: `${store}: baseline, each pull in its own transaction (no sharing, no readMany), ${n} pulls at once -> all answered`, value: m(alone, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(alone, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(alone, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(alone, (b) => quantile(b.latencies, 1)))} ms` },
+    { benchmark: `${store}: storm / baseline, each pull in its own transaction (push answered)`, value: median(storms.map((s, i) => s.fromPush / alone[i]!.total)), unit: 'x', note: `shared baseline / this ${median(baselines.map((b, i) => b.total / alone[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
     { benchmark: `${store}: server CPU in a baseline, each pull in its own transaction`, value: m(alone, (b) => b.cpu.server), unit: 'ms', note: cpuNote(alone, m(alone, (b) => b.total)) },
   );
 }
@@ -285,6 +353,12 @@ async function deadline<T>(promise: Promise<T>, what: () => string): Promise<T> 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The server's memory once the last phase's sockets have settled. */
+async function settledMemory(server: StoreServer): Promise<NodeJS.MemoryUsage> {
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  return server.memory();
 }
 
 /** Lets the last phase's sockets and garbage settle before the next is timed. */

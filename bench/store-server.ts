@@ -10,6 +10,8 @@
  * `FIRST_SYNC_PAGE_BYTES` answers first pulls in pages of that size (`firstSync`).
  * `KEEP_ALIVE_MS` raises the adapter's keep-alive timeout (default 5 s), for a benchmark whose
  * clients keep their connections open between rounds, as browsers do.
+ * Over an IPC channel (bench/poke-clients.ts opens one), the message `memory` is answered with
+ * `process.memoryUsage()` after a full collection (with `--expose-gc`), for memory per stream.
  */
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
@@ -51,4 +53,11 @@ const unshared = await serve(createContext({ ...ctx.options, shareReads: false, 
 const transactions = { transaction: storage.transaction.bind(storage) } satisfies Storage;
 const alone = await serve(createContext({ ...ctx.options, storage: transactions, shareReads: false, pokes: false, firstSync: undefined }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 console.log(JSON.stringify({ port: server.port, unsharedPort: unshared.port, alonePort: alone.port }));
+process.on('message', (message) => {
+  if (message !== 'memory') return;
+  // Twice: the first pass may leave what only its finalizers let go.
+  globalThis.gc?.();
+  globalThis.gc?.();
+  process.send?.(process.memoryUsage());
+});
 process.once('SIGTERM', () => void Promise.all([server.stop(), unshared.stop(), alone.stop()]).then(close).then(() => process.exit(0)));

@@ -4,6 +4,8 @@ import type { ChangeDetail, Notifier, Unsubscribe } from './notifier.js';
 import type { ViewInterest } from '../sync/interest.js';
 import type { Prefixes } from '../sync/view.js';
 import { remember } from '../base/remember.js';
+import { DirectStream, type Sink } from '../base/direct-stream.js';
+import { QueueSink } from './queue-sink.js';
 
 /** How pokes are sent: see {@link SyncOptions.pokes}. */
 export interface PokeOptions {
@@ -59,8 +61,6 @@ const OPENING = encoder.encode('retry: 1000\n: viewsync pokes\n\ndata: open\n\n'
 // A message with data: an EventSource dispatches no event whose data is empty.
 const POKE = encoder.encode('data: poke\n\n');
 const HEARTBEAT = encoder.encode(':\n\n');
-/** Chunks a stream may have unread before pokes to it are dropped (a later read gets the newest). */
-const POKE_BACKLOG = 4;
 /**
  * A refused stream's connection closes: kept alive, each would hold a descriptor for the
  * keep-alive timeout, and a flood of them spends the process's descriptors as streams would.
@@ -126,7 +126,7 @@ export class PokeHub {
    * A new stream of `space`'s pokes for `user` (undefined: no `authenticate`); resolves once a
    * change can no longer be missed. `listen` narrows what it is poked for (see {@link Listen}).
    */
-  async open(space: string, user?: string, listen: Listen = {}): Promise<ReadableStream<Uint8Array>> {
+  async open(space: string, user?: string, listen: Listen = {}): Promise<DirectStream> {
     const owner = this.#admit(user);
     const entry = this.#spaces.get(space) ?? this.#subscribe(space);
     entry.opening++;
@@ -143,17 +143,28 @@ export class PokeHub {
       if (owner) owner.opening--;
     }
     let stream!: Stream;
+    let queue!: QueueSink;
     this.#beat();
-    return new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        const expires = Date.now() + this.#maxAgeMs * (0.75 + Math.random() / 4);
-        stream = { controller, stale: false, space: entry, owner, expires, user, ...listen };
-        entry.streams.add(stream);
-        owner?.streams.add(stream);
-        controller.enqueue(OPENING.slice());
+    return new DirectStream(
+      {
+        start: (controller) => {
+          const expires = Date.now() + this.#maxAgeMs * (0.75 + Math.random() / 4);
+          queue = new QueueSink(controller);
+          stream = { sink: queue, stale: false, space: entry, owner, expires, user, ...listen };
+          entry.streams.add(stream);
+          owner?.streams.add(stream);
+          queue.write(OPENING);
+        },
+        // Called only once a reader reads: the opening fills the queue until then.
+        pull: () => queue.reading(),
+        cancel: () => this.#drop(stream),
       },
-      cancel: () => this.#drop(stream),
-    });
+      (sink) => {
+        stream.sink = sink;
+        queue.handOver(sink);
+        return () => this.#drop(stream);
+      },
+    );
   }
 
   /**
@@ -233,8 +244,8 @@ export class PokeHub {
   /** Ends `stream` here, telling its client to reconnect after `retryMs` when given (each caller spreads its own). */
   #end(stream: Stream, retryMs?: number): void {
     this.#drop(stream);
-    if (retryMs !== undefined) offer(stream.controller, encoder.encode(`retry: ${Math.round(retryMs)}\n\n`));
-    closeQuietly(stream.controller);
+    if (retryMs !== undefined) stream.sink.write(encoder.encode(`retry: ${Math.round(retryMs)}\n\n`));
+    stream.sink.end();
   }
 
   /** Forgets an open stream, once: it is ended here, or its reader cancelled it. */
@@ -306,7 +317,7 @@ export class PokeHub {
             this.#end(stream, between(500, 1_500));
             continue;
           }
-          const unread = (stream.controller.desiredSize ?? 0) <= 0;
+          const unread = stream.sink.waiting;
           // Unread since the last beat too: nobody is reading it (a client that hung up where the
           // runtime never said so, a Response dropped unread). Closing it lets it be collected.
           if (unread && stream.stale) {
@@ -314,7 +325,7 @@ export class PokeHub {
             continue;
           }
           stream.stale = unread;
-          if (!unread) offer(stream.controller, HEARTBEAT);
+          if (!unread) stream.sink.write(HEARTBEAT);
         }
       }
     }, this.#heartbeatMs);
@@ -370,7 +381,8 @@ interface Interest {
 }
 
 interface Stream extends Listen {
-  controller: ReadableStreamDefaultController<Uint8Array>;
+  /** Its web stream's queue, or the socket once an adapter has taken it over. */
+  sink: Sink;
   /** Who opened it (undefined: no `authenticate`). */
   user: string | undefined;
   /** It still had unread chunks at the last heartbeat. */
@@ -396,28 +408,19 @@ interface User {
 function sendInSlices(streams: readonly Stream[], from = 0): void {
   const end = Math.min(streams.length, from + POKE_SLICE);
   for (let i = from; i < end; i++) {
-    const { controller } = streams[i]!;
-    if ((controller.desiredSize ?? 0) > -POKE_BACKLOG) offer(controller, POKE);
+    const { sink, space } = streams[i]!;
+    // One closed or ended since the poke began is skipped: its sink may be written no more.
+    if (space.streams.has(streams[i]!) && !sink.full) sink.write(POKE);
   }
-  if (end < streams.length) setTimeout(() => sendInSlices(streams, end), 0);
+  if (end < streams.length) soon(() => sendInSlices(streams, end));
 }
 
-/** Enqueues a copy: a runtime may detach a chunk it writes, and one array goes to every stream. */
-function offer(controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array): void {
-  try {
-    controller.enqueue(bytes.slice());
-  } catch {
-    // Closed or errored by its reader a moment ago; its cancel removes it.
-  }
-}
-
-function closeQuietly(controller: ReadableStreamDefaultController<Uint8Array>): void {
-  try {
-    controller.close();
-  } catch {
-    // Already closed or errored by its reader.
-  }
-}
+/**
+ * Runs `task` once pending I/O has had its turn: `setImmediate` where the runtime has it, as
+ * `setTimeout(0)` waits a millisecond at least (18 of them to poke 9,000 streams); a timer elsewhere.
+ */
+const immediate = (globalThis as { setImmediate?: (task: () => void) => unknown }).setImmediate;
+const soon = (task: () => void): void => void (immediate ? immediate(task) : setTimeout(task, 0));
 
 function interestKey(space: string, user: string | undefined, group: string): string {
   return JSON.stringify([space, user ?? null, group]);

@@ -36,6 +36,7 @@ const ADAPTER_INTERNALS: Record<string, string> = {
   'src/server/handle-request.ts': 'requestReply: a reply the adapter writes itself, streamed and compressed',
   'src/base/reply.ts': 'the Reply that requestReply returns',
   'src/base/drained.ts': 'waiting for a Node stream to take more, as the CLI does',
+  'src/base/direct-stream.ts': 'DirectStream: the Node adapter writes a poke stream straight to its socket',
   'src/base/request-stand-in.ts': "BODY_BYTES and FETCH_REQUEST: the Node adapter's stand-in for a small body's Request",
   'src/base/renamed.ts': 'refuseRenamed, for the adapters\' own renamed options',
   'src/context/drain.ts': 'isDraining, which a server stopping consults',
