@@ -9,6 +9,8 @@ import { type StorageReader, WriteBuffer } from './write-buffer.js';
 import { within } from '../base/within.js';
 import { TemporaryError } from '../base/errors.js';
 import { checkStarted, RUN, StandbyReads, type StandbyStats } from './standby-reads.js';
+import { range, type Range, RANGES_PER_STATEMENT, type RangeShape } from './postgres-ranges.js';
+import { migrateTables } from './postgres-schema.js';
 
 export type { PgPool, PgPoolClient } from './pg-pool.js';
 export type { PostgresClient } from './postgres-driver.js';
@@ -224,48 +226,6 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   return storage;
 }
 
-/** What a range's statement depends on: its LIMIT (null: none) and whether it joins. */
-interface RangeShape {
-  limit: number | null;
-  join: boolean;
-}
-
-/** A read of `readMany` as its statement takes it. */
-interface Range extends RangeShape {
-  /** Its place among the reads. */
-  index: number;
-  /** The key range as stored text, `[lo, hi)`. */
-  lo: string;
-  hi: string;
-  /** The joined keys' prefix as stored text, and how many characters (code points) of each key as stored to drop. */
-  joinPrefix: string | undefined;
-  skip: number;
-}
-
-/**
- * A read of `readMany` as a range of stored text. An exclusive start is the least stored key
- * above it: stored keys never hold U+0000 (toTextKey), so none lies between the start and the
- * start followed by U+0001.
- */
-function range({ prefix, start, limit = Infinity, join }: RangeRead, index: number): Range {
-  const hi = upperBound(prefix);
-  const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
-  const lo = toTextKey(fromStart ? start.key : prefix) + (fromStart && start.exclusive === true ? '\u0001' : '');
-  return {
-    index,
-    lo,
-    hi: hi === undefined ? ABOVE_EVERY_KEY : toTextKey(hi),
-    limit: Number.isFinite(limit) ? Math.max(0, Math.ceil(limit)) : null,
-    join: join !== undefined,
-    joinPrefix: join === undefined ? undefined : toTextKey(join.prefix),
-    // PostgreSQL counts characters in code points: the prefix as stored, then `skip` ASCII ones.
-    skip: join === undefined ? 0 : [...toTextKey(prefix)].length + join.skip,
-  };
-}
-
-/** Most ranges in one statement; more are read in a transaction, a statement per this many. */
-const RANGES_PER_STATEMENT = 16;
-
 /** Options for {@link postgresStorage}. */
 export interface PostgresStorageOptions {
   /** The schema of the tables, created if missing. Default: the connection's search path (`public`). */
@@ -317,12 +277,6 @@ function withDeadline(work: Promise<void>, ms: number): Promise<void> {
   return within(work, ms, () => new Error(`PostgreSQL did not answer within ${ms / 1000} s: check the database URL (host, port, database) and that PostgreSQL listens there; if it does, another process may be holding viewsync's migration lock`));
 }
 
-/**
- * Text above every key the table can hold, for a range with no upper bound (the prefix `''`):
- * the btree holds keys of at most 2,704 bytes, so 676 code points of four bytes (U+10FFFF).
- */
-const ABOVE_EVERY_KEY = '\u{10FFFF}'.repeat(677);
-
 const RETRYABLE = new Set(['40001', '40P01']);
 
 /**
@@ -336,31 +290,3 @@ const RETRYABLE = new Set(['40001', '40P01']);
  */
 const LOCK_NOT_AVAILABLE = '55P03';
 const RETRIES = 5;
-
-/**
- * Schema versions in order. Idempotent, and safe when instances start at once: the check and the
- * changes run in one transaction under an advisory lock.
- */
-async function migrateTables(driver: ReturnType<typeof postgresDriver>, t: { kv: string; meta: string; schema: string | undefined; lockName: string }): Promise<void> {
-  const migrations = [`CREATE TABLE IF NOT EXISTS ${t.kv} (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)`];
-  await driver.transaction('ISOLATION LEVEL READ COMMITTED', async (query) => {
-    // With the check, the server's notices off for this transaction: `... IF NOT EXISTS` on tables
-    // that exist says NOTICE, which postgres.js prints (an object that looks like an error) on
-    // every start.
-    const [encoding] = await query(`SELECT current_setting($1) AS encoding, set_config('client_min_messages', 'warning', true)`, ['server_encoding']);
-    if (encoding?.encoding !== 'UTF8') throw new Error(`The database's encoding is ${String(encoding?.encoding)}: viewsync needs UTF8 (key order is UTF-8 byte order)`);
-    await query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${t.lockName} schema`]);
-    if (t.schema !== undefined) await query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(t.schema)}`, []);
-    await query(`CREATE TABLE IF NOT EXISTS ${t.meta} (version integer NOT NULL)`, []);
-    const [row] = await query(`SELECT max(version) AS version FROM ${t.meta}`, []);
-    const version = Number(row?.version ?? 0);
-    if (version > migrations.length) throw new Error(`The viewsync tables are at schema version ${version}, newer than this viewsync knows (${migrations.length}): upgrade viewsync`);
-    for (const statement of migrations.slice(version)) await query(statement, []);
-    if (version < migrations.length) {
-      await query(`DELETE FROM ${t.meta}`, []);
-      await query(`INSERT INTO ${t.meta} (version) VALUES ($1)`, [migrations.length]);
-    }
-    return { result: undefined, finish: [] };
-  });
-}
-
