@@ -45,7 +45,16 @@ function setUp(waitMs = 0) {
   const standby = new Server();
   const reads = new StandbyReads(primary.driver, [standby.driver], waitMs);
   const where = (driver: PostgresDriver, started: string | undefined) => Promise.resolve(driver === primary.driver ? 'primary' : `standby ${started}`);
-  return { primary, standby, reads, where };
+  /** Where one read goes when the primary answers its probe with `probed` and the standby its poll with `polled`. */
+  const route = async (probed: Record<string, unknown>, polled: Record<string, unknown>) => {
+    const read = reads.read(where);
+    await turn();
+    primary.answer(probed);
+    await turn();
+    standby.answer(polled);
+    return read;
+  };
+  return { primary, standby, reads, where, route };
 }
 
 describe('standby reads', () => {
@@ -162,61 +171,32 @@ describe('standby reads', () => {
   });
 
   it('reads nothing from a standby that streams another timeline than the primary’s, or whose timeline it cannot see', async () => {
-    const { primary, standby, reads, where } = setUp();
+    const { route } = setUp();
     // After a failover: the primary on timeline 2, the standby left on 1, past its position.
-    const read = reads.read(where);
-    await turn();
-    primary.answer(probe(10, 2));
-    await turn();
-    standby.answer(poll(50, 1));
-    await expect(read).resolves.toBe('primary');
+    expect(await route(probe(10, 2), poll(50, 1))).toBe('primary');
     // A role without pg_read_all_stats sees no timeline.
-    const unseen = reads.read(where);
-    await turn();
-    primary.answer(probe(10, 2));
-    await turn();
-    standby.answer(poll(50, null));
-    await expect(unseen).resolves.toBe('primary');
-    const same = reads.read(where);
-    await turn();
-    primary.answer(probe(10, 2));
-    await turn();
-    standby.answer(poll(50, 2));
-    await expect(same).resolves.toBe('standby run 1');
+    expect(await route(probe(10, 2), poll(50, null))).toBe('primary');
+    expect(await route(probe(10, 2), poll(50, 2))).toBe('standby run 1');
   });
 
   it('takes a primary position just past a page header as the page start, where a quiet standby stands', async () => {
-    const { primary, standby, reads, where } = setUp();
+    const { route } = setUp();
     for (const [probeAt, replayed] of [
       [0x3000028, 0x3000000], // a new segment's long header
       [0x2002018, 0x2002000], // a page's short header
     ] as const) {
-      const read = reads.read(where);
-      await turn();
-      primary.answer(probe(probeAt));
-      await turn();
-      standby.answer(poll(replayed));
-      await expect(read).resolves.toBe('standby run 1');
+      expect(await route(probe(probeAt), poll(replayed))).toBe('standby run 1');
     }
     // Anywhere else in a page, the position as it is.
-    const read = reads.read(where);
-    await turn();
-    primary.answer(probe(0x2002030));
-    await turn();
-    standby.answer(poll(0x2002000));
-    await expect(read).resolves.toBe('primary');
+    expect(await route(probe(0x2002030), poll(0x2002000))).toBe('primary');
   });
 
   it('reads from the primary when it cannot be probed, or the standby is not one', async () => {
-    const { primary, standby, reads, where } = setUp();
+    const { primary, reads, where, route } = setUp();
     primary.failing = Object.assign(new Error('recovery is in progress'), { code: '55000' });
     await expect(reads.read(where)).resolves.toBe('primary');
     primary.failing = undefined;
-    const read = reads.read(where);
-    await turn();
-    primary.answer(probe(1));
-    await turn();
-    standby.answer({ lsn: null, started: 'run 1', tli: null }); // promoted: not in recovery
-    await expect(read).resolves.toBe('primary');
+    // Promoted: not in recovery.
+    expect(await route(probe(1), { lsn: null, started: 'run 1', tli: null })).toBe('primary');
   });
 });
