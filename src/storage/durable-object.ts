@@ -16,7 +16,10 @@ export function durableObjectStorage(storage: DurableObjectStorage): Storage {
     // An object's SQL runs no BEGIN: its transactions are `transactionSync`.
     store = sqliteCoreStorage(
       {
-        all: (query, params) => storage.sql.exec(query, ...params).toArray() as Array<Record<string, unknown>>,
+        values: (query, params) => {
+          const cursor = storage.sql.exec(query, ...params);
+          return cursor.raw ? Array.from(cursor.raw()) : cursor.toArray().map((row) => Object.values(row as object));
+        },
         run: (query, params) => void storage.sql.exec(query, ...params),
         transaction: (fn) => storage.transactionSync(fn),
       },
@@ -30,7 +33,13 @@ export function durableObjectStorage(storage: DurableObjectStorage): Storage {
 /** The parts of a SQLite-backed Durable Object's storage (`state.storage`) that the store uses. */
 export interface DurableObjectStorage {
   /** The object's SQLite database. */
-  readonly sql: { exec(query: string, ...bindings: unknown[]): { toArray(): unknown[] } };
+  readonly sql: {
+    exec(query: string, ...bindings: unknown[]): {
+      toArray(): unknown[];
+      /** The rows as arrays of column values, which workerd makes faster than objects. */
+      raw?(): Iterable<unknown[]>;
+    };
+  };
   /** Runs `fn` in one SQLite transaction, rolled back if it throws. */
   transactionSync<T>(fn: () => T): T;
 }

@@ -10,8 +10,12 @@ import { type StorageReader, WriteBuffer } from './write-buffer.js';
  * `bun:sqlite`, `node:sqlite`, a Durable Object's `sql`).
  */
 export interface SQLiteConnection {
-  /** The rows `query` selects. */
-  all(query: string, params: readonly unknown[]): Array<Record<string, unknown>>;
+  /**
+   * The rows `query` selects, each as its columns' values in the query's order. An array a row,
+   * not an object: a driver makes an array from a row faster (better-sqlite3: about 0.7 of the
+   * time), and a full pull reads a row for each entry of the space.
+   */
+  values(query: string, params: readonly unknown[]): ReadonlyArray<readonly unknown[]>;
   /** Runs a statement that returns no rows. */
   run(query: string, params: readonly unknown[]): void;
   /** Runs `fn` in one transaction, rolled back whole if it throws. */
@@ -54,25 +58,25 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string, inc
   };
   const committed: StorageReader = {
     async get(key) {
-      const [row] = db.all(sql.get, [toTextKey(key)]);
-      return row && (JSON.parse(row.value as string) as StoredValue);
+      const [row] = db.values(sql.get, [toTextKey(key)]);
+      return row && (JSON.parse(row[0] as string) as StoredValue);
     },
     async scan(options: ScanOptions) {
-      return rowsOf(options).map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
+      return rowsOf(options).map((row): [string, StoredValue] => [fromTextKey(row[0] as string), JSON.parse(row[1] as string) as StoredValue]);
     },
     async scanText(options: ScanOptions) {
-      return rowsOf(options).map((row): [string, string] => [fromTextKey(row.key as string), row.value as string]);
+      return rowsOf(options).map((row): [string, string] => [fromTextKey(row[0] as string), row[1] as string]);
     },
   };
 
-  function rowsOf({ prefix, start, limit = Infinity }: ScanOptions): Array<Record<string, unknown>> {
+  function rowsOf({ prefix, start, limit = Infinity }: ScanOptions): ReadonlyArray<readonly unknown[]> {
     if (limit <= 0) return [];
     const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;
     const from = fromStart ? start.key : prefix;
     const end = upperBound(prefix);
     const count = finite(limit);
     const params = [toTextKey(from), ...(end === undefined ? [] : [toTextKey(end)]), ...(LITERAL_LIMITS.has(count) ? [] : [count])];
-    return db.all(sql.scan(fromStart && start.exclusive === true, end !== undefined, count), params);
+    return db.values(sql.scan(fromStart && start.exclusive === true, end !== undefined, count), params);
   }
 
   function commit(writes: ReadonlyMap<string, StoredValue | undefined>): void {
@@ -124,7 +128,7 @@ function migrate(db: SQLiteConnection, prefix: string): string {
   const migrations = [`CREATE TABLE IF NOT EXISTS ${kv} (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`];
   db.transaction(() => {
     db.run(`CREATE TABLE IF NOT EXISTS ${meta} (version INTEGER NOT NULL)`, []);
-    const version = Number(db.all(`SELECT max(version) AS version FROM ${meta}`, [])[0]?.version ?? 0);
+    const version = Number(db.values(`SELECT max(version) FROM ${meta}`, [])[0]?.[0] ?? 0);
     if (version > migrations.length) throw new Error(`The ${prefix}* tables are at schema version ${version}, newer than this viewsync knows (${migrations.length}): upgrade viewsync`);
     for (const statement of migrations.slice(version)) db.run(statement, []);
     if (version < migrations.length) {

@@ -30,11 +30,17 @@ export function sqliteStorage(db: SQLiteDatabase, options: SQLiteStorageOptions 
     if (statement === undefined) statements.set(query, (statement = db.prepare(query)));
     return statement;
   };
+  const selects = new Map<string, (params: readonly unknown[]) => unknown[][]>();
+  const selecting = (query: string) => {
+    let select = selects.get(query);
+    if (select === undefined) selects.set(query, (select = valuesOf(db.prepare(query))));
+    return select;
+  };
   db.exec('PRAGMA busy_timeout = 5000');
   if (options.claim !== false) claimFile(db);
   db.exec('PRAGMA journal_mode = WAL');
   const connection: SQLiteConnection = {
-    all: (query, params) => prepared(query).all(...params) as Array<Record<string, unknown>>,
+    values: (query, params) => selecting(query)(params),
     run: (query, params) => void prepared(query).run(...params),
     transaction(fn) {
       // Plain statements, as every driver has them (node:sqlite has no transaction helper).
@@ -83,6 +89,31 @@ export interface SQLiteDatabase {
 export interface SQLiteStatement {
   all(...params: unknown[]): unknown[];
   run(...params: unknown[]): unknown;
+  /** better-sqlite3 and libsql: rows as arrays from now on (bun:sqlite's `raw` is another thing). */
+  raw?(on: boolean): unknown;
+  /** `node:sqlite` (Node 22.16, 24): rows as arrays from now on. */
+  setReturnArrays?(on: boolean): void;
+  /** `bun:sqlite`: the rows as arrays. */
+  values?(...params: unknown[]): unknown[][];
+}
+
+/**
+ * A function that runs `statement`, a SELECT, and returns its rows as arrays of column values:
+ * in the driver's array mode where it has one (see `SQLiteConnection.values`), else each row
+ * object's values, which keep the columns' order.
+ */
+function valuesOf(statement: SQLiteStatement): (params: readonly unknown[]) => unknown[][] {
+  if (typeof statement.setReturnArrays === 'function') {
+    statement.setReturnArrays(true);
+    return (params) => statement.all(...params) as unknown[][];
+  }
+  // Before `raw`: bun:sqlite has a `raw` too, which runs the statement and returns bytes.
+  if (typeof statement.values === 'function') return (params) => statement.values!(...params);
+  if (typeof statement.raw === 'function') {
+    statement.raw(true);
+    return (params) => statement.all(...params) as unknown[][];
+  }
+  return (params) => statement.all(...params).map((row) => Object.values(row as object));
 }
 
 // One store per handle and prefix: two over one table would each think they hold its locks.

@@ -22,6 +22,19 @@ describeStorageConformance(`sqliteStorage (${sqliteDriver}, a WAL file)`, () => 
 // `sqld`) needs a server that is not available here, so only local files are tested.
 if (!fastLoop) describeStorageConformance('sqliteStorage (libsql, in memory)', () => sqliteStorage(new Libsql(':memory:') as unknown as SQLiteDatabase));
 if (!fastLoop) describeStorageConformance('sqliteStorage (libsql, a WAL file)', () => sqliteStorage(new Libsql(file()) as unknown as SQLiteDatabase));
+// A driver whose statements return rows as objects only (`all`, `run`): the store reads each
+// row's values in order, where the others hand it arrays.
+if (!fastLoop) describeStorageConformance('sqliteStorage (a driver with rows as objects only)', () => sqliteStorage(objectsOnly(openSQLite())));
+
+function objectsOnly(db: SQLiteDatabase): SQLiteDatabase {
+  return {
+    exec: (query) => db.exec(query),
+    prepare(query) {
+      const statement = db.prepare(query);
+      return { all: (...params) => statement.all(...params), run: (...params) => statement.run(...params) };
+    },
+  };
+}
 
 it('sqliteStorage on libsql claims its file as on the other drivers', () => {
   const path = file();
@@ -60,6 +73,29 @@ describe('sqliteStorage', () => {
     expect(await sqliteStorage(second).transaction((tx) => tx.get('k'), { readOnly: true })).toBe(2);
     second.close();
     reader.close();
+  });
+
+  it('reads rows as arrays where the driver can: array mode is set on each statement that selects, never on one that writes', async () => {
+    const db = openSQLite();
+    const arrays: string[] = [];
+    const watched: SQLiteDatabase = {
+      exec: (query) => db.exec(query),
+      prepare(query) {
+        const statement = db.prepare(query);
+        for (const mode of ['raw', 'setReturnArrays'] as const) {
+          const set = statement[mode]?.bind(statement);
+          if (set) statement[mode] = (on: boolean) => (arrays.push(query), set(on));
+        }
+        return statement;
+      },
+    };
+    const storage = sqliteStorage(watched);
+    await storage.transaction(async (tx) => (await tx.put('a', 1), tx.put('b', { c: [2] })), { readOnly: false });
+    const read = await storage.transaction(async (tx) => [await tx.get('a'), await tx.scan({ prefix: '' }), await tx.scanText!({ prefix: '' })], { readOnly: true });
+    expect(read).toEqual([1, [['a', 1], ['b', { c: [2] }]], [['a', '1'], ['b', '{"c":[2]}']]]);
+    expect(arrays.length).toBeGreaterThan(0);
+    expect(arrays.every((query) => query.trimStart().startsWith('SELECT'))).toBe(true);
+    db.close();
   });
 
   it('a lock file that cannot be written is said as it is, not taken for another server', () => {
