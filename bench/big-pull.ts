@@ -9,12 +9,17 @@
  * starts a throwaway PostgreSQL with scripts/start-postgres.sh unless DATABASE_URL is set).
  * `SERVER_ROOT=/path/to/other/checkout/` serves from another checkout of viewsync (a "before").
  * Not part of `npm test`. Progress on stderr, a table on stdout.
+ *
+ * "driver alone" is the floor a store over a driver cannot go under: the same rows read by the
+ * driver with nothing else (better-sqlite3 in array mode, postgres.js), a page of 4,096 at a
+ * time as a full pull reads them, in this process, timed in the same rounds.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { median, progress } from './measure.js';
 import { startStoreServer, type StoreServer } from './poke-clients.js';
@@ -74,7 +79,40 @@ async function fullPull(server: StoreServer, space: string, encoding: string) {
   return { ms, bytes, grew: Math.max(peak, residentMiB(server.pid)) - before };
 }
 
-const rows: string[][] = [['store', 'entries', 'encoding', 'full pull (median)', 'x memory', 'sent', 'server RSS growth (max)']];
+/**
+ * Milliseconds the driver alone takes to read `space`'s entry rows, a page of {@link PAGE} at a
+ * time from the last key on (see "driver alone" above); undefined for the memory store.
+ */
+async function driverAlone(kind: string, where: string | undefined, space: string): Promise<number | undefined> {
+  const [from, to] = [`e/${space}/`, `e/${space}0`];
+  if (kind === 'sqlite') {
+    const db = new Database(where!, { readonly: true });
+    const page = db.prepare(`SELECT key, value FROM viewsync_kv WHERE key > ? AND key < ? ORDER BY key LIMIT ${PAGE}`).raw(true);
+    try {
+      return await timePages(async (after) => (page.all(after, to) as string[][]).map((row) => row[0]!), from);
+    } finally {
+      db.close();
+    }
+  }
+  if (kind === 'postgres') {
+    const query = `SELECT key, value FROM "${where}".viewsync_kv WHERE key > $1 AND key < $2 ORDER BY key LIMIT ${PAGE}`;
+    return timePages(async (after) => (await admin!.unsafe(query, [after, to])).map((row) => row.key as string), from);
+  }
+  return undefined;
+}
+
+/** Milliseconds to read every page, each after the last key of the one before, from `from`. */
+async function timePages(keysAfter: (after: string) => Promise<string[]>, from: string): Promise<number> {
+  const start = performance.now();
+  for (let after = from; ; ) {
+    const keys = await keysAfter(after);
+    if (keys.length < PAGE) return performance.now() - start;
+    after = keys[keys.length - 1]!;
+  }
+}
+const PAGE = 4096;
+
+const rows: string[][] = [['store', 'entries', 'encoding', 'full pull (median)', 'x memory', 'driver alone (x memory)', 'sent', 'server RSS growth (max)']];
 const memoryTimes = new Map<string, number>();
 try {
   for (const entries of ENTRIES) {
@@ -89,11 +127,17 @@ try {
           progress(`${kind} ${entries}: full pulls, ${encoding}`);
           await fullPull(server, space, encoding); // warm up
           const runs = [];
-          for (let round = 0; round < ROUNDS; round++) runs.push(await fullPull(server, space, encoding));
+          const alone: number[] = [];
+          for (let round = 0; round < ROUNDS; round++) {
+            runs.push(await fullPull(server, space, encoding));
+            const ms = await driverAlone(kind, where, space);
+            if (ms !== undefined) alone.push(ms);
+          }
           const ms = median(runs.map((run) => run.ms));
           if (kind === 'memory') memoryTimes.set(`${entries} ${encoding}`, ms);
           const base = memoryTimes.get(`${entries} ${encoding}`);
-          rows.push([kind, entries.toLocaleString('en-US'), encoding, `${ms.toFixed(0)} ms`, base === undefined ? '' : `${(ms / base).toFixed(2)}x`, `${(runs[0]!.bytes / 2 ** 20).toFixed(1)} MiB`, `${Math.max(...runs.map((run) => run.grew)).toFixed(0)} MiB`]);
+          const floor = alone.length === 0 ? '' : `${median(alone).toFixed(0)} ms${base === undefined ? '' : ` (${(median(alone) / base).toFixed(2)}x)`}`;
+          rows.push([kind, entries.toLocaleString('en-US'), encoding, `${ms.toFixed(0)} ms`, base === undefined ? '' : `${(ms / base).toFixed(2)}x`, floor, `${(runs[0]!.bytes / 2 ** 20).toFixed(1)} MiB`, `${Math.max(...runs.map((run) => run.grew)).toFixed(0)} MiB`]);
         }
       } finally {
         await server.stop();
