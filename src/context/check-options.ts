@@ -17,6 +17,8 @@ export function checkOptions(options: unknown): void {
   if (typeof storage !== 'object' || storage === null || typeof storage.transaction !== 'function') {
     throw new TypeError(`storage must be a store (memoryStorage(), sqliteStorage(db), postgresStorage(sql), …), got ${describe(o.storage)}`);
   }
+  // A pull waits this long at most: past a minute (or Infinity), a client would wait for ever.
+  optional(storage as Record<string, unknown>, 'catchUpMs', 'a number of milliseconds from 0 to 60,000', (value) => typeof value === 'number' && value >= 0 && value <= 60_000, 'storage.');
   if (typeof o.mutators !== 'object' || o.mutators === null || Array.isArray(o.mutators)) throw new TypeError(`mutators must be an object of mutator functions by name, got ${describe(o.mutators)}`);
   for (const [name, mutator] of Object.entries(o.mutators)) {
     if (typeof mutator !== 'function') throw new TypeError(`mutators.${name} must be a function (tx, args), got ${describe(mutator)}`);

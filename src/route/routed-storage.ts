@@ -213,6 +213,7 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     directory: options.directory,
     // A space may move to any of them: the bound is the tightest.
     ...(names.some((name) => stores[name]!.maxKeyBytes !== undefined) && { maxKeyBytes: Math.min(...names.map((name) => stores[name]!.maxKeyBytes ?? Infinity)) }),
+    ...(names.some((name) => stores[name]!.catchUpMs !== undefined) && { catchUpMs: Math.max(...names.map((name) => stores[name]!.catchUpMs ?? 0)) }),
     async transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
       const space = spaceOf(options);
       const [result] = await run(space, options.readOnly, (store, check) => store.transaction((tx) => fn(new RoutedTransaction(tx, check)), options));

@@ -50,9 +50,10 @@ export type { StandbyStats } from './standby-reads.js';
  */
 export function postgresStorage(client: PostgresClient, options: PostgresStorageOptions = {}): PostgresStorage {
   const lostAfterMs = options.lostAfterMs ?? LOST_AFTER_MS;
-  const { standbys: standbyClients = [], standbyWaitMs = 50 } = options;
+  const { standbys: standbyClients = [], standbyWaitMs = 50, catchUpMs = 1_000 } = options;
   if (!Array.isArray(standbyClients)) throw new TypeError('postgresStorage: standbys must be an array of clients, one per standby (postgres.js clients or pg-style pools)');
   if (typeof standbyWaitMs !== 'number' || !(standbyWaitMs >= 0) || standbyWaitMs > 60_000) throw new TypeError(`postgresStorage: standbyWaitMs must be a number of milliseconds from 0 to 60,000, not ${String(standbyWaitMs)}`);
+  if (typeof catchUpMs !== 'number' || !(catchUpMs >= 0) || catchUpMs > 60_000) throw new TypeError(`postgresStorage: catchUpMs must be a number of milliseconds from 0 to 60,000, not ${String(catchUpMs)}`);
   if (typeof lostAfterMs !== 'number' || !(lostAfterMs > 0) || !Number.isFinite(lostAfterMs)) throw new TypeError(`postgresStorage: lostAfterMs must be a number of milliseconds above 0, not ${String(lostAfterMs)}`);
   const driver = postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs });
   const standbys = standbyClients.length === 0 ? undefined : new StandbyReads(driver, standbyClients.map((client) => postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs })), standbyWaitMs);
@@ -180,6 +181,8 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
   const storage: PostgresStorage = {
     // PostgreSQL's btree refuses an index row over 2,704 bytes: 2,692 of an incompressible key.
     maxKeyBytes: 2_692,
+    // A synchronous standby may show a commit before the primary does (see Storage.catchUpMs).
+    ...(standbys !== undefined && { catchUpMs }),
     standbyStats: () => standbys?.stats(),
     async readMany(reads) {
       await migrate();
@@ -256,6 +259,13 @@ export interface PostgresStorageOptions {
   standbys?: readonly PostgresClient[];
   /** How long a read waits for a standby to catch up before the primary serves it. Default: 50. */
   standbyWaitMs?: number;
+  /**
+   * With standbys: how long a pull whose cookie names a commit the primary does not show yet
+   * reads again before it answers ClientStateNotFound (`Storage.catchUpMs`). Under synchronous
+   * replication a standby may show a commit before its primary, which shows it once enough
+   * standbys acknowledged it: milliseconds on a network that works. Default: 1,000.
+   */
+  catchUpMs?: number;
 }
 
 /** A PostgreSQL store, with its schema step for deploy scripts. */

@@ -35,6 +35,15 @@ export interface Storage {
    */
   readonly maxKeyBytes?: number;
   /**
+   * Optional, for a store whose reads may miss a commit a client has already read: milliseconds
+   * a pull whose cookie names a version of its space that the store does not show yet keeps
+   * reading again (after 10, 20, 40 ms...) before it answers ClientStateNotFound, which makes
+   * the client start over. PostgreSQL with standbys under synchronous replication needs it: a
+   * standby may show a commit before its primary does, and a client's next pull may go to the
+   * primary. Default: 0, no wait (a cookie ahead of the store is one of commits it lost).
+   */
+  readonly catchUpMs?: number;
+  /**
    * Optional: runs `reads` against one consistent snapshot of committed state, in one round trip
    * on a database and outside any transaction (no BEGIN, no COMMIT), and resolves with each
    * read's rows. A pull that needs nothing more (an up-to-date one, or one a few changes

@@ -71,7 +71,9 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       if (view.reads?.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
     }
     const answer = async (group: GroupRef | undefined) => {
-      const result = await session.pull(pull.cookie, group, view);
+      const pulled = await session.pull(pull.cookie, group, view);
+      if (pulled === 'CookieAhead') after.ahead = true;
+      const result = pulled === 'CookieAhead' ? 'ClientStateNotFound' : pulled;
       const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
       if (record !== undefined) {
         const { used } = record;
@@ -137,7 +139,15 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
   // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
   const who = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : { userID, clientID: pull.clientID };
   const plan = views === undefined && storage.readMany !== undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
-  const { answer: response, after } = await (shareReads ? readBatched : readAlone)(storage, space, read, plan);
+  let { answer: response, after } = await (shareReads ? readBatched : readAlone)(storage, space, read, plan);
+  // The client read a commit this read does not show yet (a standby showed it before its
+  // primary): read again, a little later each time, before telling it to start over.
+  const catchUpMs = storage.catchUpMs ?? 0;
+  for (let waited = 0, pause = FIRST_CATCH_UP_PAUSE; after.ahead === true && waited < catchUpMs; waited += pause, pause *= 2) {
+    pause = Math.min(pause, catchUpMs - waited);
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    ({ answer: response, after } = await readAlone(storage, space, read, plan));
+  }
   const { keep, fresh } = after;
   if (after.interest !== undefined && !('error' in response)) onInterest?.(after.interest);
   if (!('error' in response)) {
@@ -153,8 +163,13 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
   return response;
 }
 
-/** What a pull's read found to write after it: its view record (`keep`, or `fresh`: recent enough), and whether its group's activity is due (`stale`). */
+/**
+ * What a pull's read found to write after it: its view record (`keep`, or `fresh`: recent
+ * enough), and whether its group's activity is due (`stale`); and whether its cookie was ahead of
+ * what it read (`ahead`: worth reading again, see `Storage.catchUpMs`).
+ */
 interface AfterRead {
+  ahead?: boolean;
   interest?: ViewInterest;
   keep?: { view: ResolvedView; used: number | undefined };
   fresh?: { view: ResolvedView; used: number };
@@ -162,6 +177,9 @@ interface AfterRead {
 }
 
 const recentViews = new RecentViews();
+
+/** The first pause before a pull whose cookie was ahead reads again; each next one is twice as long. */
+const FIRST_CATCH_UP_PAUSE = 10;
 
 /**
  * The prefixes `view` gives the caller, read through the pull's own snapshot, and their name.

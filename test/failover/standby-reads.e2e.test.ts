@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JSONValue, SyncContext } from '../../src/index.js';
 import { type PostgresStorage, postgresStorage } from '../../src/storage/postgres.js';
 import { RUN } from '../../src/storage/standby-reads.js';
-import { mutation, pull, push, testContext } from '../support/helpers.js';
+import { handlePull } from '../../src/index.js';
+import { mutation, post, pull, pullBody, push, testContext } from '../support/helpers.js';
 import { type StandbyPair, haveServerBinaries, startStandbyPair } from '../support/standby.js';
 import { fastLoop } from '../support/stores.js';
 
@@ -172,6 +173,52 @@ describe.runIf(haveServerBinaries() && !fastLoop)('pulls from standbys', () => {
     expect(stats().standby).toBeGreaterThan(before);
   }, 60_000);
 
+  it('under synchronous replication, a pull whose cookie the standby gave and the primary does not show yet waits for the primary rather than start the client over', async () => {
+    const setQuorum = async (names: string) => {
+      await pair.query(pair.primary, names === '' ? 'ALTER SYSTEM RESET synchronous_standby_names' : `ALTER SYSTEM SET synchronous_standby_names = '${names}'`);
+      await pair.query(pair.primary, 'SELECT pg_reload_conf()');
+    };
+    const first = await put('s', 'k', 1);
+    await pair.caughtUp();
+    const { cookie: before } = await pull(patientCtx, 's', null);
+    // Two acknowledgements that never come: a commit is on the standby, replayed, and waits on the primary.
+    await setQuorum('ANY 2 (standby, nobody)');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const waiting = push(ctx, 's', [mutation('s-client', first + 1, 'put', { key: 'k', value: 2 })]);
+    next.set('s', first + 1);
+    let seen: Awaited<ReturnType<typeof pull>> | undefined;
+    for (const deadline = Date.now() + 20_000; seen === undefined && Date.now() < deadline; ) {
+      const pulled = await pull(patientCtx, 's', before);
+      if (pulled.patch.length > 0) seen = pulled;
+    }
+    expect(seen?.patch).toEqual([{ op: 'put', key: 'k', value: 2 }]);
+    expect(seen?.lastMutationIDChanges).toEqual({ 's-client': first + 1 });
+    const patientMs = 15_000;
+    const zero = testContext({ storage: postgresStorage(primary, { standbys: [standby], catchUpMs: 0 }) });
+    const waits = postgresStorage(primary, { standbys: [standby], catchUpMs: patientMs });
+    // The standby goes: the next pulls read the primary, which does not show the commit yet.
+    await pair.crashStandby();
+    try {
+      // Without a wait, the client is told to start over.
+      expect(await (await handlePull(post('/pull', pullBody('s', seen!.cookie)), zero)).json()).toEqual({ error: 'ClientStateNotFound' });
+      const started = Date.now();
+      const answer = handlePull(post('/pull', pullBody('s', seen!.cookie)), testContext({ storage: waits }));
+      // Once that pull has read the primary, the quorum is lifted: the commit shows there.
+      while (waits.standbyStats()!.primary === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await setQuorum('');
+      const body = await (await answer).json();
+      expect(body).not.toHaveProperty('error');
+      expect(body.patch).toEqual([]);
+      expect(body.lastMutationIDChanges).toEqual({});
+      expect(Date.now() - started).toBeLessThan(patientMs);
+      expect((await waiting).status).toBe(200);
+    } finally {
+      await setQuorum('');
+      await pair.restartStandby();
+    }
+    await pair.caughtUp();
+  }, 90_000);
+
   it('tells a standby reinitialised after a crash of one of its processes from the run it was polled in, and goes on', async () => {
     const run = async () => ((await pair.query(pair.standby, RUN)) as [{ started: string }])[0].started;
     const before = await run();
@@ -210,6 +257,10 @@ describe.runIf(haveServerBinaries() && !fastLoop)('pulls from standbys', () => {
   it('refuses options that are not standbys', () => {
     expect(() => postgresStorage(primary, { standbys: standby as never })).toThrow(/standbys must be an array/);
     expect(() => postgresStorage(primary, { standbys: [standby], standbyWaitMs: -1 })).toThrow(/standbyWaitMs must be a number/);
+    for (const catchUpMs of [-1, Infinity, NaN]) expect(() => postgresStorage(primary, { standbys: [standby], catchUpMs })).toThrow(/catchUpMs must be a number of milliseconds from 0 to 60,000/);
     expect(postgresStorage(primary).standbyStats()).toBeUndefined();
+    // Without standbys every read is the primary's, which shows each commit once it returns: no wait.
+    expect(postgresStorage(primary).catchUpMs).toBeUndefined();
+    expect(postgresStorage(primary, { standbys: [standby] }).catchUpMs).toBe(1_000);
   });
 });

@@ -32,6 +32,12 @@ describe('routedStorage', () => {
     await expect(collectGarbage(ctx)).resolves.toMatchObject({ clientGroups: 0 });
   });
 
+  it("takes its stores' longest catchUpMs, so a pull of a space on a store with standbys waits for it as on the store itself", () => {
+    const lagging = { ...memoryStorage(), catchUpMs: 1_000 };
+    expect(routedStorage({ stores: { x: memoryStorage(), y: lagging, z: { ...memoryStorage(), catchUpMs: 200 } }, place: () => 'x' }).catchUpMs).toBe(1_000);
+    expect(routedStorage({ stores: { x: memoryStorage(), y: memoryStorage() }, place: () => 'x' }).catchUpMs).toBeUndefined();
+  });
+
   it("spreads spaces by rendezvous hashing, and a store added takes only the new store's share", () => {
     const spaces = Array.from({ length: 3_000 }, (_, i) => `space-${i}`);
     const three = spaces.map((space) => rendezvous(space, ['a', 'b', 'c']));

@@ -82,6 +82,12 @@ export interface CookieAnswer {
    * client may hold writes and lastMutationIDs the store no longer has.
    */
   lost?: true;
+  /**
+   * The cookie names a version of this space that the store does not show yet: the client read
+   * a commit elsewhere (a standby) that this read does not see (a primary still waiting for its
+   * synchronous standby). Only a later read can tell it from a version the store lost.
+   */
+  ahead?: true;
 }
 
 /**
@@ -120,7 +126,7 @@ export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: 
   // next takes its base from that push's clock, which may have been read before this pull's (the
   // reloaded page pushes and pulls at once) or run behind it (another instance). Sorting above
   // that base, the cookie would get ClientStateNotFound once the space held data.
-  if (version !== 0) return { since: 'reset', current };
+  if (version !== 0) return { since: 'reset', current, ...(parsed !== 'foreign' && parsed.epoch === meta!.epoch && parsed.order - meta!.base > version && { ahead: true as const }) };
   return { since: 'reset', current: named({ order: parsed === 'foreign' ? orderBase(now) : parsed.order + 1, epoch: '' }) };
 }
 

@@ -278,7 +278,7 @@ class GlobalVersionSession implements SpaceSession {
     return this.#touched && [...this.#touched];
   }
 
-  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound'> {
+  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
     // A page of a first sync in pages goes on where it left off, or, when it cannot, starts over.
     const held = readCookie(cookie);
     let firstPage = 0;
@@ -310,7 +310,7 @@ class GlobalVersionSession implements SpaceSession {
     const current = await signing;
     // The client throws on a cookie lower than its own and drops a response whose cookie deeply
     // equals it, so such an answer would wedge it or be lost; only a new client group can recover.
-    if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return 'ClientStateNotFound';
+    if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return answer.ahead ? 'CookieAhead' : 'ClientStateNotFound';
 
     // Pulls sharing a read (shared-derivations.ts) share each patch: keyed by all it depends on beyond
     // the snapshot, the view's name among it, so a patch of one user's view never reaches another.

@@ -1,0 +1,94 @@
+/**
+ * A pull whose cookie is ahead of what its read shows (`Storage.catchUpMs`): a client that read a
+ * commit from a synchronous standby before the primary showed it, then pulled from the primary.
+ * The store here writes to one memory store (what the client read, the standby) and, when told to
+ * lag, reads from a second one that receives those commits only when the test lets it (the
+ * primary, still waiting for its standby's acknowledgement).
+ */
+import { describe, expect, test } from 'vitest';
+import { createContext, handlePull, memoryStorage, type Storage } from '../../src/index.js';
+import type { StorageTransaction, StoredValue, TransactionOptions } from '../../src/store.js';
+import { mutation, post, pull, pullBody, push, testMutators } from '../support/helpers.js';
+
+/** A store whose read-only transactions read `behind` while `lagging`, which gets each commit when `catchUp` is called. */
+function laggingStore(catchUpMs?: number) {
+  const ahead = memoryStorage();
+  const behind = memoryStorage();
+  const owed: Array<Array<[string, StoredValue | undefined]>> = [];
+  const state = { lagging: false };
+  const catchUp = () => behind.transaction(async (tx) => {
+    for (const writes of owed.splice(0)) for (const [key, value] of writes) await (value === undefined ? tx.del(key) : tx.put(key, value));
+  }, { readOnly: false });
+  const storage: Storage = {
+    ...(catchUpMs !== undefined && { catchUpMs }),
+    async transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
+      if (options.readOnly) return (state.lagging ? behind : ahead).transaction(fn, options);
+      const writes: Array<[string, StoredValue | undefined]> = [];
+      const result = await ahead.transaction((tx) => fn({ ...tx, put: (key, value) => (writes.push([key, value]), tx.put(key, value)), del: (key) => (writes.push([key, undefined]), tx.del(key)) }), options);
+      owed.push(writes);
+      return result;
+    },
+  };
+  return { storage, state, catchUp };
+}
+
+/** A space with one entry, both copies alike, then a second commit that only `ahead` shows; the client's cookie is of that commit. */
+async function clientAhead(catchUpMs?: number) {
+  const store = laggingStore(catchUpMs);
+  const ctx = createContext({ storage: store.storage, mutators: testMutators });
+  await push(ctx, 'writer', [mutation('w', 1, 'put', { key: 'a', value: 1 })]);
+  await store.catchUp();
+  await push(ctx, 'writer', [mutation('w', 2, 'put', { key: 'b', value: 2 })]);
+  const seen = await pull(ctx, 'reader', null);
+  expect(seen.patch).toContainEqual({ op: 'put', key: 'b', value: 2 });
+  store.state.lagging = true;
+  return { ...store, ctx, cookie: seen.cookie };
+}
+
+describe('a pull whose cookie is ahead of what the store shows', () => {
+  test('reads again until the store shows it, then answers as usual: no ClientStateNotFound, no cookie going back', async () => {
+    const { ctx, cookie, catchUp } = await clientAhead(5_000);
+    const answer = handlePull(post('/pull', pullBody('reader', cookie)), ctx);
+    // The primary shows the commit a little later, while the pull waits.
+    setTimeout(() => void catchUp(), 50);
+    const response = await answer;
+    const body = await response.json();
+    expect(response.status).toBe(200);
+    expect(body).not.toHaveProperty('error');
+    expect(body.cookie).toEqual(cookie);
+    expect(body.patch).toEqual([]);
+  });
+
+  test('a store that never shows it gets ClientStateNotFound once catchUpMs has passed, not before', async () => {
+    const { ctx, cookie } = await clientAhead(300);
+    const started = performance.now();
+    const response = await handlePull(post('/pull', pullBody('reader', cookie)), ctx);
+    expect(await response.json()).toEqual({ error: 'ClientStateNotFound' });
+    // At least the wait (less a timer's slack); the upper bound only catches a hang.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  test('without catchUpMs (a store whose reads never lag) the answer is ClientStateNotFound at once, as before', async () => {
+    const { ctx, cookie, catchUp } = await clientAhead();
+    setTimeout(() => void catchUp(), 50);
+    const started = performance.now();
+    const response = await handlePull(post('/pull', pullBody('reader', cookie)), ctx);
+    expect(await response.json()).toEqual({ error: 'ClientStateNotFound' });
+    expect(performance.now() - started).toBeLessThan(50);
+  });
+
+  test('only a cookie of this space ahead of it waits: an unknown cookie is answered at once with a reset', async () => {
+    const { ctx } = await clientAhead(5_000);
+    const started = performance.now();
+    const foreign = await pull(ctx, 'stranger', { order: 1, epoch: 'not-this-space' });
+    expect(foreign.patch[0]).toEqual({ op: 'clear' });
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  test('catchUpMs is checked when the context is made', () => {
+    for (const catchUpMs of [-1, Infinity, 60_001, '100']) {
+      expect(() => createContext({ storage: { ...memoryStorage(), catchUpMs } as unknown as Storage, mutators: testMutators })).toThrow(`storage.catchUpMs must be a number of milliseconds from 0 to 60,000`);
+    }
+  });
+});
