@@ -52,6 +52,8 @@ export interface PullOptions {
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
 export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true, onInterest, paging }: PullOptions): Promise<PullAnswer> {
+  // Until when a cookie that may be ahead of what the store shows is worth reading again for (Storage.catchUpMs).
+  const waitUntil = Date.now() + (storage.catchUpMs ?? 0);
   // What the read found that is written after it, returned with its answer (a store may run the
   // read more than once: each attempt has its own).
   const read = async (tx: StorageTransaction): Promise<{ answer: PullAnswer; after: AfterRead }> => {
@@ -71,7 +73,8 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       if (view.reads?.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
     }
     const answer = async (group: GroupRef | undefined) => {
-      const pulled = await session.pull(pull.cookie, group, view);
+      const pulled = await session.pull(pull.cookie, group, view, Date.now() < waitUntil);
+      // Never sent: the pull reads again (below), at last without waiting.
       if (pulled === 'CookieAhead') after.ahead = true;
       const result = pulled === 'CookieAhead' ? 'ClientStateNotFound' : pulled;
       const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
@@ -139,14 +142,14 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
   // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
   const who = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : { userID, clientID: pull.clientID };
   const plan = views === undefined && storage.readMany !== undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
-  let { answer: response, after } = await (shareReads ? readBatched : readAlone)(storage, space, read, plan);
-  // The client read a commit this read does not show yet (a standby showed it before its
-  // primary): read again, a little later each time, before telling it to start over.
-  const catchUpMs = storage.catchUpMs ?? 0;
-  for (let waited = 0, pause = FIRST_CATCH_UP_PAUSE; after.ahead === true && waited < catchUpMs; waited += pause, pause *= 2) {
-    pause = Math.min(pause, catchUpMs - waited);
-    await new Promise((resolve) => setTimeout(resolve, pause));
-    ({ answer: response, after } = await readAlone(storage, space, read, plan));
+  const readOnce = () => (shareReads ? readBatched : readAlone)(storage, space, read, plan);
+  let { answer: response, after } = await readOnce();
+  // The client may have read a commit this read does not show yet (a standby showed it before
+  // its primary): read again, a little later each time, until `waitUntil`; the read after that
+  // answers whatever it finds.
+  for (let pause = FIRST_CATCH_UP_PAUSE; after.ahead === true; pause *= 2) {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(pause, waitUntil - Date.now()))));
+    ({ answer: response, after } = await readOnce());
   }
   const { keep, fresh } = after;
   if (after.interest !== undefined && !('error' in response)) onInterest?.(after.interest);

@@ -83,9 +83,11 @@ export interface CookieAnswer {
    */
   lost?: true;
   /**
-   * The cookie names a version of this space that the store does not show yet: the client read
-   * a commit elsewhere (a standby) that this read does not see (a primary still waiting for its
-   * synchronous standby). Only a later read can tell it from a version the store lost.
+   * The cookie may name a commit of this space that the store does not show yet: the client read
+   * it elsewhere (a standby) before this read could see it (a primary still waiting for its
+   * synchronous standby). The next version, as a space commits one at a time; or, in a space the
+   * store does not hold yet, any version of a space (its first commit). Only a later read can
+   * tell it from a version the store lost.
    */
   ahead?: true;
 }
@@ -126,8 +128,9 @@ export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: 
   // next takes its base from that push's clock, which may have been read before this pull's (the
   // reloaded page pushes and pulls at once) or run behind it (another instance). Sorting above
   // that base, the cookie would get ClientStateNotFound once the space held data.
-  if (version !== 0) return { since: 'reset', current, ...(parsed !== 'foreign' && parsed.epoch === meta!.epoch && parsed.order - meta!.base > version && { ahead: true as const }) };
-  return { since: 'reset', current: named({ order: parsed === 'foreign' ? orderBase(now) : parsed.order + 1, epoch: '' }) };
+  if (version !== 0) return { since: 'reset', current, ...(parsed !== 'foreign' && parsed.epoch === meta!.epoch && parsed.order - meta!.base === version + 1 && { ahead: true as const }) };
+  const ahead = meta === undefined && parsed !== 'foreign' && parsed.epoch !== '';
+  return { since: 'reset', ...(ahead && { ahead: true as const }), current: named({ order: parsed === 'foreign' ? orderBase(now) : parsed.order + 1, epoch: '' }) };
 }
 
 /**

@@ -278,16 +278,17 @@ class GlobalVersionSession implements SpaceSession {
     return this.#touched && [...this.#touched];
   }
 
-  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
+  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead = false): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
     // A page of a first sync in pages goes on where it left off, or, when it cannot, starts over.
     const held = readCookie(cookie);
     let firstPage = 0;
     if (held !== null && held !== 'foreign' && held.page !== undefined) {
-      const resumed = await this.#resume(held, view);
+      const resumed = await this.#resume(held, view, waitIfAhead);
       if (typeof resumed !== 'number') return resumed;
       firstPage = resumed;
     }
     const answer = answerTo(firstPage === 0 ? cookie : null, this.#meta, view, this.#clock.now);
+    if (answer.ahead && waitIfAhead) return 'CookieAhead';
     // A group the store knew holds a version of commits it lost: the client may hold writes and
     // lastMutationIDs the store no longer has (a reset would lower them, which it refuses), so it
     // starts a new group. A new group (a reloaded page that forked the cookie) gets the reset.
@@ -310,7 +311,7 @@ class GlobalVersionSession implements SpaceSession {
     const current = await signing;
     // The client throws on a cookie lower than its own and drops a response whose cookie deeply
     // equals it, so such an answer would wedge it or be lost; only a new client group can recover.
-    if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return answer.ahead ? 'CookieAhead' : 'ClientStateNotFound';
+    if (compareCookies(current, cookie) < 0 || (since === 'reset' && cookie !== null && sameCookie(current, cookie))) return 'ClientStateNotFound';
 
     // Pulls sharing a read (shared-derivations.ts) share each patch: keyed by all it depends on beyond
     // the snapshot, the view's name among it, so a patch of one user's view never reaches another.
@@ -349,12 +350,14 @@ class GlobalVersionSession implements SpaceSession {
    * kept, under the caller's view, signed by this space); else the number of the page a reset
    * then starts at, so its pages' orders go on rising.
    */
-  async #resume(cookie: VersionCookie, view: ResolvedView | undefined): Promise<PullResult | number> {
+  async #resume(cookie: VersionCookie, view: ResolvedView | undefined, waitIfAhead: boolean): Promise<PullResult | number | 'CookieAhead'> {
     const { start, cursor } = readPage(cookie as VersionCookie & { page: string })!;
     const over = cursor.number + 1;
     const secret = this.#meta?.secret;
     if (view !== undefined && secret !== undefined && !(await isSigned(secret, cookie))) return over;
     const answer = answerTo(start, this.#meta, view, this.#clock.now);
+    // The pages' start is a commit the store does not show yet: not a reason to start them over.
+    if (answer.ahead && waitIfAhead) return 'CookieAhead';
     if (answer.since === 'reset' || answer.lost || (view !== undefined && answer.from !== view.prefixes)) return over;
     // The last page ends with a pull from the start, which needs its view's record.
     if (view !== undefined && (await this.#recall(view, view.id)).old === 'lost') return over;

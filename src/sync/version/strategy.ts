@@ -150,11 +150,12 @@ export interface SpaceSession {
   /**
    * What a client holding `cookie` needs to catch up, or `'ClientStateNotFound'`; with `group`,
    * the lastMutationIDs of that user's client group that changed since the cookie; with `view`,
-   * only the entries under its prefixes (and the cookie names the view). `'CookieAhead'`: the
-   * cookie names a version of this space the read does not show yet (see `Storage.catchUpMs`),
-   * which is ClientStateNotFound unless a later read shows it.
+   * only the entries under its prefixes (and the cookie names the view). With `waitIfAhead`,
+   * `'CookieAhead'` instead of any answer when the cookie may name a commit of this space the
+   * read does not show yet (see `Storage.catchUpMs`): the caller reads again later, and at last
+   * without it, for the answer a cookie the store is not at gets.
    */
-  pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'>;
+  pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead?: boolean): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'>;
   /**
    * Stores the record of `view`, which a pull named in its cookie (see {@link PullResult.viewRecord});
    * `used` is when the record was last written, if it exists.
