@@ -23,7 +23,7 @@ export { DumpError, type DumpSource } from './backend/lines.js';
 export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type StagingSummary, type ChangeLogSummary, type WebhookSummary } from './backend/inspect.js';
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
 export { type ChangeDetail, localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
-export type { PokeOptions } from './poke/hub.js';
+export type { PokeOptions } from './poke/options.js';
 export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions, ChangeFeedOptions, WebhookOptions, FirstSyncOptions } from './context/context.js';
 export { createContext } from './context/create.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/transactions/limits.js';

@@ -1,4 +1,4 @@
-import type { PokeOptions } from '../poke/hub.js';
+import type { PokeOptions } from '../poke/options.js';
 import type { Storage } from '../storage/types.js';
 import type { Limits } from '../sync/transactions/limits.js';
 import type { Mutators } from '../sync/transactions/mutator.js';

@@ -3,52 +3,12 @@ import { countPokeStreams } from '../telemetry/telemetry.js';
 import type { ChangeDetail, Notifier, Unsubscribe } from './notifier.js';
 import type { ViewInterest } from '../sync/interest.js';
 import type { Prefixes } from '../sync/view.js';
-import { remember } from '../base/remember.js';
 import { DirectStream, type Sink } from '../base/direct-stream.js';
+import { GroupInterests } from './interests.js';
+import type { PokeOptions } from './options.js';
 import { QueueSink } from './queue-sink.js';
 
-/** How pokes are sent: see {@link SyncOptions.pokes}. */
-export interface PokeOptions {
-  /** Where changes are heard and announced. Default: this process only (one notifier per store). */
-  notifier?: Notifier;
-  /** Milliseconds between heartbeats on an idle stream, so proxies keep it open. Default: 15,000. */
-  heartbeatMs?: number;
-  /**
-   * Pokes of one space are at least this many milliseconds apart: the first change of a burst
-   * pokes at once, the rest of it once more when the time is up. Default: 50.
-   */
-  coalesceMs?: number;
-  /**
-   * Poke streams this context keeps open at once; past it, a user with fewer streams than the
-   * user with the most takes that user's oldest, and anyone else gets 503 with `Retry-After`.
-   * Default: 20,000, or less where the adapter can read the process's file-descriptor limit
-   * (Node, Bun, and Deno with read access to `/proc`): three quarters of it, less 100.
-   */
-  maxStreams?: number;
-  /**
-   * Poke streams one user (the ID `authenticate` returns) keeps open or opening at once; past it,
-   * 429 with `Retry-After`. Without `authenticate` there is no user to count by, and only
-   * `maxStreams` bounds the streams. Default: 100 (tabs and devices of one person).
-   */
-  maxStreamsPerUser?: number;
-  /**
-   * Milliseconds a stream stays open; then it ends with an SSE `retry` field and its client
-   * reconnects (and pulls). A client that stopped reading while its kernel still takes the
-   * heartbeats looks alive to the server: this is how long it can hold a connection. Each stream
-   * draws its own age from the last quarter below this, so reconnects spread; it is checked at
-   * each heartbeat. Default: 600,000 (10 minutes).
-   */
-  maxStreamAgeMs?: number;
-  /**
-   * The secret poke tokens are signed with (32 characters or more, the same on every instance):
-   * with it, `GET …/poke-token` gives the user `authenticate` names a token, and `…/poke?poke_token=`
-   * opens that user's stream without an `Authorization` header, as a browser's `EventSource` must
-   * (see `pokeToken`). Default: none, no tokens.
-   */
-  tokenSecret?: string;
-  /** Milliseconds a poke token is good for. Default: 3,600,000 (an hour). */
-  tokenTtlMs?: number;
-}
+export type { PokeOptions } from './options.js';
 
 const encoder = new TextEncoder();
 /** A delay drawn evenly from `[low, high)`, so that clients told to reconnect do not all come at once. */
@@ -68,8 +28,6 @@ const HEARTBEAT = encoder.encode(':\n\n');
 const REFUSED = { 'retry-after': '10', connection: 'close' };
 /** Streams poked before other work gets a turn. */
 const POKE_SLICE = 500;
-/** Client groups whose interest a hub keeps; one forgotten gets every poke until it pulls again. */
-const MAX_INTERESTS = 10_000;
 /** Keys and groups a coalescing window remembers; past them it pokes every stream, as for a change of unknown reach. */
 const MAX_OWED = 256;
 /** Owed to a space whose changes during a coalescing window include one of unknown reach. */
@@ -94,8 +52,8 @@ export class PokeHub {
   readonly #users = new Map<string, User>();
   #streams = 0;
   #heartbeat: ReturnType<typeof setInterval> | undefined;
-  /** What each client group's last pull under a view depends on, by space, user and group (see {@link pulling}). */
-  readonly #interests = new Map<string, Interest>();
+  /** What each client group's last pull under a view depends on (see {@link pulling}). */
+  readonly #interests = new GroupInterests();
 
   constructor(notifier: Notifier, options: PokeOptions) {
     this.#notifier = notifier;
@@ -167,25 +125,9 @@ export class PokeHub {
     );
   }
 
-  /**
-   * Marks a pull of `user`'s `group` under way; call what it returns with what its answer depends
-   * on (undefined: it failed, or there was none to tell). Until then, and while another pull of
-   * the group is under way, the group's streams get every poke: a change committed after the
-   * pull read may touch what only its new view covers.
-   */
+  /** Marks a pull of `user`'s `group` under way; call what it returns with what its answer depends on (see {@link GroupInterests.pulling}). */
   pulling(space: string, user: string | undefined, group: string): (interest?: ViewInterest) => void {
-    const key = interestKey(space, user, group);
-    const entry = this.#interests.get(key) ?? { pulls: 0, interest: undefined };
-    entry.pulls++;
-    remember(this.#interests, key, entry, MAX_INTERESTS);
-    let done = false;
-    return (interest) => {
-      if (done) return;
-      done = true;
-      // Pulls that overlapped may end in any order: the last to end may hold the older view.
-      entry.interest = --entry.pulls === 0 && !entry.overlapped ? interest : undefined;
-      entry.overlapped = entry.pulls > 0;
-    };
+    return this.#interests.pulling(space, user, group);
   }
 
   /**
@@ -285,7 +227,7 @@ export class PokeHub {
     const concerned = detail === undefined ? [...entry.streams] : [...entry.streams].filter((stream) => this.#concerns(stream, detail));
     // A poked group's client pulls, maybe through another instance: what it holds is unknown
     // here until one of its pulls ends here, so its streams get every poke till then.
-    for (const stream of concerned) if (stream.group !== undefined) this.#interests.delete(interestKey(entry.space, stream.user, stream.group));
+    for (const stream of concerned) if (stream.group !== undefined) this.#interests.poked(entry.space, stream.user, stream.group);
     sendInSlices(concerned);
     entry.timer = setTimeout(() => {
       entry.timer = undefined;
@@ -302,9 +244,7 @@ export class PokeHub {
     if (group !== undefined && detail.groups.some((pusher) => pusher.clientGroupID === group && pusher.userID === stream.user)) return true;
     if (topics !== undefined) return detail.keys.some((key) => topics.covers(key));
     if (group === undefined) return true;
-    const interest = this.#interests.get(interestKey(stream.space.space, stream.user, group));
-    if (interest === undefined || interest.pulls > 0 || interest.interest === undefined) return true;
-    return detail.keys.some((key) => interest.interest!.concerns(key));
+    return this.#interests.concerns(stream.space.space, stream.user, group, detail.keys);
   }
 
   #beat(): void {
@@ -371,15 +311,6 @@ export interface Listen {
   topics?: Prefixes | undefined;
 }
 
-/** A client group's last pull under a view: what it depends on, and pulls under way. */
-interface Interest {
-  pulls: number;
-  /** Undefined while unknown: the group's streams get every poke. */
-  interest: ViewInterest | undefined;
-  /** Another pull ended while this one was under way: the next alone says. */
-  overlapped?: boolean;
-}
-
 interface Stream extends Listen {
   /** Its web stream's queue, or the socket once an adapter has taken it over. */
   sink: Sink;
@@ -421,10 +352,6 @@ function sendInSlices(streams: readonly Stream[], from = 0): void {
  */
 const immediate = (globalThis as { setImmediate?: (task: () => void) => unknown }).setImmediate;
 const soon = (task: () => void): void => void (immediate ? immediate(task) : setTimeout(task, 0));
-
-function interestKey(space: string, user: string | undefined, group: string): string {
-  return JSON.stringify([space, user ?? null, group]);
-}
 
 /** What two changes touched together. */
 function joined(owed: ChangeDetail | typeof ALL, detail: ChangeDetail | undefined): ChangeDetail | typeof ALL {
