@@ -5,8 +5,10 @@
  * lag, reads from a second one that receives those commits only when the test lets it (the
  * primary, still waiting for its standby's acknowledgement).
  */
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { createContext, handlePull, memoryStorage, type Storage } from '../../src/index.js';
+import { createContext, handlePull, type JSONValue, memoryStorage, type Storage } from '../../src/index.js';
+import { compareCookies } from '../../src/sync/version/cookie.js';
 import type { StorageTransaction, StoredValue, TransactionOptions } from '../../src/store.js';
 import { applyPatch, mutation, post, pull, pullBody, push, testMutators, type PullOK } from '../support/helpers.js';
 import { bigSpace } from '../support/big-space.js';
@@ -17,8 +19,9 @@ function laggingStore(catchUpMs?: number) {
   const behind = memoryStorage();
   const owed: Array<Array<[string, StoredValue | undefined]>> = [];
   const state = { lagging: false };
-  const catchUp = () => behind.transaction(async (tx) => {
-    for (const writes of owed.splice(0)) for (const [key, value] of writes) await (value === undefined ? tx.del(key) : tx.put(key, value));
+  /** Gives `behind` the commits it is owed, all but the last `keep` of them. */
+  const catchUp = (keep = 0) => behind.transaction(async (tx) => {
+    for (const writes of owed.splice(0, Math.max(0, owed.length - keep))) for (const [key, value] of writes) await (value === undefined ? tx.del(key) : tx.put(key, value));
   }, { readOnly: false });
   const storage: Storage = {
     ...(catchUpMs !== undefined && { catchUpMs }),
@@ -30,7 +33,7 @@ function laggingStore(catchUpMs?: number) {
       return result;
     },
   };
-  return { storage, state, catchUp };
+  return { storage, state, catchUp, owed: () => owed.length };
 }
 
 /**
@@ -133,6 +136,56 @@ describe('a pull whose cookie is ahead of what the store shows', () => {
     const held = pages.reduce((view, page) => applyPatch(view, page.patch), new Map());
     expect(held).toEqual(new Map([...Array.from({ length: 8_000 }, (_, i) => [keyOf(i), valueOf(i)] as const), ['extra', 1]]));
   });
+
+  test('a client that reads now the copy ahead, now the one a commit behind (which catches up a moment later) never starts over, never sees its cookie or lastMutationIDs go back, and holds the space (property)', async () => {
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant('push' as const), key: fc.constantFrom('a', 'b', 'c'), value: fc.integer({ min: 0, max: 9 }), own: fc.boolean() }),
+      fc.record({ kind: fc.constant('pull ahead' as const) }),
+      fc.record({ kind: fc.constant('pull behind' as const), catchUpAfterMs: fc.integer({ min: 0, max: 40 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
+        const store = laggingStore(5_000);
+        const ctx = createContext({ storage: store.storage, mutators: testMutators });
+        const space = new Map<string, JSONValue>();
+        const ids = { own: 0, other: 0 };
+        let cookie: JSONValue = null;
+        let held = new Map<string, JSONValue>();
+        let lmid = 0;
+        for (const s of steps) {
+          if (s.kind === 'push') {
+            const who = s.own ? 'own' : 'other';
+            await push(ctx, s.own ? 'client' : 'writer', [mutation(who, ++ids[who], 'put', { key: s.key, value: s.value })]);
+            space.set(s.key, s.value);
+            continue;
+          }
+          // Behind by at most one commit: a space's commits wait for their standby one at a time.
+          if (s.kind === 'pull behind') await store.catchUp(1);
+          store.state.lagging = s.kind === 'pull behind';
+          const caughtUp = s.kind === 'pull behind' ? new Promise((resolve) => setTimeout(() => void store.catchUp().then(resolve), s.catchUpAfterMs)) : undefined;
+          const body = (await (await handlePull(post('/pull', pullBody('client', cookie)), ctx)).json()) as PullOK & { error?: string };
+          await caughtUp;
+          expect(body.error).toBeUndefined();
+          expect(compareCookies(body.cookie, cookie)).toBeGreaterThanOrEqual(0);
+          const own = body.lastMutationIDChanges.own;
+          if (own !== undefined) {
+            expect(own).toBeGreaterThanOrEqual(lmid);
+            lmid = own;
+          }
+          held = applyPatch(held, body.patch);
+          cookie = body.cookie;
+        }
+        // Once the copies agree, the client holds the whole space and every push of its own.
+        await store.catchUp();
+        store.state.lagging = false;
+        const last = await pull(ctx, 'client', cookie);
+        held = applyPatch(held, last.patch);
+        expect(held).toEqual(space);
+        expect(last.lastMutationIDChanges.own ?? lmid).toBe(ids.own);
+      }),
+      { numRuns: 40 },
+    );
+  }, 60_000);
 
   test('catchUpMs is checked when the context is made', () => {
     for (const catchUpMs of [-1, Infinity, 60_001, '100']) {
