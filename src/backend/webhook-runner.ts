@@ -2,12 +2,13 @@ import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
 import { checkContext, clockOf, stateOf } from '../context/state.js';
 import { allSpaces } from '../context/collect-garbage.js';
-import { deliverOnce, type Hook, hooksOf } from './webhooks.js';
+import { deliverOnce, type Hook, hooksOf, type Step } from './webhooks.js';
+import { HookSlots } from './webhook-slots.js';
 
 /**
- * The continuous delivery of webhooks: what is due, by space and webhook, started up to a
- * concurrency, each retry at its time; woken at once by the context's own changes, and by a sweep
- * of every space for the rest.
+ * The continuous delivery of webhooks: what is due, by webhook and space, started as each
+ * webhook's own slots allow (webhook-slots.ts), each retry at its time; woken at once by the
+ * context's own changes, and by a sweep of every space for the rest.
  */
 
 /** Options for {@link startWebhooks}. */
@@ -18,7 +19,10 @@ export interface WebhookRunnerOptions {
    * delivered at once. Default: 5,000.
    */
   sweepMs?: number;
-  /** Deliveries in flight at once, across webhooks and spaces: a stalled receiver holds only its own. Default: 8. */
+  /**
+   * Deliveries in flight at once for each webhook, across its spaces: a slow or hanging receiver
+   * holds only its own webhook's, and one whose last attempt failed gets one at a time. Default: 8.
+   */
   concurrency?: number;
 }
 
@@ -44,14 +48,20 @@ export function startWebhooks(ctx: SyncContext, options: WebhookRunnerOptions = 
   return { stop: () => runner.stop() };
 }
 
+/** One webhook's deliveries in a runner: what is due and when (the context's clock), by space; what runs; its slots. */
+interface Lane {
+  due: Map<string, { hook: Hook; at: number }>;
+  running: Map<string, Promise<void>>;
+  slots: HookSlots;
+}
+
 /** The continuous delivery of {@link startWebhooks}. */
 class Runner {
   readonly #ctx: SyncContext;
   readonly #concurrency: number;
   readonly #owner = `runner-${crypto.randomUUID()}`;
-  /** What is due, and when (the context's clock), by space and webhook. */
-  readonly #due = new Map<string, { space: string; hook: Hook; at: number }>();
-  readonly #running = new Map<string, Promise<void>>();
+  /** By webhook name. */
+  readonly #lanes = new Map<string, Lane>();
   readonly #listener = (space: string) => this.#wake(space);
   readonly #sweeper: ReturnType<typeof setInterval>;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -70,7 +80,7 @@ class Runner {
     stateOf(this.#ctx).changeListeners.delete(this.#listener);
     clearInterval(this.#sweeper);
     clearTimeout(this.#timer);
-    await Promise.allSettled(this.#running.values());
+    await Promise.allSettled([...this.#lanes.values()].flatMap((lane) => [...lane.running.values()]));
   }
 
   #sweep(): void {
@@ -83,46 +93,54 @@ class Runner {
   #wake(space: string): void {
     const now = clockOf(this.#ctx).now;
     for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, now);
+    this.#pump();
   }
 
   #schedule(space: string, hook: Hook, at: number): void {
     if (this.#stopped) return;
-    const key = `${hook.name}\u0000${space}`;
-    const due = this.#due.get(key);
-    if (due === undefined || at < due.at) this.#due.set(key, { space, hook, at });
-    this.#pump();
+    let lane = this.#lanes.get(hook.name);
+    if (lane === undefined) this.#lanes.set(hook.name, (lane = { due: new Map(), running: new Map(), slots: new HookSlots(this.#concurrency) }));
+    const due = lane.due.get(space);
+    if (due === undefined || at < due.at) lane.due.set(space, { hook, at });
   }
 
-  /** Starts what is due, up to the concurrency, and sets a timer for the next. */
+  /** Starts what is due, as each webhook's slots allow, and sets a timer for the next. */
   #pump(): void {
     clearTimeout(this.#timer);
     if (this.#stopped) return;
     const now = clockOf(this.#ctx).now;
     let next = Infinity;
-    for (const [key, { space, hook, at }] of this.#due) {
-      if (this.#running.has(key)) continue;
+    for (const lane of this.#lanes.values()) next = Math.min(next, this.#start(lane, now));
+    if (next !== Infinity) this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - now));
+  }
+
+  /** Starts what of `lane` is due; returns when the rest is due, as far as it looked (a full lane looks again as an attempt ends). */
+  #start(lane: Lane, now: number): number {
+    let next = Infinity;
+    for (const [space, { hook, at }] of lane.due) {
+      if (lane.running.has(space)) continue;
       if (at > now) {
         next = Math.min(next, at);
         continue;
       }
-      if (this.#running.size >= this.#concurrency) break;
-      this.#due.delete(key);
+      if (!lane.slots.free) break;
+      lane.due.delete(space);
+      lane.slots.take();
       const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN)
+        .catch((error: unknown): Step => {
+          reportError(this.#ctx, error, { operation: 'webhook', space });
+          return { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 };
+        })
         .then((step) => {
+          lane.running.delete(space);
+          lane.slots.give(step);
           if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now);
           else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until);
-        })
-        .catch((error: unknown) => {
-          reportError(this.#ctx, error, { operation: 'webhook', space });
-          this.#schedule(space, hook, clockOf(this.#ctx).now + 5_000);
-        })
-        .finally(() => {
-          this.#running.delete(key);
           this.#pump();
         });
-      this.#running.set(key, run);
+      lane.running.set(space, run);
     }
-    if (next !== Infinity) this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - now));
+    return next;
   }
 }
 

@@ -26,6 +26,10 @@ export interface Receiver {
   delivered(): Received[];
   /** Verifies each request's signature under `secret`; rejects at the first bad one. */
   verifyAll(secret: string): Promise<void>;
+  /** Requests stalled now: taken, not answered, their connections open. */
+  stalled(): number;
+  /** Ends the requests left stalled (their connections close, as in a receiver's restart); the server goes on. */
+  release(): void;
   /** Ends the requests left stalled (their connections close) and the server. */
   close(): Promise<void>;
 }
@@ -40,8 +44,12 @@ export async function startReceiver(): Promise<Receiver> {
     async verifyAll(secret) {
       for (const { body, signature } of receiver.received) await verifyWebhook(body, signature, secret);
     },
+    stalled: () => stalled.length,
+    release() {
+      for (const response of stalled.splice(0)) response.destroy();
+    },
     async close() {
-      for (const response of stalled) response.destroy();
+      receiver.release();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },
@@ -51,7 +59,14 @@ export async function startReceiver(): Promise<Receiver> {
     for await (const chunk of request) body += chunk;
     const answered = receiver.answer;
     receiver.received.push({ id: String(request.headers['viewsync-delivery']), body, delivery: JSON.parse(body) as WebhookDelivery, signature: String(request.headers['viewsync-signature']), answered });
-    if (answered === 'stall') return void stalled.push(response);
+    if (answered === 'stall') {
+      stalled.push(response);
+      // A request the deliverer gave up on (its timeout) is stalled no longer.
+      return void response.once('close', () => {
+        const at = stalled.indexOf(response);
+        if (at >= 0) stalled.splice(at, 1);
+      });
+    }
     if (answered === 'redirect') return void response.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end();
     response.writeHead(answered === 'ok' ? 204 : 500).end();
   });
