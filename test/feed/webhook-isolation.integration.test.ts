@@ -6,7 +6,7 @@
  * clock runs with real time, and the test moves it on past backoffs.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, memoryStorage, startWebhooks, type SyncContext, transact, type WebhookRunner } from '../../src/index.js';
+import { createContext, deliverWebhooks, memoryStorage, startWebhooks, type SyncContext, transact } from '../../src/index.js';
 import { testMutators } from '../support/helpers.js';
 import { type Receiver, startReceiver } from './receiver.js';
 
@@ -37,7 +37,7 @@ function hooked(slow: Receiver, fast: Receiver): SyncContext & { time: { offset:
 }
 
 /** Starts a runner that is stopped, its attempts in flight ended, when the test ends. */
-function run(ctx: SyncContext, ...receivers: Receiver[]): WebhookRunner {
+function run(ctx: SyncContext, ...receivers: Receiver[]): void {
   const runner = startWebhooks(ctx, { sweepMs: MINUTE });
   cleanup.push(async () => {
     // Stopped first, so that no attempt starts once the stalled ones are let go.
@@ -45,10 +45,19 @@ function run(ctx: SyncContext, ...receivers: Receiver[]): WebhookRunner {
     for (const at of receivers) at.release();
     await stopped;
   });
-  return runner;
 }
 
 const writeEach = (ctx: SyncContext, key: string) => Promise.all(SPACES.map((space) => transact(ctx, space, (tx) => tx.set(key, 1))));
+
+/** A receiver that takes requests and never answers (`hang`, webhook `slow`), one that answers (`ok`, webhook `fast`), a runner if asked, and a write of `a` into each space. */
+async function hangingBeside(options: { runner: boolean }) {
+  const hang = await receiver('stall');
+  const ok = await receiver();
+  const ctx = hooked(hang, ok);
+  if (options.runner) run(ctx, hang);
+  await writeEach(ctx, 'a');
+  return { hang, ok, ctx };
+}
 
 /** How many spaces' deliveries to `at` held `key`. */
 const spacesHolding = (at: Receiver, key: string) => new Set(at.delivered().filter(({ delivery }) => delivery.changes.some((change) => change.op !== 'event' && change.key === key)).map(({ delivery }) => delivery.space)).size;
@@ -67,11 +76,7 @@ const each = (keys: string[]) => Object.fromEntries(SPACES.map((space) => [space
 
 describe('webhooks: one receiver that hangs', () => {
   it('startWebhooks: holds up no other webhook; its attempts take its own slots, no more', async () => {
-    const hang = await receiver('stall');
-    const ok = await receiver();
-    const ctx = hooked(hang, ok);
-    run(ctx, hang);
-    await writeEach(ctx, 'a');
+    const { hang, ok, ctx } = await hangingBeside({ runner: true });
     await expect.poll(() => spacesHolding(ok, 'a'), HANG).toBe(24);
     // The slow webhook's 8 slots (the default concurrency) hold attempts that hang; it starts no more.
     await expect.poll(() => hang.stalled(), HANG).toBe(8);
@@ -79,11 +84,7 @@ describe('webhooks: one receiver that hangs', () => {
   });
 
   it('startWebhooks: while its receiver fails, a webhook has one attempt in flight; once it answers, it gets its backlog in order per space', async () => {
-    const hang = await receiver('stall');
-    const ok = await receiver();
-    const ctx = hooked(hang, ok);
-    run(ctx, hang);
-    await writeEach(ctx, 'a');
+    const { hang, ok, ctx } = await hangingBeside({ runner: true });
     await expect.poll(() => hang.stalled(), HANG).toBe(8);
     // The 8 attempts end with their connections and fail; the receiver still takes requests and never answers.
     hang.release();
@@ -102,15 +103,12 @@ describe('webhooks: one receiver that hangs', () => {
   });
 
   it('deliverWebhooks: holds up no other webhook in a round, which leaves it after two failures in a row', async () => {
-    const hang = await receiver('stall');
-    const ok = await receiver();
-    const ctx = hooked(hang, ok);
-    await writeEach(ctx, 'a');
+    const { hang, ok, ctx } = await hangingBeside({ runner: false });
     const round = deliverWebhooks(ctx);
     await expect.poll(() => spacesHolding(ok, 'a'), HANG).toBe(24);
     // Each webhook walks its spaces one at a time: the slow one is still at its first.
+    await expect.poll(() => hang.stalled(), HANG).toBe(1);
     expect(hang.received).toHaveLength(1);
-    expect(hang.stalled()).toBe(1);
     // From now on it answers 500: the attempt in flight ends and fails, so does the next, and the round leaves its other 22 spaces to the next round.
     hang.answer = 'fail';
     hang.release();
