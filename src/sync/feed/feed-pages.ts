@@ -141,9 +141,9 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
     throw new ChangesGoneError(`The changes of space ${name} after cursor ${formatCursor(after)} are gone: ${why}.${restart}`);
   }
   if (whole !== undefined) return latest;
-  // A write without the feed broke the log off at `feedAt`: what comes before it is whole.
+  // A write that left the log (the feed off, an older viewsync) broke it off at `feedAt`: what comes before it is whole.
   const brokeAt = meta!.feedAt!;
-  if (after.version >= brokeAt) throw new ChangesGoneError(`The changes of space ${name} after version ${brokeAt} were written without the change feed (an instance with \`changes\` off, or an older viewsync); its log starts again at the next write with it on.${restart}`);
+  if (after.version >= brokeAt) throw new ChangesGoneError(`The changes of space ${name} after version ${brokeAt} were written without the change feed (it was turned off, or an older viewsync wrote them); its log starts again at the next write that keeps it.${restart}`);
   return brokeAt;
 }
 

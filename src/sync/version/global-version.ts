@@ -19,6 +19,7 @@ import { keptGaps, skipTo } from './skipped-versions.js';
 import { remember } from '../../base/remember.js';
 import { setOwn } from '../../base/own.js';
 import { ChangeLog, type ChangeOrigin, feedFrom } from '../feed/change-log.js';
+import { type LogDecision, logDecision } from '../feed/feed-record.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -33,7 +34,9 @@ export const globalVersion: Strategy = {
     if (group === undefined) {
       // A write reads the store's incarnation with the meta record (on PostgreSQL it came with the space's lock).
       const [meta, incarnation] = await Promise.all([tx.get(keys.meta) as Promise<Meta | undefined>, tx.incarnation?.()]);
-      return new GlobalVersionSession(tx, keys, meta, clock, options, undefined, incarnation);
+      // The context's feed keeps the log; else the data says (feed-record.ts).
+      const log = options.feed ? 'keep' : await logDecision(tx, meta);
+      return new GlobalVersionSession(tx, keys, meta, clock, options, undefined, incarnation, log);
     }
     // A pull reads both first: one round trip on a database, not two.
     const groupKey = keys.group(group.userID, group.clientGroupID);
@@ -104,8 +107,10 @@ class GlobalVersionSession implements SpaceSession {
   #skipTo: number | undefined;
   /** The change log, written while the feed is on (see change-log.ts). */
   readonly #log: ChangeLog | undefined;
+  /** The store's feed is off and this space's log was broken: its commit marks the space off (see feed-record.ts). */
+  readonly #markOff: boolean;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }, incarnation?: string) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }, incarnation?: string, log: LogDecision = 'leave') {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
@@ -118,7 +123,8 @@ class GlobalVersionSession implements SpaceSession {
     if (meta !== undefined) rememberBase(meta);
     this.#incarnation = incarnation;
     this.#skipTo = skipTo(meta, incarnation, clock.now);
-    this.#log = options.feed ? new ChangeLog(tx, keys, clock.now) : undefined;
+    this.#log = log === 'keep' ? new ChangeLog(tx, keys, clock.now) : undefined;
+    this.#markOff = log === 'leave-off';
   }
 
   get logging(): boolean {
@@ -243,7 +249,7 @@ class GlobalVersionSession implements SpaceSession {
     if (!this.#changed) return false;
     const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(this.#clock.now) };
     // A write without the log keeps its fields as they are: `feedAt` behind the version says the log broke off.
-    const { indexFrom, indexedAt, prefixIndexFrom: _, indexes: built, indexesAt, gaps, incarnation, ...rest } = created;
+    const { indexFrom, indexedAt, prefixIndexFrom: _, indexes: built, indexesAt, gaps, incarnation, feedOff, ...rest } = created;
     const version = this.#next;
     // The prefix index covers the versions since it was last turned on: a change written without
     // it (the view was off, or an older viewsync wrote) ends the run, and pulls read the version
@@ -259,8 +265,8 @@ class GlobalVersionSession implements SpaceSession {
       ...(this.#prefixIndex && { indexFrom: indexFrom !== undefined && indexedAt === created.version ? indexFrom : version, indexedAt: version }),
       ...this.#usage,
       ...(kept !== undefined && { indexes: kept, indexesAt: version }),
-      // The log runs on from the last write that kept it, or starts at this one.
-      ...(this.#log !== undefined && { feedFrom: feedFrom(created) ?? created.version, feedAt: version }),
+      // The log runs on from the last write that kept it, or starts at this one; a space turned off stays so until then.
+      ...(this.#log !== undefined ? { feedFrom: feedFrom(created) ?? created.version, feedAt: version } : (feedOff || this.#markOff) && { feedOff: true as const }),
       ...((this.#incarnation ?? incarnation) !== undefined && { incarnation: this.#incarnation ?? incarnation }),
     };
     this.#skipTo = undefined;
