@@ -220,11 +220,11 @@ export async function enableWebhook(ctx: SyncContext, name: string, space: strin
   checkContext(ctx);
   checkSpace(space);
   hookNamed(ctx, name);
-  return enableDeliveries(ctx, name, space, options);
+  return (await enableDeliveries(ctx, name, space, options)) === true;
 }
 
-/** {@link enableWebhook} for a webhook this context need not name (the CLI's knows none): its state in the store is enough. */
-export async function enableDeliveries(ctx: SyncContext, name: string, space: string, options: EnableWebhookOptions = {}): Promise<boolean> {
+/** {@link enableWebhook} for a webhook this context need not name (the CLI's knows none): undefined when it never delivered in `space`. */
+export async function enableDeliveries(ctx: SyncContext, name: string, space: string, options: EnableWebhookOptions = {}): Promise<boolean | undefined> {
   const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, clockOf(ctx).now, options.afterGap === true), { readOnly: false, space });
   if (enabled) for (const listener of stateOf(ctx).changeListeners) listener(space);
   return enabled;

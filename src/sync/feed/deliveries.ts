@@ -271,15 +271,16 @@ const AFTER_GAP = 'To go on after the gap, and never deliver the changes in it: 
 
 /**
  * Enables the webhook named `name` in `space` again; its batch in flight is retried at once.
- * Resolves whether it was disabled. When the log no longer holds the changes after its cursor,
+ * Resolves whether it was disabled (undefined: it never delivered there). When the log no longer holds the changes after its cursor,
  * throws a {@link ChangesGoneError} saying so, unless `afterGap`: the webhook then goes on from
  * where the log is whole (or from now, when no write kept it since), its batch in flight and the
  * deliveries asked again before that dropped, and its next batch tells the receiver of the gap.
  */
-export async function enableDelivery(tx: StorageTransaction, space: string, name: string, now: number, afterGap = false): Promise<boolean> {
+export async function enableDelivery(tx: StorageTransaction, space: string, name: string, now: number, afterGap = false): Promise<boolean | undefined> {
   const keys = new SpaceKeys(space);
   const [meta, state] = (await Promise.all([tx.get(keys.meta), tx.get(keys.delivery(name))])) as [Meta | undefined, DeliveryState | undefined];
-  if (state?.disabled === undefined) return false;
+  if (state === undefined) return undefined;
+  if (state.disabled === undefined) return false;
   const cursor = parseCursor(state.cursor);
   try {
     await readFeedPage(tx, space, cursor, { limit: 1, maxChars: 0 });
