@@ -194,7 +194,7 @@ export async function replayWebhook(ctx: SyncContext, name: string, space: strin
   return ctx.storage.transaction(async (tx) => {
     let records = await deliveriesIn(tx, space, name, range.from, range.to);
     if ('delivery' in which) records = records.filter((record) => deliveryID(space, record) === which.delivery);
-    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs)`);
+    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs, at most 10,000 a webhook in a space)`);
     return askAgain(tx, space, name, records);
   }, { readOnly: false, space });
 }

@@ -29,6 +29,7 @@ const OPTIONS = {
   json: { type: 'boolean', for: ['inspect', 'gc', 'directory', 'feed'] },
   'quota-entries': { type: 'string', for: ['inspect'] },
   'quota-bytes': { type: 'string', for: ['inspect'] },
+  'quota-history-bytes': { type: 'string', for: ['inspect'] },
   quiet: { type: 'boolean', for: ['export', 'import', 'move'] },
   merge: { type: 'boolean', for: ['import'] },
   from: { type: 'string', for: ['import'] },
@@ -59,6 +60,7 @@ type Options = StoreOptions & {
   json?: boolean;
   'quota-entries'?: string;
   'quota-bytes'?: string;
+  'quota-history-bytes'?: string;
   quiet?: boolean;
   merge?: boolean;
   from?: string;
@@ -97,7 +99,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     switch (command) {
       case 'inspect': {
         const space = operand(command, rest, 0);
-        const quotas = quotaOption(options['quota-entries'], options['quota-bytes']);
+        const quotas = quotaOption(options['quota-entries'], options['quota-bytes'], options['quota-history-bytes']);
         store = await openStore(options, { readOnly: true });
         if (space !== undefined) await checkWhereHeld(store, space, command);
         await inspectCommand(context(store, { quotas }), space, options);

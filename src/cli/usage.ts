@@ -59,6 +59,9 @@ Options:
   --quota-entries N      show each space's use of this quota of entries
   --quota-bytes SIZE     show each space's use of this quota of bytes (keys and
                          values, as the quotas option counts them): 500KiB, 10MiB…
+  --quota-history-bytes SIZE
+                         and of this bound on its history (change log and tombstones;
+                         default: the --quota-bytes size)
 ${STORE}`,
   export: `Usage: viewsync export SPACE [options] > dump.ndjson
 

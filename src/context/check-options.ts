@@ -53,9 +53,10 @@ function checkLimits(limits: unknown): void {
 
 function checkQuotas(quotas: unknown): void {
   if (quotas === undefined || typeof quotas === 'function') return;
-  if (!isObject(quotas)) throw new TypeError(`quotas must be { entries?, bytes? } or a function of the space, got ${describe(quotas)}`);
-  only(quotas, 'quotas', ['entries', 'bytes']);
+  if (!isObject(quotas)) throw new TypeError(`quotas must be { entries?, bytes?, historyBytes? } or a function of the space, got ${describe(quotas)}`);
+  only(quotas, 'quotas', ['entries', 'bytes', 'historyBytes']);
   for (const field of ['entries', 'bytes'] as const) optional(quotas, field, 'a number of at least 0', (value) => typeof value === 'number' && value >= 0, 'quotas.');
+  optional(quotas, 'historyBytes', 'a number of at least 0, or false', (value) => value === false || (typeof value === 'number' && value >= 0), 'quotas.');
 }
 
 function checkRetention(retention: unknown): void {

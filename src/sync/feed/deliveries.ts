@@ -26,6 +26,8 @@ export interface HookRule {
   retryForMs: number;
   /** How long a claimed delivery is the claimer's alone: past it, another instance takes it over. */
   leaseMs: number;
+  /** Delivery records kept in a space for replays, at most. Default: {@link MAX_RECORDS}. */
+  maxRecords?: number;
 }
 
 /** A range of the log delivered as one: the changes after `from`, up to and including `to`. */
@@ -64,6 +66,8 @@ export interface DeliveryState {
   /** Deliveries made, and attempts that failed. */
   delivered: number;
   failures: number;
+  /** Delivery records kept for replays (absent in a state kept before they were counted: none counted). */
+  records?: number;
   /** When the last delivery was made. */
   lastAt?: number;
 }
@@ -193,7 +197,8 @@ export async function finishDelivery(tx: StorageTransaction, space: string, rule
     state.delivered++;
     state.lastAt = now;
     await tx.put(recordKey(keys, rule.name, parseCursor(pending.to), pending.from), { from: pending.from, to: pending.to, at: now, attempts: pending.attempts + 1 } satisfies DeliveryRecord);
-    await trimRecords(tx, keys, rule.name, retentionMs === false ? -Infinity : now - retentionMs);
+    state.records = (state.records ?? 0) + 1;
+    await trimRecords(tx, keys, rule.name, state, retentionMs === false ? -Infinity : now - retentionMs, rule.maxRecords ?? MAX_RECORDS);
   } else {
     pending.attempts++;
     pending.error = outcome.error.slice(0, 500);
@@ -232,10 +237,16 @@ function recordKey(keys: SpaceKeys, name: string, to: Cursor, from: string): str
   return `${keys.deliveryLog(name)}${encodeVersion(to.version)}${to.seq === undefined ? '~' : `.${to.seq.toString(16).padStart(8, '0')}`}/${from}`;
 }
 
-/** Removes up to a few of the webhook's oldest delivery records made before `cutoff`: each delivery trims what retention lets go. */
-async function trimRecords(tx: StorageTransaction, keys: SpaceKeys, name: string, cutoff: number): Promise<void> {
+/**
+ * Removes up to a few of the webhook's oldest delivery records made before `cutoff`, or past
+ * `most` of them: each delivery trims what retention lets go, and a busy space keeps
+ * a bounded number however long its retention (a space's rows are its tenant's to fill).
+ */
+async function trimRecords(tx: StorageTransaction, keys: SpaceKeys, name: string, state: DeliveryState, cutoff: number, most: number): Promise<void> {
   for (const [key, value] of await tx.scan({ prefix: keys.deliveryLog(name), limit: 2 })) {
-    if ((value as unknown as DeliveryRecord).at < cutoff) await tx.del(key);
+    if ((value as unknown as DeliveryRecord).at >= cutoff && (state.records ?? 0) <= most) continue;
+    await tx.del(key);
+    if (state.records !== undefined) state.records = Math.max(0, state.records - 1);
   }
 }
 
@@ -315,3 +326,5 @@ export async function deliveryStates(tx: StorageTransaction, space: string): Pro
 const PAGES_PER_CLAIM = 10;
 const MAX_BACKOFF_MS = 10 * 60_000;
 const MAX_REPLAYS = 1_000;
+/** Delivery records kept per webhook and space, at most: about 150 bytes each. */
+export const MAX_RECORDS = 10_000;

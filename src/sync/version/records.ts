@@ -37,6 +37,8 @@ export type Meta = {
    */
   entries?: number;
   bytes?: number;
+  /** The bytes of its history (change log rows and tombstones, see quota.ts), kept by every write and housekeeping; absent in a space last written before viewsync kept it. */
+  history?: number;
   /**
    * The version after which the change log (see change-log.ts) holds every change, believed only
    * while `feedAt` is `version`; absent: the log was never kept. Housekeeping raises it as it
