@@ -43,6 +43,8 @@ function manifest(name) {
       esbuild: '^0.27.3',
       replicache: '^15.3.0',
       tsx: '^4.23.15',
+      // The mutators check their args with it: the same release viewsync itself uses.
+      valibot: '^1.5.0',
       viewsync: '^0.1.0',
     },
     devDependencies: { '@types/better-sqlite3': '^7.6.13', '@types/node': '^22.15.0', typescript: '^5.9.3' },

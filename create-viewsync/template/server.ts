@@ -15,8 +15,8 @@ const here = import.meta.dirname;
 
 mkdirSync(join(here, 'data'), { recursive: true });
 const db = new Database(join(here, 'data', 'app.db'));
-// The server runs the mutators as they are: before going live, check their arguments
-// (viewsync's defineMutator) and who may call them (its authenticate option).
+// The mutators check their arguments (mutators.ts); every visitor is anonymous and may call any
+// of them: before going live, say who may (viewsync's authenticate option, and tx.userID).
 const ctx = createContext({ storage: sqliteStorage(db), mutators });
 const api = createListener(ctx);
 const bundler = await context({ entryPoints: [join(here, 'client.ts')], bundle: true, write: false, format: 'esm', logLevel: 'warning' });

@@ -6,6 +6,7 @@ import { stagingStarted } from '../sync/dumps/import-batch.js';
 import { utf8Length } from '../base/utf8.js';
 import { SpaceKeys, STAGING_MARK } from '../sync/version/keys.js';
 import { quotaOf, type SpaceQuota } from '../sync/transactions/quota.js';
+import { storedLogRowBytes, tombstoneBytes } from '../sync/version/history.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/version/records.js';
 import { checkSpace } from './transact.js';
 import { checkContext, clockOf } from '../context/state.js';
@@ -22,6 +23,8 @@ export interface SpaceSummary {
   entries: number;
   /** Their keys and values as UTF-8 JSON text, in bytes: about what a full pull carries. */
   bytes: number;
+  /** The bytes of its history, kept until retention lets it go: its change log and the tombstones of deleted entries, as a quota's `historyBytes` counts them. */
+  history: number;
   /** What the space may hold, when `SyncOptions.quotas` gives it a quota: compare with `entries` and `bytes`. */
   quota?: SpaceQuota;
   /** On a routed storage (`routedStorage`): the name of the store that holds the space. */
@@ -157,10 +160,13 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     area.bytes += utf8Length(rest.slice(name.length + 1)) + utf8Length(JSON.stringify(value));
   }, space);
   let log: ChangeLogSummary | undefined;
+  let history = 0;
   await eachRow(storage, keys.logPrefix, (_, value) => {
     log ??= { rows: 0, from: feedFrom(meta) ?? null, oldest: (value as LogRow).at };
     log.rows++;
+    history += storedLogRowBytes(value as LogRow);
   }, space);
+  await eachRow(storage, keys.tombstonePrefix, (row) => void (history += tombstoneBytes(keys.tombstoneKey(row))), space);
   if (log === undefined && meta?.feedFrom !== undefined) log = { rows: 0, from: feedFrom(meta) ?? null, oldest: null };
   const webhooks = await storage.transaction((tx) => webhooksOf(tx, space, meta, clockOf(ctx).now), { readOnly: true, space });
   const groups = new Map<string, GroupSummary>();
@@ -187,7 +193,7 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const active = list.filter((group) => !group.expired);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
   return {
-    summary: { space, entries, bytes, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }), ...(webhooks !== undefined && { webhooks }) },
+    summary: { space, entries, bytes, history, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }), ...(webhooks !== undefined && { webhooks }) },
     groups: list,
   };
 }

@@ -4,7 +4,7 @@ import { checkContext, clockOf, stateOf } from '../context/state.js';
 import { allSpaces } from '../context/collect-garbage.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
-import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type HookRule, finishDelivery } from '../sync/feed/deliveries.js';
+import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type Gap, type HookRule, finishDelivery } from '../sync/feed/deliveries.js';
 import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
 import { coversKey } from '../sync/view.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
@@ -30,6 +30,13 @@ export interface WebhookDelivery {
   to: string;
   /** In commit order; each with an `id` of its own, stable for ever. */
   changes: FeedChange[];
+  /**
+   * Changes of the space this webhook never delivered, and never will: those after `gap.from` up
+   * to `gap.to`, which the change log had lost when an operator enabled the webhook after them
+   * (`enableWebhook` with `afterGap`). A receiver that mirrors the space starts again from an
+   * export. Absent in every other delivery.
+   */
+  gap?: Gap;
 }
 
 /** What a round of {@link deliverWebhooks} did. */
@@ -116,7 +123,16 @@ export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, o
   if (!(await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name), { readOnly: true, space }))) return { kind: 'idle' };
   let claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
   for (let sent = 1; ; sent++) {
-    if (claim.kind === 'disabled') return { kind: 'disabled' };
+    for (const dropped of claim.dropped ?? []) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });
+    if (claim.kind === 'disabled') {
+      // Said when it happens, not found later in `inspect`: the log lost what it had to send.
+      if (claim.now) {
+        recordDelivery(hook.name, 'disabled');
+        if (round) round.disabled++;
+        reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${claim.reason}`), { operation: 'webhook', space });
+      }
+      return { kind: 'disabled' };
+    }
     if (claim.kind !== 'deliver') return claim;
     const { batch, changes, version } = claim;
     const outcome = await send(hook, space, batch, changes);
@@ -148,7 +164,7 @@ export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, o
 
 /** POSTs `batch` to the webhook: delivered on a 2xx answer, failed on anything else (a redirect too), a timeout or a refused target. */
 async function send(hook: Hook, space: string, batch: Batch, changes: FeedChange[]): Promise<{ ok: true } | { ok: false; error: string }> {
-  const delivery: WebhookDelivery = { webhook: hook.name, space, delivery: deliveryID(space, batch), from: batch.from, to: batch.to, changes };
+  const delivery: WebhookDelivery = { webhook: hook.name, space, delivery: deliveryID(space, batch), from: batch.from, to: batch.to, changes, ...(batch.gap && { gap: batch.gap }) };
   const body = JSON.stringify(delivery);
   const timeoutMs = hook.options.timeoutMs ?? 15_000;
   try {
@@ -196,17 +212,38 @@ export async function replayWebhook(ctx: SyncContext, name: string, space: strin
   return ctx.storage.transaction(async (tx) => {
     let records = await deliveriesIn(tx, space, name, range.from, range.to);
     if ('delivery' in which) records = records.filter((record) => deliveryID(space, record) === which.delivery);
-    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs)`);
+    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs, at most 10,000 a webhook in a space)`);
     return askAgain(tx, space, name, records);
   }, { readOnly: false, space });
 }
 
-/** Enables webhook `name` in `space` again after it was disabled; its batch in flight is sent at once. Resolves whether it was disabled. */
-export async function enableWebhook(ctx: SyncContext, name: string, space: string): Promise<boolean> {
+/** Options for {@link enableWebhook}. */
+export interface EnableWebhookOptions {
+  /**
+   * When the change log no longer holds the changes after the webhook's cursor (trimmed, or
+   * written without the feed by an older viewsync): go on after them, from where the log is
+   * whole, and never deliver them. The next delivery carries `gap` to tell the receiver.
+   * Without it, such a webhook is not enabled: `enableWebhook` throws a `ChangesGoneError`.
+   */
+  afterGap?: boolean;
+}
+
+/**
+ * Enables webhook `name` in `space` again after it was disabled; its batch in flight is sent at
+ * once. Resolves whether it was disabled. A webhook the change log's gap stopped goes on only
+ * with `afterGap` (see {@link EnableWebhookOptions.afterGap}); without it, a `ChangesGoneError`
+ * says so.
+ */
+export async function enableWebhook(ctx: SyncContext, name: string, space: string, options: EnableWebhookOptions = {}): Promise<boolean> {
   checkContext(ctx);
   checkSpace(space);
   hookNamed(ctx, name);
-  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, clockOf(ctx).now), { readOnly: false, space });
+  return (await enableDeliveries(ctx, name, space, options)) === true;
+}
+
+/** {@link enableWebhook} for a webhook this context need not name (the CLI's knows none): undefined when it never delivered in `space`. */
+export async function enableDeliveries(ctx: SyncContext, name: string, space: string, options: EnableWebhookOptions = {}): Promise<boolean | undefined> {
+  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, clockOf(ctx).now, options.afterGap === true), { readOnly: false, space });
   if (enabled) for (const listener of stateOf(ctx).changeListeners) listener(space);
   return enabled;
 }

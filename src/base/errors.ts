@@ -80,14 +80,17 @@ export class QuotaExceededError extends Error {
   override name = 'QuotaExceededError';
   /** The space, and which of its quotas the write would have passed. */
   readonly space: string;
-  readonly quota: 'entries' | 'bytes';
+  readonly quota: 'entries' | 'bytes' | 'historyBytes';
   /** What the space would have held, and its quota. */
   readonly wouldHold: number;
   readonly limit: number;
 
-  constructor(space: string, quota: 'entries' | 'bytes', wouldHold: number, limit: number) {
+  constructor(space: string, quota: 'entries' | 'bytes' | 'historyBytes', wouldHold: number, limit: number) {
     const n = (x: number) => x.toLocaleString('en-US');
-    super(`QuotaExceeded: space ${JSON.stringify(space)} would hold ${n(wouldHold)} ${quota === 'entries' ? 'entries' : 'bytes of keys and values'}, over its quota of ${n(limit)} (quotas.${quota}); deletes and shrinking writes are still allowed`);
+    const held = quota === 'historyBytes' ? 'keep' : 'hold';
+    const what = quota === 'entries' ? 'entries' : quota === 'bytes' ? 'bytes of keys and values' : "bytes of history (its change log's values before and after, and tombstones, kept until retention lets them go)";
+    const still = quota === 'historyBytes' ? 'deletes are still allowed, and housekeeping frees what retention lets go (retention.changesMs, tombstonesMs)' : 'deletes and shrinking writes are still allowed';
+    super(`QuotaExceeded: space ${JSON.stringify(space)} would ${held} ${n(wouldHold)} ${what}, over its quota of ${n(limit)} (quotas.${quota}); ${still}`);
     this.space = space;
     this.quota = quota;
     this.wouldHold = wouldHold;

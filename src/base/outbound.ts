@@ -33,14 +33,20 @@ export function isPrivateAddress(address: string): boolean {
   if (v4 !== undefined) return privateIPv4(v4);
   const v6 = parseIPv6(address);
   if (v6 === undefined) return true;
+  const [first, second] = v6 as [number, number];
   const zero = (from: number, to: number) => v6.slice(from, to).every((part) => part === 0);
-  // ::, ::1, IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d): judged by what they stand for.
-  if (zero(0, 7) && v6[7]! <= 1) return true;
-  if (zero(0, 5) && v6[5] === 0xffff) return privateIPv4(toIPv4(v6));
-  if (v6[0] === 0x64 && v6[1] === 0xff9b && zero(2, 6)) return privateIPv4(toIPv4(v6));
-  const first = v6[0]!;
-  // fc00::/7 unique local, fe80::/10 link-local, fec0::/10 site-local, ff00::/8 multicast, 2001:db8::/32 documentation.
-  return (first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0 || (first & 0xff00) === 0xff00 || (first === 0x2001 && v6[1] === 0xdb8);
+  const embeds = (at: number, flip = 0) => privateIPv4(ipv4At(v6, at, flip));
+  // An address that stands for an IPv4 address is judged by it: IPv4-compatible (::a.b.c.d, with
+  // :: and ::1), IPv4-mapped (::ffff:a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d, RFC 2765) and
+  // NAT64 (64:ff9b::a.b.c.d, RFC 6052).
+  if (zero(0, 6) || (zero(0, 5) && v6[5] === 0xffff) || (zero(0, 4) && v6[4] === 0xffff && v6[5] === 0) || (first === 0x64 && second === 0xff9b && zero(2, 6))) return embeds(6);
+  // One that carries an IPv4 address to reach it by is refused when that address is private: 6to4
+  // (2002:a.b.c.d::/48, RFC 3056), Teredo (2001:0::/32, RFC 4380: its server's address, and its
+  // client's with every bit flipped) and ISATAP interface IDs (…:0:5efe:a.b.c.d, RFC 5214, the u
+  // and g bits either way).
+  if ((first === 0x2002 && embeds(1)) || (first === 0x2001 && second === 0 && (embeds(2) || embeds(6, 0xffff))) || ((v6[4]! & 0xfcff) === 0 && v6[5] === 0x5efe && embeds(6))) return true;
+  // The rest of 64:ff9b::/32 (local-use NAT64, 64:ff9b:1::/48, RFC 8215), fc00::/7 unique local, fe80::/10 link-local, fec0::/10 site-local, ff00::/8 multicast, 2001:db8::/32 documentation.
+  return (first === 0x64 && second === 0xff9b) || (first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0 || (first & 0xff00) === 0xff00 || (first === 0x2001 && second === 0xdb8);
 }
 
 function privateIPv4([a, b]: number[]): boolean {
@@ -78,8 +84,10 @@ function parseIPv6(text: string): number[] | undefined {
   return all.every((group) => Number.isInteger(group)) ? all : undefined;
 }
 
-function toIPv4(v6: number[]): number[] {
-  return [v6[6]! >> 8, v6[6]! & 0xff, v6[7]! >> 8, v6[7]! & 0xff];
+/** The IPv4 address in groups `at` and `at + 1` of `v6`, its bits flipped by `flip` (Teredo's client). */
+function ipv4At(v6: number[], at: number, flip: number): number[] {
+  const [high, low] = [v6[at]! ^ flip, v6[at + 1]! ^ flip];
+  return [high >> 8, high & 0xff, low >> 8, low & 0xff];
 }
 
 /** The addresses `host` resolves to, where the runtime can tell (see above); none elsewhere. */

@@ -1,4 +1,5 @@
 import { sameText } from './constant-time.js';
+import { refusePublishedSecret } from './published-secrets.js';
 import { remember } from './remember.js';
 
 /**
@@ -34,7 +35,8 @@ export class WebhookSignatureError extends Error {
  * Checks a webhook delivery's signature against the webhook's `secret`, and resolves with its
  * body parsed: `{ webhook, space, delivery, from, to, changes }` (see `WebhookDelivery`).
  * Rejects with a {@link WebhookSignatureError} when the signature is missing, does not match the
- * body, or is older than `toleranceMs`. Give it the body as it came, text unchanged: a framework
+ * body, or is older than `toleranceMs`, and with a TypeError when `secret` is one the docs
+ * printed (anyone could sign with it). Give it the body as it came, text unchanged: a framework
  * that parsed and re-serialised the JSON breaks the signature. A delivery may come more than
  * once (at least once): keep what you did by its `delivery` ID, or by each change's `id`.
  *
@@ -44,6 +46,7 @@ export class WebhookSignatureError extends Error {
  * for (const change of delivery.changes) await index(change);
  */
 export async function verifyWebhook<T = unknown>(body: string, header: string | null | undefined, secret: string, options: VerifyWebhookOptions = {}): Promise<T> {
+  refusePublishedSecret("verifyWebhook's secret", secret);
   const fields = new Map((header ?? '').split(',').map((part) => part.trim().split('=', 2) as [string, string | undefined]));
   const t = fields.get('t');
   const given = fields.get('v1');

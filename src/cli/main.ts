@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { exportSpace, ReaderIdleError } from '../backend/export.js';
 import { importSpace } from '../backend/import.js';
-import { inspect, type SpaceSummary } from '../backend/inspect.js';
+import { inspect, type SpaceSummary, type WebhookSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
 import { StagingLostError } from '../sync/dumps/import-batch.js';
 import { collectGarbage } from '../context/collect-garbage.js';
@@ -20,13 +20,16 @@ import { duration, formatDuration, retentionDuration } from './duration.js';
 import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.js';
 import { quotaCell, quotaOption } from './quota.js';
 import { HELP, UsageError } from './usage.js';
+import { feedCommand, webhookCommand } from './feed-commands.js';
+import { date, print } from './output.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
-  json: { type: 'boolean', for: ['inspect', 'gc', 'directory'] },
+  json: { type: 'boolean', for: ['inspect', 'gc', 'directory', 'feed'] },
   'quota-entries': { type: 'string', for: ['inspect'] },
   'quota-bytes': { type: 'string', for: ['inspect'] },
+  'quota-history-bytes': { type: 'string', for: ['inspect'] },
   quiet: { type: 'boolean', for: ['export', 'import', 'move'] },
   merge: { type: 'boolean', for: ['import'] },
   from: { type: 'string', for: ['import'] },
@@ -39,7 +42,8 @@ const OPTIONS = {
   changes: { type: 'string', for: ['gc'] },
   after: { type: 'string', for: ['changes'] },
   follow: { type: 'boolean', for: ['changes'] },
-  all: { type: 'boolean', for: ['changes'] },
+  all: { type: 'boolean', for: ['changes', 'webhook'] },
+  'after-gap': { type: 'boolean', for: ['webhook'] },
   poll: { type: 'string', for: ['changes'] },
   to: { type: 'string', for: ['move'] },
   'switch-timeout': { type: 'string', for: ['move'] },
@@ -56,6 +60,7 @@ type Options = StoreOptions & {
   json?: boolean;
   'quota-entries'?: string;
   'quota-bytes'?: string;
+  'quota-history-bytes'?: string;
   quiet?: boolean;
   merge?: boolean;
   from?: string;
@@ -69,6 +74,7 @@ type Options = StoreOptions & {
   after?: string;
   follow?: boolean;
   all?: boolean;
+  'after-gap'?: boolean;
   poll?: string;
   to?: string;
   'switch-timeout'?: string;
@@ -93,7 +99,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     switch (command) {
       case 'inspect': {
         const space = operand(command, rest, 0);
-        const quotas = quotaOption(options['quota-entries'], options['quota-bytes']);
+        const quotas = quotaOption(options['quota-entries'], options['quota-bytes'], options['quota-history-bytes']);
         store = await openStore(options, { readOnly: true });
         if (space !== undefined) await checkWhereHeld(store, space, command);
         await inspectCommand(context(store, { quotas }), space, options);
@@ -150,6 +156,16 @@ export async function main(argv: readonly string[]): Promise<number> {
         if (space !== undefined) await checkWhereHeld(store, space, command);
         await changesCommand(context(store), space, options.after, options.follow === true, pollMs);
         return 0;
+      }
+      case 'feed': {
+        const [action, ...extra] = rest;
+        if ((action !== undefined && action !== 'status' && action !== 'off') || extra.length > 0) throw new UsageError(`feed takes status or off, got ${JSON.stringify(rest.join(' '))}`);
+        store = await openStore(options, { readOnly: action !== 'off' });
+        return await feedCommand(context(store), action, options.json === true);
+      }
+      case 'webhook': {
+        store = await openStore(options);
+        return await webhookCommand(context(store), rest, options);
       }
       case 'gc': {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
@@ -214,6 +230,7 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
     const { groups, ...summary } = detail;
     print(summaryTable([summary]));
     printStaging([summary]);
+    printWebhooks(summary.webhooks);
     print('');
     if (groups.length === 0) return print('No client groups.');
     print(table(groups.map((group) => [
@@ -238,6 +255,14 @@ function printStaging(spaces: SpaceSummary[]): void {
   print('');
   print('Unfinished imports: running, or killed (gc removes one a day after it began):');
   print(table(rows, ['SPACE', 'STARTED', 'STAGED ENTRIES', 'SIZE']));
+}
+
+/** A space's webhooks, if any delivered there: where each got to, and why one is disabled. */
+function printWebhooks(webhooks: SpaceSummary['webhooks']): void {
+  if (webhooks === undefined) return;
+  const state = (hook: WebhookSummary) => (hook.disabled ? `disabled ${date(hook.disabled.at)}: ${hook.disabled.reason}` : hook.pending?.error !== undefined ? `retrying (${hook.pending.attempts} attempts): ${hook.pending.error}` : 'delivering');
+  print('');
+  print(table(Object.entries(webhooks).map(([name, hook]) => [name, hook.cursor, String(hook.lagVersions), count(hook.delivered), count(hook.failures), state(hook)]), ['WEBHOOK', 'CURSOR', 'VERSIONS BEHIND', 'DELIVERED', 'FAILED', 'STATE']));
 }
 
 /** The spaces' table; a QUOTA column (the share of each bound used) when a quota was given. */
@@ -455,9 +480,6 @@ function size(bytes: number): string {
   return `${value.toFixed(1)} ${units[unit]}`;
 }
 
-function date(ms: number | null): string {
-  return ms === null ? '-' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
-}
 
 function elapsed(started: number): string {
   return `${((performance.now() - started) / 1000).toFixed(1)} s`;
@@ -467,9 +489,6 @@ function quoteArg(text: string): string {
   return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
-function print(text: string): void {
-  process.stdout.write(text + '\n');
-}
 
 function fail(message: string, code: number): number {
   process.stderr.write(`viewsync: ${message}\n`);

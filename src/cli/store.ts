@@ -222,6 +222,9 @@ function describeURL(url: string): string {
     const parsed = new URL(url);
     return `${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`;
   } catch {
+    // Several hosts (a primary and its standbys, for postgres.js to find the primary) are no WHATWG URL.
+    const hosts = /^postgres(?:ql)?:\/\/(?:[^@/]*@)?([^/?#@]+,[^/?#@]+)(\/[^?#]*)?/.exec(url);
+    if (hosts) return `${hosts[1]}${hosts[2] ?? ''}`;
     throw new UsageError('--postgres (or DATABASE_URL) is not a URL: postgres://user:password@host:port/database');
   }
 }

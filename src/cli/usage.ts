@@ -34,6 +34,10 @@ Commands:
   import SPACE      read a dump from stdin into SPACE (replaces it; --merge only sets)
   changes SPACE     write SPACE's change feed to stdout as NDJSON (--follow: go on;
                     --all: every space's)
+  feed [off]        whether the store keeps the change feed; 'feed off' turns it off
+  webhook enable NAME SPACE|--all
+                    enable a webhook where it was disabled (--after-gap: past a
+                    gap in the change log)
   gc                remove idle client groups, old tombstones, unused view records
                     and change log rows past their retention
   move SPACE        move SPACE to another store of a routed storage, while in use
@@ -55,6 +59,9 @@ Options:
   --quota-entries N      show each space's use of this quota of entries
   --quota-bytes SIZE     show each space's use of this quota of bytes (keys and
                          values, as the quotas option counts them): 500KiB, 10MiB…
+  --quota-history-bytes SIZE
+                         and of this bound on its history (change log and tombstones;
+                         default: the --quota-bytes size)
 ${STORE}`,
   export: `Usage: viewsync export SPACE [options] > dump.ndjson
 
@@ -131,18 +138,48 @@ ${STORE}`,
 
 Writes SPACE's change feed to stdout, one JSON line per change in commit order: a key set
 or deleted, with its value before and after and what made it, or an event a mutator
-emitted. Each line's "cursor" is where to go on from (--after). Servers write the feed
-while their context has \`changes\`. A cursor whose changes the log no longer holds
-(trimmed, written with the feed off) is refused, exit 1: start again from an export,
-whose header's "version" is the cursor to follow it with.
+emitted. Each line's "cursor" is where to go on from (--after). The store keeps the feed
+once a server whose context has \`changes\` wrote to it ('viewsync feed'). A cursor whose
+changes the log no longer holds (trimmed, written with the feed off) is refused, exit 1:
+start again from an export, whose header's "version" is the cursor to follow it with.
 
 Options:
   --all                  every space's changes, space after space, each page followed by
                          a line {"viewsync":"cursor","cursor":…}: the cursor of every
-                         space, to pass to --after (default: every space from its start)
+                         space, to pass to --after (a space it does not name: from the
+                         oldest change its log holds)
   --after CURSOR         read the changes after this cursor (default: 0, the start)
   --follow               go on writing changes as they come, until SIGINT or SIGTERM
   --poll DURATION        with --follow, how often to look for changes (default: 1s)
+${STORE}`,
+  feed: `Usage: viewsync feed [status|off] [options]
+
+Whether the store keeps the change feed. It is the store's, not a server's: once a server
+whose context has \`changes\` wrote to it, every write keeps the change log of each space that
+has one, and of every new space, whoever writes (this CLI, a server without \`changes\`), so no
+write leaves a gap in a feed that readers and webhooks follow.
+
+status  (the default) says whether it is on, and since when; per store of a routed storage
+off     turns it off: writes leave the spaces' change logs from now (what they hold stays
+        readable until trimmed). First take \`changes\` out of every server's options: a
+        server with it turns the feed on again with its next write.
+
+Options:
+  --json                 print plain JSON
+${STORE}`,
+  webhook: `Usage: viewsync webhook enable NAME SPACE|--all [options]
+
+Enables the webhook NAME (as the servers' changes.webhooks name it) where it was disabled:
+in SPACE, or with --all in every space. Its batch in flight is sent again at once, by the
+servers that run startWebhooks. A webhook disabled because the change log no longer holds
+the changes after its cursor (trimmed past retention, or written by an older viewsync
+without the log) is refused, exit 1, unless --after-gap.
+
+Options:
+  --all                  every space where NAME was disabled
+  --after-gap            go on after a gap in the log, from where it is whole: the changes
+                         in the gap are never delivered, and the next delivery tells the
+                         receiver ("gap": {"from", "to"})
 ${STORE}`,
   gc: `Usage: viewsync gc [options]
 

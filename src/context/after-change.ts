@@ -1,7 +1,8 @@
 import { collectAfterPush } from './collect-garbage.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-import { notifierOf, stateOf } from './state.js';
+import { clockOf, notifierOf, stateOf } from './state.js';
 import type { ChangeDetail } from '../poke/notifier.js';
+import { writeFeedRecord } from '../sync/feed/feed-record.js';
 
 /**
  * What a committed change of `space` sets off, whoever made it (a push, or the app's backend):
@@ -18,6 +19,20 @@ export function afterChange(ctx: SyncContext, space: string, info: ErrorInfo, de
     }
   }
   collectAfterPush(ctx, space, info);
+  if (ctx.changes !== undefined) recordFeed(ctx);
+}
+
+/**
+ * Once a context with the feed has committed, the store records that it keeps the feed, so that
+ * every other writer (the CLI, an instance on an older config) keeps it too, in new spaces as
+ * well (see feed-record.ts). Once a context, in the background; tried again after a failure.
+ */
+function recordFeed(ctx: SyncContext): void {
+  const state = stateOf(ctx);
+  state.feedRecorded ??= writeFeedRecord(ctx.storage, true, clockOf(ctx).now).catch((error: unknown) => {
+    state.feedRecorded = undefined;
+    reportError(ctx, error, { operation: 'changes' });
+  });
 }
 
 /** Tells `space`'s poke streams, on every instance the notifier reaches, that it changed. */

@@ -1,11 +1,13 @@
 import { checkIndexes } from '../sync/indexes.js';
+import { refusePublishedSecret } from '../base/published-secrets.js';
 import { refuseRenamed } from '../base/renamed.js';
 import { DEFAULT_LIMITS } from '../sync/transactions/limits.js';
 
 /**
- * The checks `createContext` makes of every option, once, at startup: a typo, a wrong type or a
- * duration in the wrong unit throws a TypeError naming the field and what it expected, rather
- * than being taken as is (a misspelt limit or rate would silently be the default, or none).
+ * The checks `createContext` makes of every option, once, at startup: a typo, a wrong type, a
+ * duration in the wrong unit or a secret copied from the docs throws a TypeError naming the field
+ * and what it expected, rather than being taken as is (a misspelt limit or rate would silently be
+ * the default, or none; the docs' secret would open the change feed to anyone who read them).
  * Rates are checked where their buckets are made (rates.ts); a quota function's answers, which
  * only exist per space, where they are used (sync/transactions/quota.ts).
  */
@@ -51,9 +53,10 @@ function checkLimits(limits: unknown): void {
 
 function checkQuotas(quotas: unknown): void {
   if (quotas === undefined || typeof quotas === 'function') return;
-  if (!isObject(quotas)) throw new TypeError(`quotas must be { entries?, bytes? } or a function of the space, got ${describe(quotas)}`);
-  only(quotas, 'quotas', ['entries', 'bytes']);
+  if (!isObject(quotas)) throw new TypeError(`quotas must be { entries?, bytes?, historyBytes? } or a function of the space, got ${describe(quotas)}`);
+  only(quotas, 'quotas', ['entries', 'bytes', 'historyBytes']);
   for (const field of ['entries', 'bytes'] as const) optional(quotas, field, 'a number of at least 0', (value) => typeof value === 'number' && value >= 0, 'quotas.');
+  optional(quotas, 'historyBytes', 'a number of at least 0, or false', (value) => value === false || (typeof value === 'number' && value >= 0), 'quotas.');
 }
 
 function checkRetention(retention: unknown): void {
@@ -69,6 +72,7 @@ function checkPokes(pokes: unknown): void {
   if (!isObject(pokes)) throw new TypeError(`pokes must be an object, or false to serve none, got ${describe(pokes)}`);
   only(pokes, 'pokes', ['notifier', 'heartbeatMs', 'coalesceMs', 'maxStreams', 'maxStreamsPerUser', 'maxStreamAgeMs', 'tokenSecret', 'tokenTtlMs']);
   optional(pokes, 'tokenSecret', 'a string of 32 characters or more (a random secret, the same on every instance)', (value) => typeof value === 'string' && value.length >= 32, 'pokes.');
+  refusePublishedSecret('pokes.tokenSecret', pokes.tokenSecret);
   optional(pokes, 'tokenTtlMs', 'milliseconds above 0', isDuration, 'pokes.');
   optional(pokes, 'notifier', 'a notifier (postgresNotifier(sql), redisNotifier(…), storeNotifier(storage))', (value) => isObject(value) && typeof value.subscribe === 'function', 'pokes.');
   for (const field of ['heartbeatMs', 'maxStreamAgeMs'] as const) optional(pokes, field, 'milliseconds above 0', isDuration, 'pokes.');
@@ -89,6 +93,7 @@ function checkChanges(changes: unknown): void {
   if (!isObject(changes)) throw new TypeError(`changes must be an object ({} turns the change feed on), got ${describe(changes)}`);
   only(changes, 'changes', ['secret', 'webhooks']);
   optional(changes, 'secret', 'a string of 32 characters or more (a random secret only the backend knows)', (value) => typeof value === 'string' && value.length >= 32, 'changes.');
+  refusePublishedSecret('changes.secret', changes.secret);
   if (changes.webhooks === undefined) return;
   if (!isObject(changes.webhooks)) throw new TypeError(`changes.webhooks must be an object of webhooks by name, got ${describe(changes.webhooks)}`);
   for (const [name, hook] of Object.entries(changes.webhooks)) {
@@ -98,6 +103,7 @@ function checkChanges(changes: unknown): void {
     only(hook, where, ['url', 'secret', 'spaces', 'prefixes', 'topics', 'maxBatch', 'timeoutMs', 'retryForMs', 'allowPrivateAddresses']);
     if (typeof hook.url !== 'string' || !URL.canParse(hook.url) || !/^https?:$/.test(new URL(hook.url).protocol)) throw new TypeError(`${where}.url must be an http(s) URL, got ${describe(hook.url)}`);
     if (typeof hook.secret !== 'string' || hook.secret.length < 32) throw new TypeError(`${where}.secret must be a string of 32 characters or more (shared with the receiver only), got ${typeof hook.secret === 'string' ? `one of ${hook.secret.length}` : describe(hook.secret)}`);
+    refusePublishedSecret(`${where}.secret`, hook.secret);
     optional(hook, 'spaces', 'a list of spaces or a function of the space', (value) => typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string')), `${where}.`);
     for (const field of ['prefixes', 'topics'] as const) optional(hook, field, 'a list of strings', (value) => Array.isArray(value) && value.every((each) => typeof each === 'string'), `${where}.`);
     optional(hook, 'maxBatch', 'a whole number from 1 to 1,000', (value) => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 1_000, `${where}.`);

@@ -27,6 +27,8 @@ export interface ContextState {
   pokeKey: Promise<CryptoKey> | undefined;
   /** Told of each change committed through this context (the webhook runner, to deliver at once). */
   readonly changeListeners: Set<(space: string) => void>;
+  /** With `changes`: the store's feed record set on, after the context's first commit (see feed-record.ts). */
+  feedRecorded: Promise<void> | undefined;
 }
 
 /** Where a context keeps its state: not enumerable, so a spread or a JSON of the context carries none. */
@@ -34,7 +36,7 @@ const STATE = Symbol('viewsync context state');
 
 /** The state of a context `options` is made into (options already checked: see createContext). */
 export function newState(options: SyncOptions): ContextState {
-  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set() };
+  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set(), feedRecorded: undefined };
 }
 
 /** Makes `target` a context holding `state`. */

@@ -44,6 +44,14 @@ export interface Deployment {
   /** Ends every fault in place: networks resumed, databases and servers up. */
   heal(): Promise<void>;
   stop(): Promise<void>;
+  /**
+   * How the CLI reaches the store, as the servers name it, for an operator's commands (an
+   * import). `exclusive`: a SQLite file, which one process holds: the operator stops the servers
+   * around the command ({@link Deployment.withServersStopped}).
+   */
+  cli?: { args: string[]; exclusive?: boolean };
+  /** Stops every server (SIGTERM), runs `work`, and starts them again: an operator's maintenance window. No fault kills a server meanwhile. */
+  withServersStopped<T>(work: () => Promise<T>): Promise<T>;
 }
 
 export interface Topology {
@@ -85,16 +93,37 @@ class Fleet {
   readonly kill: FaultKind = {
     name: 'kill -9 a server',
     weight: 3,
-    inject: async (rng) => {
-      const up = this.servers.filter((server) => server.up);
-      if (up.length === 0) return 'none up';
-      const victim = rng.pick(up);
-      await victim.kill();
-      await sleep(rng.int(100, 1_500));
-      await this.#restart(victim);
-      return victim.label;
-    },
+    inject: (rng) =>
+      this.#alone(async () => {
+        const up = this.servers.filter((server) => server.up);
+        if (up.length === 0) return 'none up';
+        const victim = rng.pick(up);
+        await victim.kill();
+        await sleep(rng.int(100, 1_500));
+        await this.#restart(victim);
+        return victim.label;
+      }),
   };
+
+  /** Stops every server (SIGTERM), runs `work`, and starts them again. */
+  withServersStopped<T>(work: () => Promise<T>): Promise<T> {
+    return this.#alone(async () => {
+      await Promise.all(this.servers.map((server) => server.stop()));
+      try {
+        return await work();
+      } finally {
+        await Promise.all(this.servers.map((server) => this.#restart(server)));
+      }
+    });
+  }
+
+  /** Kills and stops one at a time: a server started again mid-window would find its store held. */
+  #queue: Promise<unknown> = Promise.resolve();
+  #alone<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
 
   async heal(): Promise<void> {
     await Promise.all(this.servers.filter((server) => !server.up).map((server) => this.#restart(server)));
@@ -249,6 +278,8 @@ async function deploy(count: number, store: StoreSpec, env: Record<string, strin
     faults: [fleet.kill, ...databases.flatMap((database) => database.faults()), ...(extra.faults ?? [])],
     once: extra.once,
     background: extra.background,
+    cli: extra.cli,
+    withServersStopped: (work) => fleet.withServersStopped(work),
     async heal() {
       for (const database of databases) await database.heal();
       await extra.heal?.();
@@ -267,7 +298,7 @@ function postgresTopology(name: string, driver: 'postgres.js' | 'pg', descriptio
     description,
     async start(crashes) {
       const database = await Database.start('db', driver);
-      return deploy(2, { kind: 'postgres', driver, url: database.url }, { NOTIFIER: 'postgres', NOTIFY_URL: database.url }, crashes, [database], [() => database.stop()]);
+      return deploy(2, { kind: 'postgres', driver, url: database.url }, { NOTIFIER: 'postgres', NOTIFY_URL: database.url }, crashes, [database], [() => database.stop()], { cli: { args: ['--postgres', database.url] } });
     },
   };
 }
@@ -278,7 +309,8 @@ export const TOPOLOGIES: Record<string, Topology> = {
     description: 'one server process on a SQLite file, killed -9 and started again on it',
     async start(crashes) {
       const dir = mkdtempSync(join(tmpdir(), 'viewsync-chaos-'));
-      return deploy(1, { kind: 'sqlite', file: join(dir, 'chaos.db') }, {}, crashes, [], [async () => rmSync(dir, { recursive: true, force: true })]);
+      const file = join(dir, 'chaos.db');
+      return deploy(1, { kind: 'sqlite', file }, {}, crashes, [], [async () => rmSync(dir, { recursive: true, force: true })], { cli: { args: ['--sqlite', file], exclusive: true } });
     },
   },
   'postgres-js': postgresTopology('postgres-js', 'postgres.js', 'two server processes on one PostgreSQL server through postgres.js, pokes by LISTEN'),
@@ -307,6 +339,8 @@ export const TOPOLOGIES: Record<string, Topology> = {
         servers: () => fleet.urls(),
         setClock: (offsetMs) => fleet.setClock(offsetMs),
         faults,
+        cli: { args: ['--postgres', database.url] },
+        withServersStopped: (work) => fleet.withServersStopped(work),
         async heal() {
           await database.heal();
           await fleet.heal();
@@ -325,7 +359,8 @@ export const TOPOLOGIES: Record<string, Topology> = {
     async start(crashes, log) {
       const databases = await Promise.all(['a', 'b', 'c'].map((name) => Database.start(name)));
       const stores = Object.fromEntries(databases.map((database, i) => [['a', 'b', 'c'][i]!, database.url]));
-      const deployment = await deploy(2, { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' }, { NOTIFIER: 'postgres', NOTIFY_URL: databases[0]!.url }, crashes, databases, databases.map((database) => () => database.stop()));
+      const cli = { args: [...Object.entries(stores).flatMap(([name, url]) => ['--store', `${name}=${url}`]), '--directory', 'a'] };
+      const deployment = await deploy(2, { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' }, { NOTIFIER: 'postgres', NOTIFY_URL: databases[0]!.url }, crashes, databases, databases.map((database) => () => database.stop()), { cli });
       deployment.background = (rng, stopping, record, complain, pauseMs) => moves(stores, rng, stopping, record, complain, log, pauseMs);
       return deployment;
     },
@@ -440,7 +475,8 @@ function moverProcess(script: string, args: string[]): { output(): string; reach
  */
 async function standbyDeployment(crashes: string[], log: (line: string) => void, synchronous: boolean): Promise<Deployment> {
   const pair: StandbyPair = await startStandbyPair({ synchronous });
-  const store: StoreSpec = { kind: 'postgres', driver: 'postgres.js', url: pair.hosts('primary', 'target_session_attrs=primary') };
+  const url = pair.hosts('primary', 'target_session_attrs=primary');
+  const store: StoreSpec = { kind: 'postgres', driver: 'postgres.js', url };
   const failover: FaultKind = {
     name: 'crash the primary, promote the standby',
     weight: 1,
@@ -459,7 +495,7 @@ async function standbyDeployment(crashes: string[], log: (line: string) => void,
       return synchronous ? '' : 'replication stalled first';
     },
   };
-  return deploy(2, store, {}, crashes, [], [() => pair.stop()], { once: [failover], faults: [failover] });
+  return deploy(2, store, {}, crashes, [], [() => pair.stop()], { once: [failover], faults: [failover], cli: { args: ['--postgres', url] } });
 }
 
 /**
@@ -514,7 +550,7 @@ async function standbyReadsDeployment(crashes: string[], log: (line: string) => 
     down = false;
     await replay('resume');
   };
-  const deployment = await deploy(2, store, { NOTIFIER: 'postgres', NOTIFY_URL: pair.primary.url }, crashes, [], [() => pair.stop()], { faults, heal });
+  const deployment = await deploy(2, store, { NOTIFIER: 'postgres', NOTIFY_URL: pair.primary.url }, crashes, [], [() => pair.stop()], { faults, heal, cli: { args: ['--postgres', pair.primary.url] } });
   // Healed once the faults are over: the record says how many reads the standby served meanwhile.
   const healAll = deployment.heal.bind(deployment);
   deployment.heal = async () => {

@@ -3,11 +3,10 @@
  * as processes, against a SQLite file and a PostgreSQL database (a real server when there is one,
  * as in CI). Each check looks at the exit code, stdout and stderr, and at the store itself.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createServer as createHTTPServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -15,36 +14,12 @@ import { collectGarbage, handlePull, importSpace, inspect, type JSONValue, moveS
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../support/helpers.js';
-import { ROOT, userProject } from '../package/packed.js';
+import { ROOT } from '../package/packed.js';
+import { bin, project, sh, shAsync, work } from './process.js';
 import { testDatabase } from '../support/stores.js';
-
-const project = userProject(['better-sqlite3', 'postgres']);
-// The bin as npm links it: `viewsync` on the PATH, a link to the package's dist/cli.js.
-const bin = join(project, 'node_modules', '.bin');
-mkdirSync(bin, { recursive: true });
-symlinkSync(join(project, 'node_modules', 'viewsync', 'dist', 'cli.js'), join(bin, 'viewsync'));
-const work = mkdtempSync(join(tmpdir(), 'viewsync-cli-'));
 
 const url = process.env.DATABASE_URL;
 const database = testDatabase('cli');
-
-/** Runs a shell command line in the work folder with the bin on the PATH. */
-function sh(line: string, env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const run = spawnSync('sh', ['-c', line], { cwd: work, encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env }, timeout: 120_000 });
-  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
-}
-
-/** Runs a shell command line as {@link sh} does, without blocking this process (which may serve it): also how long it took. */
-function shAsync(line: string, env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string; ms: number }> {
-  const started = performance.now();
-  const child = spawn('sh', ['-c', line], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let [stdout, stderr] = ['', ''];
-  child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
-  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-  // A command that never exits fails the test in 60 s, not the whole run.
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) => child.once('close', (status) => (clearTimeout(timer), resolve({ status, stdout, stderr, ms: performance.now() - started }))));
-}
 
 /** Everything in a SQLite file's viewsync table, raw. */
 function rows(file: string): unknown[] {
@@ -413,6 +388,8 @@ describe('the viewsync CLI, run as a process', () => {
         [`viewsync gc --postgres postgres://someone:secret@127.0.0.1:${httpPort}/db --connect-timeout 2s`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:\d+\/db: nothing answered as PostgreSQL within 2 s/],
         [`viewsync export s --postgres postgres://someone:secret@10.255.255.1:5432/db --connect-timeout 2s`, 1, /^viewsync: Cannot reach PostgreSQL at 10\.255\.255\.1:5432\/db: /],
         [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:1/db`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1\/db: connect ECONNREFUSED/],
+        // A primary and its standby, as postgres.js takes them: no WHATWG URL, but a store all the same.
+        [`viewsync inspect --postgres 'postgres://someone:secret@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=primary'`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1,127\.0\.0\.1:2\/db: /],
       ];
       const runs = await Promise.all(cases.map(([line]) => shAsync(line)));
       for (const [i, [line, status, message]] of cases.entries()) {

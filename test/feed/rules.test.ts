@@ -17,6 +17,7 @@ import {
   readAllChanges,
   readChanges,
   transact,
+  turnOffChangeFeed,
 } from '../../src/index.js';
 import { mutation, push, testContext, testMutators } from '../support/helpers.js';
 
@@ -132,11 +133,12 @@ describe('never a gap', () => {
     expect((await readChanges(on, '', { after: '1' })).changes).toHaveLength(2);
   });
 
-  it('a write without the feed breaks the log off: readers get what came before, then an error, until it restarts', async () => {
+  it('a write with the feed turned off breaks the log off: readers get what came before, then an error, until it restarts', async () => {
     const storage = memoryStorage();
     const on = createContext({ storage, mutators: testMutators, changes: {} });
     const off = createContext({ storage, mutators: testMutators });
     await transact(on, '', (tx) => tx.set('a', 1));
+    await turnOffChangeFeed(off);
     await transact(off, '', (tx) => tx.set('b', 2));
     const before = await readChanges(on, '');
     expect(before.changes).toHaveLength(1);
@@ -189,15 +191,25 @@ describe('the feed of every space', () => {
     expect(second.changes.map(({ space }) => space)).toEqual(['a', 'a', 'c']);
   });
 
-  it('refuses a cursor it did not give out, and names the space whose changes are gone', async () => {
+  it('starts a space it does not name at the oldest change its log holds, refuses a cursor it did not give out, and names a space whose changes are gone', async () => {
+    let now = Date.UTC(2026, 0, 1);
     const storage = memoryStorage();
     await transact(createContext({ storage, mutators: testMutators }), 'old', (tx) => tx.set('a', 1));
-    const ctx = createContext({ storage, mutators: testMutators, changes: {} });
+    const ctx = createContext({ storage, mutators: testMutators, changes: {}, clock: () => now, retention: { changesMs: DAY } });
+    await transact(ctx, 'trimmed', (tx) => tx.set('a', 1));
+    now += 2 * DAY;
+    await transact(ctx, 'trimmed', (tx) => tx.set('b', 2));
+    await collectGarbage(ctx);
     await transact(ctx, 'new', (tx) => tx.set('a', 1));
     for (const bad of ['x', '[]', '{"spaces":{"a":"x"}}', '{"spaces":{},"next":1}']) await expect(readAllChanges(ctx, { after: bad }), bad).rejects.toBeInstanceOf(ChangeCursorError);
-    await expect(readAllChanges(ctx)).rejects.toThrow(/space "old"/);
-    // Its cursor set from an export of it, the store's feed goes on.
-    const exported = JSON.parse((await new Response(exportSpace(ctx, 'old')).text()).split('\n')[0]!) as { version: number };
-    expect((await readAllChanges(ctx, { after: JSON.stringify({ spaces: { old: String(exported.version) } }) })).changes.map(({ space }) => space)).toEqual(['new']);
+    // A reader new to the store: each space from what its log holds (none of old's, one of trimmed's).
+    const fresh = await readAllChanges(ctx);
+    expect(fresh.changes.map(({ space, version }) => `${space}${version}`)).toEqual(['new1', 'trimmed2']);
+    expect(JSON.parse(fresh.cursor)).toEqual({ spaces: { new: '1', old: '1', trimmed: '2' } });
+    // A space it names whose changes are gone is refused, saying how the others go on.
+    const behind = JSON.stringify({ spaces: { new: '1', old: '1', trimmed: '0' } });
+    await expect(readAllChanges(ctx, { after: behind })).rejects.toThrow(/space "trimmed" after cursor 0 are gone.*take "trimmed" out of the cursor's "spaces"/);
+    await transact(ctx, 'old', (tx) => tx.set('b', 2));
+    expect((await readAllChanges(ctx, { after: JSON.stringify({ spaces: { new: '1', old: '1' } }) })).changes.map(({ space, version }) => `${space}${version}`)).toEqual(['old2', 'trimmed2']);
   });
 });

@@ -144,7 +144,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       await ctx.storage.transaction((tx) => stage(tx, 'new', second, [['k', 'ü']]), { readOnly: false, space: 'new' });
       await push(ctx, 'writer', [put('w', 1, 'kept', 1)]);
       const bytes = staged.reduce((sum, [key, value]) => sum + key.length + JSON.stringify(value).length, 0);
-      const empty = { entries: 0, bytes: 0, version: 0, clientGroups: 0, lastActivity: null };
+      const empty = { entries: 0, bytes: 0, history: 0, version: 0, clientGroups: 0, lastActivity: null };
       expect((await inspect(ctx)).spaces.filter(({ staging }) => staging.length > 0)).toEqual([
         { space: 'new', ...empty, staging: [{ started: clock.now - 30 * SECOND, rows: 1, bytes: 1 + 4 }] },
         { space: 'new/space', ...empty, staging: [{ started: clock.now - 60 * SECOND, rows: 150, bytes }] },

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, importSpace, inspect, type JSONValue, mutate, QuotaExceededError, type SpaceQuota, type Storage, type SyncContext, transact, createContext } from '../../src/index.js';
+import { collectGarbage, emit, importSpace, inspect, type JSONValue, mutate, QuotaExceededError, type SpaceQuota, type Storage, type SyncContext, transact, createContext, type WriteTransaction } from '../../src/index.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
 import { mutation, pull, push, testMutators } from '../support/helpers.js';
@@ -19,10 +19,17 @@ async function counters(storage: Storage, space = ''): Promise<{ entries?: numbe
   return meta === undefined ? { entries: 0, bytes: 0 } : { entries: meta.entries, bytes: meta.bytes };
 }
 
-/** The counters against a recount: inspect reads every entry. */
+/** The history counter the space's meta record holds. */
+async function historyCounter(storage: Storage, space = ''): Promise<number | undefined> {
+  const meta = (await storage.transaction((tx) => tx.get(new SpaceKeys(space).meta), { readOnly: true })) as Meta | undefined;
+  return meta === undefined ? 0 : meta.history;
+}
+
+/** The counters against a recount: inspect reads every entry, tombstone and row of the log. */
 async function expectExact(ctx: SyncContext, space = ''): Promise<void> {
-  const { entries, bytes } = await inspect(ctx, space);
+  const { entries, bytes, history } = await inspect(ctx, space);
   expect(await counters(ctx.storage, space)).toEqual({ entries, bytes });
+  expect(await historyCounter(ctx.storage, space)).toBe(history);
 }
 
 onEveryStore('quotas', (store, create) => {
@@ -101,13 +108,13 @@ onEveryStore('quotas', (store, create) => {
       })).rejects.toThrow(/would hold 23 bytes of keys and values, over its quota of 20/);
     });
 
-    it('counters equal a recount after any puts, overwrites and deletes, by pushes and backend calls', async () => {
+    it('counters (history too, with the change log on or off) equal a recount after any puts, overwrites and deletes, by pushes and backend calls', async () => {
       const key = fc.constantFrom('a', 'b', 'c', 'é', '🙂', 'd/1');
       const value = fc.oneof(fc.integer(), fc.string({ unit: 'binary', maxLength: 8 }), fc.dictionary(fc.string({ maxLength: 3 }), fc.boolean(), { maxKeys: 3 }), fc.constant(null));
       const write = fc.oneof(fc.record({ key, value }), fc.record({ key, value: fc.constant(undefined) }));
       await fc.assert(
-        fc.asyncProperty(fc.array(fc.record({ by: fc.constantFrom('push', 'transact'), writes: fc.array(write, { minLength: 1, maxLength: 4 }) }), { maxLength: 8 }), async (steps) => {
-          const { ctx } = context(undefined);
+        fc.asyncProperty(fc.array(fc.record({ by: fc.constantFrom('push', 'transact'), writes: fc.array(write, { minLength: 1, maxLength: 4 }) }), { maxLength: 8 }), fc.boolean(), async (steps, feed) => {
+          const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, onError: () => {}, ...(feed && { changes: {} }) });
           let id = 0;
           for (const { by, writes } of steps) {
             if (by === 'transact') {
@@ -124,9 +131,10 @@ onEveryStore('quotas', (store, create) => {
       );
     });
 
-    it('counters stay exact through importSpace (replace and merge) and housekeeping', async () => {
+    it('counters stay exact through importSpace (replace and merge), events and housekeeping', async () => {
       const clock = { now: 1_800_000_000_000 };
-      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, clock: () => clock.now, retention: { tombstonesMs: 1_000, clientGroupsMs: 1_000 }, onError: () => {} });
+      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, clock: () => clock.now, retention: { tombstonesMs: 1_000, clientGroupsMs: 1_000, changesMs: 1_000 }, onError: () => {}, changes: {} });
+      await transact(ctx, '', async (tx) => void (await emit(tx, 'noted', { by: 'backend', é: '🙂' })));
       await push(ctx, 'g', [put(1, 'a', 'one'), put(2, 'b', { two: 2 }), put(3, 'c', 3)]);
       const dump = (entries: Array<[string, JSONValue]>) => [
         `{"viewsync":"space","format":2}\n${entries.map(([k, v]) => JSON.stringify({ key: k, value: v }) + '\n').join('')}{"viewsync":"end","entries":${entries.length}}\n`,
@@ -140,6 +148,62 @@ onEveryStore('quotas', (store, create) => {
       clock.now += 5_000;
       const collected = await collectGarbage(ctx);
       expect(collected.tombstones).toBeGreaterThan(0);
+      expect(collected.changes).toBeGreaterThan(0);
+      await expectExact(ctx);
+      expect((await inspect(ctx, '')).history).toBe(0);
+    });
+
+    it('the change log is history, held to historyBytes (default: bytes): overwrites of a big value stop before the log passes it, deletes go on, housekeeping frees it', async () => {
+      const clock = { now: 1_800_000_000_000 };
+      const errors: unknown[] = [];
+      const MiB = 2 ** 20;
+      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, clock: () => clock.now, changes: {}, quotas: { bytes: MiB }, retention: { changesMs: 1_000, tombstonesMs: 1_000 }, onError: (error) => errors.push(error) });
+      const big = (n: number) => `${n}`.padEnd(200_000, '.');
+      // The issue's case: 100 overwrites of one 200 KB key, each kept before and after in the log.
+      for (let id = 1; id <= 100; id++) await push(ctx, 'g', [put(id, 'k', big(id))]);
+      const { bytes, history } = await inspect(ctx, '');
+      expect(bytes).toBeLessThan(MiB);
+      expect(history).toBeLessThanOrEqual(MiB);
+      // 200 KB, then 400 KB a write: the fourth would pass 1 MiB.
+      expect(errors).toHaveLength(97);
+      expect(errors[0]).toMatchObject({ name: 'QuotaExceededError', quota: 'historyBytes', limit: MiB });
+      expect(String((errors[0] as Error).message)).toMatch(/^QuotaExceeded: space "" would keep 1,4\d\d,\d\d\d bytes of history \(its change log's values before and after, and tombstones, kept until retention lets them go\), over its quota of 1,048,576 \(quotas.historyBytes\); deletes are still allowed/);
+      // A new key adds to the history too: refused; a delete goes through.
+      await push(ctx, 'g', [put(101, 'other', big(101).slice(0, 50_000)), del(102, 'k')]);
+      expect(errors).toHaveLength(98);
+      expect((await pull(ctx, 'g', null)).patch).toEqual([{ op: 'clear' }]);
+      await expectExact(ctx);
+      // Past retention, housekeeping frees the history: writes go on.
+      clock.now += 2_000;
+      await collectGarbage(ctx);
+      expect((await inspect(ctx, '')).history).toBe(0);
+      await push(ctx, 'g', [put(103, 'small', 1)]);
+      expect(errors).toHaveLength(98);
+      await expectExact(ctx);
+    });
+
+    it('tombstones are history with the log off: create-and-delete cycles stop at historyBytes; false lifts the bound', async () => {
+      const cycle = async (ctx: SyncContext, from: number) => {
+        for (let i = 0; i < 20; i++) await push(ctx, 'g', [put(from + 2 * i + 1, `key-${i}`.padEnd(100, '-'), 1), del(from + 2 * i + 2, `key-${i}`.padEnd(100, '-'))]);
+      };
+      const bounded = context({ historyBytes: 2_000 });
+      await cycle(bounded.ctx, 0);
+      expect((await inspect(bounded.ctx, '')).history).toBeLessThanOrEqual(2_000 + 364);
+      expect(bounded.errors.length).toBeGreaterThan(10);
+      expect(bounded.errors[0]!.error).toMatchObject({ quota: 'historyBytes' });
+      await expectExact(bounded.ctx);
+      const unbounded = context({ bytes: 1_000, historyBytes: false });
+      await cycle(unbounded.ctx, 0);
+      expect(unbounded.errors).toEqual([]);
+      expect((await inspect(unbounded.ctx, '')).history).toBe(20 * 364);
+    });
+
+    it('events a mutation emits count as history', async () => {
+      const errors: unknown[] = [];
+      const mutators = { ...testMutators, shout: async (tx: WriteTransaction, { size }: { size: number }) => emit(tx, 'shout', 'x'.repeat(size)) };
+      const ctx: SyncContext = createContext({ storage: create(), mutators, changes: {}, quotas: { historyBytes: 10_000 }, onError: (error) => errors.push(error) });
+      await push(ctx, 'g', [mutation('c', 1, 'shout', { size: 6_000 }), mutation('c', 2, 'shout', { size: 6_000 })]);
+      expect(errors).toMatchObject([{ quota: 'historyBytes' }]);
       await expectExact(ctx);
     });
 
@@ -148,7 +212,7 @@ onEveryStore('quotas', (store, create) => {
       await push(ctx, 'g', [put(1, 'a', 1), put(2, 'b', 2), put(3, 'c', 3)]);
       // As viewsync before counters left the meta record.
       await ctx.storage.transaction(async (tx) => {
-        const { entries: _entries, bytes: _bytes, ...old } = (await tx.get(new SpaceKeys('').meta)) as Meta;
+        const { entries: _entries, bytes: _bytes, history: _history, ...old } = (await tx.get(new SpaceKeys('').meta)) as Meta;
         await tx.put(new SpaceKeys('').meta, old);
       }, { readOnly: false });
       await push(ctx, 'g', [put(4, 'd', 4), del(5, 'a'), put(6, 'd', 4)]);

@@ -70,7 +70,7 @@ describe('npm create viewsync', () => {
     expect(readdirSync(app).sort()).toEqual(['.gitignore', 'README.md', 'client.ts', 'index.html', 'mutators.ts', 'package.json', 'server.ts', 'tsconfig.json']);
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
     expect(manifest).toMatchObject({ name: 'my-viewsync-app', type: 'module', scripts: { dev: expect.any(String) } });
-    expect(Object.keys(manifest.dependencies).sort()).toEqual(['better-sqlite3', 'esbuild', 'replicache', 'tsx', 'viewsync']);
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(['better-sqlite3', 'esbuild', 'replicache', 'tsx', 'valibot', 'viewsync']);
     // The releases it asks for take in this repository's: the viewsync it is published with, and
     // the packages this repository tests with (a release bumped here must be bumped there).
     const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };

@@ -42,6 +42,10 @@ export class ChangeLog {
     this.#origin = origin;
   }
 
+  get origin(): ChangeOrigin {
+    return this.#origin;
+  }
+
   /** Records a change of `key` at `version`, from `before` to `after` (undefined: absent). */
   change(version: number, key: string, before: JSONValue | undefined, after: JSONValue | undefined): Promise<void> {
     const row: LogRow = { at: this.#at, key, by: this.#origin };

@@ -26,6 +26,8 @@ export interface HookRule {
   retryForMs: number;
   /** How long a claimed delivery is the claimer's alone: past it, another instance takes it over. */
   leaseMs: number;
+  /** Delivery records kept in a space for replays, at most. Default: {@link MAX_RECORDS}. */
+  maxRecords?: number;
 }
 
 /** A range of the log delivered as one: the changes after `from`, up to and including `to`. */
@@ -38,14 +40,24 @@ export interface Batch {
   nextAt: number;
   /** A delivery asked again (`replayWebhook`): sent again as it was, and the cursor stays. */
   replay?: true;
+  /** The gap the webhook was told to go on after (`enableWebhook` with `afterGap`), told to the receiver with the batch after it. */
+  gap?: Gap;
   /** Why its last attempt failed. */
   error?: string;
+}
+
+/** Changes of the log never delivered: those after `from` up to `to`, gone when the webhook was enabled after them. */
+export interface Gap {
+  from: string;
+  to: string;
 }
 
 /** The delivery state of a webhook in a space, as stored. */
 export interface DeliveryState {
   /** Delivered up to here. */
   cursor: string;
+  /** A gap the webhook went on after, to be told with its next batch. */
+  gap?: Gap;
   pending?: Batch;
   /** Deliveries asked again, oldest first. */
   replays?: Array<{ from: string; to: string }>;
@@ -54,6 +66,8 @@ export interface DeliveryState {
   /** Deliveries made, and attempts that failed. */
   delivered: number;
   failures: number;
+  /** Delivery records kept for replays (absent in a state kept before they were counted: none counted). */
+  records?: number;
   /** When the last delivery was made. */
   lastAt?: number;
 }
@@ -67,11 +81,15 @@ export interface DeliveryRecord {
 }
 
 /** What a claim came to: a batch to send (with its changes), or why there is none now. */
-export type Claim =
+export type Claim = (
   | { kind: 'deliver'; batch: Batch; changes: FeedChange[]; version: number }
   | { kind: 'wait'; until: number }
   | { kind: 'idle' }
-  | { kind: 'disabled'; reason: string };
+  | { kind: 'disabled'; reason: string; /** Disabled by this claim, not before. */ now: boolean }
+) & {
+  /** Deliveries asked again that could not be sent as they were (their changes trimmed), and why: dropped. */
+  dropped?: string[];
+};
 
 /** The ID of a delivery of `space` from `from` to `to`: the same for every attempt and every replay of it. */
 export function deliveryID(space: string, { from, to }: { from: string; to: string }): string {
@@ -87,7 +105,8 @@ export async function deliveryDue(tx: StorageTransaction, space: string, name: s
   const keys = new SpaceKeys(space);
   const [meta, state] = (await Promise.all([tx.get(keys.meta), tx.get(keys.delivery(name))])) as [Meta | undefined, DeliveryState | undefined];
   if (meta === undefined) return false;
-  if (state === undefined) return true;
+  // A webhook starts where the space's log is whole: none yet, nothing to do.
+  if (state === undefined) return feedFrom(meta) !== undefined;
   if (state.disabled) return false;
   if (state.pending !== undefined || (state.replays?.length ?? 0) > 0) return true;
   const cursor = parseCursor(state.cursor);
@@ -104,8 +123,11 @@ export async function claimDelivery(tx: StorageTransaction, space: string, rule:
   const keys = new SpaceKeys(space);
   const [meta, stored] = (await Promise.all([tx.get(keys.meta), tx.get(keys.delivery(rule.name))])) as [Meta | undefined, DeliveryState | undefined];
   if (meta === undefined) return { kind: 'idle' };
-  const state: DeliveryState = stored ?? { cursor: String(feedFrom(meta) ?? meta.feedFrom ?? 0), delivered: 0, failures: 0 };
-  if (state.disabled) return { kind: 'disabled', reason: state.disabled.reason };
+  // A webhook new to the space starts where its log is whole; until a write starts it, there is nothing to send.
+  const start = feedFrom(meta);
+  if (stored === undefined && start === undefined) return { kind: 'idle' };
+  const state: DeliveryState = stored ?? { cursor: String(start), delivered: 0, failures: 0 };
+  if (state.disabled) return { kind: 'disabled', reason: state.disabled.reason, now: false };
   if (state.lease && state.lease.owner !== owner && state.lease.until > now) return { kind: 'wait', until: state.lease.until };
   const save = () => tx.put(keys.delivery(rule.name), state as unknown as StoredValue);
   try {
@@ -114,7 +136,10 @@ export async function claimDelivery(tx: StorageTransaction, space: string, rule:
     for (let page = 0; state.pending === undefined; page++) {
       const read = await readFeedPage(tx, space, parseCursor(state.cursor), { limit: rule.maxBatch, maxChars: rule.maxChars });
       changes = read.changes.filter((change) => rule.wants(change));
-      if (changes.length > 0) state.pending = { from: state.cursor, to: read.cursor, attempts: 0, firstAt: now, nextAt: now };
+      if (changes.length > 0) {
+        state.pending = { from: state.cursor, to: read.cursor, attempts: 0, firstAt: now, nextAt: now, ...(state.gap && { gap: state.gap }) };
+        delete state.gap;
+      }
       else {
         const moved = read.cursor !== state.cursor;
         state.cursor = read.cursor;
@@ -136,11 +161,20 @@ export async function claimDelivery(tx: StorageTransaction, space: string, rule:
     return { kind: 'deliver', batch, changes, version: meta.version };
   } catch (error) {
     if (!(error instanceof ChangesGoneError)) throw error;
+    if (state.pending?.replay) {
+      // A delivery asked again whose changes are trimmed cannot be sent as it was: the rest go on.
+      const dropped = `delivery ${deliveryID(space, state.pending)}, asked again, was dropped: ${error.message}`;
+      delete state.pending;
+      delete state.lease;
+      await save();
+      const next = await claimDelivery(tx, space, rule, owner, now);
+      return { ...next, dropped: [dropped, ...(next.dropped ?? [])] };
+    }
     // The log no longer holds what the webhook has to send: it cannot go on without a gap.
-    state.disabled = { at: now, reason: `the change log no longer holds the changes to deliver: ${error.message}` };
+    state.disabled = { at: now, reason: `the change log no longer holds the changes to deliver: ${error.message} ${AFTER_GAP}` };
     delete state.lease;
     await save();
-    return { kind: 'disabled', reason: state.disabled.reason };
+    return { kind: 'disabled', reason: state.disabled.reason, now: true };
   }
 }
 
@@ -163,7 +197,8 @@ export async function finishDelivery(tx: StorageTransaction, space: string, rule
     state.delivered++;
     state.lastAt = now;
     await tx.put(recordKey(keys, rule.name, parseCursor(pending.to), pending.from), { from: pending.from, to: pending.to, at: now, attempts: pending.attempts + 1 } satisfies DeliveryRecord);
-    await trimRecords(tx, keys, rule.name, retentionMs === false ? -Infinity : now - retentionMs);
+    state.records = (state.records ?? 0) + 1;
+    await trimRecords(tx, keys, rule.name, state, retentionMs === false ? -Infinity : now - retentionMs, rule.maxRecords ?? MAX_RECORDS);
   } else {
     pending.attempts++;
     pending.error = outcome.error.slice(0, 500);
@@ -202,10 +237,16 @@ function recordKey(keys: SpaceKeys, name: string, to: Cursor, from: string): str
   return `${keys.deliveryLog(name)}${encodeVersion(to.version)}${to.seq === undefined ? '~' : `.${to.seq.toString(16).padStart(8, '0')}`}/${from}`;
 }
 
-/** Removes up to a few of the webhook's oldest delivery records made before `cutoff`: each delivery trims what retention lets go. */
-async function trimRecords(tx: StorageTransaction, keys: SpaceKeys, name: string, cutoff: number): Promise<void> {
+/**
+ * Removes up to a few of the webhook's oldest delivery records made before `cutoff`, or past
+ * `most` of them: each delivery trims what retention lets go, and a busy space keeps
+ * a bounded number however long its retention (a space's rows are its tenant's to fill).
+ */
+async function trimRecords(tx: StorageTransaction, keys: SpaceKeys, name: string, state: DeliveryState, cutoff: number, most: number): Promise<void> {
   for (const [key, value] of await tx.scan({ prefix: keys.deliveryLog(name), limit: 2 })) {
-    if ((value as unknown as DeliveryRecord).at < cutoff) await tx.del(key);
+    if ((value as unknown as DeliveryRecord).at >= cutoff && (state.records ?? 0) <= most) continue;
+    await tx.del(key);
+    if (state.records !== undefined) state.records = Math.max(0, state.records - 1);
   }
 }
 
@@ -236,12 +277,36 @@ export async function askAgain(tx: StorageTransaction, space: string, name: stri
   return added;
 }
 
-/** Enables the webhook named `name` in `space` again; its batch in flight is retried at once. Resolves whether it was disabled. */
-export async function enableDelivery(tx: StorageTransaction, space: string, name: string, now: number): Promise<boolean> {
+/** What to tell an operator whose webhook the log's gap stopped. */
+const AFTER_GAP = 'To go on after the gap, and never deliver the changes in it: enableWebhook(ctx, name, space, { afterGap: true }), or viewsync webhook enable NAME SPACE --after-gap.';
+
+/**
+ * Enables the webhook named `name` in `space` again; its batch in flight is retried at once.
+ * Resolves whether it was disabled (undefined: it never delivered there). When the log no longer holds the changes after its cursor,
+ * throws a {@link ChangesGoneError} saying so, unless `afterGap`: the webhook then goes on from
+ * where the log is whole (or from now, when no write kept it since), its batch in flight and the
+ * deliveries asked again before that dropped, and its next batch tells the receiver of the gap.
+ */
+export async function enableDelivery(tx: StorageTransaction, space: string, name: string, now: number, afterGap = false): Promise<boolean | undefined> {
   const keys = new SpaceKeys(space);
-  const state = (await tx.get(keys.delivery(name))) as DeliveryState | undefined;
-  if (state?.disabled === undefined) return false;
+  const [meta, state] = (await Promise.all([tx.get(keys.meta), tx.get(keys.delivery(name))])) as [Meta | undefined, DeliveryState | undefined];
+  if (state === undefined) return undefined;
+  if (state.disabled === undefined) return false;
+  const cursor = parseCursor(state.cursor);
+  try {
+    await readFeedPage(tx, space, cursor, { limit: 1, maxChars: 0 });
+  } catch (error) {
+    if (!(error instanceof ChangesGoneError)) throw error;
+    if (!afterGap) throw new ChangesGoneError(`Webhook ${JSON.stringify(name)} cannot go on in space ${JSON.stringify(space)} from its cursor ${state.cursor}: ${error.message.replace(/ Start again from an export.*$/, '')} ${AFTER_GAP}`);
+    const resume = feedFrom(meta) ?? meta?.version ?? 0;
+    state.gap = { from: state.gap?.from ?? state.cursor, to: String(resume) };
+    state.cursor = String(resume);
+    delete state.pending;
+    state.replays = state.replays?.filter((replay) => comparePlaces(parseCursor(replay.from), { version: resume }) >= 0);
+    if (state.replays?.length === 0) delete state.replays;
+  }
   delete state.disabled;
+  delete state.lease;
   if (state.pending) Object.assign(state.pending, { firstAt: now, nextAt: now });
   await tx.put(keys.delivery(name), state as unknown as StoredValue);
   return true;
@@ -261,3 +326,5 @@ export async function deliveryStates(tx: StorageTransaction, space: string): Pro
 const PAGES_PER_CLAIM = 10;
 const MAX_BACKOFF_MS = 10 * 60_000;
 const MAX_REPLAYS = 1_000;
+/** Delivery records kept per webhook and space, at most: about 150 bytes each. */
+export const MAX_RECORDS = 10_000;

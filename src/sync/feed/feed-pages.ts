@@ -76,9 +76,13 @@ export function formatCursor({ version, seq }: Cursor): string {
   return seq === undefined ? String(version) : `${version}.${seq}`;
 }
 
-/** A page of `space`'s feed after the cursor `after` (text), at most `limit` changes: what `readChanges` and `GET …/changes` answer. */
-export function readSpaceFeed(storage: Storage, space: string, after: string, limit = DEFAULT_LIMIT): Promise<FeedPage> {
-  const cursor = parseCursor(after);
+/**
+ * A page of `space`'s feed after the cursor `after` (text), at most `limit` changes: what
+ * `readChanges` and `GET …/changes` answer. Without `after`, from the oldest change its log holds
+ * whole up to now (a reader new to the space has nothing a gap before it could miss).
+ */
+export function readSpaceFeed(storage: Storage, space: string, after: string | undefined, limit = DEFAULT_LIMIT): Promise<FeedPage> {
+  const cursor = after === undefined ? undefined : parseCursor(after);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`readChanges: limit must be a whole number from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
   return storage.transaction((tx) => readFeedPage(tx, space, cursor, { limit, maxChars: MAX_PAGE_CHARS }), { readOnly: true, space });
 }
@@ -94,10 +98,12 @@ export interface PageBounds {
   maxChars: number;
 }
 
-/** The changes of `space` after `after`, one page of them, read in `tx`. */
-export async function readFeedPage(tx: StorageTransaction, space: string, after: Cursor, bounds: PageBounds): Promise<FeedPage> {
+/** The changes of `space` after `after` (undefined: the oldest its log holds whole up to now), one page of them, read in `tx`. */
+export async function readFeedPage(tx: StorageTransaction, space: string, from: Cursor | undefined, bounds: PageBounds): Promise<FeedPage> {
   const keys = new SpaceKeys(space);
   const meta = (await tx.get(keys.meta)) as Meta | undefined;
+  // A log not whole up to now (never kept, or broken off) has nothing to read before its next start.
+  const after = from ?? { version: meta === undefined ? 0 : (feedFrom(meta) ?? meta.version) };
   const latest = meta?.version ?? 0;
   const end = readableUpTo(space, meta, after);
   const start = after.seq === undefined ? { key: keys.logPrefix + encodeVersion(after.version + 1) } : { key: keys.logRow(after.version, after.seq), exclusive: true };
@@ -137,13 +143,13 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
   const from = whole ?? meta?.feedFrom;
   // Mid-version, a cursor may also have lost that version's first rows.
   if (from === undefined || after.version < from || (after.version === from && after.seq !== undefined && from > 0)) {
-    const why = from === undefined ? 'the change feed was never on for it' : `its change log holds the changes after version ${from} only (trimmed past retention.changesMs, or the feed was turned on then)`;
+    const why = from === undefined ? 'the change feed was never on for it' : `its change log holds the changes after version ${from} only (trimmed past retention.changesMs, or started then: the feed turned on, or on again after writes that left it)`;
     throw new ChangesGoneError(`The changes of space ${name} after cursor ${formatCursor(after)} are gone: ${why}.${restart}`);
   }
   if (whole !== undefined) return latest;
-  // A write without the feed broke the log off at `feedAt`: what comes before it is whole.
+  // A write that left the log (the feed off, an older viewsync) broke it off at `feedAt`: what comes before it is whole.
   const brokeAt = meta!.feedAt!;
-  if (after.version >= brokeAt) throw new ChangesGoneError(`The changes of space ${name} after version ${brokeAt} were written without the change feed (an instance with \`changes\` off, or an older viewsync); its log starts again at the next write with it on.${restart}`);
+  if (after.version >= brokeAt) throw new ChangesGoneError(`The changes of space ${name} after version ${brokeAt} were written without the change feed (it was turned off, or an older viewsync wrote them); its log starts again at the next write that keeps it.${restart}`);
   return brokeAt;
 }
 

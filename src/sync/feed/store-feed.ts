@@ -1,7 +1,7 @@
 import { compareUTF8 } from '../../base/utf8.js';
 import { setOwn } from '../../base/own.js';
 import type { Storage } from '../../storage/types.js';
-import { ChangeCursorError, DEFAULT_LIMIT, type FeedChange, MAX_LIMIT, parseCursor, readSpaceFeed } from './feed-pages.js';
+import { ChangeCursorError, ChangesGoneError, DEFAULT_LIMIT, type FeedChange, MAX_LIMIT, parseCursor, readSpaceFeed } from './feed-pages.js';
 
 /**
  * The change feed of every space of a store: each space's own feed (feed-pages.ts), space after
@@ -15,8 +15,8 @@ export interface StoreFeedPage {
   /**
    * Where to read on from: JSON, `{"spaces":{"<space>":"<cursor>",…},"next":"<space>"}`, each
    * space's cursor and the space the next page starts at (so a busy space does not keep the
-   * others waiting). A space it does not name is read from its start: to follow a space from an
-   * export, set its cursor to the export's `version`.
+   * others waiting). A space it does not name is read from the oldest change its log holds
+   * whole up to now: to follow a space from an export, set its cursor to the export's `version`.
    */
   cursor: string;
   /** Whether more changes were there to read when this page was read. */
@@ -38,7 +38,7 @@ export async function readStoreFeed(storage: Storage, spaces: readonly string[],
       stoppedAt = space;
       break;
     }
-    const page = await readSpaceFeed(storage, space, cursors[space] ?? '0', left);
+    const page = await readSpace(storage, space, cursors[space], left);
     changes.push(...page.changes);
     left -= page.changes.length;
     setOwn(cursors, space, page.cursor);
@@ -48,6 +48,16 @@ export async function readStoreFeed(storage: Storage, spaces: readonly string[],
     }
   }
   return { changes, cursor: JSON.stringify({ spaces: cursors, ...(stoppedAt !== undefined && { next: stoppedAt }) }), more: stoppedAt !== undefined };
+}
+
+/** A page of `space` after its cursor in a store cursor; a cursor whose changes are gone is refused, saying how the other spaces can go on. */
+async function readSpace(storage: Storage, space: string, after: string | undefined, limit: number) {
+  try {
+    return await readSpaceFeed(storage, space, after, limit);
+  } catch (error) {
+    if (!(error instanceof ChangesGoneError)) throw error;
+    throw new ChangesGoneError(`${error.message} To go on with every other space, take ${JSON.stringify(space)} out of the cursor's "spaces" (it is then read from the oldest change its log holds) or set it there to the export's version.`, { cause: error });
+  }
 }
 
 /** The spaces' cursors and the space to start at, from a store cursor; throws a `ChangeCursorError` for anything else. */

@@ -33,8 +33,8 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
   readonly #writes = new Map<string, JSONValue | typeof DELETED>();
   /** The UTF-8 JSON bytes of each value set, measured while copying it: the space counts them. */
   readonly #bytes = new Map<string, number>();
-  /** Events the mutator emitted, committed after its writes (see emit.ts). */
-  readonly #events: Array<readonly [topic: string, payload: JSONValue]> = [];
+  /** Events the mutator emitted, committed after its writes (see emit.ts), each with its payload's bytes. */
+  readonly #events: Array<readonly [topic: string, payload: JSONValue, bytes: number]> = [];
 
   constructor(space: SpaceSession, info: MutationInfo, limits: Pick<Limits, 'keyBytes' | 'valueBytes'>) {
     super(space, limits);
@@ -74,12 +74,13 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
     if (!this.#space.logging) throw new TypeError('emit: events go out through the change feed, which is off on this server: turn it on with the context option `changes` (createContext({ ..., changes: {} }))');
     if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC) throw new TypeError(`emit: a topic is a string of 1 to ${MAX_TOPIC} characters, got ${typeof topic === 'string' ? `one of ${topic.length}` : typeof topic}`);
     if (this.#events.length >= MAX_EVENTS) throw new RangeError(`emit: a mutation emits at most ${MAX_EVENTS} events`);
-    this.#events.push([topic, measuredJSONCopy(payload as JSONValue, this.#limits.valueBytes).copy]);
+    const { copy, bytes } = measuredJSONCopy(payload as JSONValue, this.#limits.valueBytes);
+    this.#events.push([topic, copy, bytes]);
   }
 
   /** Whether this mutation's writes would take `space` over `quota` (see quota.ts): the error to fail it with. */
   overQuota(space: string, quota: SpaceQuota): Promise<QuotaExceededError | undefined> {
-    return overQuota(this.#space, space, quota, this.#writes, this.#bytes);
+    return overQuota(this.#space, space, quota, this.#writes, this.#bytes, this.#events.map(([topic, , bytes]) => [topic, bytes] as const));
   }
 
   /** Ends the mutation: its writes go to the space. */

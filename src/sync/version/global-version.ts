@@ -11,6 +11,7 @@ import { MAX_PAGES, pageCookie, readPage } from './page-cookie.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../../base/utf8.js';
 import { entryBytes, valueBytes } from '../transactions/quota.js';
+import { countHistory, logRowBytes, originBytes, tombstoneBytes } from './history.js';
 import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy, Usage } from './strategy.js';
 import { sharedOnce } from '../batching/shared-derivations.js';
 import { isSigned, newSecret, signature } from './signature.js';
@@ -19,6 +20,7 @@ import { keptGaps, skipTo } from './skipped-versions.js';
 import { remember } from '../../base/remember.js';
 import { setOwn } from '../../base/own.js';
 import { ChangeLog, type ChangeOrigin, feedFrom } from '../feed/change-log.js';
+import { type LogDecision, logDecision } from '../feed/feed-record.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -33,7 +35,9 @@ export const globalVersion: Strategy = {
     if (group === undefined) {
       // A write reads the store's incarnation with the meta record (on PostgreSQL it came with the space's lock).
       const [meta, incarnation] = await Promise.all([tx.get(keys.meta) as Promise<Meta | undefined>, tx.incarnation?.()]);
-      return new GlobalVersionSession(tx, keys, meta, clock, options, undefined, incarnation);
+      // The context's feed keeps the log; else the data says (feed-record.ts).
+      const log = options.feed ? 'keep' : await logDecision(tx, meta);
+      return new GlobalVersionSession(tx, keys, meta, clock, options, undefined, incarnation, log);
     }
     // A pull reads both first: one round trip on a database, not two.
     const groupKey = keys.group(group.userID, group.clientGroupID);
@@ -94,7 +98,9 @@ class GlobalVersionSession implements SpaceSession {
   /** The rows of the indexes views read, kept by this session's writes (see indexes.ts). */
   readonly #indexRows: IndexRows;
   /** What the space holds, kept up to date by every write; undefined until counted in a space older than the counters. */
-  #usage: Usage | undefined;
+  #usage: Omit<Usage, 'history'> | undefined;
+  /** The bytes of its history (see quota.ts), kept up to date by every write; undefined until counted in a space older than the counter. */
+  #history: number | undefined;
   #changed = false;
   /** The keys this session wrote, up to {@link MAX_TOUCHED}; undefined past it (see {@link touched}). */
   #touched: Set<string> | undefined = new Set();
@@ -104,8 +110,12 @@ class GlobalVersionSession implements SpaceSession {
   #skipTo: number | undefined;
   /** The change log, written while the feed is on (see change-log.ts). */
   readonly #log: ChangeLog | undefined;
+  /** The log's current origin and its bytes (see {@link logRowBytes}). */
+  #origin: [ChangeOrigin, number] | undefined;
+  /** The store's feed is off and this space's log was broken: its commit marks the space off (see feed-record.ts). */
+  readonly #markOff: boolean;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }, incarnation?: string) {
+  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }, incarnation?: string, log: LogDecision = 'leave') {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
@@ -115,14 +125,24 @@ class GlobalVersionSession implements SpaceSession {
     this.#indexRows = new IndexRows(tx, keys, options.indexes ?? {}, options.maxKeyBytes, this);
     this.#read = read;
     this.#usage = meta === undefined ? { entries: 0, bytes: 0 } : meta.entries === undefined ? undefined : { entries: meta.entries, bytes: meta.bytes ?? 0 };
+    this.#history = meta === undefined ? 0 : meta.history;
     if (meta !== undefined) rememberBase(meta);
     this.#incarnation = incarnation;
     this.#skipTo = skipTo(meta, incarnation, clock.now);
-    this.#log = options.feed ? new ChangeLog(tx, keys, clock.now) : undefined;
+    this.#log = log === 'keep' ? new ChangeLog(tx, keys, clock.now) : undefined;
+    this.#markOff = log === 'leave-off';
   }
 
   get logging(): boolean {
     return this.#log !== undefined;
+  }
+
+  logRowBytes(keyOrTopic: string, valuesBytes: number): number {
+    const log = this.#log;
+    if (log === undefined) return 0;
+    // Measured once per origin: a push's mutations each have one.
+    if (this.#origin?.[0] !== log.origin) this.#origin = [log.origin, originBytes(log.origin)];
+    return logRowBytes(keyOrTopic, valuesBytes, this.#origin[1]);
   }
 
   recordAs(origin: ChangeOrigin): void {
@@ -133,13 +153,14 @@ class GlobalVersionSession implements SpaceSession {
     // The mutation's transaction told the app already (write-transaction.ts): this is a slip of ours.
     if (this.#log === undefined) throw new TypeError('emit on a session that keeps no change log: look at `logging` first');
     await this.#log.event(this.#next, topic, payload);
+    if (this.#history !== undefined) this.#history += this.logRowBytes(topic, valueBytes(payload));
     this.#changed = true;
   }
 
   async usage(): Promise<Usage> {
+    // A space last written before viewsync kept counters: counted once, here, the first time a
+    // quota asks; the space's next commit stores the count, and its writes keep it exact.
     if (this.#usage === undefined) {
-      // A space last written before viewsync kept counters: counted once, here, the first time a
-      // quota asks; the space's next commit stores the count, and its writes keep it exact.
       const usage = { entries: 0, bytes: 0 };
       for await (const page of this.scan('')) {
         for (const [key, value] of page) {
@@ -149,7 +170,8 @@ class GlobalVersionSession implements SpaceSession {
       }
       this.#usage = usage;
     }
-    return { ...this.#usage };
+    this.#history ??= await countHistory(this.#tx, this.#keys);
+    return { ...this.#usage, history: this.#history };
   }
 
   checkWrite(key: string): void {
@@ -243,7 +265,7 @@ class GlobalVersionSession implements SpaceSession {
     if (!this.#changed) return false;
     const created = this.#meta ?? { version: 0, epoch: crypto.randomUUID().replaceAll('-', '').slice(0, 12), base: orderBase(this.#clock.now) };
     // A write without the log keeps its fields as they are: `feedAt` behind the version says the log broke off.
-    const { indexFrom, indexedAt, prefixIndexFrom: _, indexes: built, indexesAt, gaps, incarnation, ...rest } = created;
+    const { indexFrom, indexedAt, prefixIndexFrom: _, indexes: built, indexesAt, gaps, incarnation, feedOff, ...rest } = created;
     const version = this.#next;
     // The prefix index covers the versions since it was last turned on: a change written without
     // it (the view was off, or an older viewsync wrote) ends the run, and pulls read the version
@@ -258,9 +280,10 @@ class GlobalVersionSession implements SpaceSession {
       secret: rest.secret ?? newSecret(),
       ...(this.#prefixIndex && { indexFrom: indexFrom !== undefined && indexedAt === created.version ? indexFrom : version, indexedAt: version }),
       ...this.#usage,
+      ...(this.#history !== undefined && { history: this.#history }),
       ...(kept !== undefined && { indexes: kept, indexesAt: version }),
-      // The log runs on from the last write that kept it, or starts at this one.
-      ...(this.#log !== undefined && { feedFrom: feedFrom(created) ?? created.version, feedAt: version }),
+      // The log runs on from the last write that kept it, or starts at this one; a space turned off stays so until then.
+      ...(this.#log !== undefined ? { feedFrom: feedFrom(created) ?? created.version, feedAt: version } : (feedOff || this.#markOff) && { feedOff: true as const }),
       ...((this.#incarnation ?? incarnation) !== undefined && { incarnation: this.#incarnation ?? incarnation }),
     };
     this.#skipTo = undefined;
@@ -412,20 +435,27 @@ class GlobalVersionSession implements SpaceSession {
     const keys = this.#keys;
     const old = known ?? ((await tx.get(keys.entry(key))) as Entry | undefined);
     await tx.put(keys.entry(key), entry as unknown as StoredValue);
+    // Counted here, where every write of an entry passes (pushes, backend calls, imports).
     const usage = this.#usage;
+    const oldBytes = old === undefined || old.del || (usage === undefined && this.#history === undefined) ? 0 : valueBytes(old.val);
+    const newBytes = entry.del || (usage === undefined && this.#history === undefined) ? 0 : valueBytes(entry.val, knownBytes);
     if (usage !== undefined) {
-      // Counted here, where every write of an entry passes (pushes, backend calls, imports).
       const keyBytes = utf8Length(key);
       if (old !== undefined && !old.del) {
         usage.entries--;
-        usage.bytes -= keyBytes + valueBytes(old.val);
+        usage.bytes -= keyBytes + oldBytes;
       }
       if (!entry.del) {
         usage.entries++;
-        usage.bytes += keyBytes + valueBytes(entry.val, knownBytes);
+        usage.bytes += keyBytes + newBytes;
       }
     }
-    if (old?.del && old.ver !== entry.ver) await tx.del(keys.tombstone(old.ver, key));
+    if (this.#history !== undefined) {
+      // Its history: the log's row, the tombstone a delete leaves, the one a set takes away.
+      this.#history += this.logRowBytes(key, oldBytes + newBytes) + (entry.del ? tombstoneBytes(key) : 0) - (old?.del ? tombstoneBytes(key) : 0);
+    }
+    // A tombstone's row goes with it, even one of this version (deleted and set again in one commit).
+    if (old?.del) await tx.del(keys.tombstone(old.ver, key));
     if (old?.ver !== entry.ver) {
       if (old !== undefined) await tx.del(keys.version(old.ver, key));
       await tx.put(keys.version(entry.ver, key), null);

@@ -4,6 +4,7 @@ import { bucketOf, decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import type { Collected, Retention } from './strategy.js';
 import type { LogRow } from '../feed/change-log.js';
+import { storedLogRowBytes, tombstoneBytes } from './history.js';
 
 /**
  * One bounded step of housekeeping in a space, in the caller's transaction: the oldest tombstones
@@ -33,7 +34,10 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   });
   // One read for the batch's entries: one round trip on a database.
   const entries = (await readMany(tx, found.map(({ key }) => keys.entry(key)))) as Array<Entry | undefined>;
+  // The space's history counts each tombstone row and log row (see quota.ts) until they go here.
+  let history = meta.history;
   for (const [i, { row, version, key }] of found.entries()) {
+    if (history !== undefined) history -= tombstoneBytes(key);
     const entry = entries[i];
     if (entry?.del && entry.ver === version) {
       await tx.del(keys.entry(key));
@@ -90,14 +94,15 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   const trimmed = await oldest(tx, keys.logPrefix, limit, retention.changesMs === false ? -Infinity : now - retention.changesMs, (_, row) => (row as LogRow).at);
   done &&= trimmed.done;
   let feedFrom = meta.feedFrom;
-  for (const [row] of trimmed.rows) {
+  for (const [row, value] of trimmed.rows) {
     await tx.del(row);
+    if (history !== undefined) history -= storedLogRowBytes(value as LogRow);
     feedFrom = Math.max(feedFrom ?? 0, keys.logPlace(row).version);
     counts.changes++;
   }
 
-  if (floor !== (meta.floor ?? 0) || (counts.clientGroups > 0 && !meta.expiredGroups) || feedFrom !== meta.feedFrom) {
-    await tx.put(keys.meta, { ...meta, floor, ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }), ...(feedFrom !== undefined && { feedFrom }) } satisfies Meta);
+  if (floor !== (meta.floor ?? 0) || (counts.clientGroups > 0 && !meta.expiredGroups) || feedFrom !== meta.feedFrom || history !== meta.history) {
+    await tx.put(keys.meta, { ...meta, floor, ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }), ...(feedFrom !== undefined && { feedFrom }), ...(history !== undefined && { history }) } satisfies Meta);
   }
   return { ...counts, done };
 }

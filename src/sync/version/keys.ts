@@ -199,6 +199,11 @@ export class SpaceKeys {
     return this.tombstonePrefix + encodeVersion(version) + '/' + key;
   }
 
+  /** The user key of a tombstone's row (the inverse of {@link tombstone}). */
+  tombstoneKey(row: string): string {
+    return row.slice(this.tombstonePrefix.length + VERSION_FIELD);
+  }
+
   entry(key: string): string {
     return this.entryPrefix + key;
   }

@@ -37,6 +37,8 @@ export type Meta = {
    */
   entries?: number;
   bytes?: number;
+  /** The bytes of its history (change log rows and tombstones, see quota.ts), kept by every write and housekeeping; absent in a space last written before viewsync kept it. */
+  history?: number;
   /**
    * The version after which the change log (see change-log.ts) holds every change, believed only
    * while `feedAt` is `version`; absent: the log was never kept. Housekeeping raises it as it
@@ -45,6 +47,8 @@ export type Meta = {
   feedFrom?: number;
   /** The version of the last write that kept the change log; behind `version`, a write did not, and the log restarts. */
   feedAt?: number;
+  /** The change feed was turned off in this space (`viewsync feed off`): writers leave its log until a context with `changes` writes (see feed-record.ts). */
+  feedOff?: true;
   /** Signs this space's view cookies (signature.ts); never sent. Absent in a space no write reached since viewsync 0.2. */
   secret?: string;
   /** The store's incarnation at the last write (see `StorageTransaction.incarnation`); absent where the store has none. */

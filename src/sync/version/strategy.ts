@@ -80,6 +80,8 @@ export interface Collected {
 export interface Usage {
   entries: number;
   bytes: number;
+  /** The bytes of its history: change log rows and tombstones (see quota.ts). */
+  history: number;
 }
 
 /** One space, seen from inside one storage transaction. */
@@ -106,6 +108,8 @@ export interface SpaceSession {
   del(key: string): Promise<void>;
   /** Whether the session keeps the change log (see change-log.ts): events can be emitted. */
   readonly logging: boolean;
+  /** What a log row of this key (or topic) and values would add to the space's history (see quota.ts): 0 while the log is not kept. */
+  logRowBytes(keyOrTopic: string, valuesBytes: number): number;
   /** Who makes the writes that follow, for the change log (nothing when it is off). */
   recordAs(origin: ChangeOrigin): void;
   /** Puts an event in the change log, committed with the session's writes; throws when the log is off (look at `logging` first). */
