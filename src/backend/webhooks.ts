@@ -1,7 +1,6 @@
 import type { SyncContext, WebhookOptions } from '../context/context.js';
 import { reportError } from '../context/context.js';
 import { checkContext, clockOf, stateOf } from '../context/state.js';
-import { allSpaces } from '../context/collect-garbage.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
 import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type Gap, type HookRule, finishDelivery } from '../sync/feed/deliveries.js';
@@ -9,7 +8,6 @@ import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pag
 import { coversKey } from '../sync/view.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
 import { checkSpace } from './transact.js';
-import { FAILURES_PER_ROUND, HookSlots } from './webhook-slots.js';
 
 /**
  * Delivering webhooks (`changes.webhooks`): each webhook's changes of each space, in order, in
@@ -39,47 +37,12 @@ export interface WebhookDelivery {
   gap?: Gap;
 }
 
-/** What a round of {@link deliverWebhooks} did. */
+/** What a round of `deliverWebhooks` did. */
 export interface DeliveryRound {
   delivered: number;
   failed: number;
   /** Webhooks disabled in a space this round (retried for `retryForMs`, or behind the change log's retention). */
   disabled: number;
-}
-
-/**
- * One round of delivery, for a cron job or a test: every webhook in every space (or `space`)
- * sends what it has due now, batch after batch, until nothing more is due; a failed batch waits
- * for its retry. Webhooks go side by side, each through its spaces one at a time; one whose
- * receiver failed in two spaces in a row leaves the rest to the next round. Resolves with what
- * it did. `startWebhooks` does the same continuously.
- */
-export async function deliverWebhooks(ctx: SyncContext, options: { space?: string } = {}): Promise<DeliveryRound> {
-  checkContext(ctx);
-  if (options.space !== undefined) checkSpace(options.space);
-  const round: DeliveryRound = { delivered: 0, failed: 0, disabled: 0 };
-  const owner = `round-${crypto.randomUUID()}`;
-  const work = new Map<string, Array<[string, Hook]>>();
-  for (const space of options.space === undefined ? await allSpaces(ctx.storage) : [options.space]) {
-    for (const hook of hooksOf(ctx, space)) {
-      if (!work.has(hook.name)) work.set(hook.name, []);
-      work.get(hook.name)!.push([space, hook]);
-    }
-  }
-  // Each webhook on its own, so that a receiver that hangs holds up only its own webhook's deliveries.
-  const walks = await Promise.allSettled(
-    [...work.values()].map(async (spaces) => {
-      const slots = new HookSlots(1);
-      for (const [space, hook] of spaces) {
-        slots.take();
-        slots.give(await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, round));
-        if (slots.failures === FAILURES_PER_ROUND) return;
-      }
-    }),
-  );
-  // The first error, once every webhook has stopped: nothing of the round goes on after it.
-  for (const walk of walks) if (walk.status === 'rejected') throw walk.reason;
-  return round;
 }
 
 /** A webhook as its deliveries use it: its options, and its rule for the delivery state. */
@@ -193,8 +156,6 @@ async function send(hook: Hook, space: string, batch: Batch, changes: FeedChange
   }
 }
 
-/** Steps one webhook takes in one space in one round, at most: a round ends even while changes keep coming. */
-const MAX_STEPS_PER_ROUND = 1_000;
 /** About this many characters of JSON per delivery. */
 const MAX_DELIVERY_CHARS = 1_000_000;
 
