@@ -423,7 +423,7 @@ describe('the viewsync CLI, run as a process', () => {
     expect(listed.status, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/\nUnfinished imports: running, or killed \(gc removes one a day after it began\):\nSPACE\s+STARTED\s+STAGED ENTRIES\s+SIZE\n"fresh"\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+[12],000\s+[\d.]+ KiB\n$/);
     expect(JSON.parse(sh('viewsync inspect --sqlite killed.db --json').stdout).spaces).toEqual([
-      { space: 'fresh', entries: 0, bytes: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [{ started: expect.any(Number), rows: expect.any(Number), bytes: expect.any(Number) }] },
+      { space: 'fresh', entries: 0, bytes: 0, history: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [{ started: expect.any(Number), rows: expect.any(Number), bytes: expect.any(Number) }] },
     ]);
     // Today it may still be running: gc keeps it. A day later, it goes.
     expect(sh('viewsync gc --sqlite killed.db').status).toBe(0);
