@@ -30,8 +30,9 @@ export async function changeFeedStatus(ctx: SyncContext): Promise<FeedStatus[]> 
 /**
  * Turns the change feed off for the context's store: from now, writes leave the spaces' change
  * logs (what the logs hold stays readable up to now, and is trimmed as usual). First take
- * `changes` out of every server's options: a context with it turns the feed on again with its
- * next write. Refused from such a context. Resolves with how many spaces kept their log until now.
+ * `changes` out of every server's options: a context with it goes on keeping the logs of the
+ * spaces it writes, and sets the store's record on again after its first write once started
+ * again. Refused from such a context. Resolves with how many spaces kept their log until now.
  *
  * @example
  * // Once no server runs with `changes`:
@@ -40,7 +41,7 @@ export async function changeFeedStatus(ctx: SyncContext): Promise<FeedStatus[]> 
 export async function turnOffChangeFeed(ctx: SyncContext): Promise<{ spaces: number }> {
   checkContext(ctx);
   if (ctx.changes !== undefined) {
-    throw new TypeError('turnOffChangeFeed: this context keeps the change feed (its `changes` option) and would turn it on again with its next write: take `changes` out of every server first, then call it from a context without it (or run `viewsync feed off`)');
+    throw new TypeError('turnOffChangeFeed: this context keeps the change feed (its `changes` option) and would go on keeping the logs of the spaces it writes: take `changes` out of every server first, then call it from a context without it (or run `viewsync feed off`)');
   }
   // The store first, so that no space made meanwhile starts a log.
   await writeFeedRecord(ctx.storage, false, clockOf(ctx).now);

@@ -17,7 +17,7 @@ import { date, print } from './output.js';
 export async function feedCommand(ctx: SyncContext, action: string | undefined, json: boolean): Promise<number> {
   if (action === 'off') {
     const { spaces } = await turnOffChangeFeed(ctx);
-    print(`The change feed is off: writes leave the spaces' change logs from now (${spaces === 1 ? '1 space' : `${spaces} spaces`} kept one until now; what the logs hold stays readable until trimmed). A server whose options still have \`changes\` turns it on again with its next write: take \`changes\` out of every server.`);
+    print(`The change feed is off: writes leave the spaces' change logs from now (${spaces === 1 ? '1 space' : `${spaces} spaces`} kept one until now; what the logs hold stays readable until trimmed). A server whose options still have \`changes\` goes on keeping the logs of the spaces it writes: take \`changes\` out of every server.`);
     return 0;
   }
   const stores = await changeFeedStatus(ctx);

@@ -162,7 +162,8 @@ write leaves a gap in a feed that readers and webhooks follow.
 status  (the default) says whether it is on, and since when; per store of a routed storage
 off     turns it off: writes leave the spaces' change logs from now (what they hold stays
         readable until trimmed). First take \`changes\` out of every server's options: a
-        server with it turns the feed on again with its next write.
+        server with it goes on keeping the logs of the spaces it writes, and turns the
+        store's feed on again once started again.
 
 Options:
   --json                 print plain JSON
