@@ -3,7 +3,7 @@ import { reportError } from '../context/context.js';
 import { checkContext, clockOf, stateOf } from '../context/state.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
-import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type Gap, type HookRule, finishDelivery } from '../sync/feed/deliveries.js';
+import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
 import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
 import { coversKey } from '../sync/view.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
@@ -173,7 +173,7 @@ export async function replayWebhook(ctx: SyncContext, name: string, space: strin
   return ctx.storage.transaction(async (tx) => {
     let records = await deliveriesIn(tx, space, name, range.from, range.to);
     if ('delivery' in which) records = records.filter((record) => deliveryID(space, record) === which.delivery);
-    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs, at most 10,000 a webhook in a space)`);
+    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs, at most ${MAX_RECORDS.toLocaleString('en-US')} a webhook in a space)`);
     return askAgain(tx, space, name, records);
   }, { readOnly: false, space });
 }

@@ -282,8 +282,9 @@ const AFTER_GAP = 'To go on after the gap, and never deliver the changes in it: 
 
 /**
  * Enables the webhook named `name` in `space` again; its batch in flight is retried at once.
- * Resolves whether it was disabled (undefined: it never delivered there). When the log no longer holds the changes after its cursor,
- * throws a {@link ChangesGoneError} saying so, unless `afterGap`: the webhook then goes on from
+ * Resolves whether it was disabled (undefined: it never delivered there). When the log no
+ * longer holds the changes after its cursor, throws a {@link ChangesGoneError} saying so,
+ * unless `afterGap`: the webhook then goes on from
  * where the log is whole (or from now, when no write kept it since), its batch in flight and the
  * deliveries asked again before that dropped, and its next batch tells the receiver of the gap.
  */

@@ -42,6 +42,9 @@ import { utf8Length } from '../../base/utf8.js';
  * - `r/<space>/`: in a routed store (`routedStorage`), whether this store's copy of the space is
  *   the one in use, or where the space went or is coming from (src/route/route-record.ts).
  *
+ * And one row for the whole store: `s/feed`, whether it keeps the change feed (see
+ * feed/feed-record.ts).
+ *
  * Clients and groups are per user (`<user>` is `-` when requests are anonymous, else `u` and the
  * user ID), so no user can see, join or block another's. Space, user and group IDs are escaped
  * so that no `/` inside them can make one prefix cover another; user keys and client IDs come
