@@ -146,6 +146,17 @@ describe('the chaos checker', () => {
     expect(kinds(check(history([], [], { imports: [whole, abandoned], truth: emptied })).anomalies)).toEqual(['import-wrong']);
   });
 
+  it('imports where a failover may lose acknowledged commits: an earlier whole import, or none, but never a mix', () => {
+    const first = { space: 'i', cut: false, outcome: 'imported' as const, entries: { a: 1, n: 1 }, end: 1 };
+    const second = { space: 'i', cut: false, outcome: 'imported' as const, entries: { a: 1, n: 2 }, end: 2 };
+    const holding = (data: Array<[string, JSONValue]>) => new Map([['s', new Map()], ['i', new Map<string, JSONValue>(data)]]);
+    const earlier = holding([['a', 1], ['n', 1]]);
+    expect(kinds(check(history([], [], { imports: [first, second], truth: earlier })).anomalies)).toEqual(['import-wrong']);
+    expect(check(history([], [], { imports: [first, second], truth: earlier }), { lossAllowed: true }).anomalies).toEqual([]);
+    expect(check(history([], [], { imports: [first, second], truth: holding([]) }), { lossAllowed: true }).anomalies).toEqual([]);
+    expect(kinds(check(history([], [], { imports: [first, second], truth: holding([['n', 2]]) }), { lossAllowed: true }).anomalies)).toEqual(['import-wrong']);
+  });
+
   it('a group that could not settle is reported as such, not as diverged', () => {
     const stale = { group: 'g', space: 's', view: new Map<string, JSONValue>(applied('c', 1)) };
     const truth = new Map([['s', new Map<string, JSONValue>(applied('c', 2))]]);
