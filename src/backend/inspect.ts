@@ -15,6 +15,10 @@ import { feedFrom, type LogRow } from '../sync/feed/change-log.js';
 import { deliveryID, deliveryStates } from '../sync/feed/deliveries.js';
 import { parseCursor, readFeedPage } from '../sync/feed/feed-pages.js';
 import type { StorageTransaction } from '../storage/types.js';
+import { type KeptRejection, readRejected } from '../sync/schema/rejected.js';
+
+/** How long a client group counts as active in {@link SpaceSummary.schemaVersions} by default: 7 days. */
+const ACTIVE_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -48,6 +52,14 @@ export interface SpaceSummary {
   changes?: ChangeLogSummary;
   /** Each webhook's deliveries in the space, by name, once one looked at it. */
   webhooks?: Record<string, WebhookSummary>;
+  /**
+   * Client groups recorded active within `schema.activeMs` (default 7 days), by the schema version
+   * they sync with (`'?'`: recorded before viewsync kept it): when an older version has none, its
+   * window can close. Absent when none is.
+   */
+  schemaVersions?: Record<string, number>;
+  /** Mutations of older schema versions that could not be applied, kept (the latest 1,000): how many. Absent when none. */
+  rejected?: number;
 }
 
 /** A webhook's deliveries in one space. */
@@ -94,6 +106,8 @@ export interface StagingSummary {
 /** One space in detail: its summary and its client groups. */
 export interface SpaceDetail extends SpaceSummary {
   groups: GroupSummary[];
+  /** The kept mutations of older schema versions that could not be applied, oldest first (see `SyncOptions.schema`). */
+  rejectedMutations: KeptRejection[];
 }
 
 /** A client group and its clients. */
@@ -105,6 +119,8 @@ export interface GroupSummary {
   lastActive: number | null;
   /** Whether housekeeping expired it: its clients are gone and its next request starts over. */
   expired: boolean;
+  /** The schema version it syncs with, or null when not recorded (expired, or recorded before viewsync kept it). */
+  schemaVersion: string | null;
   /** Its clients' lastMutationIDs, by client ID. */
   clients: Record<string, number>;
 }
@@ -126,7 +142,9 @@ export async function inspect(ctx: SyncContext, space?: string): Promise<{ space
   if (space !== undefined) {
     checkSpace(space);
     const { summary, groups } = await survey(ctx, space);
-    return { ...summary, groups };
+    const keys = new SpaceKeys(space);
+    const rejectedMutations = await ctx.storage.transaction((tx) => readRejected(tx, keys), { readOnly: true, space });
+    return { ...summary, groups, rejectedMutations };
   }
   const spaces: SpaceSummary[] = [];
   for (const name of await allSpaces(ctx.storage)) spaces.push((await survey(ctx, name)).summary);
@@ -173,7 +191,7 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {
     const id = JSON.stringify([userID ?? null, clientGroupID]);
     let group = groups.get(id);
-    if (group === undefined) groups.set(id, (group = { userID: userID ?? null, clientGroupID, lastActive: null, expired: false, clients: {} }));
+    if (group === undefined) groups.set(id, (group = { userID: userID ?? null, clientGroupID, lastActive: null, expired: false, schemaVersion: null, clients: {} }));
     return group;
   };
   await eachRow(storage, keys.groupPrefix, (key, value) => {
@@ -181,7 +199,10 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     const record = value as GroupRecord;
     const group = groupOf(userID, clientGroupID);
     if ('expired' in record) group.expired = true;
-    else group.lastActive = record.seen;
+    else {
+      group.lastActive = record.seen;
+      group.schemaVersion = record.schema ?? null;
+    }
   }, space);
   await eachRow(storage, keys.clientPrefix, (key, value) => {
     const { userID, clientID } = keys.clientOf(key);
@@ -191,9 +212,16 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   }, space);
   const list = [...groups.values()];
   const active = list.filter((group) => !group.expired);
+  const recently = clockOf(ctx).now - (ctx.schema?.activeMs ?? ACTIVE_MS);
+  const byVersion = new Map<string, number>();
+  for (const { lastActive, schemaVersion } of active) if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
+  // fromEntries defines own properties: a version named "__proto__" is one like any other.
+  const schemaVersions: Record<string, number> = Object.fromEntries(byVersion);
+  let rejected = 0;
+  await eachRow(storage, keys.rejectedPrefix, () => void rejected++, space);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
   return {
-    summary: { space, entries, bytes, history, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }), ...(webhooks !== undefined && { webhooks }) },
+    summary: { space, entries, bytes, history, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }), ...(webhooks !== undefined && { webhooks }), ...(Object.keys(schemaVersions).length > 0 && { schemaVersions }), ...(rejected > 0 && { rejected }) },
     groups: list,
   };
 }

@@ -2,6 +2,7 @@ import { checkIndexes } from '../sync/indexes.js';
 import { refusePublishedSecret } from '../base/published-secrets.js';
 import { refuseRenamed } from '../base/renamed.js';
 import { DEFAULT_LIMITS } from '../sync/transactions/limits.js';
+import { checkSchema } from '../sync/schema/schema-options.js';
 
 /**
  * The checks `createContext` makes of every option, once, at startup: a typo, a wrong type, a
@@ -28,6 +29,10 @@ export function checkOptions(options: unknown): void {
   for (const field of ['authenticate', 'space', 'view', 'onError', 'clock'] as const) optional(o, field, 'a function', (value) => typeof value === 'function');
   for (const field of ['transactionPerMutation', 'shareReads'] as const) optional(o, field, 'true or false', (value) => typeof value === 'boolean');
   optional(o, 'schemaVersion', 'a string, a list of strings or a function', (value) => typeof value === 'string' || typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string')));
+  if (o.schema !== undefined) {
+    if (o.schemaVersion !== undefined) throw new TypeError('schema and schemaVersion were both given: schema names the versions served (schema.current and schema.older), give it alone');
+    checkSchema(o.schema, describe);
+  }
   optional(o, 'rates', 'an object (see RateOptions)', isObject);
   checkLimits(o.limits);
   checkQuotas(o.quotas);
@@ -39,7 +44,7 @@ export function checkOptions(options: unknown): void {
   if (o.indexes !== undefined) checkIndexes(o.indexes);
 }
 
-const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes', 'firstSync'];
+const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'schema', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes', 'firstSync'];
 
 function checkLimits(limits: unknown): void {
   if (limits === undefined) return;

@@ -8,6 +8,7 @@ import type { IndexDefinitions } from '../sync/indexes.js';
 import { type ErrorInfo, logError } from './log.js';
 import { fetchRequest } from '../base/request-stand-in.js';
 import type { RateOptions } from './rates.js';
+import type { SchemaOptions } from '../sync/schema/schema-options.js';
 
 export type { ErrorInfo } from './log.js';
 
@@ -60,6 +61,14 @@ export interface SyncOptions {
    * `VersionNotSupported` with `versionType: 'schema'`. Default: all.
    */
   schemaVersion?: string | readonly string[] | ((schemaVersion: string) => boolean);
+  /**
+   * Today's schema version and the older ones still served: how an older version's mutations
+   * become today's (so an old client's offline work lands after a deploy, through the client's
+   * mutation recovery), how its clients read today's entries, and when its window closes. Any
+   * version not listed gets `VersionNotSupported`. Takes the place of `schemaVersion` (give one
+   * or the other). See docs/schema-changes.md.
+   */
+  schema?: SchemaOptions;
   /**
    * Bounds on what one request may cost: body size, mutations per push, ID, key and value sizes,
    * and how long a mutator may run. Each default is generous (see {@link Limits}); the client

@@ -11,6 +11,7 @@ import { prepare, respond } from './prepare.js';
 import { pullBody } from './pull-body.js';
 import type { Patch } from '../sync/version/patch.js';
 import { observe } from '../telemetry/telemetry.js';
+import { downgradeOf } from '../sync/schema/downgrade.js';
 
 /**
  * The pull endpoint: answers a pull of version 0 or 1 with the patch that brings the client's
@@ -35,7 +36,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
         report.answered = 'VersionNotSupported';
         return prepared;
       }
-      const { body, space } = prepared;
+      const { body, space, older } = prepared;
       report.space = space;
       report.clientGroup = body.pullVersion === 1 ? body : { clientID: body.clientID };
       const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx), indexes: ctx.indexes };
@@ -48,7 +49,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       try {
         // Only a hub with streams uses it: without one the view's reads are not recorded.
         const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] })) : undefined });
+        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] })) : undefined });
       } finally {
         pulled?.(interest);
       }

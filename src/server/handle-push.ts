@@ -32,12 +32,12 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
         report.answered = 'VersionNotSupported';
         return prepared;
       }
-      const { body, space, userID, limits } = prepared;
+      const { body, space, userID, limits, older } = prepared;
       report.space = space;
       report.clientGroup = body;
       const perMutation = ctx.transactionPerMutation ?? false;
       const quota = quotaOf(ctx.quotas, space);
-      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: sessionOptionsOf(ctx), clock: clockOf(ctx), quota });
+      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: sessionOptionsOf(ctx), clock: clockOf(ctx), quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
       report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
       // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
       if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });

@@ -10,6 +10,7 @@ import { parseBody, readJSONBody } from './read-body.js';
 import type { Report } from '../telemetry/telemetry.js';
 import { stateOf } from '../context/state.js';
 import { admit, groupKey } from '../context/rates.js';
+import { type OlderSchema, schemaAccess, stepsFrom } from '../sync/schema/schema-options.js';
 
 /** A request that passed every check, ready for the sync layer. */
 interface Prepared<T> {
@@ -17,6 +18,8 @@ interface Prepared<T> {
   userID: string | undefined;
   space: string;
   limits: Limits;
+  /** The steps from the request's older schema version up to today's (oldest first); undefined for today's, or without `schema`. */
+  older: readonly OlderSchema[] | undefined;
 }
 
 /** What differs between the pull and the push endpoint. */
@@ -71,11 +74,19 @@ export async function prepare<TSchema extends v.GenericSchema>(
     const { clientGroupID, clientID } = body as { clientGroupID?: string; clientID?: string };
     admit(rates, endpoint.kind === 'push' ? 'pushes' : 'pulls', groupKey(userID, clientGroupID ?? `client ${clientID}`), now);
   }
-  if (!acceptsSchema(ctx.schemaVersion, (body as { schemaVersion: string }).schemaVersion)) {
-    return versionNotSupported('schema');
+  const { schemaVersion } = body as { schemaVersion: string };
+  if (!acceptsSchema(ctx.schemaVersion, schemaVersion)) return versionNotSupported('schema');
+  let older: readonly OlderSchema[] | undefined;
+  if (ctx.schema !== undefined) {
+    const access = schemaAccess(ctx.schema, schemaVersion, (ctx.clock ?? Date.now)());
+    // A closed version's pushes are still applied: the new version's client recovers the old
+    // groups' pending mutations by pushing them under their old version, and a refusal here
+    // would drop them for good. Its pulls are refused, so its clients update.
+    if (access === 'unknown' || (access === 'closed' && endpoint.kind === 'pull')) return versionNotSupported('schema');
+    if (access !== 'current') older = stepsFrom(ctx.schema, schemaVersion);
   }
   const space = await resolveSpace(request, ctx, userID, limits);
-  return { body, userID, space, limits };
+  return { body, userID, space, limits, older };
 }
 
 /** Who sent the request (`authenticate`); 401 when it refuses, undefined when there is none. */

@@ -14,6 +14,7 @@ import { globalVersion as strategy } from './version/global-version.js';
 import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
 import { within } from '../base/within.js';
 import { ViewInterest, ViewReads } from './interest.js';
+import type { Downgrade } from './schema/downgrade.js';
 
 /**
  * A pull's answer before it is serialised: a patch's puts may hold their value as text. A reset
@@ -44,6 +45,8 @@ export interface PullOptions {
    * called once that answer is whole.
    */
   paging?: { room: () => number; paged: () => void } | undefined;
+  /** The pull is of an older schema version that reads entries in its own shape: each patch goes through this (schema/downgrade.ts). */
+  downgrade?: Downgrade | undefined;
 }
 
 /**
@@ -51,7 +54,7 @@ export interface PullOptions {
  * read with the patch they belong to (spec, pull rule 2). Client groups and clients are the
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
-export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true, onInterest, paging }: PullOptions): Promise<PullAnswer> {
+export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true, onInterest, paging, downgrade }: PullOptions): Promise<PullAnswer> {
   // Until when a cookie that may be ahead of what the store shows is worth reading again for (Storage.catchUpMs).
   const waitUntil = Date.now() + (storage.catchUpMs ?? 0);
   // What the read found that is written after it, returned with its answer (a store may run the
@@ -68,6 +71,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       strategy.open(tx, space, clock, group),
       views && resolveView(strategy.reader(tx, space, { indexes: views.indexes }), views.view, { userID, clientGroupID }, views.limits, onInterest !== undefined),
     ]);
+    const covers = view && ((key: string) => view.prefixes.covers(key));
     if (view !== undefined) {
       view.seen = recentViews.get(storage, space, view.id);
       if (view.reads?.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
@@ -77,6 +81,8 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       // Never sent: the pull reads again (below), at last without waiting.
       if (pulled === 'CookieAhead') after.ahead = true;
       const result = pulled === 'CookieAhead' ? 'ClientStateNotFound' : pulled;
+      // An older version's clients hold entries in their shape: computed in this snapshot, so they go with its lastMutationIDs.
+      if (downgrade !== undefined && result !== 'ClientStateNotFound') result.patch = await downgrade.patch(result.patch, (keys) => session.getMany(keys), covers);
       const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
       if (record !== undefined) {
         const { used } = record;
@@ -93,7 +99,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       const result = await answer(group);
       if (result === 'ClientStateNotFound') return { error: result };
       const { cookie, lastMutationIDChanges, patch } = result;
-      return { cookie, lastMutationIDChanges, patch, ...(result.rest && { rest: sent(result.rest, cookie, lastMutationIDChanges) }) };
+      return { cookie, lastMutationIDChanges, patch, ...(result.rest && { rest: sent(result.rest, cookie, lastMutationIDChanges, covers) }) };
     }
 
     const client = await session.getClient(userID, pull.clientID);
@@ -108,7 +114,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
     const result = await answer(undefined);
     if (result === 'ClientStateNotFound') return { error: result };
     const { cookie, patch } = result;
-    return { cookie, lastMutationID: client?.lastMutationID ?? 0, patch, ...(result.rest && { rest: sent(result.rest, cookie, undefined) }) };
+    return { cookie, lastMutationID: client?.lastMutationID ?? 0, patch, ...(result.rest && { rest: sent(result.rest, cookie, undefined, covers) }) };
   };
   /**
    * The rest of a reset, read as it is sent, then what changed meanwhile: the answer of a pull
@@ -117,16 +123,16 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
    * replaced or lost the history since, the group expired, the view changed under the pages
    * read), the answer breaks off: the client drops it and pulls again.
    */
-  async function* sent(rest: NonNullable<PullResult['rest']>, cookie: JSONValue, lastMutationIDChanges: Record<string, number> | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
+  async function* sent(rest: NonNullable<PullResult['rest']>, cookie: JSONValue, lastMutationIDChanges: Record<string, number> | undefined, covers: ((key: string) => boolean) | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
     // Pages for version 1 only, whose answers carry lastMutationIDChanges.
     const paged = lastMutationIDChanges && paging;
-    const page = yield* rest(storage, space, paged?.room);
+    const page = yield* (downgrade === undefined ? rest(storage, space, paged?.room) : downgradedPages(downgrade, rest(storage, space, paged?.room), storage, space, covers));
     if (page !== undefined) {
       // A page of a first sync in pages: its client pulls the next when poked.
       paged!.paged();
       return { cookie: page, lastMutationIDChanges: lastMutationIDChanges! };
     }
-    const end = await processPull({ storage, pull: { ...pull, cookie }, space, userID, clock, views, shareReads, onInterest });
+    const end = await processPull({ storage, pull: { ...pull, cookie }, space, userID, clock, views, shareReads, onInterest, downgrade });
     if ('error' in end || end.rest !== undefined || end.patch[0]?.op === 'clear') {
       throw new TemporaryError('The space changed too much while a full pull was sent (it was replaced, or lost the changes since); pull again', { retryAfterSeconds: 1 });
     }
@@ -162,8 +168,25 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
     } else if (fresh !== undefined) recentViews.set(storage, space, fresh.view.id, fresh.used);
   }
   // A group that only pulls is active too: refresh its record, rarely, outside the read.
-  if (after.stale === true && pull.pullVersion === 1) await touch(storage, space, userID, pull.clientGroupID, clock);
+  if (after.stale === true && pull.pullVersion === 1) await touch(storage, space, userID, pull.clientGroupID, clock, pull.schemaVersion);
   return response;
+}
+
+/**
+ * The pages of a reset as an older version's clients hold them, each computed in a read of its
+ * own: at or after the reset's start, and what changed meanwhile is computed again at the end (a
+ * pull from the start), so the answer ends consistent. With a view, the pages hold only the
+ * entries under it; an old key's value reading one outside it reads none (`covered` false).
+ */
+async function* downgradedPages<R>(downgrade: Downgrade, pages: AsyncGenerator<Patch, R, undefined>, storage: Storage, space: string, covers: ((key: string) => boolean) | undefined): AsyncGenerator<Patch, R, undefined> {
+  for (;;) {
+    const next = await pages.next();
+    if (next.done === true) return next.value;
+    yield await storage.transaction((tx) => {
+      const reader = strategy.reader(tx, space);
+      return downgrade.patch(next.value, (keys) => Promise.all(keys.map((key) => reader.get(key))), covers);
+    }, { readOnly: true, space });
+  }
 }
 
 /**
@@ -211,10 +234,10 @@ async function resolveView(session: SpaceReader, view: View, request: ViewReques
 }
 
 /** Records a group's activity in a write transaction of its own, unless it expired meanwhile. */
-async function touch(storage: Storage, space: string, userID: string | undefined, clientGroupID: string, clock: SessionClock): Promise<void> {
+async function touch(storage: Storage, space: string, userID: string | undefined, clientGroupID: string, clock: SessionClock, schemaVersion: string): Promise<void> {
   await storage.transaction(async (tx) => {
     const session = await strategy.open(tx, space, clock);
     const seen = await session.groupSeen(userID, clientGroupID);
-    if (seen !== 'expired') await session.touchGroup(userID, clientGroupID, seen);
+    if (seen !== 'expired') await session.touchGroup(userID, clientGroupID, seen, schemaVersion);
   }, { readOnly: false, space });
 }

@@ -10,6 +10,9 @@ import { globalVersion as strategy } from './version/global-version.js';
 import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
 import type { MutationTally } from '../telemetry/telemetry.js';
+import type { OlderSchema } from './schema/schema-options.js';
+import { upgradeMutation } from './schema/upgrade.js';
+import { reasonOf } from './schema/rejected.js';
 
 /** What a push did, beyond committing. */
 export interface PushOutcome {
@@ -47,6 +50,11 @@ export interface PushOptions {
   clock: SessionClock;
   /** What the space may hold: a mutation that would take it over fails (see quota.ts). */
   quota?: SpaceQuota | undefined;
+  /**
+   * The push is of an older schema version: its mutations run through its steps up to today's
+   * (schema/upgrade.ts), and each that fails is kept as rejected (schema/rejected.ts).
+   */
+  older?: { schemaVersion: string; steps: readonly OlderSchema[] } | undefined;
 }
 
 /**
@@ -132,7 +140,7 @@ async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyA
   for (const [clientID, { dirty, ...record }] of clients) {
     if (dirty) await session.putClient(userID, clientID, record);
   }
-  await session.touchGroup(userID, group, seen);
+  await session.touchGroup(userID, group, seen, push.schemaVersion);
   outcome.changed = await session.commit();
   outcome.touched = session.touched();
   return { result: { kind: 'applied', outcome }, keep: true };
@@ -155,9 +163,12 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
     mtx.discard();
     outcome.failures.push({ mutation, error });
   };
+  const { older } = options;
   try {
-    const mutator = mutatorNamed(run.mutators, mutation.name);
-    await run.watchdog.run(mutation.name, () => mutator(mtx, mutation.args));
+    await run.watchdog.run(mutation.name, () => {
+      const { mutator, args } = older === undefined ? { mutator: mutatorNamed(run.mutators, mutation.name), args: mutation.args } : upgradeMutation(older.steps, run.mutators, mutation);
+      return mutator(mtx, args);
+    });
   } catch (error) {
     fail(error);
     if (error instanceof TemporaryError) {
@@ -167,20 +178,45 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
     }
     // Permanent (spec, push rule 6): none of its writes, but it counts as processed.
     done(client, mutation);
+    if (older !== undefined) await reject(run, session, mutation, error);
     return 'failed';
   }
   // Outside the try: a store that fails here fails the push (a 500, nothing committed), it
   // does not make the mutation look like a permanent error. Over its quota, a mutation fails
   // as if its mutator had thrown (spec, push rule 6): skipped, and the push goes on.
   const refused = options.quota === undefined ? undefined : await mtx.overQuota(options.space, options.quota);
-  if (refused !== undefined) fail(refused);
-  else {
+  if (refused !== undefined) {
+    fail(refused);
+    if (older !== undefined) await reject(run, session, mutation, refused);
+  } else {
     // Only where the feed is on: the hot path builds no origin for a log it does not keep.
     if (session.logging) session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: run.push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID: options.userID ?? null });
     await mtx.flush();
   }
   done(client, mutation);
   return refused === undefined ? 'processed' : 'failed';
+}
+
+/**
+ * Keeps `mutation`, of an older schema version, as rejected: an old client's work is never
+ * dropped unseen (`inspect`, the change feed's `viewsync.rejected` event; `onError` is told by
+ * the push's caller, as of any failure).
+ */
+async function reject(run: PushRun, session: SpaceSession, mutation: Mutation, error: unknown): Promise<void> {
+  const { push, options } = run;
+  const userID = options.userID ?? null;
+  if (session.logging) session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID });
+  await session.keepRejected({
+    clientGroupID: push.clientGroupID,
+    clientID: mutation.clientID,
+    id: mutation.id,
+    name: mutation.name,
+    args: mutation.args ?? null,
+    schemaVersion: push.schemaVersion,
+    reason: reasonOf(error),
+    at: options.clock.now,
+    userID,
+  });
 }
 
 /** `mutation` is processed: its client's lastMutationID moves to it. */

@@ -395,8 +395,10 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       ]);
       expect(typeof spaces[0]!.lastActivity).toBe('number');
       const detail = await inspect(ctx, '');
-      expect(detail.groups).toEqual([{ userID: null, clientGroupID: 'g1', lastActive: spaces[0]!.lastActivity, expired: false, clients: { c1: 1, c2: 1 } }]);
-      expect(await inspect(ctx, 'none')).toEqual({ space: 'none', entries: 0, bytes: 0, history: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [], groups: [] });
+      expect(detail.groups).toEqual([{ userID: null, clientGroupID: 'g1', lastActive: spaces[0]!.lastActivity, expired: false, schemaVersion: '', clients: { c1: 1, c2: 1 } }]);
+      // The active groups by the schema version they push with (the helpers' is '').
+      expect(detail.schemaVersions).toEqual({ '': 1 });
+      expect(await inspect(ctx, 'none')).toEqual({ space: 'none', entries: 0, bytes: 0, history: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [], groups: [], rejectedMutations: [] });
     });
   });
 }

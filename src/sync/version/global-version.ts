@@ -21,6 +21,7 @@ import { remember } from '../../base/remember.js';
 import { setOwn } from '../../base/own.js';
 import { ChangeLog, type ChangeOrigin, feedFrom } from '../feed/change-log.js';
 import { type LogDecision, logDecision } from '../feed/feed-record.js';
+import { keptRecord, MAX_REJECTED, REJECTED_TOPIC, type RejectedMutation } from '../schema/rejected.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -102,6 +103,8 @@ class GlobalVersionSession implements SpaceSession {
   /** The bytes of its history (see quota.ts), kept up to date by every write; undefined until counted in a space older than the counter. */
   #history: number | undefined;
   #changed = false;
+  /** The rejected mutations this session kept (see rejected.ts), numbering their rows. */
+  #rejected = 0;
   /** The keys this session wrote, up to {@link MAX_TOUCHED}; undefined past it (see {@link touched}). */
   #touched: Set<string> | undefined = new Set();
   /** The store's incarnation, in a write (see `StorageTransaction.incarnation`). */
@@ -154,6 +157,13 @@ class GlobalVersionSession implements SpaceSession {
     if (this.#log === undefined) throw new TypeError('emit on a session that keeps no change log: look at `logging` first');
     await this.#log.event(this.#next, topic, payload);
     if (this.#history !== undefined) this.#history += this.logRowBytes(topic, valueBytes(payload));
+    this.#changed = true;
+  }
+
+  async keepRejected(record: RejectedMutation): Promise<void> {
+    const number = (this.#meta?.rejected ?? 0) + this.#rejected++;
+    await this.#tx.put(this.#keys.rejected(number % MAX_REJECTED), keptRecord(record, number));
+    if (this.#log !== undefined) await this.emit(REJECTED_TOPIC, record as unknown as JSONValue);
     this.#changed = true;
   }
 
@@ -230,13 +240,14 @@ class GlobalVersionSession implements SpaceSession {
     return group === undefined ? undefined : 'expired' in group ? 'expired' : group.seen;
   }
 
-  async touchGroup(userID: string | undefined, clientGroupID: string, seen: number | undefined): Promise<void> {
+  async touchGroup(userID: string | undefined, clientGroupID: string, seen: number | undefined, schemaVersion?: string): Promise<void> {
     const { now, touchEveryMs } = this.#clock;
     // Coarse on purpose: a write now and then, not one per pull, is enough to tell idle groups.
     if (seen !== undefined && now - seen < touchEveryMs) return;
     const keys = this.#keys;
     if (seen !== undefined) await this.#tx.del(keys.groupAt(keys.activityPrefix, seen, userID, clientGroupID));
-    await this.#tx.put(keys.group(userID, clientGroupID), { seen: now } satisfies GroupRecord);
+    // A group's schema version never changes (the client opens a new group for a new one): `inspect` counts groups by it.
+    await this.#tx.put(keys.group(userID, clientGroupID), (schemaVersion === undefined ? { seen: now } : { seen: now, schema: schemaVersion }) satisfies GroupRecord);
     await this.#tx.put(keys.groupAt(keys.activityPrefix, now, userID, clientGroupID), [userID ?? null, clientGroupID]);
   }
 
@@ -281,12 +292,14 @@ class GlobalVersionSession implements SpaceSession {
       ...(this.#prefixIndex && { indexFrom: indexFrom !== undefined && indexedAt === created.version ? indexFrom : version, indexedAt: version }),
       ...this.#usage,
       ...(this.#history !== undefined && { history: this.#history }),
+      ...(this.#rejected > 0 && { rejected: (rest.rejected ?? 0) + this.#rejected }),
       ...(kept !== undefined && { indexes: kept, indexesAt: version }),
       // The log runs on from the last write that kept it, or starts at this one; a space turned off stays so until then.
       ...(this.#log !== undefined ? { feedFrom: feedFrom(created) ?? created.version, feedAt: version } : (feedOff || this.#markOff) && { feedOff: true as const }),
       ...((this.#incarnation ?? incarnation) !== undefined && { incarnation: this.#incarnation ?? incarnation }),
     };
     this.#skipTo = undefined;
+    this.#rejected = 0;
     this.#log?.committed();
     await this.#tx.put(this.#keys.meta, this.#meta satisfies Meta);
     this.#changed = false;

@@ -39,6 +39,8 @@ import { utf8Length } from '../../base/utf8.js';
  * - `i/<space>/<import>!/`: the import's mark, written before anything is staged and sorted
  *   before its areas' rows, so housekeeping removes it first: an import whose mark is gone has
  *   lost staged rows and applies nothing more (import-batch.ts);
+ * - `j/<space>/<slot>`: the latest mutations of older schema versions that could not be applied
+ *   (src/sync/schema/rejected.ts), a ring of `MAX_REJECTED` slots, for `inspect`;
  * - `r/<space>/`: in a routed store (`routedStorage`), whether this store's copy of the space is
  *   the one in use, or where the space went or is coming from (src/route/route-record.ts).
  *
@@ -63,6 +65,8 @@ export class SpaceKeys {
   readonly logPrefix: string;
   /** The webhook deliveries' rows. */
   readonly deliveryPrefix: string;
+  /** The rejected mutations of older schema versions (src/sync/schema/rejected.ts). */
+  readonly rejectedPrefix: string;
   readonly groupPrefix: string;
   readonly clientPrefix: string;
   /** The route record, in a routed store. */
@@ -82,6 +86,7 @@ export class SpaceKeys {
     this.stagingPrefix = `${STAGING_PREFIX}${this.#space}/`;
     this.logPrefix = `f/${this.#space}/`;
     this.deliveryPrefix = `h/${this.#space}/`;
+    this.rejectedPrefix = `j/${this.#space}/`;
     this.groupPrefix = `g/${this.#space}/`;
     this.clientPrefix = `c/${this.#space}/`;
     this.route = `${ROUTE_PREFIX}${this.#space}/`;
@@ -97,7 +102,7 @@ export class SpaceKeys {
     // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
     return {
       versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`, this.logPrefix],
-      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix],
+      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix, this.rejectedPrefix],
     };
   }
 
@@ -130,6 +135,11 @@ export class SpaceKeys {
   /** Where the webhook named `name` keeps its deliveries, by the place in the log each ended at. */
   deliveryLog(name: string): string {
     return this.deliveryPrefix + name + '/';
+  }
+
+  /** The row of a rejected mutation, in its slot of the ring. */
+  rejected(slot: number): string {
+    return this.rejectedPrefix + slot.toString(16).padStart(SEQ_WIDTH, '0');
   }
 
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */

@@ -39,6 +39,8 @@ export type Meta = {
   bytes?: number;
   /** The bytes of its history (change log rows and tombstones, see quota.ts), kept by every write and housekeeping; absent in a space last written before viewsync kept it. */
   history?: number;
+  /** How many mutations of older schema versions were rejected in the space, ever: numbers the ring of their rows (schema/rejected.ts). */
+  rejected?: number;
   /**
    * The version after which the change log (see change-log.ts) holds every change, believed only
    * while `feedAt` is `version`; absent: the log was never kept. Housekeeping raises it as it
@@ -73,7 +75,7 @@ export interface StoredClient {
 }
 
 /** A client group that pushed: when it was last seen (coarsely), or when housekeeping expired it. */
-export type GroupRecord = { seen: number } | { expired: number };
+export type GroupRecord = { seen: number; schema?: string } | { expired: number };
 
 /** What a view name in a cookie stands for (see view.ts), and when a pull last issued it. */
 export interface ViewRecord {

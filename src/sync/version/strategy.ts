@@ -1,3 +1,4 @@
+import type { RejectedMutation } from '../schema/rejected.js';
 import type { IndexDefinitions } from '../indexes.js';
 import type { JSONValue } from '../../protocol/json.js';
 import type { Storage, StorageTransaction } from '../../storage/types.js';
@@ -114,6 +115,8 @@ export interface SpaceSession {
   recordAs(origin: ChangeOrigin): void;
   /** Puts an event in the change log, committed with the session's writes; throws when the log is off (look at `logging` first). */
   emit(topic: string, payload: JSONValue): Promise<void>;
+  /** Keeps a mutation of an older schema version that could not be applied, and puts it in the change log when kept (see rejected.ts). */
+  keepRejected(record: RejectedMutation): Promise<void>;
   /**
    * What the space holds now, this session's writes included: kept as counters in the space's
    * record by every write, so reading them costs nothing (see quota.ts).
@@ -140,7 +143,7 @@ export interface SpaceSession {
    */
   groupSeen(userID: string | undefined, clientGroupID: string): Promise<number | 'expired' | undefined>;
   /** Records that the group is active now, if its last record (`seen`) is stale. */
-  touchGroup(userID: string | undefined, clientGroupID: string, seen: number | undefined): Promise<void>;
+  touchGroup(userID: string | undefined, clientGroupID: string, seen: number | undefined, schemaVersion?: string): Promise<void>;
   /** Whether housekeeping ever expired a group of this space. */
   readonly hasExpiredGroups: boolean;
 
