@@ -38,6 +38,8 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       }
       const { body, space, older } = prepared;
       report.space = space;
+      // Only a version the app's `schema` serves is named: a client's string is no label.
+      if (ctx.schema !== undefined) report.schemaVersion = body.schemaVersion;
       report.clientGroup = body.pullVersion === 1 ? body : { clientID: body.clientID };
       const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx), indexes: ctx.indexes };
       // With a view, what this answer depends on narrows the pokes of the group's streams.

@@ -34,6 +34,8 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       }
       const { body, space, userID, limits, older } = prepared;
       report.space = space;
+      // Only a version the app's `schema` serves is named: a client's string is no label.
+      if (ctx.schema !== undefined) report.schemaVersion = body.schemaVersion;
       report.clientGroup = body;
       const perMutation = ctx.transactionPerMutation ?? false;
       const quota = quotaOf(ctx.quotas, space);

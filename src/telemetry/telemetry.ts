@@ -62,6 +62,8 @@ export interface Report {
   clientGroup?: { clientGroupID: string } | { clientID: string };
   /** A protocol answer other than a patch or `{}`. */
   answered?: 'ClientStateNotFound' | 'VersionNotSupported';
+  /** The schema version of a request, when the context's `schema` serves it: a set the app bounds, so a label (`viewsync.schema_version`). */
+  schemaVersion?: string;
   /** The patch a pull answered with (its start, when the rest is read as it is sent). */
   patch?: ReadonlyArray<{ readonly op: string }>;
   /** A patch read as it is sent: resolves with its operations once it is whole (never, when it broke off). */
@@ -103,6 +105,7 @@ export class Operation {
   readonly #started: number;
   #outcome: Outcome = 'ok';
   #reset: boolean | undefined;
+  #schemaVersion: string | undefined;
 
   constructor(kind: 'pull' | 'push', request: Request) {
     this.#kind = kind;
@@ -131,6 +134,7 @@ export class Operation {
       if (report.answered !== 'ClientStateNotFound') for (const { mutation, error } of outcome.failures) this.#mutationFailed(mutation.name, mutation.id, error, mutators);
     }
     if (report.answered !== undefined) this.#outcome = report.answered;
+    this.#schemaVersion = report.schemaVersion;
     // Last, as it happened last: a failure after the push ran is the request's outcome.
     if (report.failed !== undefined) this.#failed(report.failed);
     return this.#end(report.patch === undefined ? reply : this.#pulled(report.patch, reply, report.sentOperations));
@@ -221,6 +225,8 @@ export class Operation {
       if (reply.status >= 500 && this.#outcome === 'ok') this.#outcome = 'InternalServerError';
       const attributes: Attributes = { 'viewsync.outcome': this.#outcome };
       if (this.#kind === 'pull' && this.#reset !== undefined) attributes['viewsync.pull.reset'] = this.#reset;
+      // How many requests each schema version still makes: when an older one's fall to none, its window can close.
+      if (this.#schemaVersion !== undefined) attributes['viewsync.schema_version'] = this.#schemaVersion;
       (this.#kind === 'pull' ? this.#metrics?.pullDuration : this.#metrics?.pushDuration)?.record(seconds, attributes);
       this.span.setAttributes({ 'viewsync.outcome': this.#outcome, 'http.response.status_code': reply.status });
       // A 503 of a TemporaryError a mutator threw is a failure too, though nothing was thrown here.

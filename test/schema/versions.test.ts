@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createContext, handlePull, handlePush, inspect, memoryStorage, readChanges, type JSONValue, type Mutators, type SchemaOptions, type Storage, type SyncOptions } from '../../src/index.js';
 import { applyPatch, mutation, post, pullBody, pushBody, type PullOK } from '../support/helpers.js';
 import { migrateV1Entries, mutatorsV1, mutatorsV2, schemaV2 } from './app.js';
-import { transact } from '../../src/index.js';
+import { collectGarbage, transact } from '../../src/index.js';
 
 function contexts(storage: Storage = memoryStorage(), options: Partial<SyncOptions> = {}) {
   const errors: unknown[] = [];
@@ -266,5 +266,19 @@ describe('a deploy from version 1 to version 2', () => {
     await transact(v2, '', migrateV1Entries);
     const after = applyPatch(applyPatch(new Map(), before.patch), (await pulled(v2, '1', 'g1', before.cookie)).patch);
     expect(Object.fromEntries(after)).toEqual(Object.fromEntries(applyPatch(new Map(), before.patch)));
+  });
+});
+
+describe('housekeeping', () => {
+  it('removes kept rejected mutations older than retention.changesMs, and only those', async () => {
+    let now = 1_000;
+    const schema: SchemaOptions = { current: '2', older: [{ version: '1', mutators: { x: null } }] };
+    const ctx = createContext({ storage: memoryStorage(), mutators: {}, schema, clock: () => now, retention: { changesMs: 10_000 }, onError: () => {} });
+    await pushAs(ctx, '1', 'g1', [mutation('c1', 1, 'x')]);
+    now = 6_000;
+    await pushAs(ctx, '1', 'g1', [mutation('c1', 2, 'x')]);
+    now = 12_000;
+    await collectGarbage(ctx);
+    expect((await inspect(ctx, '')).rejectedMutations.map(({ id }) => id)).toEqual([2]);
   });
 });

@@ -59,6 +59,22 @@ describe('the pull span', () => {
     ]);
   });
 
+  it('with a schema, pulls and pushes are counted by the schema version they sync with, and only a served one is named', async () => {
+    const ctx = testContext({ schema: { current: '2', older: [{ version: '1' }] } });
+    for (const schemaVersion of ['1', '2', '2', 'forged-version']) {
+      await handlePush(post('/push', pushBody('g', [], { schemaVersion })), ctx);
+      await handlePull(post('/pull', pullBody('g', null, { schemaVersion })), ctx);
+    }
+    for (const name of ['viewsync.pull.duration', 'viewsync.push.duration']) {
+      const durations = await sdk.points<Histogram>(name);
+      expect(durations.map((point) => [point.attributes['viewsync.schema_version'], point.attributes['viewsync.outcome'], point.value.count]).sort(), name).toEqual([
+        [undefined, 'VersionNotSupported', 1],
+        ['1', 'ok', 1],
+        ['2', 'ok', 2],
+      ]);
+    }
+  });
+
   it('a pull of version 0 names its client', async () => {
     const ctx = testContext();
     await handlePull(post('/pull', { pullVersion: 0, clientID: 'c0', cookie: null, lastMutationID: 0, profileID: 'p', schemaVersion: '' }), ctx);

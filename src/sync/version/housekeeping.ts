@@ -1,3 +1,4 @@
+import { trimRejected } from '../schema/rejected.js';
 import type { StorageTransaction } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
 import { bucketOf, decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
@@ -100,6 +101,9 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
     feedFrom = Math.max(feedFrom ?? 0, keys.logPlace(row).version);
     counts.changes++;
   }
+
+  // The kept rejected mutations of older schema versions (a ring, bounded already) go with the change log's retention.
+  if (meta.rejected !== undefined) await trimRejected(tx, keys, now, retention.changesMs);
 
   if (floor !== (meta.floor ?? 0) || (counts.clientGroups > 0 && !meta.expiredGroups) || feedFrom !== meta.feedFrom || history !== meta.history) {
     await tx.put(keys.meta, { ...meta, floor, ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }), ...(feedFrom !== undefined && { feedFrom }), ...(history !== undefined && { history }) } satisfies Meta);
