@@ -22,6 +22,7 @@ import { quotaCell, quotaOption } from './quota.js';
 import { HELP, UsageError } from './usage.js';
 import { feedCommand, webhookCommand } from './feed-commands.js';
 import { date, print } from './output.js';
+import { printRejected, schemaCell } from './schema-output.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
 const OPTIONS = {
@@ -227,18 +228,20 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
   if (space !== undefined) {
     const detail = await inspect(ctx, space);
     if (options.json) return print(JSON.stringify(detail, null, 2));
-    const { groups, ...summary } = detail;
+    const { groups, rejectedMutations, ...summary } = detail;
     print(summaryTable([summary]));
     printStaging([summary]);
     printWebhooks(summary.webhooks);
+    printRejected(rejectedMutations, table);
     print('');
     if (groups.length === 0) return print('No client groups.');
     print(table(groups.map((group) => [
       group.userID ?? '(anonymous)',
       group.clientGroupID,
       group.expired ? 'expired' : date(group.lastActive),
+      group.schemaVersion === null ? '-' : JSON.stringify(group.schemaVersion),
       Object.entries(group.clients).map(([client, lmid]) => `${client}=${lmid}`).join(' '),
-    ]), ['USER', 'CLIENT GROUP', 'LAST ACTIVE', 'CLIENTS (lastMutationID)']));
+    ]), ['USER', 'CLIENT GROUP', 'LAST ACTIVE', 'SCHEMA', 'CLIENTS (lastMutationID)']));
     return;
   }
   const { spaces } = await inspect(ctx);
@@ -270,11 +273,13 @@ function summaryTable(spaces: SpaceSummary[]): string {
   const quotas = spaces.some((summary) => summary.quota !== undefined);
   const stores = spaces.some((summary) => summary.store !== undefined);
   const logs = spaces.some((summary) => summary.changes !== undefined);
+  const schemas = spaces.some((summary) => summary.schemaVersions !== undefined && Object.keys(summary.schemaVersions).some((version) => version !== '' && version !== '?'));
   const rows = spaces.map((summary) => [
     JSON.stringify(summary.space), ...(stores ? [summary.store ?? ''] : []), count(summary.entries), size(summary.bytes), ...(quotas ? [quotaCell(summary, size)] : []), String(summary.version), String(summary.clientGroups), date(summary.lastActivity),
     ...(logs ? [summary.changes === undefined ? '-' : `${count(summary.changes.rows)} since ${summary.changes.from ?? 'broken'}`] : []),
+    ...(schemas ? [schemaCell(summary)] : []),
   ]);
-  return table(rows, ['SPACE', ...(stores ? ['STORE'] : []), 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY', ...(logs ? ['CHANGE LOG'] : [])]);
+  return table(rows, ['SPACE', ...(stores ? ['STORE'] : []), 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY', ...(logs ? ['CHANGE LOG'] : []), ...(schemas ? ['GROUPS BY SCHEMA (7 days)'] : [])]);
 }
 
 /** Moves the space, telling each phase on stderr as it starts: a log shows where a killed move stopped. */
