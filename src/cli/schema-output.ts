@@ -1,4 +1,5 @@
-import type { KeptRejection, SpaceSummary } from '../index.js';
+import type { SpaceSummary } from '../backend/inspect.js';
+import type { KeptRejection } from '../sync/schema/rejected.js';
 import { date, print } from './output.js';
 
 /** A space's active client groups by schema version, `1:3 2:40`; `-` when none was recorded. */
