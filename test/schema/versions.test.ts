@@ -191,6 +191,28 @@ describe('versioned reads', () => {
     expect(patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'd/1', value: { doc: 'hello', secret: null } }]);
   });
 
+  it('a view that finds entries through an index serves an old client too, incrementally', async () => {
+    // Version 2's to-dos are flat (`task/<id>`), each naming its list; a user sees list `mine`'s.
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)) },
+      schema: { current: '2', older: [{ version: '1', read: { keys: (key) => (key.startsWith('task/') ? [`todo/${key.slice(5)}`] : []), value: async (key, get) => { const task = (await get(`task/${key.slice(5)}`)) as { title: string } | undefined; return task && { text: task.title }; } } }] },
+      indexes: { byList: { prefix: 'task/', jsonPointer: '/list' } },
+      view: async (tx) => {
+        const keys: string[] = [];
+        for await (const [secondary, key] of tx.scan({ indexName: 'byList', prefix: 'mine' }).keys()) if (secondary === 'mine') keys.push(key);
+        return keys;
+      },
+    });
+    await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'task/1', value: { title: 'Milk', list: 'mine' } }), mutation('c2', 2, 'put', { key: 'task/2', value: { title: 'Secret', list: 'theirs' } })]);
+    const first = await pulled(ctx, '1', 'g1', null);
+    expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'todo/1', value: { text: 'Milk' } }]);
+    // Moved into the view: it appears; moved out: it goes.
+    await pushAs(ctx, '2', 'g2', [mutation('c2', 3, 'put', { key: 'task/2', value: { title: 'Shared', list: 'mine' } }), mutation('c2', 4, 'put', { key: 'task/1', value: { title: 'Milk', list: 'theirs' } })]);
+    const next = await pulled(ctx, '1', 'g1', first.cookie);
+    expect(Object.fromEntries(applyPatch(applyPatch(new Map(), first.patch), next.patch))).toEqual({ 'todo/2': { text: 'Shared' } });
+  });
+
   it('a large first pull, sent as it is read, arrives whole in the old shape', async () => {
     const { v2 } = contexts();
     const ids = Array.from({ length: 3_000 }, (_, i) => `t${String(i).padStart(5, '0')}`);

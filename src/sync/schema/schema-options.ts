@@ -92,7 +92,8 @@ export function schemaAccess(schema: SchemaOptions, version: string, now: number
   const older = schema.older ?? [];
   const at = older.findIndex((each) => each.version === version);
   if (at < 0) return 'unknown';
-  const floor = schema.minimum === undefined || schema.minimum === schema.current ? (schema.minimum === undefined ? older.length : -1) : older.findIndex((each) => each.version === schema.minimum);
+  // The index in `older` of the oldest version still open: every one after it is closed.
+  const floor = schema.minimum === undefined ? Infinity : schema.minimum === schema.current ? -1 : older.findIndex((each) => each.version === schema.minimum);
   const closesAt = older[at]!.closesAt;
   const closed = at > floor || (closesAt !== undefined && now >= +closesAt);
   return closed ? 'closed' : 'open';
