@@ -12,7 +12,8 @@ import { MutationTransaction } from './transactions/write-transaction.js';
 import type { MutationTally } from '../telemetry/telemetry.js';
 import type { OlderSchema } from './schema/schema-options.js';
 import { upgradeMutation } from './schema/upgrade.js';
-import { reasonOf } from './schema/rejected.js';
+import { reasonOf, REJECTED_TOPIC } from './schema/rejected.js';
+import { overQuota, valueBytes } from './transactions/quota.js';
 
 /** What a push did, beyond committing. */
 export interface PushOutcome {
@@ -206,17 +207,11 @@ async function reject(run: PushRun, session: SpaceSession, mutation: Mutation, e
   const { push, options } = run;
   const userID = options.userID ?? null;
   if (session.logging) session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID });
-  await session.keepRejected({
-    clientGroupID: push.clientGroupID,
-    clientID: mutation.clientID,
-    id: mutation.id,
-    name: mutation.name,
-    args: mutation.args ?? null,
-    schemaVersion: push.schemaVersion,
-    reason: reasonOf(error),
-    at: options.clock.now,
-    userID,
-  });
+  const record = { clientGroupID: push.clientGroupID, clientID: mutation.clientID, id: mutation.id, name: mutation.name, args: mutation.args ?? null, schemaVersion: push.schemaVersion, reason: reasonOf(error), at: options.clock.now, userID };
+  // The feed's event is history like any other, held to the space's quota: a client pushing
+  // nothing but rejected mutations fills no more than the ring of kept ones.
+  const over = session.logging && options.quota !== undefined && (await overQuota(session, options.space, options.quota, new Map(), undefined, [[REJECTED_TOPIC, valueBytes(record)]])) !== undefined;
+  await session.keepRejected(record, !over);
 }
 
 /** `mutation` is processed: its client's lastMutationID moves to it. */

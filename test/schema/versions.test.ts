@@ -105,6 +105,18 @@ describe('versioned mutators', () => {
     expect((await inspect(v2, '')).rejectedMutations).toEqual([]);
   });
 
+  it('the feed’s events of rejected mutations are held to the space’s history quota; the kept ring is not', async () => {
+    const schema: SchemaOptions = { current: '2', older: [{ version: '1', mutators: { x: null } }] };
+    const ctx = createContext({ storage: memoryStorage(), mutators: {}, schema, changes: {}, quotas: { historyBytes: 4_000 }, onError: () => {} });
+    await pushAs(ctx, '1', 'g1', Array.from({ length: 50 }, (_, i) => mutation('c1', i + 1, 'x', { note: 'y'.repeat(200) })));
+    const events = (await readChanges(ctx, '', { limit: 1_000 })).changes.filter((change) => change.op === 'event');
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.length).toBeLessThan(50);
+    const detail = await inspect(ctx, '');
+    expect(detail.history).toBeLessThanOrEqual(4_000);
+    expect(detail.rejectedMutations).toHaveLength(50);
+  });
+
   it('the kept rejections are a ring: a client pushing nothing else costs a bounded space', async () => {
     const schema: SchemaOptions = { current: '2', older: [{ version: '1', mutators: { x: null } }] };
     const ctx = createContext({ storage: memoryStorage(), mutators: {}, schema, onError: () => {} });

@@ -160,10 +160,10 @@ class GlobalVersionSession implements SpaceSession {
     this.#changed = true;
   }
 
-  async keepRejected(record: RejectedMutation): Promise<void> {
+  async keepRejected(record: RejectedMutation, event = true): Promise<void> {
     const number = (this.#meta?.rejected ?? 0) + this.#rejected++;
     await this.#tx.put(this.#keys.rejected(number % MAX_REJECTED), keptRecord(record, number));
-    if (this.#log !== undefined) await this.emit(REJECTED_TOPIC, record as unknown as JSONValue);
+    if (this.#log !== undefined && event) await this.emit(REJECTED_TOPIC, record as unknown as JSONValue);
     this.#changed = true;
   }
 

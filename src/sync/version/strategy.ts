@@ -115,8 +115,8 @@ export interface SpaceSession {
   recordAs(origin: ChangeOrigin): void;
   /** Puts an event in the change log, committed with the session's writes; throws when the log is off (look at `logging` first). */
   emit(topic: string, payload: JSONValue): Promise<void>;
-  /** Keeps a mutation of an older schema version that could not be applied, and puts it in the change log when kept (see rejected.ts). */
-  keepRejected(record: RejectedMutation): Promise<void>;
+  /** Keeps a mutation of an older schema version that could not be applied, and puts it in the change log when kept, unless `event` is false (see rejected.ts). */
+  keepRejected(record: RejectedMutation, event?: boolean): Promise<void>;
   /**
    * What the space holds now, this session's writes included: kept as counters in the space's
    * record by every write, so reading them costs nothing (see quota.ts).
