@@ -41,6 +41,7 @@ export class Downgrade {
    * it reads as none).
    */
   async patch(patch: Patch, today: ReadToday, covers?: (key: string) => boolean): Promise<PatchOperation[]> {
+    if (this.#reads.length === 1) return this.#patchOneStep(patch, today, covers);
     const known = new Map<string, JSONValue | undefined>();
     const affected = new Set<string>();
     let cleared = false;
@@ -69,9 +70,7 @@ export class Downgrade {
         const step = this.#reads[level - 1]!;
         const get = (read: string) => {
           if (typeof read !== 'string') return Promise.reject(new DowngradeError(`schema version ${JSON.stringify(step.version)}: read.value's get takes a key, got ${typeof read}`));
-          if (!this.#checkedKeys(level - 1, read).includes(key)) {
-            return Promise.reject(new DowngradeError(`schema version ${JSON.stringify(step.version)}: read.value for ${JSON.stringify(key)} read ${JSON.stringify(read)}, whose read.keys do not include it, so its changes would never reach that key; make read.keys(${JSON.stringify(read)}) return it`));
-          }
+          if (!this.#checkedKeys(level - 1, read).includes(key)) return Promise.reject(this.#unmapped(step.version, key, read));
           return valueAt(level - 1, read);
         };
         pending = (async () => step.value(key, get))();
@@ -89,12 +88,115 @@ export class Downgrade {
     return out;
   }
 
+  /**
+   * {@link patch} for a version one step back, the common case, kept close to the cost of the
+   * patch itself (bench/schema-pull.ts): no memo of promises per key, the patch's values parsed
+   * only when read, the old keys' values computed together rather than one after another, and
+   * the entries the patch does not carry read in one batch (one round trip on a database).
+   */
+  async #patchOneStep(patch: Patch, today: ReadToday, covers: ((key: string) => boolean) | undefined): Promise<PatchOperation[]> {
+    const step = this.#reads[0]!;
+    // Today's entries the patch carries (parsed when first read), the old keys each feeds, and
+    // the values read so far.
+    const ops = new Map<string, Patch[number]>();
+    const feeds = new Map<string, readonly string[]>();
+    const values = new Map<string, JSONValue | undefined>();
+    const affected = new Set<string>();
+    let cleared = false;
+    for (const op of patch) {
+      if (op.op === 'clear') {
+        cleared = true;
+        affected.clear();
+        continue;
+      }
+      ops.set(op.key, op);
+      const olds = this.#checkedKeys(0, op.key);
+      feeds.set(op.key, olds);
+      for (const old of olds) affected.add(old);
+    }
+    const valueOf = (key: string, op: Patch[number]): JSONValue | undefined => {
+      const value = op.op === 'put' ? ('text' in op ? (JSON.parse(op.text) as JSONValue) : op.value) : undefined;
+      values.set(key, value);
+      return value;
+    };
+    const reads = new Batch(today);
+    const out: PatchOperation[] = cleared ? [{ op: 'clear' }] : [];
+    const keys = [...affected];
+    const computed: Array<JSONValue | undefined | Promise<JSONValue | undefined>> = keys.map((key) =>
+      step.value(key, (read) => {
+        if (typeof read !== 'string') return Promise.reject(new DowngradeError(`schema version ${JSON.stringify(step.version)}: read.value's get takes a key, got ${typeof read}`));
+        if (!(feeds.get(read) ?? this.#checkedKeys(0, read)).includes(key)) return Promise.reject(this.#unmapped(step.version, key, read));
+        if (values.has(read)) return Promise.resolve(values.get(read));
+        const op = ops.get(read);
+        if (op !== undefined) return Promise.resolve(valueOf(read, op));
+        if (covers !== undefined && !covers(read)) return Promise.resolve(undefined);
+        return reads.get(read).then((value) => (values.set(read, value), value));
+      }),
+    );
+    reads.flush();
+    // A value that is no promise (a read that needs no `get`) costs no turn.
+    const settled = computed.some(isThenable) ? await Promise.all(computed) : (computed as Array<JSONValue | undefined>);
+    for (const [i, key] of keys.entries()) {
+      const value = settled[i];
+      if (value !== undefined) out.push({ op: 'put', key, value });
+      else if (!cleared) out.push({ op: 'del', key });
+    }
+    return out;
+  }
+
+  #unmapped(version: string, key: string, read: string): DowngradeError {
+    return new DowngradeError(`schema version ${JSON.stringify(version)}: read.value for ${JSON.stringify(key)} read ${JSON.stringify(read)}, whose read.keys do not include it, so its changes would never reach that key; make read.keys(${JSON.stringify(read)}) return it`);
+  }
+
   /** The step's `keys` of `key`, checked: a list of strings. */
   #checkedKeys(step: number, key: string): readonly string[] {
     const read = this.#reads[step]!;
     const keys = read.keys(key);
     if (!Array.isArray(keys) || keys.some((each) => typeof each !== 'string')) throw new DowngradeError(`schema version ${JSON.stringify(read.version)}: read.keys(${JSON.stringify(key)}) must return a list of keys`);
     return keys;
+  }
+}
+
+/**
+ * Reads of today's entries asked for together, made in one call (on a database, one round trip):
+ * those asked before {@link flush}, then those asked in the same turn as each other.
+ */
+class Batch {
+  readonly #read: ReadToday;
+  #waiting = new Map<string, Array<(value: JSONValue | undefined) => void>>();
+  #failed: Array<(error: unknown) => void> = [];
+  #scheduled = false;
+
+  constructor(read: ReadToday) {
+    this.#read = read;
+  }
+
+  get(key: string): Promise<JSONValue | undefined> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.#waiting.get(key);
+      if (waiting === undefined) this.#waiting.set(key, [resolve]);
+      else waiting.push(resolve);
+      this.#failed.push(reject);
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        queueMicrotask(() => this.flush());
+      }
+    });
+  }
+
+  /** Reads what was asked for so far, if anything. */
+  flush(): void {
+    this.#scheduled = false;
+    if (this.#waiting.size === 0) return;
+    const waiting = this.#waiting;
+    const failed = this.#failed;
+    this.#waiting = new Map();
+    this.#failed = [];
+    const keys = [...waiting.keys()];
+    this.#read(keys).then(
+      (values) => keys.forEach((key, i) => waiting.get(key)!.forEach((resolve) => resolve(values[i]))),
+      (error: unknown) => failed.forEach((reject) => reject(error)),
+    );
   }
 }
 
@@ -107,4 +209,8 @@ export function downgradeOf(steps: readonly OlderSchema[]): Downgrade | undefine
   let downgrade = made.get(steps);
   if (downgrade === undefined) made.set(steps, (downgrade = new Downgrade(steps)));
   return downgrade;
+}
+
+function isThenable(value: unknown): boolean {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
