@@ -180,6 +180,27 @@ describe('versioned reads', () => {
     expect(last.patch).toEqual([{ op: 'del', key: 'user/1' }]);
   });
 
+  it('a version two steps back reads through both steps, composed, and a change reaches it through both', async () => {
+    // Version 3 keeps `item/<id>` = {name, tags}; version 2 read `todo/<id>` = {name}; version 1 read `t/<id>` = the name.
+    const schema: SchemaOptions = {
+      current: '3',
+      older: [
+        { version: '2', read: { keys: (key) => (key.startsWith('item/') ? [`todo/${key.slice(5)}`] : []), value: async (key, get) => { const item = (await get(`item/${key.slice(5)}`)) as { name: string } | undefined; return item && { name: item.name }; } } },
+        { version: '1', read: { keys: (key) => (key.startsWith('todo/') ? [`t/${key.slice(5)}`] : []), value: async (key, get) => ((await get(`todo/${key.slice(2)}`)) as { name: string } | undefined)?.name } },
+      ],
+    };
+    const ctx = createContext({ storage: memoryStorage(), mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)), del: async (tx, args) => void (await tx.del((args as { key: string }).key)) }, schema });
+    await pushAs(ctx, '3', 'g3', [mutation('c3', 1, 'put', { key: 'item/1', value: { name: 'Milk', tags: [] } }), mutation('c3', 2, 'put', { key: 'item/2', value: { name: 'Eggs', tags: ['x'] } })]);
+    const first = await pulled(ctx, '1', 'g1', null);
+    expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 't/1', value: 'Milk' }, { op: 'put', key: 't/2', value: 'Eggs' }]);
+    await pushAs(ctx, '3', 'g3', [mutation('c3', 3, 'put', { key: 'item/1', value: { name: 'Oat milk', tags: [] } }), mutation('c3', 4, 'del', { key: 'item/2' })]);
+    expect((await pulled(ctx, '1', 'g1', first.cookie)).patch).toEqual([{ op: 'put', key: 't/1', value: 'Oat milk' }, { op: 'del', key: 't/2' }]);
+    expect((await pulled(ctx, '2', 'g2', first.cookie)).patch).toEqual([{ op: 'put', key: 'todo/1', value: { name: 'Oat milk' } }, { op: 'del', key: 'todo/2' }]);
+    // The rule holds at each step: version 1's step reading a version 2 key it does not map from fails.
+    const wrong = createContext({ ...ctx.options, schema: { ...schema, older: [schema.older![0]!, { version: '1', read: { value: async (_key, get) => get('todo/elsewhere') } }] }, onError: () => {} });
+    expect((await handlePull(post('/pull', pullBody('g1', null, { schemaVersion: '1' })), wrong)).status).toBe(500);
+  });
+
   it('a read of a key its keys do not map to fails the pull with a DowngradeError told to onError, and a 500 that reveals nothing', async () => {
     const errors: unknown[] = [];
     const schema: SchemaOptions = { current: '2', older: [{ version: '1', read: { value: async (_key, get) => get('elsewhere') } }] };
