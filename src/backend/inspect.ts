@@ -15,6 +15,8 @@ import { feedFrom, type LogRow } from '../sync/feed/change-log.js';
 import { deliveryID, deliveryStates } from '../sync/feed/deliveries.js';
 import { parseCursor, readFeedPage } from '../sync/feed/feed-pages.js';
 import type { StorageTransaction } from '../storage/types.js';
+import { migrationRecords } from '../sync/migrations/migration-step.js';
+import { type SpaceMigration, spaceMigration } from './migrate.js';
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -91,9 +93,11 @@ export interface StagingSummary {
   bytes: number;
 }
 
-/** One space in detail: its summary and its client groups. */
+/** One space in detail: its summary, its client groups and its data migrations. */
 export interface SpaceDetail extends SpaceSummary {
   groups: GroupSummary[];
+  /** The migrations (`runMigration`) that ran in the space, by name: done, or how far each got. */
+  migrations: Record<string, SpaceMigration>;
 }
 
 /** A client group and its clients. */
@@ -126,7 +130,7 @@ export async function inspect(ctx: SyncContext, space?: string): Promise<{ space
   if (space !== undefined) {
     checkSpace(space);
     const { summary, groups } = await survey(ctx, space);
-    return { ...summary, groups };
+    return { ...summary, groups, migrations: await migrationsOf(ctx, space) };
   }
   const spaces: SpaceSummary[] = [];
   for (const name of await allSpaces(ctx.storage)) spaces.push((await survey(ctx, name)).summary);
@@ -226,4 +230,12 @@ async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | un
     });
   }
   return summaries;
+}
+
+/** The data migrations that ran in `space`, by name (see migrate.ts). */
+async function migrationsOf(ctx: SyncContext, space: string): Promise<Record<string, SpaceMigration>> {
+  const records = await ctx.storage.transaction((tx) => migrationRecords(tx, space), { readOnly: true, space });
+  const out: Record<string, SpaceMigration> = {};
+  for (const [name, record] of records) setOwn(out, name, spaceMigration(space, record));
+  return out;
 }

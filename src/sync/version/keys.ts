@@ -39,6 +39,9 @@ import { utf8Length } from '../../base/utf8.js';
  * - `i/<space>/<import>!/`: the import's mark, written before anything is staged and sorted
  *   before its areas' rows, so housekeeping removes it first: an import whose mark is gone has
  *   lost staged rows and applies nothing more (import-batch.ts);
+ * - `j/<space>/<migration>`: how far the migration of that name got in the space (see
+ *   migrations/migration-step.ts): the last key it did, or that it is done; never removed, so a
+ *   migration runs once per space;
  * - `r/<space>/`: in a routed store (`routedStorage`), whether this store's copy of the space is
  *   the one in use, or where the space went or is coming from (src/route/route-record.ts).
  *
@@ -63,6 +66,8 @@ export class SpaceKeys {
   readonly logPrefix: string;
   /** The webhook deliveries' rows. */
   readonly deliveryPrefix: string;
+  /** The migrations' progress records. */
+  readonly migrationPrefix: string;
   readonly groupPrefix: string;
   readonly clientPrefix: string;
   /** The route record, in a routed store. */
@@ -82,6 +87,7 @@ export class SpaceKeys {
     this.stagingPrefix = `${STAGING_PREFIX}${this.#space}/`;
     this.logPrefix = `f/${this.#space}/`;
     this.deliveryPrefix = `h/${this.#space}/`;
+    this.migrationPrefix = `j/${this.#space}/`;
     this.groupPrefix = `g/${this.#space}/`;
     this.clientPrefix = `c/${this.#space}/`;
     this.route = `${ROUTE_PREFIX}${this.#space}/`;
@@ -97,7 +103,7 @@ export class SpaceKeys {
     // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
     return {
       versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`, this.logPrefix],
-      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix],
+      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix, this.migrationPrefix],
     };
   }
 
@@ -130,6 +136,11 @@ export class SpaceKeys {
   /** Where the webhook named `name` keeps its deliveries, by the place in the log each ended at. */
   deliveryLog(name: string): string {
     return this.deliveryPrefix + name + '/';
+  }
+
+  /** The progress record of the migration named `name` (a name holds no `/`). */
+  migration(name: string): string {
+    return this.migrationPrefix + name;
   }
 
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
