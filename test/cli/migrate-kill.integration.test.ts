@@ -115,7 +115,7 @@ describe('viewsync migrate, killed at random points', () => {
       server.close();
       return done;
     });
-    expect(kills).toBeGreaterThan(2);
+    expect(kills).toBeGreaterThanOrEqual(2);
     server = open();
     await checkOnce(server.ctx);
     expect([...(await entriesOf(server.ctx, 'a')).keys()].filter((key) => key.startsWith('note/'))).toHaveLength(pushes);
@@ -141,7 +141,7 @@ describe('viewsync migrate, killed at random points', () => {
     const { kills } = await killUntilDone(['--postgres', url!, '--schema', schema], 25, 300, () => entriesDone(ctx));
     done = true;
     await load;
-    expect(kills).toBeGreaterThan(2);
+    expect(kills).toBeGreaterThanOrEqual(2);
     await checkOnce(ctx);
     expect([...(await entriesOf(ctx, 'a')).keys()].filter((key) => key.startsWith('note/'))).toHaveLength(pusher.acknowledged);
   }, 300_000);
