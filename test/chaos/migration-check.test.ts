@@ -10,7 +10,7 @@ describe('the chaos checker of migrations', () => {
   });
 
   it('reports an item migrated twice, one not migrated, and one lost', () => {
-    const data = items((n) => (n === 3 ? { 'chaos-1': 2 } : n === 4 ? {} : { 'chaos-1': 1 }));
+    const data = items((n): Record<string, number> => (n === 3 ? { 'chaos-1': 2 } : n === 4 ? {} : { 'chaos-1': 1 }));
     data.delete('item/0007');
     const anomalies = judgeMigrations(new Map([['s', data]]), new Map([['s', ['chaos-1']]]));
     expect(anomalies.map(({ detail }) => detail.slice(0, 40))).toEqual(['s: item/0003 shows chaos-1 2 times (each', 's: item/0004 shows chaos-1 0 times (each', 's: item/0007 is undefined, not an item n']);
