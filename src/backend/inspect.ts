@@ -96,8 +96,8 @@ export interface StagingSummary {
 /** One space in detail: its summary, its client groups and its data migrations. */
 export interface SpaceDetail extends SpaceSummary {
   groups: GroupSummary[];
-  /** The migrations (`runMigration`) that ran in the space, by name: done, or how far each got. */
-  migrations: Record<string, SpaceMigration>;
+  /** The data migrations (`runMigration`) that ran in the space, by name: done, or how far each got; absent when none did. */
+  migrations?: Record<string, SpaceMigration>;
 }
 
 /** A client group and its clients. */
@@ -130,7 +130,8 @@ export async function inspect(ctx: SyncContext, space?: string): Promise<{ space
   if (space !== undefined) {
     checkSpace(space);
     const { summary, groups } = await survey(ctx, space);
-    return { ...summary, groups, migrations: await migrationsOf(ctx, space) };
+    const migrations = await migrationsOf(ctx, space);
+    return { ...summary, groups, ...(migrations !== undefined && { migrations }) };
   }
   const spaces: SpaceSummary[] = [];
   for (const name of await allSpaces(ctx.storage)) spaces.push((await survey(ctx, name)).summary);
@@ -233,8 +234,9 @@ async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | un
 }
 
 /** The data migrations that ran in `space`, by name (see migrate.ts). */
-async function migrationsOf(ctx: SyncContext, space: string): Promise<Record<string, SpaceMigration>> {
+async function migrationsOf(ctx: SyncContext, space: string): Promise<Record<string, SpaceMigration> | undefined> {
   const records = await ctx.storage.transaction((tx) => migrationRecords(tx, space), { readOnly: true, space });
+  if (records.size === 0) return undefined;
   const out: Record<string, SpaceMigration> = {};
   for (const [name, record] of records) setOwn(out, name, spaceMigration(space, record));
   return out;

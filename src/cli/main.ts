@@ -251,7 +251,7 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
     print(summaryTable([summary]));
     printStaging([summary]);
     printWebhooks(summary.webhooks);
-    printMigrations(detail.migrations);
+    if (detail.migrations) printMigrations(detail.migrations);
     print('');
     if (groups.length === 0) return print('No client groups.');
     print(table(groups.map((group) => [
