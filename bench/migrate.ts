@@ -20,7 +20,7 @@ import postgres from 'postgres';
 import { createContext, defineMigration, handlePush, runMigration, type SyncContext, transact } from '../src/index.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 
-const { values } = parseArgs({ options: { entries: { type: 'string', default: '1000000' }, spaces: { type: 'string', default: '1000' }, batch: { type: 'string', default: '500' }, seconds: { type: 'string', default: '15' }, pushers: { type: 'string', default: '4' }, 'pause-ms': { type: 'string', default: '10' } } });
+const { values } = parseArgs({ options: { entries: { type: 'string', default: '1000000' }, spaces: { type: 'string', default: '1000' }, batch: { type: 'string', default: '50' }, seconds: { type: 'string', default: '15' }, pushers: { type: 'string', default: '4' }, 'pause-ms': { type: 'string', default: '10' } } });
 const ENTRIES = Number(values.entries);
 const SPACES = Number(values.spaces);
 const BATCH = Number(values.batch);

@@ -199,7 +199,7 @@ terminal, a line a second otherwise.
 Options:
   --module FILE          the module exporting the migration (resolved against the cwd)
   --space SPACE          only this space (default: every space, and those made meanwhile)
-  --batch N              entries per transaction (default: 500)
+  --batch N              entries per transaction (default: 50)
   --status               say where NAME stands in each space (done, started: how many
                          entries, up to which key; not started), reading only
   --json                 with --status, print plain JSON
