@@ -27,13 +27,20 @@ writeFileSync(MODULE, `export const migrations = [{ name: 'count-once', prefix: 
 const SPACES = ['a', 'b', 'c', 'd'];
 const ENTRIES = 1_500;
 
-/** A run of the CLI from the source; killed after `killMs` unless it ended first: resolves with its exit code (null: killed). */
+/**
+ * A run of the CLI from the source, killed `killMs` after its first batch committed (its first
+ * progress line: however slow the machine is to start it, the kill lands while it migrates),
+ * unless it ended first: resolves with its exit code (null: killed).
+ */
 function migrate(store: string[], killMs: number, batch: number): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/bin.ts'), 'migrate', 'count-once', '--module', MODULE, '--batch', String(batch), '--quiet', ...store], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/bin.ts'), 'migrate', 'count-once', '--module', MODULE, '--batch', String(batch), ...store], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VIEWSYNC_PROGRESS_MS: '0' } });
   let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-  const timer = setTimeout(() => child.kill('SIGKILL'), killMs);
-  return new Promise((resolve) => child.once('close', (code) => (clearTimeout(timer), resolve({ code, stderr }))));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    stderr += text;
+    if (timer === undefined && stderr.includes('migrate: ')) timer = setTimeout(() => child.kill('SIGKILL'), killMs);
+  });
+  return new Promise((resolve) => child.once('close', (code) => (clearTimeout(timer), resolve({ code, stderr: stderr.slice(-2_000) }))));
 }
 
 /** A seeded generator of delays: the same kills for the same seed. */
@@ -43,7 +50,7 @@ function delays(seed: number): () => number {
 }
 
 /**
- * Runs the CLI again and again, each killed after a random time from `minMs`, until one finishes;
+ * Runs the CLI again and again, each killed a random time from `minMs` after its first batch, until one finishes;
  * `between` runs after each kill, and resolves with the entries done so far. Resolves with the
  * kills that stopped a run midway through the entries (not before its first batch or after its last).
  */
@@ -54,7 +61,7 @@ async function killUntilDone(store: string[], batch: number, minMs: number, betw
   for (let run = 0; ; run++) {
     expect(run, 'runs before the migration finished').toBeLessThan(60);
     // Later runs live longer, so that the migration gets through however slow the machine.
-    const { code, stderr } = await migrate(store, minMs + random() * (400 + run * 150), batch);
+    const { code, stderr } = await migrate(store, minMs + random() * (200 + run * 100), batch);
     if (code === 0) return { kills };
     expect(code, stderr).toBeNull();
     const now = await between();
@@ -105,7 +112,7 @@ describe('viewsync migrate, killed at random points', () => {
     for (const space of SPACES) await seed(server.ctx, space, ENTRIES);
     server.close();
     let pushes = 0;
-    const { kills } = await killUntilDone(['--sqlite', file], 3, 300, async () => {
+    const { kills } = await killUntilDone(['--sqlite', file], 3, 0, async () => {
       server = open();
       const pusher = new Pusher(server.ctx);
       pusher.acknowledged = pushes;
@@ -138,7 +145,7 @@ describe('viewsync migrate, killed at random points', () => {
     const load = (async () => {
       while (!done) await pusher.pushOnce();
     })();
-    const { kills } = await killUntilDone(['--postgres', url!, '--schema', schema], 25, 300, () => entriesDone(ctx));
+    const { kills } = await killUntilDone(['--postgres', url!, '--schema', schema], 25, 0, () => entriesDone(ctx));
     done = true;
     await load;
     expect(kills).toBeGreaterThanOrEqual(2);
