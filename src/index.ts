@@ -23,6 +23,7 @@ export type { ChangeOrigin } from './sync/feed/change-log.js';
 export { exportSpace, type ExportOptions, type ExportProgress } from './backend/export.js';
 export { importSpace, type ImportOptions, type ImportProgress, type ImportResult, type SkippedClient } from './backend/import.js';
 export { DumpError, type DumpSource } from './backend/lines.js';
+export { defineMigration, runMigration, migrationStatus, type Migration, type MigrationOptions, type MigrationProgress, type MigrationResult, type SpaceMigration } from './backend/migrate.js';
 export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type StagingSummary, type ChangeLogSummary, type WebhookSummary } from './backend/inspect.js';
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
 export { type ChangeDetail, localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';

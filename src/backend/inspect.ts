@@ -19,6 +19,8 @@ import { type KeptRejection, readRejected } from '../sync/schema/rejected.js';
 
 /** How long a client group counts as active in {@link SpaceSummary.schemaVersions} by default: 7 days. */
 const ACTIVE_MS = 7 * 24 * 60 * 60 * 1000;
+import { migrationRecords } from '../sync/migrations/migration-step.js';
+import { type SpaceMigration, spaceMigration } from './migrate.js';
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -103,11 +105,13 @@ export interface StagingSummary {
   bytes: number;
 }
 
-/** One space in detail: its summary and its client groups. */
+/** One space in detail: its summary, its client groups and its data migrations. */
 export interface SpaceDetail extends SpaceSummary {
   groups: GroupSummary[];
   /** The kept mutations of older schema versions that could not be applied, oldest first (see `SyncOptions.schema`). */
   rejectedMutations: KeptRejection[];
+  /** The data migrations (`runMigration`) that ran in the space, by name: done, or how far each got; absent when none did. */
+  migrations?: Record<string, SpaceMigration>;
 }
 
 /** A client group and its clients. */
@@ -144,7 +148,8 @@ export async function inspect(ctx: SyncContext, space?: string): Promise<{ space
     const { summary, groups } = await survey(ctx, space);
     const keys = new SpaceKeys(space);
     const rejectedMutations = await ctx.storage.transaction((tx) => readRejected(tx, keys), { readOnly: true, space });
-    return { ...summary, groups, rejectedMutations };
+    const migrations = await migrationsOf(ctx, space);
+    return { ...summary, groups, rejectedMutations, ...(migrations !== undefined && { migrations }) };
   }
   const spaces: SpaceSummary[] = [];
   for (const name of await allSpaces(ctx.storage)) spaces.push((await survey(ctx, name)).summary);
@@ -254,4 +259,13 @@ async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | un
     });
   }
   return summaries;
+}
+
+/** The data migrations that ran in `space`, by name (see migrate.ts). */
+async function migrationsOf(ctx: SyncContext, space: string): Promise<Record<string, SpaceMigration> | undefined> {
+  const records = await ctx.storage.transaction((tx) => migrationRecords(tx, space), { readOnly: true, space });
+  if (records.size === 0) return undefined;
+  const out: Record<string, SpaceMigration> = {};
+  for (const [name, record] of records) setOwn(out, name, spaceMigration(space, record));
+  return out;
 }

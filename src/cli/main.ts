@@ -23,21 +23,25 @@ import { HELP, UsageError } from './usage.js';
 import { feedCommand, webhookCommand } from './feed-commands.js';
 import { date, print } from './output.js';
 import { printRejected, schemaCell } from './schema-output.js';
+import { migrateCommand, migrationStatusCommand, printMigrations } from './migrate-command.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
-  json: { type: 'boolean', for: ['inspect', 'gc', 'directory', 'feed'] },
+  json: { type: 'boolean', for: ['inspect', 'gc', 'directory', 'feed', 'migrate'] },
   'quota-entries': { type: 'string', for: ['inspect'] },
   'quota-bytes': { type: 'string', for: ['inspect'] },
   'quota-history-bytes': { type: 'string', for: ['inspect'] },
-  quiet: { type: 'boolean', for: ['export', 'import', 'move'] },
+  quiet: { type: 'boolean', for: ['export', 'import', 'move', 'migrate'] },
   merge: { type: 'boolean', for: ['import'] },
   from: { type: 'string', for: ['import'] },
   'allow-format-1': { type: 'boolean', for: ['import'] },
   'skip-clients': { type: 'boolean', for: ['import'] },
   'idle-timeout': { type: 'string', for: ['export'] },
-  space: { type: 'string', for: ['gc'] },
+  space: { type: 'string', for: ['gc', 'migrate'] },
+  module: { type: 'string', for: ['migrate'] },
+  batch: { type: 'string', for: ['migrate'] },
+  status: { type: 'boolean', for: ['migrate'] },
   'client-groups': { type: 'string', for: ['gc'] },
   tombstones: { type: 'string', for: ['gc'] },
   changes: { type: 'string', for: ['gc'] },
@@ -79,6 +83,9 @@ type Options = StoreOptions & {
   poll?: string;
   to?: string;
   'switch-timeout'?: string;
+  module?: string;
+  batch?: string;
+  status?: boolean;
 };
 
 /** Runs the CLI on `argv` (without node and the script); resolves to the exit code. */
@@ -168,6 +175,19 @@ export async function main(argv: readonly string[]): Promise<number> {
         store = await openStore(options);
         return await webhookCommand(context(store), rest, options);
       }
+      case 'migrate': {
+        const [name, ...extra] = rest;
+        if (name === undefined || extra.length > 0) throw new UsageError(`migrate takes one NAME, the migration's: viewsync migrate NAME --module FILE`);
+        if (!options.status && options.module === undefined) throw new UsageError('migrate needs --module FILE, the module that exports the migration (or --status, to see where it stands)');
+        if (options.status && (options.module !== undefined || options.batch !== undefined)) throw new UsageError('migrate --status only reads: it takes no --module or --batch');
+        const batch = options.batch === undefined ? undefined : Number(options.batch);
+        if (batch !== undefined && !(Number.isInteger(batch) && batch >= 1 && batch <= 10_000)) throw new UsageError(`--batch takes a number of entries from 1 to 10000, got ${JSON.stringify(options.batch)}`);
+        if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name)) throw new UsageError(`a migration's name is 1 to 100 letters, digits, '_', '.' or '-', got ${JSON.stringify(name)}`);
+        store = await openStore(options, { readOnly: options.status === true });
+        if (options.space !== undefined) await checkWhereHeld(store, options.space, command);
+        const migrate = { ...(options.module !== undefined && { module: options.module }), ...(options.space !== undefined && { space: options.space }), ...(batch !== undefined && { batch }), json: options.json === true, quiet: options.quiet === true };
+        return await (options.status ? migrationStatusCommand : migrateCommand)(context(store), name, migrate);
+      }
       case 'gc': {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
         const retention = {
@@ -228,10 +248,11 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
   if (space !== undefined) {
     const detail = await inspect(ctx, space);
     if (options.json) return print(JSON.stringify(detail, null, 2));
-    const { groups, rejectedMutations, ...summary } = detail;
+    const { groups, rejectedMutations, migrations: _, ...summary } = detail;
     print(summaryTable([summary]));
     printStaging([summary]);
     printWebhooks(summary.webhooks);
+    if (detail.migrations) printMigrations(detail.migrations);
     printRejected(rejectedMutations, table);
     print('');
     if (groups.length === 0) return print('No client groups.');

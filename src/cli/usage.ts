@@ -41,6 +41,8 @@ Commands:
   gc                remove idle client groups, old tombstones, unused view records
                     and change log rows past their retention
   move SPACE        move SPACE to another store of a routed storage, while in use
+  migrate NAME      run the data migration NAME from --module FILE over every space,
+                    while in use; --status: where it stands in each space
   directory check   list the spaces whose directory row does not name the store
                     holding them; 'directory repair' points those rows there
 
@@ -181,6 +183,27 @@ Options:
   --after-gap            go on after a gap in the log, from where it is whole: the changes
                          in the gap are never delivered, and the next delivery tells the
                          receiver ("gap": {"from", "to"})
+${STORE}`,
+  migrate: `Usage: viewsync migrate NAME --module FILE [options]
+       viewsync migrate NAME --status [options]
+
+Runs the data migration NAME over every space of the store, while servers use it: in batches
+of entries, each a transaction queued with the space's pushes and committed with the space's
+progress, so a run killed or stopped (Ctrl-C) anywhere goes on, when run again, after the last
+batch it committed, and no entry is migrated twice. A space done under NAME is never run again.
+FILE is a JavaScript module (.js, .mjs; a .ts one where the Node running the CLI strips types)
+exporting \`migrations\`, an array made with defineMigration, or one as its default; it
+imports viewsync from the app's own node_modules. Progress goes to stderr: a bar on a
+terminal, a line a second otherwise.
+
+Options:
+  --module FILE          the module exporting the migration (resolved against the cwd)
+  --space SPACE          only this space (default: every space, and those made meanwhile)
+  --batch N              entries per transaction (default: 50)
+  --status               say where NAME stands in each space (done, started: how many
+                         entries, up to which key; not started), reading only
+  --json                 with --status, print plain JSON
+  --quiet                no progress on stderr
 ${STORE}`,
   gc: `Usage: viewsync gc [options]
 

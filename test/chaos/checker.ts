@@ -42,6 +42,7 @@ export interface Anomaly {
     | 'diverged'
     | 'backend-lost'
     | 'backend-applied-twice'
+    | 'migration'
     | 'cut-import-accepted'
     | 'import-wrong'
     | 'process-died'

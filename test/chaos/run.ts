@@ -22,6 +22,7 @@ import { installFetch, RealClient } from './real-client.js';
 import { Random } from './rng.js';
 import { type Deployment, type FaultKind, TOPOLOGIES } from './topologies.js';
 import { bundled, ROOT } from './processes.js';
+import { finishMigrations, judgeMigrations, type MigrationsBegun, migrationLoop } from './migration-check.js';
 
 export interface ChaosOptions {
   topology: string;
@@ -105,6 +106,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   if (receiver) process.env.CHAOS_WEBHOOK_URL = receiver.url;
   else delete process.env.CHAOS_WEBHOOK_URL;
   let webhookAnomalies: Anomaly[] = [];
+  /** The migrations begun in each space, and what finishing them found (migration-check.ts). */
+  const begun: MigrationsBegun = new Map();
+  const migrationAnomalies: Anomaly[] = [];
   let feedChanges = 0;
   const deployment: Deployment = await topology.start(history.crashes, log);
   const real: RealClient[] = [];
@@ -135,12 +139,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       guard('backend writes', backendLoop(env, history, () => performance.now() < deadline)),
       guard('imports', importLoop(env, deployment, history, source, rng.fork(), () => performance.now() < deadline, record)),
       ...(deployment.background ? [guard('background', deployment.background(rng.fork(), () => performance.now() >= deadline, record, (detail) => history.operatorCommands.push(detail)))] : []),
+      // Not where acknowledged commits may be lost: a lost batch takes its entries' changes and its record alike, but the seed may go too.
+      ...(topology.lossAllowed ? [] : [guard('migrations', migrationLoop(env, deployment, spaces, control, rng.fork(), () => performance.now() < deadline, record, begun))]),
     ];
     await Promise.all(loops);
     phaseDone('faults');
     stopping = true;
     log(`${topology.name}: faults over (${history.faults.length}); healing and settling`);
     await deployment.heal();
+    // Each migration begun is run to its end before the clients settle, so that they pull its writes.
+    migrationAnomalies.push(...(await finishMigrations(env, control, begun)));
     await Promise.all([...clients, ...reals]);
     phaseDone('stopping');
     log(`${topology.name}: clients stopped; settling`);
@@ -201,7 +209,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     delete process.env.CHAOS_WEBHOOK_URL;
   }
   const verdict = check(history, { lossAllowed: topology.lossAllowed });
-  verdict.anomalies.push(...webhookAnomalies);
+  verdict.anomalies.push(...webhookAnomalies, ...migrationAnomalies, ...judgeMigrations(history.truth, begun));
   const statuses: Record<string, number> = {};
   let resets = 0;
   for (const { status, answer } of history.exchanges) {
@@ -359,7 +367,7 @@ export async function readSpace(env: ClientEnvironment, space: string): Promise<
 }
 
 /** A control request (server.ts) to a server that is up. */
-async function control(env: ClientEnvironment, name: string, query: string, body?: string): Promise<Response> {
+export async function control(env: ClientEnvironment, name: string, query: string, body?: string): Promise<Response> {
   const servers = env.servers();
   if (servers.length === 0) throw new Error('no server is up');
   return fetch(`${servers[Math.floor(Math.random() * servers.length)]}chaos/${name}?${query}`, { method: 'POST', body, signal: AbortSignal.timeout(env.requestTimeoutMs) });

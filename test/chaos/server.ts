@@ -5,13 +5,15 @@
 // an export and an import. Prints {"url"} once listening on PORT.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { collectGarbage, exportSpace, importSpace, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
+import { collectGarbage, exportSpace, importSpace, runMigration, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
 import { postgresNotifier, type PostgresStorage, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { chaosMutators, DAY, RETENTION } from './app.js';
 import { CHANGES_SECRET, WEBHOOK_SECRET } from './webhook-check.js';
+// @ts-expect-error: plain JavaScript, shared with the CLI's --module.
+import { migrations } from './migrations.mjs';
 
 /** Where a server keeps its data. */
 export type StoreSpec =
@@ -132,6 +134,24 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
           res.write(`${n}\n`);
         }
         return void res.end();
+      }
+      case '/chaos/seed-items': {
+        // The entries the migrations work on (run.ts): `item/<n>`, written where missing.
+        const count = Number(url.searchParams.get('count'));
+        await transact(ctx, space, async (tx) => {
+          for (let n = 0; n < count; n++) {
+            const key = `item/${String(n).padStart(4, '0')}`;
+            if (!(await tx.has(key))) await tx.set(key, { n });
+          }
+        });
+        return reply(res, 200, { count });
+      }
+      case '/chaos/migrate': {
+        const name = url.searchParams.get('name');
+        const migration = (migrations as Array<{ name: string }>).find((each) => each.name === name);
+        if (migration === undefined) return reply(res, 404, { error: `no migration ${name}` });
+        const result = await runMigration(ctx, migration as never, { spaces: [space], batch: Number(url.searchParams.get('batch') ?? 10) });
+        return reply(res, 200, result);
       }
       case '/chaos/export': {
         const text = await new Response(exportSpace(ctx, space)).text();

@@ -29,7 +29,7 @@ const mutators: Mutators = {
 };
 
 const events = (changes: readonly FeedChange[]) =>
-  changes.flatMap((change) => (change.op === 'event' ? [{ version: change.version, topic: change.topic, payload: change.payload, by: change.by.kind === 'mutation' ? change.by.mutationID : change.by.call }] : []));
+  changes.flatMap((change) => (change.op === 'event' ? [{ version: change.version, topic: change.topic, payload: change.payload, by: change.by.kind === 'mutation' ? change.by.mutationID : change.by.kind === 'backend' ? change.by.call : change.by.kind }] : []));
 
 describe('emit', () => {
   it('commits the event with the mutation, after its writes, once, however often the push comes', async () => {

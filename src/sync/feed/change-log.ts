@@ -12,10 +12,11 @@ import type { Meta } from '../version/records.js';
  * version history or a point-in-time restore of the space would read.
  */
 
-/** What made a change: a client's mutation, or a call of the app's backend. */
+/** What made a change: a client's mutation, a call of the app's backend, or a data migration (`runMigration`). */
 export type ChangeOrigin =
   | { kind: 'mutation'; name: string; clientGroupID: string; clientID: string; mutationID: number; userID: string | null }
-  | { kind: 'backend'; call: 'transact' | 'mutate' | 'import'; name?: string; userID: string | null };
+  | { kind: 'backend'; call: 'transact' | 'mutate' | 'import'; name?: string; userID: string | null }
+  | { kind: 'migration'; name: string };
 
 /** One row of the log, as stored: a change of `key` (no `before`: it was absent; no `after`: deleted), or an event. */
 export type LogRow =

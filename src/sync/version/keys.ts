@@ -41,6 +41,9 @@ import { utf8Length } from '../../base/utf8.js';
  *   lost staged rows and applies nothing more (import-batch.ts);
  * - `j/<space>/<slot>`: the latest mutations of older schema versions that could not be applied
  *   (src/sync/schema/rejected.ts), a ring of `MAX_REJECTED` slots, for `inspect`;
+ * - `k/<space>/<migration>`: how far the migration of that name got in the space (see
+ *   migrations/migration-step.ts): the last key it did, or that it is done; never removed, so a
+ *   migration runs once per space;
  * - `r/<space>/`: in a routed store (`routedStorage`), whether this store's copy of the space is
  *   the one in use, or where the space went or is coming from (src/route/route-record.ts).
  *
@@ -67,6 +70,8 @@ export class SpaceKeys {
   readonly deliveryPrefix: string;
   /** The rejected mutations of older schema versions (src/sync/schema/rejected.ts). */
   readonly rejectedPrefix: string;
+  /** The migrations' progress records. */
+  readonly migrationPrefix: string;
   readonly groupPrefix: string;
   readonly clientPrefix: string;
   /** The route record, in a routed store. */
@@ -87,6 +92,7 @@ export class SpaceKeys {
     this.logPrefix = `f/${this.#space}/`;
     this.deliveryPrefix = `h/${this.#space}/`;
     this.rejectedPrefix = `j/${this.#space}/`;
+    this.migrationPrefix = `k/${this.#space}/`;
     this.groupPrefix = `g/${this.#space}/`;
     this.clientPrefix = `c/${this.#space}/`;
     this.route = `${ROUTE_PREFIX}${this.#space}/`;
@@ -102,7 +108,7 @@ export class SpaceKeys {
     // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
     return {
       versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`, this.logPrefix],
-      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix, this.rejectedPrefix],
+      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix, this.rejectedPrefix, this.migrationPrefix],
     };
   }
 
@@ -140,6 +146,11 @@ export class SpaceKeys {
   /** The row of a rejected mutation, in its slot of the ring. */
   rejected(slot: number): string {
     return this.rejectedPrefix + slot.toString(16).padStart(SEQ_WIDTH, '0');
+  }
+
+  /** The progress record of the migration named `name` (a name holds no `/`). */
+  migration(name: string): string {
+    return this.migrationPrefix + name;
   }
 
   /** The staging area of the import named `id` (its start time, then random: see `stagingID`). */
