@@ -13,6 +13,7 @@ import type { ClientEnvironment } from './raw-client.js';
 import type { Random } from './rng.js';
 import type { Deployment } from './topologies.js';
 import { bundled, ROOT } from './processes.js';
+import { retry, sleep } from './retry.js';
 
 /** Entries `item/<n>` seeded into each space. */
 export const ITEMS = 100;
@@ -102,19 +103,3 @@ async function cliMigrate(storeArgs: string[], space: string, name: string, kill
   return `exit ${code}: ${stderr.trim().split('\n').at(-1)?.slice(0, 200) ?? ''}`;
 }
 
-async function retry(call: () => Promise<Response>, tries = 100): Promise<Response> {
-  for (let n = 1; ; n++) {
-    try {
-      const response = await call();
-      if (response.status === 200) return response;
-      if (n >= tries) throw new Error(`answered ${response.status}: ${await response.text()}`);
-    } catch (error) {
-      if (n >= tries) throw error;
-    }
-    await sleep(Math.min(50 * n, 1_000));
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -22,6 +22,7 @@ import { installFetch, RealClient } from './real-client.js';
 import { Random } from './rng.js';
 import { type Deployment, type FaultKind, TOPOLOGIES } from './topologies.js';
 import { bundled, ROOT } from './processes.js';
+import { retry, sleep } from './retry.js';
 import { finishMigrations, judgeMigrations, type MigrationsBegun, migrationLoop } from './migration-check.js';
 
 export interface ChaosOptions {
@@ -373,27 +374,10 @@ export async function control(env: ClientEnvironment, name: string, query: strin
   return fetch(`${servers[Math.floor(Math.random() * servers.length)]}chaos/${name}?${query}`, { method: 'POST', body, signal: AbortSignal.timeout(env.requestTimeoutMs) });
 }
 
-async function retry(call: () => Promise<Response>, tries = 100): Promise<Response> {
-  for (let n = 1; ; n++) {
-    try {
-      const response = await call();
-      if (response.status === 200) return response;
-      if (n >= tries) throw new Error(`answered ${response.status}: ${await response.text()}`);
-    } catch (error) {
-      if (n >= tries) throw error;
-    }
-    await sleep(Math.min(50 * n, 1_000));
-  }
-}
-
 /** `work`, or a rejection after `ms`. */
 function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   return Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms)))]).finally(() => clearTimeout(timer));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** A report as a few lines of text. */

@@ -42,23 +42,13 @@ export class Downgrade {
    */
   async patch(patch: Patch, today: ReadToday, covers?: (key: string) => boolean): Promise<PatchOperation[]> {
     if (this.#reads.length === 1) return this.#patchOneStep(patch, today, covers);
+    const { cleared, ops, affected } = this.#scan(patch, (key) => this.keys(key));
     const known = new Map<string, JSONValue | undefined>();
-    const affected = new Set<string>();
-    let cleared = false;
-    for (const op of patch) {
-      if (op.op === 'clear') {
-        cleared = true;
-        affected.clear();
-        continue;
-      }
-      known.set(op.key, op.op === 'del' ? undefined : 'text' in op ? (JSON.parse(op.text) as JSONValue) : op.value);
-      for (const old of this.keys(op.key)) affected.add(old);
-    }
     const memo: Array<Map<string, Promise<JSONValue | undefined>>> = this.#reads.map(() => new Map());
     const readToday = async (key: string): Promise<JSONValue | undefined> => {
       if (known.has(key)) return known.get(key);
-      if (covers !== undefined && !covers(key)) return undefined;
-      const [value] = await today([key]);
+      const op = ops.get(key);
+      const value = op !== undefined ? valueIn(op) : covers !== undefined && !covers(key) ? undefined : (await today([key]))[0];
       known.set(key, value);
       return value;
     };
@@ -98,24 +88,10 @@ export class Downgrade {
     const step = this.#reads[0]!;
     // Today's entries the patch carries (parsed when first read), the old keys each feeds, and
     // the values read so far.
-    const ops = new Map<string, Patch[number]>();
-    const feeds = new Map<string, readonly string[]>();
+    const { cleared, ops, feeds, affected } = this.#scan(patch, (key) => this.#checkedKeys(0, key));
     const values = new Map<string, JSONValue | undefined>();
-    const affected = new Set<string>();
-    let cleared = false;
-    for (const op of patch) {
-      if (op.op === 'clear') {
-        cleared = true;
-        affected.clear();
-        continue;
-      }
-      ops.set(op.key, op);
-      const olds = this.#checkedKeys(0, op.key);
-      feeds.set(op.key, olds);
-      for (const old of olds) affected.add(old);
-    }
     const valueOf = (key: string, op: Patch[number]): JSONValue | undefined => {
-      const value = op.op === 'put' ? ('text' in op ? (JSON.parse(op.text) as JSONValue) : op.value) : undefined;
+      const value = valueIn(op);
       values.set(key, value);
       return value;
     };
@@ -142,6 +118,26 @@ export class Downgrade {
       else if (!cleared) out.push({ op: 'del', key });
     }
     return out;
+  }
+
+  /** What `patch` names: whether it starts over (`clear`), its operations by key, and the old keys each feeds (`keysOf`), all of them in order. */
+  #scan(patch: Patch, keysOf: (key: string) => readonly string[]): { cleared: boolean; ops: Map<string, Patch[number]>; feeds: Map<string, readonly string[]>; affected: Set<string> } {
+    const ops = new Map<string, Patch[number]>();
+    const feeds = new Map<string, readonly string[]>();
+    const affected = new Set<string>();
+    let cleared = false;
+    for (const op of patch) {
+      if (op.op === 'clear') {
+        cleared = true;
+        affected.clear();
+        continue;
+      }
+      ops.set(op.key, op);
+      const olds = keysOf(op.key);
+      feeds.set(op.key, olds);
+      for (const old of olds) affected.add(old);
+    }
+    return { cleared, ops, feeds, affected };
   }
 
   #unmapped(version: string, key: string, read: string): DowngradeError {
@@ -209,6 +205,11 @@ export function downgradeOf(steps: readonly OlderSchema[]): Downgrade | undefine
   let downgrade = made.get(steps);
   if (downgrade === undefined) made.set(steps, (downgrade = new Downgrade(steps)));
   return downgrade;
+}
+
+/** The value a patch's operation gives its key: a put's (parsed from its text, when it holds text), none for a delete. */
+function valueIn(op: Patch[number]): JSONValue | undefined {
+  return op.op === 'put' ? ('text' in op ? (JSON.parse(op.text) as JSONValue) : op.value) : undefined;
 }
 
 function isThenable(value: unknown): boolean {
