@@ -51,7 +51,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       try {
         // Only a hub with streams uses it: without one the view's reads are not recorded.
         const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] })) : undefined });
+        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older, limitsOf(ctx).appCodeMs), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] })) : undefined });
       } finally {
         pulled?.(interest);
       }

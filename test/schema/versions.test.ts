@@ -213,6 +213,15 @@ describe('versioned reads', () => {
     expect(errors[0]).toMatchObject({ name: 'DowngradeError', message: expect.stringContaining('make read.keys("elsewhere") return it') });
   });
 
+  it('a read.value that never ends fails the pull with a 503 after limits.appCodeMs, not a pull held for ever', async () => {
+    const schema: SchemaOptions = { current: '2', older: [{ version: '1', read: { value: () => new Promise(() => {}) } }] };
+    const ctx = createContext({ storage: memoryStorage(), mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, 1)) }, schema, limits: { appCodeMs: 200 }, onError: () => {} });
+    await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'a' })]);
+    const response = await handlePull(post('/pull', pullBody('g1', null, { schemaVersion: '1' })), ctx);
+    expect(response.status).toBe(503);
+    expect(await response.text()).toContain('ran longer than 200 ms (limits.appCodeMs)');
+  });
+
   it('with a view, an old client reads only what its view covers, and a read outside it reads none', async () => {
     const schema: SchemaOptions = {
       current: '2',

@@ -2,6 +2,8 @@ import type { JSONValue } from '../../protocol/json.js';
 import type { PatchOperation } from '../../protocol/pull-response.js';
 import type { Patch } from '../version/patch.js';
 import type { OlderSchema } from './schema-options.js';
+import { TemporaryError } from '../../base/errors.js';
+import { within } from '../../base/within.js';
 
 /** Reads today's entries, from the snapshot a patch was computed in: `undefined` where there is none. */
 export type ReadToday = (keys: readonly string[]) => Promise<Array<JSONValue | undefined>>;
@@ -23,8 +25,12 @@ export class Downgrade {
   readonly #reads: ReadonlyArray<Required<NonNullable<OlderSchema['read']>> & { version: string }>;
 
   /** `steps` from the version down to today's, oldest first (as `stepsFrom` gives them). */
-  constructor(steps: readonly OlderSchema[]) {
+  /** How long mapping one patch may take (`limits.appCodeMs`): the app's `read.value` runs while the pull holds its snapshot. */
+  readonly #timeoutMs: number;
+
+  constructor(steps: readonly OlderSchema[], timeoutMs = Infinity) {
     this.#reads = [...steps].reverse().map(({ version, read }) => ({ version, keys: read?.keys ?? ((key) => [key]), value: read?.value ?? ((key, get) => get(key)) }));
+    this.#timeoutMs = timeoutMs;
   }
 
   /** The old version's keys that today's `key` feeds, through every step. */
@@ -40,8 +46,15 @@ export class Downgrade {
    * `today` reads entries the patch does not carry; `covers` is the pull's view (an entry outside
    * it reads as none).
    */
-  async patch(patch: Patch, today: ReadToday, covers?: (key: string) => boolean): Promise<PatchOperation[]> {
-    if (this.#reads.length === 1) return this.#patchOneStep(patch, today, covers);
+  patch(patch: Patch, today: ReadToday, covers?: (key: string) => boolean): Promise<PatchOperation[]> {
+    const mapped = this.#reads.length === 1 ? this.#patchOneStep(patch, today, covers) : this.#patchSteps(patch, today, covers);
+    if (this.#timeoutMs === Infinity) return mapped;
+    const version = this.#reads.at(-1)!.version;
+    return within(mapped, this.#timeoutMs, () => new TemporaryError(`schema version ${JSON.stringify(version)}: mapping a patch to its shape (read.keys, read.value) ran longer than ${this.#timeoutMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 }));
+  }
+
+  /** {@link patch} through every step, for a version two or more back. */
+  async #patchSteps(patch: Patch, today: ReadToday, covers: ((key: string) => boolean) | undefined): Promise<PatchOperation[]> {
     const { cleared, ops, affected } = this.#scan(patch, (key) => this.keys(key));
     const known = new Map<string, JSONValue | undefined>();
     const memo: Array<Map<string, Promise<JSONValue | undefined>>> = this.#reads.map(() => new Map());
@@ -197,13 +210,15 @@ class Batch {
 }
 
 /** The downgrades of each older version, made once per context. */
-const made = new WeakMap<readonly OlderSchema[], Downgrade>();
+const made = new WeakMap<readonly OlderSchema[], Map<number, Downgrade>>();
 
-/** The {@link Downgrade} of the version whose steps are `steps`, or undefined when no step changes how entries read. */
-export function downgradeOf(steps: readonly OlderSchema[]): Downgrade | undefined {
+/** The {@link Downgrade} of the version whose steps are `steps`, each patch mapped within `timeoutMs`; undefined when no step changes how entries read. */
+export function downgradeOf(steps: readonly OlderSchema[], timeoutMs = Infinity): Downgrade | undefined {
   if (steps.every((step) => step.read === undefined)) return undefined;
-  let downgrade = made.get(steps);
-  if (downgrade === undefined) made.set(steps, (downgrade = new Downgrade(steps)));
+  let byTimeout = made.get(steps);
+  if (byTimeout === undefined) made.set(steps, (byTimeout = new Map()));
+  let downgrade = byTimeout.get(timeoutMs);
+  if (downgrade === undefined) byTimeout.set(timeoutMs, (downgrade = new Downgrade(steps, timeoutMs)));
   return downgrade;
 }
 
