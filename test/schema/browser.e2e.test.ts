@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createContext, type Mutators, type SchemaOptions, type SyncContext, transact } from '../../src/index.js';
+import { createContext, HTTPError, type Mutators, type SchemaOptions, type SyncContext, transact } from '../../src/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { migrateV1Entries, mutatorsV1, mutatorsV2, schemaV2 } from './app.js';
 import { type AppServer, bundlePage, startAppServer } from './browser-server.js';
@@ -213,6 +213,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the real client across a schema change, 
     // cut as it stops. Expected only while the test had a device offline or the server stopped.
     const expected = /net::(ERR_INTERNET_DISCONNECTED|ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING|ERR_NETWORK_CHANGED)|Failed to fetch|status of 503/;
     expect(pageErrors.filter((error) => !(error.disrupted && expected.test(error.text)))).toEqual([]);
-    expect(serverErrors).toEqual([]);
+    // A poke stream opened while a deploy stops the server gets its 503 ("shutting down; reconnect
+    // to another"), which onError hears of as of any 5xx; the test stops the server at each deploy.
+    expect(serverErrors.filter((error) => !(error instanceof HTTPError && error.status === 503 && /shutting down/.test(error.message)))).toEqual([]);
   });
 });
