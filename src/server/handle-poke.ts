@@ -33,7 +33,9 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
   return respond(request, ctx, async () => {
     if (ctx.pokes === false) throw new HTTPError(404, 'Pokes are turned off on this server (pokes: false)');
     if (request.method !== 'GET') throw new HTTPError(405, `${request.method} is not allowed on the poke endpoint; use GET`, { headers: { allow: 'GET' } });
-    if (isDraining(ctx)) throw shuttingDown();
+    // Returned, not thrown: a drain's refusal is an answer, not a failure for onError to hear of
+    // (every stream opened during a deploy would log a line).
+    if (isDraining(ctx)) return shuttingDown().toReply();
     // A poke token in the URL stands for the Authorization header an EventSource cannot send.
     const token = pokeTokenOf(request, ctx);
     const userID = token === undefined ? await identify(request, ctx) : await userOfPokeToken(ctx, token);
@@ -43,7 +45,7 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
     // the server would wait for it until its stop timeout.
     if (isDraining(ctx)) {
       await body.cancel();
-      throw shuttingDown();
+      return shuttingDown().toReply();
     }
     return { status: 200, headers: STREAM_HEADERS, body };
   });

@@ -111,6 +111,11 @@ describe('drain', () => {
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');
     expect(unsubscribed).toBe(1);
+    // And a stream asked for once the drain began: refused the same way. Both are answers, not
+    // failures: onError hears of neither (a deploy would log a line per stream; CI caught it).
+    const late = await handleRequest(get('poke'), ctx);
+    expect([late.status, late.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(ctx.errors).toEqual([]);
     undo();
   });
 
