@@ -19,7 +19,9 @@ export { changeFeedStatus, turnOffChangeFeed, type FeedStatus } from './backend/
 export { startWebhooks, type WebhookRunner, type WebhookRunnerOptions } from './backend/webhook-runner.js';
 export { verifyWebhook, WebhookSignatureError, type VerifyWebhookOptions } from './base/webhook-signature.js';
 export { ChangesGoneError, ChangeCursorError, type FeedChange, type FeedPage } from './sync/feed/feed-pages.js';
-export type { ChangeOrigin } from './sync/feed/change-log.js';
+export type { ChangeOrigin, RevertCause, Erased } from './sync/feed/change-log.js';
+export { at, readHistory, restoreSpace, revertChanges, eraseData, HistoryGoneError, ERASED_TOPIC, type AtOptions, type AsOf, type HistoryOptions, type HistoryPage, type RestoreOptions, type RestoreResult, type RevertOptions, type RevertResult, type EraseResult, type EraseTarget, type PlannedChange, type RevertConflict, type ConflictPolicy } from './backend/history.js';
+export type { LoggedChange } from './sync/history/log-reads.js';
 export { exportSpace, type ExportOptions, type ExportProgress } from './backend/export.js';
 export { importSpace, type ImportOptions, type ImportProgress, type ImportResult, type SkippedClient } from './backend/import.js';
 export { DumpError, type DumpSource } from './backend/lines.js';

@@ -68,8 +68,8 @@ function checkRetention(retention: unknown): void {
   if (retention === undefined) return;
   if (!isObject(retention)) throw new TypeError(`retention must be an object, got ${describe(retention)}`);
   refuseRenamed(retention, 'retention', { clientGroups: 'clientGroupsMs', tombstones: 'tombstonesMs' });
-  only(retention, 'retention', ['clientGroupsMs', 'tombstonesMs', 'changesMs']);
-  for (const field of ['clientGroupsMs', 'tombstonesMs', 'changesMs'] as const) optional(retention, field, 'milliseconds above 0, or false (for ever)', (value) => value === false || isDuration(value), 'retention.');
+  only(retention, 'retention', ['clientGroupsMs', 'tombstonesMs', 'changesMs', 'historyMs']);
+  for (const field of ['clientGroupsMs', 'tombstonesMs', 'changesMs', 'historyMs'] as const) optional(retention, field, 'milliseconds above 0, or false (for ever)', (value) => value === false || isDuration(value), 'retention.');
 }
 
 function checkPokes(pokes: unknown): void {

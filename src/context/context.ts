@@ -213,8 +213,15 @@ export interface RetentionOptions {
   clientGroupsMs?: number | false;
   /** Milliseconds a deleted entry's tombstone is kept; `false`: for ever. Default: 30 days. */
   tombstonesMs?: number | false;
-  /** Milliseconds the change log keeps a change (see {@link SyncOptions.changes}); `false`: for ever. Default: 30 days. */
+  /** Milliseconds the change log keeps a change for the feed and webhooks (see {@link SyncOptions.changes}); `false`: for ever. Default: 30 days. */
   changesMs?: number | false;
+  /**
+   * Milliseconds a space's history keeps a version (`at`, `readHistory`, `restoreSpace`,
+   * `revertChanges`; see docs/history.md); `false`: for ever. History is the change log, so it is
+   * kept for the longer of this and `changesMs` (the feed may then read further back too).
+   * Default: `changesMs`.
+   */
+  historyMs?: number | false;
 }
 
 

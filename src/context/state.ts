@@ -98,6 +98,6 @@ export function notifierOf(ctx: SyncContext): Notifier {
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 function resolveRetention(options: RetentionOptions | undefined): Retention {
-  return { clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS, tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS, changesMs: options?.changesMs ?? DEFAULT_RETENTION_MS };
+  return { clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS, tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS, changesMs: options?.changesMs ?? DEFAULT_RETENTION_MS, historyMs: options?.historyMs ?? options?.changesMs ?? DEFAULT_RETENTION_MS };
 }
 

@@ -12,16 +12,47 @@ import type { Meta } from '../version/records.js';
  * version history or a point-in-time restore of the space would read.
  */
 
-/** What made a change: a client's mutation, a call of the app's backend, or a data migration (`runMigration`). */
+/**
+ * What made a change: a client's mutation, a call of the app's backend, a data migration
+ * (`runMigration`), or a history tool: a restore to an older version (`restoreSpace`), a revert of
+ * what a cause made (`revertChanges`), or an erasure (`eraseData`).
+ */
 export type ChangeOrigin =
   | { kind: 'mutation'; name: string; clientGroupID: string; clientID: string; mutationID: number; userID: string | null }
   | { kind: 'backend'; call: 'transact' | 'mutate' | 'import'; name?: string; userID: string | null }
-  | { kind: 'migration'; name: string };
+  | { kind: 'migration'; name: string }
+  | { kind: 'restore'; to: number; prefix: string }
+  | { kind: 'revert'; cause: RevertCause }
+  | { kind: 'erase' };
+
+/**
+ * The changes a revert undoes (`revertChanges`): those made by every field given, within
+ * `versions` (inclusive) and at or after `since` (ms since the epoch) when given.
+ */
+export interface RevertCause {
+  /** One mutation: its client and mutation ID. */
+  mutation?: { clientID: string; mutationID: number };
+  clientGroupID?: string;
+  /** The user the changes were made for (a mutation's, or a backend call's `userID`). */
+  userID?: string;
+  /** A mutator's name (a client's mutation, or `mutate`). */
+  mutator?: string;
+  /** A window of versions, both ends included: a release's, say. */
+  versions?: [from: number, to: number];
+  /** Changes committed at or after this time only. */
+  since?: number;
+}
 
 /** One row of the log, as stored: a change of `key` (no `before`: it was absent; no `after`: deleted), or an event. */
 export type LogRow =
-  | { at: number; key: string; before?: JSONValue; after?: JSONValue; by: ChangeOrigin }
-  | { at: number; topic: string; payload: JSONValue; by: ChangeOrigin };
+  | { at: number; key: string; before?: JSONValue; after?: JSONValue; by: ChangeOrigin; erased?: Erased }
+  | { at: number; topic: string; payload: JSONValue; by: ChangeOrigin; erased?: 'payload' };
+
+/**
+ * Which of a change's values an erasure removed (see history/erase.ts): its value before, after,
+ * or both. The row keeps its place, its key and what made it.
+ */
+export type Erased = 'before' | 'after' | 'both';
 
 /** A session's writing of the log: each row numbered within its version, stamped with the commit's time and origin. */
 export class ChangeLog {

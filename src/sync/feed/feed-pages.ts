@@ -30,7 +30,14 @@ export type FeedChange = {
 } & (
   | { op: 'set'; key: string; before?: JSONValue; after: JSONValue }
   | { op: 'del'; key: string; before: JSONValue }
-  | { op: 'event'; topic: string; payload: JSONValue }
+  /** An event; one whose payload an erasure took out has `erased: 'payload'` and a `null` payload. */
+  | { op: 'event'; topic: string; payload: JSONValue; erased?: 'payload' }
+  /**
+   * A set or delete (`was`) whose values an erasure took out (`eraseData`): `erased` says which;
+   * a value left is there. A receiver that keeps copies erases its own (the erasure's
+   * `viewsync.erased` event follows).
+   */
+  | { op: 'erased'; was: 'set' | 'del'; key: string; before?: JSONValue; after?: JSONValue; erased: 'before' | 'after' | 'both' }
 );
 
 /** A page of the feed of one space. */
@@ -155,7 +162,12 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
 
 function toChange(space: string, version: number, seq: number, row: LogRow): FeedChange {
   const place = { space, version, seq, id: `${encodeURIComponent(space)}:${version}:${seq}`, cursor: formatCursor({ version, seq }), at: row.at, by: row.by };
-  if ('topic' in row) return { ...place, op: 'event', topic: row.topic, payload: row.payload };
+  if ('topic' in row) return { ...place, op: 'event', topic: row.topic, payload: row.payload, ...(row.erased !== undefined && { erased: row.erased }) };
+  if (row.erased !== undefined) {
+    // A set's value after was there, erased or not; a delete had none.
+    const was = row.after !== undefined || row.erased !== 'before' ? 'set' : 'del';
+    return { ...place, op: 'erased', was, key: row.key, ...(row.before !== undefined && { before: row.before }), ...(row.after !== undefined && { after: row.after }), erased: row.erased };
+  }
   if (row.after === undefined) return { ...place, op: 'del', key: row.key, before: row.before! };
   return { ...place, op: 'set', key: row.key, ...(row.before !== undefined && { before: row.before }), after: row.after };
 }

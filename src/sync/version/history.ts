@@ -4,10 +4,11 @@ import type { ChangeOrigin, LogRow } from '../feed/change-log.js';
 import { valueBytes } from '../transactions/quota.js';
 import type { SpaceKeys } from './keys.js';
 import { scanPages } from './patch.js';
+import { countCheckpoints } from '../history/checkpoints.js';
 
 /**
  * A space's history, as its quota counts it (`quotas.historyBytes`, see quota.ts): what it keeps
- * of its past until retention lets it go, its change log's rows and its tombstones, each about
+ * of its past until retention lets it go, its change log's rows, its history's checkpoints and its tombstones, each about
  * its size as stored. Every write adds to it and housekeeping takes from it, each with the same
  * measure, so the counter in the meta record equals {@link countHistory} of the rows.
  */
@@ -47,5 +48,5 @@ export async function countHistory(tx: StorageTransaction, keys: SpaceKeys): Pro
   let history = 0;
   for await (const page of scanPages(tx, { prefix: keys.tombstonePrefix })) for (const [row] of page) history += tombstoneBytes(keys.tombstoneKey(row));
   for await (const page of scanPages(tx, { prefix: keys.logPrefix })) for (const [, row] of page) history += storedLogRowBytes(row as unknown as LogRow);
-  return history;
+  return history + (await countCheckpoints(tx, keys));
 }

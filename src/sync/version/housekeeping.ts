@@ -6,6 +6,7 @@ import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './recor
 import type { Collected, Retention } from './strategy.js';
 import type { LogRow } from '../feed/change-log.js';
 import { storedLogRowBytes, tombstoneBytes } from './history.js';
+import { checkpointStep } from '../history/checkpoints.js';
 
 /**
  * One bounded step of housekeeping in a space, in the caller's transaction: the oldest tombstones
@@ -92,7 +93,9 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   }
 
   // The change log's oldest rows: a cursor at or before the newest version trimmed is then refused.
-  const trimmed = await oldest(tx, keys.logPrefix, limit, retention.changesMs === false ? -Infinity : now - retention.changesMs, (_, row) => (row as LogRow).at);
+  // History is the log too: it goes once past both retentions.
+  const logMs = retention.changesMs === false || retention.historyMs === false ? false : Math.max(retention.changesMs, retention.historyMs);
+  const trimmed = await oldest(tx, keys.logPrefix, limit, logMs === false ? -Infinity : now - logMs, (_, row) => (row as LogRow).at);
   done &&= trimmed.done;
   let feedFrom = meta.feedFrom;
   for (const [row, value] of trimmed.rows) {
@@ -101,6 +104,11 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
     feedFrom = Math.max(feedFrom ?? 0, keys.logPlace(row).version);
     counts.changes++;
   }
+
+  // Checkpoints of the history: the log's start may have passed one, or a new one may be due.
+  const checkpoints = await checkpointStep(tx, keys, space, { ...meta, ...(feedFrom !== undefined && { feedFrom }) }, now, limit);
+  done &&= checkpoints.done;
+  if (history !== undefined) history += checkpoints.bytes;
 
   // The kept rejected mutations of older schema versions (a ring, bounded already) go with the change log's retention.
   if (meta.rejected !== undefined) await trimRejected(tx, keys, now, retention.changesMs);

@@ -29,6 +29,9 @@ import { utf8Length } from '../../base/utf8.js';
  * - `f/<space>/<ver>/<seq>`: the change log the change feed reads, while it is on (see
  *   change-log.ts): each change a commit made, in order, with its value before and after and
  *   what made it, and the events mutators emitted;
+ * - `p/<space>/<ver>/<key>`: a checkpoint of the space's history (history/checkpoints.ts): every
+ *   live entry's value as of `<ver>`, so that a read as of a version reads the nearest checkpoint
+ *   and the log between, never the whole log; `q/<space>/<ver>` is its record, `{done, after, at}`;
  * - `h/<space>/<subscription>`: a webhook subscription's delivery state in the space (see
  *   webhooks), and `h/<space>/<subscription>/<from>` its deliveries;
  * - `i/<space>/<import>/<key>`: an import's staging area (`importSpace`), the dump's entries
@@ -66,6 +69,9 @@ export class SpaceKeys {
   readonly stagingPrefix: string;
   /** The change log's rows (see change-log.ts). */
   readonly logPrefix: string;
+  /** The checkpoints' rows, and their records (see history/checkpoints.ts). */
+  readonly checkpointPrefix: string;
+  readonly checkpointRecordPrefix: string;
   /** The webhook deliveries' rows. */
   readonly deliveryPrefix: string;
   /** The rejected mutations of older schema versions (src/sync/schema/rejected.ts). */
@@ -91,6 +97,8 @@ export class SpaceKeys {
     this.stagingPrefix = `${STAGING_PREFIX}${this.#space}/`;
     this.logPrefix = `f/${this.#space}/`;
     this.deliveryPrefix = `h/${this.#space}/`;
+    this.checkpointPrefix = `p/${this.#space}/`;
+    this.checkpointRecordPrefix = `q/${this.#space}/`;
     this.rejectedPrefix = `j/${this.#space}/`;
     this.migrationPrefix = `k/${this.#space}/`;
     this.groupPrefix = `g/${this.#space}/`;
@@ -108,7 +116,7 @@ export class SpaceKeys {
     // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
     return {
       versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`, this.logPrefix],
-      whole: [this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix, this.rejectedPrefix, this.migrationPrefix],
+      whole: [this.checkpointRecordPrefix, this.checkpointPrefix, this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix, this.rejectedPrefix, this.migrationPrefix],
     };
   }
 
@@ -131,6 +139,16 @@ export class SpaceKeys {
   logPlace(row: string): { version: number; seq: number } {
     const rest = row.slice(this.logPrefix.length);
     return { version: decodeVersion(rest.slice(0, VERSION_FIELD - 1)), seq: parseInt(rest.slice(VERSION_FIELD), 16) };
+  }
+
+  /** Where the checkpoint of `version` keeps its rows. */
+  checkpoint(version: number): string {
+    return this.checkpointPrefix + encodeVersion(version) + '/';
+  }
+
+  /** The record of the checkpoint of `version`. */
+  checkpointRecord(version: number): string {
+    return this.checkpointRecordPrefix + encodeVersion(version);
   }
 
   /** The delivery state of the webhook named `name` in this space (a name holds no `/`). */

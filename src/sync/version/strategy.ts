@@ -61,6 +61,8 @@ export interface Retention {
   tombstonesMs: number | false;
   /** How long the change log keeps a change (see change-log.ts). */
   changesMs: number | false;
+  /** How long history keeps a version (see history/): the log is kept for the longer of the two. */
+  historyMs: number | false;
 }
 
 /** What housekeeping removed. */
