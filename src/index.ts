@@ -20,7 +20,7 @@ export { startWebhooks, type WebhookRunner, type WebhookRunnerOptions } from './
 export { verifyWebhook, WebhookSignatureError, type VerifyWebhookOptions } from './base/webhook-signature.js';
 export { ChangesGoneError, ChangeCursorError, type FeedChange, type FeedPage } from './sync/feed/feed-pages.js';
 export type { ChangeOrigin, RevertCause, Erased } from './sync/feed/change-log.js';
-export { at, readHistory, restoreSpace, revertChanges, eraseData, HistoryGoneError, ERASED_TOPIC, type AtOptions, type AsOf, type HistoryOptions, type HistoryPage, type RestoreOptions, type RestoreResult, type RevertOptions, type RevertResult, type EraseResult, type EraseTarget, type PlannedChange, type RevertConflict, type ConflictPolicy } from './backend/history.js';
+export { at, readHistory, restoreSpace, revertChanges, eraseData, HistoryGoneError, ERASED_TOPIC, type AtOptions, type AsOf, type ReadHistoryOptions, type HistoryPage, type RestoreOptions, type RestoreResult, type RevertOptions, type RevertResult, type EraseResult, type EraseTarget, type PlannedChange, type RevertConflict, type ConflictPolicy } from './backend/history.js';
 export type { LoggedChange } from './sync/history/log-reads.js';
 export { exportSpace, type ExportOptions, type ExportProgress } from './backend/export.js';
 export { importSpace, type ImportOptions, type ImportProgress, type ImportResult, type SkippedClient } from './backend/import.js';
@@ -30,7 +30,7 @@ export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type S
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
 export { type ChangeDetail, localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
 export type { PokeOptions } from './poke/options.js';
-export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions, ChangeFeedOptions, WebhookOptions, FirstSyncOptions } from './context/context.js';
+export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions, ChangeFeedOptions, HistoryOptions, WebhookOptions, FirstSyncOptions } from './context/context.js';
 export { createContext } from './context/create.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/transactions/limits.js';
 export { HTTPError, TemporaryError, QuotaExceededError, type HTTPErrorOptions, type Issue } from './base/errors.js';

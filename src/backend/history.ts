@@ -78,7 +78,7 @@ export async function at(ctx: SyncContext, space: string, version: number, optio
 }
 
 /** Options for {@link readHistory}. */
-export interface HistoryOptions {
+export interface ReadHistoryOptions {
   /** The changes of this key alone. */
   key?: string;
   /** The changes of keys that start with this. Default: every key. */
@@ -109,7 +109,7 @@ export interface HistoryPage {
  * @example
  * const { changes } = await readHistory(ctx, 'acme', { key: 'todo/1' });
  */
-export async function readHistory(ctx: SyncContext, space: string, options: HistoryOptions = {}): Promise<HistoryPage> {
+export async function readHistory(ctx: SyncContext, space: string, options: ReadHistoryOptions = {}): Promise<HistoryPage> {
   checkContext(ctx);
   checkSpace(space);
   const limit = options.limit ?? 1_000;

@@ -19,7 +19,7 @@ export function afterChange(ctx: SyncContext, space: string, info: ErrorInfo, de
     }
   }
   collectAfterPush(ctx, space, info);
-  if (ctx.changes !== undefined) recordFeed(ctx);
+  if (ctx.changes !== undefined || ctx.history !== undefined) recordFeed(ctx);
 }
 
 /**

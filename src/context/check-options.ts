@@ -41,10 +41,11 @@ export function checkOptions(options: unknown): void {
   checkFirstSync(o.firstSync, o.pokes);
   checkCors(o.cors);
   checkChanges(o.changes);
+  checkHistory(o.history);
   if (o.indexes !== undefined) checkIndexes(o.indexes);
 }
 
-const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'schema', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes', 'firstSync'];
+const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'schema', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes', 'history', 'firstSync'];
 
 function checkLimits(limits: unknown): void {
   if (limits === undefined) return;
@@ -91,6 +92,13 @@ function checkFirstSync(firstSync: unknown, pokes: unknown): void {
   only(firstSync, 'firstSync', ['pageBytes']);
   optional(firstSync, 'pageBytes', 'a whole number of at least 1 MiB (1,048,576)', (value) => Number.isInteger(value) && (value as number) >= 2 ** 20, 'firstSync.');
   if (pokes === false) throw new TypeError('firstSync needs pokes (pokes: false turns them off): the client pulls each next page when poked');
+}
+
+function checkHistory(history: unknown): void {
+  if (history === undefined) return;
+  if (!isObject(history)) throw new TypeError(`history must be an object ({} keeps every version with the defaults), got ${describe(history)}`);
+  only(history, 'history', ['checkpointEvery']);
+  optional(history, 'checkpointEvery', 'a whole number of versions of at least 1', (value) => Number.isSafeInteger(value) && (value as number) >= 1, 'history.');
 }
 
 function checkChanges(changes: unknown): void {

@@ -136,6 +136,14 @@ export interface SyncOptions {
    */
   changes?: ChangeFeedOptions;
   /**
+   * Every version kept (docs/history.md): given, every write goes into the change log (as with
+   * `changes`), and housekeeping writes checkpoints of each space's history, so that reading a
+   * space as of a version far back (`at`) costs about two full reads of it, not a read of the whole
+   * log. History is kept for `retention.historyMs`. Without it, history can still be read, restored
+   * and reverted wherever the change log is kept, each read undoing the log from now. Default: off.
+   */
+  history?: HistoryOptions;
+  /**
    * A first sync in pages: the first pull of a space bigger than a page is answered a page of
    * about `pageBytes` at a time, each with a cookie that says where the next starts, and a poke
    * to the pulling client group's streams (`connectPokes`), on which the stock client pulls the
@@ -144,6 +152,16 @@ export interface SyncOptions {
    * it is read).
    */
   firstSync?: FirstSyncOptions;
+}
+
+/** Every version kept: see {@link SyncOptions.history}. */
+export interface HistoryOptions {
+  /**
+   * The fewest versions between two checkpoints of a space's history; a new one is begun once
+   * the versions since the last reach this and the space's entries, so checkpoints never hold
+   * more rows than the log between them. Default: 1,000.
+   */
+  checkpointEvery?: number;
 }
 
 /** A first sync in pages: see {@link SyncOptions.firstSync}. */

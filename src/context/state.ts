@@ -2,7 +2,8 @@ import { defaultNotifier, type Notifier } from '../poke/notifier.js';
 import { PokeHub } from '../poke/hub.js';
 import { type Limits, resolveLimits } from '../sync/transactions/limits.js';
 import type { Retention, SessionClock, SessionOptions } from '../sync/version/strategy.js';
-import type { RetentionOptions, SyncContext, SyncOptions } from './context.js';
+import type { HistoryOptions, RetentionOptions, SyncContext, SyncOptions } from './context.js';
+import { CHECKPOINT_EVERY } from '../sync/history/checkpoints.js';
 import { type Rates, resolveRates } from './rates.js';
 
 /**
@@ -36,7 +37,7 @@ const STATE = Symbol('viewsync context state');
 
 /** The state of a context `options` is made into (options already checked: see createContext). */
 export function newState(options: SyncOptions): ContextState {
-  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set(), feedRecorded: undefined };
+  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention, options.history), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set(), feedRecorded: undefined };
 }
 
 /** Makes `target` a context holding `state`. */
@@ -75,7 +76,7 @@ export function clockOf(ctx: SyncContext): SessionClock {
 
 /** How `ctx`'s writes are made: which indexes and logs they keep, and the store's bound on keys. */
 export function sessionOptionsOf(ctx: SyncContext): SessionOptions {
-  return { prefixIndex: ctx.view !== undefined, maxKeyBytes: ctx.storage.maxKeyBytes, indexes: ctx.indexes, feed: ctx.changes !== undefined };
+  return { prefixIndex: ctx.view !== undefined, maxKeyBytes: ctx.storage.maxKeyBytes, indexes: ctx.indexes, feed: ctx.changes !== undefined || ctx.history !== undefined };
 }
 
 /** The poke streams of `ctx`, made on first use. */
@@ -97,7 +98,14 @@ export function notifierOf(ctx: SyncContext): Notifier {
 /** How long idle client groups and tombstones are kept unless `retention` says otherwise (and the CLI's gc, unless told). */
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
-function resolveRetention(options: RetentionOptions | undefined): Retention {
-  return { clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS, tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS, changesMs: options?.changesMs ?? DEFAULT_RETENTION_MS, historyMs: options?.historyMs ?? options?.changesMs ?? DEFAULT_RETENTION_MS };
+function resolveRetention(options: RetentionOptions | undefined, history: HistoryOptions | undefined): Retention {
+  return {
+    clientGroupsMs: options?.clientGroupsMs ?? DEFAULT_RETENTION_MS,
+    tombstonesMs: options?.tombstonesMs ?? DEFAULT_RETENTION_MS,
+    changesMs: options?.changesMs ?? DEFAULT_RETENTION_MS,
+    historyMs: options?.historyMs ?? options?.changesMs ?? DEFAULT_RETENTION_MS,
+    // Checkpoints are written where a context keeps history; the default interval is the checkpoints' own.
+    checkpointEvery: history === undefined ? undefined : (history.checkpointEvery ?? CHECKPOINT_EVERY),
+  };
 }
 

@@ -40,9 +40,10 @@ export interface CheckpointStep {
 /**
  * One bounded step of checkpointing in a space (at most `limit` rows written or removed): removes
  * checkpoints the log no longer reaches, goes on building one, or begins one when one is due.
- * `every` is the fewest versions between two (tests lower it).
+ * `every` is the fewest versions between two; undefined: none is begun (the context keeps no
+ * `history`), though one begun elsewhere is finished and old ones go.
  */
-export async function checkpointStep(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta, now: number, limit: number, every = CHECKPOINT_EVERY): Promise<CheckpointStep> {
+export async function checkpointStep(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta, now: number, limit: number, every: number | undefined): Promise<CheckpointStep> {
   const step: CheckpointStep = { written: 0, removed: 0, bytes: 0, done: true };
   const kept = keptVersions(meta);
   const records = await checkpointRecords(tx, keys);
@@ -62,6 +63,7 @@ export async function checkpointStep(tx: StorageTransaction, keys: SpaceKeys, sp
     const built = await build(tx, keys, space, meta, building[0], building[1], limit);
     return { ...step, written: built.written, bytes: step.bytes + built.bytes, done: false };
   }
+  if (every === undefined) return step;
   const last = live.at(-1)?.[0] ?? kept.from;
   if (kept.to - last < Math.max(every, meta.entries ?? 0)) return step;
   const begun: CheckpointRecord = { done: false, at: now };

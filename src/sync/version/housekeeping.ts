@@ -106,7 +106,7 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   }
 
   // Checkpoints of the history: the log's start may have passed one, or a new one may be due.
-  const checkpoints = await checkpointStep(tx, keys, space, { ...meta, ...(feedFrom !== undefined && { feedFrom }) }, now, limit);
+  const checkpoints = await checkpointStep(tx, keys, space, { ...meta, ...(feedFrom !== undefined && { feedFrom }) }, now, limit, retention.checkpointEvery);
   done &&= checkpoints.done;
   if (history !== undefined) history += checkpoints.bytes;
 

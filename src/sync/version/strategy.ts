@@ -63,6 +63,8 @@ export interface Retention {
   changesMs: number | false;
   /** How long history keeps a version (see history/): the log is kept for the longer of the two. */
   historyMs: number | false;
+  /** The fewest versions between two checkpoints of history (history/checkpoints.ts); undefined: none are begun (the context keeps no `history`). */
+  checkpointEvery?: number | undefined;
 }
 
 /** What housekeeping removed. */
