@@ -40,8 +40,9 @@ export async function changeFeedStatus(ctx: SyncContext): Promise<FeedStatus[]> 
  */
 export async function turnOffChangeFeed(ctx: SyncContext): Promise<{ spaces: number }> {
   checkContext(ctx);
-  if (ctx.changes !== undefined) {
-    throw new TypeError('turnOffChangeFeed: this context keeps the change feed (its `changes` option) and would go on keeping the logs of the spaces it writes: take `changes` out of every server first, then call it from a context without it (or run `viewsync feed off`)');
+  if (ctx.changes !== undefined || ctx.history !== undefined) {
+    const option = ctx.changes !== undefined ? 'changes' : 'history';
+    throw new TypeError(`turnOffChangeFeed: this context keeps the change feed (its \`${option}\` option) and would go on keeping the logs of the spaces it writes: take \`changes\` and \`history\` out of every server first, then call it from a context without them (or run \`viewsync feed off\`)`);
   }
   // The store first, so that no space made meanwhile starts a log.
   await writeFeedRecord(ctx.storage, false, clockOf(ctx).now);

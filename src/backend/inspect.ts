@@ -15,6 +15,9 @@ import { feedFrom, type LogRow } from '../sync/feed/change-log.js';
 import { deliveryID, deliveryStates } from '../sync/feed/deliveries.js';
 import { parseCursor, readFeedPage } from '../sync/feed/feed-pages.js';
 import type { StorageTransaction } from '../storage/types.js';
+import type { JSONValue } from '../protocol/json.js';
+import { checkpointRecords } from '../sync/history/checkpoint-records.js';
+import { checkpointRowBytes } from '../sync/history/checkpoints.js';
 import { type KeptRejection, readRejected } from '../sync/schema/rejected.js';
 
 /** How long a client group counts as active in {@link SpaceSummary.schemaVersions} by default: 7 days. */
@@ -29,7 +32,7 @@ export interface SpaceSummary {
   entries: number;
   /** Their keys and values as UTF-8 JSON text, in bytes: about what a full pull carries. */
   bytes: number;
-  /** The bytes of its history, kept until retention lets it go: its change log and the tombstones of deleted entries, as a quota's `historyBytes` counts them. */
+  /** The bytes of its history, kept until retention lets it go: its change log, its history's checkpoints and the tombstones of deleted entries, as a quota's `historyBytes` counts them. */
   history: number;
   /** What the space may hold, when `SyncOptions.quotas` gives it a quota: compare with `entries` and `bytes`. */
   quota?: SpaceQuota;
@@ -93,6 +96,8 @@ export interface ChangeLogSummary {
   from: number | null;
   /** When its oldest row was committed (ms since the epoch), or null when it is empty. */
   oldest: number | null;
+  /** The checkpoints of the space's history (`SyncOptions.history`), oldest first: each one's version, rows, and whether it is whole (housekeeping writes one a page at a time). */
+  checkpoints: Array<{ version: number; rows: number; done: boolean }>;
 }
 
 /** An unfinished import's staging area: the dump's entries (and client group lines) read so far. */
@@ -185,12 +190,22 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   let log: ChangeLogSummary | undefined;
   let history = 0;
   await eachRow(storage, keys.logPrefix, (_, value) => {
-    log ??= { rows: 0, from: feedFrom(meta) ?? null, oldest: (value as LogRow).at };
+    log ??= { rows: 0, from: feedFrom(meta) ?? null, oldest: (value as LogRow).at, checkpoints: [] };
     log.rows++;
     history += storedLogRowBytes(value as LogRow);
   }, space);
   await eachRow(storage, keys.tombstonePrefix, (row) => void (history += tombstoneBytes(keys.tombstoneKey(row))), space);
-  if (log === undefined && meta?.feedFrom !== undefined) log = { rows: 0, from: feedFrom(meta) ?? null, oldest: null };
+  if (log === undefined && meta?.feedFrom !== undefined) log = { rows: 0, from: feedFrom(meta) ?? null, oldest: null, checkpoints: [] };
+  const records = await storage.transaction((tx) => checkpointRecords(tx, keys), { readOnly: true, space });
+  for (const [version, record] of records) {
+    const checkpoint = { version, rows: 0, done: record.done };
+    const prefix = keys.checkpoint(version);
+    await eachRow(storage, prefix, (row, value) => {
+      checkpoint.rows++;
+      history += checkpointRowBytes(row.slice(prefix.length), value as JSONValue);
+    }, space);
+    log?.checkpoints.push(checkpoint);
+  }
   const webhooks = await storage.transaction((tx) => webhooksOf(tx, space, meta, clockOf(ctx).now), { readOnly: true, space });
   const groups = new Map<string, GroupSummary>();
   const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {

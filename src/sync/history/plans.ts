@@ -7,7 +7,7 @@ import type { SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
 import type { Entry, Meta } from '../version/records.js';
 import { asOf } from './as-of.js';
-import { changesBetween, checkKept, HistoryGoneError, keptVersions, type LoggedChange } from './log-reads.js';
+import { changesBetween, HistoryGoneError, keptVersions, type LoggedChange } from './log-reads.js';
 
 /**
  * What a restore or a revert would change, worked out from history in the transaction that then
@@ -95,7 +95,10 @@ export async function revertPlan(tx: StorageTransaction, keys: SpaceKeys, space:
   const kept = keptVersions(meta);
   if (kept === undefined) throw new HistoryGoneError(`Space ${JSON.stringify(space)} keeps no history now: its change log is not whole, so no cause's changes can be found`);
   const from = cause.versions === undefined ? kept.from : Math.max(kept.from, cause.versions[0] - 1);
-  if (cause.versions !== undefined && cause.versions[0] - 1 < kept.from) checkKept(space, meta, cause.versions[0] - 1);
+  // A window that starts before what the log holds would miss changes: refused, never narrowed.
+  if (cause.versions !== undefined && cause.versions[0] - 1 < kept.from && kept.from > 0) {
+    throw new HistoryGoneError(`Versions ${cause.versions[0]} to ${cause.versions[1]} of space ${JSON.stringify(space)} are not all kept: its history holds the changes after version ${kept.from} only`);
+  }
   const touched = new Map<string, { first: LoggedChange; later: LoggedChange[] }>();
   for await (const page of changesBetween(tx, keys, from, kept.to)) {
     for (const change of page) {
