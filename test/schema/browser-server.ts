@@ -9,9 +9,9 @@ import { build } from 'esbuild';
 import { createListener, nodeServerOptions, stopServer } from '../../adapters/node.js';
 import type { SyncContext } from '../../src/index.js';
 
-/** The page's script, bundled for the browser with the `replicache` package installed here. */
-export async function bundlePage(): Promise<Uint8Array> {
-  const bundle = await build({ entryPoints: [fileURLToPath(new URL('page.ts', import.meta.url))], bundle: true, write: false, format: 'esm', platform: 'browser', logLevel: 'warning' });
+/** The page's script (`entry`, by default the to-do app's), bundled for the browser with the `replicache` package installed here. */
+export async function bundlePage(entry = fileURLToPath(new URL('page.ts', import.meta.url))): Promise<Uint8Array> {
+  const bundle = await build({ entryPoints: [entry], bundle: true, write: false, format: 'esm', platform: 'browser', logLevel: 'warning' });
   return bundle.outputFiles[0]!.contents;
 }
 
