@@ -11,6 +11,7 @@ import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../.
 import { describeBackend } from '../backend/suite.js';
 import { describeHousekeeping } from '../housekeeping/suite.js';
 import { describeFeed } from '../feed/suite.js';
+import { describeHistory } from '../history/suite.js';
 import { describeStorageConformance } from './conformance.js';
 import type { StorageObject } from './durable-object.worker.js';
 
@@ -18,6 +19,8 @@ describeStorageConformance('durableObjectStorage', () => objectStorage(newObject
 describeHousekeeping('durableObjectStorage', () => objectStorage(newObject()));
 describeFeed('durableObjectStorage', () => objectStorage(newObject()), 20);
 describeBackend('durableObjectStorage', () => objectStorage(newObject()), (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)));
+// Inside the object: an export's stream cannot cross Durable Objects in workerd.
+describeHistory('durableObjectStorage', () => objectStorage(newObject()), (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)));
 
 describe('durableObjectStorage in a Durable Object', () => {
   it('a read-only transaction does not wait for a read-write one that is awaiting, nor see its writes', async () => {
