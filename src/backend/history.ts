@@ -274,7 +274,10 @@ export async function eraseData(ctx: SyncContext, space: string, target: EraseTa
     const changed = await session.commit();
     const meta = (await tx.get(keys.meta)) as Meta | undefined;
     // The history the stripped values took is free (quota.ts): the commit counted the rows as written.
-    if (meta !== undefined && meta.history !== undefined && stripped.freed !== 0) await tx.put(keys.meta, { ...meta, history: Math.max(0, meta.history - stripped.freed) } satisfies Meta);
+    const history = meta?.history !== undefined && stripped.freed !== 0 ? { history: Math.max(0, meta.history - stripped.freed) } : {};
+    // Counted, so that a move's catch-up copies the rewritten rows of the log too (src/route/copy.ts).
+    const erasures = stripped.rows > 0 ? { erasures: (meta?.erasures ?? 0) + 1 } : {};
+    if (meta !== undefined && ('history' in history || 'erasures' in erasures)) await tx.put(keys.meta, { ...meta, ...history, ...erasures } satisfies Meta);
     return { result: { deleted, stripped, version: changed ? meta?.version : undefined, touched: session.touched() }, keep: true };
   });
   if (done.version !== undefined) afterChange(ctx, space, { operation: 'erase', space }, done.touched && { keys: done.touched, groups: [] });

@@ -54,8 +54,12 @@ interface Changes {
   entries: Array<{ key: string; version: number; rows: Map<string, StoredValue | undefined> }>;
   /** Every row under the client records' prefixes. */
   whole: Map<string, StoredValue>;
-  /** The change log's rows of versions after the one caught up from (the log only grows at its end). */
+  /**
+   * The change log's rows of versions after the one caught up from (the log grows at its end),
+   * or, when an erasure rewrote older rows since (`Meta.erasures`), every row of it: `whole`.
+   */
   log: ReadonlyArray<readonly [string, StoredValue]>;
+  wholeLog: boolean;
 }
 
 /**
@@ -67,7 +71,9 @@ interface Changes {
  */
 export async function catchUp(source: Storage, target: Storage, space: string, since: number, finish: (tx: StorageTransaction, version: number) => Promise<void>): Promise<{ version: number; rows: number }> {
   const keys = new SpaceKeys(space);
-  const changes = await source.transaction((tx) => readChanges(tx, keys, since), { readOnly: true, space });
+  // The erasures the target's copy has seen: its meta record is the source's as last copied.
+  const copied = await target.transaction(async (tx) => ((await tx.get(keys.meta)) as Meta | undefined)?.erasures ?? 0, { readOnly: true, space });
+  const changes = await source.transaction((tx) => readChanges(tx, keys, since, copied), { readOnly: true, space });
   const version = changes.meta?.version ?? 0;
   const rows = await target.transaction(async (tx) => {
     let written = 0;
@@ -88,6 +94,11 @@ export async function catchUp(source: Storage, target: Storage, space: string, s
       }
     }
     for (const [key, value] of changes.whole) await put(key, value);
+    if (changes.wholeLog) {
+      // Rows the source no longer holds (trimmed by housekeeping meanwhile) go too.
+      const kept = new Set(changes.log.map(([key]) => key));
+      for (const [key] of await tx.scan({ prefix: keys.logPrefix })) if (!kept.has(key)) await put(key, undefined);
+    }
     for (const [key, value] of changes.log) await put(key, value);
     if (changes.meta !== undefined) await tx.put(keys.meta, changes.meta);
     await finish(tx, version);
@@ -96,7 +107,7 @@ export async function catchUp(source: Storage, target: Storage, space: string, s
   return { version, rows };
 }
 
-async function readChanges(tx: StorageTransaction, keys: SpaceKeys, since: number): Promise<Changes> {
+async function readChanges(tx: StorageTransaction, keys: SpaceKeys, since: number, erasures: number): Promise<Changes> {
   const meta = (await tx.get(keys.meta)) as Meta | undefined;
   const changed = await tx.scan({ prefix: keys.versionPrefix, start: { key: keys.versionPrefix + encodeVersion(since + 1), exclusive: false } });
   const entries = changed.map(([row]) => ({ key: row.slice(keys.versionPrefix.length + VERSION_FIELD), version: decodeVersion(row.slice(keys.versionPrefix.length, keys.versionPrefix.length + VERSION_FIELD - 1)) }));
@@ -107,8 +118,9 @@ async function readChanges(tx: StorageTransaction, keys: SpaceKeys, since: numbe
   const withRows = entries.map((entry, i) => ({ ...entry, rows: new Map(wanted[i]!.map((row) => [row, values[at++]])) }));
   const whole = new Map<string, StoredValue>();
   for (const prefix of keys.rowPrefixes.whole) for (const [key, value] of await tx.scan({ prefix })) whole.set(key, value);
-  const log = await tx.scan({ prefix: keys.logPrefix, start: { key: keys.logPrefix + encodeVersion(since + 1) } });
-  return { meta, entries: withRows, whole, log };
+  const wholeLog = (meta?.erasures ?? 0) !== erasures;
+  const log = await tx.scan({ prefix: keys.logPrefix, ...(!wholeLog && { start: { key: keys.logPrefix + encodeVersion(since + 1) } }) });
+  return { meta, entries: withRows, whole, log, wholeLog };
 }
 
 /** The index rows an entry at `version` may have: in the version index, among the tombstones, in the prefix index. */

@@ -39,6 +39,12 @@ export type Meta = {
   bytes?: number;
   /** The bytes of its history (change log rows and tombstones, see quota.ts), kept by every write and housekeeping; absent in a space last written before viewsync kept it. */
   history?: number;
+  /**
+   * How many erasures (`eraseData`) rewrote rows of the change log, ever. An erasure rewrites rows
+   * older than the version it makes, which a move's catch-up (src/route/copy.ts), copying the log
+   * by version, would miss: it copies the whole log again when this differs from its copy's.
+   */
+  erasures?: number;
   /** How many mutations of older schema versions were rejected in the space, ever: numbers the ring of their rows (schema/rejected.ts). */
   rejected?: number;
   /**
