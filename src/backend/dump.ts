@@ -28,6 +28,15 @@ import { DumpError } from './lines.js';
  * added in between. A checksum would catch more (a value changed in place), but no export
  * writes such a dump, and a seed written by hand would need one too.
  *
+ * Format 4, written only when asked for (`exportSpace(…, { history: true })`), is format 3 with the
+ * space's history: its header says which versions the history keeps, `"history":{"from":F}` (every
+ * version from F to the header's `version`), and after the client groups come the rows of the
+ * change log, one per line in log order, each with its place, `{"log":[version,seq],…}`, and the
+ * row as stored (its key, values before and after, time and origin, or an event; an erased row
+ * stays erased); its end line counts them too, `"changes":…`. An import that asks for the history
+ * (`importSpace(…, { history: true })`) takes them; one that does not checks and counts them, and
+ * imports the rest as from a format-3 dump.
+ *
  * Format 2, written before client groups were dumped, is the same without them (and without
  * `groups` in its end line): it is read as it always was. Format 1, written by viewsync 0.1, is
  * format 2 without the end line, so a whole one cannot be told from a cut one: an import reads it
@@ -40,6 +49,9 @@ export const DUMP_END = 'end';
 
 /** The format this viewsync writes. */
 export const DUMP_FORMAT = 3;
+
+/** Format 3 with the space's history: written and read only when asked for. */
+export const HISTORY_FORMAT = 4;
 
 /** The format before client groups, read as it always was. */
 export const FORMAT_WITHOUT_GROUPS = 2;
@@ -55,8 +67,10 @@ export interface DumpHeader {
   space?: string;
   /** When the export's snapshot was taken, as an ISO date. */
   exported?: string;
-  /** The space's version in the export's snapshot: the change feed's cursor to follow the dump with (`readChanges`). Not read by imports. */
+  /** The space's version in the export's snapshot: the change feed's cursor to follow the dump with (`readChanges`); with its history, the last version it keeps. */
   version?: number;
+  /** Format 4: the first version the dump's history keeps (the log holds every change after it, up to `version`). */
+  history?: { from: number };
 }
 
 /** A dump's last line. */
@@ -66,6 +80,8 @@ export interface DumpEnd {
   entries: number;
   /** How many client groups came before it (a group may take several lines). */
   groups: number;
+  /** Format 4: how many rows of the change log came before it. */
+  changes?: number;
 }
 
 /**
@@ -75,8 +91,8 @@ export interface DumpEnd {
 export const GROUP_LINE_CHARS = 65_536;
 
 /** The header line, with its newline. */
-export function headerLine(space: string, now: number, version: number): string {
-  const header: DumpHeader = { viewsync: DUMP_KIND, format: DUMP_FORMAT, space, exported: new Date(now).toISOString(), version };
+export function headerLine(space: string, now: number, version: number, historyFrom?: number): string {
+  const header: DumpHeader | (Omit<DumpHeader, 'format'> & { format: typeof HISTORY_FORMAT }) = { viewsync: DUMP_KIND, format: historyFrom === undefined ? DUMP_FORMAT : HISTORY_FORMAT, space, exported: new Date(now).toISOString(), version, ...(historyFrom !== undefined && { history: { from: historyFrom } }) };
   return JSON.stringify(header) + '\n';
 }
 
@@ -100,8 +116,8 @@ export function groupLines(group: DumpedGroup): string {
 }
 
 /** The end line, with its newline. */
-export function endLine(entries: number, groups: number): string {
-  const end: DumpEnd = { viewsync: DUMP_END, entries, groups };
+export function endLine(entries: number, groups: number, changes?: number): string {
+  const end: DumpEnd = { viewsync: DUMP_END, entries, groups, ...(changes !== undefined && { changes }) };
   return JSON.stringify(end) + '\n';
 }
 
@@ -115,11 +131,13 @@ export interface HeaderRules {
   allowFormat1: boolean;
   /** The import's mode, which says what taking a cut dump would do. */
   mode: 'replace' | 'merge';
+  /** Whether the import takes the dump's history: only a format-4 dump has one. */
+  history: boolean;
 }
 
-/** Checks line `line`, the dump's header; returns the dump's format (1, 2 or 3). */
-export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): { format: number } {
-  const header = parsed as { viewsync?: unknown; format?: unknown; space?: unknown } | null;
+/** Checks line `line`, the dump's header; returns the dump's format (1 to 4), and for format 4 the versions its history keeps. */
+export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): { format: number; history?: { from: number; to: number } } {
+  const header = parsed as { viewsync?: unknown; format?: unknown; space?: unknown; version?: unknown; history?: { from?: unknown } } | null;
   if (typeof header !== 'object' || header === null || Array.isArray(header) || header.viewsync !== DUMP_KIND) {
     throw new DumpError(line, `is not a viewsync dump's header: it should be an object with "viewsync": "${DUMP_KIND}"`);
   }
@@ -131,8 +149,16 @@ export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): 
         `Export it again with this viewsync (format ${DUMP_FORMAT}), or, if you know the dump is whole, import it with allowFormat1: true (CLI: --allow-format-1)`,
     );
   }
-  if (header.format !== DUMP_FORMAT && header.format !== FORMAT_WITHOUT_GROUPS && header.format !== FORMAT_WITHOUT_END) {
-    throw new DumpError(line, `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads formats ${DUMP_FORMAT} and ${FORMAT_WITHOUT_GROUPS} (and ${FORMAT_WITHOUT_END}, with allowFormat1)`);
+  if (header.format !== HISTORY_FORMAT && header.format !== DUMP_FORMAT && header.format !== FORMAT_WITHOUT_GROUPS && header.format !== FORMAT_WITHOUT_END) {
+    throw new DumpError(line, `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads formats ${HISTORY_FORMAT}, ${DUMP_FORMAT} and ${FORMAT_WITHOUT_GROUPS} (and ${FORMAT_WITHOUT_END}, with allowFormat1)`);
+  }
+  let history: { from: number; to: number } | undefined;
+  if (header.format === HISTORY_FORMAT) {
+    const from = header.history?.from;
+    if (!isCount(from) || !isCount(header.version) || from > header.version) throw new DumpError(line, `is a format-${HISTORY_FORMAT} header without the versions its history keeps: it should hold "version": N and "history": {"from": F}, F <= N`);
+    history = { from, to: header.version };
+  } else if (rules.history) {
+    throw new DumpError(line, `is the header of a format-${JSON.stringify(header.format)} dump, which holds no history (importSpace's history: true, CLI --history): export the space with its history (format ${HISTORY_FORMAT}: exportSpace's history: true, viewsync export --history)`);
   }
   if ('space' in header) {
     if (typeof header.space !== 'string') throw new DumpError(line, `is a header whose "space" is not a string (${JSON.stringify(header.space)})`);
@@ -143,7 +169,7 @@ export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): 
       throw new DumpError(line, `is the header of a dump of space ${JSON.stringify(header.space)}, not ${JSON.stringify(expected)}${remedy}`);
     }
   }
-  return { format: header.format };
+  return { format: header.format, ...(history !== undefined && { history }) };
 }
 
 /** Whether a parsed line is an end line (or an attempt at one): an entry never has `viewsync`. */
@@ -152,19 +178,29 @@ export function isEndLine(parsed: unknown): boolean {
 }
 
 /** Checks line `line`, the end line of a dump of `format`, against the entries and client groups read before it. */
-export function checkEnd(parsed: unknown, line: number, format: number, read: { entries: number; groups: number }): void {
-  const end = parsed as { entries?: unknown; groups?: unknown };
-  const shape = format === DUMP_FORMAT ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M}` : `{"viewsync":"${DUMP_END}","entries":N}`;
+export function checkEnd(parsed: unknown, line: number, format: number, read: { entries: number; groups: number; changes: number }): void {
+  const end = parsed as { entries?: unknown; groups?: unknown; changes?: unknown };
+  const shape = format === HISTORY_FORMAT ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M,"changes":C}` : format === DUMP_FORMAT ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M}` : `{"viewsync":"${DUMP_END}","entries":N}`;
   if (!isCount(end.entries)) throw new DumpError(line, `is an end line without a count of entries: it should be ${shape}`);
   if (end.entries !== read.entries) {
     throw new DumpError(line, `is the dump's end line, which counts ${end.entries} entries, but ${read.entries} came before it: lines were lost or added, so nothing was imported`);
   }
   // Format 2 has no client groups; what else its end line holds was never read.
-  if (format !== DUMP_FORMAT) return;
+  if (format < DUMP_FORMAT) return;
   if (!isCount(end.groups)) throw new DumpError(line, `is an end line without a count of client groups: a format-${DUMP_FORMAT} dump's is ${shape}`);
   if (end.groups !== read.groups) {
     throw new DumpError(line, `is the dump's end line, which counts ${end.groups} client groups, but ${read.groups} came before it: lines were lost or added, so nothing was imported`);
   }
+  if (format !== HISTORY_FORMAT) return;
+  if (!isCount(end.changes)) throw new DumpError(line, `is an end line without a count of the change log's rows: a format-${HISTORY_FORMAT} dump's is ${shape}`);
+  if (end.changes !== read.changes) {
+    throw new DumpError(line, `is the dump's end line, which counts ${end.changes} rows of the change log, but ${read.changes} came before it: lines were lost or added, so nothing was imported`);
+  }
+}
+
+/** Whether a parsed line of a format-4 dump is a row of the change log (or an attempt at one): no entry or group has `log`. */
+export function isLogLine(parsed: unknown): boolean {
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && 'log' in parsed;
 }
 
 /** The error for a dump whose last line, `line`, is not its end line. */
@@ -186,7 +222,8 @@ export function isGroupLine(parsed: unknown): boolean {
  * whose IDs are each as long as `limits.idBytes` allows.
  */
 export function longestLine(limits: Limits): number {
-  return Math.max(6 * limits.keyBytes + limits.valueBytes + 32, GROUP_LINE_CHARS, 3 * 6 * limits.idBytes + 64);
+  // A change log's row holds two values, and its origin (a revert's cause names IDs).
+  return Math.max(6 * limits.keyBytes + 2 * limits.valueBytes + 6 * 4 * limits.idBytes + 1_024, GROUP_LINE_CHARS, 3 * 6 * limits.idBytes + 64);
 }
 
 /** Whether `value` is a count or a lastMutationID: a safe integer, 0 or more. */

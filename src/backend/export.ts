@@ -6,6 +6,8 @@ import { checkSpace } from './transact.js';
 import { endLine, groupLines, headerLine } from './dump.js';
 import { checkContext } from '../context/state.js';
 import { SpaceKeys } from '../sync/version/keys.js';
+import { checkKept } from '../sync/history/log-reads.js';
+import { logLines } from '../sync/dumps/dumped-history.js';
 import type { Meta } from '../sync/version/records.js';
 
 /** Options for {@link exportSpace}. */
@@ -17,6 +19,14 @@ export interface ExportOptions {
    * Default: 30,000.
    */
   idleMs?: number;
+  /**
+   * Export the space's history too: every row of its change log, after the client groups, in a
+   * dump of format 4 (see dump.ts), which `importSpace` with `history: true` brings into a new
+   * space so that it reads the same as of every kept version. An erased row stays erased. The
+   * stream fails when the space keeps no history now (its log is not whole). Default: false, a
+   * dump of format 3.
+   */
+  history?: boolean;
   /** Told how far the export got, once per page read: for a progress line. */
   onProgress?: (progress: ExportProgress) => void;
 }
@@ -26,6 +36,8 @@ export interface ExportProgress {
   entries: number;
   /** Client groups, which come after the entries. */
   groups: number;
+  /** Rows of the change log, which come last (with `history`). */
+  changes?: number;
 }
 
 /**
@@ -71,9 +83,12 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
   /** Writes the header, the entries and the client groups; resolves to how many of each, or undefined once cancelled. */
   const run = () =>
     ctx.storage.transaction(async (tx) => {
-      const counts: ExportProgress = { entries: 0, groups: 0 };
-      const meta = (await tx.get(new SpaceKeys(space).meta)) as Meta | undefined;
-      controller.enqueue(encoder.encode(headerLine(space, (ctx.clock ?? Date.now)(), meta?.version ?? 0)));
+      const counts: ExportProgress = { entries: 0, groups: 0, ...(options.history === true && { changes: 0 }) };
+      const keys = new SpaceKeys(space);
+      const meta = (await tx.get(keys.meta)) as Meta | undefined;
+      // The versions the dump's history keeps: the whole log's, as at() reads it.
+      const kept = options.history === true ? checkKept(space, meta, meta?.version ?? 0) : undefined;
+      controller.enqueue(encoder.encode(headerLine(space, (ctx.clock ?? Date.now)(), meta?.version ?? 0, kept?.from)));
       const pages = exportPages(tx, space);
       for await (const page of pages) {
         counts.entries += page.entries;
@@ -84,6 +99,13 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
       for await (const page of groups) {
         counts.groups += page.length;
         if (!(await send(page.map(groupLines).join(''), counts))) return void (await groups.return(undefined));
+      }
+      if (counts.changes !== undefined) {
+        const log = logLines(tx, keys);
+        for await (const page of log) {
+          counts.changes += page.rows;
+          if (!(await send(page.text, counts))) return void (await log.return(undefined));
+        }
       }
       return counts;
     }, { readOnly: true, space });
@@ -100,7 +122,7 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
           (counts) => {
             if (cancelled || counts === undefined) return;
             // Only once the snapshot was read to its end: a stream that failed before has no end line.
-            controller.enqueue(encoder.encode(endLine(counts.entries, counts.groups)));
+            controller.enqueue(encoder.encode(endLine(counts.entries, counts.groups, counts.changes)));
             controller.close();
           },
           (error: unknown) => cancelled || controller.error(error),

@@ -8,7 +8,10 @@ import { runBatched } from '../sync/batching/group-commit.js';
 import { type GroupLine, type SkippedClient, stageGroups } from '../sync/dumps/dumped-groups.js';
 import { type ApplyAt, applyStep, checkStaging, claimStaging, stage, stagingID, unstage } from '../sync/dumps/import-batch.js';
 import type { Limits } from '../sync/transactions/limits.js';
-import { checkEnd, checkHeader, DUMP_FORMAT, type HeaderRules, isEndLine, isGroupLine, longestLine, missingEnd } from './dump.js';
+import { checkEnd, checkHeader, DUMP_FORMAT, type HeaderRules, isEndLine, isGroupLine, isLogLine, longestLine, missingEnd } from './dump.js';
+import { checkLogRow, type DumpedLogRow, markHistory, moveLog, stageLog } from '../sync/dumps/dumped-history.js';
+import { SpaceKeys } from '../sync/version/keys.js';
+import type { StorageTransaction } from '../storage/types.js';
 import { GroupSection } from './group-lines.js';
 import { DumpError, type DumpSource, lines } from './lines.js';
 import { checkSpace } from './transact.js';
@@ -38,6 +41,14 @@ export interface ImportOptions {
    * are still checked. Default: true.
    */
   clients?: boolean;
+  /**
+   * Import the dump's history too (a format-4 dump: `exportSpace`'s `history: true`), so that
+   * `at` and `readHistory` answer in this space as in the one exported, for every version the
+   * dump's history keeps: the space must be new (no write ever reached it), and ends at the
+   * dump's version or later. Without it, a dump's history is checked and counted, and the rest
+   * imported as from a dump without one. Default: false.
+   */
+  history?: boolean;
   /** Told how far the import got, about once per thousand entries: for a progress line. */
   onProgress?: (progress: ImportProgress) => void;
 }
@@ -62,6 +73,8 @@ export interface ImportResult {
   deleted: number;
   /** Client groups in the dump (none in a format-2 dump). */
   groups: number;
+  /** Rows of the change log in the dump (a format-4 dump's history), imported with `history`. */
+  changes?: number;
   /**
    * Client records written: new ones, and those whose lastMutationID the dump raised. A
    * lastMutationID is never lowered: where the space holds a higher one, it stays.
@@ -107,24 +120,37 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
   checkSpace(space);
   if (options?.mode !== 'replace' && options?.mode !== 'merge') throw new TypeError(`importSpace: options.mode must be 'replace' or 'merge', got ${JSON.stringify(options?.mode)}`);
   if (options.from !== undefined) checkSpace(options.from);
-  const rules: HeaderRules = { target: space, from: options.from, allowFormat1: options.allowFormat1 === true, mode: options.mode };
+  const rules: HeaderRules = { target: space, from: options.from, allowFormat1: options.allowFormat1 === true, mode: options.mode, history: options.history === true };
+  const keys = new SpaceKeys(space);
+  if (rules.history) await ctx.storage.transaction((tx) => checkNew(tx, keys, space), { readOnly: true, space });
   const limits = limitsOf(ctx);
   const id = stagingID(clockOf(ctx).now);
   const progress = (phase: ImportProgress['phase'], entries: number, applied: number) => options.onProgress?.({ phase, entries, applied });
-  let read: { entries: number; groups: number };
+  let read: { entries: number; groups: number; changes: number; history?: { from: number; to: number } };
   try {
     read = await readDump(ctx, space, id, source, limits, rules, options.clients !== false, (count) => progress('reading', count, 0));
   } catch (error) {
     await drop(ctx, space, id);
     throw error;
   }
-  const result: ImportResult = { ...read, written: 0, deleted: 0, clients: 0, skipped: [] };
+  const { history, changes, ...counts } = read;
+  const result: ImportResult = { ...counts, ...(history !== undefined && { changes }), written: 0, deleted: 0, clients: 0, skipped: [] };
   try {
+    // The history first, while the import's mark keeps its staged rows: then the entries, which leave the log.
+    let bytes = 0;
+    if (rules.history) {
+      for (let done = false; !done; ) {
+        const moved = await ctx.storage.transaction(async (tx) => (await checkStaging(tx, space, id), await checkNew(tx, keys, space), moveLog(tx, keys, id, BATCH)), { readOnly: false, space });
+        bytes += moved.bytes;
+        done = moved.done;
+      }
+    }
+    const session = { ...sessionOptionsOf(ctx), ...(rules.history && { leaveLog: true }) };
     let at: ApplyAt = { after: undefined, entriesDone: false };
     for (let done = false; !done; ) {
       const clock = clockOf(ctx);
       const step = await runBatched(ctx.storage, space, async (tx) => ({
-        result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, session: sessionOptionsOf(ctx) }),
+        result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, session }),
         keep: true,
       }));
       done = step.done;
@@ -136,6 +162,9 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
       if (step.changed) afterChange(ctx, space, { operation: 'importSpace', space });
       progress('applying', read.entries, result.written + result.deleted);
     }
+    if (history !== undefined && !(await ctx.storage.transaction((tx) => markHistory(tx, keys, history, bytes), { readOnly: false, space }))) {
+      throw new Error(`importSpace: space ${JSON.stringify(space)} was written while its history was imported (or the dump holds no entry or client group to make it with): its data is imported, its history is not whole (import it again into a new space)`);
+    }
   } catch (error) {
     await drop(ctx, space, id).catch(() => {});
     throw error;
@@ -144,8 +173,14 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
 }
 
 /** Reads and checks the dump into import `id`'s staging areas (its client groups only when `withClients`); resolves to what it holds. */
-async function readDump(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, rules: HeaderRules, withClients: boolean, told: (entries: number) => void): Promise<{ entries: number; groups: number }> {
+async function readDump(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, rules: HeaderRules, withClients: boolean, told: (entries: number) => void): Promise<{ entries: number; groups: number; changes: number; history?: { from: number; to: number } }> {
   let format: number | undefined;
+  const keys = new SpaceKeys(space);
+  /** The versions a format-4 dump's history keeps, its log rows read so far and the last one's place. */
+  let history: { from: number; to: number } | undefined;
+  let changes = 0;
+  let place: string | undefined;
+  let log: DumpedLogRow[] = [];
   /** The end line's number, once read. */
   let end: number | undefined;
   /** The last line that is not blank. */
@@ -158,14 +193,15 @@ async function readDump(ctx: SyncContext, space: string, id: string, source: Dum
   let bytes = 0;
   let claimed = false;
   const flush = async () => {
-    const [entries, lines] = [batch, groups];
-    [batch, groups, bytes] = [[], [], 0];
+    const [entries, lines, rows] = [batch, groups, log];
+    [batch, groups, log, bytes] = [[], [], [], 0];
     await ctx.storage.transaction(async (tx) => {
       // The mark with the first batch; each later one checks it, so an import whose staged rows
       // housekeeping began to remove stops reading at once (see StagingLostError).
       await (claimed ? checkStaging : claimStaging)(tx, space, id);
       await stage(tx, space, id, entries);
       await stageGroups(tx, space, id, lines);
+      await stageLog(tx, keys, id, rows);
     }, { readOnly: false, space });
     claimed = true;
     told(count);
@@ -181,15 +217,23 @@ async function readDump(ctx: SyncContext, space: string, id: string, source: Dum
       throw new DumpError(number, `is not JSON (${(error as Error).message})`);
     }
     if (format === undefined) {
-      ({ format } = checkHeader(parsed, number, rules));
+      ({ format, history } = checkHeader(parsed, number, rules));
       continue;
     }
     if (format > 1 && isEndLine(parsed)) {
-      checkEnd(parsed, number, format, { entries: count, groups: section.groups });
+      checkEnd(parsed, number, format, { entries: count, groups: section.groups, changes });
       end = number;
       continue;
     }
-    if (format === DUMP_FORMAT && isGroupLine(parsed)) {
+    if (history !== undefined && isLogLine(parsed)) {
+      const row = checkLogRow(parsed, keys, history, place, limits);
+      if (typeof row === 'string') throw new DumpError(number, row);
+      place = row[0];
+      changes++;
+      if (rules.history) log.push(row);
+    } else if (changes > 0) {
+      throw new DumpError(number, 'comes after the rows of the change log: a dump lists its entries, then its client groups, then its history');
+    } else if (format >= DUMP_FORMAT && isGroupLine(parsed)) {
       const line = section.read(parsed, number);
       if (withClients) groups.push(line);
     } else {
@@ -203,14 +247,14 @@ async function readDump(ctx: SyncContext, space: string, id: string, source: Dum
       batch.push([key, value]);
     }
     bytes += text.length;
-    if (batch.length + groups.length >= BATCH || bytes >= BATCH_CHARS) await flush();
+    if (batch.length + groups.length + log.length >= BATCH || bytes >= BATCH_CHARS) await flush();
   }
   if (format === undefined) throw new DumpError(1, 'is missing: a dump starts with its header line, and this one is empty');
   // What every cut of an export comes to: the lines before the cut are whole, the end is not there.
   if (format > 1 && end === undefined) throw missingEnd(last);
   // A dump with no entries is staged too: its mark is what lets a replace empty the space.
-  if (batch.length + groups.length > 0 || !claimed) await flush();
-  return { entries: count, groups: section.groups };
+  if (batch.length + groups.length + log.length > 0 || !claimed) await flush();
+  return { entries: count, groups: section.groups, changes, ...(rules.history && history !== undefined && { history }) };
 }
 
 function checkEntry(parsed: unknown, line: number, limits: Limits): [string, JSONValue] {
@@ -227,6 +271,11 @@ function checkEntry(parsed: unknown, line: number, limits: Limits): [string, JSO
   } catch (error) {
     throw new DumpError(line, `has a value that cannot be stored: ${(error as Error).message}`);
   }
+}
+
+/** Refuses to import a history into a space a write reached: its own history would not be the dump's. */
+async function checkNew(tx: StorageTransaction, keys: SpaceKeys, space: string): Promise<void> {
+  if ((await tx.get(keys.meta)) !== undefined) throw new TypeError(`importSpace: a dump's history (options.history) goes into a new space only, and space ${JSON.stringify(space)} was written to: import it into a new space, or import without its history`);
 }
 
 /** Removes import `id`'s staging area, a batch per transaction. */

@@ -284,7 +284,7 @@ export function describeClientRecords(name: string, create: () => Storage): void
         [dump3([], [ok]).replace('\n{"viewsync":"end"', '\n{"key":"z","value":1}\n{"viewsync":"end"'), 3, 'line 3 of the dump is an entry after the client groups: a dump lists its entries first, then its client groups'],
         [dump3([], [ok]).replace(',"groups":1', ''), 3, 'line 3 of the dump is an end line without a count of client groups: a format-3 dump\'s is {"viewsync":"end","entries":N,"groups":M}'],
         [dump3([], [ok], { groups: 2 }), 3, /counts 2 client groups, but 1 came before it/],
-        ['{"viewsync":"space","format":4}\n', 1, 'line 1 of the dump is a header of dump format 4; this viewsync reads formats 3 and 2 (and 1, with allowFormat1)'],
+        ['{"viewsync":"space","format":5}\n', 1, 'line 1 of the dump is a header of dump format 5; this viewsync reads formats 4, 3 and 2 (and 1, with allowFormat1)'],
       ];
       for (const [input, line, message] of cases) {
         for (const clients of [true, false]) {

@@ -289,7 +289,7 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       const header = '{"viewsync":"space","format":2,"space":"","exported":"2026-11-24T00:00:00.000Z"}';
       const cases: Array<[string, number, RegExp]> = [
         ['', 1, /empty/],
-        ['{"viewsync":"space","format":4}\n', 1, /format 4; this viewsync reads formats 3 and 2/],
+        ['{"viewsync":"space","format":5}\n', 1, /format 5; this viewsync reads formats 4, 3 and 2/],
         [`${header}\n{"key":"a","value":1}\n{"key":"b","value":\n`, 3, /not JSON/],
         [`${header}\n{"key":"b","value":1}\n{"key":"a","value":1}\n`, 3, /not after/],
         [`${header}\n{"key":"a","value":1}\n{"key":"a","value":2}\n`, 3, /not after/],

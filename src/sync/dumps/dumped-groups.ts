@@ -74,6 +74,8 @@ export function groupsArea(keys: SpaceKeys, id: string): string {
 /** The import a staging area's name (the key segment after the space) belongs to: both its areas, and its mark, are one import's. */
 export function importOfArea(area: string): string {
   if (area.endsWith(GROUPS)) return area.slice(0, -GROUPS.length);
+  // The area of a dump's history (dumped-history.ts).
+  if (area.endsWith('.log')) return area.slice(0, -'.log'.length);
   return area.endsWith(STAGING_MARK) ? area.slice(0, -STAGING_MARK.length) : area;
 }
 

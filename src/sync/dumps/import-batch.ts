@@ -4,6 +4,7 @@ import type { Storage, StorageTransaction, StoredValue } from '../../storage/typ
 import { getMany } from '../../storage/write-buffer.js';
 import { globalVersion } from '../version/global-version.js';
 import { applyGroups, groupsArea, noteExpired, type SkippedClient } from './dumped-groups.js';
+import { historyArea } from './dumped-history.js';
 import { decodeVersion, encodeVersion, SpaceKeys, spaceOfStaging, STAGING_PREFIX } from '../version/keys.js';
 import type { Entry } from '../version/records.js';
 import type { SessionClock, SessionOptions, SpaceSession } from '../version/strategy.js';
@@ -76,11 +77,11 @@ export async function stage(tx: StorageTransaction, space: string, id: string, e
   for (const [key, value] of entries) await tx.put(area + key, value as StoredValue);
 }
 
-/** Removes up to `limit` rows of import `id`'s staging areas (entries, then client groups, then its mark); true when none is left. */
+/** Removes up to `limit` rows of import `id`'s staging areas (entries, client groups, history, then its mark); true when none is left. */
 export async function unstage(tx: StorageTransaction, space: string, id: string, limit: number): Promise<boolean> {
   const keys = new SpaceKeys(space);
   let left = limit;
-  for (const area of [keys.staging(id), groupsArea(keys, id), keys.stagingMark(id)]) {
+  for (const area of [keys.staging(id), groupsArea(keys, id), historyArea(keys, id), keys.stagingMark(id)]) {
     const rows = await tx.scan({ prefix: area, limit: left });
     for (const [row] of rows) await tx.del(row);
     left -= rows.length;

@@ -37,7 +37,7 @@ export const globalVersion: Strategy = {
       // A write reads the store's incarnation with the meta record (on PostgreSQL it came with the space's lock).
       const [meta, incarnation] = await Promise.all([tx.get(keys.meta) as Promise<Meta | undefined>, tx.incarnation?.()]);
       // The context's feed keeps the log; else the data says (feed-record.ts).
-      const log = options.feed ? 'keep' : await logDecision(tx, meta);
+      const log = options.leaveLog ? 'leave' : options.feed ? 'keep' : await logDecision(tx, meta);
       return new GlobalVersionSession(tx, keys, meta, clock, options, undefined, incarnation, log);
     }
     // A pull reads both first: one round trip on a database, not two.

@@ -47,6 +47,8 @@ export interface SessionOptions {
   indexes?: IndexDefinitions | undefined;
   /** Keep the change log (see change-log.ts): on when the context's change feed is. */
   feed?: boolean | undefined;
+  /** Leave the change log, whatever the feed: an import that brings the space's history writes it itself (dumped-history.ts). */
+  leaveLog?: boolean | undefined;
 }
 
 /** The time a session works at, and how stale a group's activity may get before it is refreshed. */
