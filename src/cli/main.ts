@@ -38,6 +38,8 @@ const OPTIONS = {
   'allow-format-1': { type: 'boolean', for: ['import'] },
   'skip-clients': { type: 'boolean', for: ['import'] },
   'idle-timeout': { type: 'string', for: ['export'] },
+  // A dump's history (format 4): the change log's rows too.
+  history: { type: 'boolean', for: ['export', 'import'] },
   space: { type: 'string', for: ['gc', 'migrate'] },
   module: { type: 'string', for: ['migrate'] },
   batch: { type: 'string', for: ['migrate'] },
@@ -72,6 +74,7 @@ type Options = StoreOptions & {
   'allow-format-1'?: boolean;
   'skip-clients'?: boolean;
   'idle-timeout'?: string;
+  history?: boolean;
   space?: string;
   'client-groups'?: string;
   tombstones?: string;
@@ -352,7 +355,7 @@ async function exportCommand(ctx: SyncContext, space: string, idle: number, opti
   const progress = reporter(options.quiet, () => `export: ${count(done.entries)} entries${done.groups > 0 ? ` and ${plural(done.groups, 'client group')}` : ''} of ${JSON.stringify(space)}…`);
   const out = process.stdout;
   try {
-    const reader = exportSpace(ctx, space, { idleMs: idle, onProgress: (now) => (done = now) }).getReader();
+    const reader = exportSpace(ctx, space, { idleMs: idle, history: options.history === true, onProgress: (now) => (done = now) }).getReader();
     try {
       for (let next = await reader.read(); !next.done; next = await reader.read()) {
         const chunk = next.value;
@@ -383,6 +386,7 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
       ...(options.from !== undefined && { from: options.from }),
       allowFormat1: options['allow-format-1'] === true,
       clients: options['skip-clients'] !== true,
+      history: options.history === true,
       onProgress: (now) => {
         last = now;
         progress.tick();

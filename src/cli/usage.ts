@@ -75,6 +75,8 @@ import refuses what it wrote (in a pipeline, use set -o pipefail to see its exit
 Progress goes to stderr.
 
 Options:
+  --history              add SPACE's history (every row of its change log) after its
+                         client groups: a dump of format 4, for 'import --history'
   --idle-timeout DURATION
                          stop, and exit 1, if stdout takes nothing for this long: the
                          snapshot holds SQLite's writes back (default: 30s)
@@ -95,6 +97,9 @@ Options:
                          only one you know is whole, as a cut one looks whole
   --skip-clients         leave the dump's client groups out (a seed, a template):
                          their clients then start over in SPACE
+  --history              take the dump's history too ('export --history'), so that
+                         SPACE, which must be new, reads the same as of every kept
+                         version; without it a dump's history is checked and left out
   --quiet                no progress on stderr
 ${STORE}`,
   move: `Usage: viewsync move SPACE --to NAME --store NAME=URL --store NAME=URL… [options]
