@@ -15,7 +15,7 @@ import { buildCheckpoint, historyContext, metaOf, Recorder, stateAt } from './su
 async function source(ctx: SyncContext, space = 'src'): Promise<Recorder> {
   const r = new Recorder(ctx, space);
   for (let i = 0; i < 12; i++) await r.modelled({ [`k${i % 4}`]: { i, text: `v${i}` }, ...(i === 3 && { secret: 'SECRET' }), ...(i % 5 === 4 && { [`k${(i + 1) % 4}`]: undefined }) }, i % 2 === 0 ? 'ann' : 'bob');
-  await buildCheckpoint(ctx, space, 4);
+  await buildCheckpoint(ctx, space);
   await eraseData(ctx, space, { key: 'secret' });
   await r.settle();
   return r;

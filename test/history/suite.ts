@@ -7,6 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import {
   at,
+  collectGarbage,
   createContext,
   eraseData,
   exportSpace,
@@ -20,7 +21,6 @@ import {
   type SyncContext,
   transact,
 } from '../../src/index.js';
-import { checkpointStep } from '../../src/sync/history/checkpoints.js';
 import { countHistory } from '../../src/sync/version/history.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
@@ -31,10 +31,10 @@ export type Within = (body: (storage: Storage) => Promise<void>) => Promise<void
 
 type State = Record<string, JSONValue>;
 
-/** A context with the change log on, and a clock the test moves. */
+/** A context keeping history, a checkpoint due every 2 versions (and the space's entries), and a clock the test moves. */
 export function historyContext(storage: Storage): { ctx: SyncContext; clock: { now: number } } {
   const clock = { now: 1_800_000_000_000 };
-  return { ctx: createContext({ storage, mutators: testMutators, changes: {}, clock: () => clock.now, onError: () => {} }), clock };
+  return { ctx: createContext({ storage, mutators: testMutators, history: { checkpointEvery: 2 }, clock: () => clock.now, onError: () => {} }), clock };
 }
 
 /** The space's meta record. */
@@ -104,18 +104,9 @@ export async function stateAt(ctx: SyncContext, space: string, version: number, 
   return Object.fromEntries(entries);
 }
 
-/** Builds a checkpoint of the space's history at its version now, as housekeeping does but due every `every` versions (1,000 in housekeeping). */
-export async function buildCheckpoint(ctx: SyncContext, space: string, every = 2, limit = 3): Promise<void> {
-  const keys = new SpaceKeys(space);
-  for (let done = false; !done; ) {
-    done = await ctx.storage.transaction(async (tx) => {
-      const meta = (await tx.get(keys.meta)) as Meta;
-      const step = await checkpointStep(tx, keys, space, meta, Date.now(), limit, every);
-      // As housekeeping counts them (housekeeping.ts).
-      if (meta.history !== undefined && step.bytes !== 0) await tx.put(keys.meta, { ...meta, history: meta.history + step.bytes } satisfies Meta);
-      return step.done;
-    }, { readOnly: false, space });
-  }
+/** Runs housekeeping in the space (collectGarbage): it builds a checkpoint of the history when one is due (every 2 versions and the space's entries, in these contexts). */
+export async function buildCheckpoint(ctx: SyncContext, space: string): Promise<void> {
+  await collectGarbage(ctx, space);
 }
 
 /** The versions of the space's whole checkpoints. */
@@ -164,7 +155,7 @@ export function describeHistory(name: string, create: () => Storage | Promise<St
       const space = 'base';
       const r = new Recorder(ctx, space);
       for (let i = 0; i < 6; i++) await r.modelled({ [`k${i % 3}`]: i });
-      await buildCheckpoint(ctx, space, 3);
+      await buildCheckpoint(ctx, space);
       expect(await checkpointsOf(ctx, space)).toEqual([6]);
       for (let i = 6; i < 20; i++) await r.modelled({ [`k${i % 4}`]: i });
       // Versions 5 and 7 are one version from the checkpoint, 15 and 13 from the live entries:
