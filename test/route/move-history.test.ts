@@ -20,7 +20,7 @@ function routed() {
 async function written(ctx: SyncContext): Promise<Recorder> {
   const r = new Recorder(ctx, space);
   for (let i = 0; i < 6; i++) await r.modelled({ [`k${i % 3}`]: `v${i}`, ...(i === 2 && { secret: 'SECRET-1' }) }, i % 2 === 0 ? 'ann' : 'mallory');
-  await buildCheckpoint(ctx, space, 3);
+  await buildCheckpoint(ctx, space);
   expect(await checkpointsOf(ctx, space)).toEqual([6]);
   for (let i = 6; i < 12; i++) await r.modelled({ [`k${i % 4}`]: `v${i}`, ...(i === 8 && { secret: 'SECRET-2' }) }, i % 2 === 0 ? 'ann' : 'mallory');
   return r;
