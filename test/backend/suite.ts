@@ -21,6 +21,7 @@ import {
   UnknownMutatorError,
   createContext
 } from '../../src/index.js';
+import { gate } from '../support/gate.js';
 import { applyPatch, mutation, pull, push, testMutators } from '../support/helpers.js';
 
 const mutators: Mutators = {
@@ -151,19 +152,21 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       })).rejects.toBe(failure);
       expect(await rawContents(ctx.storage)).toEqual(before);
 
-      // Queued together behind a running transaction, they share one storage transaction.
-      let release!: () => void;
+      // Queued together behind a running transaction, they share one storage transaction. Its fn
+      // holds the space once its store has begun (on a real PostgreSQL server under load, later
+      // than the fixed 10 ms this waited: release was then not yet set).
+      const held = gate();
       const running = transact(ctx, '', async (tx) => {
-        await new Promise<void>((resolve) => (release = resolve));
+        await held.hold();
         await tx.set('first', 1);
       });
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await held.started;
       const pushed = push(ctx, 'g1', [mutation('c1', 2, 'put', { key: 'pushed', value: 1 })]);
       const failed = expect(transact(ctx, '', async (tx) => {
         await tx.set('pushed', 'overwritten');
         throw failure;
       })).rejects.toBe(failure);
-      release();
+      held.release();
       await running;
       await pushed;
       await failed;
