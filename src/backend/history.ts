@@ -14,6 +14,7 @@ import { globalVersion } from '../sync/version/global-version.js';
 import { SpaceKeys } from '../sync/version/keys.js';
 import type { Meta } from '../sync/version/records.js';
 import type { StorageTransaction } from '../storage/types.js';
+import { recordHistoryOperation } from '../telemetry/telemetry.js';
 import { checkSpace } from './transact.js';
 
 export { HistoryGoneError } from '../sync/history/log-reads.js';
@@ -174,6 +175,7 @@ export async function restoreSpace(ctx: SyncContext, space: string, options: Res
   const keys = new SpaceKeys(space);
   const plan = (tx: StorageTransaction, meta: Meta | undefined) => restorePlan(tx, keys, space, meta, options.to, prefix);
   const { changes, version } = await planned(ctx, space, options.dryRun === true, plan, (changes) => ({ changes, origin: { kind: 'restore', to: options.to, prefix } }), 'restore');
+  recordHistoryOperation('restore', options.dryRun === true, changes.length);
   return { to: options.to, prefix, dryRun: options.dryRun === true, version, changes };
 }
 
@@ -224,6 +226,7 @@ export async function revertChanges(ctx: SyncContext, space: string, cause: Reve
     return made.changes;
   };
   const { changes, version } = await planned(ctx, space, options.dryRun === true, plan, (changes) => ({ changes, origin: { kind: 'revert', cause } }), 'revert');
+  recordHistoryOperation('revert', options.dryRun === true, changes.length);
   return { dryRun: options.dryRun === true, version, changes, conflicts, stopped };
 }
 
@@ -281,6 +284,7 @@ export async function eraseData(ctx: SyncContext, space: string, target: EraseTa
     return { result: { deleted, stripped, version: changed ? meta?.version : undefined, touched: session.touched() }, keep: true };
   });
   if (done.version !== undefined) afterChange(ctx, space, { operation: 'erase', space }, done.touched && { keys: done.touched, groups: [] });
+  recordHistoryOperation('erase', false, done.deleted.length);
   return { version: done.version, deleted: done.deleted, historyRows: done.stripped.rows, checkpointRows: done.stripped.checkpointRows, rejected: done.stripped.rejected };
 }
 
