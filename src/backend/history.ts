@@ -105,7 +105,8 @@ export interface HistoryPage {
  * The history of a key, of the keys under a prefix, or of the whole space: every value each had,
  * when, and what made it, oldest first, a page at a time. Reads the kept log from `after` on
  * (filtering by key costs a read of the log, not of the space). Rejects with a
- * `HistoryGoneError` when the space keeps no history now, or `after` is older than what it keeps.
+ * `HistoryGoneError` when the space keeps no history now, or `after` is not a version it keeps
+ * (older, or past the space's version).
  *
  * @example
  * const { changes } = await readHistory(ctx, 'acme', { key: 'todo/1' });
@@ -121,7 +122,8 @@ export async function readHistory(ctx: SyncContext, space: string, options: Read
     const meta = (await tx.get(keys.meta)) as Meta | undefined;
     const kept = checkKept(space, meta, meta?.version ?? 0);
     const after = options.after ?? kept.from;
-    if (after < kept.from) checkKept(space, meta, after);
+    // A version past the space's is refused too: the reader saw versions this history never had (the space was replaced).
+    if (options.after !== undefined) checkKept(space, meta, after);
     const changes: LoggedChange[] = [];
     let version = after;
     for await (const page of changesBetween(tx, keys, after, kept.to)) {
