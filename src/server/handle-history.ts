@@ -3,7 +3,8 @@ import { checkContext, limitsOf } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { fitsUTF8 } from '../base/utf8.js';
-import { at, HistoryGoneError, readHistory } from '../backend/history.js';
+import { readAsOf, readHistoryPage } from '../sync/history/history-reads.js';
+import { HistoryGoneError } from '../sync/history/log-reads.js';
 import { respond } from './prepare.js';
 import { checkServerSecret } from './server-secret.js';
 
@@ -35,12 +36,12 @@ export function historyReply(request: Request, ctx: SyncContext): Promise<Reply>
       if (query.version !== undefined) {
         if (query.key !== undefined) throw new HTTPError(400, 'key is for a history of changes (without version); a space as of a version takes prefix');
         const version = whole(query.version, 'version', 0, Number.MAX_SAFE_INTEGER)!;
-        const page = await at(ctx, space, version, { limit, ...(query.prefix !== undefined && { prefix: query.prefix }), ...(query.after !== undefined && { after: query.after }) });
+        const page = await readAsOf(ctx.storage, space, version, { limit, ...(query.prefix !== undefined && { prefix: query.prefix }), ...(query.after !== undefined && { after: query.after }) });
         return json(page, 200, { 'cache-control': 'no-store' });
       }
       if (query.key !== undefined && query.prefix !== undefined) throw new HTTPError(400, 'Give key or prefix, not both');
       const after = whole(query.after, 'after', 0, Number.MAX_SAFE_INTEGER);
-      const page = await readHistory(ctx, space, { limit, ...(query.key !== undefined && { key: query.key }), ...(query.prefix !== undefined && { prefix: query.prefix }), ...(after !== undefined && { after }) });
+      const page = await readHistoryPage(ctx.storage, space, { limit, ...(query.key !== undefined && { key: query.key }), ...(query.prefix !== undefined && { prefix: query.prefix }), ...(after !== undefined && { after }) });
       return json(page, 200, { 'cache-control': 'no-store' });
     } catch (error) {
       if (error instanceof HistoryGoneError) throw new HTTPError(410, error.message);
