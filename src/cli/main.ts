@@ -216,13 +216,14 @@ export async function main(argv: readonly string[]): Promise<number> {
       }
       case 'restore': {
         const args = restoreArgs(rest, options);
-        store = await openStore(options);
+        // A dry run only reads: it runs beside a server holding a SQLite file, as inspect does.
+        store = await openStore(options, { readOnly: args.dryRun });
         await checkWhereHeld(store, args.space, command);
         return await restoreCommand(context(store), args);
       }
       case 'revert': {
         const args = revertArgs(rest, options, Date.now());
-        store = await openStore(options);
+        store = await openStore(options, { readOnly: args.dryRun });
         await checkWhereHeld(store, args.space, command);
         return await revertCommand(context(store), args);
       }

@@ -253,7 +253,8 @@ exits 2 and changes nothing.
 Options:
   --to VERSION           the version to go back to
   --prefix P             only the keys that start with P; the rest stay as they are
-  --dry-run              only say what it would change: nothing is written
+  --dry-run              only say what it would change: nothing is written (it only
+                         reads, so it runs beside a server holding a SQLite file)
   --json                 print plain JSON, with every change
 ${STORE}`,
   revert: `Usage: viewsync revert SPACE CAUSE... [options]
@@ -277,7 +278,8 @@ Options:
                          skip: leave those keys, revert the rest; overwrite: write
                          them back all the same; stop: revert nothing (default)
   --dry-run              only say what it would change and every conflict: nothing is
-                         written (with stop and conflicts: exit 3 too)
+                         written (with stop and conflicts: exit 3 too); it only reads,
+                         so it runs beside a server holding a SQLite file
   --json                 print plain JSON, with every change and conflict
 ${STORE}`,
   erase: `Usage: viewsync erase SPACE (--key K | --prefix P | --user U) [options]

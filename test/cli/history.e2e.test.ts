@@ -103,6 +103,16 @@ describe('viewsync history, restore, revert and erase', () => {
     expect(after.entries).toEqual({ a: 'first' });
     expect(await madeBy(file, 'a')).toEqual(['mutation', 'mutation', 'restore']);
     expect(sh(`viewsync restore s --to ${before} --sqlite ${file}`).stdout).toBe(`"s" is as it was at version ${before}: nothing to change.\n`);
+    // Beside a server holding the file, the dry runs read; a write is refused, the file being that process's.
+    const running = server(file);
+    try {
+      expect(sh(`viewsync restore s --to 0 --dry-run --sqlite ${file}`).status).toBe(0);
+      expect(sh(`viewsync revert s --user bob --dry-run --on-conflict skip --sqlite ${file}`).status).toBe(0);
+      const refused = sh(`viewsync restore s --to 0 --sqlite ${file}`);
+      expect([refused.status, refused.stderr]).toEqual([1, expect.stringMatching(/is in use by another viewsync store/)]);
+    } finally {
+      running.stop();
+    }
   });
 
   it('revert stops on conflicts by default (exit 3, every conflict listed, nothing changed); skip reverts the rest; the dry runs write nothing', async () => {
