@@ -12,6 +12,7 @@ export { emit } from './base/emit.js';
 export { readChanges, followChanges, readAllChanges, type ReadChangesOptions, type FollowChangesOptions, type ReadAllChangesOptions } from './backend/changes.js';
 export type { StoreFeedPage } from './sync/feed/store-feed.js';
 export { handleChanges } from './server/handle-changes.js';
+export { handleHistory } from './server/handle-history.js';
 export { replayWebhook, enableWebhook, type DeliveryRound, type EnableWebhookOptions, type WebhookDelivery } from './backend/webhooks.js';
 export { deliverWebhooks } from './backend/webhook-round.js';
 export type { Gap } from './sync/feed/deliveries.js';

@@ -4,9 +4,8 @@ import { afterChange } from '../context/after-change.js';
 import { checkContext, clockOf, sessionOptionsOf } from '../context/state.js';
 import { runBatched } from '../sync/batching/group-commit.js';
 import type { ChangeOrigin, RevertCause } from '../sync/feed/change-log.js';
-import { asOfPages } from '../sync/history/as-of.js';
+import { type AsOf, type AtOptions, type HistoryPage, readAsOf, type ReadHistoryOptions, readHistoryPage } from '../sync/history/history-reads.js';
 import { type EraseTarget, keysToErase, type Stripped, stripHistory } from '../sync/history/erase.js';
-import { checkKept, changesBetween, type LoggedChange } from '../sync/history/log-reads.js';
 import { type ConflictPolicy, type PlannedChange, restorePlan, revertPlan, type RevertConflict } from '../sync/history/plans.js';
 import { DELETED } from '../sync/transactions/read-transaction.js';
 import { overQuota, quotaOf } from '../sync/transactions/quota.js';
@@ -14,9 +13,11 @@ import { globalVersion } from '../sync/version/global-version.js';
 import { SpaceKeys } from '../sync/version/keys.js';
 import type { Meta } from '../sync/version/records.js';
 import type { StorageTransaction } from '../storage/types.js';
+import { recordHistoryOperation } from '../telemetry/telemetry.js';
 import { checkSpace } from './transact.js';
 
 export { HistoryGoneError } from '../sync/history/log-reads.js';
+export type { AtOptions, AsOf, ReadHistoryOptions, HistoryPage } from '../sync/history/history-reads.js';
 export type { PlannedChange, RevertConflict, ConflictPolicy, EraseTarget, RevertCause };
 
 /**
@@ -27,26 +28,6 @@ export type { PlannedChange, RevertConflict, ConflictPolicy, EraseTarget, Revert
  * change log, so it needs the context option `changes` on; it keeps versions for
  * `retention.historyMs`.
  */
-
-/** Options for {@link at}. */
-export interface AtOptions {
-  /** Only keys that start with this. Default: every key. */
-  prefix?: string;
-  /** Only keys after this one, to read on from a page's `next`. */
-  after?: string;
-  /** At most this many entries; `more` says whether there were more. Default: all. */
-  limit?: number;
-}
-
-/** A space as it was at a version (see {@link at}). */
-export interface AsOf {
-  version: number;
-  /** Its entries then, in key order. */
-  entries: Array<[key: string, value: JSONValue]>;
-  /** There were more entries than `limit`: read on with `after: next`. */
-  more: boolean;
-  next?: string;
-}
 
 /**
  * `space` as it was at `version`: its entries then (under `prefix`), in key order, read in one
@@ -61,50 +42,15 @@ export interface AsOf {
 export async function at(ctx: SyncContext, space: string, version: number, options: AtOptions = {}): Promise<AsOf> {
   checkContext(ctx);
   checkSpace(space);
-  const limit = options.limit ?? Infinity;
-  if (!(limit === Infinity || (Number.isSafeInteger(limit) && limit > 0))) throw new TypeError(`limit must be a whole number of at least 1, got ${JSON.stringify(options.limit)}`);
-  const keys = new SpaceKeys(space);
-  return ctx.storage.transaction(async (tx) => {
-    const meta = (await tx.get(keys.meta)) as Meta | undefined;
-    const entries: Array<[string, JSONValue]> = [];
-    for await (const page of asOfPages(tx, keys, space, meta, version, options.prefix ?? '', options.after)) {
-      for (const entry of page) {
-        if (entries.length === limit) return { version, entries, more: true, next: entries.at(-1)![0] };
-        entries.push(entry);
-      }
-    }
-    return { version, entries, more: false };
-  }, { readOnly: true, space });
-}
-
-/** Options for {@link readHistory}. */
-export interface ReadHistoryOptions {
-  /** The changes of this key alone. */
-  key?: string;
-  /** The changes of keys that start with this. Default: every key. */
-  prefix?: string;
-  /** Changes after this version only (a page's `version` reads on). Default: the oldest kept. */
-  after?: number;
-  /** At most this many changes, whole versions at a time. Default: 1,000; at most 10,000. */
-  limit?: number;
-}
-
-/** A page of a space's history (see {@link readHistory}). */
-export interface HistoryPage {
-  /** Each change of the keys asked for, oldest first: its version, time, values before and after (absent: none) and what made it. */
-  changes: LoggedChange[];
-  /** The versions the space's history keeps. */
-  kept: { from: number; to: number };
-  /** Read on after this version: the last one this page read. */
-  version: number;
-  more: boolean;
+  return readAsOf(ctx.storage, space, version, options);
 }
 
 /**
  * The history of a key, of the keys under a prefix, or of the whole space: every value each had,
  * when, and what made it, oldest first, a page at a time. Reads the kept log from `after` on
  * (filtering by key costs a read of the log, not of the space). Rejects with a
- * `HistoryGoneError` when the space keeps no history now, or `after` is older than what it keeps.
+ * `HistoryGoneError` when the space keeps no history now, or `after` is not a version it keeps
+ * (older, or past the space's version).
  *
  * @example
  * const { changes } = await readHistory(ctx, 'acme', { key: 'todo/1' });
@@ -112,27 +58,7 @@ export interface HistoryPage {
 export async function readHistory(ctx: SyncContext, space: string, options: ReadHistoryOptions = {}): Promise<HistoryPage> {
   checkContext(ctx);
   checkSpace(space);
-  const limit = options.limit ?? 1_000;
-  if (!(Number.isSafeInteger(limit) && limit > 0 && limit <= 10_000)) throw new TypeError(`limit must be a whole number from 1 to 10,000, got ${JSON.stringify(options.limit)}`);
-  const keys = new SpaceKeys(space);
-  const wanted = options.key !== undefined ? (key: string) => key === options.key : (key: string) => key.startsWith(options.prefix ?? '');
-  return ctx.storage.transaction(async (tx) => {
-    const meta = (await tx.get(keys.meta)) as Meta | undefined;
-    const kept = checkKept(space, meta, meta?.version ?? 0);
-    const after = options.after ?? kept.from;
-    if (after < kept.from) checkKept(space, meta, after);
-    const changes: LoggedChange[] = [];
-    let version = after;
-    for await (const page of changesBetween(tx, keys, after, kept.to)) {
-      for (const change of page) {
-        // A page ends between versions, so that reading on after `version` misses nothing.
-        if (changes.length >= limit && change.version !== version) return { changes, kept, version, more: true };
-        version = change.version;
-        if (wanted(change.key)) changes.push(change);
-      }
-    }
-    return { changes, kept, version: kept.to, more: false };
-  }, { readOnly: true, space });
+  return readHistoryPage(ctx.storage, space, options);
 }
 
 /** Options for {@link restoreSpace}. */
@@ -174,6 +100,7 @@ export async function restoreSpace(ctx: SyncContext, space: string, options: Res
   const keys = new SpaceKeys(space);
   const plan = (tx: StorageTransaction, meta: Meta | undefined) => restorePlan(tx, keys, space, meta, options.to, prefix);
   const { changes, version } = await planned(ctx, space, options.dryRun === true, plan, (changes) => ({ changes, origin: { kind: 'restore', to: options.to, prefix } }), 'restore');
+  recordHistoryOperation('restore', options.dryRun === true, changes.length);
   return { to: options.to, prefix, dryRun: options.dryRun === true, version, changes };
 }
 
@@ -224,6 +151,7 @@ export async function revertChanges(ctx: SyncContext, space: string, cause: Reve
     return made.changes;
   };
   const { changes, version } = await planned(ctx, space, options.dryRun === true, plan, (changes) => ({ changes, origin: { kind: 'revert', cause } }), 'revert');
+  recordHistoryOperation('revert', options.dryRun === true, changes.length);
   return { dryRun: options.dryRun === true, version, changes, conflicts, stopped };
 }
 
@@ -281,6 +209,7 @@ export async function eraseData(ctx: SyncContext, space: string, target: EraseTa
     return { result: { deleted, stripped, version: changed ? meta?.version : undefined, touched: session.touched() }, keep: true };
   });
   if (done.version !== undefined) afterChange(ctx, space, { operation: 'erase', space }, done.touched && { keys: done.touched, groups: [] });
+  recordHistoryOperation('erase', false, done.deleted.length);
   return { version: done.version, deleted: done.deleted, historyRows: done.stripped.rows, checkpointRows: done.stripped.checkpointRows, rejected: done.stripped.rejected };
 }
 
@@ -336,5 +265,4 @@ function checkTarget(target: EraseTarget): void {
   }
   if ('prefix' in target && target.prefix === '') throw new TypeError('An erasure of the prefix "" would erase the whole space: delete the space instead, or name a prefix');
 }
-
 

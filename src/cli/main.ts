@@ -21,14 +21,19 @@ import { CLIError, openStore, type OpenStore, type StoreOptions } from './store.
 import { quotaCell, quotaOption } from './quota.js';
 import { HELP, UsageError } from './usage.js';
 import { feedCommand, webhookCommand } from './feed-commands.js';
-import { date, print } from './output.js';
+import { date, print, table } from './output.js';
 import { printRejected, schemaCell } from './schema-output.js';
 import { migrateCommand, migrationStatusCommand, printMigrations } from './migrate-command.js';
+import { eraseArgs, historyArgs, type HistoryFlags, restoreArgs, revertArgs } from './history-args.js';
+import { historyCommand } from './history-command.js';
+import { restoreCommand, revertCommand } from './restore-commands.js';
+import { eraseCommand } from './erase-command.js';
+import { HistoryGoneError } from '../backend/history.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
-  json: { type: 'boolean', for: ['inspect', 'gc', 'directory', 'feed', 'migrate'] },
+  json: { type: 'boolean', for: ['inspect', 'gc', 'directory', 'feed', 'migrate', 'history', 'restore', 'revert', 'erase'] },
   'quota-entries': { type: 'string', for: ['inspect'] },
   'quota-bytes': { type: 'string', for: ['inspect'] },
   'quota-history-bytes': { type: 'string', for: ['inspect'] },
@@ -47,12 +52,24 @@ const OPTIONS = {
   'client-groups': { type: 'string', for: ['gc'] },
   tombstones: { type: 'string', for: ['gc'] },
   changes: { type: 'string', for: ['gc'] },
-  after: { type: 'string', for: ['changes'] },
+  after: { type: 'string', for: ['changes', 'history'] },
+  at: { type: 'string', for: ['history'] },
+  limit: { type: 'string', for: ['history'] },
+  prefix: { type: 'string', for: ['history', 'restore', 'erase'] },
+  key: { type: 'string', for: ['erase'] },
+  user: { type: 'string', for: ['revert', 'erase'] },
+  'client-group': { type: 'string', for: ['revert'] },
+  mutator: { type: 'string', for: ['revert'] },
+  mutation: { type: 'string', for: ['revert'] },
+  versions: { type: 'string', for: ['revert'] },
+  since: { type: 'string', for: ['revert'] },
+  'on-conflict': { type: 'string', for: ['revert'] },
+  'dry-run': { type: 'boolean', for: ['restore', 'revert'] },
   follow: { type: 'boolean', for: ['changes'] },
   all: { type: 'boolean', for: ['changes', 'webhook'] },
   'after-gap': { type: 'boolean', for: ['webhook'] },
   poll: { type: 'string', for: ['changes'] },
-  to: { type: 'string', for: ['move'] },
+  to: { type: 'string', for: ['move', 'restore'] },
   'switch-timeout': { type: 'string', for: ['move'] },
   store: { type: 'string', multiple: true },
   directory: { type: 'string' },
@@ -63,7 +80,7 @@ const OPTIONS = {
   'connect-timeout': { type: 'string' },
 } as const;
 
-type Options = StoreOptions & {
+type Options = StoreOptions & HistoryFlags & {
   json?: boolean;
   'quota-entries'?: string;
   'quota-bytes'?: string;
@@ -191,6 +208,31 @@ export async function main(argv: readonly string[]): Promise<number> {
         const migrate = { ...(options.module !== undefined && { module: options.module }), ...(options.space !== undefined && { space: options.space }), ...(batch !== undefined && { batch }), json: options.json === true, quiet: options.quiet === true };
         return await (options.status ? migrationStatusCommand : migrateCommand)(context(store), name, migrate);
       }
+      case 'history': {
+        const args = historyArgs(rest, options);
+        store = await openStore(options, { readOnly: true });
+        await checkWhereHeld(store, args.space, command);
+        return await historyCommand(context(store), args);
+      }
+      case 'restore': {
+        const args = restoreArgs(rest, options);
+        // A dry run only reads: it runs beside a server holding a SQLite file, as inspect does.
+        store = await openStore(options, { readOnly: args.dryRun });
+        await checkWhereHeld(store, args.space, command);
+        return await restoreCommand(context(store), args);
+      }
+      case 'revert': {
+        const args = revertArgs(rest, options, Date.now());
+        store = await openStore(options, { readOnly: args.dryRun });
+        await checkWhereHeld(store, args.space, command);
+        return await revertCommand(context(store), args);
+      }
+      case 'erase': {
+        const args = eraseArgs(rest, options);
+        store = await openStore(options);
+        await checkWhereHeld(store, args.space, command);
+        return await eraseCommand(context(store), args);
+      }
       case 'gc': {
         if (rest.length > 0) throw new UsageError(`gc takes no arguments (got ${rest.join(' ')}); --space SPACE limits it to one space`);
         const retention = {
@@ -211,6 +253,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof UsageError) return fail(`${error.message}\nRun 'viewsync --help' for usage.`, 2);
     if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError || error instanceof StagingLostError || error instanceof ChangesGoneError) return fail(error.message, 1);
     if (error instanceof ChangeCursorError) return fail(`--after: ${error.message}\nRun 'viewsync --help' for usage.`, 2);
+    // A version the space's history does not keep is the command line's mistake, said in one line.
+    if (error instanceof HistoryGoneError) return fail(error.message, 2);
     return fail(`Failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`, 1);
   } finally {
     await store?.close().catch(() => {});
@@ -225,12 +269,21 @@ function operand(command: string, rest: readonly string[], min: 0 | 1): string |
 }
 
 function parse(argv: readonly string[]) {
+  let parsed;
   try {
     const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
-    return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true }) as { values: Options & { help?: boolean }; positionals: string[] };
+    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  // parseArgs keeps the last of an option given twice: `--to 5 … --to 50` would act on 50 unsaid.
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option' || token.value === undefined || 'multiple' in OPTIONS[token.name as keyof typeof OPTIONS]) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given twice: give it once`);
+    seen.add(token.name);
+  }
+  return parsed as unknown as { values: Options & { help?: boolean }; positionals: string[] };
 }
 
 /**
@@ -488,10 +541,6 @@ function reporter(quiet: boolean | undefined, line: () => string) {
 }
 
 
-function table(rows: string[][], headings: string[]): string {
-  const widths = headings.map((heading, i) => Math.max(heading.length, ...rows.map((row) => row[i]!.length)));
-  return [headings, ...rows].map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n');
-}
 
 function count(n: number): string {
   return n.toLocaleString('en-US');

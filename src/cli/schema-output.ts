@@ -1,6 +1,6 @@
 import type { SpaceSummary } from '../backend/inspect.js';
 import type { KeptRejection } from '../sync/schema/rejected.js';
-import { date, print } from './output.js';
+import { date, print, printable } from './output.js';
 
 /** A space's active client groups by schema version, `1:3 2:40`; `-` when none was recorded. */
 export function schemaCell(summary: SpaceSummary): string {
@@ -18,10 +18,4 @@ export function printRejected(rejected: readonly KeptRejection[], table: (rows: 
   print('');
   print(`Mutations of older schema versions that could not be applied: ${rejected.length}${rejected.length > shown.length ? ` (the latest ${shown.length}; --json for all)` : ''}`);
   print(table(shown.map((one) => [date(one.at), printable(one.schemaVersion), printable(one.clientGroupID), `${printable(one.clientID)}#${one.id}`, printable(one.name), printable(one.argsCut ?? JSON.stringify(one.args ?? null)), printable(one.reason)]), ['AT', 'SCHEMA', 'CLIENT GROUP', 'MUTATION', 'NAME', 'ARGS', 'REASON']));
-}
-
-/** A client's text for a terminal: control characters escaped (no client moves the cursor or rings the bell), at most 60 characters. */
-function printable(text: string): string {
-  const escaped = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  return escaped.length > 60 ? `${escaped.slice(0, 59)}…` : escaped;
 }

@@ -45,11 +45,21 @@ Commands:
                     while in use; --status: where it stands in each space
   directory check   list the spaces whose directory row does not name the store
                     holding them; 'directory repair' points those rows there
+  history SPACE [KEY]
+                    the changes of a key, a prefix or SPACE, and what made each;
+                    --at VERSION: SPACE as it was then
+  restore SPACE --to VERSION
+                    make SPACE (or --prefix) what it was at VERSION, as a new version
+  revert SPACE --user U|--client-group G|--mutator NAME|--mutation C:N|--versions A..B
+                    undo what one cause did, as a new version; conflicts reported
+  erase SPACE --key K|--prefix P|--user U
+                    erase values from the live data, the history and the feed
 
 Run 'viewsync <command> --help' for a command's options.
 Durations take their unit: 500ms, 10s, 5m, 12h, 30d.
 Exit codes: 0 done, 1 failed or refused (store, dump, a space not where the
-options find it), or problems found (directory check), 2 wrong usage.`,
+options find it), or problems found (directory check), 2 wrong usage (a version
+the space's history does not keep too), 3 a revert stopped on conflicts.`,
   inspect: `Usage: viewsync inspect [SPACE] [options]
 
 Without SPACE: every space with its entries, their size, its version, its client groups and
@@ -209,6 +219,84 @@ Options:
                          entries, up to which key; not started), reading only
   --json                 with --status, print plain JSON
   --quiet                no progress on stderr
+${STORE}`,
+  history: `Usage: viewsync history SPACE [KEY] [options]
+       viewsync history SPACE --at VERSION [options]
+
+Every change of KEY, of the keys under --prefix, or of every key of SPACE, oldest first, from
+the change log SPACE keeps as its history (a server's \`changes\` option, kept for
+retention.historyMs): each change's version, time, op (set or del), key, value before and
+after (compact; (erased) where an erasure took it), and what made it: a client's mutation
+(its client#mutationID, user, client group and mutator), a backend call, a migration, a
+restore, a revert or an erasure. With --at, SPACE's entries as they were at VERSION. Reads
+only. A version the history does not keep exits 2.
+
+Options:
+  --prefix P             only the keys that start with P
+  --after VERSION        only the changes after VERSION (with --at: the entries after
+                         the key given, to read on from where --limit stopped)
+  --limit N              at most N changes, whole versions at a time, up to 10000 (with
+                         --at: N entries); where more follow, stderr says the --after
+                         to go on with (default: every one)
+  --at VERSION           SPACE as of VERSION: its entries then, in key order
+  --json                 print plain JSON: the page of readHistory, or of at
+${STORE}`,
+  restore: `Usage: viewsync restore SPACE --to VERSION [options]
+
+Makes SPACE, or its keys under --prefix, what it was at VERSION, in one commit: a new version
+that clients pull as an ordinary patch (no client starts over), and that the change feed
+carries as changes made by a restore. Keys absent then are deleted; keys whose value is the
+same are left. Prints how many keys it changed (set, deleted), the first 20 with their value
+now and the one they get, and the version it made. A version SPACE's history does not keep
+exits 2 and changes nothing.
+
+Options:
+  --to VERSION           the version to go back to
+  --prefix P             only the keys that start with P; the rest stay as they are
+  --dry-run              only say what it would change: nothing is written (it only
+                         reads, so it runs beside a server holding a SQLite file)
+  --json                 print plain JSON, with every change
+${STORE}`,
+  revert: `Usage: viewsync revert SPACE CAUSE... [options]
+
+Undoes exactly what one cause did in SPACE, in one commit (a new version, which clients pull
+as an ordinary patch): each key the cause changed goes back to its value before the cause's
+first change to it. The cause is every flag given (all must match), at least one of:
+  --client-group G       the mutations of client group G
+  --user U               the changes made for user U (mutations and backend calls)
+  --mutator NAME         the mutations of mutator NAME
+  --mutation C:N         one mutation: client ID C, mutation ID N
+  --versions A..B        the changes of versions A to B, both included
+narrowed by:
+  --since DURATION       only the changes committed in the last DURATION (5m, 1h, 2d)
+A key that a change of another cause wrote later is a conflict: every one is printed, with
+the later changes and who made them, and treated by --on-conflict. Exit 3 when the revert
+stopped on conflicts (nothing changed), 0 otherwise.
+
+Options:
+  --on-conflict skip|overwrite|stop
+                         skip: leave those keys, revert the rest; overwrite: write
+                         them back all the same; stop: revert nothing (default)
+  --dry-run              only say what it would change and every conflict: nothing is
+                         written (with stop and conflicts: exit 3 too); it only reads,
+                         so it runs beside a server holding a SQLite file
+  --json                 print plain JSON, with every change and conflict
+${STORE}`,
+  erase: `Usage: viewsync erase SPACE (--key K | --prefix P | --user U) [options]
+
+Erases values for good: deletes the live keys, in one commit, and removes their values from
+SPACE's history (each change keeps its place, its key and what made it) and checkpoints; the
+change feed then carries a viewsync.erased event naming the target, so that webhook receivers
+erase their copies. --user erases what the kept history says U wrote, and the args of U's
+rejected mutations. It cannot reach receivers' copies not yet erased, backups of the store, or
+writes older than the kept history. There is no undo and no dry run: 'viewsync history' shows
+what a key or prefix holds first.
+
+Options:
+  --key K                one key
+  --prefix P             every key that starts with P (not '')
+  --user U               what user U wrote
+  --json                 print plain JSON, with every key deleted
 ${STORE}`,
   gc: `Usage: viewsync gc [options]
 

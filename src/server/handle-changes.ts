@@ -3,11 +3,11 @@ import { checkContext, limitsOf, notifierOf } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { fitsUTF8 } from '../base/utf8.js';
-import { sameText } from '../base/constant-time.js';
 import { ChangeCursorError, ChangesGoneError, type FeedPage, MAX_LIMIT, readSpaceFeed } from '../sync/feed/feed-pages.js';
 import { readStoreFeed } from '../sync/feed/store-feed.js';
 import { allSpaces } from '../context/collect-garbage.js';
 import { respond } from './prepare.js';
+import { checkServerSecret } from './server-secret.js';
 
 /**
  * The change feed over HTTP, for the rest of the app's backend (a search indexer, a warehouse
@@ -27,11 +27,7 @@ export async function handleChanges(request: Request, ctx: SyncContext): Promise
 export function changesReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
   return respond(request, ctx, async () => {
-    const secret = ctx.changes?.secret;
-    if (secret === undefined) throw new HTTPError(404, 'The change feed is not served over HTTP here: set changes.secret to serve it');
-    if (!sameText(request.headers.get('authorization') ?? '', `Bearer ${secret}`)) {
-      throw new HTTPError(401, 'The change feed needs the server secret: Authorization: Bearer <changes.secret>', { headers: { 'www-authenticate': 'Bearer' } });
-    }
+    checkServerSecret(request, ctx, 'The change feed');
     const query = new URL(request.url).searchParams;
     const space = query.get('space') ?? '';
     if (!fitsUTF8(space, limitsOf(ctx).idBytes)) throw new HTTPError(400, `space is longer than ${limitsOf(ctx).idBytes} bytes (limits.idBytes)`);

@@ -7,6 +7,7 @@ import { pokeReply } from './handle-poke.js';
 import { pokeTokenReply } from './poke-token.js';
 import { pushReply } from './handle-push.js';
 import { changesReply } from './handle-changes.js';
+import { historyReply } from './handle-history.js';
 import { respond } from './prepare.js';
 import { type Reply, toResponse } from '../base/reply.js';
 import { checkContext } from '../context/state.js';
@@ -14,7 +15,7 @@ import { checkContext } from '../context/state.js';
 /**
  * One fetch handler for every endpoint, the thing to mount: `POST` to a path ending in `/pull`
  * or `/push` goes to {@link handlePull} or {@link handlePush}, `GET` of a path ending in `/poke`
- * to {@link handlePoke}, of one ending in `/changes` to {@link handleChanges} (the change feed, with the server secret) and of one ending in `/health` to {@link checkHealth} (200 or 503), `OPTIONS` answers a CORS preflight, any other method is 405 and any
+ * to {@link handlePoke}, of one ending in `/changes` to {@link handleChanges} (the change feed, with the server secret), of one ending in `/history` to {@link handleHistory} (a space's history, with the same secret) and of one ending in `/health` to {@link checkHealth} (200 or 503), `OPTIONS` answers a CORS preflight, any other method is 405 and any
  * other path 404. Never rejects.
  *
  * @example
@@ -38,7 +39,7 @@ export async function requestReply(request: Request, ctx: SyncContext): Promise<
 
 /** The answer to a request no route takes: a CORS preflight, or a refusal (thrown). */
 function unrouted(request: Request, ctx: SyncContext, path: string, route: (typeof ROUTES)[number] | undefined): Reply {
-  if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke, /poke-token, /changes or /health`);
+  if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke, /poke-token, /changes, /history or /health`);
   const allow = ctx.cors === false ? route.method : `${route.method}, OPTIONS`;
   if (request.method === 'OPTIONS' && ctx.cors !== false) {
     // Without an Origin it is no preflight, just a question about the resource.
@@ -68,6 +69,7 @@ const ROUTES = [
   { suffix: '/poke', method: 'GET', reply: pokeReply },
   { suffix: '/poke-token', method: 'GET', reply: pokeTokenReply },
   { suffix: '/changes', method: 'GET', reply: changesReply },
+  { suffix: '/history', method: 'GET', reply: historyReply },
   // The health check answers its store's failures itself; anything else it throws is answered here.
   { suffix: '/health', method: 'GET', reply: (request: Request, ctx: SyncContext) => respond(request, ctx, () => healthReply(request, ctx)) },
 ] as const;

@@ -269,6 +269,21 @@ export function recordDelivery(webhook: string, outcome: 'delivered' | 'failed' 
   });
 }
 
+/**
+ * A restore, revert or erasure of a space's history (`dryRun`: one that only worked out what it
+ * would do), and the keys it changed or would change: a dry run is counted apart, so that the
+ * operations that wrote stand out.
+ */
+export function recordHistoryOperation(operation: 'restore' | 'revert' | 'erase', dryRun: boolean, changes: number): void {
+  const metrics = instruments();
+  if (metrics === undefined) return;
+  guard(() => {
+    const attributes = { 'viewsync.operation': operation, 'viewsync.dry_run': dryRun };
+    metrics.historyOperations.add(1, attributes);
+    metrics.historyChanges.add(changes, attributes);
+  });
+}
+
 /** A poke stream opened (+1) or closed (-1). */
 export function countPokeStreams(change: 1 | -1): void {
   const metrics = instruments();
@@ -298,6 +313,8 @@ interface Instruments {
   webhookDeliveries: Counter;
   webhookLag: Histogram;
   webhookLagVersions: Histogram;
+  historyOperations: Counter;
+  historyChanges: Counter;
 }
 
 const RESULTS = ['processed', 'failed', 'skipped'] as const;
@@ -347,6 +364,8 @@ function instruments(): Instruments | undefined {
         description: "Versions the space had moved past a delivered batch's end when it was sent",
         advice: { explicitBucketBoundaries: [0, 1, 10, 100, 1_000, 10_000, 100_000] },
       }),
+      historyOperations: meter.createCounter('viewsync.history.operations', { unit: '{operation}', description: 'Restores, reverts and erasures of a space, by viewsync.operation and viewsync.dry_run' }),
+      historyChanges: meter.createCounter('viewsync.history.changes', { unit: '{change}', description: 'Keys the restores, reverts and erasures changed (or, dry runs, would change), by viewsync.operation and viewsync.dry_run' }),
     };
   });
   return made;
