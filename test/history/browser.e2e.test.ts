@@ -1,12 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import postgres from 'postgres';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { hasChromium, launchChromium } from '../support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContext, readHistory, storeNotifier, type SyncContext } from '../../src/index.js';
-import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { postgresStorage } from '../../src/postgres.js';
 import { sh } from '../cli/process.js';
 import { type AppServer, bundlePage, startAppServer } from '../schema/browser-server.js';
 import type { App } from './page.js';
@@ -14,11 +12,13 @@ import type { App } from './page.js';
 // Issue 48's real parts: the stock `replicache` client in Chromium while an operator reverts one
 // user's changes with the CLI. Ann and Mallory share a to-do list, each in a browser of their own;
 // Mallory vandalises it; Ann fixes one of Mallory's changes herself; an operator runs `viewsync
-// revert --user mallory --since 1m` from a shell against the same SQLite file while both pages are
+// revert --user mallory --since 1m` from a shell against the same database while both pages are
 // online. Both pages show the result within a poke (the server learns of the CLI's commit from the
 // store), no client resets, Ann's edits stand, and the conflict the revert reports is Ann's fix.
-const CHROMIUM = '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) console.log(`Skipping the history browser test: no Chromium at ${CHROMIUM} (apt-get install chromium).`);
+// On PostgreSQL, in a schema of its own: the one store two processes (the server and the CLI)
+// write at once; a SQLite file is one process's (its writes are ordered by locks in it).
+const url = process.env.DATABASE_URL;
+if (url === undefined) console.log('Skipping the history browser test: it needs a real PostgreSQL server (DATABASE_URL)');
 
 /** A pull a page sent, and its answer. */
 interface Pulled {
@@ -26,10 +26,10 @@ interface Pulled {
   answer?: { cookie?: { order?: number }; patch?: Array<{ op: string }> };
 }
 
-describe.skipIf(!existsSync(CHROMIUM))("an operator reverts one user's changes with the CLI while both are online, in Chromium", () => {
-  let dir: string;
-  let file: string;
-  let db: Database.Database;
+describe.skipIf(!hasChromium('the history browser test') || url === undefined)("an operator reverts one user's changes with the CLI while both are online, in Chromium", () => {
+  const schema = `history_browser_${process.pid}`;
+  const store = `--postgres '${url}' --schema ${schema}`;
+  let sql: ReturnType<typeof postgres>;
   let ctx: SyncContext;
   let server: AppServer;
   let browser: Browser;
@@ -58,10 +58,9 @@ describe.skipIf(!existsSync(CHROMIUM))("an operator reverts one user's changes w
   const todos = (page: Page) => app(page, (app) => app.todos());
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'viewsync-history-'));
-    file = join(dir, 'list.db');
-    db = new Database(file);
-    const storage = sqliteStorage(db);
+    sql = postgres(url!, { onnotice: () => {}, max: 8 });
+    await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    const storage = postgresStorage(sql, { schema });
     // The CLI commits from another process: the server hears of it by reading the store.
     ctx = createContext({
       storage,
@@ -75,7 +74,7 @@ describe.skipIf(!existsSync(CHROMIUM))("an operator reverts one user's changes w
       onError: (error) => serverErrors.push(error),
     });
     server = await startAppServer(ctx, await bundlePage(fileURLToPath(new URL('page.ts', import.meta.url))));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+    browser = await launchChromium();
     ann = await open(await browser.newContext(), 'ann');
     mallory = await open(await browser.newContext(), 'mallory');
   }, 60_000);
@@ -83,8 +82,8 @@ describe.skipIf(!existsSync(CHROMIUM))("an operator reverts one user's changes w
   afterAll(async () => {
     await browser?.close();
     await server?.stop();
-    db?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await sql?.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await sql?.end();
   });
 
   it('Ann writes the list; Mallory vandalises it; Ann fixes one of the changes herself', async () => {
@@ -98,10 +97,10 @@ describe.skipIf(!existsSync(CHROMIUM))("an operator reverts one user's changes w
 
   it("the operator's revert of Mallory's last minute undoes exactly her changes, reports Ann's fix as the conflict, and both pages show it within a poke, without a reset", async () => {
     const pullsBefore = pulls.length;
-    const dry = sh(`viewsync revert '' --user mallory --since 1m --on-conflict skip --dry-run --json --sqlite ${file}`);
+    const dry = sh(`viewsync revert '' --user mallory --since 1m --on-conflict skip --dry-run --json ${store}`);
     expect([dry.status, dry.stderr]).toEqual([0, '']);
     const versionBefore = (await readHistory(ctx, '', { limit: 1 })).kept.to;
-    const run = sh(`viewsync revert '' --user mallory --since 1m --on-conflict skip --json --sqlite ${file}`);
+    const run = sh(`viewsync revert '' --user mallory --since 1m --on-conflict skip --json ${store}`);
     expect([run.status, run.stderr]).toEqual([0, '']);
     const result = JSON.parse(run.stdout) as { version: number; changes: Array<{ key: string }>; conflicts: Array<{ key: string; later: Array<{ by: { userID?: string } }> }> };
     expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, changes: result.changes, conflicts: result.conflicts });

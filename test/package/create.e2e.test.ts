@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import semver from 'semver';
+import { hasChromium, launchChromium } from '../support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, runCommand, type Started, startCommand } from '../support/command.js';
 import { ROOT, tarball } from './packed.js';
@@ -16,7 +17,6 @@ import { ROOT, tarball } from './packed.js';
  * release), and better-sqlite3's prebuilt binary, which its install script fetches from GitHub
  * (out of this machine's reach), comes from this repository's own build of the same version.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const parent = mkdtempSync(join(tmpdir(), 'create-viewsync-'));
 const npmEnv = { npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false', npm_config_prefer_offline: 'true' };
 let starter = '';
@@ -105,16 +105,14 @@ describe('npm create viewsync', () => {
     expect(await script.text()).toContain('/api/poke');
   }, 90_000);
 
-  if (!existsSync(CHROMIUM)) console.log(`Skipping the starter's page in a browser: no Chromium at ${CHROMIUM} (apt-get install chromium).`);
-
-  describe.skipIf(!existsSync(CHROMIUM))('in two browsers', () => {
+  describe.skipIf(!hasChromium("the starter's page in a browser"))('in two browsers', () => {
     let browser: Browser;
     const errors: string[] = [];
     // Within this, or the poke (or the pull after it) went missing: the client's own pull comes each 60 s.
     const soon = { timeout: 10_000, interval: 50 };
 
     beforeAll(async () => {
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+      browser = await launchChromium();
     });
     afterAll(() => browser?.close());
 

@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { hasChromium, launchChromium } from '../support/chromium.js';
 import { afterAll, expect, it } from 'vitest';
 import { freePort, runCommand, type Started, startCommand } from '../support/command.js';
 import { pushAndPull } from '../support/helpers.js';
@@ -18,7 +19,6 @@ import { ROOT, tarball } from './packed.js';
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const block = (name: string) => new RegExp(`<!-- quick-start: ${name.replace('.', '\\.')} -->\\n\`\`\`\\w+\\n([^]*?)\`\`\`\\n`).exec(readme)?.[1] ?? '';
 const snippet = (file: string) => new RegExp(`<!-- snippet: ${file.replace('.', '\\.')} \\S+ -->\\n\`\`\`ts\\n([^]*?)\`\`\`\\n`).exec(readme)?.[1];
-const CHROMIUM = '/usr/bin/chromium';
 const parent = mkdtempSync(join(tmpdir(), 'viewsync-quick-start-'));
 // Kept from the first test for the second: the installed project and its running server.
 let dir: string | undefined;
@@ -58,9 +58,7 @@ it('the Quick start works as written: a new folder, the README\'s commands in or
   dir = folder;
 }, 180_000);
 
-if (!existsSync(CHROMIUM)) console.log(`Skipping the Quick start's page in a browser: no Chromium at ${CHROMIUM} (apt-get install chromium).`);
-
-it.skipIf(!existsSync(CHROMIUM))('its page, served by the README\'s one command, syncs what is typed in one browser to another', async () => {
+it.skipIf(!hasChromium("the Quick start's page in a browser"))('its page, served by the README\'s one command, syncs what is typed in one browser to another', async () => {
   expect(dir, 'the test above installed the project and started its server').toBeDefined();
   writeFileSync(join(dir!, 'index.html'), block('index.html'));
   const client = snippet('client.ts')!;
@@ -75,7 +73,7 @@ it.skipIf(!existsSync(CHROMIUM))('its page, served by the README\'s one command,
   const page = await startCommand('bash', ['-c', `exec ${command.replace(`--serve=${readmePort}`, `--serve=${pagePort}`)}`], { cwd: dir!, ready: /Local:\s+http/, timeoutMs: 60_000, openStdin: true });
   running.push(page);
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+  const browser = await launchChromium();
   try {
     const errors: string[] = [];
     // Two contexts: two client groups, as two browsers are.

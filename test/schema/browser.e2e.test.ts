@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { hasChromium, launchChromium } from '../support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContext, HTTPError, type Mutators, type SchemaOptions, type SyncContext, transact } from '../../src/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
@@ -15,8 +16,6 @@ import type { App } from './page.js';
 // server deploys version 2 on the same data and port, A comes back as version 2 and its offline
 // work lands through the client's mutation recovery; B stays at version 1 and syncs in its own
 // shape until a deploy closes the window, then updates once.
-const CHROMIUM = '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) console.log(`Skipping the schema browser test: no Chromium at ${CHROMIUM} (apt-get install chromium).`);
 
 /** A pull or push a page sent, as the browser saw it. */
 interface Sent {
@@ -28,7 +27,7 @@ interface Sent {
   answer?: unknown;
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('the real client across a schema change, in Chromium', () => {
+describe.skipIf(!hasChromium('the schema browser test'))('the real client across a schema change, in Chromium', () => {
   let dir: string;
   let db: Database.Database;
   let ctx: SyncContext;
@@ -94,7 +93,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the real client across a schema change, 
     dir = mkdtempSync(join(tmpdir(), 'viewsync-schema-'));
     script = await bundlePage();
     await serveVersion({ current: '1' }, mutatorsV1);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+    browser = await launchChromium();
     deviceA = await device('A');
     deviceB = await device('B');
   }, 60_000);
