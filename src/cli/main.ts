@@ -52,6 +52,7 @@ const OPTIONS = {
   'client-groups': { type: 'string', for: ['gc'] },
   tombstones: { type: 'string', for: ['gc'] },
   changes: { type: 'string', for: ['gc'] },
+  'keep-history': { type: 'string', for: ['gc'] },
   after: { type: 'string', for: ['changes', 'history'] },
   at: { type: 'string', for: ['history'] },
   limit: { type: 'string', for: ['history'] },
@@ -96,6 +97,7 @@ type Options = StoreOptions & HistoryFlags & {
   'client-groups'?: string;
   tombstones?: string;
   changes?: string;
+  'keep-history'?: string;
   after?: string;
   follow?: boolean;
   all?: boolean;
@@ -240,9 +242,11 @@ export async function main(argv: readonly string[]): Promise<number> {
           tombstonesMs: retentionDuration(options.tombstones, '--tombstones', DEFAULT_RETENTION_MS),
           changesMs: retentionDuration(options.changes, '--changes', DEFAULT_RETENTION_MS),
         };
+        // History is the change log too: gc keeps it for the longer of the two, as a server does.
+        const retentionWithHistory = { ...retention, historyMs: options['keep-history'] === undefined ? retention.changesMs : retentionDuration(options['keep-history'], '--keep-history', DEFAULT_RETENTION_MS) };
         store = await openStore(options);
         if (options.space !== undefined) await checkWhereHeld(store, options.space, command);
-        await gcCommand(context(store, { retention }), options);
+        await gcCommand(context(store, { retention: retentionWithHistory }), options);
         return 0;
       }
       default:

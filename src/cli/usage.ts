@@ -302,7 +302,9 @@ ${STORE}`,
 
 Removes what the retention lets go, as collectGarbage() does: client groups idle longer than
 --client-groups (with their clients), tombstones older than --tombstones, and view records no
-pull named for --client-groups, and change log rows older than --changes.
+pull named for --client-groups, and change log rows older than both --changes and
+--keep-history (the log is the spaces' history too: give a server's retention.historyMs here,
+or gc trims history a server keeps longer).
 
 Options:
   --space SPACE          only this space (default: every space)
@@ -310,6 +312,8 @@ Options:
                          retention of idle client groups, or 'forever' (default: 30d)
   --tombstones DURATION  retention of tombstones, or 'forever' (default: 30d)
   --changes DURATION     retention of the change log, or 'forever' (default: 30d)
+  --keep-history DURATION
+                         retention of history (retention.historyMs), or 'forever' (default: --changes)
   --json                 print plain JSON
 ${STORE}`,
 };

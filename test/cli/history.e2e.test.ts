@@ -203,3 +203,21 @@ describe('viewsync history, restore, revert and erase', () => {
     expect(sh(`viewsync revert --help`).stdout).toMatch(/Exit 3 when the revert\nstopped on conflicts/);
   });
 });
+
+describe('gc and history', () => {
+  it('keeps the log for the longer of --changes and --keep-history: history a server keeps longer is not trimmed by a gc told only --changes', async () => {
+    const file = join(work, 'gc-history.db');
+    const db = new Database(file);
+    const day = 24 * 60 * 60 * 1000;
+    // Written ten days ago, by a server that keeps history for 90 days.
+    const old = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, history: {}, clock: () => Date.now() - 10 * day, space: () => 's' });
+    await push(old, 'g', [mutation('c', 1, 'put', { key: 'a', value: 'then' }), mutation('c', 2, 'put', { key: 'a', value: 'later' })]);
+    db.close();
+    const kept = sh(`viewsync gc --sqlite ${file} --changes 1d --keep-history 90d --json`);
+    expect([kept.status, kept.stderr]).toEqual([0, '']);
+    expect(JSON.parse(kept.stdout)).toMatchObject({ changes: 0 });
+    const trimmed = sh(`viewsync gc --sqlite ${file} --changes 1d --json`);
+    expect(JSON.parse(trimmed.stdout)).toMatchObject({ changes: 2 });
+    expect(sh(`viewsync gc --sqlite ${file} --keep-history soon`)).toMatchObject({ status: 2, stderr: expect.stringMatching(/--keep-history takes a duration/) });
+  });
+});
