@@ -131,7 +131,7 @@ describe('the change feed, kept by every writer', () => {
     await transact(ctx, 's', (tx) => tx.set('a', 1));
     await transact(ctx, 'quiet', (tx) => tx.set('a', 1));
     await recorded(ctx);
-    await expect(turnOffChangeFeed(ctx)).rejects.toThrow(/take `changes` out of every server first/);
+    await expect(turnOffChangeFeed(ctx)).rejects.toThrow(/take `changes` and `history` out of every server first/);
     const cli = plain(storage);
     expect(await turnOffChangeFeed(cli)).toEqual({ spaces: 2 });
     expect(await turnOffChangeFeed(cli)).toEqual({ spaces: 0 });

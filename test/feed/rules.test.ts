@@ -154,7 +154,7 @@ describe('never a gap', () => {
     let now = Date.UTC(2026, 0, 1);
     const ctx = testContext({ changes: {}, clock: () => now, retention: { changesMs: DAY } });
     await transact(ctx, '', (tx) => tx.set('old', 1));
-    expect((await inspect(ctx, '')).changes).toEqual({ rows: 1, from: 0, oldest: now });
+    expect((await inspect(ctx, '')).changes).toEqual({ rows: 1, from: 0, oldest: now, checkpoints: [] });
     now += 2 * DAY;
     // Through a context of its own: this one would start housekeeping after the write.
     await transact(createContext({ ...ctx.options }), '', (tx) => tx.set('new', 2));
