@@ -4,6 +4,9 @@
  * one applied twice counts twice but leaves one record. `scratch` also writes or deletes a key of
  * its client's own (`s/<client>/<n>`), so patches carry deletes and tombstones pile up for
  * housekeeping. The same source runs in the real client (typed against its transaction).
+ * `edit` is the editors' (restore-check.ts), called from the backend door only: it sets or deletes
+ * one key under `doc/` and nothing else, so that restores and reverts of `doc/` leave the
+ * counting clients' data alone.
  */
 import type { WriteTransaction } from 'replicache';
 
@@ -16,6 +19,10 @@ export const chaosMutators = {
     const key = `s/${tx.clientID}/${n}`;
     if (del) await tx.del(key);
     else await tx.set(key, { n, at: tx.mutationID });
+  },
+  edit: async (tx: WriteTransaction, { key, value }: { key: string; value: { user: string; n: number } | null }) => {
+    if (value === null) await tx.del(key);
+    else await tx.set(key, value);
   },
 };
 

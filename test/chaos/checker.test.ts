@@ -176,6 +176,16 @@ describe('the chaos checker', () => {
     expect(kinds(check(history(whole, [])).anomalies)).toEqual(['acknowledged-lost']);
   });
 
+  it('a group reset though it pulled a moment before (as a restore must never make it); one whose last pull was long ago may be, as may its first', () => {
+    const reset = { cookie: { order: 9 }, lastMutationIDChanges: {}, patch: [{ op: 'clear' }, { op: 'put', key: 'doc/a', value: 1 }] };
+    const first = pull('g', null, { ...reset, cookie: { order: 5 } });
+    expect(kinds(check(history([first, pull('g', { order: 5 }, reset)], [])).anomalies)).toEqual(['reset']);
+    const earlier = pull('g', null, { ...reset, cookie: { order: 5 } });
+    clock += 10_000;
+    expect(kinds(check(history([earlier, pull('g', { order: 5 }, reset)], [])).anomalies)).toEqual([]);
+    expect(kinds(check(history([pull('g', null, { ...reset, cookie: { order: 5 } }), pull('g', { order: 5 }, reset)], []), { lossAllowed: true }).anomalies)).toEqual([]);
+  });
+
   it("orders cookies as the real client does: null lowest, objects by order, strings as strings", () => {
     expect(compareCookies(null, { order: 0 })).toBeLessThan(0);
     expect(compareCookies({ order: 9 }, { order: 10 })).toBeLessThan(0);

@@ -10,6 +10,8 @@
  *   no change (the client drops those);
  * - after a push is answered 200, the group's next pull reflects it (where loss is admitted, a
  *   failover between the two may have lost it: the pull then shows it is not applied);
+ * - a group that pulled a moment before is never reset (a patch from a clear): no restore, revert,
+ *   move or restart makes one, and tombstones go only days of the servers' clock later;
  * - at the end every client group holds the server's data;
  * - no answer is a 5xx but 503, nor a refusal of a well-formed request, and once the faults
  *   are healed every space is served;
@@ -43,6 +45,10 @@ export interface Anomaly {
     | 'backend-lost'
     | 'backend-applied-twice'
     | 'migration'
+    /** A restore or revert not one whole commit, not what it should have made, or read back wrong (restore-check.ts). */
+    | 'history'
+    /** A group reset (a patch from a clear) though it had pulled a moment before (restores and reverts are ordinary patches). */
+    | 'reset'
     | 'cut-import-accepted'
     | 'import-wrong'
     | 'process-died'
@@ -95,6 +101,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     acknowledged: new Map(),
     toldLost: new Map(),
     lossWindows: options.lossAllowed ? history.faults.filter((fault) => fault.losesCommits) : [],
+    resetsAllowed: options.lossAllowed === true,
     pushesLost: 0,
     add,
   };
@@ -172,6 +179,8 @@ interface Judging {
   toldLost: Map<string, number>;
   /** Faults that may have lost acknowledged commits, where the topology admits it. */
   lossWindows: Fault[];
+  /** Resets are the mode's answer to a loss (asynchronous replication), not judged. */
+  resetsAllowed: boolean;
   /** Pushes answered 200, lost in one of those windows, that the next pull showed as not applied. */
   pushesLost: number;
   add: (kind: Anomaly['kind'], detail: string) => void;
@@ -183,6 +192,8 @@ function judgeGroup(group: string, exchanges: Exchange[], judging: Judging): voi
   const ordered = [...exchanges].sort((a, b) => a.end - b.end);
   const known = new Map<string, number>();
   let cookie: JSONValue = null;
+  /** When the last pull answered with a cookie was sent: the cookie it holds is of a version at least that recent. */
+  let lastPull: number | undefined;
   /** Pushes answered 200 that no pull has reflected yet: each client's highest id in it, and when it was answered. */
   let awaiting: Array<{ end: number; ids: Map<string, number> }> = [];
   for (const exchange of ordered) {
@@ -213,6 +224,12 @@ function judgeGroup(group: string, exchanges: Exchange[], judging: Judging): voi
     }
     const pull = exchange.answer as PullAnswer;
     const sent = (exchange.body as PullBody).cookie;
+    // Tombstones go once a week of the servers' clock has passed (four jumps of two days, 4.5 s
+    // or more), so a group that pulled less than that before holds a cookie no reset is due for.
+    if (sent !== null && pull.patch[0]?.op === 'clear' && lastPull !== undefined && exchange.start - lastPull < RECENT_MS && !judging.resetsAllowed) {
+      add('reset', `${where}: reset (its patch a clear and ${pull.patch.length - 1} puts), ${(exchange.start - lastPull).toFixed(0)} ms after it sent a pull answered with cookie ${JSON.stringify(sent)}`);
+    }
+    lastPull = exchange.start;
     const order = compareCookies(pull.cookie, sent);
     if (order < 0) add('cookie-backwards', `${where}: sent cookie ${JSON.stringify(sent)}, got ${JSON.stringify(pull.cookie)}`);
     if (order === 0 && (pull.patch.length > 0 || Object.keys(pull.lastMutationIDChanges).length > 0)) {
@@ -250,6 +267,9 @@ function judgeGroup(group: string, exchanges: Exchange[], judging: Judging): voi
     awaiting = still;
   }
 }
+
+/** How recent a group's last pull must be for a reset to be judged: under two of the servers' clock jumps (run.ts), far from a week of them. */
+const RECENT_MS = 2_500;
 
 /** Each client's applied mutations (`m/<client>/<id>`) and counter (`count/<client>`) in the data. */
 function clientsIn(truth: History['truth']): Map<string, { records: Set<number>; count: number; space: string }> {

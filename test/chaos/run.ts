@@ -24,6 +24,7 @@ import { type Deployment, type FaultKind, TOPOLOGIES } from './topologies.js';
 import { bundled, ROOT } from './processes.js';
 import { retry, sleep } from './retry.js';
 import { finishMigrations, judgeMigrations, type MigrationsBegun, migrationLoop } from './migration-check.js';
+import { editLoop, historyLoop, type HistoryRecord, judgeHistory, readEvidence } from './restore-check.js';
 
 export interface ChaosOptions {
   topology: string;
@@ -62,6 +63,8 @@ export interface ChaosReport {
   admittedLosses: number;
   /** Pushes answered 200 whose commit a failover lost (where admitted), shown by the next pull. */
   pushesLost: number;
+  /** Restores and reverts: tried, and versions of each judged whole (restore-check.ts); editors' writes acknowledged. */
+  history: { attempts: Record<string, number>; restores: number; reverts: number; edits: { made: number; acknowledged: number } };
   /** With `webhooks`: changes in the feeds, delivery requests, and those the receiver answered 500. */
   webhooks?: { changes: number; requests: number; refused: number };
   /** Seconds each phase took (faults, clients stopping, settling, last pulls, reading the data): a slow phase shows where a run stalled. */
@@ -110,6 +113,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   /** The migrations begun in each space, and what finishing them found (migration-check.ts). */
   const begun: MigrationsBegun = new Map();
   const migrationAnomalies: Anomaly[] = [];
+  /** The editors' writes and the restores and reverts tried (restore-check.ts), and what judging them found. */
+  const rewinds: HistoryRecord = { attempts: [], edits: [] };
+  const historyAnomalies: Anomaly[] = [];
+  const judged = { restores: 0, reverts: 0 };
   let feedChanges = 0;
   const deployment: Deployment = await topology.start(history.crashes, log);
   const real: RealClient[] = [];
@@ -141,6 +148,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       guard('imports', importLoop(env, deployment, history, source, rng.fork(), () => performance.now() < deadline, record)),
       ...(deployment.background ? [guard('background', deployment.background(rng.fork(), () => performance.now() >= deadline, record, (detail) => history.operatorCommands.push(detail)))] : []),
       // Not where acknowledged commits may be lost: a lost batch takes its entries' changes and its record alike, but the seed may go too.
+      guard('edits', editLoop(env, spaces, control, rng.fork(), () => performance.now() < deadline, rewinds.edits)),
+      guard('restores and reverts', historyLoop(env, deployment, spaces, control, rng.fork(), () => performance.now() < deadline, record, rewinds.attempts, () => jumps * JUMP_MS)),
       ...(topology.lossAllowed ? [] : [guard('migrations', migrationLoop(env, deployment, spaces, control, rng.fork(), () => performance.now() < deadline, record, begun))]),
     ];
     await Promise.all(loops);
@@ -181,6 +190,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         history.unavailable.push(`space ${JSON.stringify(space)}: no server answered a pull of it once every fault was healed: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
+    log(`${topology.name}: reading the history of restores and reverts`);
+    const { evidence, anomalies: unread } = await readEvidence(env, control, spaces);
+    historyAnomalies.push(...unread, ...judgeHistory(rewinds, { ...evidence, live: history.truth }, { lossAllowed: topology.lossAllowed }, judged));
     phaseDone('reading');
     if (receiver) {
       log(`${topology.name}: waiting for webhooks`);
@@ -210,7 +222,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     delete process.env.CHAOS_WEBHOOK_URL;
   }
   const verdict = check(history, { lossAllowed: topology.lossAllowed });
-  verdict.anomalies.push(...webhookAnomalies, ...migrationAnomalies, ...judgeMigrations(history.truth, begun));
+  verdict.anomalies.push(...webhookAnomalies, ...migrationAnomalies, ...judgeMigrations(history.truth, begun), ...historyAnomalies);
   const statuses: Record<string, number> = {};
   let resets = 0;
   for (const { status, answer } of history.exchanges) {
@@ -220,7 +232,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const faults: Record<string, number> = {};
   for (const { kind } of history.faults) faults[kind] = (faults[kind] ?? 0) + 1;
   faults['clock jump and housekeeping'] = jumps;
-  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, ...(receiver && { webhooks: { changes: feedChanges, requests: receiver.requests, refused: receiver.refused } }), phases, anomalies: verdict.anomalies };
+  const attempts: Record<string, number> = {};
+  for (const { operation, outcome } of rewinds.attempts) attempts[`${operation.kind} ${outcome}`] = (attempts[`${operation.kind} ${outcome}`] ?? 0) + 1;
+  const historyReport = { attempts, ...judged, edits: { made: rewinds.edits.length, acknowledged: rewinds.edits.filter(({ acknowledged }) => acknowledged).length } };
+  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, history: historyReport, ...(receiver && { webhooks: { changes: feedChanges, requests: receiver.requests, refused: receiver.refused } }), phases, anomalies: verdict.anomalies };
 }
 
 const BACKEND_SPACE = 'backend';
@@ -386,6 +401,7 @@ export function describe(report: ChaosReport): string {
   const lines = [
     `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses).map(([status, n]) => `${status}: ${n}`).join(', ')}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}${report.pushesLost > 0 ? `, ${report.pushesLost} pushes answered 200 lost to a failover and shown by the next pull` : ''}`,
     `  faults: ${faults || 'none'}`,
+    `  restores and reverts: ${Object.entries(report.history.attempts).map(([what, n]) => `${what} ×${n}`).join(', ') || 'none'}; versions judged whole: ${report.history.restores} restores, ${report.history.reverts} reverts; ${report.history.edits.acknowledged} of ${report.history.edits.made} editors' writes acknowledged`,
     ...(report.webhooks ? [`  webhooks: ${report.webhooks.changes} changes in the feeds; ${report.webhooks.requests} delivery requests, ${report.webhooks.refused} answered 500 on purpose`] : []),
     `  phases: ${Object.entries(report.phases).map(([phase, seconds]) => `${phase} ${seconds} s`).join(', ')}`,
     `  anomalies: ${report.anomalies.length}`,

@@ -2,16 +2,22 @@
 // STORE names (JSON, see StoreSpec), pokes through NOTIFIER, housekeeping on RETENTION, spaces
 // named by ?space=. Besides /pull, /push and /poke it takes the run's controls under /chaos/:
 // its clock (moved on to age client groups), a housekeeping pass, a write from the backend door,
-// an export and an import. Prints {"url"} once listening on PORT.
+// an export and an import, the editors' writes and restores and reverts (restore-check.ts), and
+// reads of history. Prints {"url"} once listening on PORT.
+//
+// With OPERATE (JSON: a restore or a revert, see restore-check.ts) it is an operator's process
+// instead: it opens the store as a server would, runs that one operation, prints its result as a
+// line {"result": …} (or {"gone": …} when the version is not kept) and exits, listening nowhere.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { collectGarbage, exportSpace, importSpace, runMigration, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
+import { at, collectGarbage, exportSpace, HistoryGoneError, importSpace, mutate, readHistory, restoreSpace, revertChanges, runMigration, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
 import { postgresNotifier, type PostgresStorage, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { chaosMutators, DAY, RETENTION } from './app.js';
 import { CHANGES_SECRET, WEBHOOK_SECRET } from './webhook-check.js';
+import { type HistoryOperation, type LogRow, logRowsOf } from './restore-check.js';
 // @ts-expect-error: plain JavaScript, shared with the CLI's --module.
 import { migrations } from './migrations.mjs';
 
@@ -53,13 +59,17 @@ const storage: Storage =
       ? postgresStore(spec.driver, spec.url, spec.standbys)
       : routedStorage({ stores: Object.fromEntries(Object.entries(spec.stores).map(([store, url]) => [store, postgresStore(spec.driver, url)])), directory: spec.directory });
 
-let offsetMs = 0;
+// An operator's process is told the servers' clock (OFFSET_MS); a server is sent it once started.
+let offsetMs = Number(process.env.OFFSET_MS ?? 0);
 const ctx: SyncContext = createContext({
   storage,
   mutators: chaosMutators,
   space: (request) => new URL(request.url).searchParams.get('space') ?? '',
   // With webhooks (webhook-check.ts), the log is kept whole and retried for as long as the run, whose clock jumps by days.
-  retention: process.env.CHAOS_WEBHOOK_URL ? { ...RETENTION, changesMs: false } : RETENTION,
+  // Every version kept for as long as the run (restore-check.ts reads the whole log at its end),
+  // housekeeping writing checkpoints often, so that reads as of a version go through them.
+  retention: { ...RETENTION, historyMs: false, ...(process.env.CHAOS_WEBHOOK_URL && { changesMs: false }) },
+  history: { checkpointEvery: 50 },
   ...(process.env.CHAOS_WEBHOOK_URL && {
     changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, retryForMs: 100 * 365 * DAY, ...(process.env.CHAOS_WEBHOOK_BATCH && { maxBatch: Number(process.env.CHAOS_WEBHOOK_BATCH) }) } } },
   }),
@@ -153,6 +163,38 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
         const result = await runMigration(ctx, migration as never, { spaces: [space], batch: Number(url.searchParams.get('batch') ?? 10) });
         return reply(res, 200, result);
       }
+      case '/chaos/edit': {
+        // An editor's write (restore-check.ts): `doc/<key>` set to `{user, n}`, or deleted, made for the user.
+        const user = url.searchParams.get('user')!;
+        const n = Number(url.searchParams.get('n'));
+        const value = url.searchParams.get('del') === '1' ? null : { user, n };
+        await mutate(ctx, space, 'edit', { key: url.searchParams.get('key'), value }, { userID: user });
+        return reply(res, 200, { n });
+      }
+      case '/chaos/version':
+        // The space's version now: the newest its history keeps.
+        return reply(res, 200, { version: (await readHistory(ctx, space, { limit: 1 })).kept.to });
+      case '/chaos/history-op':
+        return reply(res, 200, await operate(JSON.parse(body) as HistoryOperation));
+      case '/chaos/at': {
+        const { entries } = await at(ctx, space, Number(url.searchParams.get('version')), { prefix: url.searchParams.get('prefix') ?? '' });
+        return reply(res, 200, { entries });
+      }
+      case '/chaos/log': {
+        // The space's whole log, of the keys `doc/` and of every restore and revert (restore-check.ts).
+        const rows: LogRow[] = [];
+        let after: number | undefined;
+        for (;;) {
+          const page = await readHistory(ctx, space, { limit: 10_000, ...(after !== undefined && { after }) });
+          rows.push(...logRowsOf(page.changes));
+          if (!page.more) {
+            after = page.kept.from;
+            break;
+          }
+          after = page.version;
+        }
+        return reply(res, 200, { from: after, rows });
+      }
       case '/chaos/export': {
         const text = await new Response(exportSpace(ctx, space)).text();
         return reply(res, 200, { dump: text });
@@ -172,14 +214,36 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
         return reply(res, 404, { error: `no control ${url.pathname}` });
     }
   } catch (error) {
+    if (error instanceof HistoryGoneError) return reply(res, 410, { gone: error.message });
     // The store unreachable or mid-failover: as the endpoints answer, temporary.
     if (isTemporary(error) || error instanceof TemporaryError) return reply(res, 503, { error: (error as Error).message });
     throw error;
   }
 }
 
+/** A restore or a revert, as an operator or the runner asks for it. */
+async function operate(operation: HistoryOperation): Promise<unknown> {
+  if (operation.kind === 'restore') return restoreSpace(ctx, operation.space, { to: operation.to, prefix: operation.prefix });
+  return revertChanges(ctx, operation.space, operation.cause, { onConflict: operation.onConflict });
+}
+
 function reply(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+if (process.env.OPERATE) {
+  let line: unknown;
+  // The runner may kill us a moment after this, while the operation runs.
+  console.log(JSON.stringify({ operating: true }));
+  try {
+    line = { result: await operate(JSON.parse(process.env.OPERATE) as HistoryOperation) };
+  } catch (error) {
+    if (!(error instanceof HistoryGoneError)) throw error;
+    line = { gone: error.message };
+  }
+  console.log(JSON.stringify(line));
+  await Promise.allSettled(closers.map((close) => close()));
+  process.exit(0);
 }
 
 if (process.env.CHAOS_WEBHOOK_URL) {

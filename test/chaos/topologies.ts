@@ -50,6 +50,11 @@ export interface Deployment {
    * around the command ({@link Deployment.withServersStopped}).
    */
   cli?: { args: string[]; exclusive?: boolean };
+  /**
+   * What an operator's process (server.ts with OPERATE: a restore or revert) needs to reach the
+   * store as the servers do: their environment. `exclusive`: as for {@link Deployment.cli}.
+   */
+  operator?: { env: Record<string, string>; exclusive?: boolean };
   /** Stops every server (SIGTERM), runs `work`, and starts them again: an operator's maintenance window. No fault kills a server meanwhile. */
   withServersStopped<T>(work: () => Promise<T>): Promise<T>;
 }
@@ -279,6 +284,7 @@ async function deploy(count: number, store: StoreSpec, env: Record<string, strin
     once: extra.once,
     background: extra.background,
     cli: extra.cli,
+    operator: { env: { STORE: JSON.stringify(store), ...env }, exclusive: store.kind === 'sqlite' },
     withServersStopped: (work) => fleet.withServersStopped(work),
     async heal() {
       for (const database of databases) await database.heal();
@@ -340,6 +346,7 @@ export const TOPOLOGIES: Record<string, Topology> = {
         setClock: (offsetMs) => fleet.setClock(offsetMs),
         faults,
         cli: { args: ['--postgres', database.url] },
+        operator: { env: { STORE: JSON.stringify(store), NOTIFIER: 'postgres', NOTIFY_URL: database.url } },
         withServersStopped: (work) => fleet.withServersStopped(work),
         async heal() {
           await database.heal();
