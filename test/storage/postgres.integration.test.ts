@@ -1,5 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import { neonConfig, Pool as NeonPool } from '@neondatabase/serverless';
+import { describeHistory } from '../history/suite.js';
 import pg from 'pg';
 import { WebSocket } from 'ws';
 import postgres from 'postgres';
@@ -53,6 +54,8 @@ const neonPool = await (async () => {
   return neon;
 })();
 if (neonPool) describeStorageConformance('postgresStorage (Neon\'s serverless Pool over WebSocket, a real server)', () => postgresStorage(neonPool, { schema: schema() }));
+// History on the third driver too (the other stores run it in test/history/stores.test.ts).
+if (neonPool) describeHistory('postgresStorage (Neon\'s serverless Pool over WebSocket, a real server)', () => postgresStorage(neonPool, { schema: schema() }));
 else it.skip('postgresStorage on a real server: set DATABASE_URL (scripts/start-postgres.sh starts one)', () => {});
 describeStorageConformance('postgresStorage (PGlite)', () => postgresStorage(lite, { schema: schema() }), { oneAtATime: true });
 
