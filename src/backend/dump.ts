@@ -155,7 +155,7 @@ export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): 
   let history: { from: number; to: number } | undefined;
   if (header.format === HISTORY_FORMAT) {
     const from = header.history?.from;
-    if (!isCount(from) || !isCount(header.version) || from > header.version) throw new DumpError(line, `is a format-${HISTORY_FORMAT} header without the versions its history keeps: it should hold "version": N and "history": {"from": F}, F <= N`);
+    if (!isCount(from) || !isCount(header.version) || from > header.version) throw new DumpError(line, `is a format-${HISTORY_FORMAT} header without the versions its history keeps: it should hold the dump's version N and a history whose first kept version F is at most N`);
     history = { from, to: header.version };
   } else if (rules.history) {
     throw new DumpError(line, `is the header of a format-${JSON.stringify(header.format)} dump, which holds no history (importSpace's history: true, CLI --history): export the space with its history (format ${HISTORY_FORMAT}: exportSpace's history: true, viewsync export --history)`);
