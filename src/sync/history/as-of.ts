@@ -86,8 +86,15 @@ async function* baseRows(tx: StorageTransaction, keys: SpaceKeys, base: Base, pr
 async function* merged(base: AsyncGenerator<Array<[string, JSONValue]>>, changed: Array<[string, JSONValue | undefined]>): AsyncGenerator<Array<[string, JSONValue]>> {
   let next = 0;
   for await (const page of base) {
+    // A page of tombstones only holds nothing; one no changed key falls in goes out as it is.
+    if (page.length === 0) continue;
+    if (next === changed.length || compareUTF8(changed[next]![0], page.at(-1)![0]) > 0) {
+      yield page;
+      continue;
+    }
     const out: Array<[string, JSONValue]> = [];
-    for (const [key, value] of page) {
+    for (const entry of page) {
+      const key = entry[0];
       while (next < changed.length && compareUTF8(changed[next]![0], key) < 0) {
         const [changedKey, was] = changed[next++]!;
         if (was !== undefined) out.push([changedKey, was]);
@@ -96,7 +103,7 @@ async function* merged(base: AsyncGenerator<Array<[string, JSONValue]>>, changed
         const was = changed[next++]![1];
         if (was !== undefined) out.push([key, was]);
       } else {
-        out.push([key, value]);
+        out.push(entry);
       }
     }
     if (out.length > 0) yield out;
