@@ -31,12 +31,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { createContext, exportSpace, handlePush, type JSONValue, type Mutators, readChanges, type Storage, type SyncContext, transact } from '../src/index.js';
+import { createContext, exportSpace, handlePush, readChanges, type Storage, type SyncContext, transact } from '../src/index.js';
 import { FEED_RECORD } from '../src/sync/feed/feed-record.js';
 import { machineLine } from './cpu.js';
 import { eachStore } from './each-store.js';
 import { collectGarbage, median, progress } from './measure.js';
 import { renderTable, type Row } from './table.js';
+import { putMutators, todo } from './todos.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const STORES = (process.env.STORES ?? 'memory,sqlite,postgres').split(',');
@@ -50,21 +51,8 @@ const CLIENTS = 8;
 const PUSHES: Record<string, number> = { memory: 2000, SQLite: 800, PostgreSQL: 300 };
 if (STORES.includes('postgres')) process.env.DATABASE_URL ??= execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8' }).trim();
 
-const mutators: Mutators = {
-  put: async (tx, { key, value }: { key: string; value: JSONValue }) => {
-    await tx.set(key, value);
-  },
-};
+const mutators = putMutators;
 
-/** A todo of about 150 bytes of JSON, different each time. */
-const todo = (n: number, change: number) => ({
-  title: `Buy ${['milk', 'bread', 'coffee', 'apples', 'rice'][n % 5]} for the ${['weekend', 'office', 'party'][n % 3]} #${n}`,
-  done: change % 2 === 1,
-  list: `list-${n % 20}`,
-  order: n,
-  tags: ['home', 'errands'],
-  updatedAt: new Date(1_700_000_000_000 + change * 1000).toISOString(),
-});
 
 function contextFor(storage: Storage, feed: boolean): SyncContext {
   return createContext({

@@ -64,7 +64,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { at, collectGarbage, createContext, exportSpace, handlePush, importSpace, type JSONValue, memoryStorage, type Mutators, restoreSpace, type Storage, type SyncContext, transact } from '../src/index.js';
+import { at, collectGarbage, createContext, exportSpace, handlePush, importSpace, memoryStorage, restoreSpace, type Storage, type SyncContext, transact } from '../src/index.js';
 import { stateOf } from '../src/context/state.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { doneCheckpoints } from '../src/sync/history/checkpoint-records.js';
@@ -74,6 +74,7 @@ import { machineLine } from './cpu.js';
 import { eachStore } from './each-store.js';
 import { collectGarbage as collectHeap, median, progress } from './measure.js';
 import { renderTable, type Row } from './table.js';
+import { putMutators, todo } from './todos.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const STORES = (process.env.STORES ?? 'memory,sqlite,postgres').split(',');
@@ -94,21 +95,8 @@ const KEYS = 500;
 const CLIENTS = 8;
 if (STORES.includes('postgres')) process.env.DATABASE_URL ??= execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8' }).trim();
 
-const mutators: Mutators = {
-  put: async (tx, { key, value }: { key: string; value: JSONValue }) => {
-    await tx.set(key, value);
-  },
-};
+const mutators = putMutators;
 
-/** A todo of about 150 bytes of JSON, different each time (as in feed.ts). */
-const todo = (n: number, change: number) => ({
-  title: `Buy ${['milk', 'bread', 'coffee', 'apples', 'rice'][n % 5]} for the ${['weekend', 'office', 'party'][n % 3]} #${n}`,
-  done: change % 2 === 1,
-  list: `list-${n % 20}`,
-  order: n,
-  tags: ['home', 'errands'],
-  updatedAt: new Date(1_700_000_000_000 + change * 1000).toISOString(),
-});
 
 const todoKey = (n: number) => `todo/${String(n).padStart(7, '0')}`;
 
