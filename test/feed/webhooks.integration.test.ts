@@ -8,6 +8,7 @@ import {
   createContext,
   deliverWebhooks,
   emit,
+  eraseData,
   enableWebhook,
   inspect,
   memoryStorage,
@@ -172,6 +173,24 @@ describe('webhooks', () => {
     expect(at.received[5]!.delivery).toEqual(at.received[2]!.delivery);
     await expect(replayWebhook(ctx, 'hook', 's', { delivery: 's:9..10' })).rejects.toThrow(/made no delivery "s:9..10"/);
     await expect(replayWebhook(ctx, 'nope', 's', { delivery: ids[0]! })).rejects.toThrow(/No webhook is named "nope"/);
+  });
+
+  it('a replay after an erasure sends the batch under its ID again, the erased values gone, and the erasure event follows', async () => {
+    const at = await receiver();
+    const ctx = hooked(at.url);
+    await transact(ctx, 's', async (tx) => (await tx.set('user/ann', 'ann@example.com'), await tx.set('other', 'kept')));
+    await deliverWebhooks(ctx);
+    const [first] = at.received;
+    expect(first!.body).toContain('ann@example.com');
+    await eraseData(ctx, 's', { key: 'user/ann' });
+    expect(await replayWebhook(ctx, 'hook', 's', { delivery: first!.id })).toBe(1);
+    await deliverWebhooks(ctx);
+    const replayed = at.received.find(({ id }, i) => i > 0 && id === first!.id)!;
+    expect(replayed.body).not.toContain('ann@example.com');
+    expect(replayed.delivery.changes.map((change) => [change.op, change.key])).toEqual([['erased', 'user/ann'], ['set', 'other']]);
+    // The erasure's own version: its delete, erased too, and the event that tells receivers.
+    expect(at.received.at(-1)!.delivery.changes.map((change) => [change.op, change.key ?? (change as { topic?: string }).topic])).toEqual([['erased', 'user/ann'], ['event', 'viewsync.erased']]);
+    expect(at.received.map(({ body }) => body).slice(1).join('\n')).not.toContain('ann@example.com');
   });
 
   it('sends only what a webhook wants: its spaces, its prefixes (whole segments), its topics', async () => {
