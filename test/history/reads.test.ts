@@ -89,6 +89,7 @@ describe("a key's history", () => {
     expect(second.changes.map(({ key, version }) => [key, version])).toEqual([['a', 2], ['b', 2]]);
     expect((await readHistory(ctx, '', { prefix: 'b' })).changes).toHaveLength(2);
     await expect(readHistory(ctx, '', { limit: 10_001 })).rejects.toThrow(TypeError);
+    await expect(readHistory(ctx, '', { key: 'a', prefix: 'b' })).rejects.toThrow(/key or prefix, not both/);
   });
 });
 

@@ -76,6 +76,8 @@ export interface HistoryPage {
 export async function readHistoryPage(storage: Storage, space: string, options: ReadHistoryOptions = {}): Promise<HistoryPage> {
   const limit = options.limit ?? 1_000;
   if (!(Number.isSafeInteger(limit) && limit > 0 && limit <= 10_000)) throw new TypeError(`limit must be a whole number from 1 to 10,000, got ${JSON.stringify(options.limit)}`);
+  // Both would be a question with two answers: refused, as the CLI and HTTP refuse it, not one picked.
+  if (options.key !== undefined && options.prefix !== undefined) throw new TypeError('readHistory takes key or prefix, not both');
   const keys = new SpaceKeys(space);
   const wanted = options.key !== undefined ? (key: string) => key === options.key : (key: string) => key.startsWith(options.prefix ?? '');
   return storage.transaction(async (tx) => {
