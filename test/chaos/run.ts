@@ -221,7 +221,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await receiver?.close();
     delete process.env.CHAOS_WEBHOOK_URL;
   }
-  const verdict = check(history, { lossAllowed: topology.lossAllowed });
+  const verdict = check(history, { lossAllowed: topology.lossAllowed, resetsAllowed: deployment.once !== undefined || deployment.background !== undefined });
   verdict.anomalies.push(...webhookAnomalies, ...migrationAnomalies, ...judgeMigrations(history.truth, begun), ...historyAnomalies);
   const statuses: Record<string, number> = {};
   let resets = 0;
