@@ -31,8 +31,8 @@ export { inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type S
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';
 export { type ChangeDetail, localNotifier, type Notifier, type Unsubscribe } from './poke/notifier.js';
 export type { PokeOptions } from './poke/options.js';
-export type { SyncContext, SyncOptions, ErrorInfo, CorsOptions, RetentionOptions, ChangeFeedOptions, HistoryOptions, WebhookOptions, FirstSyncOptions } from './context/context.js';
-export { createContext } from './context/create.js';
+export type { SyncContext, SyncOptions, InspectorOptions, InspectorAction, ErrorInfo, CorsOptions, RetentionOptions, ChangeFeedOptions, HistoryOptions, WebhookOptions, FirstSyncOptions } from './context/context.js';
+export { createContext } from './inspector/attach.js';
 export { DEFAULT_LIMITS, MAX_VALUE_DEPTH, type Limits } from './sync/transactions/limits.js';
 export { HTTPError, TemporaryError, QuotaExceededError, type HTTPErrorOptions, type Issue } from './base/errors.js';
 export type { SpaceQuota, Quotas } from './sync/transactions/quota.js';

@@ -276,8 +276,14 @@ async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | un
   return summaries;
 }
 
+/** Each webhook's deliveries in `space` (see {@link SpaceSummary.webhooks}), without the rest of a survey: what the inspector's webhooks list reads. */
+export async function webhookSummaries(ctx: SyncContext, space: string): Promise<Record<string, WebhookSummary>> {
+  const keys = new SpaceKeys(space);
+  return ctx.storage.transaction(async (tx) => (await webhooksOf(tx, space, (await tx.get(keys.meta)) as Meta | undefined, clockOf(ctx).now)) ?? {}, { readOnly: true, space });
+}
+
 /** The data migrations that ran in `space`, by name (see migrate.ts). */
-async function migrationsOf(ctx: SyncContext, space: string): Promise<Record<string, SpaceMigration> | undefined> {
+export async function migrationsOf(ctx: SyncContext, space: string): Promise<Record<string, SpaceMigration> | undefined> {
   const records = await ctx.storage.transaction((tx) => migrationRecords(tx, space), { readOnly: true, space });
   if (records.size === 0) return undefined;
   const out: Record<string, SpaceMigration> = {};

@@ -3,6 +3,9 @@ import { routerOf } from '../route/routed-storage.js';
 import { type MoveOptions, type MoveResult, moveSpaceBetween } from '../route/move-space.js';
 import { checkSpace } from './transact.js';
 import { checkContext } from '../context/state.js';
+import { surveySpace } from '../route/survey.js';
+import { SpaceKeys } from '../sync/version/keys.js';
+import { eachRow } from '../storage/each-row.js';
 
 export type { MoveOptions, MoveProgress, MoveResult } from '../route/move-space.js';
 
@@ -31,4 +34,44 @@ export async function moveSpace(ctx: SyncContext, space: string, to: string, opt
   const router = routerOf(ctx.storage);
   if (router === undefined) throw new TypeError('moveSpace moves spaces between the stores of a routedStorage: this context has a single store');
   return moveSpaceBetween(router, space, to, options);
+}
+
+/** A move of a space in progress, as its stores' route records tell it (see src/route/route-record.ts). */
+export interface MoveState {
+  from: string;
+  to: string;
+  /** `copying` (the target's copy is being made), `freezing` (writes wait for the switch), `complete` (the copy is whole; the commit is next), `promoting` (committed; the source's rows are still to go). */
+  step: 'copying' | 'freezing' | 'complete' | 'promoting';
+  /** Entries the target's copy holds so far, and the entries of the copy in use: the copy's progress. */
+  copied: number;
+  of: number;
+}
+
+/**
+ * The move of `space` in progress, or undefined when none is (or the storage is not routed): read
+ * from every store's route record, so it sees a move another process runs. Counts the target's
+ * entries, so it costs a read of them.
+ */
+export async function moveInProgress(ctx: SyncContext, space: string): Promise<MoveState | undefined> {
+  checkContext(ctx);
+  const router = routerOf(ctx.storage);
+  if (router === undefined) return undefined;
+  const holdings = await surveySpace(router.stores, space);
+  let move: Omit<MoveState, 'copied' | 'of'> | undefined;
+  for (const [name, { record }] of holdings) {
+    if (record?.state === 'incoming') {
+      const source = holdings.get(record.from)?.record;
+      const step = source?.state === 'moved' ? 'promoting' : source?.state === 'moving' ? (record.complete === undefined ? 'freezing' : 'complete') : 'copying';
+      move = { from: record.from, to: name, step };
+    } else if (record?.state === 'here' && record.from !== undefined && holdings.get(record.from)?.rows) move = { from: record.from, to: name, step: 'promoting' };
+  }
+  if (move === undefined) return undefined;
+  const keys = new SpaceKeys(space);
+  const count = async (store: string) => {
+    let entries = 0;
+    await eachRow(router.stores[store]!, keys.entryPrefix, (_, value) => void (!(value as { del?: true }).del && entries++), space);
+    return entries;
+  };
+  const [copied, of] = await Promise.all([count(move.to), count(move.step === 'promoting' ? move.to : move.from)]);
+  return { ...move, copied, of };
 }

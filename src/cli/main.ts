@@ -13,7 +13,7 @@ import { RouteError } from '../route/route-record.js';
 import { type Router, routerOf } from '../route/routed-storage.js';
 import { locateWhereHeld } from '../route/survey.js';
 import type { SyncContext, SyncOptions } from '../context/context.js';
-import { createContext } from '../context/create.js';
+import { createContext } from '../inspector/attach.js';
 import { DEFAULT_RETENTION_MS } from '../context/state.js';
 import { drained } from '../base/drained.js';
 import { duration, formatDuration, retentionDuration } from './duration.js';

@@ -42,10 +42,11 @@ export function checkOptions(options: unknown): void {
   checkCors(o.cors);
   checkChanges(o.changes);
   checkHistory(o.history);
+  checkInspector(o.inspector);
   if (o.indexes !== undefined) checkIndexes(o.indexes);
 }
 
-const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'schema', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes', 'history', 'firstSync'];
+const TOP_LEVEL = ['storage', 'mutators', 'authenticate', 'space', 'view', 'indexes', 'schemaVersion', 'schema', 'limits', 'quotas', 'rates', 'onError', 'transactionPerMutation', 'shareReads', 'pokes', 'retention', 'clock', 'cors', 'changes', 'history', 'firstSync', 'inspector'];
 
 function checkLimits(limits: unknown): void {
   if (limits === undefined) return;
@@ -99,6 +100,16 @@ function checkHistory(history: unknown): void {
   if (!isObject(history)) throw new TypeError(`history must be an object ({} keeps every version with the defaults), got ${describe(history)}`);
   only(history, 'history', ['checkpointEvery']);
   optional(history, 'checkpointEvery', 'a whole number of versions of at least 1', (value) => Number.isSafeInteger(value) && (value as number) >= 1, 'history.');
+}
+
+function checkInspector(inspector: unknown): void {
+  if (inspector === undefined) return;
+  if (!isObject(inspector)) throw new TypeError(`inspector must be { secret, readOnly?, onAction? }, got ${describe(inspector)}`);
+  only(inspector, 'inspector', ['secret', 'readOnly', 'onAction']);
+  if (typeof inspector.secret !== 'string' || inspector.secret.length < 32) throw new TypeError(`inspector.secret must be a string of 32 characters or more (a random secret, for operators only), got ${typeof inspector.secret === 'string' ? `one of ${inspector.secret.length}` : describe(inspector.secret)}`);
+  refusePublishedSecret('inspector.secret', inspector.secret);
+  optional(inspector, 'readOnly', 'true or false', (value) => typeof value === 'boolean', 'inspector.');
+  optional(inspector, 'onAction', 'a function', (value) => typeof value === 'function', 'inspector.');
 }
 
 function checkChanges(changes: unknown): void {

@@ -152,6 +152,35 @@ export interface SyncOptions {
    * it is read).
    */
   firstSync?: FirstSyncOptions;
+  /**
+   * The inspector, a web page for operators served by `handleRequest` under any path ending in
+   * `/_inspect/` (docs/inspector.md): spaces, client groups, keys, a user's view, live numbers,
+   * the change feed, webhooks and history. Opened by its own secret, never by users' auth.
+   * Default: off (those paths answer 404).
+   */
+  inspector?: InspectorOptions;
+}
+
+/** The inspector: see {@link SyncOptions.inspector}. */
+export interface InspectorOptions {
+  /** What an operator types to log in: a random string of 32 characters or more. Each login gets a cookie signed with it, so changing it logs everyone out. */
+  secret: string;
+  /** Only look: the page offers no action, and the server refuses one (webhook enable and replay, restore, revert). Default: false. */
+  readOnly?: boolean;
+  /** Told of every action, login and refused login (who: the client's address when the adapter gives it). Default: a line on `console.info`. */
+  onAction?: (action: InspectorAction) => void;
+}
+
+/** One thing done through the inspector, as {@link InspectorOptions.onAction} is told it. */
+export interface InspectorAction {
+  /** `login`, `login-refused`, `logout`, `webhook-enable`, `webhook-replay`, `restore`, `revert`. */
+  action: string;
+  /** When, in milliseconds since the epoch. */
+  at: number;
+  /** What was asked: the action's body (a space, a version, a cause…); never the secret. */
+  details: Readonly<Record<string, unknown>>;
+  /** How it went: `ok`, `dry-run`, or the error's message. */
+  outcome: string;
 }
 
 /** Every version kept: see {@link SyncOptions.history}. */

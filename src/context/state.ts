@@ -5,6 +5,8 @@ import type { Retention, SessionClock, SessionOptions } from '../sync/version/st
 import type { HistoryOptions, RetentionOptions, SyncContext, SyncOptions } from './context.js';
 import { CHECKPOINT_EVERY } from '../sync/history/checkpoints.js';
 import { type Rates, resolveRates } from './rates.js';
+import { LiveStats } from '../telemetry/live.js';
+import type { Reply } from '../base/reply.js';
 
 /**
  * What a context holds besides its options: their defaults resolved, checked once, and the
@@ -30,14 +32,21 @@ export interface ContextState {
   readonly changeListeners: Set<(space: string) => void>;
   /** With `changes`: the store's feed record set on, after the context's first commit (see feed-record.ts). */
   feedRecorded: Promise<void> | undefined;
+  /** With an inspector: the live numbers it draws (pushes, pulls, pokes a second…), counted in this process. */
+  readonly live: LiveStats | undefined;
+  /** With an inspector: the door `handleRequest` sends `…/_inspect/…` to, set by the `createContext` of the package's entry (src/inspector/). */
+  inspectorDoor: InspectorDoor | undefined;
 }
+
+/** Serves the inspector's requests: `base` is the path up to and including `/_inspect`. */
+export type InspectorDoor = (request: Request, ctx: SyncContext, base: string) => Promise<Reply>;
 
 /** Where a context keeps its state: not enumerable, so a spread or a JSON of the context carries none. */
 const STATE = Symbol('viewsync context state');
 
 /** The state of a context `options` is made into (options already checked: see createContext). */
 export function newState(options: SyncOptions): ContextState {
-  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention, options.history), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set(), feedRecorded: undefined };
+  return { limits: resolveLimits(options.limits), retention: resolveRetention(options.retention, options.history), rates: resolveRates(options.rates), drains: 0, hub: undefined, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set(), feedRecorded: undefined, live: options.inspector === undefined ? undefined : new LiveStats(), inspectorDoor: undefined };
 }
 
 /** Makes `target` a context holding `state`. */
@@ -82,7 +91,7 @@ export function sessionOptionsOf(ctx: SyncContext): SessionOptions {
 /** The poke streams of `ctx`, made on first use. */
 export function hubOf(ctx: SyncContext): PokeHub {
   const state = stateOf(ctx);
-  return (state.hub ??= new PokeHub(notifierOf(ctx), ctx.pokes || {}));
+  return (state.hub ??= new PokeHub(notifierOf(ctx), ctx.pokes || {}, state.live));
 }
 
 /** The poke hub of `ctx` if it has one yet (a stream opened), without making it. */

@@ -1,3 +1,4 @@
+import type { LiveStats } from '../telemetry/live.js';
 import { HTTPError } from '../base/errors.js';
 import { countPokeStreams } from '../telemetry/telemetry.js';
 import type { ChangeDetail, Notifier, Unsubscribe } from './notifier.js';
@@ -54,9 +55,12 @@ export class PokeHub {
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   /** What each client group's last pull under a view depends on (see {@link pulling}). */
   readonly #interests = new GroupInterests();
+  /** The inspector's live numbers, told how many pokes each change sends. */
+  readonly #live: LiveStats | undefined;
 
-  constructor(notifier: Notifier, options: PokeOptions) {
+  constructor(notifier: Notifier, options: PokeOptions, live?: LiveStats) {
     this.#notifier = notifier;
+    this.#live = live;
     this.#heartbeatMs = options.heartbeatMs ?? 15_000;
     this.#coalesceMs = options.coalesceMs ?? 50;
     this.#maxStreams = options.maxStreams ?? defaultMaxStreams;
@@ -228,6 +232,7 @@ export class PokeHub {
     // A poked group's client pulls, maybe through another instance: what it holds is unknown
     // here until one of its pulls ends here, so its streams get every poke till then.
     for (const stream of concerned) if (stream.group !== undefined) this.#interests.poked(entry.space, stream.user, stream.group);
+    this.#live?.count('pokes', concerned.length);
     sendInSlices(concerned);
     entry.timer = setTimeout(() => {
       entry.timer = undefined;

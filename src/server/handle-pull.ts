@@ -1,7 +1,7 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { processPull, type PullOptions } from '../sync/process-pull.js';
 import { announce } from '../context/after-change.js';
-import { clockOf, limitsOf, checkContext, openHubOf } from '../context/state.js';
+import { clockOf, limitsOf, checkContext, stateOf, openHubOf } from '../context/state.js';
 import type { ViewInterest } from '../sync/interest.js';
 import { reportError, type SyncContext } from '../context/context.js';
 import { isTemporary } from '../storage/unreachable.js';
@@ -65,6 +65,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       report.answered = result.error;
       return json(result);
     }, report),
+    stateOf(ctx).live,
   );
 }
 

@@ -3,7 +3,7 @@ import { processPush } from '../sync/process-push.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
-import { clockOf, checkContext, sessionOptionsOf } from '../context/state.js';
+import { clockOf, checkContext, stateOf, sessionOptionsOf } from '../context/state.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { observe } from '../telemetry/telemetry.js';
@@ -50,6 +50,7 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
       return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
     }, report),
+    stateOf(ctx).live,
   );
 }
 

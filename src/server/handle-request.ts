@@ -10,12 +10,12 @@ import { changesReply } from './handle-changes.js';
 import { historyReply } from './handle-history.js';
 import { respond } from './prepare.js';
 import { type Reply, toResponse } from '../base/reply.js';
-import { checkContext } from '../context/state.js';
+import { checkContext, stateOf } from '../context/state.js';
 
 /**
  * One fetch handler for every endpoint, the thing to mount: `POST` to a path ending in `/pull`
  * or `/push` goes to {@link handlePull} or {@link handlePush}, `GET` of a path ending in `/poke`
- * to {@link handlePoke}, of one ending in `/changes` to {@link handleChanges} (the change feed, with the server secret), of one ending in `/history` to {@link handleHistory} (a space's history, with the same secret) and of one ending in `/health` to {@link checkHealth} (200 or 503), `OPTIONS` answers a CORS preflight, any other method is 405 and any
+ * to {@link handlePoke}, of one ending in `/changes` to {@link handleChanges} (the change feed, with the server secret), of one ending in `/history` to {@link handleHistory} (a space's history, with the same secret) and of one ending in `/health` to {@link checkHealth} (200 or 503), a path with an `/_inspect` segment to the inspector when the context has one (`SyncOptions.inspector`), `OPTIONS` answers a CORS preflight, any other method is 405 and any
  * other path 404. Never rejects.
  *
  * @example
@@ -29,6 +29,12 @@ export async function handleRequest(request: Request, ctx: SyncContext): Promise
 /** {@link handleRequest}, answering with a {@link Reply}: what the Node adapter serves. */
 export async function requestReply(request: Request, ctx: SyncContext): Promise<Reply> {
   const path = pathOf(request.url);
+  const door = stateOf(ctx).inspectorDoor;
+  if (door !== undefined) {
+    // The inspector's pages and API, under `…/_inspect/`: no CORS headers, so no other site's page may read them.
+    const base = inspectorBase(path);
+    if (base !== undefined) return door(request, ctx, base);
+  }
   const route = ROUTES.find(({ suffix }) => path.endsWith(suffix));
   // A route answers every failure of its own requests (respond wraps each once, in the route):
   // here only what no route serves is answered, a preflight, a wrong method, a path unknown.
@@ -50,6 +56,17 @@ function unrouted(request: Request, ctx: SyncContext, path: string, route: (type
   }
   throw new HTTPError(405, `${request.method} is not allowed; use ${route.method}`, { headers: { allow } });
 }
+
+/** The path up to and including its `/_inspect` segment, when it has one. */
+function inspectorBase(path: string): string | undefined {
+  const at = path.indexOf(INSPECT);
+  if (at === -1) return undefined;
+  const end = at + INSPECT.length;
+  return end === path.length || path.charCodeAt(end) === SLASH ? path.slice(0, end) : undefined;
+}
+
+const INSPECT = '/_inspect';
+const SLASH = 0x2f;
 
 /** The path of `url`. The last one is kept: requests go to a few URLs over and over, and parsing one costs more than routing it. */
 function pathOf(url: string): string {

@@ -17,6 +17,7 @@ import {
 import { HTTPError, QuotaExceededError, TemporaryError } from '../base/errors.js';
 import type { Reply } from '../base/reply.js';
 import { utf8Length } from '../base/utf8.js';
+import type { LiveStats } from './live.js';
 
 /**
  * OpenTelemetry traces and metrics, through `@opentelemetry/api` only: the app registers an SDK
@@ -86,14 +87,18 @@ interface PushTally {
 /**
  * Handles one pull or push with `handle`, which fills in a {@link Report}, and records the
  * report and the reply once it is made: the request's span (the active one meanwhile, so spans
- * made inside are its children) and its metrics. When nobody listens, `handle`'s own promise is
- * returned: not even an await is added.
+ * made inside are its children), its metrics, and the inspector's `live` numbers when the context
+ * keeps them. When nobody listens, `handle`'s own promise is returned: not even an await is added.
  */
-export function observe(kind: 'pull' | 'push', request: Request, handle: (report: Report) => Promise<Reply>): Promise<Reply> {
+export function observe(kind: 'pull' | 'push', request: Request, handle: (report: Report) => Promise<Reply>, live?: LiveStats): Promise<Reply> {
   const op = new Operation(kind, request);
-  if (!op.listening) return handle({});
+  if (!op.listening && live === undefined) return handle({});
   const report: Report = {};
-  return op.run(() => handle(report)).then((reply) => op.record(report, reply));
+  const started = live === undefined ? 0 : performance.now();
+  return op.run(() => handle(report)).then((reply) => {
+    if (live !== undefined) guard(() => live.request(kind, reply.status, performance.now() - started, report.space, report.pushed?.mutations));
+    return op.record(report, reply);
+  });
 }
 
 /** One pull or push: its span (recording only under an SDK) and what its metrics need. */

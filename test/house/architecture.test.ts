@@ -24,6 +24,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/poke'], // poke streams and notifiers
   ['src/context'], // a context, its resolved state, and what follows a commit
   ['src/server', 'src/backend'], // the two doors: HTTP endpoints, and the app's backend
+  ['src/inspector'], // the operators' web page, served through the server's door, reading through the backend's
   ['src', 'src/cli', 'src/testing', 'src/client'], // the package's entry points
   ['adapters'], // one per runtime
 ];

@@ -1,0 +1,145 @@
+import type { SyncContext } from '../context/context.js';
+import { stateOf } from '../context/state.js';
+import { HTTPError } from '../base/errors.js';
+import { inspect, migrationsOf, webhookSummaries } from '../backend/inspect.js';
+import { moveInProgress } from '../backend/move.js';
+import { at, HistoryGoneError, readHistory } from '../backend/history.js';
+import { read } from '../backend/read.js';
+import { readChanges } from '../backend/changes.js';
+import { ChangeCursorError, ChangesGoneError } from '../sync/feed/feed-pages.js';
+import { feedFrom } from '../sync/feed/change-log.js';
+import { SpaceKeys } from '../sync/version/keys.js';
+import type { Meta } from '../sync/version/records.js';
+import { utf8Length } from '../base/utf8.js';
+import type { JSONValue } from '../protocol/json.js';
+import { pageLimit, text, whole } from './params.js';
+import { spacesPage } from './spaces.js';
+import { viewAs } from './view-as.js';
+import type { FeedTail, KeyPage, KeyRow, KeysPage, LivePage, MigrationsPage, Overview, SpacePage, WebhooksPage } from './api-types.js';
+
+/** The inspector API's reads (`GET <base>/api/<name>`), by name: each answers what api-types.ts says. */
+export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchParams) => Promise<unknown>>> = {
+  overview: async (ctx): Promise<Overview> => ({
+    readOnly: ctx.inspector?.readOnly ?? false,
+    view: ctx.view !== undefined,
+    changes: ctx.changes !== undefined || ctx.history !== undefined,
+    history: ctx.history !== undefined,
+    webhooks: Object.keys(ctx.changes?.webhooks ?? {}),
+    ...(ctx.storage.parts && { stores: Object.keys(ctx.storage.parts.stores) }),
+    process: { pid: (globalThis as { process?: { pid?: number } }).process?.pid ?? null, startedAt: STARTED },
+  }),
+
+  spaces: (ctx, query) => spacesPage(ctx, text(query, 'prefix') ?? '', text(query, 'after'), pageLimit(query, 50)),
+
+  space: async (ctx, query): Promise<SpacePage> => {
+    const space = text(query, 'space', true);
+    const [detail, move] = await Promise.all([inspect(ctx, space), moveInProgress(ctx, space)]);
+    return { ...detail, ...(move !== undefined && { move }) };
+  },
+
+  keys: async (ctx, query): Promise<KeysPage> => {
+    const space = text(query, 'space', true);
+    const prefix = text(query, 'prefix') ?? '';
+    const after = text(query, 'after');
+    const limit = pageLimit(query, 100);
+    const version = whole(query, 'version', 0, Number.MAX_SAFE_INTEGER);
+    if (version !== undefined) {
+      const page = await history(() => at(ctx, space, version, { prefix, ...(after !== undefined && { after }), limit }));
+      return { version, entries: page.entries.map(([key, value]) => row(key, value)), ...(page.next !== undefined && { next: page.next }) };
+    }
+    const now = await versionOf(ctx, space);
+    return read(ctx, space, async (tx) => {
+      const entries: KeyRow[] = [];
+      let next: string | undefined;
+      const start = after === undefined ? undefined : { key: after, exclusive: true };
+      for await (const [key, value] of tx.scan({ prefix, start, limit: limit + 1 }).entries()) {
+        if (entries.length === limit) {
+          next = entries.at(-1)!.key;
+          break;
+        }
+        entries.push(row(key, value as JSONValue));
+      }
+      return { version: now, entries, ...(next !== undefined && { next }) };
+    });
+  },
+
+  key: async (ctx, query): Promise<KeyPage> => {
+    const space = text(query, 'space', true);
+    const key = text(query, 'key', true);
+    const after = whole(query, 'after', 0, Number.MAX_SAFE_INTEGER);
+    const value = await read(ctx, space, (tx) => tx.get(key));
+    const base = { key, ...(value !== undefined && { value: value as JSONValue }) };
+    try {
+      return { ...base, history: await readHistory(ctx, space, { key, ...(after !== undefined && { after }), limit: 50 }) };
+    } catch (error) {
+      if (error instanceof HistoryGoneError) return { ...base, noHistory: error.message };
+      throw error;
+    }
+  },
+
+  'view-as': (ctx, query) => {
+    const user = text(query, 'user');
+    return viewAs(ctx, text(query, 'space', true), user === '' ? undefined : user, text(query, 'group') || 'inspector', text(query, 'prefix') ?? '', text(query, 'after'), pageLimit(query, 100));
+  },
+
+  live: async (ctx): Promise<LivePage> => {
+    const live = stateOf(ctx).live!;
+    return { now: Date.now(), seconds: live.seconds(), latency: { push: live.latency('push'), pull: live.latency('pull') } };
+  },
+
+  feed: async (ctx, query): Promise<FeedTail> => {
+    const space = text(query, 'space', true);
+    let after = text(query, 'after');
+    if (after === undefined) {
+      // The tail: the last versions the log holds.
+      const meta = await ctx.storage.transaction(async (tx) => (await tx.get(new SpaceKeys(space).meta)) as Meta | undefined, { readOnly: true, space });
+      const from = feedFrom(meta);
+      if (from === undefined) throw new HTTPError(404, `Space ${JSON.stringify(space)} keeps no whole change log now (the change feed is off, or was off for its last write)`);
+      after = String(Math.max(from, (meta?.version ?? 0) - TAIL_VERSIONS));
+    }
+    try {
+      return await readChanges(ctx, space, { after, limit: 100 });
+    } catch (error) {
+      if (error instanceof ChangeCursorError) throw new HTTPError(400, error.message);
+      if (error instanceof ChangesGoneError) throw new HTTPError(410, error.message);
+      throw error;
+    }
+  },
+
+  webhooks: async (ctx, query): Promise<WebhooksPage> => {
+    const space = text(query, 'space', true);
+    const states = await webhookSummaries(ctx, space);
+    return { webhooks: Object.entries(ctx.changes?.webhooks ?? {}).map(([name, hook]) => ({ name, url: hook.url, ...(Object.hasOwn(states, name) && { state: states[name] }) })) };
+  },
+
+  migrations: async (ctx, query): Promise<MigrationsPage> => ({ migrations: (await migrationsOf(ctx, text(query, 'space', true))) ?? {} }),
+};
+
+/** When this process began: the live numbers start there. */
+const STARTED = Date.now();
+
+/** Versions the feed's tail reaches back. */
+const TAIL_VERSIONS = 20;
+
+/** A key browser's row: the value's JSON cut to a preview. */
+function row(key: string, value: JSONValue): KeyRow {
+  const json = JSON.stringify(value);
+  return { key, json: json.length > PREVIEW ? json.slice(0, PREVIEW) : json, cut: json.length > PREVIEW, bytes: utf8Length(json) };
+}
+
+const PREVIEW = 1_000;
+
+async function versionOf(ctx: SyncContext, space: string): Promise<number> {
+  const meta = await ctx.storage.transaction((tx) => tx.get(new SpaceKeys(space).meta), { readOnly: true, space });
+  return (meta as Meta | undefined)?.version ?? 0;
+}
+
+/** A history read, its HistoryGoneError a 410 saying why. */
+async function history<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof HistoryGoneError) throw new HTTPError(410, error.message);
+    throw error;
+  }
+}
