@@ -169,6 +169,11 @@ export async function replayWebhook(ctx: SyncContext, name: string, space: strin
   checkContext(ctx);
   checkSpace(space);
   hookNamed(ctx, name);
+  return replayDeliveries(ctx, name, space, which);
+}
+
+/** {@link replayWebhook} for a webhook this context need not name (the CLI's inspector knows none): a process whose context names it sends them. */
+export async function replayDeliveries(ctx: SyncContext, name: string, space: string, which: { delivery: string } | { from: string; to: string }): Promise<number> {
   const range = 'delivery' in which ? rangeOf(space, which.delivery) : { from: parseCursor(which.from), to: parseCursor(which.to) };
   return ctx.storage.transaction(async (tx) => {
     let records = await deliveriesIn(tx, space, name, range.from, range.to);

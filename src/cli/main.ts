@@ -28,6 +28,7 @@ import { eraseArgs, historyArgs, type HistoryFlags, restoreArgs, revertArgs } fr
 import { historyCommand } from './history-command.js';
 import { restoreCommand, revertCommand } from './restore-commands.js';
 import { eraseCommand } from './erase-command.js';
+import { webCommand } from './web-command.js';
 import { HistoryGoneError } from '../backend/history.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
@@ -37,6 +38,9 @@ const OPTIONS = {
   'quota-entries': { type: 'string', for: ['inspect'] },
   'quota-bytes': { type: 'string', for: ['inspect'] },
   'quota-history-bytes': { type: 'string', for: ['inspect'] },
+  web: { type: 'boolean', for: ['inspect'] },
+  port: { type: 'string', for: ['inspect'] },
+  'read-only': { type: 'boolean', for: ['inspect'] },
   quiet: { type: 'boolean', for: ['export', 'import', 'move', 'migrate'] },
   merge: { type: 'boolean', for: ['import'] },
   from: { type: 'string', for: ['import'] },
@@ -86,6 +90,9 @@ type Options = StoreOptions & HistoryFlags & {
   'quota-entries'?: string;
   'quota-bytes'?: string;
   'quota-history-bytes'?: string;
+  web?: boolean;
+  port?: string;
+  'read-only'?: boolean;
   quiet?: boolean;
   merge?: boolean;
   from?: string;
@@ -130,6 +137,14 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'inspect': {
         const space = operand(command, rest, 0);
         const quotas = quotaOption(options['quota-entries'], options['quota-bytes'], options['quota-history-bytes']);
+        if (options.web) {
+          if (space !== undefined || options.json) throw new UsageError('inspect --web shows every space in the browser: it takes no SPACE or --json');
+          const readOnly = options['read-only'] === true;
+          // Read-only, it opens the store as inspect does (beside a server holding a SQLite file); else its actions write.
+          const open = (store = await openStore(options, { readOnly }));
+          return await webCommand((secret) => context(open, { quotas, inspector: { secret, readOnly } }), options.port);
+        }
+        if (options.port !== undefined || options['read-only']) throw new UsageError('--port and --read-only go with --web');
         store = await openStore(options, { readOnly: true });
         if (space !== undefined) await checkWhereHeld(store, space, command);
         await inspectCommand(context(store, { quotas }), space, options);

@@ -74,6 +74,13 @@ Options:
   --quota-history-bytes SIZE
                          and of this bound on its history (change log and tombstones;
                          default: the --quota-bytes size)
+  --web                  serve the inspector, a web page of every space, its client
+                         groups, keys, history, feed and webhooks, on 127.0.0.1 until
+                         Ctrl-C; it prints the address and a secret made for the run
+                         (or set VIEWSYNC_INSPECTOR_SECRET, 32 characters or more)
+  --port N               the port for --web (default 4848; 0: any free one)
+  --read-only            with --web: no restore, revert or webhook action, and the
+                         store opened read-only
 ${STORE}`,
   export: `Usage: viewsync export SPACE [options] > dump.ndjson
 

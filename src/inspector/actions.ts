@@ -1,6 +1,6 @@
 import type { InspectorAction, SyncContext } from '../context/context.js';
 import { HTTPError, QuotaExceededError } from '../base/errors.js';
-import { enableWebhook, replayWebhook } from '../backend/webhooks.js';
+import { enableDeliveries, replayDeliveries } from '../backend/webhooks.js';
 import { HistoryGoneError, restoreSpace, revertChanges } from '../backend/history.js';
 import { ChangeCursorError, ChangesGoneError } from '../sync/feed/feed-pages.js';
 import type { RevertCause } from '../sync/feed/change-log.js';
@@ -19,14 +19,20 @@ type Tell = (action: Omit<InspectorAction, 'at'>) => void;
 export const ACTIONS: Readonly<Record<string, (ctx: SyncContext, body: Body, tell: Tell) => Promise<ActionResult>>> = {
   'webhooks/enable': (ctx, body, tell) => {
     const asked = { name: text(body, 'name', true), space: text(body, 'space', true) };
-    return logged('webhook-enable', asked, tell, async () => ({ wasDisabled: await enableWebhook(ctx, asked.name, asked.space) }));
+    return logged('webhook-enable', asked, tell, async () => {
+      // The webhook need not be this context's (the CLI's inspector names none): its state in the store is what is enabled.
+      const enabled = await enableDeliveries(ctx, asked.name, asked.space);
+      if (enabled === undefined) throw new HTTPError(400, `Webhook ${JSON.stringify(asked.name)} never delivered in space ${JSON.stringify(asked.space)}: there is nothing to enable`);
+      return { wasDisabled: enabled };
+    });
   },
 
   'webhooks/replay': (ctx, body, tell) => {
     const delivery = text(body, 'delivery');
     const which = delivery !== undefined ? { delivery } : { from: text(body, 'from', true), to: text(body, 'to', true) };
     const asked = { name: text(body, 'name', true), space: text(body, 'space', true), ...which };
-    return logged('webhook-replay', asked, tell, async () => ({ queued: await replayWebhook(ctx, asked.name, asked.space, which) }));
+    // Queued in the store: the processes that deliver the webhook send them (see replayWebhook).
+    return logged('webhook-replay', asked, tell, async () => ({ queued: await replayDeliveries(ctx, asked.name, asked.space, which) }));
   },
 
   restore: (ctx, body, tell) => {

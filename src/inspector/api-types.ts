@@ -20,9 +20,9 @@ export interface Overview {
   readOnly: boolean;
   /** The context has a `view`: "view as a user" works. */
   view: boolean;
-  /** The context keeps the change log (`changes` or `history`). */
+  /** The change log is kept: the context's `changes` or `history`, or the store's feed is on (every writer keeps it then). */
   changes: boolean;
-  /** The context keeps history (`history`). */
+  /** The context keeps history with checkpoints (`history`); without it, history reads (as of a version, restore, revert) still reach as far as the change log does. */
   history: boolean;
   /** The webhooks' names, in the order given. */
   webhooks: string[];
@@ -163,7 +163,8 @@ export interface FeedTail {
 
 /** `GET api/webhooks?space=`: each webhook's state in a space. */
 export interface WebhooksPage {
-  webhooks: Array<{ name: string; url: string; state?: NonNullable<SpaceSummary['webhooks']>[string] }>;
+  /** `url`: absent for a webhook this context does not name (one the store holds a state of). */
+  webhooks: Array<{ name: string; url?: string; state?: NonNullable<SpaceSummary['webhooks']>[string] }>;
 }
 
 /** `GET api/migrations?space=`: the data migrations that ran in a space. */

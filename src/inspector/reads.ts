@@ -6,6 +6,7 @@ import { moveInProgress } from '../backend/move.js';
 import { at, HistoryGoneError, readHistory } from '../backend/history.js';
 import { read } from '../backend/read.js';
 import { readChanges } from '../backend/changes.js';
+import { changeFeedStatus } from '../backend/feed-switch.js';
 import { ChangeCursorError, ChangesGoneError } from '../sync/feed/feed-pages.js';
 import { feedFrom } from '../sync/feed/change-log.js';
 import { SpaceKeys } from '../sync/version/keys.js';
@@ -22,7 +23,8 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
   overview: async (ctx): Promise<Overview> => ({
     readOnly: ctx.inspector?.readOnly ?? false,
     view: ctx.view !== undefined,
-    changes: ctx.changes !== undefined || ctx.history !== undefined,
+    // The store's, not only this context's: every writer keeps the log once a context with `changes` wrote (the CLI's inspector has no option of its own).
+    changes: ctx.changes !== undefined || ctx.history !== undefined || (await changeFeedStatus(ctx)).some(({ on }) => on),
     history: ctx.history !== undefined,
     webhooks: Object.keys(ctx.changes?.webhooks ?? {}),
     ...(ctx.storage.parts && { stores: Object.keys(ctx.storage.parts.stores) }),
@@ -109,7 +111,10 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
   webhooks: async (ctx, query): Promise<WebhooksPage> => {
     const space = text(query, 'space', true);
     const states = await webhookSummaries(ctx, space);
-    return { webhooks: Object.entries(ctx.changes?.webhooks ?? {}).map(([name, hook]) => ({ name, url: hook.url, ...(Object.hasOwn(states, name) && { state: states[name] }) })) };
+    const configured = ctx.changes?.webhooks ?? {};
+    // The context's webhooks, and any other that delivered in the space (the CLI's inspector names none).
+    const names = [...new Set([...Object.keys(configured), ...Object.keys(states)])];
+    return { webhooks: names.map((name) => ({ name, ...(Object.hasOwn(configured, name) && { url: configured[name]!.url }), ...(Object.hasOwn(states, name) && { state: states[name] }) })) };
   },
 
   migrations: async (ctx, query): Promise<MigrationsPage> => ({ migrations: (await migrationsOf(ctx, text(query, 'space', true))) ?? {} }),

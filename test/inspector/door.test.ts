@@ -187,7 +187,7 @@ describe('the API', () => {
     expect(actions.slice(1).map(({ action, details, outcome }) => [action, details, outcome])).toEqual([
       ['revert', { space: 'acme', cause: { userID: 'mallory' }, onConflict: 'stop', dryRun: true }, 'dry-run'],
       ['revert', { space: 'acme', cause: { userID: 'mallory' }, onConflict: 'stop', dryRun: false }, 'ok'],
-      ['webhook-replay', { name: 'nope', space: 'acme', delivery: 'x' }, expect.stringContaining('No webhook is named "nope"')],
+      ['webhook-replay', { name: 'nope', space: 'acme', delivery: 'x' }, expect.stringContaining('is not the ID of a delivery of space "acme"')],
     ]);
   });
 

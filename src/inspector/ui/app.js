@@ -8,7 +8,7 @@ const main = /** @type {HTMLElement} */ (document.getElementById('main'));
 const statusBox = /** @type {HTMLElement} */ (document.getElementById('status'));
 const SVG = 'http://www.w3.org/2000/svg';
 
-/** @type {{readOnly: boolean, view: boolean, changes: boolean, history: boolean, webhooks: string[], stores?: string[], process: {pid: number|null, startedAt: number}}} */
+/** What the server keeps (Overview in api-types.ts); until it answers, as little as can be. */
 let overview = { readOnly: true, view: false, changes: false, history: false, webhooks: [], process: { pid: null, startedAt: 0 } };
 
 /**
@@ -197,6 +197,9 @@ function field(label, attrs) {
 }
 let fieldIds = 0;
 
+/** The value of the first input in `el` (a field). @param {Element} el */
+const val = (el) => /** @type {HTMLInputElement} */ (el.querySelector('input')).value;
+
 /** A <dl> of label–value pairs; pairs whose value is undefined are left out. @param {[string, any][]} pairs */
 function summary(pairs) {
   return h('dl', { class: 'summary' }, pairs.filter(([, v]) => v !== undefined).map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
@@ -335,9 +338,8 @@ async function spacesPage(query, signal) {
   if (!alive(signal)) return;
   const form = h('form', { class: 'bar', role: 'search', onsubmit: (e) => {
     e.preventDefault();
-    location.hash = `#/${hashQuery({ prefix: input.value })}`;
+    location.hash = `#/${hashQuery({ prefix: val(form) })}`;
   } }, field('Space name starts with', { name: 'prefix', value: prefix }), h('p', { class: 'field' }, h('button', null, 'Filter')));
-  const input = /** @type {HTMLInputElement} */ (form.querySelector('input'));
   const rows = data.spaces.map((s) => [
     h('a', { href: spaceHref(s.space) }, s.space),
     [num(s.version), 'num'],
@@ -444,18 +446,17 @@ function webhookActions(space, name, state) {
       failed(error);
     }
   };
-  if (state?.disabled) box.append(h('p', null, h('button', { type: 'button', onclick: () => act('webhooks/enable', {}, () => `Webhook ${name} enabled.`) }, 'Enable')));
+  if (state?.disabled) box.append(h('p', null, h('button', { type: 'button', onclick: () => act('webhooks/enable', {}, (r) => (r?.wasDisabled === false ? `Webhook ${name} was not disabled.` : `Webhook ${name} enabled.`)) }, 'Enable')));
   const delivery = field('Delivery ID', { name: 'delivery', value: state?.pending?.delivery ?? '', required: true });
   box.append(h('form', { class: 'bar', onsubmit: (e) => {
     e.preventDefault();
-    act('webhooks/replay', { delivery: /** @type {HTMLInputElement} */ (delivery.querySelector('input')).value }, (r) => `Webhook ${name}: ${short(r)} queued for replay.`);
+    act('webhooks/replay', { delivery: val(delivery) }, (r) => `Webhook ${name}: ${queued(r)} queued for replay.`);
   } }, delivery, h('p', { class: 'field' }, h('button', null, 'Replay delivery'))));
   const from = field('From cursor', { name: 'from', required: true });
   const to = field('To cursor', { name: 'to', required: true, value: state?.cursor ?? '' });
   box.append(h('form', { class: 'bar', onsubmit: (e) => {
     e.preventDefault();
-    const value = (p) => /** @type {HTMLInputElement} */ (p.querySelector('input')).value;
-    act('webhooks/replay', { from: value(from), to: value(to) }, (r) => `Webhook ${name}: ${short(r)} queued for replay.`);
+    act('webhooks/replay', { from: val(from), to: val(to) }, (r) => `Webhook ${name}: ${queued(r)} queued for replay.`);
   } }, from, to, h('p', { class: 'field' }, h('button', null, 'Replay range'))));
   return box;
 }
@@ -472,8 +473,7 @@ async function keysPage(space, query, signal) {
   const versionField = asOf ? field('As of version', { name: 'version', type: 'number', min: 0, step: 1, value: version }) : null;
   const form = h('form', { class: 'bar', role: 'search', onsubmit: (e) => {
     e.preventDefault();
-    const value = (p) => (p ? /** @type {HTMLInputElement} */ (p.querySelector('input')).value : '');
-    location.hash = spaceHref(space, '/keys', { prefix: value(prefixField), version: value(versionField) });
+    location.hash = spaceHref(space, '/keys', { prefix: val(prefixField), version: versionField ? val(versionField) : '' });
   } }, prefixField, versionField, h('p', { class: 'field' }, h('button', null, 'Show')));
   let data;
   try {
@@ -529,7 +529,7 @@ async function viewAsPage(space, query, signal) {
   const fields = [field('User ID', { name: 'user', value: user, required: true }), field('Client group ID', { name: 'group', value: group }), field('Key prefix', { name: 'prefix', value: prefix })];
   const form = h('form', { class: 'bar', onsubmit: (e) => {
     e.preventDefault();
-    const [u, g, p] = fields.map((f) => /** @type {HTMLInputElement} */ (f.querySelector('input')).value);
+    const [u, g, p] = fields.map(val);
     location.hash = spaceHref(space, '/view-as', { user: u, group: g, prefix: p });
   } }, fields, h('p', { class: 'field' }, h('button', null, 'Show')));
   const intro = overview.view ? null : h('p', null, 'This server has no view: every user receives the whole space.');
@@ -682,7 +682,7 @@ function historyPage(space) {
     return;
   }
   page(`History of ${space}`, backTo(space),
-    h('p', null, 'Each action runs as a dry run first: it lists what would change. The real run is offered after a dry run of the same inputs, and asks to be confirmed.'),
+    h('p', null, 'Each action runs as a dry run first: it lists what would change. The real run is offered after a dry run of the same inputs and asks to be confirmed; it acts on the space as it is then, which may have changed since the dry run.'),
     actionForm(space, 'restore', 'Restore', [
       field('Restore to version', { name: 'to', type: 'number', min: 0, step: 1, required: true }),
       field('Only keys starting with', { name: 'prefix' }),
@@ -739,7 +739,7 @@ function actionForm(space, path, verb, fields, toBody) {
     reset();
     try {
       const { result: r } = await api(path, {}, { body: { ...body, dryRun: false } });
-      const message = r.stopped ? `${verb} stopped: there were conflicts, nothing changed.` : r.version !== undefined && r.version !== null ? `${verb} done: the space is now at version ${r.version} (${keys(r.changes.length)} changed).` : `${verb} done: nothing needed to change.`;
+      const message = r.stopped ? `${verb} stopped: there were conflicts, nothing changed.` : r.version !== undefined && r.version !== null ? `${verb} done: the space is now at version ${r.version} (${keys(r.total ?? r.changes.length)} changed).` : `${verb} done: nothing needed to change.`;
       say(message);
       result.replaceChildren(h('p', { class: 'ok' }, message), ...flat(plan(r)));
     } catch (error) {
@@ -768,8 +768,8 @@ function actionForm(space, path, verb, fields, toBody) {
       if (JSON.stringify(values()) !== inputs) return;
       tried = { inputs, body };
       run.disabled = false;
-      say(`Dry run of the ${path}: ${keys(r.changes.length)} would change.`);
-      result.replaceChildren(h('p', null, `Dry run: ${keys(r.changes.length)} would change${r.conflicts?.length ? `, ${num(r.conflicts.length)} conflict${r.conflicts.length === 1 ? '' : 's'}` : ''}${r.stopped ? '; with “stop”, nothing would change' : ''}.`), ...flat(plan(r)));
+      say(`Dry run of the ${path}: ${keys(r.total ?? r.changes.length)} would change.`);
+      result.replaceChildren(h('p', null, `Dry run: ${keys(r.total ?? r.changes.length)} would change${r.conflicts?.length ? `, ${num(r.conflicts.length)} conflict${r.conflicts.length === 1 ? '' : 's'}` : ''}${r.stopped ? '; with “stop”, nothing would change' : ''}.`), ...flat(plan(r)));
     } catch (error) {
       result.replaceChildren(failed(error));
     }
@@ -782,12 +782,16 @@ function actionForm(space, path, verb, fields, toBody) {
 /** "1 key", "2 keys". @param {number} n */
 const keys = (n) => `${num(n)} key${n === 1 ? '' : 's'}`;
 
+/** A replay's answer `{queued}` in words. @param {any} r */
+const queued = (r) => (typeof r?.queued === 'number' ? `${num(r.queued)} deliver${r.queued === 1 ? 'y' : 'ies'}` : short(r));
+
 /** A plan's (or a result's) changes and conflicts, the first 500 of each. */
 function plan(r) {
   const changes = r.changes ?? [];
   const conflicts = r.conflicts ?? [];
+  const total = r.total ?? changes.length;
   return [
-    changes.length ? table(`Changes (${num(changes.length)}${changes.length > 500 ? ', the first 500 shown' : ''})`, ['Key', 'Before → after'], changes.slice(0, 500).map((c) => [h('code', null, c.key), change(c.before, c.after)])) : null,
+    changes.length ? table(`Changes (${num(total)}${total > Math.min(500, changes.length) ? `, the first ${num(Math.min(500, changes.length))} shown` : ''})`, ['Key', 'Before → after'], changes.slice(0, 500).map((c) => [h('code', null, c.key), change(c.before, c.after)])) : null,
     conflicts.length ? table(`Conflicts (${num(conflicts.length)}${conflicts.length > 500 ? ', the first 500 shown' : ''})`, ['Key', ['Version', 'num'], 'Would go back to', 'Now', 'Later changes'], conflicts.slice(0, 500).map((c) => [
       h('code', null, c.key), [c.version, 'num'], c.erased ? 'erased: never written' : h('code', null, short(c.revertTo, 80, '(deleted)')), h('code', null, short(c.current)),
       c.later.map((l) => `v${l.version} by ${origin(l.by)}`).join('; '),
@@ -804,4 +808,9 @@ try {
   if (!(error instanceof ApiError && error.status === 401)) failed(error);
 }
 window.addEventListener('hashchange', () => show(true));
+// The skip link must not route: the hash names the page shown.
+document.querySelector('.skip')?.addEventListener('click', (e) => {
+  e.preventDefault();
+  main.focus();
+});
 show(false);
