@@ -4,7 +4,8 @@ import { HTTPError } from '../base/errors.js';
  * What keeps other sites out of the inspector, besides its SameSite=Strict cookie: every API
  * request carries a header no cross-site form or plain link can set (`x-viewsync-inspector`), and
  * every POST comes from a page of this server (its `Origin`, and `Sec-Fetch-Site` where the
- * browser sends it). A POST without an `Origin` is refused: every browser sends one.
+ * browser sends it). A POST without an `Origin` is refused: every browser sends one (`null` when
+ * a referrer policy hides it, taken only with `Sec-Fetch-Site: same-origin`).
  */
 
 /** The header the page sends with every API request. */
@@ -15,6 +16,8 @@ export function checkSameOrigin(request: Request): void {
   const site = request.headers.get('sec-fetch-site');
   if (site !== null && site !== 'same-origin') throw new HTTPError(403, `The inspector takes actions from its own pages only (this came from a ${site.slice(0, 20)} page)`);
   const origin = request.headers.get('origin');
+  // A page whose referrer policy hides its origin sends `Origin: null`; the browser's own Sec-Fetch-Site then says where it came from.
+  if (origin === 'null' && site === 'same-origin') return;
   // The host alone: behind a proxy that ends TLS, the page's https origin reaches the server as http.
   if (origin === null || !URL.canParse(origin) || new URL(origin).host !== new URL(request.url).host) {
     throw new HTTPError(403, `The inspector takes actions from its own pages only (Origin ${origin === null ? 'missing' : JSON.stringify(origin.slice(0, 100))})`);
@@ -31,6 +34,7 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  // Not no-referrer: under it Chromium sends `Origin: null` with the page's own POSTs.
+  'referrer-policy': 'same-origin',
   'cache-control': 'no-store',
 };

@@ -7,7 +7,7 @@
 import { neonConfig, Pool } from '@neondatabase/serverless';
 import { handleRequest, storeNotifier, type SyncContext, createContext } from 'viewsync';
 import { postgresStorage } from 'viewsync/postgres';
-import { runtimeMutators } from '../runtime/app.js';
+import { RUNTIME_INSPECTOR_SECRET, runtimeMutators } from '../runtime/app.js';
 
 declare const EDGE_CONFIG: { databaseURL: string; relay: string; schema: string; requireAuth?: string };
 
@@ -26,6 +26,7 @@ const ctx: SyncContext = createContext({
   storage,
   mutators: runtimeMutators,
   pokes: { notifier: storeNotifier(storage, { intervalMs: 100 }) },
+  inspector: { secret: RUNTIME_INSPECTOR_SECRET, onAction: () => {} },
   ...(EDGE_CONFIG.requireAuth !== undefined && { authenticate: (request: Request) => (request.headers.get('authorization') === EDGE_CONFIG.requireAuth ? 'interop-user' : null) }),
 });
 

@@ -16,6 +16,7 @@ import { Clients, pendingCount, serverData, uniqueName, waitFor } from '../inter
 import { describeInterop, type RunningServer, type StartOptions } from '../interop/suite.js';
 import { startRelay } from '../support/ws-relay.js';
 import { builtPackage } from './built-package.js';
+import { RUNTIME_INSPECTOR_SECRET } from '../runtime/app.js';
 import { serveEdgeRuntime } from './edge-server.js';
 
 const url = process.env.DATABASE_URL;
@@ -60,6 +61,20 @@ describe.skipIf(url === undefined)('the Vercel Edge Runtime on Neon\'s serverles
   });
 
   describeInterop('the Vercel Edge Runtime, on Neon\'s serverless Pool', (options) => startEdge(options));
+
+  it('serves the inspector at the edge: a login (WebCrypto HMAC) and a space read over Neon', async () => {
+    const server = await startEdge();
+    try {
+      await fetch(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pushVersion: 1, clientGroupID: 'edge-inspected', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'edge-inspected', id: 1, name: 'put', args: { key: 'seen', value: 1 }, timestamp: 1 }] }) });
+      const login = await fetch(new URL('_inspect/login', server.url), { method: 'POST', redirect: 'manual', headers: { origin: server.url.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${RUNTIME_INSPECTOR_SECRET}` });
+      expect(login.status).toBe(303);
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+      const keys = await fetch(new URL('_inspect/api/keys?space=', server.url), { headers: { cookie, 'x-viewsync-inspector': '1' } });
+      expect(await keys.json()).toMatchObject({ entries: [{ key: 'seen', json: '1' }] });
+    } finally {
+      await server.stop();
+    }
+  });
 
   it('concurrent pushers end exact, and a restarted runtime keeps every count', async () => {
     const schema = freshSchema();

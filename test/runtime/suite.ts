@@ -4,7 +4,7 @@
  * tests cover once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from './app.js';
+import { MAX_BODY_BYTES, RUNTIME_INSPECTOR_SECRET } from './app.js';
 
 export interface RunningServer {
   /** Base URL; the suite calls `<url>pull` and `<url>push`. */
@@ -118,6 +118,26 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       expect(answer.status).toBe(200);
       expect(await answer.json()).toEqual({});
       await stopped;
+    });
+
+    it('serves the inspector: its page, a login for a session cookie, its API with the cookie only', async () => {
+      const page = await call('_inspect/');
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('name="secret"');
+      expect((await call('_inspect/app.js')).headers.get('content-type')).toMatch(/javascript/);
+      const origin = server.url.origin;
+      const login = await call('_inspect/login', { method: 'POST', redirect: 'manual', headers: { origin, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${RUNTIME_INSPECTOR_SECRET}` });
+      expect(login.status).toBe(303);
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+      await push(`${name}-inspected`, [{ clientID: `${name}-inspected`, id: 1, name: 'put', args: { key: 'seen', value: 1 }, timestamp: 1 }]);
+      const api = (path: string, headers: Record<string, string>) => call(`_inspect/api/${path}`, { headers: { 'x-viewsync-inspector': '1', ...headers } });
+      expect((await api('spaces', {})).status).toBe(401);
+      // The app's one space, as its record says (on workerd, the one the object a request reaches holds).
+      const { spaces } = await (await api('spaces', { cookie })).json();
+      expect(spaces).toMatchObject([{ space: '', version: expect.any(Number), entries: expect.any(Number) }]);
+      expect(spaces[0].entries).toBeGreaterThan(0);
+      const live = await (await api('live', { cookie })).json();
+      expect(live.seconds.reduce((sum: number, second: { pushes: number }) => sum + second.pushes, 0)).toBeGreaterThan(0);
     });
 
     it('answers a CORS preflight', async () => {
