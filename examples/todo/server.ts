@@ -3,6 +3,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +36,9 @@ try {
   console.error((error as Error).message);
   process.exit(1);
 }
-const ctx: SyncContext = createContext({ storage, mutators });
+// The inspector at /api/_inspect/: its secret from INSPECTOR_SECRET, or one made for this run and printed.
+const inspectorSecret = process.env.INSPECTOR_SECRET ?? randomBytes(24).toString('base64url');
+const ctx: SyncContext = createContext({ storage, mutators, inspector: { secret: inspectorSecret } });
 const api = createListener(ctx);
 
 // Bundled once, in memory: the page is a demo, not something to deploy.
@@ -68,7 +71,9 @@ server.once('error', (error: NodeJS.ErrnoException) => {
 });
 server.listen(port, hostname, () => {
   const { port, address } = server.address() as AddressInfo;
-  console.log(`TodoMVC on viewsync: http://${address.includes(':') ? `[${address}]` : address}:${port}/ (${store})`);
+  const origin = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+  console.log(`TodoMVC on viewsync: ${origin}/ (${store})`);
+  console.log(`The inspector: ${origin}/api/_inspect/ (secret: ${process.env.INSPECTOR_SECRET === undefined ? inspectorSecret : 'INSPECTOR_SECRET'})`);
 });
 
 // A deploy or Ctrl-C: poke streams end with a reconnect hint, requests in flight are answered

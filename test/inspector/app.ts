@@ -39,7 +39,7 @@ export function inspectorApp(storage: Storage, options: { webhook?: string; read
     changes: options.webhook === undefined ? {} : { webhooks: { search: { url: options.webhook, secret: HOOK_SECRET, allowPrivateAddresses: true, retryForMs: 60_000 } } },
     history: {},
     pokes: {},
-    inspector: { secret: SECRET, ...(options.readOnly !== undefined && { readOnly: options.readOnly }), ...(options.onAction && { onAction: options.onAction }) },
+    inspector: { secret: SECRET, ...(options.readOnly !== undefined && { readOnly: options.readOnly }), onAction: options.onAction ?? (() => {}) },
     ...(options.onError && { onError: options.onError }),
   });
 }

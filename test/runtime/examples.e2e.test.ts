@@ -45,6 +45,9 @@ describe('examples', () => {
     expect(started.match[2]).toBe(`SQLite store: ${join(dataDir, 'todo.db')}`);
     await expectTodoApp(new URL(started.match[1]!));
     expect(existsSync(join(dataDir, 'todo.db'))).toBe(true);
+    // The inspector it prints the address of: its login page.
+    const inspector = await fetch(new URL('api/_inspect/', started.match[1]));
+    expect([inspector.status, await inspector.text()]).toEqual([200, expect.stringContaining('name="secret"')]);
   });
 
   // SIGTERM as a process manager sends it, to the server's own process: `tsx examples/todo/server.ts`
