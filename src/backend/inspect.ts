@@ -207,30 +207,7 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     log?.checkpoints.push(checkpoint);
   }
   const webhooks = await storage.transaction((tx) => webhooksOf(tx, space, meta, clockOf(ctx).now), { readOnly: true, space });
-  const groups = new Map<string, GroupSummary>();
-  const groupOf = (userID: string | undefined, clientGroupID: string): GroupSummary => {
-    const id = JSON.stringify([userID ?? null, clientGroupID]);
-    let group = groups.get(id);
-    if (group === undefined) groups.set(id, (group = { userID: userID ?? null, clientGroupID, lastActive: null, expired: false, schemaVersion: null, clients: {} }));
-    return group;
-  };
-  await eachRow(storage, keys.groupPrefix, (key, value) => {
-    const { userID, clientGroupID } = keys.groupOf(key);
-    const record = value as GroupRecord;
-    const group = groupOf(userID, clientGroupID);
-    if ('expired' in record) group.expired = true;
-    else {
-      group.lastActive = record.seen;
-      group.schemaVersion = record.schema ?? null;
-    }
-  }, space);
-  await eachRow(storage, keys.clientPrefix, (key, value) => {
-    const { userID, clientID } = keys.clientOf(key);
-    const client = value as unknown as StoredClient;
-    // setOwn: a client may be named "__proto__".
-    setOwn(groupOf(userID, client.group).clients, clientID, client.lmid);
-  }, space);
-  const list = [...groups.values()];
+  const { groups: list } = await clientGroups(storage, space, Infinity);
   const active = list.filter((group) => !group.expired);
   const recently = clockOf(ctx).now - (ctx.schema?.activeMs ?? ACTIVE_MS);
   const byVersion = new Map<string, number>();
@@ -244,6 +221,42 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     summary: { space, entries, bytes, history, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }), ...(webhooks !== undefined && { webhooks }), ...(Object.keys(schemaVersions).length > 0 && { schemaVersions }), ...(rejected > 0 && { rejected }) },
     groups: list,
   };
+}
+
+/**
+ * The client groups of `space` with their clients' lastMutationIDs: the first `limit` groups (in
+ * key order), and their clients among the first `limit` × 10 client rows (`more`: either was cut).
+ */
+export async function clientGroups(storage: SyncContext['storage'], space: string, limit: number): Promise<{ groups: GroupSummary[]; more: boolean }> {
+  const keys = new SpaceKeys(space);
+  const groups = new Map<string, GroupSummary>();
+  const idOf = (userID: string | undefined, clientGroupID: string) => JSON.stringify([userID ?? null, clientGroupID]);
+  let more = false;
+  await eachRow(storage, keys.groupPrefix, (key, value) => {
+    if (groups.size === limit) return void (more = true);
+    const { userID, clientGroupID } = keys.groupOf(key);
+    const record = value as GroupRecord;
+    const group: GroupSummary = { userID: userID ?? null, clientGroupID, lastActive: null, expired: false, schemaVersion: null, clients: {} };
+    if ('expired' in record) group.expired = true;
+    else {
+      group.lastActive = record.seen;
+      group.schemaVersion = record.schema ?? null;
+    }
+    groups.set(idOf(userID, clientGroupID), group);
+  }, space, limit === Infinity ? undefined : limit + 1);
+  let clients = 0;
+  await eachRow(storage, keys.clientPrefix, (key, value) => {
+    if (clients++ === limit * 10) return void (more = true);
+    const { userID, clientID } = keys.clientOf(key);
+    const client = value as unknown as StoredClient;
+    const id = idOf(userID, client.group);
+    let group = groups.get(id);
+    // A client whose group has no record (written before viewsync kept them) is shown under it all the same, when the list is whole.
+    if (group === undefined && limit === Infinity) groups.set(id, (group = { userID: userID ?? null, clientGroupID: client.group, lastActive: null, expired: false, schemaVersion: null, clients: {} }));
+    // setOwn: a client may be named "__proto__".
+    if (group !== undefined) setOwn(group.clients, clientID, client.lmid);
+  }, space, limit === Infinity ? undefined : limit * 10 + 1);
+  return { groups: [...groups.values()], more };
 }
 
 /** The webhooks' delivery states in `space`, with their lag; undefined when none looked at it. */

@@ -6,7 +6,10 @@
  * Every request needs the session cookie (auth.ts); every POST also a JSON body, and an Origin of
  * the server's own (csrf.ts). An error answers `{error: string}` with a 4xx status (or 500).
  */
-import type { SpaceDetail, SpaceSummary } from '../backend/inspect.js';
+import type { GroupSummary, SpaceSummary } from '../backend/inspect.js';
+import type { KeptRejection } from '../sync/schema/rejected.js';
+import type { MoveState } from '../backend/move.js';
+export type { MoveState };
 import type { FeedChange } from '../sync/feed/feed-pages.js';
 import type { LoggedChange } from '../sync/history/log-reads.js';
 import type { PlannedChange, RevertConflict } from '../sync/history/plans.js';
@@ -49,17 +52,6 @@ export interface SpaceRow {
   activity: { pushes: number; pulls: number };
 }
 
-/** A move in progress, as its route records tell it. */
-export interface MoveState {
-  from: string;
-  to: string;
-  /** `copying` (step 1), `freezing` (2: writes wait), `complete` (3: the copy is whole, the commit is next), `promoting` (4–5: committed, the source's rows still to go). */
-  step: 'copying' | 'freezing' | 'complete' | 'promoting';
-  /** Rows the target holds of the space so far, and entries the source holds: the copy's progress. */
-  copied?: number;
-  of?: number;
-}
-
 /** `GET api/spaces?prefix=&after=&limit=`: a page of spaces in name order. */
 export interface SpacesPage {
   spaces: SpaceRow[];
@@ -67,9 +59,36 @@ export interface SpacesPage {
   next?: string;
 }
 
-/** `GET api/space?space=`: one space in detail (what `inspect(ctx, space)` says), with its move. */
-export interface SpacePage extends SpaceDetail {
+/**
+ * `GET api/space?space=`: one space, as `inspect(ctx, space)` tells it but read in bounded steps:
+ * its counts from its record, its first 1,000 client groups, its change log's start and
+ * checkpoints (not its rows).
+ */
+export interface SpacePage {
+  space: string;
+  version: number;
+  /** Live entries, their bytes, and the bytes of its history, as every write keeps them in the space's record (absent in a space no write reached since). */
+  entries?: number;
+  bytes?: number;
+  history?: number;
+  quota?: SpaceSummary['quota'];
+  store?: string;
   move?: MoveState;
+  /** Client groups listed that are not expired. */
+  clientGroups: number;
+  /** The latest time a listed client group was recorded active, or null. */
+  lastActivity: number | null;
+  groups: GroupSummary[];
+  /** More client groups (or clients) than listed: the first 1,000 groups, and their clients among the first 10,000, are. */
+  groupsCut: boolean;
+  /** Unfinished imports' staging areas: when each began. */
+  staging: Array<{ started: number }>;
+  /** The change log: the version after which it is whole (null: not whole now), its oldest row's time, and the history's checkpoints. */
+  changes?: { from: number | null; oldest: number | null; checkpoints: Array<{ version: number; done: boolean }> };
+  schemaVersions?: Record<string, number>;
+  rejected?: number;
+  rejectedMutations: KeptRejection[];
+  migrations?: Record<string, SpaceMigration>;
 }
 
 /** One entry of a key browser page: the value, cut to a preview when it is long. */

@@ -1,8 +1,8 @@
 import type { SyncContext } from '../context/context.js';
 import { stateOf } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
-import { inspect, migrationsOf, webhookSummaries } from '../backend/inspect.js';
-import { moveInProgress } from '../backend/move.js';
+import { migrationsOf, webhookSummaries } from '../backend/inspect.js';
+import { spacePage } from './space-page.js';
 import { at, HistoryGoneError, readHistory } from '../backend/history.js';
 import { read } from '../backend/read.js';
 import { readChanges } from '../backend/changes.js';
@@ -33,11 +33,7 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
 
   spaces: (ctx, query) => spacesPage(ctx, text(query, 'prefix') ?? '', text(query, 'after'), pageLimit(query, 50)),
 
-  space: async (ctx, query): Promise<SpacePage> => {
-    const space = text(query, 'space', true);
-    const [detail, move] = await Promise.all([inspect(ctx, space), moveInProgress(ctx, space)]);
-    return { ...detail, ...(move !== undefined && { move }) };
-  },
+  space: (ctx, query): Promise<SpacePage> => spacePage(ctx, text(query, 'space', true)),
 
   keys: async (ctx, query): Promise<KeysPage> => {
     const space = text(query, 'space', true);

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { handleRequest, inspect, memoryStorage } from '../../src/index.js';
 import { inspectorApp, pushAs, SECRET } from './app.js';
-import type { FeedTail, KeysPage, KeyPage, LivePage, SpacesPage, ViewAsPage } from '../../src/inspector/api-types.js';
+import type { FeedTail, KeysPage, KeyPage, LivePage, SpacePage, SpacesPage, ViewAsPage } from '../../src/inspector/api-types.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 100);
 const ORIGIN = 'http://inspect.test';
@@ -135,3 +135,23 @@ async function pullKeys(handle: (request: Request) => Promise<Response>, space: 
   const body = (await response.json()) as { patch: Array<{ op: string; key?: string }> };
   return body.patch.filter(({ op }) => op === 'put').map(({ key }) => key!);
 }
+
+describe("a space's page", () => {
+  it('says what inspect says, read from the space\'s record and bounded: client groups past 1,000 are cut, said so', async () => {
+    const { ctx, handle, api } = await app();
+    for (const user of ['ann', 'bob']) await pushAs(handle, 'acme', user, [{ name: 'put', args: { key: `k/${user}`, value: 1 } }]);
+    await pushAs(handle, 'acme', 'ann', [{ name: 'put', args: { key: 'k/2', value: 2 } }]);
+    const page = await api<SpacePage>('space?space=acme');
+    const detail = await inspect(ctx, 'acme');
+    expect(page).toMatchObject({ version: detail.version, entries: detail.entries, bytes: detail.bytes, history: detail.history, clientGroups: 2, lastActivity: detail.lastActivity, groupsCut: false, schemaVersions: detail.schemaVersions, staging: [] });
+    expect(page.groups).toEqual(detail.groups);
+    expect(page.changes).toEqual({ from: 0, oldest: detail.changes!.oldest, checkpoints: [] });
+    // Many groups: a store of its own, written through the backend door's pushes.
+    const crowd = await app();
+    await Promise.all(Array.from({ length: 1_010 }, (_, i) => pushAs(crowd.handle, 'crowd', `u${String(i).padStart(4, '0')}`, [{ name: 'put', args: { key: 'k', value: i } }])));
+    const crowded = await crowd.api<SpacePage>('space?space=crowd');
+    expect(crowded.groupsCut).toBe(true);
+    expect(crowded.groups).toHaveLength(1_000);
+    expect(crowded.groups.every((group) => Object.keys(group.clients).length === 1)).toBe(true);
+  });
+});
