@@ -73,7 +73,8 @@ server.listen(port, hostname, () => {
   const { port, address } = server.address() as AddressInfo;
   const origin = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
   console.log(`TodoMVC on viewsync: ${origin}/ (${store})`);
-  console.log(`The inspector: ${origin}/api/_inspect/ (secret: ${process.env.INSPECTOR_SECRET === undefined ? inspectorSecret : 'INSPECTOR_SECRET'})`);
+  const login = process.env.INSPECTOR_SECRET === undefined ? `the secret ${inspectorSecret}, made for this run` : 'the secret in INSPECTOR_SECRET';
+  console.log(`The inspector: ${origin}/api/_inspect/ (log in with ${login})`);
 });
 
 // A deploy or Ctrl-C: poke streams end with a reconnect hint, requests in flight are answered

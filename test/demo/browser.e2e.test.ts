@@ -219,6 +219,6 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
     const unexpected = errors.filter((error) => !(error.serverDown && expected.test(error.text)));
     expect(unexpected).toEqual([]);
     // A server the test stopped says so, and nothing else.
-    for (const output of [...serverOutput, server.output()]) expect(output.trim()).toMatch(/^TodoMVC on viewsync: \S+ \(SQLite store: [^\n]+\)\nThe inspector: \S+\/api\/_inspect\/ \(secret: [\w-]{32}\)(\nStopping: answering the requests in flight…)?$/);
+    for (const output of [...serverOutput, server.output()]) expect(output.trim()).toMatch(/^TodoMVC on viewsync: \S+ \(SQLite store: [^\n]+\)\nThe inspector: \S+\/api\/_inspect\/ \(log in with the secret [\w-]{32}, made for this run\)(\nStopping: answering the requests in flight…)?$/);
   });
 });
