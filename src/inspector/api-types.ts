@@ -35,19 +35,23 @@ export interface Overview {
   process: { pid: number | null; startedAt: number };
 }
 
-/** One row of `GET api/spaces`: what a space's record says, read without counting its rows. */
-export interface SpaceRow {
+/** What a space's record says (read without counting its rows), and where it lives. */
+export interface SpaceRecord {
   space: string;
   version: number;
-  /** Live entries and their bytes, as kept by every write (absent in a space no write reached since viewsync kept them). */
+  /** Live entries, their bytes and the bytes of its history, as every write keeps them (absent in a space no write reached since viewsync kept them). */
   entries?: number;
   bytes?: number;
   history?: number;
   quota?: SpaceSummary['quota'];
   /** On a routed storage: the store that holds the copy in use. */
   store?: string;
-  /** A move of the space in progress: its step (route-record.ts), from where to where. */
+  /** A move of the space in progress: its step (route-record.ts), from where to where, and its copy's progress. */
   move?: MoveState;
+}
+
+/** One row of `GET api/spaces`. */
+export interface SpaceRow extends SpaceRecord {
   /** Pushes and pulls of the space this process answered in the last minute. */
   activity: { pushes: number; pulls: number };
 }
@@ -64,16 +68,7 @@ export interface SpacesPage {
  * its counts from its record, its first 1,000 client groups, its change log's start and
  * checkpoints (not its rows).
  */
-export interface SpacePage {
-  space: string;
-  version: number;
-  /** Live entries, their bytes, and the bytes of its history, as every write keeps them in the space's record (absent in a space no write reached since). */
-  entries?: number;
-  bytes?: number;
-  history?: number;
-  quota?: SpaceSummary['quota'];
-  store?: string;
-  move?: MoveState;
+export interface SpacePage extends SpaceRecord {
   /** Client groups listed that are not expired. */
   clientGroups: number;
   /** The latest time a listed client group was recorded active, or null. */

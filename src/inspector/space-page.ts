@@ -1,8 +1,7 @@
 import type { SyncContext } from '../context/context.js';
 import { clockOf } from '../context/state.js';
 import { clientGroups, migrationsOf } from '../backend/inspect.js';
-import { moveInProgress } from '../backend/move.js';
-import { quotaOf } from '../sync/transactions/quota.js';
+import { spaceRecord } from './spaces.js';
 import { SpaceKeys } from '../sync/version/keys.js';
 import type { Meta } from '../sync/version/records.js';
 import { feedFrom, type LogRow } from '../sync/feed/change-log.js';
@@ -46,24 +45,16 @@ export async function spacePage(ctx: SyncContext, space: string): Promise<SpaceP
     }
     return { meta, oldest: oldest?.[1] as LogRow | undefined, checkpoints, rejectedMutations, staging };
   }, { readOnly: true, space });
-  const [{ groups, more }, migrations, move, store] = await Promise.all([clientGroups(storage, space, GROUPS), migrationsOf(ctx, space), moveInProgress(ctx, space), storage.parts?.locate(space)]);
+  const [{ groups, more }, migrations, record] = await Promise.all([clientGroups(storage, space, GROUPS), migrationsOf(ctx, space), spaceRecord(ctx, space, read.meta)]);
   const { meta } = read;
   const active = groups.filter((group) => !group.expired);
   const recently = clockOf(ctx).now - (ctx.schema?.activeMs ?? 7 * 24 * 60 * 60 * 1000);
   const byVersion = new Map<string, number>();
   for (const { lastActive, schemaVersion } of active) if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
-  const quota = quotaOf(ctx.quotas, space);
   const log = read.oldest !== undefined || meta?.feedFrom !== undefined;
   return {
-    space,
-    version: meta?.version ?? 0,
-    ...(meta?.entries !== undefined && { entries: meta.entries }),
-    ...(meta?.bytes !== undefined && { bytes: meta.bytes }),
-    ...(meta?.history !== undefined && { history: meta.history }),
-    ...(quota && { quota: { ...quota } }),
-    ...(store !== undefined && { store }),
-    ...(move !== undefined && { move }),
+    ...record,
     clientGroups: active.length,
     lastActivity,
     groups,

@@ -6,7 +6,7 @@ import { quotaOf } from '../sync/transactions/quota.js';
 import { META_PREFIX, SpaceKeys, spaceOfMeta } from '../sync/version/keys.js';
 import type { Meta } from '../sync/version/records.js';
 import { getMany } from '../storage/write-buffer.js';
-import type { SpaceRow, SpacesPage } from './api-types.js';
+import type { SpaceRecord, SpaceRow, SpacesPage } from './api-types.js';
 
 /**
  * A page of the spaces list, read from the spaces' meta records alone (their version, and the
@@ -32,20 +32,23 @@ export async function spacesPage(ctx: SyncContext, prefix: string, after: string
   }
   const more = found.length > limit;
   const live = stateOf(ctx).live;
-  const spaces = await Promise.all(found.slice(0, limit).map(async ([space, meta]): Promise<SpaceRow> => {
-    const quota = quotaOf(ctx.quotas, space);
-    const [store, move] = storage.parts === undefined ? [undefined, undefined] : await Promise.all([storage.parts.locate(space), moveInProgress(ctx, space)]);
-    return {
-      space,
-      version: meta?.version ?? 0,
-      ...(meta?.entries !== undefined && { entries: meta.entries }),
-      ...(meta?.bytes !== undefined && { bytes: meta.bytes }),
-      ...(meta?.history !== undefined && { history: meta.history }),
-      ...(quota && { quota: { ...quota } }),
-      ...(store !== undefined && { store }),
-      ...(move !== undefined && { move }),
-      activity: live?.activity(space) ?? { pushes: 0, pulls: 0 },
-    };
-  }));
+  const spaces = await Promise.all(found.slice(0, limit).map(async ([space, meta]): Promise<SpaceRow> => ({ ...(await spaceRecord(ctx, space, meta)), activity: live?.activity(space) ?? { pushes: 0, pulls: 0 } })));
   return { spaces, ...(more && { next: spaces.at(-1)!.space }) };
+}
+
+/** What `meta`, the record of `space`, says, with its quota, and on a routed storage where it lives and its move. */
+export async function spaceRecord(ctx: SyncContext, space: string, meta: Meta | undefined): Promise<SpaceRecord> {
+  const quota = quotaOf(ctx.quotas, space);
+  const parts = ctx.storage.parts;
+  const [store, move] = parts === undefined ? [undefined, undefined] : await Promise.all([parts.locate(space), moveInProgress(ctx, space)]);
+  return {
+    space,
+    version: meta?.version ?? 0,
+    ...(meta?.entries !== undefined && { entries: meta.entries }),
+    ...(meta?.bytes !== undefined && { bytes: meta.bytes }),
+    ...(meta?.history !== undefined && { history: meta.history }),
+    ...(quota && { quota: { ...quota } }),
+    ...(store !== undefined && { store }),
+    ...(move !== undefined && { move }),
+  };
 }
