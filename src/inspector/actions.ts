@@ -4,9 +4,8 @@ import { enableDeliveries, replayDeliveries } from '../backend/webhooks.js';
 import { HistoryGoneError, restoreSpace, revertChanges } from '../backend/history.js';
 import { ChangeCursorError, ChangesGoneError } from '../sync/feed/feed-pages.js';
 import type { RevertCause } from '../sync/feed/change-log.js';
-import type { JSONValue } from '../protocol/json.js';
 import { text, whole } from './params.js';
-import type { ActionResult } from './api-types.js';
+import type { ActionResult, EnableResult, ReplayResult } from './api-types.js';
 
 type Body = Record<string, unknown>;
 type Tell = (action: Omit<InspectorAction, 'at'>) => void;
@@ -19,7 +18,7 @@ type Tell = (action: Omit<InspectorAction, 'at'>) => void;
 export const ACTIONS: Readonly<Record<string, (ctx: SyncContext, body: Body, tell: Tell) => Promise<ActionResult>>> = {
   'webhooks/enable': (ctx, body, tell) => {
     const asked = { name: text(body, 'name', true), space: text(body, 'space', true) };
-    return logged('webhook-enable', asked, tell, async () => {
+    return logged('webhook-enable', asked, tell, async (): Promise<EnableResult> => {
       // The webhook need not be this context's (the CLI's inspector names none): its state in the store is what is enabled.
       const enabled = await enableDeliveries(ctx, asked.name, asked.space);
       if (enabled === undefined) throw new HTTPError(400, `Webhook ${JSON.stringify(asked.name)} never delivered in space ${JSON.stringify(asked.space)}: there is nothing to enable`);
@@ -32,7 +31,7 @@ export const ACTIONS: Readonly<Record<string, (ctx: SyncContext, body: Body, tel
     const which = delivery !== undefined ? { delivery } : { from: text(body, 'from', true), to: text(body, 'to', true) };
     const asked = { name: text(body, 'name', true), space: text(body, 'space', true), ...which };
     // Queued in the store: the processes that deliver the webhook send them (see replayWebhook).
-    return logged('webhook-replay', asked, tell, async () => ({ queued: await replayDeliveries(ctx, asked.name, asked.space, which) }));
+    return logged('webhook-replay', asked, tell, async (): Promise<ReplayResult> => ({ queued: await replayDeliveries(ctx, asked.name, asked.space, which) }));
   },
 
   restore: (ctx, body, tell) => {
@@ -53,11 +52,11 @@ export const ACTIONS: Readonly<Record<string, (ctx: SyncContext, body: Body, tel
 export const MAX_LISTED = 1_000;
 
 /** Runs an action, tells it, and answers its result; a refusal of the backend is a 4xx saying why. */
-async function logged(action: string, asked: Body, tell: Tell, run: () => Promise<unknown>): Promise<ActionResult> {
+async function logged<T extends ActionResult['result']>(action: string, asked: Body, tell: Tell, run: () => Promise<T>): Promise<ActionResult<T>> {
   try {
     const result = await run();
     tell({ action, details: asked, outcome: asked.dryRun === true ? 'dry-run' : 'ok' });
-    return { ok: true, result: result as JSONValue };
+    return { ok: true, result };
   } catch (thrown) {
     const error = refusal(thrown);
     tell({ action, details: asked, outcome: error instanceof Error ? error.message : String(error) });

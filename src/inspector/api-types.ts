@@ -12,7 +12,7 @@ import type { MoveState } from '../backend/move.js';
 export type { MoveState };
 import type { FeedChange } from '../sync/feed/feed-pages.js';
 import type { LoggedChange } from '../sync/history/log-reads.js';
-import type { PlannedChange, RevertConflict } from '../sync/history/plans.js';
+import type { RestoreResult, RevertResult } from '../backend/history.js';
 import type { JSONValue } from '../protocol/json.js';
 import type { RevertCause } from '../sync/feed/change-log.js';
 import type { SpaceMigration } from '../backend/migrate.js';
@@ -211,9 +211,24 @@ export interface RevertBody {
   dryRun: boolean;
 }
 
-/** What an action answers: what it did (or would do), as the backend call returned it. */
-export interface ActionResult {
+/** What an action answers: what it did (or would do), as its backend call returned it. */
+export interface ActionResult<T = EnableResult | ReplayResult | RestoreAnswer | RevertAnswer> {
   ok: true;
-  /** Replay: deliveries queued; enable: whether it was disabled. */
-  result: JSONValue | { changes: PlannedChange[]; conflicts?: RevertConflict[] };
+  result: T;
 }
+
+/** `webhooks/enable`: whether the webhook was disabled. */
+export interface EnableResult {
+  wasDisabled: boolean;
+}
+
+/** `webhooks/replay`: how many deliveries were queued (the processes that deliver the webhook send them). */
+export interface ReplayResult {
+  queued: number;
+}
+
+/** `restore`: `restoreSpace`'s result, its changes cut to the first 1,000; `total`: how many there were. */
+export type RestoreAnswer = RestoreResult & { total: number };
+
+/** `revert`: `revertChanges`'s result, its changes cut to the first 1,000; `total`: how many there were. */
+export type RevertAnswer = RevertResult & { total: number };

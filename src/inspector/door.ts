@@ -35,9 +35,11 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
   return async (request, ctx, base) => {
     const rest = new URL(request.url).pathname.slice(base.length);
     try {
-      const reply = await route(request, ctx, base, rest);
+      // HEAD is a GET without its body.
+      const head = request.method === 'HEAD';
+      const reply = await route(head ? new Request(request.url, { headers: request.headers }) : request, ctx, base, rest);
       Object.assign(reply.headers, PAGE_HEADERS);
-      return reply;
+      return head ? { ...reply, body: null } : reply;
     } catch (thrown) {
       return failure(thrown, request, ctx);
     }

@@ -47,6 +47,8 @@ describe('where the inspector lives', () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('name="secret"');
     expect((await handle(new Request(`${ORIGIN}/_inspect/app.js`))).headers.get('content-type')).toContain('javascript');
+    const head = await handle(new Request(`${ORIGIN}/_inspect/app.css`, { method: 'HEAD' }));
+    expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, 'text/css; charset=utf-8', '']);
     // Not a segment of its own: the app's routes as before.
     expect((await handle(new Request(`${ORIGIN}/api/_inspector/`))).status).toBe(404);
     expect((await handle(new Request(`${ORIGIN}/api/x_inspect/`))).status).toBe(404);
