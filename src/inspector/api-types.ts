@@ -104,12 +104,13 @@ export interface KeysPage {
   next?: string;
 }
 
-/** `GET api/key?space=&key=&after=`: one key's value now and a page of its history (when the log is kept). */
+/** `GET api/key?space=&key=&before=`: one key's value now and its last 50 changes before version `before` (default: all kept), newest first. */
 export interface KeyPage {
   key: string;
   /** Its value now; absent when the key does not exist. */
   value?: JSONValue;
-  history?: { changes: LoggedChange[]; kept: { from: number; to: number }; version: number; more: boolean };
+  /** Its changes, newest first; `older`: there are older ones kept (read them with `before` the last one's version). */
+  history?: { changes: LoggedChange[]; kept: { from: number; to: number }; older: boolean };
   /** Why there is no history: no log kept, or the log was cut. */
   noHistory?: string;
 }

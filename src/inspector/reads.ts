@@ -13,6 +13,7 @@ import { SpaceKeys } from '../sync/version/keys.js';
 import type { Meta } from '../sync/version/records.js';
 import { utf8Length } from '../base/utf8.js';
 import type { JSONValue } from '../protocol/json.js';
+import type { LoggedChange } from '../sync/history/log-reads.js';
 import { pageLimit, text, whole } from './params.js';
 import { spacesPage } from './spaces.js';
 import { viewAs } from './view-as.js';
@@ -64,11 +65,11 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
   key: async (ctx, query): Promise<KeyPage> => {
     const space = text(query, 'space', true);
     const key = text(query, 'key', true);
-    const after = whole(query, 'after', 0, Number.MAX_SAFE_INTEGER);
+    const before = whole(query, 'before', 1, Number.MAX_SAFE_INTEGER);
     const value = await read(ctx, space, (tx) => tx.get(key));
     const base = { key, ...(value !== undefined && { value: value as JSONValue }) };
     try {
-      return { ...base, history: await readHistory(ctx, space, { key, ...(after !== undefined && { after }), limit: 50 }) };
+      return { ...base, history: await newestChanges(ctx, space, key, before) };
     } catch (error) {
       if (error instanceof HistoryGoneError) return { ...base, noHistory: error.message };
       throw error;
@@ -115,6 +116,31 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
 
   migrations: async (ctx, query): Promise<MigrationsPage> => ({ migrations: (await migrationsOf(ctx, text(query, 'space', true))) ?? {} }),
 };
+
+/**
+ * The last {@link KEY_CHANGES} changes of `key` before version `before` (all kept, without it),
+ * newest first: the log is read oldest first (it has no index by key), keeping only the last ones.
+ */
+async function newestChanges(ctx: SyncContext, space: string, key: string, before = Infinity): Promise<NonNullable<KeyPage['history']>> {
+  const last: LoggedChange[] = [];
+  let after: number | undefined;
+  for (;;) {
+    const page = await readHistory(ctx, space, { key, limit: 10_000, ...(after !== undefined && { after }) });
+    for (const change of page.changes) {
+      if (change.version >= before) return done(page.kept);
+      if (last.push(change) > KEY_CHANGES + 1) last.shift();
+    }
+    if (!page.more) return done(page.kept);
+    after = page.version;
+  }
+  function done(kept: { from: number; to: number }) {
+    const older = last.length > KEY_CHANGES;
+    return { changes: last.slice(older ? 1 : 0).reverse(), kept, older };
+  }
+}
+
+/** A key's changes a page shows. */
+const KEY_CHANGES = 50;
 
 /** When this process began: the live numbers start there. */
 const STARTED = Date.now();

@@ -76,8 +76,23 @@ describe('the key browser', () => {
     await pushAs(handle, 'acme', 'bob', [{ name: 'put', args: { key: 'a', value: 2 } }]);
     const page = await api<KeyPage>('key?space=acme&key=a');
     expect(page.value).toBe(2);
-    expect(page.history!.changes.map(({ version, before, after, by }) => [version, before, after, by.kind === 'mutation' && by.userID])).toEqual([[1, undefined, 1, 'ann'], [2, 1, 2, 'bob']]);
+    expect(page.history!.changes.map(({ version, before, after, by }) => [version, before, after, by.kind === 'mutation' && by.userID])).toEqual([[2, 1, 2, 'bob'], [1, undefined, 1, 'ann']]);
+    expect(page.history!.older).toBe(false);
     expect((await api<KeyPage>('key?space=acme&key=none')).value).toBeUndefined();
+  });
+
+  it("pages a key's history from the newest change back, 50 at a time", async () => {
+    const { handle, api } = await app();
+    for (let i = 1; i <= 120; i++) await pushAs(handle, 'acme', 'ann', [{ name: 'put', args: { key: i % 3 === 0 ? 'other' : 'a', value: i } }]);
+    const versions: number[] = [];
+    let before: number | undefined;
+    for (let pages = 0; pages < 5; pages++) {
+      const { history } = await api<KeyPage>(`key?space=acme&key=a${before === undefined ? '' : `&before=${before}`}`);
+      versions.push(...history!.changes.map(({ version }) => version));
+      if (!history!.older) break;
+      before = history!.changes.at(-1)!.version;
+    }
+    expect(versions).toEqual(Array.from({ length: 120 }, (_, i) => 120 - i).filter((version) => version % 3 !== 0));
   });
 });
 

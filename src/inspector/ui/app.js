@@ -493,10 +493,10 @@ async function keysPage(space, query, signal) {
     pager(after !== '', data.next, (next) => spaceHref(space, '/keys', { prefix, version, after: next })));
 }
 
-/** `#/space/<space>/key/<key>?after=`: the value now and a page of its history. */
+/** `#/space/<space>/key/<key>?before=`: the value now and its changes, newest first, 50 at a time. */
 async function keyPage(space, key, query, signal) {
-  const after = query.get('after') ?? '';
-  const data = await api('key', { space, key, after }, { signal });
+  const before = query.get('before') ?? '';
+  const data = await api('key', { space, key, before }, { signal });
   if (!alive(signal)) return;
   const hist = data.history;
   page(`Key ${key}`, h('p', null, h('a', { href: spaceHref(space, '/keys') }, `← Keys of ${space}`)),
@@ -506,15 +506,15 @@ async function keyPage(space, key, query, signal) {
     data.noHistory ? h('p', null, data.noHistory) : null,
     hist ? [
       h('p', { class: 'muted' }, `History keeps versions ${hist.kept.from} to ${hist.kept.to}.`),
-      hist.changes.length === 0 ? h('p', null, 'No changes of this key in the versions kept.') : table(`Changes of ${key}, oldest first`, [['Version', 'num'], 'Time', 'Change', 'Made by'], hist.changes.map((c) => [
+      hist.changes.length === 0 ? h('p', null, 'No changes of this key in the versions kept.') : table(`Changes of ${key}, newest first`, [['Version', 'num'], 'Time', 'Change', 'Made by'], hist.changes.map((c) => [
         [c.version, 'num'],
         time(c.at),
         c.erased ? [change(c.before, c.after), ` (erased: ${c.erased})`] : change(c.before, c.after),
         origin(c.by),
       ])),
       h('p', { class: 'bar' },
-        after ? h('button', { type: 'button', class: 'secondary', onclick: () => (location.hash = spaceHref(space, `/key/${enc(key)}`)) }, 'First changes') : null,
-        hist.more ? h('button', { type: 'button', onclick: () => (location.hash = spaceHref(space, `/key/${enc(key)}`, { after: hist.version })) }, 'More changes') : null),
+        before ? h('button', { type: 'button', class: 'secondary', onclick: () => (location.hash = spaceHref(space, `/key/${enc(key)}`)) }, 'Newest changes') : null,
+        hist.older ? h('button', { type: 'button', onclick: () => (location.hash = spaceHref(space, `/key/${enc(key)}`, { before: hist.changes.at(-1).version })) }, 'Older changes') : null),
     ] : null);
 }
 
