@@ -51,7 +51,9 @@ export function closed(base: string, secure: boolean): string {
 }
 
 function cookie(value: string, base: string, secure: boolean, maxAge: number): string {
-  return `${COOKIE}=${value}; Path=${base}/; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+  // A path may hold `;` or `,` unencoded, which would end the attribute and widen the cookie's scope: encoded, as a browser compares them.
+  const path = base.replace(/[;,\s]/g, encodeURIComponent);
+  return `${COOKIE}=${value}; Path=${path}/; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
 }
 
 /** The value of cookie `name` in a `Cookie` header. */

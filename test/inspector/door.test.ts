@@ -4,7 +4,7 @@
  * actions), read-only mode, every action told, and clear 4xx answers to bad input.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createContext, handleRequest, type InspectorAction, memoryStorage, type SyncContext } from '../../src/index.js';
+import { createContext, handleRequest, type InspectorAction, memoryStorage, read, type SyncContext } from '../../src/index.js';
 import { inspectorApp, pushAs, SECRET } from './app.js';
 
 const ORIGIN = 'http://inspect.test';
@@ -85,6 +85,12 @@ describe('logging in', () => {
     expect(actions.map(({ action, outcome }) => [action, outcome])).toEqual([['login', 'ok']]);
     const secure = await handle(new Request('https://inspect.test/_inspect/login', { method: 'POST', headers: { origin: 'https://inspect.test', 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${SECRET}` }));
     expect(secure.headers.get('set-cookie')).toMatch(/; Secure$/);
+  });
+
+  it('scopes the cookie to the path it is served under, whatever that path holds', async () => {
+    const { handle } = app();
+    const response = await handle(new Request(`${ORIGIN}/a;Domain=evil.test,b/_inspect/login`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${SECRET}` }));
+    expect(response.headers.get('set-cookie')).toMatch(/; Path=\/a%3BDomain=evil\.test%2Cb\/_inspect\/; Max-Age=43200; HttpOnly; SameSite=Strict$/);
   });
 
   it('refuses a wrong secret with the login page again, told as refused, and sets no cookie', async () => {
@@ -213,7 +219,6 @@ describe('the API', () => {
   });
 });
 
-async function valueOf(ctx: SyncContext, space: string, key: string) {
-  const { read } = await import('../../src/index.js');
+function valueOf(ctx: SyncContext, space: string, key: string) {
   return read(ctx, space, (tx) => tx.get(key));
 }
