@@ -410,7 +410,8 @@ async function pushCost(name: string, storage: Storage): Promise<Row[]> {
     const start = performance.now();
     const end = start + forMs;
     await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
-      const space = `push-${run}-${arm}-${c}`;
+      // Client first, then arm: the arms' spaces lie side by side in the store's key order, none always last.
+      const space = `push-${run}-${c}-${arm}`;
       while (performance.now() < end) {
         const id = (ids.get(space) ?? 0) + 1;
         ids.set(space, id);
