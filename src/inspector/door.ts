@@ -38,7 +38,8 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
       // HEAD is a GET without its body.
       const head = request.method === 'HEAD';
       const reply = await route(head ? new Request(request.url, { headers: request.headers }) : request, ctx, base, rest);
-      Object.assign(reply.headers, PAGE_HEADERS);
+      // A route's own headers win (the page's files may be cached).
+      reply.headers = { ...PAGE_HEADERS, ...reply.headers };
       return head ? { ...reply, body: null } : reply;
     } catch (thrown) {
       return failure(thrown, request, ctx);
@@ -50,8 +51,8 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
     const signedIn = () => sessions.holds(request, Date.now());
     if (rest === '') return { status: 308, headers: { location: `${base}/` }, body: null };
     if (request.method === 'GET' && rest === '/') return page(await signedIn() ? INDEX_HTML : LOGIN_HTML.replace('<!--message-->', ''));
-    if (request.method === 'GET' && rest === '/app.js') return asset(APP_JS, 'text/javascript; charset=utf-8');
-    if (request.method === 'GET' && rest === '/app.css') return asset(APP_CSS, 'text/css; charset=utf-8');
+    if (request.method === 'GET' && rest === '/app.js') return asset(request, APP_JS, 'text/javascript; charset=utf-8');
+    if (request.method === 'GET' && rest === '/app.css') return asset(request, APP_CSS, 'text/css; charset=utf-8');
     if (rest === '/login' && request.method === 'POST') {
       checkSameOrigin(request);
       if (logins.take('', Date.now()) > 0) throw new HTTPError(429, 'Too many logins at once: wait a second', { headers: { 'retry-after': '1' } });
@@ -101,9 +102,26 @@ function page(html: string, status = 200): Reply {
   return { status, headers: { 'content-type': 'text/html; charset=utf-8' }, body: html };
 }
 
-function asset(text: string, type: string): Reply {
-  return { status: 200, headers: { 'content-type': type }, body: text };
+/** A file of the page: cached by the browser, asked again each load (`no-cache`) and answered 304 while it is the same. */
+function asset(request: Request, text: string, type: string): Reply {
+  const etag = etagOf(text);
+  const headers = { 'content-type': type, 'cache-control': 'no-cache', etag };
+  if (request.headers.get('if-none-match') === etag) return { status: 304, headers, body: null };
+  return { status: 200, headers, body: text };
 }
+
+/** A file's ETag: a hash of its text (FNV-1a), worked out once per file. */
+function etagOf(text: string): string {
+  let etag = etags.get(text);
+  if (etag === undefined) {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+    etags.set(text, (etag = `"${(hash >>> 0).toString(36)}-${text.length.toString(36)}"`));
+  }
+  return etag;
+}
+
+const etags = new Map<string, string>();
 
 /** The body of a login or an action: small, read with a bound (a flood of bytes costs nothing). */
 async function smallText(request: Request): Promise<string> {

@@ -5,6 +5,7 @@ import { migrationsOf, webhookSummaries } from '../backend/inspect.js';
 import { spacePage } from './space-page.js';
 import { at, HistoryGoneError, readHistory } from '../backend/history.js';
 import { read } from '../backend/read.js';
+import { live, scanPages } from '../sync/version/patch.js';
 import { readChanges } from '../backend/changes.js';
 import { changeFeedStatus } from '../backend/feed-switch.js';
 import { ChangeCursorError, ChangesGoneError } from '../sync/feed/feed-pages.js';
@@ -46,20 +47,20 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
       const page = await history(() => at(ctx, space, version, { prefix, ...(after !== undefined && { after }), limit }));
       return { version, entries: page.entries.map(([key, value]) => row(key, value)), ...(page.next !== undefined && { next: page.next }) };
     }
-    const now = await versionOf(ctx, space);
-    return read(ctx, space, async (tx) => {
+    // The version and the entries from one snapshot, so the version said is the one shown.
+    const keys = new SpaceKeys(space);
+    return ctx.storage.transaction(async (tx): Promise<KeysPage> => {
+      const meta = (await tx.get(keys.meta)) as Meta | undefined;
       const entries: KeyRow[] = [];
-      let next: string | undefined;
-      const start = after === undefined ? undefined : { key: after, exclusive: true };
-      for await (const [key, value] of tx.scan({ prefix, start, limit: limit + 1 }).entries()) {
-        if (entries.length === limit) {
-          next = entries.at(-1)!.key;
-          break;
+      const start = { key: keys.entry(after ?? prefix), exclusive: after !== undefined };
+      for await (const page of scanPages(tx, { prefix: keys.entry(prefix), start })) {
+        for (const [key, value] of live(page, keys.entryPrefix.length)) {
+          if (entries.length === limit) return { version: meta?.version ?? 0, entries, next: entries.at(-1)!.key };
+          entries.push(row(key, value));
         }
-        entries.push(row(key, value as JSONValue));
       }
-      return { version: now, entries, ...(next !== undefined && { next }) };
-    });
+      return { version: meta?.version ?? 0, entries };
+    }, { readOnly: true, space });
   },
 
   key: async (ctx, query): Promise<KeyPage> => {
@@ -156,10 +157,6 @@ function row(key: string, value: JSONValue): KeyRow {
 
 const PREVIEW = 1_000;
 
-async function versionOf(ctx: SyncContext, space: string): Promise<number> {
-  const meta = await ctx.storage.transaction((tx) => tx.get(new SpaceKeys(space).meta), { readOnly: true, space });
-  return (meta as Meta | undefined)?.version ?? 0;
-}
 
 /** A history read, its HistoryGoneError a 410 saying why. */
 async function history<T>(fn: () => Promise<T>): Promise<T> {

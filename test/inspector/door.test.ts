@@ -47,6 +47,11 @@ describe('where the inspector lives', () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('name="secret"');
     expect((await handle(new Request(`${ORIGIN}/_inspect/app.js`))).headers.get('content-type')).toContain('javascript');
+    // The page's files are cached, and asked again each load: 304 while they are the same.
+    const js = await handle(new Request(`${ORIGIN}/_inspect/app.js`));
+    expect(js.headers.get('cache-control')).toBe('no-cache');
+    expect((await handle(new Request(`${ORIGIN}/_inspect/app.js`, { headers: { 'if-none-match': js.headers.get('etag')! } }))).status).toBe(304);
+    expect((await handle(new Request(`${ORIGIN}/_inspect/app.js`, { headers: { 'if-none-match': '"other"' } }))).status).toBe(200);
     const head = await handle(new Request(`${ORIGIN}/_inspect/app.css`, { method: 'HEAD' }));
     expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, 'text/css; charset=utf-8', '']);
     // Not a segment of its own: the app's routes as before.
