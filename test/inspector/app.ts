@@ -23,7 +23,8 @@ export const mutators = {
 } satisfies SyncOptions['mutators'];
 
 /** A context of the app on `storage`; `webhook`: where its webhook delivers (a local receiver). */
-export function inspectorApp(storage: Storage, options: { webhook?: string; readOnly?: boolean; onAction?: NonNullable<SyncOptions['inspector']>['onAction']; onError?: SyncOptions['onError'] } = {}): SyncContext {
+/** `webhookRetryForMs`: how long the webhook retries a batch before it is disabled in the space (default a minute). */
+export function inspectorApp(storage: Storage, options: { webhook?: string; webhookRetryForMs?: number; readOnly?: boolean; onAction?: NonNullable<SyncOptions['inspector']>['onAction']; onError?: SyncOptions['onError'] } = {}): SyncContext {
   return createContext({
     storage,
     mutators,
@@ -36,7 +37,7 @@ export function inspectorApp(storage: Storage, options: { webhook?: string; read
       for await (const key of tx.scan({ prefix: `member/${userID}/` }).keys()) lists.push(`list/${key.slice(`member/${userID}/`.length)}`);
       return [`member/${userID}/`, ...lists];
     },
-    changes: options.webhook === undefined ? {} : { webhooks: { search: { url: options.webhook, secret: HOOK_SECRET, allowPrivateAddresses: true, retryForMs: 60_000 } } },
+    changes: options.webhook === undefined ? {} : { webhooks: { search: { url: options.webhook, secret: HOOK_SECRET, allowPrivateAddresses: true, retryForMs: options.webhookRetryForMs ?? 60_000 } } },
     history: {},
     pokes: {},
     inspector: { secret: SECRET, ...(options.readOnly !== undefined && { readOnly: options.readOnly }), onAction: options.onAction ?? (() => {}) },

@@ -11,7 +11,7 @@ export function hasChromium(test: string): boolean {
   return here;
 }
 
-/** Chromium headless as the browser tests run it: no sandbox (root in CI), nothing fetched in the background. */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+/** Chromium headless as the browser tests run it: no sandbox (root in CI), nothing fetched in the background; `args`: more switches. */
+export function launchChromium(args: readonly string[] = []): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', ...args] });
 }

@@ -605,8 +605,8 @@ async function livePage(signal) {
       const values = data.seconds.map((s) => s[c.field] ?? 0);
       const max = Math.max(1, ...values);
       c.line.setAttribute('points', data.seconds.map((s, i) => `${Math.max(0, ((s.t - start) / 60_000) * 600).toFixed(1)},${(98 - (values[i] / max) * 94).toFixed(1)}`).join(' '));
-      const latest = values.at(-1) ?? 0;
-      c.caption.textContent = `${c.label} a second: ${num(latest)}`;
+      // The last whole second, and this one so far: a push late in a second is in the first at the next poll (this one, alone, would never show it).
+      c.caption.textContent = `${c.label} a second: ${num(values.at(-2) ?? 0)} (${num(values.at(-1) ?? 0)} so far this second)`;
       c.peak.textContent = `Peak in the last minute: ${num(Math.max(0, ...values))}`;
     }
     const row = (name, p) => [name, [num(p.p50), 'num'], [num(p.p90), 'num'], [num(p.p99), 'num'], [num(p.count), 'num']];
