@@ -405,10 +405,10 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       await page.getByRole('link', { name: 'list/1/todo/0', exact: true }).click();
       await loaded(page, 'Key list/1/todo/0');
       expect(JSON.parse((await page.getByLabel('Value now').textContent()) ?? '')).toEqual({ title: 'Todo 0', done: true });
-      const history = await rows(page.getByRole('table', { name: 'Changes of list/1/todo/0, oldest first' }));
+      const history = await rows(page.getByRole('table', { name: 'Changes of list/1/todo/0, newest first' }));
       expect(history.map(([, , change, by]) => [change, by])).toEqual([
-        ['(absent) → {"title":"Todo 0","done":false}', expect.stringMatching(/^mutation put by user ann/)],
         ['{"title":"Todo 0","done":false} → {"title":"Todo 0","done":true}', expect.stringMatching(/^mutation put by user ann/)],
+        ['(absent) → {"title":"Todo 0","done":false}', expect.stringMatching(/^mutation put by user ann/)],
       ]);
 
       await page.getByRole('link', { name: '← Keys of acme' }).click();
