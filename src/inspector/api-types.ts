@@ -1,7 +1,7 @@
 /**
  * The inspector's JSON API, as its page reads it: every answer of `<base>/api/…` (where `<base>`
  * is the path ending in `/_inspect` the page is served under). One place for the shapes, so the
- * server (api.ts) and the page (ui/app.js, which reads them) agree on them.
+ * server (api.ts) and the page (ui/app.js and the modules it imports, which read them) agree on them.
  *
  * Every request needs the session cookie (auth.ts); every POST also a JSON body, and an Origin of
  * the server's own (csrf.ts). An error answers `{error: string}` with a 4xx status (or 500).
