@@ -24,8 +24,9 @@ function importsOf(file: string, seen = new Set<string>()): string[] {
   if (seen.has(file)) return [];
   seen.add(file);
   const code = readFileSync(file, 'utf8');
-  // `import` followed by a quote only after a space or a parenthesis: `call: 'import'` in the code is no import.
-  const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\()["']([^"']+)["']/g)].map((m) => m[1]!);
+  // `import` followed by a quote only after a space or a parenthesis: `call: 'import'` in the code is no import;
+  // nor is `from` that a quote opens: the string "from" (a field's name, in the server's code and the inspector's page).
+  const specifiers = [...code.matchAll(/(?:(?<!["'])\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\()["']([^"']+)["']/g)].map((m) => m[1]!);
   return specifiers.flatMap((s) => (s.startsWith('.') ? importsOf(join(dirname(file), s), seen) : [s]));
 }
 
