@@ -254,8 +254,9 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
     await visible(page.getByRole('heading', { level: 1, name }), 10_000);
   }
 
-  /** The text of each cell of a table's body rows. */
-  function rows(table: Locator): Promise<string[][]> {
+  /** The text of each cell of a table's body rows, once the table is there (a page may draw its heading before its data: CI saw an empty list read too soon). */
+  async function rows(table: Locator): Promise<string[][]> {
+    await visible(table.first());
     return table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
   }
 
