@@ -8,7 +8,7 @@ import { openSQLite } from '../test/support/sqlite-driver.js';
 import { handleRequest, memoryStorage, startWebhooks } from '../src/index.js';
 import { createListener } from '../adapters/node.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
-import { inspectorApp, pushAs, SECRET } from '../test/inspector/app.js';
+import { inspectorApp, pushAs, SECRET, seedAcme } from '../test/inspector/app.js';
 
 const flag = (name: string) => {
   const at = process.argv.indexOf(name);
@@ -29,12 +29,7 @@ const ctx = inspectorApp(storage, { webhook: `http://127.0.0.1:${(receiver.addre
 const handle = (request: Request) => handleRequest(request, ctx);
 const webhooks = startWebhooks(ctx);
 
-await pushAs(handle, 'acme', 'ann', [
-  { name: 'put', args: { key: 'member/ann/1', value: true } },
-  { name: 'put', args: { key: 'member/ann/2', value: true } },
-  { name: 'put', args: { key: 'member/bob/2', value: true } },
-  ...Array.from({ length: 30 }, (_, i) => ({ name: 'put' as const, args: { key: `list/${1 + (i % 3)}/todo/${i}`, value: { title: `Todo ${i}`, done: i % 4 === 0 } } })),
-]);
+await seedAcme(handle);
 for (let i = 0; i < 40; i++) await pushAs(handle, `space-${String(i).padStart(3, '0')}`, 'ann', [{ name: 'put', args: { key: `note/${i}`, value: { text: `Space ${i}` } } }]);
 
 let n = 0;

@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { handleRequest, inspect, memoryStorage, type SpaceDetail, startWebhooks } from '../src/index.js';
 import { createListener } from '../adapters/node.js';
-import { inspectorApp, pushAs, SECRET } from '../test/inspector/app.js';
+import { inspectorApp, pushAs, SECRET, seedAcme } from '../test/inspector/app.js';
 import { launchChromium } from '../test/support/chromium.js';
 
 const out = process.argv[2] ?? 'docs/inspector';
@@ -22,12 +22,7 @@ const ctx = inspectorApp(memoryStorage(), { webhook: `http://127.0.0.1:${(receiv
 const handle = (request: Request) => handleRequest(request, ctx);
 const webhooks = startWebhooks(ctx);
 
-await pushAs(handle, 'acme', 'ann', [
-  { name: 'put', args: { key: 'member/ann/1', value: true } },
-  { name: 'put', args: { key: 'member/ann/2', value: true } },
-  { name: 'put', args: { key: 'member/bob/2', value: true } },
-  ...Array.from({ length: 30 }, (_, i) => ({ name: 'put' as const, args: { key: `list/${1 + (i % 3)}/todo/${i}`, value: { title: `Todo ${i}`, done: i % 4 === 0 } } })),
-]);
+await seedAcme(handle);
 const restorable = ((await inspect(ctx, 'acme')) as SpaceDetail).version;
 await pushAs(handle, 'acme', 'bob', [
   { name: 'put', args: { key: 'list/2/todo/1', value: { title: 'Todo 1 (edited by bob)', done: true } } },

@@ -63,3 +63,13 @@ export async function pushAs(handle: (request: Request) => Promise<Response>, sp
   const response = await handle(new Request(`${base}/push?space=${encodeURIComponent(space)}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body: JSON.stringify(body) }));
   if (response.status !== 200) throw new Error(`push answered ${response.status}: ${await response.text()}`);
 }
+
+/** The demo space `acme`: ann's and bob's memberships and 30 to-dos in three lists, as the dev server and the screenshots show it. */
+export function seedAcme(handle: (request: Request) => Promise<Response>): Promise<void> {
+  return pushAs(handle, 'acme', 'ann', [
+    { name: 'put', args: { key: 'member/ann/1', value: true } },
+    { name: 'put', args: { key: 'member/ann/2', value: true } },
+    { name: 'put', args: { key: 'member/bob/2', value: true } },
+    ...Array.from({ length: 30 }, (_, i) => ({ name: 'put' as const, args: { key: `list/${1 + (i % 3)}/todo/${i}`, value: { title: `Todo ${i}`, done: i % 4 === 0 } } })),
+  ]);
+}
