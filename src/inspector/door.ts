@@ -6,6 +6,7 @@ import { json, type Reply } from '../base/reply.js';
 import { TokenBuckets } from '../base/token-buckets.js';
 import { sameText } from '../base/constant-time.js';
 import { BODY_BYTES } from '../base/request-stand-in.js';
+import { isTemporary } from '../storage/unreachable.js';
 import { checkAPIHeader, checkSameOrigin, PAGE_HEADERS } from './guard.js';
 import { closed, Sessions } from './session.js';
 import { APP_CSS, APP_JS, INDEX_HTML, LOGIN_HTML } from './ui/assets.js';
@@ -71,8 +72,9 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
     }
     if (rest.startsWith('/api/')) {
       const name = rest.slice('/api/'.length);
-      const read = request.method === 'GET' ? READS[name] : undefined;
-      const act = request.method === 'POST' ? ACTIONS[name] : undefined;
+      // Own names only: `constructor` or `toString` is no endpoint (Object's would be called with the context).
+      const read = request.method === 'GET' && Object.hasOwn(READS, name) ? READS[name] : undefined;
+      const act = request.method === 'POST' && Object.hasOwn(ACTIONS, name) ? ACTIONS[name] : undefined;
       if (read === undefined && act === undefined) {
         if (Object.hasOwn(READS, name) || Object.hasOwn(ACTIONS, name)) throw new HTTPError(405, `${request.method} is not allowed here`, { headers: { allow: Object.hasOwn(READS, name) ? 'GET' : 'POST' } });
         throw new HTTPError(404, `The inspector's API has no ${JSON.stringify(name.slice(0, 100))}`);
@@ -90,6 +92,8 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
 
 /** An error as the page reads it: `{error}` with its status; a failure of ours is told to `onError` and answered 500 without its details. */
 function failure(thrown: unknown, request: Request, ctx: SyncContext): Reply {
+  // A store out of reach for a moment (a lost connection, a failover) is no failure of ours: 503, as the endpoints answer it.
+  if (isTemporary(thrown)) return json({ error: 'The store is unavailable for a moment (a lost connection, or a failover under way): try again' }, 503, { 'retry-after': '1', ...PAGE_HEADERS });
   if (thrown instanceof HTTPError) {
     if (thrown.status >= 500 && !(thrown instanceof TemporaryError)) reportError(ctx, thrown, { request });
     return json({ error: thrown.message }, thrown.status, { ...thrown.headers, ...PAGE_HEADERS });

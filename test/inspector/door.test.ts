@@ -219,6 +219,11 @@ describe('the API', () => {
     }
     expect((await act(handle, 'restore', 'x'.repeat(70_000), cookie)).status).toBe(413);
     expect((await get(handle, 'nothing', cookie)).status).toBe(404);
+    // Names every object has are no endpoints: Object itself would be called with the context.
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']) {
+      expect((await get(handle, name, cookie)).status, name).toBe(404);
+      expect((await act(handle, name, {}, cookie)).status, name).toBe(404);
+    }
     expect((await handle(new Request(`${ORIGIN}/_inspect/api/restore`, { headers: { 'x-viewsync-inspector': '1', cookie } }))).status).toBe(405);
     expect(errors).toEqual([]);
   });
@@ -227,3 +232,23 @@ describe('the API', () => {
 function valueOf(ctx: SyncContext, space: string, key: string) {
   return read(ctx, space, (tx) => tx.get(key));
 }
+
+describe('a store out of reach', () => {
+  it('answers 503 with Retry-After, told to no one as a failure, and the page works again once the store is back', async () => {
+    const storage = memoryStorage();
+    let down = false;
+    const flaky: typeof storage = Object.assign(Object.create(storage) as typeof storage, {
+      transaction: (fn: never, options: never) => (down ? Promise.reject(Object.assign(new Error('socket closed'), { code: 'ECONNRESET' })) : storage.transaction(fn, options)),
+    });
+    const errors: unknown[] = [];
+    const ctx = inspectorApp(flaky, { onError: (error) => errors.push(error) });
+    const handle = (request: Request) => handleRequest(request, ctx);
+    const cookie = await session(handle);
+    down = true;
+    const response = await get(handle, 'spaces', cookie);
+    expect([response.status, response.headers.get('retry-after'), (await response.json()).error]).toEqual([503, '1', expect.stringContaining('unavailable for a moment')]);
+    down = false;
+    expect((await get(handle, 'spaces', cookie)).status).toBe(200);
+    expect(errors).toEqual([]);
+  });
+});
