@@ -175,6 +175,15 @@ describe('a first sync in an order the app chose', () => {
     expect(held).toEqual(expected);
   });
 
+  test('pulls that share a read (shareReads) each get their own user’s order', async () => {
+    const { ctx } = await seeded({ firstSync: { pageBytes: PAGE_BYTES, order: ({ userID }) => [userID === 'a' ? 'issue/' : 'description/'] } });
+    await fill(ctx, SPACE);
+    // The first runs alone; those that arrive while it runs share the next read.
+    const [, a, b] = await Promise.all([pullPage(ctx, 'shared-c', null, 'c'), pullPage(ctx, 'shared-a', null, 'a'), pullPage(ctx, 'shared-b', null, 'b')]);
+    expect(a.patch[1]).toMatchObject({ op: 'put', key: 'issue/000' });
+    expect(b.patch[1]).toMatchObject({ op: 'put', key: 'description/000' });
+  });
+
   test('a page of before orders (key order) goes on in key order after the app names one; a page of another order starts over', async () => {
     const storage = memoryStorage();
     const { ctx: keyOrder } = await seeded({ firstSync: { pageBytes: PAGE_BYTES } }, storage);
