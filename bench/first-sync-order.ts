@@ -43,7 +43,7 @@ function repliear(): Array<[string, unknown]> {
   const entries: Array<[string, unknown]> = [['control/version', { version: 1 }]];
   for (let i = 0; i < ISSUES; i++) {
     entries.push([`issue/${id(i)}`, { id: id(i), title: text(40 + next() * 60), priority: Math.floor(next() * 5), status: Math.floor(next() * 5), modified: 1_600_000_000_000 + i, created: 1_600_000_000_000 + i, creator: text(12), kanbanOrder: text(8) }]);
-    entries.push([`description/${id(i)}`, { id: id(i), body: text(100 + next() * 1_500) }]);
+    entries.push([`description/${id(i)}`, { id: id(i), body: text(100 + next() * 1_800) }]);
   }
   for (let i = 0; i < COMMENTS; i++) entries.push([`comment/${id(i)}`, { id: id(i), issueID: id(Math.floor(next() * ISSUES)), created: 1_600_000_000_000 + i, body: text(100 + next() * 500), creator: text(12) }]);
   return entries;
@@ -84,6 +84,8 @@ const ARMS = [
   ['pages, order issue/ then description/', { FIRST_SYNC_PAGE_BYTES: PAGE_BYTES, FIRST_SYNC_ORDER: ORDER }],
 ] as const;
 const servers: StoreServer[] = [];
+// Stopped early: the servers are this run's children, to stop with it.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void Promise.all(servers.map((server) => server.stop())).then(() => process.exit(1)));
 try {
   const entries = repliear();
   const bytes = JSON.stringify(entries.map(([key, value]) => ({ op: 'put', key, value }))).length;

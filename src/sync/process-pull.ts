@@ -81,7 +81,7 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
     const answer = async (group: GroupRef | undefined) => {
       // Asked for only by a reset or a page: most pulls are neither.
       let chosen: readonly string[] | undefined;
-      const order = pull.pullVersion === 1 && paging?.order !== undefined ? () => (chosen ??= paging.order!({ userID, clientGroupID, view: view?.prefixes.list })) : undefined;
+      const order = pull.pullVersion === 1 && paging?.order !== undefined ? () => (chosen ??= paging.order!({ userID, clientGroupID, view: view && [...view.prefixes.list] })) : undefined;
       const pulled = await session.pull(pull.cookie, group, view, Date.now() < waitUntil, order);
       // Never sent: the pull reads again (below), at last without waiting.
       if (pulled === 'CookieAhead') after.ahead = true;
