@@ -200,7 +200,7 @@ export interface FirstSyncOptions {
   pageBytes?: number;
   /**
    * The key prefixes whose keys come first, in this order (each covers whole segments, as a
-   * view's prefixes do; a narrower one before a wider), the rest after in key order: what the
+   * view's prefixes do; a narrower one before a wider; at most 100), the rest after in key order: what the
    * first screen shows, first. Or a function of the user, the client group and the prefixes of
    * the user's view, which returns them (a function that throws or gives no such list is told to
    * `onError`, and that sync goes in key order). A prefix outside the user's view sends nothing.

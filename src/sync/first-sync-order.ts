@@ -22,7 +22,7 @@ export type FirstSyncOrder = readonly string[] | ((request: FirstSyncOrderReques
  * key, none covered by one before it (it would say nothing more), `''` never (it is key order).
  * Throws a TypeError or RangeError that says what was wrong, naming `source`.
  */
-export function orderOf(option: FirstSyncOrder, request: FirstSyncOrderRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'>): readonly string[] {
+export function orderOf(option: FirstSyncOrder, request: FirstSyncOrderRequest, limits: Pick<Limits, 'keyBytes'>): readonly string[] {
   const source = typeof option === 'function' ? 'the firstSync.order function' : 'firstSync.order';
   const order: unknown = typeof option === 'function' ? option(request) : option;
   checkOrder(order, source, limits);
@@ -30,10 +30,10 @@ export function orderOf(option: FirstSyncOrder, request: FirstSyncOrderRequest, 
 }
 
 /** Throws unless `order` is a list of prefixes a first sync can send first (see {@link orderOf}). */
-export function checkOrder(order: unknown, source: string, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes'>): asserts order is readonly string[] {
+export function checkOrder(order: unknown, source: string, limits: Pick<Limits, 'keyBytes'>): asserts order is readonly string[] {
   // A promise here means an async function: the order is read inside the pull's snapshot, which waits for no app code.
   if (!Array.isArray(order)) throw new TypeError(`${source} must give an array of key prefixes, got ${order === null ? 'null' : order instanceof Promise ? 'a promise (it must not be async)' : typeof order}`);
-  if (order.length > limits.viewPrefixes) throw new RangeError(`${source} gave ${order.length} prefixes, more than limits.viewPrefixes (${limits.viewPrefixes})`);
+  if (order.length > MAX_ORDER) throw new RangeError(`${source} gave ${order.length} prefixes, more than ${MAX_ORDER}: name what the first screen needs, the rest follows in key order`);
   const seen = new Set<string>();
   for (const [i, prefix] of (order as unknown[]).entries()) {
     if (typeof prefix !== 'string') throw new TypeError(`${source} gave a prefix that is not a string at [${i}]: ${prefix === null ? 'null' : typeof prefix}`);
@@ -47,6 +47,12 @@ export function checkOrder(order: unknown, source: string, limits: Pick<Limits, 
     seen.add(prefix);
   }
 }
+
+/**
+ * The most prefixes an order names. What the first screen needs is a few; each page works out
+ * its ranges from the order again, at a cost that grows with the square of its length.
+ */
+export const MAX_ORDER = 100;
 
 /** The prefix of `set` that covers `prefix` (see `coversKey`), if any: only it or its cuts at a `/` can. */
 function coveringOf(set: ReadonlySet<string>, prefix: string): string | undefined {

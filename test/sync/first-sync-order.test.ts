@@ -229,6 +229,18 @@ describe('a first sync in an order the app chose', () => {
     }
   });
 
+  test('a broken page cookie of an order gets a reset, never an error', async () => {
+    const { ctx } = await seeded({ firstSync: { pageBytes: PAGE_BYTES, order: ['issue/'] } });
+    await fill(ctx, SPACE);
+    const first = await pullPage(ctx, 'forger', null);
+    const cookie = first.cookie as { page: string };
+    const [number, range, after] = JSON.parse(cookie.page) as [number, number, string];
+    for (const page of [[number, range, after, 'short'], [number, range, after, 7], [number, range, after, 'x'.repeat(16), 'more']]) {
+      const answer = await pullPage(ctx, 'forger', { ...cookie, page: JSON.stringify(page) });
+      expect(answer.patch[0]).toEqual({ op: 'clear' });
+    }
+  });
+
   test('a list is checked when the context is made', () => {
     const storage = memoryStorage();
     const make = (order: unknown) => () => createContext({ storage, mutators, firstSync: { order: order as never } });
@@ -239,7 +251,8 @@ describe('a first sync in an order the app chose', () => {
     expect(make(['issue', 'issue/7'])).toThrow(/gave "issue\/7" at \[1\], after "issue", which covers it: each prefix once, the narrower first/);
     expect(make(['\ud800'])).toThrow(/lone surrogate/);
     expect(make(['k'.repeat(2_000)])).toThrow(/longer than a key may be/);
-    expect(() => createContext({ storage, mutators, limits: { viewPrefixes: 2 }, firstSync: { order: ['a', 'b', 'c'] } })).toThrow(/gave 3 prefixes, more than limits.viewPrefixes \(2\)/);
+    expect(make(Array.from({ length: 101 }, (_, i) => `p${i}`))).toThrow(/gave 101 prefixes, more than 100: name what the first screen needs/);
+    expect(make(Array.from({ length: 100 }, (_, i) => `p${i}`))).not.toThrow();
     // Narrower first, then wider: the wider sends what is left of it.
     expect(make(['issue/7', 'issue/', 'comment'])).not.toThrow();
     expect(() => checkOrder(['a/b/', 'a/'], 'order', DEFAULT_LIMITS)).not.toThrow();
