@@ -7,7 +7,8 @@
  * second port serves the same store with `shareReads: false`, the third also without the
  * store's `readMany` (each pull in a transaction of its own, as before shared and planned reads),
  * for baselines. Stops on SIGTERM.
- * `FIRST_SYNC_PAGE_BYTES` answers first pulls in pages of that size (`firstSync`).
+ * `FIRST_SYNC_PAGE_BYTES` answers first pulls in pages of that size (`firstSync`), and
+ * `FIRST_SYNC_ORDER` (prefixes, comma-separated) sends those prefixes' keys first (`firstSync.order`).
  * `KEEP_ALIVE_MS` raises the adapter's keep-alive timeout (default 5 s), for a benchmark whose
  * clients keep their connections open between rounds, as browsers do.
  * Over an IPC channel (bench/poke-clients.ts opens one), the message `memory` is answered with
@@ -37,6 +38,10 @@ else if (kind === 'postgres') {
 const mutators: Mutators = {
   put: async (tx, { key, value }: { key: string; value: JSONValue }) => tx.set(key, value),
   increment: async (tx, { key }: { key: string }) => tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + 1),
+  /** Entries of any shape, many to a mutation (bench/first-sync-order.ts). */
+  putMany: async (tx, entries: Array<[string, JSONValue]>) => {
+    for (const [key, value] of entries) await tx.set(key, value);
+  },
   /** Many rows in one mutation, for seeding a large space quickly. */
   seed: async (tx, { from, count }: { from: number; count: number }) => {
     for (let i = from; i < from + count; i++) await tx.set(`item/${String(i).padStart(8, '0')}`, { title: `Item ${i}`, done: false, order: i, revision: 0 });
@@ -46,7 +51,8 @@ const keepAliveTimeout = process.env.KEEP_ALIVE_MS ? Number(process.env.KEEP_ALI
 const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
 // FIRST_SYNC_PAGE_BYTES: a first sync in pages of that size (bench/first-sync.ts).
 const pageBytes = process.env.FIRST_SYNC_PAGE_BYTES ? Number(process.env.FIRST_SYNC_PAGE_BYTES) : undefined;
-const ctx = createContext({ storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }), ...(pageBytes && { firstSync: { pageBytes } }) });
+const order = process.env.FIRST_SYNC_ORDER ? process.env.FIRST_SYNC_ORDER.split(',') : undefined;
+const ctx = createContext({ storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }), ...(pageBytes && { firstSync: { pageBytes, ...(order && { order }) } }) });
 const server = await serve(ctx, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 const unshared = await serve(createContext({ ...ctx.options, shareReads: false, pokes: false, firstSync: undefined }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
 // As pulls read before issue 23: each in a transaction of its own (no readMany, so no plans).

@@ -40,6 +40,7 @@ export type { RateOptions } from './context/rates.js';
 export { defineMutator, InvalidArgsError, type Mutator, type Mutators, type StandardSchemaV1 } from './sync/transactions/mutator.js';
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/transactions/app-code.js';
 export type { View, ViewRequest } from './sync/view.js';
+export type { FirstSyncOrder, FirstSyncOrderRequest } from './sync/first-sync-order.js';
 export type { SchemaOptions, OlderSchema, MutationUpgrade, ReadDowngrade } from './sync/schema/schema-options.js';
 export { MutationUpgradeError } from './sync/schema/upgrade.js';
 export { DowngradeError } from './sync/schema/downgrade.js';

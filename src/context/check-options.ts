@@ -3,6 +3,7 @@ import { refusePublishedSecret } from '../base/published-secrets.js';
 import { refuseRenamed } from '../base/renamed.js';
 import { DEFAULT_LIMITS } from '../sync/transactions/limits.js';
 import { checkSchema } from '../sync/schema/schema-options.js';
+import { checkOrder } from '../sync/first-sync-order.js';
 
 /**
  * The checks `createContext` makes of every option, once, at startup: a typo, a wrong type, a
@@ -38,7 +39,7 @@ export function checkOptions(options: unknown): void {
   checkQuotas(o.quotas);
   checkRetention(o.retention);
   checkPokes(o.pokes);
-  checkFirstSync(o.firstSync, o.pokes);
+  checkFirstSync(o.firstSync, o.pokes, o.limits);
   checkCors(o.cors);
   checkChanges(o.changes);
   checkHistory(o.history);
@@ -87,11 +88,14 @@ function checkPokes(pokes: unknown): void {
   for (const field of ['maxStreams', 'maxStreamsPerUser'] as const) optional(pokes, field, 'a whole number above 0', (value) => typeof value === 'number' && Number.isInteger(value) && value > 0, 'pokes.');
 }
 
-function checkFirstSync(firstSync: unknown, pokes: unknown): void {
+function checkFirstSync(firstSync: unknown, pokes: unknown, limits: unknown): void {
   if (firstSync === undefined) return;
-  if (!isObject(firstSync)) throw new TypeError(`firstSync must be { pageBytes? }, got ${describe(firstSync)}`);
-  only(firstSync, 'firstSync', ['pageBytes']);
+  if (!isObject(firstSync)) throw new TypeError(`firstSync must be { pageBytes?, order? }, got ${describe(firstSync)}`);
+  only(firstSync, 'firstSync', ['pageBytes', 'order']);
   optional(firstSync, 'pageBytes', 'a whole number of at least 1 MiB (1,048,576)', (value) => Number.isInteger(value) && (value as number) >= 2 ** 20, 'firstSync.');
+  // A list is checked now, against the context's limits; a function's answers where they are used (handle-pull.ts).
+  const { order } = firstSync;
+  if (order !== undefined && typeof order !== 'function') checkOrder(order, 'firstSync.order', { ...DEFAULT_LIMITS, ...(isObject(limits) ? limits : {}) });
   if (pokes === false) throw new TypeError('firstSync needs pokes (pokes: false turns them off): the client pulls each next page when poked');
 }
 

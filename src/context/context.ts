@@ -9,6 +9,7 @@ import { type ErrorInfo, logError } from './log.js';
 import { fetchRequest } from '../base/request-stand-in.js';
 import type { RateOptions } from './rates.js';
 import type { SchemaOptions } from '../sync/schema/schema-options.js';
+import type { FirstSyncOrder } from '../sync/first-sync-order.js';
 
 export type { ErrorInfo } from './log.js';
 
@@ -147,9 +148,9 @@ export interface SyncOptions {
    * A first sync in pages: the first pull of a space bigger than a page is answered a page of
    * about `pageBytes` at a time, each with a cookie that says where the next starts, and a poke
    * to the pulling client group's streams (`connectPokes`), on which the stock client pulls the
-   * next. The client shows the space filling, in key order, as each page arrives; the last ends
-   * with what changed meanwhile. Needs pokes. Default: off (a first pull is one answer, sent as
-   * it is read).
+   * next. The client shows the space filling, in key order or in the `order` the app chose, as
+   * each page arrives; the last ends with what changed meanwhile. Needs pokes. Default: off (a
+   * first pull is one answer, sent as it is read).
    */
   firstSync?: FirstSyncOptions;
   /**
@@ -197,6 +198,15 @@ export interface HistoryOptions {
 export interface FirstSyncOptions {
   /** About how many bytes of JSON a page holds (one entry more, at most). Default: 4 MiB. */
   pageBytes?: number;
+  /**
+   * The key prefixes whose keys come first, in this order (each covers whole segments, as a
+   * view's prefixes do; a narrower one before a wider; at most 100), the rest after in key order: what the
+   * first screen shows, first. Or a function of the user, the client group and the prefixes of
+   * the user's view, which returns them (a function that throws or gives no such list is told to
+   * `onError`, and that sync goes in key order). A prefix outside the user's view sends nothing.
+   * Default: key order.
+   */
+  order?: FirstSyncOrder;
 }
 
 /** The change feed's options: see {@link SyncOptions.changes}. */

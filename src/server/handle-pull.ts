@@ -12,6 +12,7 @@ import { pullBody } from './pull-body.js';
 import type { Patch } from '../sync/version/patch.js';
 import { observe } from '../telemetry/telemetry.js';
 import { downgradeOf } from '../sync/schema/downgrade.js';
+import { type FirstSyncOrderRequest, orderOf } from '../sync/first-sync-order.js';
 
 /**
  * The pull endpoint: answers a pull of version 0 or 1 with the patch that brings the client's
@@ -51,7 +52,7 @@ export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
       try {
         // Only a hub with streams uses it: without one the view's reads are not recorded.
         const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older, limitsOf(ctx).appCodeMs), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] })) : undefined });
+        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older, limitsOf(ctx).appCodeMs), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] }), request) : undefined });
       } finally {
         pulled?.(interest);
       }
@@ -113,12 +114,26 @@ function reporting<R>(rest: AsyncGenerator<Patch, R, undefined>, start: number, 
 
 /**
  * A first sync in pages, when the context asks for it (pulls of version 1 only: a page's poke
- * names the client group): a page's room is its bytes (as characters) less what `sent` counted.
+ * names the client group): a page's room is its bytes (as characters) less what `sent` counted,
+ * and its order the app's. An order function that throws or gives junk is the app's bug, told to
+ * `onError`; the sync then goes in key order, as it would without one: the order only decides
+ * what shows first, never what is sent, so it is not worth failing a pull over.
  */
-function paging(ctx: SyncContext, sent: { chars: number }, paged: () => void): PullOptions['paging'] {
+function paging(ctx: SyncContext, sent: { chars: number }, paged: () => void, request: Request): PullOptions['paging'] {
   if (ctx.firstSync === undefined) return undefined;
   const chars = ctx.firstSync.pageBytes ?? PAGE_BYTES;
-  return { room: () => chars - sent.chars, paged };
+  const { order: option } = ctx.firstSync;
+  const order =
+    option &&
+    ((asked: FirstSyncOrderRequest) => {
+      try {
+        return orderOf(option, asked, limitsOf(ctx));
+      } catch (error) {
+        reportError(ctx, error, { request });
+        return [];
+      }
+    });
+  return { room: () => chars - sent.chars, paged, order };
 }
 
 const PAGE_BYTES = 4 * 1024 * 1024;

@@ -15,6 +15,7 @@ import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './vi
 import { within } from '../base/within.js';
 import { ViewInterest, ViewReads } from './interest.js';
 import type { Downgrade } from './schema/downgrade.js';
+import type { FirstSyncOrderRequest } from './first-sync-order.js';
 
 /**
  * A pull's answer before it is serialised: a patch's puts may hold their value as text. A reset
@@ -42,9 +43,10 @@ export interface PullOptions {
   /**
    * A first sync in pages (version 1 pulls): a reset read as it is sent stops once its answer
    * used up the `room` (characters it may still send), with the cookie of a page, and `paged` is
-   * called once that answer is whole.
+   * called once that answer is whole. `order` tells which prefixes such a reset sends first (it
+   * throws nothing: see handle-pull.ts).
    */
-  paging?: { room: () => number; paged: () => void } | undefined;
+  paging?: { room: () => number; paged: () => void; order?: ((request: FirstSyncOrderRequest) => readonly string[]) | undefined } | undefined;
   /** The pull is of an older schema version that reads entries in its own shape: each patch goes through this (schema/downgrade.ts). */
   downgrade?: Downgrade | undefined;
 }
@@ -77,7 +79,10 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
       if (view.reads?.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
     }
     const answer = async (group: GroupRef | undefined) => {
-      const pulled = await session.pull(pull.cookie, group, view, Date.now() < waitUntil);
+      // Asked for only by a reset or a page: most pulls are neither.
+      let chosen: readonly string[] | undefined;
+      const order = pull.pullVersion === 1 && paging?.order !== undefined ? () => (chosen ??= paging.order!({ userID, clientGroupID, view: view && [...view.prefixes.list] })) : undefined;
+      const pulled = await session.pull(pull.cookie, group, view, Date.now() < waitUntil, order);
       // Never sent: the pull reads again (below), at last without waiting.
       if (pulled === 'CookieAhead') after.ahead = true;
       const result = pulled === 'CookieAhead' ? 'ClientStateNotFound' : pulled;

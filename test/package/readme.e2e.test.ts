@@ -40,7 +40,7 @@ const snippets = pages.flatMap(({ page, text }) =>
   [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ page, file: file!, runner: runner!, language: language!, code: code! })),
 );
 const OTEL = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'];
-const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', ...OTEL], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
+const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', 'ws', ...OTEL], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 const byRunner = (runner: string) => snippets.filter((snippet) => snippet.runner === runner);
 

@@ -7,7 +7,7 @@ import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
 import { IndexRows } from './index-rows.js';
 import { changesSince, FIRST_PAGE, live, scanPages, viewPatch } from './patch.js';
 import { type ResetCursor, resetRest, resetStart, resumeAt } from './reset-pages.js';
-import { MAX_PAGES, pageCookie, readPage } from './page-cookie.js';
+import { MAX_PAGES, orderTag, pageCookie, readPage } from './page-cookie.js';
 import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
 import { utf8Length } from '../../base/utf8.js';
 import { entryBytes, valueBytes } from '../transactions/quota.js';
@@ -314,12 +314,12 @@ class GlobalVersionSession implements SpaceSession {
     return this.#touched && [...this.#touched];
   }
 
-  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead = false): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
+  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead = false, order: () => readonly string[] = () => []): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
     // A page of a first sync in pages goes on where it left off, or, when it cannot, starts over.
     const held = readCookie(cookie);
     let firstPage = 0;
     if (held !== null && held !== 'foreign' && held.page !== undefined) {
-      const resumed = await this.#resume(held, view, waitIfAhead);
+      const resumed = await this.#resume(held, view, waitIfAhead, order);
       if (typeof resumed !== 'number') return resumed;
       firstPage = resumed;
     }
@@ -362,9 +362,13 @@ class GlobalVersionSession implements SpaceSession {
               viewPatch(tx, keys, { since: since as number, latest: this.#version, prefixIndexFrom: indexFrom(this.#meta) }, from!, view.prefixes),
             );
     let rest: ResetCursor | undefined;
+    let tag: string | undefined;
     if (patch === 'reset') {
       since = 'reset';
-      ({ patch, rest } = await sharedOnce(tx, `reset ${view?.id ?? ''}`, () => resetStart(tx, keys, this.#version, view?.prefixes)));
+      // Pulls that share a read share a reset only in the same order (it may be each user's own).
+      const first = order();
+      tag = await orderTag(first);
+      ({ patch, rest } = await sharedOnce(tx, `reset ${view?.id ?? ''} ${tag ?? ''}`, () => resetStart(tx, keys, this.#version, view?.prefixes, first)));
     }
     const lastMutationIDChanges: Record<string, number> = {};
     // A lastMutationID changes with the version, so an up-to-date client has none to learn.
@@ -377,18 +381,21 @@ class GlobalVersionSession implements SpaceSession {
         }
       }
     }
-    return { cookie: current, patch, lastMutationIDChanges, viewRecord, ...(rest && { rest: this.#rest(rest, current, firstPage) }) };
+    return { cookie: current, patch, lastMutationIDChanges, viewRecord, ...(rest && { rest: this.#rest(rest, current, firstPage, tag) }) };
   }
 
   /**
    * The answer to a page's cookie (page-cookie.ts): the next page, read as of the start's version,
    * when the start is still one a pull could answer from (of this space's epoch, its changes since
-   * kept, under the caller's view, signed by this space); else the number of the page a reset
-   * then starts at, so its pages' orders go on rising.
+   * kept, under the caller's view, signed by this space, in the pull's `order` or in key order as
+   * it began); else the number of the page a reset then starts at, so its pages' orders go on rising.
    */
-  async #resume(cookie: VersionCookie, view: ResolvedView | undefined, waitIfAhead: boolean): Promise<PullResult | number | 'CookieAhead'> {
+  async #resume(cookie: VersionCookie, view: ResolvedView | undefined, waitIfAhead: boolean, chosen: () => readonly string[]): Promise<PullResult | number | 'CookieAhead'> {
     const { start, cursor } = readPage(cookie as VersionCookie & { page: string })!;
     const over = cursor.number + 1;
+    // The cursor numbers a range of the order it began in: another order's ranges are others.
+    const order = cursor.order === undefined ? [] : chosen();
+    if (cursor.order !== undefined && cursor.order !== (await orderTag(order))) return over;
     const secret = this.#meta?.secret;
     if (view !== undefined && secret !== undefined && !(await isSigned(secret, cookie))) return over;
     const answer = answerTo(start, this.#meta, view, this.#clock.now);
@@ -398,16 +405,17 @@ class GlobalVersionSession implements SpaceSession {
     // The last page ends with a pull from the start, which needs its view's record.
     if (view !== undefined && (await this.#recall(view, view.id)).old === 'lost') return over;
     const signed = await this.#signed(start);
-    const from = resumeAt(this.#keys, answer.since, view?.prefixes, cursor);
-    return { cookie: signed, patch: [], lastMutationIDChanges: {}, rest: this.#rest(from, signed, over) };
+    // A page of key order (all before orders existed) goes on in key order.
+    const from = resumeAt(this.#keys, answer.since, view?.prefixes, order, cursor);
+    return { cookie: signed, patch: [], lastMutationIDChanges: {}, rest: this.#rest(from, signed, over, cursor.order) };
   }
 
-  /** What reads the rest of a reset from `cursor`: see `PullResult.rest`. Its pages are numbered from `page`. */
-  #rest(cursor: ResetCursor, start: VersionCookie, page: number): NonNullable<PullResult['rest']> {
+  /** What reads the rest of a reset from `cursor`: see `PullResult.rest`. Its pages are numbered from `page`, their cookies name the order by `tag`. */
+  #rest(cursor: ResetCursor, start: VersionCookie, page: number, tag: string | undefined): NonNullable<PullResult['rest']> {
     const keys = this.#keys;
     return async function* (this: GlobalVersionSession, storage: Storage, space: string, room?: () => number) {
       const stopped = yield* resetRest(storage, space, keys, cursor, page + 1 < MAX_PAGES ? room : undefined);
-      return stopped && (await this.#signed(pageCookie(start, { number: page, range: stopped.range, after: stopped.after })));
+      return stopped && (await this.#signed(pageCookie(start, { number: page, range: stopped.range, after: stopped.after, order: tag })));
     }.bind(this);
   }
 

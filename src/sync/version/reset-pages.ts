@@ -4,6 +4,8 @@ import type { SpaceKeys } from './keys.js';
 import { entryText, type Patch, type TextPut } from './patch.js';
 import type { Entry } from './records.js';
 import type { Prefixes } from '../view.js';
+import { compareUTF8 } from '../../base/utf8.js';
+import { type EntryRange, entryRanges } from './reset-ranges.js';
 
 // A reset (a clear, then every live entry of the space or of a view) read a page at a time. The
 // pull's own transaction reads the first pages; a space larger than that is read on, page by
@@ -26,12 +28,6 @@ export interface ResetCursor {
   readonly after: string | undefined;
 }
 
-/** Entry rows a reset reads: those starting with `prefix`, or (`only`) the one row `prefix` itself. */
-interface EntryRange {
-  readonly prefix: string;
-  readonly only?: true;
-}
-
 /** A page of a reset: its operations, about the characters of their JSON (0: not known), and where the next page starts. */
 export interface ResetPage {
   patch: Array<PatchOperation | TextPut>;
@@ -40,14 +36,15 @@ export interface ResetPage {
 }
 
 /**
- * The start of a reset of `view` (all the space without one): a clear, then the entries the pull's
+ * The start of a reset of `view` (all the space without one), the keys of `order`'s prefixes
+ * first (reset-ranges.ts): a clear, then the entries the pull's
  * transaction reads, at most {@link FIRST_ROWS} of them and about {@link PAGE_CHARS} characters
  * of values (a space of less is answered whole), and where the rest starts. Pages grow from
  * {@link FIRST_PAGE} rows: a small space costs one read.
  */
-export async function resetStart(tx: StorageTransaction, keys: SpaceKeys, version: number, view?: Prefixes): Promise<{ patch: Patch; rest: ResetCursor | undefined }> {
+export async function resetStart(tx: StorageTransaction, keys: SpaceKeys, version: number, view?: Prefixes, order?: readonly string[]): Promise<{ patch: Patch; rest: ResetCursor | undefined }> {
   const patch: Array<PatchOperation | TextPut> = [{ op: 'clear' }];
-  let cursor: ResetCursor | undefined = { ranges: entryRanges(keys, view), version, range: 0, after: undefined };
+  let cursor: ResetCursor | undefined = { ranges: entryRanges(keys, view, order), version, range: 0, after: undefined };
   let read = 0;
   let chars = 0;
   for (let rows = FIRST_PAGE; cursor !== undefined && read < FIRST_ROWS && chars < PAGE_CHARS; ) {
@@ -123,19 +120,9 @@ function nextRows(rows: number, page: ResetPage): number {
   return Math.max(MIN_PAGE_ROWS, Math.min(doubled, Math.floor((rows * PAGE_CHARS) / page.chars)));
 }
 
-/** Where a page of a first sync in pages left a reset of `view` as of `version` (page-cookie.ts). */
-export function resumeAt(keys: SpaceKeys, version: number, view: Prefixes | undefined, at: { range: number; after: string | undefined }): ResetCursor {
-  return { ranges: entryRanges(keys, view), version, range: at.range, after: at.after };
-}
-
-/** The entry rows of `view`'s prefixes, in order (see `coversKey`): for `list/a`, the row of `list/a` itself, then those under `list/a/`. */
-function entryRanges(keys: SpaceKeys, view: Prefixes | undefined): EntryRange[] {
-  const ranges: EntryRange[] = [];
-  for (const prefix of view?.list ?? ['']) {
-    if (prefix === '' || prefix.endsWith('/')) ranges.push({ prefix: keys.entry(prefix) });
-    else ranges.push({ prefix: keys.entry(prefix), only: true }, { prefix: keys.entry(prefix + '/') });
-  }
-  return ranges;
+/** Where a page of a first sync in pages left a reset of `view` in `order` as of `version` (page-cookie.ts). */
+export function resumeAt(keys: SpaceKeys, version: number, view: Prefixes | undefined, order: readonly string[], at: { range: number; after: string | undefined }): ResetCursor {
+  return { ranges: entryRanges(keys, view, order), version, range: at.range, after: at.after };
 }
 
 /**
@@ -152,13 +139,18 @@ async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCu
   let chars = 0;
   let rows = 0;
   while (range < ranges.length && rows < limit) {
-    const { prefix, only } = ranges[range]!;
-    const options = { prefix, start: after === undefined ? undefined : { key: after, exclusive: true }, limit: only ? 1 : limit - rows };
+    const { prefix, only, start, end } = ranges[range]!;
+    const options = { prefix, start: after === undefined ? start : { key: after, exclusive: true }, limit: only ? 1 : limit - rows };
     let last: string | undefined;
     let count: number;
+    // A range with an end (the rest of a first sync around the prefixes sent first) stops there;
+    // the rows read past it are read again in their own range.
+    let ended = false;
+    const past = (row: string) => end !== undefined && compareUTF8(row, end) >= 0 && (ended = true);
     if (tx.scanText !== undefined) {
       const texts = await tx.scanText(options);
       for (const [row, record] of texts) {
+        if (past(row)) break;
         if (only && row !== prefix) continue;
         const { ver, text } = entryText(record);
         if (text === undefined || ver > version) continue;
@@ -171,6 +163,7 @@ async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCu
     } else {
       const entries = await tx.scan(options);
       for (const [row, stored] of entries) {
+        if (past(row)) break;
         const entry = stored as unknown as Entry;
         if ((only && row !== prefix) || entry.del || entry.ver > version) continue;
         const key = row.slice(skip);
@@ -181,7 +174,7 @@ async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCu
       last = entries[count - 1]?.[0];
     }
     rows += count;
-    if (only || count < options.limit) {
+    if (only || ended || count < options.limit) {
       // The range is read: on to the next.
       range++;
       after = undefined;

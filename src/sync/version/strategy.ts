@@ -166,9 +166,10 @@ export interface SpaceSession {
    * only the entries under its prefixes (and the cookie names the view). With `waitIfAhead`,
    * `'CookieAhead'` instead of any answer when the cookie may name a commit of this space the
    * read does not show yet (see `Storage.catchUpMs`): the caller reads again later, and at last
-   * without it, for the answer a cookie the store is not at gets.
+   * without it, for the answer a cookie the store is not at gets. A reset sends the keys of
+   * the prefixes `order()` gives first, in that order (a first sync's `order`), the rest in key order.
    */
-  pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead?: boolean): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'>;
+  pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead?: boolean, order?: () => readonly string[]): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'>;
   /**
    * Stores the record of `view`, which a pull named in its cookie (see {@link PullResult.viewRecord});
    * `used` is when the record was last written, if it exists.
