@@ -3,13 +3,15 @@
  * docs/production.md sets it up: two instances, each with its own pool, over two PostgreSQL
  * servers reached only through PgBouncer, on postgres.js with `prepare: false` and on pg's Pool.
  * Pushes, pulls, pokes between the instances through `storeNotifier` (LISTEN does not work
- * there), housekeeping, and a move of a space between the two servers while it is pushed to.
+ * there), housekeeping, a move of a space between the two servers while it is pushed to, and
+ * (postgres.js) the CLI's move back, its URLs saying `prepare=false`.
  * The fault-injection suite's `pgbouncer` topology runs the same deployment under faults.
  */
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectGarbage, createContext, handlePoke, moveSpace, routedStorage, type Storage, storeNotifier, type SyncContext } from '../../src/index.js';
+import { main } from '../../src/cli/main.js';
 import { postgresStorage } from '../../src/postgres.js';
 import { EventReader } from '../poke/sse.js';
 import { pullFrom, pushTo } from '../route/support.js';
@@ -37,7 +39,7 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
   });
 
   /** One instance's store: its own pool per server, through PgBouncer only. */
-  const store = (driver: 'postgres.js' | 'pg', prefix: string): Storage => {
+  const store = (driver: 'postgres.js' | 'pg', prefix: string | undefined): Storage => {
     const client = (name: string) => {
       if (driver === 'pg') {
         const pool = new pg.Pool({ connectionString: bouncer.url(name), max: 4 });
@@ -51,13 +53,14 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
       closers.push(() => sql.end({ timeout: 1 }));
       return sql;
     };
-    // Each driver in tables of its own, so the two runs share nothing.
     return routedStorage({ stores: { a: postgresStorage(client('a'), { tablePrefix: prefix }), b: postgresStorage(client('b'), { tablePrefix: prefix }) }, place: () => 'a' });
   };
 
   for (const driver of ['postgres.js', 'pg'] as const) {
-    it(`${driver}: pushes, pulls, pokes through storeNotifier, housekeeping and a move between the two servers`, async () => {
-      const prefix = driver === 'pg' ? 'pgpool_' : 'pgjs_';
+    it(`${driver}: pushes, pulls, pokes through storeNotifier, housekeeping and a move between the two servers${driver === 'postgres.js' ? ', and the CLI\'s move back' : ''}`, async () => {
+      // Each driver in tables of its own, so the two runs share nothing; postgres.js's in the
+      // default ones, which the CLI opens.
+      const prefix = driver === 'pg' ? 'pgpool_' : undefined;
       let now = Date.now();
       const instance = (storage: Storage) => {
         const notifier = storeNotifier(storage, { intervalMs: 50 });
@@ -75,7 +78,6 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
         return Object.assign(ctx, { errors });
       };
       const [one, two] = [instance(store(driver, prefix)), instance(store(driver, prefix))];
-      await one.options.storage.migrate?.();
 
       // A poke stream on the second instance; a push on the first.
       const stream = await handlePoke(new Request('http://b/poke?space=s'), two);
@@ -127,6 +129,14 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
       expect(collected.clientGroups).toBe(3);
       expect((await pulled(two, 'g1', after.cookie)).error).toBe('ClientStateNotFound');
       expect([...one.errors, ...two.errors]).toEqual([]);
+
+      if (driver === 'postgres.js') {
+        // The CLI through the pooler: postgres.js reads prepare=false from the URL.
+        const url = (name: string) => `${name}=${bouncer.url(name)}?prepare=false`;
+        expect(await main(['move', 's', '--to', 'a', '--store', url('a'), '--store', url('b'), '--quiet'])).toBe(0);
+        const fresh = await pulled(two, 'fresh', null);
+        expect(fresh.patch).toContainEqual({ op: 'put', key: 'count', value: acknowledged + 1 });
+      }
     }, 120_000);
   }
 });
