@@ -9,8 +9,9 @@
  * monitor fails it over, but the backends already connected go on taking statements, and would
  * commit were replication not synchronous), and the secondary is frozen (the primary still takes connections but its commits hang,
  * waiting for a synchronous standby that never answers, until the monitor lets it go on alone).
- * Each time: nothing acknowledged lost or applied twice, no answer but 200 and 503, and pushes
- * acknowledged again once the new primary is up. How long that takes is the benchmark's
+ * Each time: nothing acknowledged lost or applied twice, no cookie or lastMutationID backwards, no
+ * answer but 200 and 503, pushes acknowledged again once the new primary is up, and (but for the
+ * half-dead primary) no client group told ClientStateNotFound. How long that takes is the benchmark's
  * (bench/failover.ts), not timed here.
  */
 import postgres from 'postgres';
@@ -41,8 +42,11 @@ describe.runIf(haveAutoFailover() && !fastLoop)('under pg_auto_failover', () => 
     await formation?.stop();
   });
 
-  /** Runs the load through `fault`, until pushes sent after it are acknowledged again; then checks what was acknowledged. */
-  const through = async (fault: () => Promise<void>, heal: () => Promise<void>) => {
+  /**
+   * Runs the load through `fault`, until pushes sent after it are acknowledged again; then checks
+   * what was acknowledged. `resets`: client groups may be told ClientStateNotFound.
+   */
+  const through = async (fault: () => Promise<void>, heal: () => Promise<void>, { resets = false } = {}) => {
     const load = startLoad(ctx, { writers: 3, observers: 1, prefix: `run${++runs}-` });
     let stopped = false;
     try {
@@ -56,16 +60,20 @@ describe.runIf(haveAutoFailover() && !fastLoop)('under pg_auto_failover', () => 
       if (!stopped) await load.stop();
       await heal();
     }
-    await checkAcknowledged(load);
+    await checkAcknowledged(load, resets);
     return load;
   };
 
-  const checkAcknowledged = async (load: Load) => {
+  const checkAcknowledged = async (load: Load, resets: boolean) => {
     expect(load.stats.failures).toEqual([]);
     expect([...load.stats.push.keys(), ...load.stats.pull.keys()].filter((status) => status !== 200 && status !== 503)).toEqual([]);
     const answer = await pullOnce(ctx, { groupID: `check-${Math.random()}`, cookie: null });
     if ('error' in answer) throw new Error(answer.error);
     const keys = new Map(answer.patch.flatMap((op) => (op.op === 'put' ? [[op.key, op.value] as const] : [])));
+    // Synchronous replication: no client was shown a commit the new primary lacks, so none went
+    // backwards and none was told ClientStateNotFound (started again as a new group).
+    expect(load.groups.flatMap((group) => group.generations.flatMap((life) => life.backwards))).toEqual([]);
+    if (!resets) expect(load.groups.filter((group) => group.generations.length > 1).map((group) => group.name)).toEqual([]);
     for (const group of load.groups.filter((group) => group.writes)) {
       for (const life of group.generations) {
         const client = life.clientID!;
@@ -99,14 +107,18 @@ describe.runIf(haveAutoFailover() && !fastLoop)('under pg_auto_failover', () => 
     expect(load.stats.push.get(503) ?? 0).toBeGreaterThan(0);
   }, 180_000);
 
-  it('the primary half-dead (its keeper and postmaster frozen, its backends running): failed over, its connections go on taking statements but nothing it commits after is acknowledged; nothing acknowledged lost, no 500', async () => {
+  it('the primary half-dead (its keeper and postmaster frozen, its backends running): failed over, its connections go on taking statements but nothing it commits after is acknowledged; nothing acknowledged lost, nothing backwards, no 500', async () => {
     const old = await formation.primary();
     // Pushes go on on the connections made before; once the monitor has failed it over, pushes
     // sent from then on must be acknowledged by the new primary.
+    // Its backends, fenced by no one (its keeper is frozen too), go on answering reads on the
+    // connections made before: a client that saw the new primary's state and then reads the old
+    // one's is told ClientStateNotFound (its cookie is ahead of what it reads), never shown the
+    // old state. See docs/known-limits.md.
     await through(async () => void (formation.pauseHalf(old), await formation.waitForPrimary((name) => name !== old)), async () => {
       formation.resume(old);
       await formation.waitForHealthy();
-    });
+    }, { resets: true });
     expect(await formation.primary()).not.toBe(old);
   }, 180_000);
 
