@@ -169,13 +169,16 @@ export interface GuardOptions {
  * on an idle backend then. The statement that ends it can fail or be lost as well (a network
  * cut, the same postgres.js defect): it is sent again, every `ms`, until the server answers it,
  * at most {@link END_ATTEMPTS} times. Best effort: without the right to end it, or with no other
- * connection (`max: 1`), it lives until its connection closes.
+ * connection (`max: 1`), it lives until its connection closes. A backend whose COMMIT waits for a
+ * synchronous standby (`SyncRep`) is left alone: ended, its commit would show on this server to
+ * every later reader though the standby may never get it (a half-dead primary, failed over), and
+ * clients that read it would be told ClientStateNotFound after the failover.
  */
 function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number, attempt = 1): void {
   const pid = (statement as { state?: { pid?: unknown } | null }).state?.pid;
   if (!client.unsafe || typeof pid !== 'number') return;
   const ended = client.unsafe(
-    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state_change < now() - make_interval(secs => $2)',
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state_change < now() - make_interval(secs => $2) AND wait_event IS DISTINCT FROM 'SyncRep'",
     [pid, ms / 2_000] as never[],
   );
   void unlessStuck(ended, ms).catch(() => {

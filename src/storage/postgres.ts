@@ -242,8 +242,9 @@ export interface PostgresStorageOptions {
    * ROLLBACK) or a statement outside one may go unanswered before its connection is taken for
    * lost and the request answered 503 (postgres.js 3.4 can lose track of one on a connection it
    * reconnected after a network cut; the backend of a lost transaction is then ended, freeing its
-   * locks). Every driver: a write waits at most half of it for its space, held by another
-   * transaction, then answers 503 (PostgreSQL's `lock_timeout`, for that transaction only).
+   * locks, unless its COMMIT waits for a synchronous standby). Every driver: a write waits at most
+   * half of it for its space, held by another transaction, then answers 503 (PostgreSQL's
+   * `lock_timeout`, for that transaction only).
    * Default: 30,000.
    */
   lostAfterMs?: number;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { type Cluster, startCluster } from '../support/clusters.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
+import { startPgBouncer } from '../support/pgbouncer.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { startStandbyPair, type StandbyPair } from '../support/standby.js';
 import { bundled, ROOT, Watched } from './processes.js';
@@ -368,6 +369,20 @@ export const TOPOLOGIES: Record<string, Topology> = {
       const stores = Object.fromEntries(databases.map((database, i) => [['a', 'b', 'c'][i]!, database.url]));
       const cli = { args: [...Object.entries(stores).flatMap(([name, url]) => ['--store', `${name}=${url}`]), '--directory', 'a'] };
       const deployment = await deploy(2, { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' }, { NOTIFIER: 'postgres', NOTIFY_URL: databases[0]!.url }, crashes, databases, databases.map((database) => () => database.stop()), { cli });
+      deployment.background = (rng, stopping, record, complain, pauseMs) => moves(stores, rng, stopping, record, complain, log, pauseMs);
+      return deployment;
+    },
+  },
+  pgbouncer: {
+    name: 'pgbouncer',
+    description: 'two server processes over routedStorage on two PostgreSQL servers reached only through PgBouncer in transaction mode (postgres.js, prepare=false in the URLs), pokes by polling the store, spaces moved by the CLI through it',
+    async start(crashes, log) {
+      const databases = await Promise.all(['a', 'b'].map((name) => Database.start(name)));
+      const bouncer = await startPgBouncer({ a: databases[0]!.url, b: databases[1]!.url });
+      // The database faults act between PgBouncer and the servers; the servers, the CLI and the movers reach the stores only through PgBouncer.
+      const stores = { a: `${bouncer.url('a')}?prepare=false`, b: `${bouncer.url('b')}?prepare=false` };
+      const cli = { args: [...Object.entries(stores).flatMap(([name, url]) => ['--store', `${name}=${url}`]), '--directory', 'a'] };
+      const deployment = await deploy(2, { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' }, { NOTIFIER: 'store' }, crashes, databases, [() => bouncer.stop(), ...databases.map((database) => () => database.stop())], { cli });
       deployment.background = (rng, stopping, record, complain, pauseMs) => moves(stores, rng, stopping, record, complain, log, pauseMs);
       return deployment;
     },
