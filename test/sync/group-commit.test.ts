@@ -151,6 +151,27 @@ describe('read-ahead: a group\'s push reads what its last push read with the bat
     expect(await serverView(ctx)).toEqual(new Map([['a', 1], ['b', 10]]));
   });
 
+  it('learns only keys the store read: a key it refused is not read ahead, so it fails no later batch', async () => {
+    const inner = readCounting();
+    // A store that refuses one key, as a database may refuse a key it cannot hold.
+    const storage: Storage = {
+      transaction: (fn, options) =>
+        options.readOnly ? inner.storage.transaction(fn, options) : inner.storage.transaction(async (tx) => {
+          const refuse = (key: string) => {
+            if (key.endsWith('refused')) throw new Error(`the store cannot hold ${key}`);
+          };
+          return fn({ ...tx, get: async (key) => (refuse(key), tx.get(key)), getMany: async (keys) => (keys.forEach(refuse), tx.getMany!(keys)), put: (k, v) => tx.put(k, v), del: (k) => tx.del(k), scan: (o) => tx.scan(o) });
+        }, options),
+    };
+    const ctx = testContext({ storage, mutators: { ...testMutators, readKey: async (tx, { key }: { key: string }) => void (await tx.get(key)) } });
+    // Its mutator fails (a permanent error: skipped, the push answered 200).
+    await push(ctx, 'g', [mutation('c', 1, 'readKey', { key: 'refused' })]);
+
+    expect(String(ctx.errors[0])).toMatch(/cannot hold/);
+    await push(ctx, 'g', [mutation('c', 2, 'put', { key: 'after', value: 1 })]);
+    expect(await serverView(ctx)).toEqual(new Map([['after', 1]]));
+  });
+
   it('learns at most KEYS_PER_JOB keys of a push, so a mutator that reads much keeps little here', async () => {
     const { storage, gets, getManys } = readCounting();
     const keys = Array.from({ length: 40 }, (_, i) => `k${String(i).padStart(2, '0')}`);

@@ -25,15 +25,26 @@ export class ReadAhead {
   /**
    * `tx` with the keys its `get` and `getMany` read noted into `read`, but for those in `declared`
    * (read first anyway): at most {@link KEYS_PER_JOB}, each of at most {@link MAX_KEY_LENGTH}
-   * characters, so that what a hostile push makes a mutator read holds little memory here.
+   * characters, so that what a hostile push makes a mutator read holds little memory here. Only
+   * keys the store read: one it refused would fail the next batch's first read, every push in it.
    */
   recording(tx: StorageTransaction, read: Set<string>, declared: readonly string[]): StorageReader {
     const note = (key: string) => {
       if (read.size < KEYS_PER_JOB && key.length <= MAX_KEY_LENGTH && !declared.includes(key)) read.add(key);
     };
     return {
-      get: (key) => (note(key), tx.get(key)),
-      ...(tx.getMany && { getMany: (keys: readonly string[]) => (keys.forEach(note), tx.getMany!(keys)) }),
+      get: async (key) => {
+        const value = await tx.get(key);
+        note(key);
+        return value;
+      },
+      ...(tx.getMany && {
+        getMany: async (keys: readonly string[]) => {
+          const values = await tx.getMany!(keys);
+          keys.forEach(note);
+          return values;
+        },
+      }),
       scan: (options) => tx.scan(options),
       ...(tx.scanText && { scanText: (options: Parameters<NonNullable<StorageTransaction['scanText']>>[0]) => tx.scanText!(options) }),
       ...(tx.incarnation && { incarnation: () => tx.incarnation!() }),
