@@ -10,6 +10,13 @@ export type PostgresQuery = (query: string, params: readonly unknown[]) => Promi
 export interface TransactionEnd<T> {
   result: T;
   finish: ReadonlyArray<readonly [query: string, params: readonly unknown[]]>;
+  /**
+   * COMMIT may go out with `finish`, before its answer (postgres.js: one round trip, not two).
+   * Only for at most one statement on a server that takes writes: should it fail, at the server
+   * (the transaction is then aborted, and its COMMIT rolls back) or before it was sent (then
+   * nothing of the writes was), nothing of them is committed, and the transaction still rejects.
+   */
+  pipelined?: boolean;
 }
 
 /** Runs transactions on either client. */

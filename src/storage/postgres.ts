@@ -72,12 +72,17 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       `SELECT key, value FROM ${kv} WHERE key ${after ? '>' : '>='} $1${bounded ? ' AND key < $3' : ''} ORDER BY key LIMIT $2`,
     upsert: `INSERT INTO ${kv} (key, value) SELECT * FROM ROWS FROM (json_array_elements_text($1::text::json), json_array_elements_text($2::text::json)) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
     del: `DELETE FROM ${kv} WHERE key = ANY(ARRAY(SELECT json_array_elements_text($1::text::json)))`,
+    // Both in one statement, so that a commit's writes are one statement (see `pipelined`). A key
+    // is either put or deleted, never both, so the two parts never touch one row.
+    delThenUpsert: `WITH gone AS (DELETE FROM ${kv} WHERE key = ANY(ARRAY(SELECT json_array_elements_text($3::text::json)))) INSERT INTO ${kv} (key, value) SELECT * FROM ROWS FROM (json_array_elements_text($1::text::json), json_array_elements_text($2::text::json)) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
     // With the lock, the server's start time, at no cost of its own: a failover or a restart
     // changes it (`incarnation`). The wait for the lock is bounded by the server itself (the
     // transaction's lock_timeout, set first: the CTE's row is read before the locks are taken),
     // see LOCK_NOT_AVAILABLE.
-    lockSpace: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $3, true)) SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_postmaster_start_time()::text AS incarnation FROM bound`,
-    lockAll: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)) SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_postmaster_start_time()::text AS incarnation FROM bound`,
+    // And whether the transaction is read-only (a standby's are): its writes then go out alone,
+    // so that their 25006 is seen before COMMIT (postgres-js.ts closes such a connection).
+    lockSpace: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $3, true)) SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
+    lockAll: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)) SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
     /**
      * `readMany`'s statement for ranges of these shapes: a UNION ALL of one index range scan per
      * range, each with its LIMIT written in and its joined value looked up by index, then in
@@ -209,13 +214,14 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
             locked.catch(() => {});
             const buffer = new WriteBuffer(reader(query), { cacheReads: true });
             const result = await runChecked(fn, buffer, true, async () => (await locked)[0]?.incarnation as string | undefined);
-            await locked;
+            const [lock] = await locked;
             const puts = [...buffer.writes].filter((entry): entry is [string, StoredValue] => entry[1] !== undefined);
             const dels = [...buffer.writes].filter(([, value]) => value === undefined).map(([key]) => toTextKey(key));
-            const finish: Array<[string, unknown[]]> = [];
-            if (puts.length > 0) finish.push([sql.upsert, [JSON.stringify(puts.map(([key]) => toTextKey(key))), JSON.stringify(puts.map(([, value]) => JSON.stringify(value)))]]);
-            if (dels.length > 0) finish.push([sql.del, [JSON.stringify(dels)]]);
-            return { result, finish };
+            const upsert = () => [JSON.stringify(puts.map(([key]) => toTextKey(key))), JSON.stringify(puts.map(([, value]) => JSON.stringify(value)))];
+            // One statement for all the writes: COMMIT can then go with it (TransactionEnd.pipelined).
+            const finish: Array<[string, unknown[]]> =
+              puts.length === 0 ? (dels.length === 0 ? [] : [[sql.del, [JSON.stringify(dels)]]]) : dels.length === 0 ? [[sql.upsert, upsert()]] : [[sql.delThenUpsert, [...upsert(), JSON.stringify(dels)]]];
+            return { result, finish, pipelined: lock?.read_only === 'off' };
           });
         } catch (error) {
           const code = (error as { code?: unknown } | null)?.code;

@@ -75,7 +75,8 @@ export async function processPush(storage: Storage, mutators: Mutators, push: Pu
       // Group commit: pushes to this space that queue behind a running one share a transaction.
       const reads = strategy.pushReads(options.space, options.userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
       let shared: BatchInfo | undefined;
-      const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), reads);
+      // Its reads are learned per group: a client's next push tends to read what its last one did.
+      const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), reads, readAheadName(options.userID, push.clientGroupID));
       outcome.waitedMs += shared?.waitedMs ?? 0;
       outcome.batchSize = Math.max(outcome.batchSize, shared?.size ?? 0);
       if (result.kind === 'refused') throw result.error;
@@ -238,6 +239,11 @@ function add(total: PushOutcome, batch: PushOutcome): void {
   total.stoppedBy = batch.stoppedBy;
   total.changed ||= batch.changed;
   if (batch.changed) total.touched = total.touched === undefined || batch.touched === undefined ? undefined : [...new Set([...total.touched, ...batch.touched])];
+}
+
+/** The name a group's pushes learn their reads under (see read-ahead.ts): the group, as the user's. */
+function readAheadName(userID: string | undefined, clientGroupID: string): string {
+  return `push ${userID === undefined ? '' : JSON.stringify(userID)} ${clientGroupID}`;
 }
 
 function emptyOutcome(): PushOutcome {

@@ -228,3 +228,22 @@ describe.runIf(pool)('postgresStorage.readMany on a real server', () => {
     expect(large[0]!.Plan['Total Cost']).toBeLessThan(small[0]!.Plan['Total Cost'] * 1.5);
   });
 });
+
+describe.runIf(server)('a commit whose writes the server refuses, COMMIT sent with them (postgres.js)', () => {
+  it('commits none of them: not the other puts, not the deletes; the transaction rejects with the server error, and the next commits', async () => {
+    const storage = postgresStorage(server!, { schema: schema() });
+    await storage.transaction(async (tx) => (await tx.put('kept', 1), tx.put('doomed', 1)), { readOnly: false, space: 's' });
+    // Past the btree's 2,704 bytes, and incompressible: the index refuses the row (54000).
+    const long = Array.from(crypto.getRandomValues(new Uint8Array(3_000)), (byte) => String.fromCharCode(33 + (byte % 90))).join('');
+    const refused = storage.transaction(async (tx) => {
+      await tx.put('kept', 2);
+      await tx.put(long, 'too long');
+      await tx.del('doomed');
+    }, { readOnly: false, space: 's' });
+    await expect(refused).rejects.toMatchObject({ code: '54000' });
+    const read = () => storage.transaction(async (tx) => [await tx.get('kept'), await tx.get('doomed')], { readOnly: true, space: 's' });
+    expect(await read()).toEqual([1, 1]);
+    await storage.transaction(async (tx) => (await tx.put('kept', 3), tx.del('doomed')), { readOnly: false, space: 's' });
+    expect(await read()).toEqual([3, undefined]);
+  });
+});

@@ -1,6 +1,7 @@
 import type { Storage, StorageTransaction } from '../../storage/types.js';
 import { WriteBuffer } from '../../storage/write-buffer.js';
 import { SpaceQueues } from './space-queues.js';
+import { ReadAhead } from './read-ahead.js';
 import { type Context, activeContext, inContext, recordBatchCommit } from '../../telemetry/telemetry.js';
 
 /**
@@ -24,11 +25,12 @@ export interface BatchInfo {
  * commit and one flush for many pushes. Each job writes into a buffer of its own, kept only when
  * the job says so, so one push's refusal never touches another's writes; they run in arrival
  * order, each seeing the writes of those before it. `reads` are keys the job reads first: a
- * store with `getMany` fetches a whole batch's in one go.
+ * store with `getMany` fetches a whole batch's in one go. With a `name` (a client group's), the
+ * keys the job's last namesake read beyond them are fetched with them (read-ahead.ts).
  */
-export function runBatched<T>(storage: Storage, space: string, job: Job<T>, reads: readonly string[] = []): Promise<T> {
+export function runBatched<T>(storage: Storage, space: string, job: Job<T>, reads: readonly string[] = [], name?: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    queues.add(storage, space, { job: job as Job<unknown>, reads, queued: performance.now(), context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
+    queues.add(storage, space, { job: job as Job<unknown>, reads, name, queued: performance.now(), context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
   });
 }
 
@@ -36,6 +38,8 @@ interface Waiting {
   job: Job<unknown>;
   /** Keys the job reads first, fetched for the whole batch at once where the store can. */
   reads: readonly string[];
+  /** What its reads are learned under for read-ahead; undefined: not learned. */
+  name: string | undefined;
   /** When it arrived (performance.now), and the trace context it arrived in, which its job runs in. */
   queued: number;
   context: Context;
@@ -58,6 +62,8 @@ async function runBatch(storage: Storage, space: string, batch: readonly Waiting
 
 /** The jobs waiting per store and space, at most 256 to a transaction, so that none grows without bound under load. */
 const queues = new SpaceQueues<Waiting>(runBatch, 256);
+/** What named jobs read last time, per store. */
+const readAhead = new ReadAhead();
 
 /** Runs `batch`'s jobs in one transaction of `space`; resolves with their results once committed. */
 function commit(storage: Storage, space: string, batch: readonly Waiting[]): Promise<unknown[]> {
@@ -66,14 +72,19 @@ function commit(storage: Storage, space: string, batch: readonly Waiting[]): Pro
     const started = performance.now();
     const waited = batch.map(({ queued }) => started - queued);
     recordBatchCommit(batch.length, waited);
-    // One round trip for what every job reads first; a store keeps what it read.
-    const reads = [...new Set(batch.flatMap((waiting) => waiting.reads))];
-    if (tx.getMany && reads.length > 0) await tx.getMany(reads);
+    // One round trip for what every job reads first, and what each read last time; a store
+    // keeps what it read.
+    if (tx.getMany) {
+      const reads = [...new Set([...batch.flatMap((waiting) => waiting.reads), ...readAhead.keys(storage, space, batch.map(({ name }) => name))])];
+      if (reads.length > 0) await tx.getMany(reads);
+    }
     const out: unknown[] = [];
-    for (const [i, { job, context }] of batch.entries()) {
-      const buffer = new WriteBuffer(tx);
+    for (const [i, { job, context, name, reads }] of batch.entries()) {
+      const read = name === undefined || !tx.getMany ? undefined : new Set<string>();
+      const buffer = new WriteBuffer(read === undefined ? tx : readAhead.recording(tx, read, reads));
       // In its own caller's trace context, not that of the push whose turn began the drain.
       const { result, keep } = await inContext(context, () => job(buffer, { size: batch.length, waitedMs: waited[i]! }));
+      if (read !== undefined) readAhead.learn(storage, space, name!, read);
       if (keep) await buffer.flushTo(tx);
       out.push(result);
     }
