@@ -36,7 +36,7 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
       const slots = new HookSlots(1);
       for (const [space, hook] of spaces) {
         slots.take();
-        slots.give(await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, round));
+        slots.give(await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round }));
         if (slots.failures === FAILURES_PER_ROUND) return;
       }
     }),

@@ -1,22 +1,27 @@
 import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
-import { checkContext, clockOf, stateOf } from '../context/state.js';
-import { allSpaces } from '../context/collect-garbage.js';
+import { checkContext, clockOf, notifierOf, stateOf } from '../context/state.js';
+import type { Unsubscribe } from '../poke/notifier.js';
 import { deliverOnce, type Hook, hooksOf, type Step } from './webhooks.js';
 import { HookSlots } from './webhook-slots.js';
+import { sweepDeliveries } from './webhook-sweep.js';
 
 /**
  * The continuous delivery of webhooks: what is due, by webhook and space, started as each
  * webhook's own slots allow (webhook-slots.ts), each retry at its time; woken at once by the
- * context's own changes, and by a sweep of every space for the rest.
+ * context's own changes and by those its notifier hears of (other contexts, other instances),
+ * so that delivery work follows what changed; a sweep (webhook-sweep.ts) catches the rest.
  */
 
 /** Options for {@link startWebhooks}. */
 export interface WebhookRunnerOptions {
   /**
-   * How often every space is looked at for changes made elsewhere (another instance, a process
-   * with no runner) and for retries, in milliseconds. Changes made through this context are
-   * delivered at once. Default: 5,000.
+   * How often the store is read for deliveries due that nothing announced (a change made by a
+   * process whose notifier does not reach this one, such as the CLI; a notice lost; a retry left
+   * by an instance that stopped), in milliseconds. Changes made through this context, and those
+   * its notifier hears of (`pokes.notifier`: another context in this process, or with
+   * `postgresNotifier` another instance), are delivered at once. A sweep reads the spaces' meta
+   * records and delivery states a thousand spaces per read, without a write lock. Default: 5,000.
    */
   sweepMs?: number;
   /**
@@ -64,6 +69,8 @@ class Runner {
   readonly #lanes = new Map<string, Lane>();
   readonly #listener = (space: string) => this.#wake(space);
   readonly #sweeper: ReturnType<typeof setInterval>;
+  #unsubscribe: Promise<Unsubscribe | undefined>;
+  #sweeping = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
@@ -71,6 +78,7 @@ class Runner {
     this.#ctx = ctx;
     this.#concurrency = concurrency;
     stateOf(ctx).changeListeners.add(this.#listener);
+    this.#unsubscribe = this.#hear();
     this.#sweeper = setInterval(() => this.#sweep(), sweepMs);
     this.#sweep();
   }
@@ -80,14 +88,31 @@ class Runner {
     stateOf(this.#ctx).changeListeners.delete(this.#listener);
     clearInterval(this.#sweeper);
     clearTimeout(this.#timer);
+    (await this.#unsubscribe)?.();
     await Promise.allSettled([...this.#lanes.values()].flatMap((lane) => [...lane.running.values()]));
   }
 
+  /** Listens to the notifier for changes of any space, made anywhere it reaches; a notifier that cannot say leaves them to the sweep. */
+  async #hear(): Promise<Unsubscribe | undefined> {
+    const notifier = notifierOf(this.#ctx);
+    try {
+      return await notifier.subscribeAll?.(this.#listener);
+    } catch (error) {
+      reportError(this.#ctx, error, { operation: 'webhook' });
+      return undefined;
+    }
+  }
+
+  /** Schedules what the store says is due; one sweep at a time, so that a slow store is not asked again and again. */
   #sweep(): void {
-    allSpaces(this.#ctx.storage).then(
-      (spaces) => spaces.forEach((space) => this.#wake(space)),
-      (error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }),
-    );
+    if (this.#sweeping || this.#stopped) return;
+    this.#sweeping = true;
+    sweepDeliveries(this.#ctx, clockOf(this.#ctx).now, ({ space, hook, at }) => this.#schedule(space, hook, at))
+      .catch((error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }))
+      .finally(() => {
+        this.#sweeping = false;
+        this.#pump();
+      });
   }
 
   #wake(space: string): void {
@@ -126,7 +151,7 @@ class Runner {
       if (!lane.slots.free) break;
       lane.due.delete(space);
       lane.slots.take();
-      const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN)
+      const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN, { checked: true })
         .catch((error: unknown): Step => {
           reportError(this.#ctx, error, { operation: 'webhook', space });
           return { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 };

@@ -76,14 +76,22 @@ function ruleOf(name: string, options: WebhookOptions): HookRule {
 /** What one step of a webhook in a space came to. */
 export type Step = { kind: 'delivered' } | { kind: 'failed'; until: number } | { kind: 'wait'; until: number } | { kind: 'idle' } | { kind: 'disabled' };
 
+/** Options for {@link deliverOnce}. */
+export interface DeliverOptions {
+  /** Counts what was done. */
+  round?: DeliveryRound;
+  /** The caller knows something is (or may be) due, from a change or a sweep: no read-only look first, straight to the claim. */
+  checked?: boolean;
+}
+
 /**
  * Claims, sends and records batches of `hook` in `space`, up to `batches` of them while they
  * are due: each record of a delivery also claims the next batch, in the same transaction, so a
  * webhook keeping up costs the space one write transaction per delivery beside its pushes.
  */
-export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, round?: DeliveryRound): Promise<Step> {
+export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, { round, checked = false }: DeliverOptions = {}): Promise<Step> {
   const { retention } = stateOf(ctx);
-  if (!(await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name), { readOnly: true, space }))) return { kind: 'idle' };
+  if (!checked && !(await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name), { readOnly: true, space }))) return { kind: 'idle' };
   let claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
   for (let sent = 1; ; sent++) {
     for (const dropped of claim.dropped ?? []) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });
