@@ -23,22 +23,22 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
   if (options.space !== undefined) checkSpace(options.space);
   const round: DeliveryRound = { delivered: 0, failed: 0, disabled: 0 };
   const owner = `round-${crypto.randomUUID()}`;
-  const work = new Map<string, Array<[string, Hook]>>();
-  const add = (space: string, hook: Hook) => {
+  const work = new Map<string, Array<[string, Hook, boolean]>>();
+  const add = (space: string, hook: Hook, checked: boolean) => {
     if (!work.has(hook.name)) work.set(hook.name, []);
-    work.get(hook.name)!.push([space, hook]);
+    work.get(hook.name)!.push([space, hook, checked]);
   };
   // Over every space, only what the store says is due now: a round costs reads per thousand spaces, and steps where there is something to send.
   const now = clockOf(ctx).now;
-  if (options.space === undefined) await sweepDeliveries(ctx, now, ({ space, hook, at }) => at <= now && add(space, hook));
-  else for (const hook of hooksOf(ctx, options.space)) add(options.space, hook);
+  if (options.space === undefined) await sweepDeliveries(ctx, now, ({ space, hook, at }) => at <= now && add(space, hook, true));
+  else for (const hook of hooksOf(ctx, options.space)) add(options.space, hook, false);
   // Each webhook on its own, so that a receiver that hangs holds up only its own webhook's deliveries.
   const walks = await Promise.allSettled(
     [...work.values()].map(async (spaces) => {
       const slots = new HookSlots(1);
-      for (const [space, hook] of spaces) {
+      for (const [space, hook, checked] of spaces) {
         slots.take();
-        slots.give(await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round }));
+        slots.give(await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked }));
         if (slots.failures === FAILURES_PER_ROUND) return;
       }
     }),

@@ -55,7 +55,8 @@ export function startWebhooks(ctx: SyncContext, options: WebhookRunnerOptions = 
 
 /** One webhook's deliveries in a runner: what is due and when (the context's clock), by space; what runs; its slots. */
 interface Lane {
-  due: Map<string, { hook: Hook; at: number }>;
+  /** `look`: read first whether anything is due (heard of a change made elsewhere, which another instance may be delivering). */
+  due: Map<string, { hook: Hook; at: number; look: boolean }>;
   running: Map<string, Promise<void>>;
   slots: HookSlots;
 }
@@ -67,7 +68,9 @@ class Runner {
   readonly #owner = `runner-${crypto.randomUUID()}`;
   /** By webhook name. */
   readonly #lanes = new Map<string, Lane>();
-  readonly #listener = (space: string) => this.#wake(space);
+  readonly #listener = (space: string) => this.#wake(space, 0, false);
+  /** A change heard from the notifier waits a moment and is looked at first: the instance that made it has likely delivered it, or holds its lease. */
+  readonly #heard = (space: string) => this.#wake(space, HEARD_GRACE_MS, true);
   readonly #sweeper: ReturnType<typeof setInterval>;
   #unsubscribe: Promise<Unsubscribe | undefined>;
   #sweeping = false;
@@ -96,7 +99,7 @@ class Runner {
   async #hear(): Promise<Unsubscribe | undefined> {
     const notifier = notifierOf(this.#ctx);
     try {
-      return await notifier.subscribeAll?.(this.#listener);
+      return await notifier.subscribeAll?.(this.#heard);
     } catch (error) {
       reportError(this.#ctx, error, { operation: 'webhook' });
       return undefined;
@@ -107,7 +110,7 @@ class Runner {
   #sweep(): void {
     if (this.#sweeping || this.#stopped) return;
     this.#sweeping = true;
-    sweepDeliveries(this.#ctx, clockOf(this.#ctx).now, ({ space, hook, at }) => this.#schedule(space, hook, at))
+    sweepDeliveries(this.#ctx, clockOf(this.#ctx).now, ({ space, hook, at }) => this.#schedule(space, hook, at, false))
       .catch((error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }))
       .finally(() => {
         this.#sweeping = false;
@@ -115,18 +118,19 @@ class Runner {
       });
   }
 
-  #wake(space: string): void {
-    const now = clockOf(this.#ctx).now;
-    for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, now);
+  #wake(space: string, afterMs: number, look: boolean): void {
+    const at = clockOf(this.#ctx).now + afterMs;
+    for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, at, look);
     this.#pump();
   }
 
-  #schedule(space: string, hook: Hook, at: number): void {
+  #schedule(space: string, hook: Hook, at: number, look: boolean): void {
     if (this.#stopped) return;
     let lane = this.#lanes.get(hook.name);
     if (lane === undefined) this.#lanes.set(hook.name, (lane = { due: new Map(), running: new Map(), slots: new HookSlots(this.#concurrency) }));
     const due = lane.due.get(space);
-    if (due === undefined || at < due.at) lane.due.set(space, { hook, at });
+    if (due === undefined) lane.due.set(space, { hook, at, look });
+    else lane.due.set(space, { hook, at: Math.min(at, due.at), look: look && due.look });
   }
 
   /** Starts what is due, as each webhook's slots allow, and sets a timer for the next. */
@@ -142,7 +146,7 @@ class Runner {
   /** Starts what of `lane` is due; returns when the rest is due, as far as it looked (a full lane looks again as an attempt ends). */
   #start(lane: Lane, now: number): number {
     let next = Infinity;
-    for (const [space, { hook, at }] of lane.due) {
+    for (const [space, { hook, at, look }] of lane.due) {
       if (lane.running.has(space)) continue;
       if (at > now) {
         next = Math.min(next, at);
@@ -151,7 +155,7 @@ class Runner {
       if (!lane.slots.free) break;
       lane.due.delete(space);
       lane.slots.take();
-      const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN, { checked: true })
+      const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN, { checked: !look })
         .catch((error: unknown): Step => {
           reportError(this.#ctx, error, { operation: 'webhook', space });
           return { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 };
@@ -159,8 +163,8 @@ class Runner {
         .then((step) => {
           lane.running.delete(space);
           lane.slots.give(step);
-          if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now);
-          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until);
+          if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now, false);
+          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until, false);
           this.#pump();
         });
       lane.running.set(space, run);
@@ -169,5 +173,7 @@ class Runner {
   }
 }
 
+/** Milliseconds a change heard from the notifier waits before it is looked at: time for the instance that made it to claim it. */
+const HEARD_GRACE_MS = 100;
 /** Batches one webhook sends in one space before its slot goes to what else is due: a busy space does not hold one for ever. */
 const BATCHES_PER_TURN = 10;

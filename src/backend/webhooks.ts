@@ -91,7 +91,12 @@ export interface DeliverOptions {
  */
 export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, { round, checked = false }: DeliverOptions = {}): Promise<Step> {
   const { retention } = stateOf(ctx);
-  if (!checked && !(await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name), { readOnly: true, space }))) return { kind: 'idle' };
+  if (!checked) {
+    // A look without the write lock: nothing due, a retry not yet due, or another instance's lease, and no claim is made.
+    const due = await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name, clockOf(ctx).now), { readOnly: true, space });
+    if (due === undefined) return { kind: 'idle' };
+    if (due > clockOf(ctx).now) return { kind: 'wait', until: due };
+  }
   let claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
   for (let sent = 1; ; sent++) {
     for (const dropped of claim.dropped ?? []) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });

@@ -97,14 +97,14 @@ export function deliveryID(space: string, { from, to }: { from: string; to: stri
 }
 
 /**
- * Whether webhook `name` may have something to do in `space`: read first, in a read-only
- * transaction, so that looking at a space with nothing new takes no write lock. A claim then
- * says what and when.
+ * When webhook `name` may next have something to do in `space` (see {@link deliveryDueAt}):
+ * read first, in a read-only transaction, so that looking at a space with nothing new, or whose
+ * delivery another instance holds, takes no write lock. A claim then says what.
  */
-export async function deliveryDue(tx: StorageTransaction, space: string, name: string): Promise<boolean> {
+export async function deliveryDue(tx: StorageTransaction, space: string, name: string, now: number): Promise<number | undefined> {
   const keys = new SpaceKeys(space);
   const [meta, state] = (await Promise.all([tx.get(keys.meta), tx.get(keys.delivery(name))])) as [Meta | undefined, DeliveryState | undefined];
-  return deliveryDueAt(meta, state, -Infinity) !== undefined;
+  return deliveryDueAt(meta, state, now);
 }
 
 /**
