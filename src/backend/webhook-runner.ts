@@ -129,8 +129,9 @@ class Runner {
     let lane = this.#lanes.get(hook.name);
     if (lane === undefined) this.#lanes.set(hook.name, (lane = { due: new Map(), running: new Map(), slots: new HookSlots(this.#concurrency) }));
     const due = lane.due.get(space);
-    if (due === undefined) lane.due.set(space, { hook, at, look });
-    else lane.due.set(space, { hook, at: Math.min(at, due.at), look: look && due.look });
+    // The earlier wake is kept, with its own look: a sweep that saw a lease run out later says nothing of a change heard now.
+    if (due === undefined || at < due.at) lane.due.set(space, { hook, at, look });
+    else if (at === due.at && !look) due.look = false;
   }
 
   /** Starts what is due, as each webhook's slots allow, and sets a timer for the next. */

@@ -8,6 +8,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createContext, deliverWebhooks, memoryStorage, type Storage, startWebhooks, type SyncContext, transact, type WebhookOptions } from '../../src/index.js';
 import { postgresNotifier } from '../../src/poke/postgres-notifier.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
+import { claimDelivery } from '../../src/sync/feed/deliveries.js';
+import { hooksOf } from '../../src/backend/webhooks.js';
 import { testMutators } from '../support/helpers.js';
 import { testDatabase } from '../support/stores.js';
 import { type Receiver, startReceiver } from './receiver.js';
@@ -31,16 +33,20 @@ function hooked(storage: Storage, url: string, hook: Partial<WebhookOptions> = {
   return createContext({ storage, mutators: testMutators, onError: (error) => cleanup.push(() => expect.fail(String(error))), changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } }, ...(pokes !== undefined && { pokes }) });
 }
 
-/** `storage`, its transactions counted. */
-function counted(storage: Storage): Storage & { transactions: number } {
-  const counter = { transactions: 0 };
+/** `storage`, its transactions counted, and its write transactions. */
+function counted(storage: Storage): Storage & { transactions: number; writes: number } {
+  const counter = { transactions: 0, writes: 0 };
   return new Proxy(storage, {
     get(target, property, receiver) {
-      if (property === 'transactions') return counter.transactions;
+      if (property === 'transactions' || property === 'writes') return counter[property];
       if (property !== 'transaction') return Reflect.get(target, property, receiver) as unknown;
-      return (fn: never, options: never) => (counter.transactions++, target.transaction(fn, options));
+      return (fn: never, options: { readOnly: boolean }) => {
+        counter.transactions++;
+        if (!options.readOnly) counter.writes++;
+        return target.transaction(fn, options as never);
+      };
     },
-  }) as Storage & { transactions: number };
+  }) as Storage & { transactions: number; writes: number };
 }
 
 /** IDLE spaces with changes the webhook does not want (outside its prefix), passed over by a round: idle from then on. */
@@ -61,6 +67,26 @@ describe('webhook wakes', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     await transact(writer, 's', (tx) => tx.set('a', 1));
     await expect.poll(() => at.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => change.op !== 'event' && change.key))).toEqual(['a']);
+  });
+
+  it("a change heard from the notifier while another instance holds the delivery's lease takes no write transaction of the runner", async () => {
+    const at = await receiver();
+    const storage = counted(memoryStorage());
+    const deliverer = hooked(storage, at.url);
+    const writer = hooked(storage, at.url);
+    await transact(writer, 's', (tx) => tx.set('a', 1));
+    // Another instance's claim: its lease holds the batch for leaseMs (25 s).
+    const [hook] = hooksOf(writer, 's');
+    expect((await storage.transaction((tx) => claimDelivery(tx, 's', hook!.rule, 'another-instance', Date.now()), { readOnly: false, space: 's' })).kind).toBe('deliver');
+    const runner = startWebhooks(deliverer, { sweepMs: HOUR });
+    cleanup.push(() => runner.stop());
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const writes = storage.writes;
+    await transact(writer, 's', (tx) => tx.set('b', 2));
+    // Past the heard change's grace (100 ms) and its look.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(storage.writes - writes).toBe(1);
+    expect(at.received).toHaveLength(0);
   });
 
   it('a round of deliverWebhooks over many idle spaces costs a few reads, and steps only where something changed', async () => {
