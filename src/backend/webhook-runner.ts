@@ -5,6 +5,7 @@ import type { Unsubscribe } from '../poke/notifier.js';
 import { deliverOnce, type Hook, hooksOf, type Step } from './webhooks.js';
 import { HookSlots } from './webhook-slots.js';
 import { sweepDeliveries } from './webhook-sweep.js';
+import { deliverTogether } from './webhook-together.js';
 
 /**
  * The continuous delivery of webhooks: what is due, by webhook and space, started as each
@@ -147,30 +148,54 @@ class Runner {
   /** Starts what of `lane` is due; returns when the rest is due, as far as it looked (a full lane looks again as an attempt ends). */
   #start(lane: Lane, now: number): number {
     let next = Infinity;
+    // A webhook whose receiver takes several spaces a request gets them in groups, each group one slot.
+    let group: Array<{ space: string; hook: Hook; look: boolean }> = [];
     for (const [space, { hook, at, look }] of lane.due) {
       if (lane.running.has(space)) continue;
       if (at > now) {
         next = Math.min(next, at);
         continue;
       }
-      if (!lane.slots.free) break;
+      if (group.length === 0 && !lane.slots.free) break;
       lane.due.delete(space);
-      lane.slots.take();
-      const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN, { checked: !look })
-        .catch((error: unknown): Step => {
-          reportError(this.#ctx, error, { operation: 'webhook', space });
-          return { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 };
-        })
-        .then((step) => {
-          lane.running.delete(space);
-          lane.slots.give(step);
-          if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now, false);
-          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until, false);
-          this.#pump();
-        });
-      lane.running.set(space, run);
+      group.push({ space, hook, look });
+      if (group.length >= (hook.options.spacesPerDelivery ?? 1)) {
+        this.#run(lane, group);
+        group = [];
+      }
     }
+    if (group.length > 0) this.#run(lane, group);
     return next;
+  }
+
+  /** Runs one slot's attempt: one space's deliveries, or a group's together (even a group of one: a receiver gets one body shape); then schedules what each space comes to. */
+  #run(lane: Lane, group: ReadonlyArray<{ space: string; hook: Hook; look: boolean }>): void {
+    lane.slots.take();
+    const [first] = group;
+    const hook = first!.hook;
+    const steps: Promise<Map<string, Step>> =
+      (hook.options.spacesPerDelivery ?? 1) === 1
+        ? deliverOnce(this.#ctx, first!.space, hook, this.#owner, BATCHES_PER_TURN, { checked: !first!.look }).then((step) => new Map([[first!.space, step]]))
+        : deliverTogether(this.#ctx, hook, this.#owner, group.map(({ space, look }) => ({ space, checked: !look })), BATCHES_PER_TURN);
+    const run = steps
+      .catch((error: unknown) => {
+        reportError(this.#ctx, error, { operation: 'webhook', space: first!.space });
+        return new Map<string, Step>(group.map(({ space }) => [space, { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 }]));
+      })
+      .then((steps) => {
+        const now = clockOf(this.#ctx).now;
+        for (const { space } of group) {
+          const step = steps.get(space) ?? { kind: 'idle' };
+          lane.running.delete(space);
+          if (step.kind === 'delivered') this.#schedule(space, hook, now, false);
+          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until, false);
+        }
+        // The slot learns how the receiver did: a failure if any batch failed, else a delivery if any went.
+        const kinds = new Set([...steps.values()].map(({ kind }) => kind));
+        lane.slots.give({ kind: kinds.has('failed') ? 'failed' : kinds.has('delivered') ? 'delivered' : 'idle' });
+        this.#pump();
+      });
+    for (const { space } of group) lane.running.set(space, run);
   }
 }
 

@@ -116,7 +116,7 @@ export async function claimNext(ctx: SyncContext, space: string, hook: Hook, own
 }
 
 /** Says what a claim dropped or disabled, and what it came to. */
-function reportClaim(ctx: SyncContext, space: string, hook: Hook, claim: Claim, round?: DeliveryRound): Claimed | Step {
+export function reportClaim(ctx: SyncContext, space: string, hook: Hook, claim: Claim, round?: DeliveryRound): Claimed | Step {
   for (const dropped of claim.dropped ?? []) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });
   if (claim.kind !== 'disabled') return claim.kind === 'deliver' ? claim : claim.kind === 'wait' ? { kind: 'wait', until: claim.until } : { kind: 'idle' };
   // Said when it happens, not found later in `inspect`: the log lost what it had to send.
