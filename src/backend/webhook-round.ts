@@ -4,6 +4,7 @@ import { checkSpace } from './transact.js';
 import { deliverOnce, type DeliveryRound, type Hook, hooksOf } from './webhooks.js';
 import { FAILURES_PER_ROUND, HookSlots } from './webhook-slots.js';
 import { sweepDeliveries } from './webhook-sweep.js';
+import { deliverTogether } from './webhook-together.js';
 
 /**
  * One round of webhook delivery, for a cron job, an edge function or a test; `startWebhooks`
@@ -38,7 +39,9 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
       const slots = new HookSlots(1);
       for (const [space, hook, checked] of spaces) {
         slots.take();
-        slots.give(await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked }));
+        // A webhook that takes several spaces a request gets that body shape here too, one space each.
+        const step = (hook.options.spacesPerDelivery ?? 1) === 1 ? await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked }) : (await deliverTogether(ctx, hook, owner, [{ space, checked }], MAX_STEPS_PER_ROUND, round)).get(space)!;
+        slots.give(step);
         if (slots.failures === FAILURES_PER_ROUND) return;
       }
     }),

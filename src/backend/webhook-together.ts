@@ -1,7 +1,7 @@
 import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
 import { clockOf } from '../context/state.js';
-import { type Claimed, claimNext, deliveryBody, type Hook, MAX_DELIVERY_CHARS, recordSent, reportClaim, send, type Step, type WebhookDelivery } from './webhooks.js';
+import { type Claimed, claimNext, type DeliveryRound, deliveryBody, type Hook, MAX_DELIVERY_CHARS, recordSent, reportClaim, send, type Step, type WebhookDelivery } from './webhooks.js';
 
 /**
  * Deliveries of several spaces in one request, for a webhook whose receiver takes them
@@ -30,7 +30,7 @@ export interface WebhookDeliveries {
  * about 1 MB at most), records each in its space, and goes on with the next batches claimed by
  * those records, up to `turns` requests: resolves with the step each space came to.
  */
-export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: string, spaces: ReadonlyArray<{ space: string; checked: boolean }>, turns: number): Promise<Map<string, Step>> {
+export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: string, spaces: ReadonlyArray<{ space: string; checked: boolean }>, turns: number, round?: DeliveryRound): Promise<Map<string, Step>> {
   const steps = new Map<string, Step>();
   // One space's failure (its store down) is its own: the others go on.
   const failed = (space: string, error: unknown) => {
@@ -41,7 +41,7 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
   await Promise.all(
     spaces.map(async ({ space, checked }) => {
       try {
-        const claim = await claimNext(ctx, space, hook, owner, checked);
+        const claim = await claimNext(ctx, space, hook, owner, checked, round);
         if (claim.kind === 'deliver') claimed.push({ space, claim });
         else steps.set(space, claim);
       } catch (error) {
@@ -58,8 +58,8 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
       await Promise.all(
         group.map(async ({ space, claim }) => {
           try {
-            const recorded = await recordSent(ctx, space, hook, owner, claim, outcome, turn < turns);
-            const after = recorded.next === undefined ? recorded.step : reportClaim(ctx, space, hook, recorded.next);
+            const recorded = await recordSent(ctx, space, hook, owner, claim, outcome, turn < turns, round);
+            const after = recorded.next === undefined ? recorded.step : reportClaim(ctx, space, hook, recorded.next, round);
             if (after.kind === 'deliver') next.push({ space, claim: after });
             else steps.set(space, after);
           } catch (error) {

@@ -5,7 +5,7 @@
  * under the same entry IDs. Real HTTP receiver, memory store.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createContext, memoryStorage, startWebhooks, type SyncContext, transact, verifyWebhook, type WebhookDeliveries, type WebhookOptions } from '../../src/index.js';
+import { createContext, deliverWebhooks, memoryStorage, startWebhooks, type SyncContext, transact, verifyWebhook, type WebhookDeliveries, type WebhookOptions } from '../../src/index.js';
 import { testMutators } from '../support/helpers.js';
 import { type Receiver, startReceiver } from './receiver.js';
 
@@ -68,6 +68,14 @@ describe('webhooks: spacesPerDelivery', () => {
     const ids = (body: WebhookDeliveries) => body.deliveries.map(({ delivery }) => delivery).sort();
     const [failed, ...retries] = bodies(at);
     expect(retries.flatMap(ids).sort()).toEqual(ids(failed!));
+  });
+
+  it('a round of deliverWebhooks sends such a webhook one space a request, in the same body shape', async () => {
+    const at = await receiver();
+    const ctx = hooked(at.url, { spacesPerDelivery: 10 });
+    await written(ctx);
+    expect(await deliverWebhooks(ctx)).toEqual({ delivered: SPACES.length, failed: 0, disabled: 0 });
+    expect(bodies(at).map(({ deliveries }) => deliveries.map(({ space }) => space))).toEqual(SPACES.map((space) => [space]));
   });
 
   it('is checked: a whole number from 1 to 1,000', () => {
