@@ -39,7 +39,8 @@ export interface WebhookRunner {
 
 /**
  * Delivers the context's webhooks for as long as the process runs: at once after each change
- * committed through `ctx`, every `sweepMs` for the rest, and each retry when due. Run it in every
+ * committed through `ctx` or heard of from its notifier, every `sweepMs` for the rest, and each
+ * retry when due. Run it in every
  * instance or in one: a lease in the store gives each batch to one instance at a time, and an
  * instance killed mid-delivery leaves its batch to another once the lease runs out (the
  * receiver then gets it again, under the same delivery ID).
