@@ -38,8 +38,8 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
     steps.set(space, { kind: 'wait', until: clockOf(ctx).now + 5_000 });
   };
   let claimed: Array<{ space: string; claim: Claimed }> = [];
-  await Promise.all(
-    spaces.map(async ({ space, checked }) => {
+  await inTurn(
+    spaces.map(({ space, checked }) => async () => {
       try {
         const claim = await claimNext(ctx, space, hook, owner, checked, round);
         if (claim.kind === 'deliver') claimed.push({ space, claim });
@@ -55,8 +55,8 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
       const deliveries = group.map(({ space, claim }) => deliveryBody(hook, space, claim));
       const body: WebhookDeliveries = { webhook: hook.name, delivery: await groupID(deliveries), deliveries };
       const outcome = await send(hook, body);
-      await Promise.all(
-        group.map(async ({ space, claim }) => {
+      await inTurn(
+        group.map(({ space, claim }) => async () => {
           try {
             const recorded = await recordSent(ctx, space, hook, owner, claim, outcome, turn < turns, round);
             const after = recorded.next === undefined ? recorded.step : reportClaim(ctx, space, hook, recorded.next, round);
@@ -72,6 +72,21 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
   }
   return steps;
 }
+
+/**
+ * Runs `tasks`, {@link AT_ONCE} at a time: each is a transaction of its own space, and a group of
+ * a hundred spaces at once would hold every connection of the store's pool that pushes need.
+ */
+async function inTurn(tasks: ReadonlyArray<() => Promise<void>>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) await tasks[next++]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(AT_ONCE, tasks.length) }, worker));
+}
+
+/** Transactions a group runs at once. */
+const AT_ONCE = 4;
 
 /** The claims in groups of about `MAX_DELIVERY_CHARS` of JSON at most (one batch alone may take more). */
 function bySize(hook: Hook, claims: ReadonlyArray<{ space: string; claim: Claimed }>): Array<Array<{ space: string; claim: Claimed }>> {
