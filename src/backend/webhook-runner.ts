@@ -93,7 +93,8 @@ class Runner {
     stateOf(this.#ctx).changeListeners.delete(this.#listener);
     clearInterval(this.#sweeper);
     clearTimeout(this.#timer);
-    (await this.#unsubscribe)?.();
+    // Not awaited: a notifier still connecting (its database down) must not hold up the stop.
+    void this.#unsubscribe.then((unsubscribe) => unsubscribe?.());
     await Promise.allSettled([...this.#lanes.values()].flatMap((lane) => [...lane.running.values()]));
   }
 

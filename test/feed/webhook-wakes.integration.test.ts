@@ -89,6 +89,19 @@ describe('webhook wakes', () => {
     expect(at.received).toHaveLength(0);
   });
 
+  it("stop resolves while the notifier's subscribeAll has not (a database down at shutdown)", { timeout: 10_000 }, async () => {
+    const at = await receiver();
+    let asked = false;
+    const notifier = {
+      notify: () => {},
+      subscribe: () => () => {},
+      subscribeAll: () => ((asked = true), new Promise<never>(() => {})),
+    };
+    const runner = startWebhooks(hooked(memoryStorage(), at.url, {}, { notifier }), { sweepMs: HOUR });
+    expect(asked).toBe(true);
+    await runner.stop();
+  });
+
   it('a round of deliverWebhooks over many idle spaces costs a few reads, and steps only where something changed', async () => {
     const at = await receiver();
     const storage = counted(memoryStorage());
