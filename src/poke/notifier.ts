@@ -43,6 +43,7 @@ export type Unsubscribe = () => void;
 
 /** A notifier of this process only, which can also poke every space it knows. */
 export interface LocalNotifier extends Notifier {
+  /** {@link Notifier.subscribeAll}, always offered: told of every space `notify` is called for. */
   subscribeAll(listener: (space: string) => void): Unsubscribe;
   /** Spaces with subscribers. */
   readonly spaces: number;
