@@ -33,7 +33,9 @@
  *
  * Run: `npm run bench:webhooks` (about two minutes; starts a throwaway PostgreSQL with
  * scripts/start-postgres.sh unless DATABASE_URL is set). Env: STORES (postgres,memory), RATE,
- * SPACES, SECONDS, WARMUP, RECEIVER, PG_POOL. Not part of `npm test`. Progress on stderr, the
+ * SPACES, SECONDS, WARMUP, RECEIVER, PG_POOL, and SPACES_PER_DELIVERY (the webhook's
+ * `spacesPerDelivery`, default 1; above 1 the receiver takes `{ deliveries }` bodies). Not part
+ * of `npm test`. Progress on stderr, the
  * table on stdout.
  */
 import { execFileSync, fork } from 'node:child_process';
@@ -63,8 +65,9 @@ function receive(received: Received): Promise<{ port: number; close: () => Promi
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       received.posts++;
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { changes: Array<{ id: string; at: number }> };
-      for (const { id, at } of body.changes) {
+      type Body = { changes: Array<{ id: string; at: number }> };
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Body | { deliveries: Body[] };
+      for (const { id, at } of 'deliveries' in body ? body.deliveries.flatMap(({ changes }) => changes) : body.changes) {
         if (received.first.has(id)) received.duplicates++;
         else received.first.set(id, [at, arrival]);
       }
@@ -140,6 +143,7 @@ async function main(): Promise<void> {
   const WARMUP = Number(process.env.WARMUP ?? 3);
   const INLINE = (process.env.RECEIVER ?? 'child') === 'inline';
   const PG_POOL = Number(process.env.PG_POOL ?? 10);
+  const SPACES_PER_DELIVERY = Number(process.env.SPACES_PER_DELIVERY ?? 1);
   if (STORES.includes('postgres')) process.env.DATABASE_URL ??= execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8' }).trim();
 
   /** A value of about 150 bytes of JSON, new each time. */
@@ -224,9 +228,9 @@ async function main(): Promise<void> {
     });
     const receiver = await startReceiver(INLINE);
     const errors: unknown[] = [];
-    const webhooks = { bench: { url: `http://127.0.0.1:${receiver.port}/hook`, secret: 'a-webhook-secret-of-32-characters-or-more', allowPrivateAddresses: true, spaces: (space: string) => space.startsWith('hooks-') } };
+    const webhooks = { bench: { url: `http://127.0.0.1:${receiver.port}/hook`, secret: 'a-webhook-secret-of-32-characters-or-more', allowPrivateAddresses: true, spaces: (space: string) => space.startsWith('hooks-'), spacesPerDelivery: SPACES_PER_DELIVERY } };
     const ctx = createContext({ storage, mutators: {}, changes: { webhooks }, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => errors.push(error) });
-    const load = `${RATE.toLocaleString('en-US')} commits/s asked over ${SPACES} spaces`;
+    const load = `${RATE.toLocaleString('en-US')} commits/s asked over ${SPACES} spaces, spacesPerDelivery ${SPACES_PER_DELIVERY}`;
     const where = INLINE ? 'in this process' : 'in a child process';
 
     // The baseline: the same load, the feed on, no delivery running (spaces the webhook does not want).

@@ -14,6 +14,7 @@ export type { StoreFeedPage } from './sync/feed/store-feed.js';
 export { handleChanges } from './server/handle-changes.js';
 export { handleHistory } from './server/handle-history.js';
 export { replayWebhook, enableWebhook, type DeliveryRound, type EnableWebhookOptions, type WebhookDelivery } from './backend/webhooks.js';
+export type { WebhookDeliveries } from './backend/webhook-together.js';
 export { deliverWebhooks } from './backend/webhook-round.js';
 export type { Gap } from './sync/feed/deliveries.js';
 export { changeFeedStatus, turnOffChangeFeed, type FeedStatus } from './backend/feed-switch.js';

@@ -1,9 +1,10 @@
 import type { SyncContext } from '../context/context.js';
-import { checkContext } from '../context/state.js';
-import { allSpaces } from '../context/collect-garbage.js';
+import { checkContext, clockOf } from '../context/state.js';
 import { checkSpace } from './transact.js';
 import { deliverOnce, type DeliveryRound, type Hook, hooksOf } from './webhooks.js';
 import { FAILURES_PER_ROUND, HookSlots } from './webhook-slots.js';
+import { sweepDeliveries } from './webhook-sweep.js';
+import { deliverTogether } from './webhook-together.js';
 
 /**
  * One round of webhook delivery, for a cron job, an edge function or a test; `startWebhooks`
@@ -23,20 +24,24 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
   if (options.space !== undefined) checkSpace(options.space);
   const round: DeliveryRound = { delivered: 0, failed: 0, disabled: 0 };
   const owner = `round-${crypto.randomUUID()}`;
-  const work = new Map<string, Array<[string, Hook]>>();
-  for (const space of options.space === undefined ? await allSpaces(ctx.storage) : [options.space]) {
-    for (const hook of hooksOf(ctx, space)) {
-      if (!work.has(hook.name)) work.set(hook.name, []);
-      work.get(hook.name)!.push([space, hook]);
-    }
-  }
+  const work = new Map<string, Array<[string, Hook, boolean]>>();
+  const add = (space: string, hook: Hook, checked: boolean) => {
+    if (!work.has(hook.name)) work.set(hook.name, []);
+    work.get(hook.name)!.push([space, hook, checked]);
+  };
+  // Over every space, only what the store says is due now: a round costs reads per thousand spaces, and steps where there is something to send.
+  const now = clockOf(ctx).now;
+  if (options.space === undefined) await sweepDeliveries(ctx, now, ({ space, hook, at }) => at <= now && add(space, hook, true));
+  else for (const hook of hooksOf(ctx, options.space)) add(options.space, hook, false);
   // Each webhook on its own, so that a receiver that hangs holds up only its own webhook's deliveries.
   const walks = await Promise.allSettled(
     [...work.values()].map(async (spaces) => {
       const slots = new HookSlots(1);
-      for (const [space, hook] of spaces) {
+      for (const [space, hook, checked] of spaces) {
         slots.take();
-        slots.give(await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, round));
+        // A webhook that takes several spaces a request gets that body shape here too, one space each.
+        const step = (hook.options.spacesPerDelivery ?? 1) === 1 ? await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked }) : (await deliverTogether(ctx, hook, owner, [{ space, checked }], MAX_STEPS_PER_ROUND, round)).get(space)!;
+        slots.give(step);
         if (slots.failures === FAILURES_PER_ROUND) return;
       }
     }),

@@ -1,22 +1,28 @@
 import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
-import { checkContext, clockOf, stateOf } from '../context/state.js';
-import { allSpaces } from '../context/collect-garbage.js';
+import { checkContext, clockOf, notifierOf, stateOf } from '../context/state.js';
+import type { Unsubscribe } from '../poke/notifier.js';
 import { deliverOnce, type Hook, hooksOf, type Step } from './webhooks.js';
 import { HookSlots } from './webhook-slots.js';
+import { sweepDeliveries } from './webhook-sweep.js';
+import { deliverTogether } from './webhook-together.js';
 
 /**
  * The continuous delivery of webhooks: what is due, by webhook and space, started as each
  * webhook's own slots allow (webhook-slots.ts), each retry at its time; woken at once by the
- * context's own changes, and by a sweep of every space for the rest.
+ * context's own changes and by those its notifier hears of (other contexts, other instances),
+ * so that delivery work follows what changed; a sweep (webhook-sweep.ts) catches the rest.
  */
 
 /** Options for {@link startWebhooks}. */
 export interface WebhookRunnerOptions {
   /**
-   * How often every space is looked at for changes made elsewhere (another instance, a process
-   * with no runner) and for retries, in milliseconds. Changes made through this context are
-   * delivered at once. Default: 5,000.
+   * How often the store is read for deliveries due that nothing announced (a change made by a
+   * process whose notifier does not reach this one, such as the CLI; a notice lost; a retry left
+   * by an instance that stopped), in milliseconds. Changes made through this context, and those
+   * its notifier hears of (`pokes.notifier`: another context in this process, or with
+   * `postgresNotifier` another instance), are delivered at once. A sweep reads the spaces' meta
+   * records and delivery states a thousand spaces per read, without a write lock. Default: 5,000.
    */
   sweepMs?: number;
   /**
@@ -33,7 +39,8 @@ export interface WebhookRunner {
 
 /**
  * Delivers the context's webhooks for as long as the process runs: at once after each change
- * committed through `ctx`, every `sweepMs` for the rest, and each retry when due. Run it in every
+ * committed through `ctx` or heard of from its notifier, every `sweepMs` for the rest, and each
+ * retry when due. Run it in every
  * instance or in one: a lease in the store gives each batch to one instance at a time, and an
  * instance killed mid-delivery leaves its batch to another once the lease runs out (the
  * receiver then gets it again, under the same delivery ID).
@@ -50,7 +57,8 @@ export function startWebhooks(ctx: SyncContext, options: WebhookRunnerOptions = 
 
 /** One webhook's deliveries in a runner: what is due and when (the context's clock), by space; what runs; its slots. */
 interface Lane {
-  due: Map<string, { hook: Hook; at: number }>;
+  /** `look`: read first whether anything is due (heard of a change made elsewhere, which another instance may be delivering). */
+  due: Map<string, { hook: Hook; at: number; look: boolean }>;
   running: Map<string, Promise<void>>;
   slots: HookSlots;
 }
@@ -62,8 +70,12 @@ class Runner {
   readonly #owner = `runner-${crypto.randomUUID()}`;
   /** By webhook name. */
   readonly #lanes = new Map<string, Lane>();
-  readonly #listener = (space: string) => this.#wake(space);
+  readonly #listener = (space: string) => this.#wake(space, 0, false);
+  /** A change heard from the notifier waits a moment and is looked at first: the instance that made it has likely delivered it, or holds its lease. */
+  readonly #heard = (space: string) => this.#wake(space, HEARD_GRACE_MS, true);
   readonly #sweeper: ReturnType<typeof setInterval>;
+  #unsubscribe: Promise<Unsubscribe | undefined>;
+  #sweeping = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
@@ -71,6 +83,7 @@ class Runner {
     this.#ctx = ctx;
     this.#concurrency = concurrency;
     stateOf(ctx).changeListeners.add(this.#listener);
+    this.#unsubscribe = this.#hear();
     this.#sweeper = setInterval(() => this.#sweep(), sweepMs);
     this.#sweep();
   }
@@ -80,28 +93,48 @@ class Runner {
     stateOf(this.#ctx).changeListeners.delete(this.#listener);
     clearInterval(this.#sweeper);
     clearTimeout(this.#timer);
+    // Not awaited: a notifier still connecting (its database down) must not hold up the stop.
+    void this.#unsubscribe.then((unsubscribe) => unsubscribe?.());
     await Promise.allSettled([...this.#lanes.values()].flatMap((lane) => [...lane.running.values()]));
   }
 
-  #sweep(): void {
-    allSpaces(this.#ctx.storage).then(
-      (spaces) => spaces.forEach((space) => this.#wake(space)),
-      (error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }),
-    );
+  /** Listens to the notifier for changes of any space, made anywhere it reaches; a notifier that cannot say leaves them to the sweep. */
+  async #hear(): Promise<Unsubscribe | undefined> {
+    const notifier = notifierOf(this.#ctx);
+    try {
+      return await notifier.subscribeAll?.(this.#heard);
+    } catch (error) {
+      reportError(this.#ctx, error, { operation: 'webhook' });
+      return undefined;
+    }
   }
 
-  #wake(space: string): void {
-    const now = clockOf(this.#ctx).now;
-    for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, now);
+  /** Schedules what the store says is due; one sweep at a time, so that a slow store is not asked again and again. */
+  #sweep(): void {
+    if (this.#sweeping || this.#stopped) return;
+    this.#sweeping = true;
+    sweepDeliveries(this.#ctx, clockOf(this.#ctx).now, ({ space, hook, at }) => this.#schedule(space, hook, at, false))
+      .catch((error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }))
+      .finally(() => {
+        this.#sweeping = false;
+        this.#pump();
+      });
+  }
+
+  #wake(space: string, afterMs: number, look: boolean): void {
+    const at = clockOf(this.#ctx).now + afterMs;
+    for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, at, look);
     this.#pump();
   }
 
-  #schedule(space: string, hook: Hook, at: number): void {
+  #schedule(space: string, hook: Hook, at: number, look: boolean): void {
     if (this.#stopped) return;
     let lane = this.#lanes.get(hook.name);
     if (lane === undefined) this.#lanes.set(hook.name, (lane = { due: new Map(), running: new Map(), slots: new HookSlots(this.#concurrency) }));
     const due = lane.due.get(space);
-    if (due === undefined || at < due.at) lane.due.set(space, { hook, at });
+    // The earlier wake is kept, with its own look: a sweep that saw a lease run out later says nothing of a change heard now.
+    if (due === undefined || at < due.at) lane.due.set(space, { hook, at, look });
+    else if (at === due.at && !look) due.look = false;
   }
 
   /** Starts what is due, as each webhook's slots allow, and sets a timer for the next. */
@@ -117,32 +150,58 @@ class Runner {
   /** Starts what of `lane` is due; returns when the rest is due, as far as it looked (a full lane looks again as an attempt ends). */
   #start(lane: Lane, now: number): number {
     let next = Infinity;
-    for (const [space, { hook, at }] of lane.due) {
+    // A webhook whose receiver takes several spaces a request gets them in groups, each group one slot.
+    let group: Array<{ space: string; hook: Hook; look: boolean }> = [];
+    for (const [space, { hook, at, look }] of lane.due) {
       if (lane.running.has(space)) continue;
       if (at > now) {
         next = Math.min(next, at);
         continue;
       }
-      if (!lane.slots.free) break;
+      if (group.length === 0 && !lane.slots.free) break;
       lane.due.delete(space);
-      lane.slots.take();
-      const run = deliverOnce(this.#ctx, space, hook, this.#owner, BATCHES_PER_TURN)
-        .catch((error: unknown): Step => {
-          reportError(this.#ctx, error, { operation: 'webhook', space });
-          return { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 };
-        })
-        .then((step) => {
-          lane.running.delete(space);
-          lane.slots.give(step);
-          if (step.kind === 'delivered') this.#schedule(space, hook, clockOf(this.#ctx).now);
-          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until);
-          this.#pump();
-        });
-      lane.running.set(space, run);
+      group.push({ space, hook, look });
+      if (group.length >= (hook.options.spacesPerDelivery ?? 1)) {
+        this.#run(lane, group);
+        group = [];
+      }
     }
+    if (group.length > 0) this.#run(lane, group);
     return next;
+  }
+
+  /** Runs one slot's attempt: one space's deliveries, or a group's together (even a group of one: a receiver gets one body shape); then schedules what each space comes to. */
+  #run(lane: Lane, group: ReadonlyArray<{ space: string; hook: Hook; look: boolean }>): void {
+    lane.slots.take();
+    const [first] = group;
+    const hook = first!.hook;
+    const steps: Promise<Map<string, Step>> =
+      (hook.options.spacesPerDelivery ?? 1) === 1
+        ? deliverOnce(this.#ctx, first!.space, hook, this.#owner, BATCHES_PER_TURN, { checked: !first!.look }).then((step) => new Map([[first!.space, step]]))
+        : deliverTogether(this.#ctx, hook, this.#owner, group.map(({ space, look }) => ({ space, checked: !look })), BATCHES_PER_TURN);
+    const run = steps
+      .catch((error: unknown) => {
+        reportError(this.#ctx, error, { operation: 'webhook', space: first!.space });
+        return new Map<string, Step>(group.map(({ space }) => [space, { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 }]));
+      })
+      .then((steps) => {
+        const now = clockOf(this.#ctx).now;
+        for (const { space } of group) {
+          const step = steps.get(space) ?? { kind: 'idle' };
+          lane.running.delete(space);
+          if (step.kind === 'delivered') this.#schedule(space, hook, now, false);
+          else if (step.kind === 'failed' || step.kind === 'wait') this.#schedule(space, hook, step.until, false);
+        }
+        // The slot learns how the receiver did: a failure if any batch failed, else a delivery if any went.
+        const kinds = new Set([...steps.values()].map(({ kind }) => kind));
+        lane.slots.give({ kind: kinds.has('failed') ? 'failed' : kinds.has('delivered') ? 'delivered' : 'idle' });
+        this.#pump();
+      });
+    for (const { space } of group) lane.running.set(space, run);
   }
 }
 
+/** Milliseconds a change heard from the notifier waits before it is looked at: time for the instance that made it to claim it. */
+const HEARD_GRACE_MS = 100;
 /** Batches one webhook sends in one space before its slot goes to what else is due: a busy space does not hold one for ever. */
 const BATCHES_PER_TURN = 10;

@@ -3,7 +3,7 @@ import { reportError } from '../context/context.js';
 import { checkContext, clockOf, stateOf } from '../context/state.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
-import { askAgain, type Batch, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
+import { askAgain, type Claim, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
 import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
 import { coversKey } from '../sync/view.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
@@ -76,76 +76,116 @@ function ruleOf(name: string, options: WebhookOptions): HookRule {
 /** What one step of a webhook in a space came to. */
 export type Step = { kind: 'delivered' } | { kind: 'failed'; until: number } | { kind: 'wait'; until: number } | { kind: 'idle' } | { kind: 'disabled' };
 
+/** Options for {@link deliverOnce}. */
+export interface DeliverOptions {
+  /** Counts what was done. */
+  round?: DeliveryRound;
+  /** The caller knows something is (or may be) due, from a change or a sweep: no read-only look first, straight to the claim. */
+  checked?: boolean;
+}
+
+/** A batch claimed: to be sent, then recorded. */
+export type Claimed = Extract<Claim, { kind: 'deliver' }>;
+
 /**
  * Claims, sends and records batches of `hook` in `space`, up to `batches` of them while they
  * are due: each record of a delivery also claims the next batch, in the same transaction, so a
  * webhook keeping up costs the space one write transaction per delivery beside its pushes.
  */
-export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, round?: DeliveryRound): Promise<Step> {
-  const { retention } = stateOf(ctx);
-  if (!(await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name), { readOnly: true, space }))) return { kind: 'idle' };
-  let claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
+export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, { round, checked = false }: DeliverOptions = {}): Promise<Step> {
+  let claim = await claimNext(ctx, space, hook, owner, checked, round);
   for (let sent = 1; ; sent++) {
-    for (const dropped of claim.dropped ?? []) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });
-    if (claim.kind === 'disabled') {
-      // Said when it happens, not found later in `inspect`: the log lost what it had to send.
-      if (claim.now) {
-        recordDelivery(hook.name, 'disabled');
-        if (round) round.disabled++;
-        reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${claim.reason}`), { operation: 'webhook', space });
-      }
-      return { kind: 'disabled' };
-    }
     if (claim.kind !== 'deliver') return claim;
-    const { batch, changes, version } = claim;
-    const outcome = await send(hook, space, batch, changes);
-    const now = clockOf(ctx).now;
-    const more = outcome.ok && sent < batches;
-    const recorded = await ctx.storage.transaction(async (tx) => {
-      const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
-      return { status, next: more && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
-    }, { readOnly: false, space });
-    if (!outcome.ok) {
-      const disabled = recorded.status === 'disabled';
-      recordDelivery(hook.name, disabled ? 'disabled' : 'failed');
-      if (round) {
-        round.failed++;
-        if (disabled) round.disabled++;
-      }
-      if (disabled) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${outcome.error}`), { operation: 'webhook', space });
-      // The claim's next answer says when its retry is due.
-      return disabled ? { kind: 'disabled' } : { kind: 'failed', until: now };
-    }
-    const first = changes[0];
-    const last = changes.at(-1);
-    recordDelivery(hook.name, 'delivered', first && last && { seconds: Math.max(0, now - first.at) / 1000, versions: version - last.version });
-    if (round) round.delivered++;
-    if (recorded.next === undefined) return { kind: 'delivered' };
-    claim = recorded.next;
+    const outcome = await send(hook, deliveryBody(hook, space, claim));
+    const recorded = await recordSent(ctx, space, hook, owner, claim, outcome, sent < batches, round);
+    if (recorded.next === undefined) return recorded.step;
+    claim = reportClaim(ctx, space, hook, recorded.next, round);
   }
 }
 
-/** POSTs `batch` to the webhook: delivered on a 2xx answer, failed on anything else (a redirect too), a timeout or a refused target. */
-async function send(hook: Hook, space: string, batch: Batch, changes: FeedChange[]): Promise<{ ok: true } | { ok: false; error: string }> {
-  const delivery: WebhookDelivery = { webhook: hook.name, space, delivery: deliveryID(space, batch), from: batch.from, to: batch.to, changes, ...(batch.gap && { gap: batch.gap }) };
-  const body = JSON.stringify(delivery);
+/** Looks whether anything is due (unless `checked`), then claims it: a batch to send, or the step it came to (said as it happened). */
+export async function claimNext(ctx: SyncContext, space: string, hook: Hook, owner: string, checked: boolean, round?: DeliveryRound): Promise<Claimed | Step> {
+  if (!checked) {
+    // A look without the write lock: nothing due, a retry not yet due, or another instance's lease, and no claim is made.
+    const due = await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name, clockOf(ctx).now), { readOnly: true, space });
+    if (due === undefined) return { kind: 'idle' };
+    if (due > clockOf(ctx).now) return { kind: 'wait', until: due };
+  }
+  const claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
+  return reportClaim(ctx, space, hook, claim, round);
+}
+
+/** Says what a claim dropped or disabled, and what it came to. */
+export function reportClaim(ctx: SyncContext, space: string, hook: Hook, claim: Claim, round?: DeliveryRound): Claimed | Step {
+  for (const dropped of claim.dropped ?? []) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });
+  if (claim.kind !== 'disabled') return claim.kind === 'deliver' ? claim : claim.kind === 'wait' ? { kind: 'wait', until: claim.until } : { kind: 'idle' };
+  // Said when it happens, not found later in `inspect`: the log lost what it had to send.
+  if (claim.now) {
+    recordDelivery(hook.name, 'disabled');
+    if (round) round.disabled++;
+    reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${claim.reason}`), { operation: 'webhook', space });
+  }
+  return { kind: 'disabled' };
+}
+
+/**
+ * Records how the attempt at `claim` went (and with `more`, after a delivery, claims the next
+ * batch in the same transaction): the step it came to, or the next claim to send.
+ */
+export async function recordSent(ctx: SyncContext, space: string, hook: Hook, owner: string, claim: Claimed, outcome: Outcome, more: boolean, round?: DeliveryRound): Promise<{ step: Step; next?: Claim }> {
+  const { retention } = stateOf(ctx);
+  const { batch, changes, version } = claim;
+  const now = clockOf(ctx).now;
+  const recorded = await ctx.storage.transaction(async (tx) => {
+    const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
+    return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
+  }, { readOnly: false, space });
+  if (!outcome.ok) {
+    const disabled = recorded.status === 'disabled';
+    recordDelivery(hook.name, disabled ? 'disabled' : 'failed');
+    if (round) {
+      round.failed++;
+      if (disabled) round.disabled++;
+    }
+    if (disabled) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${outcome.error}`), { operation: 'webhook', space });
+    // The claim's next answer says when its retry is due.
+    return { step: disabled ? { kind: 'disabled' } : { kind: 'failed', until: now } };
+  }
+  const first = changes[0];
+  const last = changes.at(-1);
+  recordDelivery(hook.name, 'delivered', first && last && { seconds: Math.max(0, now - first.at) / 1000, versions: version - last.version });
+  if (round) round.delivered++;
+  return recorded.next === undefined || recorded.next.kind === 'idle' ? { step: recorded.next?.kind === 'idle' ? { kind: 'idle' } : { kind: 'delivered' } } : { step: { kind: 'delivered' }, next: recorded.next };
+}
+
+/** How an attempt went. */
+export type Outcome = { ok: true } | { ok: false; error: string };
+
+/** The body of one space's delivery of `claim`. */
+export function deliveryBody(hook: Hook, space: string, { batch, changes }: Claimed): WebhookDelivery {
+  return { webhook: hook.name, space, delivery: deliveryID(space, batch), from: batch.from, to: batch.to, changes, ...(batch.gap && { gap: batch.gap }) };
+}
+
+/** POSTs `body` to the webhook: delivered on a 2xx answer, failed on anything else (a redirect too), a timeout or a refused target. */
+export async function send(hook: Hook, body: { delivery: string }): Promise<Outcome> {
+  const text = JSON.stringify(body);
   const timeoutMs = hook.options.timeoutMs ?? 15_000;
   try {
     const url = new URL(hook.options.url);
     await checkTarget(url, hook.options.allowPrivateAddresses === true);
     const response = await fetch(url, {
       method: 'POST',
-      body,
+      body: text,
       redirect: 'manual',
       signal: AbortSignal.timeout(timeoutMs),
       headers: {
         'content-type': 'application/json',
         'user-agent': 'viewsync-webhooks',
-        'idempotency-key': delivery.delivery,
+        'idempotency-key': body.delivery,
         'viewsync-webhook': hook.name,
-        'viewsync-delivery': delivery.delivery,
+        'viewsync-delivery': body.delivery,
         // Signed with the time it is sent: each attempt anew, under the same ID.
-        [SIGNATURE_HEADER]: await signWebhook(hook.options.secret, body, Math.floor(Date.now() / 1000)),
+        [SIGNATURE_HEADER]: await signWebhook(hook.options.secret, text, Math.floor(Date.now() / 1000)),
       },
     });
     await response.body?.cancel().catch(() => {});
@@ -157,7 +197,7 @@ async function send(hook: Hook, space: string, batch: Batch, changes: FeedChange
 }
 
 /** About this many characters of JSON per delivery. */
-const MAX_DELIVERY_CHARS = 1_000_000;
+export const MAX_DELIVERY_CHARS = 1_000_000;
 
 /**
  * Sends again deliveries webhook `name` made in `space` (each as it was, under its delivery ID,

@@ -251,6 +251,14 @@ export interface WebhookOptions {
   retryForMs?: number;
   /** Let the URL be a loopback, private or link-local address (a receiver on the same host or network). Default: false. */
   allowPrivateAddresses?: boolean;
+  /**
+   * Spaces whose batches one request may carry, 1 to 1,000: above 1, `startWebhooks` sends the
+   * batches of up to this many spaces due at once in one POST whose body is a
+   * `WebhookDeliveries` (`{ webhook, delivery, deliveries }`, each entry a one-space delivery
+   * with its own ID), for a receiver that takes them. Default: 1, one space per request (the
+   * body a `WebhookDelivery`); `deliverWebhooks` always sends one space per request.
+   */
+  spacesPerDelivery?: number;
 }
 
 /**

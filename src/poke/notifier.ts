@@ -20,6 +20,12 @@ export interface Notifier {
    * pull or from a poke.
    */
   subscribe(space: string, listener: (detail?: ChangeDetail) => void): Unsubscribe | Promise<Unsubscribe>;
+  /**
+   * Optional: calls `listener` with the space's name after each change of any space, until the
+   * returned function is called (webhook delivery learns of changes made elsewhere by it,
+   * without looking at every space). A notifier without it leaves such changes to the sweep.
+   */
+  subscribeAll?(listener: (space: string) => void): Unsubscribe | Promise<Unsubscribe>;
 }
 
 /**
@@ -37,6 +43,8 @@ export type Unsubscribe = () => void;
 
 /** A notifier of this process only, which can also poke every space it knows. */
 export interface LocalNotifier extends Notifier {
+  /** {@link Notifier.subscribeAll}, always offered: told of every space `notify` is called for. */
+  subscribeAll(listener: (space: string) => void): Unsubscribe;
   /** Spaces with subscribers. */
   readonly spaces: number;
   /** Notifies every space with subscribers: for when changes may have been missed. */
@@ -46,6 +54,7 @@ export interface LocalNotifier extends Notifier {
 /** A notifier that reaches the subscribers of this process only. */
 export function localNotifier(): LocalNotifier {
   const listeners = new Map<string, Set<(detail?: ChangeDetail) => void>>();
+  const everywhere = new Set<(space: string) => void>();
   return {
     notify(space, detail) {
       for (const listener of listeners.get(space) ?? []) {
@@ -55,6 +64,18 @@ export function localNotifier(): LocalNotifier {
           // One subscriber's failure must not keep the others unpoked.
         }
       }
+      for (const listener of everywhere) {
+        try {
+          listener(space);
+        } catch {
+          // As above.
+        }
+      }
+    },
+    subscribeAll(listener) {
+      const own = (space: string) => listener(space);
+      everywhere.add(own);
+      return () => void everywhere.delete(own);
     },
     subscribe(space, listener) {
       let set = listeners.get(space);

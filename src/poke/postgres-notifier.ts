@@ -64,6 +64,10 @@ export function postgresNotifier(sql: PostgresNotifierClient, options: PostgresN
       await listen();
       return local.subscribe(space, listener);
     },
+    async subscribeAll(listener) {
+      await listen();
+      return local.subscribeAll(listener);
+    },
     async close() {
       const current = listening;
       listening = undefined;

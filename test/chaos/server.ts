@@ -71,7 +71,7 @@ const ctx: SyncContext = createContext({
   retention: { ...RETENTION, historyMs: false, ...(process.env.CHAOS_WEBHOOK_URL && { changesMs: false }) },
   history: { checkpointEvery: 50 },
   ...(process.env.CHAOS_WEBHOOK_URL && {
-    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, retryForMs: 100 * 365 * DAY, ...(process.env.CHAOS_WEBHOOK_BATCH && { maxBatch: Number(process.env.CHAOS_WEBHOOK_BATCH) }) } } },
+    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, retryForMs: 100 * 365 * DAY, ...(process.env.CHAOS_WEBHOOK_BATCH && { maxBatch: Number(process.env.CHAOS_WEBHOOK_BATCH) }), ...(process.env.CHAOS_WEBHOOK_SPACES && { spacesPerDelivery: Number(process.env.CHAOS_WEBHOOK_SPACES) }) } } },
   }),
   clock: () => Date.now() + offsetMs,
   pokes: await pokes(),

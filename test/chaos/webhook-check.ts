@@ -13,7 +13,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FeedChange, JSONValue, WebhookDelivery } from '../../src/index.js';
+import type { FeedChange, JSONValue, WebhookDeliveries, WebhookDelivery } from '../../src/index.js';
 import type { Anomaly } from './checker.js';
 import type { Random } from './rng.js';
 
@@ -43,14 +43,17 @@ export class ChaosReceiver {
           receiver.refused++;
           return void response.writeHead(500).end();
         }
-        const delivery = JSON.parse(body) as WebhookDelivery;
-        for (const change of delivery.changes) {
-          let ids = receiver.deliveriesOf.get(change.id);
-          if (ids === undefined) {
-            receiver.deliveriesOf.set(change.id, (ids = new Set()));
-            receiver.arrivals.push(change);
+        // Several spaces' deliveries in one request with CHAOS_WEBHOOK_SPACES (`spacesPerDelivery`): each judged as its own.
+        const parsed = JSON.parse(body) as WebhookDelivery | WebhookDeliveries;
+        for (const delivery of 'deliveries' in parsed ? parsed.deliveries : [parsed]) {
+          for (const change of delivery.changes) {
+            let ids = receiver.deliveriesOf.get(change.id);
+            if (ids === undefined) {
+              receiver.deliveriesOf.set(change.id, (ids = new Set()));
+              receiver.arrivals.push(change);
+            }
+            ids.add(delivery.delivery);
           }
-          ids.add(delivery.delivery);
         }
         response.writeHead(204).end();
       }),

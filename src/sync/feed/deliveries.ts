@@ -97,20 +97,31 @@ export function deliveryID(space: string, { from, to }: { from: string; to: stri
 }
 
 /**
- * Whether webhook `name` may have something to do in `space`: read first, in a read-only
- * transaction, so that looking at a space with nothing new takes no write lock (a sweep looks at
- * every space). A claim then says what and when.
+ * When webhook `name` may next have something to do in `space` (see {@link deliveryDueAt}):
+ * read first, in a read-only transaction, so that looking at a space with nothing new, or whose
+ * delivery another instance holds, takes no write lock. A claim then says what.
  */
-export async function deliveryDue(tx: StorageTransaction, space: string, name: string): Promise<boolean> {
+export async function deliveryDue(tx: StorageTransaction, space: string, name: string, now: number): Promise<number | undefined> {
   const keys = new SpaceKeys(space);
   const [meta, state] = (await Promise.all([tx.get(keys.meta), tx.get(keys.delivery(name))])) as [Meta | undefined, DeliveryState | undefined];
-  if (meta === undefined) return false;
+  return deliveryDueAt(meta, state, now);
+}
+
+/**
+ * When a webhook whose state in a space is `state` may next have something to do there, as of
+ * `now`, told by the space's `meta` alone (no log read): undefined when nothing is (idle,
+ * disabled). A batch waiting for its retry, or another owner's lease, makes it later than now.
+ */
+export function deliveryDueAt(meta: Meta | undefined, state: DeliveryState | undefined, now: number): number | undefined {
+  if (meta === undefined) return undefined;
   // A webhook starts where the space's log is whole: none yet, nothing to do.
-  if (state === undefined) return feedFrom(meta) !== undefined;
-  if (state.disabled) return false;
-  if (state.pending !== undefined || (state.replays?.length ?? 0) > 0) return true;
+  if (state === undefined) return feedFrom(meta) !== undefined ? now : undefined;
+  if (state.disabled) return undefined;
+  const free = state.lease !== undefined && state.lease.until > now ? state.lease.until : now;
+  if (state.pending !== undefined) return Math.max(free, state.pending.nextAt);
+  if ((state.replays?.length ?? 0) > 0) return free;
   const cursor = parseCursor(state.cursor);
-  return meta.version > cursor.version || cursor.seq !== undefined;
+  return meta.version > cursor.version || cursor.seq !== undefined ? free : undefined;
 }
 
 /**
