@@ -30,18 +30,34 @@ export function postgresJsDriver(client: PostgresJsClient, options: Required<Gua
       if (pipelined && finish.length <= 1) sent.forEach((statement) => statement.catch(() => {}));
       else await Promise.all(sent);
       return result;
-    }, options);
+    }, options).catch((error: unknown) => explainPrepared(error, options.prepare));
     // A write that failed made its COMMIT a rollback (or was never sent): nothing was committed.
-    await Promise.all(sent);
+    await Promise.all(sent).catch((error: unknown) => explainPrepared(error, options.prepare));
     return result;
   };
   return {
     transaction,
     statement: async (text, params) =>
       client.unsafe
-        ? ((await unlessStuck(client.unsafe(text, params as never[], { prepare: options.prepare }), options.lostAfterMs, client)) as Array<Record<string, unknown>>)
+        ? ((await unlessStuck(client.unsafe(text, params as never[], { prepare: options.prepare }), options.lostAfterMs, client).then(undefined, (error: unknown) => explainPrepared(error, options.prepare))) as Array<Record<string, unknown>>)
         : transaction('READ ONLY', async (query) => ({ result: await query(text, params), finish: [] })),
   };
+}
+
+/**
+ * Rethrows `error`, said plainly when it is a prepared statement the server does not know (or
+ * knows already): the sign of a pooler in transaction mode (PgBouncer), which lends each
+ * transaction another server connection, in front of a client that prepares statements.
+ */
+function explainPrepared(error: unknown, prepare: boolean): never {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (prepare && (code === 'invalid_sql_statement_name' || code === '26000' || code === '42P05')) {
+    throw new Error(
+      'PostgreSQL does not know a statement this client prepared on another connection, as behind a pooler in transaction mode (PgBouncer): pass `prepare: false` to postgresStorage (or `?prepare=false` in the CLI\'s URL)',
+      { cause: error },
+    );
+  }
+  throw error;
 }
 
 /**

@@ -139,4 +139,20 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
       }
     }, 120_000);
   }
+
+  it('postgres.js preparing statements behind it: each failure says to pass prepare: false', async () => {
+    const sql = postgres(bouncer.url('a'), { max: 4, fetch_types: false, onnotice: () => {} });
+    closers.push(() => sql.end({ timeout: 1 }));
+    const storage = postgresStorage(sql, { tablePrefix: 'prepared_' });
+    // Four at a time, so that PgBouncer lends several server connections, each transaction
+    // whichever is free: a statement prepared on one is missing from the next, soon.
+    const failures: Error[] = [];
+    for (let round = 0; round < 50 && failures.length < 3; round++) {
+      await Promise.all(
+        Array.from({ length: 4 }, (_, i) => storage.transaction((tx) => tx.put(`k${i}`, round), { readOnly: false, space: `s${i}` }).catch((error: Error) => failures.push(error))),
+      );
+    }
+    expect(failures.length).toBeGreaterThan(0);
+    for (const failure of failures) expect(failure.message).toMatch(/pooler in transaction mode \(PgBouncer\): pass `prepare: false`/);
+  }, 60_000);
 });
