@@ -199,11 +199,13 @@ export interface GuardOptions {
  * every later reader though the standby may never get it (a half-dead primary, failed over), and
  * clients that read it would be told ClientStateNotFound after the failover.
  */
-function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number, attempt = 1): void {
+export function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number, attempt = 1): void {
   const pid = (statement as { state?: { pid?: unknown } | null }).state?.pid;
   if (!client.unsafe || typeof pid !== 'number') return;
   const ended = client.unsafe(
-    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state_change < now() - make_interval(secs => $2) AND wait_event IS DISTINCT FROM 'SyncRep'",
+    // Only a backend of this client's own user and application name: with several hosts, this
+    // connection may be on another server, where the process ID may be anyone's.
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state_change < now() - make_interval(secs => $2) AND wait_event IS DISTINCT FROM 'SyncRep' AND usename = current_user AND application_name = current_setting('application_name')",
     [pid, ms / 2_000] as never[],
   );
   void unlessStuck(ended, ms).catch(() => {
