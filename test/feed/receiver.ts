@@ -3,6 +3,7 @@
  * a redirect, or never) and keeps every request it got, with its body and headers.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { afterEach } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhook, type WebhookDelivery } from '../../src/index.js';
 
@@ -73,4 +74,18 @@ export async function startReceiver(): Promise<Receiver> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
   return receiver;
+}
+
+/** A test file's receivers and clean-up: `cleanup` steps run after each test, newest first; each receiver is closed by one. */
+export function receiversOfTests(): { cleanup: Array<() => unknown>; receiver: () => Promise<Receiver> } {
+  const cleanup: Array<() => unknown> = [];
+  afterEach(async () => {
+    for (const step of cleanup.splice(0).reverse()) await step();
+  });
+  const receiver = async () => {
+    const started = await startReceiver();
+    cleanup.push(() => started.close());
+    return started;
+  };
+  return { cleanup, receiver };
 }

@@ -4,24 +4,15 @@
  * own ID, every change once and in order per space; a failed request is retried space by space
  * under the same entry IDs. Real HTTP receiver, memory store.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createContext, deliverWebhooks, memoryStorage, startWebhooks, type SyncContext, transact, verifyWebhook, type WebhookDeliveries, type WebhookOptions } from '../../src/index.js';
 import { testMutators } from '../support/helpers.js';
-import { type Receiver, startReceiver } from './receiver.js';
+import { type Receiver, receiversOfTests } from './receiver.js';
 
 const SECRET = 'webhook-secret-of-thirty-two-characters';
 const HOUR = 60 * 60_000;
 const SPACES = ['a', 'b', 'c', 'd', 'e', 'f'];
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step();
-});
-
-async function receiver(): Promise<Receiver> {
-  const started = await startReceiver();
-  cleanup.push(() => started.close());
-  return started;
-}
+const { cleanup, receiver } = receiversOfTests();
 
 function hooked(url: string, hook: Partial<WebhookOptions> = {}): SyncContext {
   return createContext({ storage: memoryStorage(), mutators: testMutators, onError: () => {}, changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } } });

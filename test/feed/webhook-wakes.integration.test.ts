@@ -4,7 +4,7 @@
  * many idle spaces costs a few reads, counted with a wrapper around the store, not timed.
  */
 import postgres from 'postgres';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createContext, deliverWebhooks, memoryStorage, type Storage, startWebhooks, type SyncContext, transact, type WebhookOptions } from '../../src/index.js';
 import { postgresNotifier } from '../../src/poke/postgres-notifier.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
@@ -12,22 +12,13 @@ import { claimDelivery } from '../../src/sync/feed/deliveries.js';
 import { hooksOf } from '../../src/backend/webhooks.js';
 import { testMutators } from '../support/helpers.js';
 import { testDatabase } from '../support/stores.js';
-import { type Receiver, startReceiver } from './receiver.js';
+import { receiversOfTests } from './receiver.js';
 
 const SECRET = 'webhook-secret-of-thirty-two-characters';
 const HOUR = 60 * 60_000;
 /** More than one page of the sweep's reads (a thousand spaces). */
 const IDLE = 1_200;
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step();
-});
-
-async function receiver(): Promise<Receiver> {
-  const started = await startReceiver();
-  cleanup.push(() => started.close());
-  return started;
-}
+const { cleanup, receiver } = receiversOfTests();
 
 function hooked(storage: Storage, url: string, hook: Partial<WebhookOptions> = {}, pokes?: Parameters<typeof createContext>[0]['pokes']): SyncContext {
   return createContext({ storage, mutators: testMutators, onError: (error) => cleanup.push(() => expect.fail(String(error))), changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } }, ...(pokes !== undefined && { pokes }) });

@@ -3,7 +3,7 @@
  * the memory store with a clock the test moves (webhooks-stores.integration.test.ts runs them on
  * every store, with several instances).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createContext,
   deliverWebhooks,
@@ -25,20 +25,11 @@ import {
   WebhookSignatureError,
 } from '../../src/index.js';
 import { testMutators } from '../support/helpers.js';
-import { type Receiver, startReceiver } from './receiver.js';
+import { receiversOfTests } from './receiver.js';
 
 const SECRET = 'webhook-secret-of-thirty-two-characters';
 const MINUTE = 60_000;
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step();
-});
-
-async function receiver(): Promise<Receiver> {
-  const started = await startReceiver();
-  cleanup.push(() => started.close());
-  return started;
-}
+const { cleanup, receiver } = receiversOfTests();
 
 /** A context whose clock the test moves, with one webhook `hook` to `url`. */
 function hooked(url: string, hook: Partial<WebhookOptions> = {}, storage: Storage = memoryStorage()): SyncContext & { time: { now: number } } {
