@@ -75,6 +75,8 @@ async function transactAs<T>(ctx: SyncContext, space: string, fn: (tx: WriteTran
         await tx.flush();
         return { result: { ok: true, value, changed: await session.commit(), touched: session.touched() }, keep: true };
       },
+      // Its writes are the space's data alone: a webhook's delivery never holds it up.
+      { lane: 'data' },
     );
     if (!done.ok) throw done.error;
     if (done.changed) afterChange(ctx, space, { operation: 'transact', space }, done.touched && { keys: done.touched, groups: [] });

@@ -13,7 +13,9 @@ import { checkSpace } from './transact.js';
  * Delivering webhooks (`changes.webhooks`): each webhook's changes of each space, in order, in
  * batches fixed at their first attempt, at least once, signed, retried with backoff, under a
  * lease in the store so that one instance sends each batch. One step of one webhook in one space
- * is a claim (a transaction), a POST, and a record of how it went (a transaction).
+ * is a claim (a transaction), a POST, and a record of how it went (a transaction). Each of those
+ * transactions is of the space's deliveries lane (`WriteLane`), which writes only delivery
+ * rows: a store that locks the lanes apart (PostgreSQL, SQLite) never makes a push wait for one.
  */
 
 /** What a delivery POSTs, as JSON: the body `verifyWebhook` resolves with. */
@@ -111,7 +113,7 @@ export async function claimNext(ctx: SyncContext, space: string, hook: Hook, own
     if (due === undefined) return { kind: 'idle' };
     if (due > clockOf(ctx).now) return { kind: 'wait', until: due };
   }
-  const claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space });
+  const claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space, lane: 'deliveries' });
   return reportClaim(ctx, space, hook, claim, round);
 }
 
@@ -139,7 +141,7 @@ export async function recordSent(ctx: SyncContext, space: string, hook: Hook, ow
   const recorded = await ctx.storage.transaction(async (tx) => {
     const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
     return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
-  }, { readOnly: false, space });
+  }, { readOnly: false, space, lane: 'deliveries' });
   if (!outcome.ok) {
     const disabled = recorded.status === 'disabled';
     recordDelivery(hook.name, disabled ? 'disabled' : 'failed');
@@ -220,7 +222,7 @@ export async function replayDeliveries(ctx: SyncContext, name: string, space: st
     if ('delivery' in which) records = records.filter((record) => deliveryID(space, record) === which.delivery);
     if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs, at most ${MAX_RECORDS.toLocaleString('en-US')} a webhook in a space)`);
     return askAgain(tx, space, name, records);
-  }, { readOnly: false, space });
+  }, { readOnly: false, space, lane: 'deliveries' });
 }
 
 /** Options for {@link enableWebhook}. */
@@ -249,7 +251,7 @@ export async function enableWebhook(ctx: SyncContext, name: string, space: strin
 
 /** {@link enableWebhook} for a webhook this context need not name (the CLI's knows none): undefined when it never delivered in `space`. */
 export async function enableDeliveries(ctx: SyncContext, name: string, space: string, options: EnableWebhookOptions = {}): Promise<boolean | undefined> {
-  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, clockOf(ctx).now, options.afterGap === true), { readOnly: false, space });
+  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, clockOf(ctx).now, options.afterGap === true), { readOnly: false, space, lane: 'deliveries' });
   if (enabled) for (const listener of stateOf(ctx).changeListeners) listener(space);
   return enabled;
 }

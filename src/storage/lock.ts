@@ -1,3 +1,5 @@
+import type { WriteLane } from './types.js';
+
 /**
  * A readers-writer lock: many shared holds or one exclusive, granted in arrival order so that
  * neither kind starves. The stores use it to keep their transactions from interleaving.
@@ -51,24 +53,40 @@ export class ReadWriteLock {
 export class SpaceLocks {
   readonly #all = new ReadWriteLock();
   readonly #spaces = new Map<string, ReadWriteLock>();
+  /** The locks of the spaces' deliveries lanes (`holdLane`); a space's own lock is its data lane's. */
+  readonly #deliveries = new Map<string, ReadWriteLock>();
 
   /** Runs `fn` holding `space`'s lock (shared or exclusive), or every lock when `space` is undefined. */
   hold<T>(space: string | undefined, exclusive: boolean, fn: () => T | Promise<T>): Promise<T> {
     if (space === undefined) return this.#all.hold(true, fn);
-    return this.#all.hold(false, async () => {
-      let lock = this.#spaces.get(space);
-      if (lock === undefined) this.#spaces.set(space, (lock = new ReadWriteLock()));
-      try {
-        return await lock.hold(exclusive, fn);
-      } finally {
-        // A space's lock lives only while someone holds or waits for it.
-        if (lock.idle) this.#spaces.delete(space);
-      }
-    });
+    return this.#all.hold(false, () => this.#holdOne(this.#spaces, space, exclusive, fn));
   }
 
-  /** How many spaces have a lock now: those held or waited for. */
+  async #holdOne<T>(locks: Map<string, ReadWriteLock>, space: string, exclusive: boolean, fn: () => T | Promise<T>): Promise<T> {
+    let lock = locks.get(space);
+    if (lock === undefined) locks.set(space, (lock = new ReadWriteLock()));
+    try {
+      return await lock.hold(exclusive, fn);
+    } finally {
+      // A space's lock lives only while someone holds or waits for it.
+      if (lock.idle) locks.delete(space);
+    }
+  }
+
+  /**
+   * Runs `fn` holding the locks a read-write transaction of `space` in `lane` takes (see
+   * `WriteLane`): that lane's alone, or both lanes' for a transaction of no lane. Both are
+   * taken in one order, under one shared hold of the whole, so two holders never deadlock.
+   */
+  holdLane<T>(space: string | undefined, lane: WriteLane | undefined, fn: () => T | Promise<T>): Promise<T> {
+    if (space === undefined) return this.hold(undefined, true, fn);
+    if (lane === 'data') return this.hold(space, true, fn);
+    if (lane === 'deliveries') return this.#all.hold(false, () => this.#holdOne(this.#deliveries, space, true, fn));
+    return this.#all.hold(false, () => this.#holdOne(this.#spaces, space, true, () => this.#holdOne(this.#deliveries, space, true, fn)));
+  }
+
+  /** How many locks of spaces (or of their deliveries lanes) there are now: those held or waited for. */
   get size(): number {
-    return this.#spaces.size;
+    return this.#spaces.size + this.#deliveries.size;
   }
 }

@@ -4,7 +4,7 @@ import type { PostgresDriver, PostgresQuery } from './postgres-connection.js';
 import { type PostgresClient, postgresDriver } from './postgres-driver.js';
 import { LOST_AFTER_MS } from './postgres-js.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
-import type { RangeRead, RangeRow, ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
+import type { RangeRead, RangeRow, ScanOptions, Storage, StorageTransaction, StoredValue, WriteLane } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 import { within } from '../base/within.js';
 import { TemporaryError } from '../base/errors.js';
@@ -30,7 +30,9 @@ export type { StandbyStats } from './standby-reads.js';
  *    advisory lock (`pg_advisory_xact_lock`, and a shared lock that a transaction of no space
  *    takes alone), so pushes to one space queue on every instance while other spaces go on. Each
  *    statement then sees everything committed before the lock was granted, and nothing else can
- *    commit in the space until this one ends.
+ *    commit in the space until this one ends, but a transaction of the other lane
+ *    (`WriteLane`: a webhook's delivery beside a push, each holding its lane's lock alone;
+ *    one of no lane holds both), which writes other rows.
  * 3. Consistent snapshots: read-only transactions run at REPEATABLE READ READ ONLY, one snapshot,
  *    no locks, never a serialisation failure.
  * 4. Ordering: keys are `text COLLATE "C"` (byte order, which is UTF-8 order in a UTF-8
@@ -82,6 +84,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     // And whether the transaction is read-only (a standby's are): its writes then go out alone,
     // so that their 25006 is seen before COMMIT (postgres-js.ts closes such a connection).
     lockSpace: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $3, true)) SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
+    // A transaction of no lane takes its space's deliveries lock too (WriteLane), after the
+    // space's: every holder of both takes them in that order, so none deadlocks.
+    lockWhole: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $3, true)) SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_advisory_xact_lock(hashtextextended($4, 0)), pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
     lockAll: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)) SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
     /**
      * `readMany`'s statement for ranges of these shapes: a UNION ALL of one index range scan per
@@ -105,6 +110,17 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
         if (checked) branches.unshift(`(SELECT -1 AS i, (${RUN})::text AS key, NULL::text AS value, NULL::text AS joined)`);
         return `SELECT * FROM (${branches.join(' UNION ALL ')}) r ORDER BY i, key`;
       },
+  };
+
+  /**
+   * Takes the advisory locks of a read-write transaction of `space` in `lane` (WriteLane):
+   * the data lane's is the space's own lock, as before lanes were; the deliveries lane's another;
+   * a transaction of no lane takes both.
+   */
+  const lockSpace = (query: PostgresQuery, space: string, lane: WriteLane | undefined) => {
+    const [data, deliveries] = [`${lockName} ${toTextKey(space)}`, `${lockName} deliveries ${toTextKey(space)}`];
+    if (lane === undefined) return query(sql.lockWhole, [lockName, data, lockWait, deliveries]);
+    return query(sql.lockSpace, [lockName, lane === 'data' ? data : deliveries, lockWait]);
   };
 
   const reader = (query: PostgresQuery): StorageReader => ({
@@ -202,7 +218,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       return out;
     },
     migrate: ({ timeoutMs = 10_000 } = {}) => withDeadline(migrate(), timeoutMs),
-    async transaction(fn, { readOnly, space }) {
+    async transaction(fn, { readOnly, space, lane }) {
       await migrate();
       for (let attempt = 1; ; attempt++) {
         try {
@@ -210,7 +226,7 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
           return await driver.transaction('ISOLATION LEVEL READ COMMITTED', async (query) => {
             // Not awaited: the statements after it queue behind it on the connection, so the lock
             // costs no round trip of its own; a failure shows in them and below.
-            const locked = space === undefined ? query(sql.lockAll, [lockName, lockWait]) : query(sql.lockSpace, [lockName, `${lockName} ${toTextKey(space)}`, lockWait]);
+            const locked = space === undefined ? query(sql.lockAll, [lockName, lockWait]) : lockSpace(query, space, lane);
             locked.catch(() => {});
             const buffer = new WriteBuffer(reader(query), { cacheReads: true });
             const result = await runChecked(fn, buffer, true, async () => (await locked)[0]?.incarnation as string | undefined);

@@ -31,7 +31,9 @@ export interface SQLiteConnection {
  *    applies them in one SQLite transaction, which rolls back whole if a statement throws; a
  *    callback that rejects drops the buffer unseen.
  * 2. Serialisable writes: a read-write transaction holds its space's writers' lock from start to
- *    commit (a transaction of no space holds every space's).
+ *    commit (a transaction of no space holds every space's); one of a lane (`WriteLane`)
+ *    holds that lane's alone, and one of no lane both. A deliveries transaction reads the
+ *    table, where a push of its space may commit between two of its reads: commits are whole.
  * 3. Consistent snapshots: only a commit changes the table, and it waits for its space's table
  *    lock, which read-only transactions share, so none sees one halfway or between two reads. A
  *    read-write transaction reads the table (no one else commits in its space) under its buffer.
@@ -105,9 +107,9 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string, inc
   }
 
   return {
-    transaction(fn, { readOnly, space }) {
+    transaction(fn, { readOnly, space, lane }) {
       if (readOnly) return committing.hold(space, false, () => runChecked(fn, committed, false));
-      return writers.hold(space, true, async () => {
+      return writers.holdLane(space, lane, async () => {
         const buffer = new WriteBuffer(committed, { cacheReads: true });
         const result = await runChecked(fn, buffer, true, incarnation === undefined ? undefined : async () => incarnation);
         if (buffer.writes.size > 0) await committing.hold(space, true, () => commit(buffer.writes));

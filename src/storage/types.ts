@@ -97,7 +97,27 @@ export interface TransactionOptions {
    * and must be isolated from all others.
    */
   space?: string | undefined;
+  /**
+   * Which of its space's rows a read-write transaction writes, for a store that can lock them
+   * apart (see {@link WriteLane}); without it, any of them. A store may ignore it and lock
+   * the whole space, as for a transaction without it.
+   */
+  lane?: WriteLane | undefined;
 }
+
+/**
+ * The lanes of a space whose writers may run side by side, so that webhook deliveries never wait
+ * for pushes, nor pushes for deliveries:
+ * - `'data'`: entries, clients, the meta record, and rows appended to the change log after its
+ *   last version (a push, `transact`); never a delivery row, never an older log row.
+ * - `'deliveries'`: the webhooks' delivery rows alone (`h/<space>/`), reading the rest.
+ * Transactions of one lane exclude each other; one of no lane excludes both (it may write
+ * anything: housekeeping trims the log, a move fences the space). A store that runs a data and
+ * a deliveries transaction of one space at once must still show each of their reads a committed
+ * state (never the other's writes before it commits): a deliveries transaction may then see a
+ * push commit between two of its reads, which only adds rows past the version it read first.
+ */
+export type WriteLane = 'data' | 'deliveries';
 
 /** A JSON value as stored. */
 export type StoredValue = null | boolean | number | string | readonly StoredValue[] | { readonly [key: string]: StoredValue };

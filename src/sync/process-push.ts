@@ -76,7 +76,7 @@ export async function processPush(storage: Storage, mutators: Mutators, push: Pu
       const reads = strategy.pushReads(options.space, options.userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
       let shared: BatchInfo | undefined;
       // Its reads are learned per group: a client's next push tends to read what its last one did.
-      const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), reads, readAheadName(options.userID, push.clientGroupID));
+      const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), { reads, name: readAheadName(options.userID, push.clientGroupID), lane: 'data' });
       outcome.waitedMs += shared?.waitedMs ?? 0;
       outcome.batchSize = Math.max(outcome.batchSize, shared?.size ?? 0);
       if (result.kind === 'refused') throw result.error;

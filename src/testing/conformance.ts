@@ -3,6 +3,7 @@ import { valuesChecks } from './checks/values.js';
 import { scansChecks } from './checks/scans.js';
 import { transactionsChecks } from './checks/transactions.js';
 import { spacesChecks } from './checks/spaces.js';
+import { lanesChecks } from './checks/lanes.js';
 
 /** One check of the conformance suite: a name and a function that throws when the store fails it. */
 export interface ConformanceCheck {
@@ -22,6 +23,12 @@ export interface ConformanceOptions {
    * Default: false.
    */
   oneAtATime?: boolean;
+  /**
+   * The store locks a space's write lanes apart (`WriteLane`, as PostgreSQL and SQLite do): it
+   * is also checked that a deliveries transaction goes on while a data transaction of its space
+   * waits. Default: false (a store may lock the whole space for each).
+   */
+  lanesApart?: boolean;
 }
 
 /**
@@ -51,10 +58,11 @@ export function storageConformance(create: () => Storage | Promise<Storage>, opt
       for (const [label, flag] of rows) it(name.replace('%s', label), () => run(label, flag));
     },
   });
-  const suite = { describe, it, create, runs: RUNS, oneAtATime: options.oneAtATime === true };
+  const suite = { describe, it, create, runs: RUNS, oneAtATime: options.oneAtATime === true, lanesApart: options.lanesApart === true };
   valuesChecks(suite);
   scansChecks(suite);
   transactionsChecks(suite);
   spacesChecks(suite);
+  lanesChecks(suite);
   return checks;
 }

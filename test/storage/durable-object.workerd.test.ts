@@ -15,7 +15,7 @@ import { describeHistory } from '../history/suite.js';
 import { describeStorageConformance } from './conformance.js';
 import type { StorageObject } from './durable-object.worker.js';
 
-describeStorageConformance('durableObjectStorage', () => objectStorage(newObject()));
+describeStorageConformance('durableObjectStorage', () => objectStorage(newObject()), { lanesApart: true });
 describeHousekeeping('durableObjectStorage', () => objectStorage(newObject()));
 describeFeed('durableObjectStorage', () => objectStorage(newObject()), 20);
 describeBackend('durableObjectStorage', () => objectStorage(newObject()), (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)));

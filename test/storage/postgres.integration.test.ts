@@ -35,8 +35,8 @@ afterAll(async () => {
   await lite.close();
 }, 60_000);
 
-if (server) describeStorageConformance('postgresStorage (postgres.js, a real server)', () => postgresStorage(server, { schema: schema() }));
-if (pool) describeStorageConformance('postgresStorage (a pg Pool, a real server)', () => postgresStorage(pool, { schema: schema() }));
+if (server) describeStorageConformance('postgresStorage (postgres.js, a real server)', () => postgresStorage(server, { schema: schema() }), { lanesApart: true });
+if (pool) describeStorageConformance('postgresStorage (a pg Pool, a real server)', () => postgresStorage(pool, { schema: schema() }), { lanesApart: true });
 // Neon's serverless Pool, in Node over WebSocket through a local relay to the same server.
 const neonPool = await (async () => {
   if (url === undefined) return undefined;

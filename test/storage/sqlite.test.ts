@@ -16,8 +16,8 @@ let files = 0;
 const file = () => join(dir, `db-${++files}.sqlite`);
 
 // The fast loop runs the suite on one of these (a file, as apps use it); `npm test` on all four.
-if (!fastLoop) describeStorageConformance(`sqliteStorage (${sqliteDriver}, in memory)`, () => sqliteStorage(openSQLite()));
-describeStorageConformance(`sqliteStorage (${sqliteDriver}, a WAL file)`, () => sqliteStorage(openSQLite(file())));
+if (!fastLoop) describeStorageConformance(`sqliteStorage (${sqliteDriver}, in memory)`, () => sqliteStorage(openSQLite()), { lanesApart: true });
+describeStorageConformance(`sqliteStorage (${sqliteDriver}, a WAL file)`, () => sqliteStorage(openSQLite(file())), { lanesApart: true });
 // libSQL's embedded driver (the `libsql` package, better-sqlite3's API). Its remote mode (Turso,
 // `sqld`) needs a server that is not available here, so only local files are tested.
 if (!fastLoop) describeStorageConformance('sqliteStorage (libsql, in memory)', () => sqliteStorage(new Libsql(':memory:') as unknown as SQLiteDatabase));

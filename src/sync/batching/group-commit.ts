@@ -1,4 +1,4 @@
-import type { Storage, StorageTransaction } from '../../storage/types.js';
+import type { Storage, StorageTransaction, WriteLane } from '../../storage/types.js';
 import { WriteBuffer } from '../../storage/write-buffer.js';
 import { SpaceQueues } from './space-queues.js';
 import { ReadAhead } from './read-ahead.js';
@@ -28,10 +28,24 @@ export interface BatchInfo {
  * store with `getMany` fetches a whole batch's in one go. With a `name` (a client group's), the
  * keys the job's last namesake read beyond them are fetched with them (read-ahead.ts).
  */
-export function runBatched<T>(storage: Storage, space: string, job: Job<T>, reads: readonly string[] = [], name?: string): Promise<T> {
+export function runBatched<T>(storage: Storage, space: string, job: Job<T>, { reads = [], name, lane }: BatchOptions = {}): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    queues.add(storage, space, { job: job as Job<unknown>, reads, name, queued: performance.now(), context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
+    queues.add(storage, space, { job: job as Job<unknown>, reads, name, lane, queued: performance.now(), context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
   });
+}
+
+/** Options for {@link runBatched}. */
+export interface BatchOptions {
+  /** Keys the job reads first. */
+  reads?: readonly string[];
+  /** What the job's reads are learned under (a client group's name). */
+  name?: string | undefined;
+  /**
+   * The lane of the space the job writes (`WriteLane`): `'data'` for a push or `transact`,
+   * which then never waits for a webhook's delivery. A batch runs in the lane all its jobs share,
+   * else in the whole space.
+   */
+  lane?: WriteLane;
 }
 
 interface Waiting {
@@ -40,6 +54,7 @@ interface Waiting {
   reads: readonly string[];
   /** What its reads are learned under for read-ahead; undefined: not learned. */
   name: string | undefined;
+  lane: WriteLane | undefined;
   /** When it arrived (performance.now), and the trace context it arrived in, which its job runs in. */
   queued: number;
   context: Context;
@@ -89,7 +104,7 @@ function commit(storage: Storage, space: string, batch: readonly Waiting[]): Pro
       out.push(result);
     }
     return out;
-  }, { readOnly: false, space });
+  }, { readOnly: false, space, lane: batch.every(({ lane }) => lane === batch[0]!.lane) ? batch[0]!.lane : undefined });
 }
 
 function settle(batch: readonly Waiting[], results: readonly unknown[]): void {

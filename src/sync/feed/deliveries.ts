@@ -6,7 +6,8 @@ import { type Cursor, type FeedChange, ChangesGoneError, parseCursor, readFeedPa
 
 /**
  * A webhook's deliveries in one space, kept in the space's own rows (`h/<space>/<name>`, see
- * keys.ts), so that they move with it and are changed in its transactions: where the webhook
+ * keys.ts), so that they move with it, and changed in transactions of its deliveries lane
+ * (`WriteLane`), which write nothing else and read the log a push only adds to: where the webhook
  * has got to in the change log, the batch it is delivering (fixed at its first attempt, so every
  * attempt sends the same changes under the same ID), deliveries asked again, who holds the
  * lease to deliver (one instance at a time), and why it was disabled. Each delivery made is kept

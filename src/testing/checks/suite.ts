@@ -15,6 +15,8 @@ export interface Suite {
   runs: number;
   /** The store runs one transaction at a time (see ConformanceOptions.oneAtATime). */
   oneAtATime: boolean;
+  /** The store locks a space's parts apart (see ConformanceOptions.lanesApart). */
+  lanesApart: boolean;
 }
 
 /** Keys where UTF-8 and UTF-16 order disagree: surrogate pairs (above U+FFFF) against U+E000-U+FFFF. */
