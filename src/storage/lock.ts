@@ -1,4 +1,4 @@
-import type { WriteLane } from './types.js';
+import type { TransactionOptions, WriteLane } from './types.js';
 
 /**
  * A readers-writer lock: many shared holds or one exclusive, granted in arrival order so that
@@ -85,8 +85,32 @@ export class SpaceLocks {
     return this.#all.hold(false, () => this.#holdOne(this.#spaces, space, true, () => this.#holdOne(this.#deliveries, space, true, fn)));
   }
 
+  /**
+   * Runs `fn` holding the deliveries lanes' locks of `spaces` (`lane` 'deliveries'), or their
+   * spaces' own locks (undefined: a store that does not lock lanes apart), exclusively: taken in
+   * sorted order under one shared hold of the whole, so that two holders of several never deadlock,
+   * and a holder of one space never waits for a second.
+   */
+  holdMany<T>(spaces: readonly string[], lane: 'deliveries' | undefined, fn: () => T | Promise<T>): Promise<T> {
+    const locks = lane === 'deliveries' ? this.#deliveries : this.#spaces;
+    const held = [...new Set(spaces)].sort().reduceRight<() => Promise<T>>((inner, space) => () => this.#holdOne(locks, space, true, inner), async () => fn());
+    return this.#all.hold(false, held);
+  }
+
   /** How many locks of spaces (or of their deliveries lanes) there are now: those held or waited for. */
   get size(): number {
     return this.#spaces.size + this.#deliveries.size;
   }
+}
+
+/**
+ * The spaces of a transaction of several (`TransactionOptions.spaces`), checked: read-write, of
+ * the deliveries lane, with no `space` beside them; undefined for a transaction of one or none.
+ */
+export function manySpacesOf({ readOnly, space, lane, spaces }: TransactionOptions): readonly string[] | undefined {
+  if (spaces === undefined) return undefined;
+  if (readOnly || lane !== 'deliveries' || space !== undefined || !Array.isArray(spaces) || spaces.length === 0 || spaces.some((each) => typeof each !== 'string')) {
+    throw new TypeError("A transaction of several spaces is read-write, of the deliveries lane, with a list of one or more spaces and no `space`: { readOnly: false, lane: 'deliveries', spaces }");
+  }
+  return spaces;
 }

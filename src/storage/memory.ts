@@ -1,5 +1,5 @@
 import { compareUTF8 } from '../base/utf8.js';
-import { SpaceLocks } from './lock.js';
+import { manySpacesOf, SpaceLocks } from './lock.js';
 import { SortedKeys } from './sorted-keys.js';
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from './types.js';
 
@@ -34,8 +34,13 @@ export function memoryStorage(): Storage {
   }
 
   return {
-    transaction(fn, { readOnly, space }) {
-      return locks.hold(space, !readOnly, async () => {
+    manySpaces: true,
+    async transaction(fn, options) {
+      const { readOnly, space } = options;
+      const spaces = manySpacesOf(options);
+      // Writes go in place: a space's lanes cannot run side by side here, so each takes the whole space.
+      const hold = <T>(work: () => Promise<T>) => (spaces === undefined ? locks.hold(space, !readOnly, work) : locks.holdMany(spaces, undefined, work));
+      return hold(async () => {
         const undo: UndoLog = [];
         let open = true;
         const check = (writing: boolean): void => {

@@ -11,6 +11,7 @@ import { TemporaryError } from '../base/errors.js';
 import { checkStarted, RUN, StandbyReads, type StandbyStats } from './standby-reads.js';
 import { range, type Range, RANGES_PER_STATEMENT, type RangeShape } from './postgres-ranges.js';
 import { migrateTables } from './postgres-schema.js';
+import { manySpacesOf } from './lock.js';
 
 export type { PgPool, PgPoolClient } from './pg-pool.js';
 export type { PostgresClient } from './postgres-driver.js';
@@ -87,6 +88,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
     // A transaction of no lane takes its space's deliveries lock too (WriteLane), after the
     // space's: every holder of both takes them in that order, so none deadlocks.
     lockWhole: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $3, true)) SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0)), pg_advisory_xact_lock(hashtextextended($4, 0)), pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
+    // Several spaces' deliveries lanes (TransactionOptions.spaces): their locks in the order of
+    // their hashes, row by row out of the sort, so that two such transactions never deadlock.
+    lockMany: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $3, true)) SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0)), (SELECT count(pg_advisory_xact_lock(h)) FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM json_array_elements_text($2::text::json) AS k ORDER BY 1) AS sorted) AS locked, pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
     lockAll: `WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)) SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_postmaster_start_time()::text AS incarnation, current_setting('transaction_read_only') AS read_only FROM bound`,
     /**
      * `readMany`'s statement for ranges of these shapes: a UNION ALL of one index range scan per
@@ -117,8 +121,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
    * the data lane's is the space's own lock, as before lanes were; the deliveries lane's another;
    * a transaction of no lane takes both.
    */
+  const deliveriesLock = (space: string) => `${lockName} deliveries ${toTextKey(space)}`;
   const lockSpace = (query: PostgresQuery, space: string, lane: WriteLane | undefined) => {
-    const [data, deliveries] = [`${lockName} ${toTextKey(space)}`, `${lockName} deliveries ${toTextKey(space)}`];
+    const [data, deliveries] = [`${lockName} ${toTextKey(space)}`, deliveriesLock(space)];
     if (lane === undefined) return query(sql.lockWhole, [lockName, data, lockWait, deliveries]);
     return query(sql.lockSpace, [lockName, lane === 'data' ? data : deliveries, lockWait]);
   };
@@ -218,7 +223,10 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       return out;
     },
     migrate: ({ timeoutMs = 10_000 } = {}) => withDeadline(migrate(), timeoutMs),
-    async transaction(fn, { readOnly, space, lane }) {
+    manySpaces: true,
+    async transaction(fn, options) {
+      const { readOnly, space, lane } = options;
+      const spaces = manySpacesOf(options);
       await migrate();
       for (let attempt = 1; ; attempt++) {
         try {
@@ -226,7 +234,10 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
           return await driver.transaction('ISOLATION LEVEL READ COMMITTED', async (query) => {
             // Not awaited: the statements after it queue behind it on the connection, so the lock
             // costs no round trip of its own; a failure shows in them and below.
-            const locked = space === undefined ? query(sql.lockAll, [lockName, lockWait]) : lockSpace(query, space, lane);
+            const locked =
+              spaces !== undefined ? query(sql.lockMany, [lockName, JSON.stringify(spaces.map(deliveriesLock)), lockWait])
+              : space === undefined ? query(sql.lockAll, [lockName, lockWait])
+              : lockSpace(query, space, lane);
             locked.catch(() => {});
             const buffer = new WriteBuffer(reader(query), { cacheReads: true });
             const result = await runChecked(fn, buffer, true, async () => (await locked)[0]?.incarnation as string | undefined);

@@ -1,6 +1,6 @@
 import { runChecked } from './checked.js';
 import { compareUTF8 } from '../base/utf8.js';
-import { SpaceLocks } from './lock.js';
+import { manySpacesOf, SpaceLocks } from './lock.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
 import type { ScanOptions, Storage, StoredValue } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
@@ -107,14 +107,18 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string, inc
   }
 
   return {
-    transaction(fn, { readOnly, space, lane }) {
+    manySpaces: true,
+    async transaction(fn, options) {
+      const { readOnly, space, lane } = options;
       if (readOnly) return committing.hold(space, false, () => runChecked(fn, committed, false));
-      return writers.holdLane(space, lane, async () => {
+      const spaces = manySpacesOf(options);
+      const write = async () => {
         const buffer = new WriteBuffer(committed, { cacheReads: true });
         const result = await runChecked(fn, buffer, true, incarnation === undefined ? undefined : async () => incarnation);
-        if (buffer.writes.size > 0) await committing.hold(space, true, () => commit(buffer.writes));
+        if (buffer.writes.size > 0) await (spaces === undefined ? committing.hold(space, true, () => commit(buffer.writes)) : committing.holdMany(spaces, undefined, () => commit(buffer.writes)));
         return result;
-      });
+      };
+      return spaces === undefined ? writers.holdLane(space, lane, write) : writers.holdMany(spaces, 'deliveries', write);
     },
   };
 }

@@ -58,6 +58,12 @@ export interface Storage {
    * asks each part in turn, so that one part down fails only its own spaces.
    */
   readonly parts?: StoreParts;
+  /**
+   * Optional: whether the store runs one transaction over several spaces' deliveries lanes
+   * ({@link TransactionOptions.spaces}). Without it, a webhook's work in many spaces takes a
+   * transaction a space.
+   */
+  readonly manySpaces?: boolean;
 }
 
 /** The parts of a store made of several: see {@link Storage.parts}. */
@@ -103,6 +109,13 @@ export interface TransactionOptions {
    * the whole space, as for a transaction without it.
    */
   lane?: WriteLane | undefined;
+  /**
+   * Instead of `space`, on a store with {@link Storage.manySpaces}: the spaces whose deliveries
+   * lanes (with `lane: 'deliveries'`) one read-write transaction works in, a webhook's claims or
+   * records in many spaces at once, each space locked as a transaction of its lane alone would
+   * lock it. A store takes their locks in one order, so that two such transactions never deadlock.
+   */
+  spaces?: readonly string[] | undefined;
 }
 
 /**

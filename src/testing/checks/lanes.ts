@@ -1,4 +1,4 @@
-import type { Storage, TransactionOptions } from '../../storage/types.js';
+import type { Storage, StorageTransaction, TransactionOptions, WriteLane } from '../../storage/types.js';
 import { expect } from '../expect.js';
 import { read, tick, type Suite } from './suite.js';
 
@@ -60,6 +60,62 @@ export function lanesChecks({ describe, it, create, oneAtATime, lanesApart }: Su
       release();
       await slow;
       expect(await rows(storage)).toEqual([1, 1]);
+    });
+
+    it('a transaction of several spaces\' deliveries lanes (where the store runs one) is whole, and serialised with each space\'s transactions: concurrent increments, in any order of spaces, are all counted', async () => {
+      const storage = await create();
+      if (!storage.manySpaces) return;
+      const spaces = ['a', 'b', 'c'];
+      await storage.transaction(async (tx) => {
+        for (const space of spaces) await tx.put(`${space}/h`, 0);
+      }, { readOnly: false });
+      const increment = async (tx: StorageTransaction, space: string) => {
+        const n = (await tx.get(`${space}/h`)) as number;
+        await tick();
+        await tx.put(`${space}/h`, n + 1);
+      };
+      const many = (order: string[]) => storage.transaction(async (tx) => {
+        for (const space of order) await increment(tx, space);
+      }, { readOnly: false, lane: 'deliveries', spaces: order });
+      const one = (space: string, lane?: WriteLane) => storage.transaction((tx) => increment(tx, space), { readOnly: false, space, lane });
+      const rolledBack = storage.transaction(async (tx) => {
+        for (const space of spaces) await increment(tx, space);
+        throw new Error('rolled back');
+      }, { readOnly: false, lane: 'deliveries', spaces });
+      await Promise.all([
+        ...Array.from({ length: 5 }, () => [many(['a', 'b', 'c']), many(['c', 'b', 'a']), one('b', 'deliveries'), one('c')]).flat(),
+        rolledBack.then(
+          () => Promise.reject(new Error('a transaction that threw committed')),
+          () => {},
+        ),
+      ]);
+      expect(await read(storage, async (tx) => Promise.all(spaces.map((space) => tx.get(`${space}/h`))))).toEqual([10, 15, 15]);
+    });
+
+    if (lanesApart && !oneAtATime) it("a transaction of several spaces' deliveries lanes goes on while a data transaction of one of them waits", async () => {
+      const storage = await create();
+      if (!storage.manySpaces) return;
+      const { gate, release } = opened();
+      const slow = storage.transaction(async (tx) => {
+        await tx.put('a/d', 1);
+        await gate;
+      }, { readOnly: false, space: 'a', lane: 'data' });
+      await tick();
+      const delivery = storage.transaction(async (tx) => (await tx.put('a/h', 1), await tx.put('b/h', 1)), { readOnly: false, lane: 'deliveries', spaces: ['a', 'b'] });
+      const timeout = new Promise((resolve) => setTimeout(() => resolve('waited for the data transaction'), 2_000));
+      expect(await Promise.race([delivery, timeout])).toBeUndefined();
+      release();
+      await slow;
+      expect(await rows(storage)).toEqual([1, 1]);
+    });
+
+    it('a transaction of several spaces that is not of the deliveries lane, or names a space too, is refused', async () => {
+      const storage = await create();
+      if (!storage.manySpaces) return;
+      for (const options of [{ readOnly: false, spaces: ['a'] }, { readOnly: false, lane: 'data', spaces: ['a'] }, { readOnly: false, lane: 'deliveries', space: 'a', spaces: ['a'] }, { readOnly: false, lane: 'deliveries', spaces: [] }] as TransactionOptions[]) {
+        await expect(storage.transaction((tx) => tx.put('a/h', 1), options)).rejects.toThrow('A transaction of several spaces');
+      }
+      expect(await read(storage, (tx) => tx.get('a/h'))).toBeUndefined();
     });
   });
 }
