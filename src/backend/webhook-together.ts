@@ -1,14 +1,18 @@
 import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
 import { clockOf } from '../context/state.js';
-import { type Claimed, claimNext, type DeliveryRound, deliveryBody, type Hook, MAX_DELIVERY_CHARS, recordSent, reportClaim, send, type Step, type WebhookDelivery } from './webhooks.js';
+import { afterRecord, type Claimed, claimNext, type DeliveryRound, deliveryBody, type Hook, MAX_DELIVERY_CHARS, recordIn, recordSent, reportClaim, send, type Step, type WebhookDelivery } from './webhooks.js';
+import { type Claim, claimDelivery } from '../sync/feed/deliveries.js';
+import { inManyLanes } from './many-lanes.js';
 
 /**
  * Deliveries of several spaces in one request, for a webhook whose receiver takes them
  * (`spacesPerDelivery` above 1): each space's batch is claimed and recorded in the space as
  * ever (its own delivery ID, the same for each attempt and replay), and the batches claimed
  * together go out in one POST, so that a load spread over many spaces costs its receiver, and
- * the webhook's slots, one request for many spaces.
+ * the webhook's slots, one request for many spaces. Where the store runs a transaction over many
+ * spaces' deliveries lanes (many-lanes.ts), the group's claims are one transaction, and so are its
+ * records: the store, too, pays once per request rather than once per space.
  */
 
 /** What a delivery of several spaces POSTs, as JSON (`spacesPerDelivery` above 1): the body `verifyWebhook` resolves with. */
@@ -38,35 +42,50 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
     steps.set(space, { kind: 'wait', until: clockOf(ctx).now + 5_000 });
   };
   let claimed: Array<{ space: string; claim: Claimed }> = [];
-  await inTurn(
-    spaces.map(({ space, checked }) => async () => {
-      try {
-        const claim = await claimNext(ctx, space, hook, owner, checked, round);
-        if (claim.kind === 'deliver') claimed.push({ space, claim });
-        else steps.set(space, claim);
-      } catch (error) {
-        failed(space, error);
-      }
-    }),
-  );
+  const claimedOne = (space: string, claim: Claimed | Step) => (claim.kind === 'deliver' ? claimed.push({ space, claim }) : steps.set(space, claim));
+  // One transaction for every space's claim where the store runs one (no look first: a claim with nothing due writes nothing, and takes no push's lock).
+  const now = clockOf(ctx).now;
+  const together = await inManyLanes(ctx, spaces.map(({ space }) => space), (tx, space) => claimDelivery(tx, space, hook.rule, owner, now));
+  if (together !== undefined) for (const [space, claim] of together) claimedOne(space, reportClaim(ctx, space, hook, claim, round));
+  else {
+    await inTurn(
+      spaces.map(({ space, checked }) => async () => {
+        try {
+          claimedOne(space, await claimNext(ctx, space, hook, owner, checked, round));
+        } catch (error) {
+          failed(space, error);
+        }
+      }),
+    );
+  }
   for (let turn = 1; claimed.length > 0; turn++) {
     const next: typeof claimed = [];
     for (const group of bySize(hook, claimed)) {
       const deliveries = group.map(({ space, claim }) => deliveryBody(hook, space, claim));
       const body: WebhookDeliveries = { webhook: hook.name, delivery: await groupID(deliveries), deliveries };
       const outcome = await send(hook, body);
-      await inTurn(
-        group.map(({ space, claim }) => async () => {
-          try {
-            const recorded = await recordSent(ctx, space, hook, owner, claim, outcome, turn < turns, round);
-            const after = recorded.next === undefined ? recorded.step : reportClaim(ctx, space, hook, recorded.next, round);
-            if (after.kind === 'deliver') next.push({ space, claim: after });
-            else steps.set(space, after);
-          } catch (error) {
-            failed(space, error);
-          }
-        }),
-      );
+      const more = turn < turns;
+      const recordedOne = (space: string, recorded: { step: Step; next?: Claim }) => {
+        const after = recorded.next === undefined ? recorded.step : reportClaim(ctx, space, hook, recorded.next, round);
+        if (after.kind === 'deliver') next.push({ space, claim: after });
+        else steps.set(space, after);
+      };
+      // Every space's record (and next claim) in one transaction where the store runs one.
+      const at = clockOf(ctx).now;
+      const claims = new Map(group.map(({ space, claim }) => [space, claim]));
+      const records = await inManyLanes(ctx, [...claims.keys()], (tx, space) => recordIn(ctx, tx, space, hook, owner, claims.get(space)!, outcome, more, at));
+      if (records !== undefined) for (const { space, claim } of group) recordedOne(space, afterRecord(ctx, space, hook, claim, outcome, records.get(space)!, at, round));
+      else {
+        await inTurn(
+          group.map(({ space, claim }) => async () => {
+            try {
+              recordedOne(space, await recordSent(ctx, space, hook, owner, claim, outcome, more, round));
+            } catch (error) {
+              failed(space, error);
+            }
+          }),
+        );
+      }
     }
     claimed = next;
   }

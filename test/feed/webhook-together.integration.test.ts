@@ -5,7 +5,8 @@
  * under the same entry IDs. Real HTTP receiver, memory store.
  */
 import { describe, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, memoryStorage, startWebhooks, type SyncContext, transact, verifyWebhook, type WebhookDeliveries, type WebhookOptions } from '../../src/index.js';
+import { createContext, deliverWebhooks, memoryStorage, type Storage, startWebhooks, type SyncContext, transact, verifyWebhook, type WebhookDeliveries, type WebhookOptions } from '../../src/index.js';
+import type { TransactionOptions } from '../../src/storage/types.js';
 import { testMutators } from '../support/helpers.js';
 import { type Receiver, receiversOfTests } from './receiver.js';
 
@@ -14,13 +15,28 @@ const HOUR = 60 * 60_000;
 const SPACES = ['a', 'b', 'c', 'd', 'e', 'f'];
 const { cleanup, receiver } = receiversOfTests();
 
-function hooked(url: string, hook: Partial<WebhookOptions> = {}): SyncContext {
-  return createContext({ storage: memoryStorage(), mutators: testMutators, onError: () => {}, changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } } });
+function hooked(url: string, hook: Partial<WebhookOptions> = {}, storage: Storage = memoryStorage()): SyncContext {
+  return createContext({ storage, mutators: testMutators, onError: () => {}, changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } } });
 }
 
 /** Three changes in each space, written before a runner starts: all due at its first sweep. */
 async function written(ctx: SyncContext): Promise<void> {
   for (const space of SPACES) for (let i = 0; i < 3; i++) await transact(ctx, space, (tx) => tx.set(`k${i}`, i));
+}
+
+/** `storage`, keeping the options of each transaction it runs in `seen`. */
+function watched(storage: Storage, seen: TransactionOptions[]): Storage {
+  return { ...storage, manySpaces: storage.manySpaces, transaction: (fn, options) => (seen.push(options), storage.transaction(fn, options)) };
+}
+
+/** `storage`, refusing (in the transaction, as a database refuses a row) any write to a key `refused` says. */
+function refusing(storage: Storage, refused: (key: string) => boolean): Storage {
+  return {
+    ...storage,
+    manySpaces: storage.manySpaces,
+    transaction: (fn, options) =>
+      storage.transaction((tx) => fn({ ...tx, put: (key, value) => (refused(key) ? Promise.reject(new Error(`the store refused ${key}`)) : tx.put(key, value)) }), options),
+  };
 }
 
 const bodies = (at: Receiver) => at.received.map(({ body }) => JSON.parse(body) as WebhookDeliveries);
@@ -67,6 +83,39 @@ describe('webhooks: spacesPerDelivery', () => {
     await written(ctx);
     expect(await deliverWebhooks(ctx)).toEqual({ delivered: SPACES.length, failed: 0, disabled: 0 });
     expect(bodies(at).map(({ deliveries }) => deliveries.map(({ space }) => space))).toEqual(SPACES.map((space) => [space]));
+  });
+
+  it("claims the group's batches in one transaction of their deliveries lanes, and records them in one more", async () => {
+    const at = await receiver();
+    const seen: TransactionOptions[] = [];
+    const ctx = hooked(at.url, { spacesPerDelivery: 10 }, watched(memoryStorage(), seen));
+    await written(ctx);
+    seen.length = 0;
+    const runner = startWebhooks(ctx, { sweepMs: HOUR, concurrency: 1 });
+    cleanup.push(() => runner.stop());
+    await expect.poll(() => bodies(at).flatMap(({ deliveries }) => deliveries).length).toBe(SPACES.length);
+    await runner.stop();
+    const writes = seen.filter(({ readOnly }) => !readOnly);
+    expect(writes.map(({ lane, spaces }) => [lane, spaces?.slice().sort()])).toEqual([
+      ['deliveries', SPACES],
+      ['deliveries', SPACES],
+    ]);
+  });
+
+  it('goes a space at a time when that transaction fails, and one space the store refuses fails alone', async () => {
+    const at = await receiver();
+    const errors: unknown[] = [];
+    // The store refuses to record anything of space c: the group's transaction fails, and so does c's alone.
+    const storage = refusing(memoryStorage(), (key) => key.startsWith('h/c/'));
+    const ctx = createContext({ storage, mutators: testMutators, onError: (error) => errors.push(error), changes: { webhooks: { hook: { url: at.url, secret: SECRET, allowPrivateAddresses: true, spacesPerDelivery: 10 } } } });
+    await written(ctx);
+    const runner = startWebhooks(ctx, { sweepMs: HOUR, concurrency: 1 });
+    cleanup.push(() => runner.stop());
+    const delivered = () => new Set(bodies(at).flatMap(({ deliveries }) => deliveries.filter(({ space }) => space !== 'c').map(({ delivery }) => delivery)));
+    await expect.poll(() => delivered().size).toBe(SPACES.length - 1);
+    await expect.poll(() => errors.length).toBeGreaterThan(0);
+    expect(String(errors[0])).toContain('refused');
+    await runner.stop();
   });
 
   it('is checked: a whole number from 1 to 1,000', () => {

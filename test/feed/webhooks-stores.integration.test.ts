@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createContext, memoryStorage, type Storage, startWebhooks, transact } from '../../src/index.js';
+import { createContext, memoryStorage, type Storage, startWebhooks, transact, type WebhookDelivery } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
@@ -59,10 +59,11 @@ if (database !== undefined) {
 }
 
 describe.each(stores)('webhooks: %s', (_, open) => {
-  it('three instances deliver every change once, in order per space, each delivery once', async () => {
+  // Several spaces a request: each group's claims, and its records, one transaction over the spaces' deliveries lanes.
+  it.each([1, 10])('three instances deliver every change once, in order per space, each delivery once (spacesPerDelivery %i)', async (spacesPerDelivery) => {
     const receiver = await startReceiver();
     cleanup.push(() => receiver.close());
-    const contexts = open().map((storage) => createContext({ storage, mutators: testMutators, onError: (error) => cleanup.push(() => expect.fail(String(error))), changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true, maxBatch: 5 } } } }));
+    const contexts = open().map((storage) => createContext({ storage, mutators: testMutators, onError: (error) => cleanup.push(() => expect.fail(String(error))), changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true, maxBatch: 5, spacesPerDelivery } } } }));
     const runners = contexts.map((ctx) => startWebhooks(ctx, { sweepMs: 100 }));
     cleanup.push(() => Promise.all(runners.map((runner) => runner.stop())));
     const spaces = ['a', 'b', 'c'];
@@ -77,12 +78,15 @@ describe.each(stores)('webhooks: %s', (_, open) => {
       }),
     );
     for (const ctx of contexts) for (const space of spaces) for (const [key] of await transact(ctx, space, async (tx) => tx.scan({ prefix: '' }).entries().toArray())) written.get(space)!.includes(key) || written.get(space)!.push(key);
-    await expect.poll(() => receiver.delivered().reduce((sum, { delivery }) => sum + delivery.changes.length, 0), { timeout: 30_000 }).toBe(60);
+    // Each space's batch: a request's body, or an entry of one that carries several spaces.
+    const entries = () => receiver.delivered().flatMap(({ body }) => (JSON.parse(body) as { deliveries?: WebhookDelivery[] }).deliveries ?? [JSON.parse(body) as WebhookDelivery]);
+    await expect.poll(() => entries().reduce((sum, { changes }) => sum + changes.length, 0), { timeout: 30_000 }).toBe(60);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const ids = receiver.received.map(({ id }) => id);
     expect(ids.length).toBe(new Set(ids).size);
+    expect(new Set(entries().map(({ delivery }) => delivery)).size).toBe(entries().length);
     for (const space of spaces) {
-      const changes = receiver.delivered().filter(({ delivery }) => delivery.space === space).flatMap(({ delivery }) => delivery.changes);
+      const changes = entries().filter((delivery) => delivery.space === space).flatMap(({ changes }) => changes);
       expect(changes.map(({ version }) => version)).toEqual([...changes.map(({ version }) => version)].sort((x, y) => x - y));
       expect(new Set(changes.map((change) => change.op !== 'event' && change.key))).toEqual(new Set(written.get(space)));
       expect(changes).toHaveLength(20);
