@@ -8,7 +8,7 @@ import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pag
 import { coversKey } from '../sync/view.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
 import { checkSpace } from './transact.js';
-import type { StorageTransaction } from '../storage/types.js';
+import { inDeliveries } from './delivery-transactions.js';
 
 /**
  * Delivering webhooks (`changes.webhooks`): each webhook's changes of each space, in order, in
@@ -114,7 +114,7 @@ export async function claimNext(ctx: SyncContext, space: string, hook: Hook, own
     if (due === undefined) return { kind: 'idle' };
     if (due > clockOf(ctx).now) return { kind: 'wait', until: due };
   }
-  const claim = await ctx.storage.transaction((tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), { readOnly: false, space, lane: 'deliveries' });
+  const claim = await inDeliveries(ctx, space, (tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now));
   return reportClaim(ctx, space, hook, claim, round);
 }
 
@@ -136,25 +136,13 @@ export function reportClaim(ctx: SyncContext, space: string, hook: Hook, claim: 
  * batch in the same transaction): the step it came to, or the next claim to send.
  */
 export async function recordSent(ctx: SyncContext, space: string, hook: Hook, owner: string, claim: Claimed, outcome: Outcome, more: boolean, round?: DeliveryRound): Promise<{ step: Step; next?: Claim }> {
+  const { retention } = stateOf(ctx);
+  const { batch, changes, version } = claim;
   const now = clockOf(ctx).now;
-  const recorded = await ctx.storage.transaction((tx) => recordIn(ctx, tx, space, hook, owner, claim, outcome, more, now), { readOnly: false, space, lane: 'deliveries' });
-  return afterRecord(ctx, space, hook, claim, outcome, recorded, now, round);
-}
-
-/** What recording an attempt did in the store: how it went, and after a delivery (with `more`) the next claim. */
-export interface Recorded {
-  status: Awaited<ReturnType<typeof finishDelivery>>;
-  next?: Claim | undefined;
-}
-
-/** Records how the attempt at `claim` went, in `tx` (see {@link recordSent}). */
-export async function recordIn(ctx: SyncContext, tx: StorageTransaction, space: string, hook: Hook, owner: string, claim: Claimed, outcome: Outcome, more: boolean, now: number): Promise<Recorded> {
-  const status = await finishDelivery(tx, space, hook.rule, owner, claim.batch, outcome, now, stateOf(ctx).retention.changesMs);
-  return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
-}
-
-/** Says what a record came to (telemetry, the round, a webhook disabled), once committed: the step, or the next claim to send. */
-export function afterRecord(ctx: SyncContext, space: string, hook: Hook, { changes, version }: Claimed, outcome: Outcome, recorded: Recorded, now: number, round?: DeliveryRound): { step: Step; next?: Claim } {
+  const recorded = await inDeliveries(ctx, space, async (tx) => {
+    const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
+    return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
+  });
   if (!outcome.ok) {
     const disabled = recorded.status === 'disabled';
     recordDelivery(hook.name, disabled ? 'disabled' : 'failed');

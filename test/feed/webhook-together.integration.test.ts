@@ -85,7 +85,7 @@ describe('webhooks: spacesPerDelivery', () => {
     expect(bodies(at).map(({ deliveries }) => deliveries.map(({ space }) => space))).toEqual(SPACES.map((space) => [space]));
   });
 
-  it("claims the group's batches in one transaction of their deliveries lanes, and records them in one more", async () => {
+  it("claims the group's batches, and records them, in few transactions over their deliveries lanes, not one a space", async () => {
     const at = await receiver();
     const seen: TransactionOptions[] = [];
     const ctx = hooked(at.url, { spacesPerDelivery: 10 }, watched(memoryStorage(), seen));
@@ -95,11 +95,11 @@ describe('webhooks: spacesPerDelivery', () => {
     cleanup.push(() => runner.stop());
     await expect.poll(() => bodies(at).flatMap(({ deliveries }) => deliveries).length).toBe(SPACES.length);
     await runner.stop();
+    // The first two claims start at once, each alone (two transactions run at a time); those asked meanwhile go together in the next, as group commit does; the same for the records. One a space would be twelve.
     const writes = seen.filter(({ readOnly }) => !readOnly);
-    expect(writes.map(({ lane, spaces }) => [lane, spaces?.slice().sort()])).toEqual([
-      ['deliveries', SPACES],
-      ['deliveries', SPACES],
-    ]);
+    expect(writes.every(({ lane }) => lane === 'deliveries')).toBe(true);
+    expect(writes.length).toBeLessThanOrEqual(6);
+    expect(writes.filter(({ spaces }) => spaces?.length === SPACES.length - 2)).toHaveLength(2);
   });
 
   it('goes a space at a time when that transaction fails, and one space the store refuses fails alone', async () => {

@@ -1,0 +1,110 @@
+import type { SyncContext } from '../context/context.js';
+import type { Storage, StorageTransaction } from '../storage/types.js';
+
+/**
+ * The store transactions of webhook deliveries (each claim, each record of how an attempt went),
+ * scheduled apart from the pushes': at most a few at once per store, so that deliveries keep
+ * their hands off the connections pushes need, and, where the store runs one transaction over
+ * several spaces' deliveries lanes (`Storage.manySpaces`), those that arrive while one runs go
+ * together in the next, as group commit does for pushes: a webhook keeping up with changes
+ * spread over a thousand spaces costs the store a transaction per batch of spaces, not two per
+ * space.
+ */
+
+/**
+ * Runs `work` in a transaction of `space`'s deliveries lane, alone or beside other spaces'
+ * (each space at most once in one), and resolves with its result once committed. One whose
+ * transaction with others failed runs again alone, so that one space's failure is its own.
+ */
+export function inDeliveries<T>(ctx: SyncContext, space: string, work: (tx: StorageTransaction) => Promise<T>): Promise<T> {
+  let queue = queues.get(ctx.storage);
+  if (queue === undefined) queues.set(ctx.storage, (queue = new DeliveryQueue(ctx.storage)));
+  return queue.add(space, work);
+}
+
+interface Waiting {
+  space: string;
+  work: (tx: StorageTransaction) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** One store's deliveries transactions: those waiting, and how many run. */
+class DeliveryQueue {
+  readonly #storage: Storage;
+  readonly #waiting: Waiting[] = [];
+  /** Spaces in a transaction now: a space's next work waits for the one after. */
+  readonly #busy = new Set<string>();
+  #running = 0;
+
+  constructor(storage: Storage) {
+    this.#storage = storage;
+  }
+
+  add<T>(space: string, work: (tx: StorageTransaction) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.push({ space, work, resolve: resolve as (value: unknown) => void, reject });
+      this.#pump();
+    });
+  }
+
+  /** Starts what may start: a batch of spaces not already in one, while fewer than the limit run. */
+  #pump(): void {
+    const together = this.#storage.manySpaces === true;
+    while (this.#running < (together ? BATCHES_AT_ONCE : ONE_AT_A_TIME_AT_ONCE)) {
+      const batch: Waiting[] = [];
+      const spaces = new Set<string>();
+      for (let i = 0; i < this.#waiting.length && batch.length < (together ? MAX_SPACES : 1); ) {
+        const waiting = this.#waiting[i]!;
+        if (this.#busy.has(waiting.space) || spaces.has(waiting.space)) {
+          i++;
+          continue;
+        }
+        spaces.add(waiting.space);
+        batch.push(waiting);
+        this.#waiting.splice(i, 1);
+      }
+      if (batch.length === 0) return;
+      this.#running++;
+      for (const space of spaces) this.#busy.add(space);
+      void this.#run(batch).finally(() => {
+        this.#running--;
+        for (const space of spaces) this.#busy.delete(space);
+        this.#pump();
+      });
+    }
+  }
+
+  async #run(batch: readonly Waiting[]): Promise<void> {
+    if (batch.length > 1) {
+      try {
+        const spaces = batch.map(({ space }) => space);
+        // Side by side: a database pipelines their reads.
+        const results = await this.#storage.transaction((tx) => Promise.all(batch.map(({ work }) => work(tx))), { readOnly: false, lane: 'deliveries', spaces });
+        batch.forEach(({ resolve }, i) => resolve(results[i]));
+        return;
+      } catch {
+        // Each alone, below: a space whose work the store refused fails by itself, and is told why.
+      }
+    }
+    await inTurn(batch.map(({ space, work, resolve, reject }) => () => this.#storage.transaction(work, { readOnly: false, space, lane: 'deliveries' }).then(resolve, reject)), ONE_AT_A_TIME_AT_ONCE);
+  }
+}
+
+/** Runs `tasks`, `atOnce` at a time. */
+async function inTurn(tasks: ReadonlyArray<() => Promise<void>>, atOnce: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) await tasks[next++]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, tasks.length) }, worker));
+}
+
+const queues = new WeakMap<Storage, DeliveryQueue>();
+
+/** Spaces in one transaction, at most: a batch's transaction stays short. */
+const MAX_SPACES = 100;
+/** Transactions of several spaces running at once per store: one space's lane held by housekeeping holds up one of them, not every delivery. */
+const BATCHES_AT_ONCE = 2;
+/** Deliveries transactions at once per store where each is one space's: the rest of the store's connections stay with the pushes. */
+const ONE_AT_A_TIME_AT_ONCE = 4;
