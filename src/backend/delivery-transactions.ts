@@ -36,6 +36,7 @@ class DeliveryQueue {
   /** Spaces in a transaction now: a space's next work waits for the one after. */
   readonly #busy = new Set<string>();
   #running = 0;
+  #pumping = false;
 
   constructor(storage: Storage) {
     this.#storage = storage;
@@ -44,7 +45,14 @@ class DeliveryQueue {
   add<T>(space: string, work: (tx: StorageTransaction) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#waiting.push({ space, work, resolve: resolve as (value: unknown) => void, reject });
-      this.#pump();
+      // After what runs now: a group's claims, asked in one loop, then start as one transaction.
+      if (!this.#pumping) {
+        this.#pumping = true;
+        queueMicrotask(() => {
+          this.#pumping = false;
+          this.#pump();
+        });
+      }
     });
   }
 
