@@ -87,8 +87,12 @@ class DeliveryQueue {
     if (batch.length > 1) {
       try {
         const spaces = batch.map(({ space }) => space);
-        // Side by side: a database pipelines their reads.
-        const results = await this.#storage.transaction((tx) => Promise.all(batch.map(({ work }) => work(tx))), { readOnly: false, lane: 'deliveries', spaces });
+        // Side by side: a database pipelines their reads. Each settles before the transaction ends, so none reads after its end.
+        const results = await this.#storage.transaction(async (tx) => {
+          const settled = await Promise.allSettled(batch.map(({ work }) => work(tx)));
+          for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+          return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value);
+        }, { readOnly: false, lane: 'deliveries', spaces });
         batch.forEach(({ resolve }, i) => resolve(results[i]));
         return;
       } catch {
