@@ -15,15 +15,17 @@ import type { Storage, StorageTransaction } from '../storage/types.js';
  * Runs `work` in a transaction of `space`'s deliveries lane, alone or beside other spaces'
  * (each space at most once in one), and resolves with its result once committed. One whose
  * transaction with others failed runs again alone, so that one space's failure is its own.
+ * `reads` are keys `work` reads first: a store with `getMany` reads a whole batch's in one go.
  */
-export function inDeliveries<T>(ctx: SyncContext, space: string, work: (tx: StorageTransaction) => Promise<T>): Promise<T> {
+export function inDeliveries<T>(ctx: SyncContext, space: string, work: (tx: StorageTransaction) => Promise<T>, reads: readonly string[] = []): Promise<T> {
   let queue = queues.get(ctx.storage);
   if (queue === undefined) queues.set(ctx.storage, (queue = new DeliveryQueue(ctx.storage)));
-  return queue.add(space, work);
+  return queue.add(space, work, reads);
 }
 
 interface Waiting {
   space: string;
+  reads: readonly string[];
   work: (tx: StorageTransaction) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
@@ -42,9 +44,9 @@ class DeliveryQueue {
     this.#storage = storage;
   }
 
-  add<T>(space: string, work: (tx: StorageTransaction) => Promise<T>): Promise<T> {
+  add<T>(space: string, work: (tx: StorageTransaction) => Promise<T>, reads: readonly string[]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#waiting.push({ space, work, resolve: resolve as (value: unknown) => void, reject });
+      this.#waiting.push({ space, reads, work, resolve: resolve as (value: unknown) => void, reject });
       // After what runs now: a group's claims, asked in one loop, then start as one transaction.
       if (!this.#pumping) {
         this.#pumping = true;
@@ -89,6 +91,8 @@ class DeliveryQueue {
         const spaces = batch.map(({ space }) => space);
         // Side by side: a database pipelines their reads. Each settles before the transaction ends, so none reads after its end.
         const results = await this.#storage.transaction(async (tx) => {
+          // One round trip for what every work reads first; the store keeps what it read.
+          if (tx.getMany) await tx.getMany(batch.flatMap(({ reads }) => reads));
           const settled = await Promise.allSettled(batch.map(({ work }) => work(tx)));
           for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
           return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value);

@@ -3,7 +3,7 @@ import { reportError } from '../context/context.js';
 import { checkContext, clockOf, stateOf } from '../context/state.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
-import { askAgain, type Claim, claimDelivery, deliveriesIn, deliveryDue, deliveryID, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
+import { askAgain, type Claim, claimDelivery, deliveriesIn, deliveryDue, deliveryID, deliveryReads, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
 import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
 import { coversKey } from '../sync/view.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
@@ -93,7 +93,8 @@ export type Claimed = Extract<Claim, { kind: 'deliver' }>;
 /**
  * Claims, sends and records batches of `hook` in `space`, up to `batches` of them while they
  * are due: each record of a delivery also claims the next batch, in the same transaction, so a
- * webhook keeping up costs the space one write transaction per delivery beside its pushes.
+ * webhook keeping up costs one transaction of the space's deliveries lane per delivery, which
+ * its pushes do not wait for (and which other spaces' may share: delivery-transactions.ts).
  */
 export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, { round, checked = false }: DeliverOptions = {}): Promise<Step> {
   let claim = await claimNext(ctx, space, hook, owner, checked, round);
@@ -114,7 +115,7 @@ export async function claimNext(ctx: SyncContext, space: string, hook: Hook, own
     if (due === undefined) return { kind: 'idle' };
     if (due > clockOf(ctx).now) return { kind: 'wait', until: due };
   }
-  const claim = await inDeliveries(ctx, space, (tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now));
+  const claim = await inDeliveries(ctx, space, (tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), deliveryReads(space, hook.name));
   return reportClaim(ctx, space, hook, claim, round);
 }
 
@@ -142,7 +143,7 @@ export async function recordSent(ctx: SyncContext, space: string, hook: Hook, ow
   const recorded = await inDeliveries(ctx, space, async (tx) => {
     const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
     return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
-  });
+  }, deliveryReads(space, hook.name));
   if (!outcome.ok) {
     const disabled = recorded.status === 'disabled';
     recordDelivery(hook.name, disabled ? 'disabled' : 'failed');

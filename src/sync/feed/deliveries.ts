@@ -125,6 +125,12 @@ export function deliveryDueAt(meta: Meta | undefined, state: DeliveryState | und
   return meta.version > cursor.version || cursor.seq !== undefined ? free : undefined;
 }
 
+/** The keys a claim or a record of webhook `name` in `space` reads first: the space's meta record and the webhook's state there. */
+export function deliveryReads(space: string, name: string): string[] {
+  const keys = new SpaceKeys(space);
+  return [keys.meta, keys.delivery(name)];
+}
+
 /**
  * Claims the next delivery of webhook `rule` in `space` for `owner` at `now`, in `tx`: the batch
  * in flight (if its retry is due), else a delivery asked again, else the next changes the webhook
