@@ -168,7 +168,8 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
     // The cookie names a view whose record is missing or old: write it before the client holds it.
     if (keep !== undefined) {
       const { view, used } = keep;
-      await storage.transaction(async (tx) => (await strategy.open(tx, space, clock)).keepView(view, used), { readOnly: false, space });
+      // The view's record is the space's data: no webhook's delivery holds it up.
+      await storage.transaction(async (tx) => (await strategy.open(tx, space, clock)).keepView(view, used), { readOnly: false, space, lane: 'data' });
       recentViews.set(storage, space, view.id, clock.now);
     } else if (fresh !== undefined) recentViews.set(storage, space, fresh.view.id, fresh.used);
   }
@@ -244,5 +245,5 @@ async function touch(storage: Storage, space: string, userID: string | undefined
     const session = await strategy.open(tx, space, clock);
     const seen = await session.groupSeen(userID, clientGroupID);
     if (seen !== 'expired') await session.touchGroup(userID, clientGroupID, seen, schemaVersion);
-  }, { readOnly: false, space });
+  }, { readOnly: false, space, lane: 'data' });
 }
