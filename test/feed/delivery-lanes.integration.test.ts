@@ -6,7 +6,7 @@
  */
 import postgres from 'postgres';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, type Storage, transact } from '../../src/index.js';
+import { collectGarbage, createContext, deliverWebhooks, type Storage, transact } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
@@ -112,5 +112,24 @@ describe.each(stores)('webhook deliveries and writes of one space on %s', (_, op
     expect((await delivering).failed).toBe(0);
     await deliverWebhooks(ctx, { space: 'a' });
     expect(receiver.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => ('key' in change ? change.key : change.op)))).toEqual(['x', 'y']);
+  });
+  it("housekeeping, which trims the log a delivery reads, waits for a delivery's transaction of its space, and goes on after it", async () => {
+    const { gate, release } = opened();
+    const store = heldDeliveries(open(), gate);
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const ctx = createContext({ storage: store.storage, mutators: testMutators, retention: { changesMs: 1, historyMs: 1 }, changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } } });
+    await transact(ctx, 'a', (tx) => tx.set('x', 1));
+    await feedRecorded(ctx.storage);
+    const delivering = deliverWebhooks(ctx, { space: 'a' });
+    cleanup.push(() => (release(), delivering));
+    await expect.poll(store.held).toBe(1);
+    let collected = false;
+    const collecting = collectGarbage(ctx, 'a').then((result) => ((collected = true), result));
+    expect(await within(collecting, 500)).toBe('still waiting after 500 ms');
+    expect(collected).toBe(false);
+    release();
+    await delivering;
+    await collecting;
   });
 });
