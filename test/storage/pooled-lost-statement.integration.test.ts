@@ -1,0 +1,69 @@
+/**
+ * A statement postgres.js loses behind PgBouncer in transaction mode (test/support/pgbouncer.ts),
+ * with a fault proxy between PgBouncer and the server (`DATABASE_URL`) that drops what PgBouncer
+ * sends on one server connection. The process ID postgres.js knows there is PgBouncer's key, not a
+ * backend's: the lost transaction's backend was never ended, and held its space's lock for as long
+ * as its connection lived. The fault-injection suite's `pgbouncer` topology stalled on it once its
+ * faults were over (the space's migrations and writes answered 503 for good).
+ */
+import postgres from 'postgres';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TemporaryError } from '../../src/base/errors.js';
+import { postgresStorage } from '../../src/storage/postgres.js';
+import { isUnreachable } from '../../src/storage/unreachable.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
+import { havePgBouncer, startPgBouncer } from '../support/pgbouncer.js';
+import { withPostgres } from '../support/stores.js';
+
+const url = process.env.DATABASE_URL;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+});
+
+/** A store in a schema of its own on postgres.js (two connections, `prepare: false`) through PgBouncer and a fault proxy, with a direct connection to look at the server. */
+async function pooledStore(schema: string, lostAfterMs: number) {
+  const admin = postgres(url!, { onnotice: () => {}, max: 1 });
+  cleanups.push(async () => (await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`), await admin.end()));
+  const proxy = await startFaultProxy(Number(new URL(url!).port));
+  cleanups.push(() => proxy.close());
+  const bouncer = await startPgBouncer({ db: proxy.url(url!) });
+  cleanups.push(() => bouncer.stop());
+  const pooled = postgres(bouncer.url('db'), { onnotice: () => {}, max: 2, fetch_types: false, prepare: false });
+  cleanups.push(() => pooled.end({ timeout: 1 }));
+  const store = postgresStorage(pooled, { schema, lostAfterMs, prepare: false });
+  await store.migrate();
+  await store.transaction(async (tx) => void tx.put('k', 1), { readOnly: false, space: 's' });
+  return { admin, proxy, store };
+}
+
+describe.runIf(url !== undefined && withPostgres && havePgBouncer())('a statement postgres.js loses behind PgBouncer in transaction mode', () => {
+  for (const losing of ['a statement', 'its COMMIT'] as const) {
+    it(`a transaction that loses ${losing} while it holds the space's lock fails as a lost connection, its backend is ended, and the space takes writes again`, async () => {
+      const { admin, proxy, store } = await pooledStore(`pooled_lost_${process.pid}_${losing.length}`, 2_000);
+      const holder = store
+        .transaction(
+          async (tx) => {
+            await tx.get('k');
+            proxy.swallowNext();
+            if (losing === 'a statement') await tx.get('j');
+          },
+          { readOnly: false, space: 's' },
+        )
+        .then(() => 'committed', (error: unknown) => error);
+      await expect.poll(() => proxy.swallowing.length, { timeout: 10_000 }).toBe(1);
+      const lost = proxy.swallowing;
+      const error = await holder;
+      expect(isUnreachable(error), String(error)).toBe(true);
+      expect((error as Error).message).toMatch(losing === 'a statement' ? /did not answer a statement of the transaction within 2 s/ : /did not end the transaction within 2 s/);
+
+      // Its backend (PgBouncer's connection to the server, idle in the transaction) is ended.
+      await expect.poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 }).toBe(0);
+      // The space's lock is free: a write of it commits (a 503 at most while PgBouncer and
+      // postgres.js learn that the connection is gone).
+      await expect.poll(() => store.transaction(async (tx) => void tx.put('k', 3), { readOnly: false, space: 's' }).then(() => 'committed', (error: unknown) => (isUnreachable(error) || error instanceof TemporaryError ? 'retry' : error)), { timeout: 10_000 }).toBe('committed');
+      expect(await store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' })).toBe(3);
+    }, 60_000);
+  }
+});
