@@ -11,8 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TemporaryError } from '../../src/base/errors.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { isUnreachable } from '../../src/storage/unreachable.js';
-import { startFaultProxy } from '../support/fault-proxy.js';
-import { havePgBouncer, startPgBouncer } from '../support/pgbouncer.js';
+import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
+import { havePgBouncer, type PgBouncer, startPgBouncer } from '../support/pgbouncer.js';
 import { withPostgres } from '../support/stores.js';
 
 const url = process.env.DATABASE_URL;
@@ -22,14 +22,24 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 });
 
-/** A store in a schema of its own on postgres.js (two connections, `prepare: false`) through PgBouncer and a fault proxy, with a direct connection to look at the server. */
+/** The fault proxy and PgBouncer, one for the file (each takes seconds to stop). */
+let pooler: Promise<{ proxy: FaultProxy; bouncer: PgBouncer }> | undefined;
+function startPooler() {
+  pooler ??= (async () => {
+    const proxy = await startFaultProxy(Number(new URL(url!).port));
+    cleanups.push(() => proxy.close());
+    const bouncer = await startPgBouncer({ db: proxy.url(url!) });
+    cleanups.push(() => bouncer.stop());
+    return { proxy, bouncer };
+  })();
+  return pooler;
+}
+
+/** A store in a schema of its own on postgres.js (two connections, `prepare: false`) through PgBouncer and the fault proxy, with a direct connection to look at the server. */
 async function pooledStore(schema: string, lostAfterMs: number) {
+  const { proxy, bouncer } = await startPooler();
   const admin = postgres(url!, { onnotice: () => {}, max: 1 });
   cleanups.push(async () => (await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`), await admin.end()));
-  const proxy = await startFaultProxy(Number(new URL(url!).port));
-  cleanups.push(() => proxy.close());
-  const bouncer = await startPgBouncer({ db: proxy.url(url!) });
-  cleanups.push(() => bouncer.stop());
   const pooled = postgres(bouncer.url('db'), { onnotice: () => {}, max: 2, fetch_types: false, prepare: false });
   cleanups.push(() => pooled.end({ timeout: 1 }));
   const store = postgresStorage(pooled, { schema, lostAfterMs, prepare: false });
