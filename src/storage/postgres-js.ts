@@ -198,21 +198,57 @@ export interface GuardOptions {
  * synchronous standby (`SyncRep`) is left alone: ended, its commit would show on this server to
  * every later reader though the standby may never get it (a half-dead primary, failed over), and
  * clients that read it would be told ClientStateNotFound after the failover.
+ *
+ * Behind a pooler (PgBouncer), the process ID postgres.js knows is the pooler's key, not a
+ * backend's, so no backend has it, and the lost transaction would hold its space's lock for as
+ * long as its connection lives (seen in the fault-injection suite: a space refusing every write
+ * for good once the faults were over). The statement that ends by ID says which backend it ran
+ * on; when that is not the ID postgres.js was given, the client is behind a pooler, and the
+ * backends of its user and application name stuck in a transaction since `ms / 2` ago (idle in
+ * it, or waiting for the rest of a statement) are ended instead: one of them is the lost one,
+ * and the others are as stuck (no transaction of the store waits on its client that long).
  */
 export function endBackend(client: PostgresJsClient, statement: PromiseLike<unknown>, ms: number, attempt = 1): void {
   const pid = (statement as { state?: { pid?: unknown } | null }).state?.pid;
   if (!client.unsafe || typeof pid !== 'number') return;
   const ended = client.unsafe(
     // Only a backend of this client's own user and application name: with several hosts, this
-    // connection may be on another server, where the process ID may be anyone's.
-    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND state_change < now() - make_interval(secs => $2) AND wait_event IS DISTINCT FROM 'SyncRep' AND usename = current_user AND application_name = current_setting('application_name')",
+    // connection may be on another server, where the process ID may be anyone's. As a bigint:
+    // a pooler's key is any 32-bit number, past an integer's range half the time.
+    "SELECT pg_backend_pid() AS self, ARRAY(SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::bigint AND state_change < now() - make_interval(secs => $2) AND wait_event IS DISTINCT FROM 'SyncRep' AND usename = current_user AND application_name = current_setting('application_name')) AS ended",
     [pid, ms / 2_000] as never[],
   );
-  void unlessStuck(ended, ms).catch(() => {
-    if (attempt >= END_ATTEMPTS) return;
-    const again = setTimeout(() => endBackend(client, statement, ms, attempt + 1), ms);
-    (again as { unref?: () => void }).unref?.();
+  persist(ended, ms, () => endBackend(client, statement, ms, attempt + 1), attempt, (rows) => {
+    if (pooled(ended, rows)) endStuck(client, ms);
   });
+}
+
+/** Behind a pooler: ends the backends of `client`'s user and application name stuck in a transaction since `ms / 2` ago (see {@link endBackend}). */
+function endStuck(client: PostgresJsClient, ms: number, attempt = 1): void {
+  const ended = client.unsafe!(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND (state LIKE 'idle in transaction%' OR (state = 'active' AND wait_event = 'ClientRead')) AND state_change < now() - make_interval(secs => $1) AND usename = current_user AND application_name = current_setting('application_name')",
+    [ms / 2_000] as never[],
+  );
+  persist(ended, ms, () => endStuck(client, ms, attempt + 1), attempt);
+}
+
+/** Waits for `statement` (one that ends backends) at most `ms`; should it fail or go unanswered, `again` after `ms`, unless this was attempt {@link END_ATTEMPTS}. */
+function persist(statement: PromiseLike<unknown>, ms: number, again: () => void, attempt: number, answered?: (rows: Array<Record<string, unknown>>) => void): void {
+  unlessStuck(statement, ms).then(
+    (rows) => answered?.(rows as Array<Record<string, unknown>>),
+    () => {
+      if (attempt >= END_ATTEMPTS) return;
+      const timer = setTimeout(again, ms);
+      (timer as { unref?: () => void }).unref?.();
+    },
+  );
+}
+
+/** Whether `statement`, answered with `rows` (`self`: its backend's process ID), ran behind a pooler: the process ID postgres.js was given for its connection is not its backend's. */
+function pooled(statement: PromiseLike<unknown>, rows: Array<Record<string, unknown>>): boolean {
+  const given = (statement as { state?: { pid?: unknown } | null }).state?.pid;
+  const self = rows[0]?.self;
+  return typeof given === 'number' && self !== undefined && self !== null && Number(self) !== given;
 }
 
 /** How many times a lost statement's backend is asked to end, at most: minutes, at the default bound. */

@@ -40,4 +40,39 @@ describe.runIf(url !== undefined && withPostgres)('ending a lost statement\'s ba
     expect(await alive(ender, bystanderPid)).toBe(true);
     expect(Number((await bystander`SELECT 1 AS one`)[0]!.one)).toBe(1);
   }, 30_000);
+
+  it('asks about a process ID past an integer\'s range (a pooler\'s key, any 32-bit number) without an error', async () => {
+    const sql = connect('viewsync-app');
+    const sent: Array<PromiseLike<unknown>> = [];
+    const ender = { begin: sql.begin, unsafe: (query: string, params?: never[]) => (sent.push(sql.unsafe(query, params)), sent.at(-1)!) };
+    endBackend(ender as never, Object.assign(Promise.resolve(), { state: { pid: 3_000_000_000 } }), 200);
+    expect(sent).toHaveLength(1);
+    const [answer] = (await sent[0]) as Array<{ self: number }>;
+    // And it says which backend ran it: postgres.js's ID of this direct connection, not a pooler.
+    expect(answer!.self).toBe((sent[0] as { state?: { pid?: number } }).state?.pid);
+  }, 30_000);
+
+  it('on a direct connection, leaves a backend of its own application idle in a transaction alone unless it has the ID: ending such backends is only for behind a pooler, where the ID is unknown', async () => {
+    const ender = connect('viewsync-app');
+    const idle = connect('viewsync-app');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let pid = 0;
+    const holding = idle.begin(async (tx) => {
+      pid = Number((await tx`SELECT pg_backend_pid() AS pid`)[0]!.pid);
+      await released;
+    });
+    await vi.waitFor(() => expect(pid).toBeGreaterThan(0));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const sent: Array<PromiseLike<unknown>> = [];
+    const counting = { begin: ender.begin, unsafe: (query: string, params?: never[]) => (sent.push(ender.unsafe(query, params)), sent.at(-1)!) };
+    // A lost statement's backend that has gone already: its ID is no backend's.
+    endBackend(counting as never, Object.assign(Promise.resolve(), { state: { pid: 2_000_000_000 } }), 200);
+    await sent[0];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(sent).toHaveLength(1);
+    expect(await alive(ender, pid)).toBe(true);
+    release();
+    await holding;
+  }, 30_000);
 });

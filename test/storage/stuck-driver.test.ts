@@ -69,7 +69,7 @@ describe('a postgres.js call that never starts or never answers', () => {
     expect((error as Error).message).toMatch(/did not answer a statement of the transaction within 30 s/);
     expect(inside).toEqual(['SELECT lock']);
     // Unless it started something since: a pid the server has given to a working backend is left alone.
-    expect(outside).toEqual([[expect.stringMatching(/pg_terminate_backend\(pid\).*WHERE pid = \$1 AND state_change < now\(\) - make_interval\(secs => \$2\)/), [4242, 15]]]);
+    expect(outside).toEqual([[expect.stringMatching(/pg_terminate_backend\(pid\).*WHERE pid = \$1::bigint AND state_change < now\(\) - make_interval\(secs => \$2\)/), [4242, 15]]]);
     // And nothing more is sent on the stuck connection: no ROLLBACK written behind the lost statement.
     await vi.advanceTimersByTimeAsync(60_000);
     expect(inside).toHaveLength(1);
