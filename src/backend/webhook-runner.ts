@@ -150,8 +150,9 @@ class Runner {
   /** Starts what of `lane` is due; returns when the rest is due, as far as it looked (a full lane looks again as an attempt ends). */
   #start(lane: Lane, now: number): number {
     let next = Infinity;
-    // A webhook whose receiver takes several spaces a request gets them in groups, each group one slot.
-    let group: Array<{ space: string; hook: Hook; look: boolean }> = [];
+    // A webhook whose receiver takes several spaces a request gets them in groups, each group one
+    // slot; a group not full waits `gatherMs` from its first space's time for more.
+    let group: Array<{ space: string; hook: Hook; look: boolean; at: number }> = [];
     for (const [space, { hook, at, look }] of lane.due) {
       if (lane.running.has(space)) continue;
       if (at > now) {
@@ -159,19 +160,23 @@ class Runner {
         continue;
       }
       if (group.length === 0 && !lane.slots.free) break;
-      lane.due.delete(space);
-      group.push({ space, hook, look });
+      group.push({ space, hook, look, at });
       if (group.length >= (hook.options.spacesPerDelivery ?? 1)) {
         this.#run(lane, group);
         group = [];
       }
     }
-    if (group.length > 0) this.#run(lane, group);
+    if (group.length > 0) {
+      const ready = Math.min(...group.map(({ at }) => at)) + gatherOf(group[0]!.hook);
+      if (ready <= now) this.#run(lane, group);
+      else next = Math.min(next, ready);
+    }
     return next;
   }
 
   /** Runs one slot's attempt: one space's deliveries, or a group's together (even a group of one: a receiver gets one body shape); then schedules what each space comes to. */
   #run(lane: Lane, group: ReadonlyArray<{ space: string; hook: Hook; look: boolean }>): void {
+    for (const { space } of group) lane.due.delete(space);
     lane.slots.take();
     const [first] = group;
     const hook = first!.hook;
@@ -200,6 +205,14 @@ class Runner {
     for (const { space } of group) lane.running.set(space, run);
   }
 }
+
+/** How long a group of spaces not full waits for more: see `WebhookOptions.gatherMs` (none for one space a request). */
+function gatherOf(hook: Hook): number {
+  return (hook.options.spacesPerDelivery ?? 1) > 1 ? (hook.options.gatherMs ?? DEFAULT_GATHER_MS) : 0;
+}
+
+/** See `WebhookOptions.gatherMs`. */
+const DEFAULT_GATHER_MS = 100;
 
 /** Milliseconds a change heard from the notifier waits before it is looked at: time for the instance that made it to claim it. */
 const HEARD_GRACE_MS = 100;

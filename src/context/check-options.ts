@@ -128,7 +128,7 @@ function checkChanges(changes: unknown): void {
     if (!/^[\w.-]{1,64}$/.test(name)) throw new TypeError(`changes.webhooks: a webhook's name is 1 to 64 letters, digits, _, . or -, got ${JSON.stringify(name.slice(0, 80))}`);
     const where = `changes.webhooks.${name}`;
     if (!isObject(hook)) throw new TypeError(`${where} must be { url, secret, … }, got ${describe(hook)}`);
-    only(hook, where, ['url', 'secret', 'spaces', 'prefixes', 'topics', 'maxBatch', 'timeoutMs', 'retryForMs', 'allowPrivateAddresses', 'spacesPerDelivery']);
+    only(hook, where, ['url', 'secret', 'spaces', 'prefixes', 'topics', 'maxBatch', 'timeoutMs', 'retryForMs', 'allowPrivateAddresses', 'spacesPerDelivery', 'gatherMs']);
     if (typeof hook.url !== 'string' || !URL.canParse(hook.url) || !/^https?:$/.test(new URL(hook.url).protocol)) throw new TypeError(`${where}.url must be an http(s) URL, got ${describe(hook.url)}`);
     if (typeof hook.secret !== 'string' || hook.secret.length < 32) throw new TypeError(`${where}.secret must be a string of 32 characters or more (shared with the receiver only), got ${typeof hook.secret === 'string' ? `one of ${hook.secret.length}` : describe(hook.secret)}`);
     refusePublishedSecret(`${where}.secret`, hook.secret);
@@ -136,6 +136,7 @@ function checkChanges(changes: unknown): void {
     for (const field of ['prefixes', 'topics'] as const) optional(hook, field, 'a list of strings', (value) => Array.isArray(value) && value.every((each) => typeof each === 'string'), `${where}.`);
     optional(hook, 'maxBatch', 'a whole number from 1 to 1,000', (value) => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 1_000, `${where}.`);
     optional(hook, 'spacesPerDelivery', 'a whole number from 1 to 1,000', (value) => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 1_000, `${where}.`);
+    optional(hook, 'gatherMs', 'a number of milliseconds from 0 to 60,000', (value) => typeof value === 'number' && value >= 0 && value <= 60_000, `${where}.`);
     for (const field of ['timeoutMs', 'retryForMs'] as const) optional(hook, field, 'milliseconds above 0', isDuration, `${where}.`);
     optional(hook, 'allowPrivateAddresses', 'true or false', (value) => typeof value === 'boolean', `${where}.`);
   }

@@ -259,6 +259,14 @@ export interface WebhookOptions {
    * body a `WebhookDelivery`); `deliverWebhooks` always sends one space per request.
    */
   spacesPerDelivery?: number;
+  /**
+   * With `spacesPerDelivery` above 1: milliseconds a request that is not full waits, from when its
+   * first space was due, for more spaces to go with it (a full one goes at once), 0 to 60,000. A
+   * little wait turns a stream of requests of a space or two into fewer, fuller ones: less work
+   * for the receiver and for the process that delivers, whose CPU the writes beside it share.
+   * Default: 100.
+   */
+  gatherMs?: number;
 }
 
 /**

@@ -124,4 +124,38 @@ describe('webhooks: spacesPerDelivery', () => {
       expect(() => hooked('https://example.com/hooks', { spacesPerDelivery: spacesPerDelivery as number })).toThrow(/spacesPerDelivery/);
     }
   });
+
+  it.each([
+    [2_000, 1],
+    [0, 2],
+  ])('a request not full waits gatherMs (%i) for more spaces from when its first was due: %i request(s) for two spaces written apart', async (gatherMs, requests) => {
+    const at = await receiver();
+    const ctx = hooked(at.url, { spacesPerDelivery: 10, gatherMs });
+    const runner = startWebhooks(ctx, { sweepMs: HOUR, concurrency: 1 });
+    cleanup.push(() => runner.stop());
+    await transact(ctx, 'a', (tx) => tx.set('k', 1));
+    // Written once the first request (with gatherMs 0) has gone, or while the second waits.
+    await (gatherMs === 0 ? expect.poll(() => at.received.length).toBe(1) : new Promise((resolve) => setTimeout(resolve, 200)));
+    expect(at.received).toHaveLength(gatherMs === 0 ? 1 : 0);
+    await transact(ctx, 'b', (tx) => tx.set('k', 1));
+    await expect.poll(() => bodies(at).flatMap(({ deliveries }) => deliveries).length, { timeout: 10_000 }).toBe(2);
+    expect(at.received).toHaveLength(requests);
+  });
+
+  it('a full request goes at once, whatever gatherMs', async () => {
+    const at = await receiver();
+    const ctx = hooked(at.url, { spacesPerDelivery: 2, gatherMs: 60_000 });
+    const runner = startWebhooks(ctx, { sweepMs: HOUR, concurrency: 1 });
+    cleanup.push(() => runner.stop());
+    await Promise.all([transact(ctx, 'a', (tx) => tx.set('k', 1)), transact(ctx, 'b', (tx) => tx.set('k', 1))]);
+    await expect.poll(() => bodies(at).flatMap(({ deliveries }) => deliveries).length, { timeout: 5_000 }).toBe(2);
+    expect(at.received).toHaveLength(1);
+  });
+
+  it('gatherMs is checked: milliseconds from 0 to 60,000', () => {
+    for (const gatherMs of [-1, 60_001, Number.NaN, '100']) {
+      expect(() => hooked('https://example.com/hooks', { spacesPerDelivery: 10, gatherMs: gatherMs as number })).toThrow(/gatherMs/);
+    }
+    expect(() => hooked('https://example.com/hooks', { spacesPerDelivery: 10, gatherMs: 0 })).not.toThrow();
+  });
 });
