@@ -48,18 +48,7 @@ export function lanesChecks({ describe, it, create, oneAtATime, lanesApart }: Su
 
     if (lanesApart && !oneAtATime) it("a deliveries transaction goes on while a data transaction of its space waits, and each commits its own rows", async () => {
       const storage = await create();
-      const { gate, release } = opened();
-      const slow = storage.transaction(async (tx) => {
-        await tx.put('a/d', 1);
-        await gate;
-      }, { readOnly: false, space: 'a', lane: 'data' });
-      await tick();
-      const delivery = storage.transaction(async (tx) => (await tx.put('a/h', 1), tx.get('a/d')), { readOnly: false, space: 'a', lane: 'deliveries' });
-      const timeout = new Promise((resolve) => setTimeout(() => resolve('waited for the data transaction'), 2_000));
-      expect(await Promise.race([delivery, timeout])).toBeUndefined();
-      release();
-      await slow;
-      expect(await rows(storage)).toEqual([1, 1]);
+      await besideHeldData(storage, () => storage.transaction(async (tx) => (await tx.put('a/h', 1), tx.get('a/d')), { readOnly: false, space: 'a', lane: 'deliveries' }));
     });
 
     it('a transaction of several spaces\' deliveries lanes (where the store runs one) is whole, and serialised with each space\'s transactions: concurrent increments, in any order of spaces, are all counted', async () => {
@@ -95,18 +84,7 @@ export function lanesChecks({ describe, it, create, oneAtATime, lanesApart }: Su
     if (lanesApart && !oneAtATime) it("a transaction of several spaces' deliveries lanes goes on while a data transaction of one of them waits", async () => {
       const storage = await create();
       if (!storage.manySpaces) return;
-      const { gate, release } = opened();
-      const slow = storage.transaction(async (tx) => {
-        await tx.put('a/d', 1);
-        await gate;
-      }, { readOnly: false, space: 'a', lane: 'data' });
-      await tick();
-      const delivery = storage.transaction(async (tx) => (await tx.put('a/h', 1), await tx.put('b/h', 1)), { readOnly: false, lane: 'deliveries', spaces: ['a', 'b'] });
-      const timeout = new Promise((resolve) => setTimeout(() => resolve('waited for the data transaction'), 2_000));
-      expect(await Promise.race([delivery, timeout])).toBeUndefined();
-      release();
-      await slow;
-      expect(await rows(storage)).toEqual([1, 1]);
+      await besideHeldData(storage, () => storage.transaction(async (tx) => (await tx.put('a/h', 1), await tx.put('b/h', 1)), { readOnly: false, lane: 'deliveries', spaces: ['a', 'b'] }));
     });
 
     it('a transaction of several spaces that is not of the deliveries lane, or names a space too, is refused', async () => {
@@ -126,6 +104,21 @@ function opened(): { gate: Promise<void>; release: () => void } {
   return { gate, release };
 }
 
-function rows(storage: Storage) {
-  return read(storage, async (tx) => [await tx.get('a/d'), await tx.get('a/h')]);
+/**
+ * Holds a data transaction of space `a` open (it writes `a/d`), runs `delivery` (which writes
+ * `a/h` and reads nothing it wrote), and checks that it ended meanwhile, with nothing of the held
+ * one seen; then that both committed.
+ */
+async function besideHeldData(storage: Storage, delivery: () => Promise<unknown>): Promise<void> {
+  const { gate, release } = opened();
+  const slow = storage.transaction(async (tx) => {
+    await tx.put('a/d', 1);
+    await gate;
+  }, { readOnly: false, space: 'a', lane: 'data' });
+  await tick();
+  const timeout = new Promise((resolve) => setTimeout(() => resolve('waited for the data transaction'), 2_000));
+  expect(await Promise.race([delivery(), timeout])).toBeUndefined();
+  release();
+  await slow;
+  expect(await read(storage, async (tx) => [await tx.get('a/d'), await tx.get('a/h')])).toEqual([1, 1]);
 }
