@@ -60,8 +60,8 @@ Durations take their unit: 500ms, 10s, 5m, 12h, 30d.
 Exit codes: 0 done, 1 failed or refused (store, dump, a space not where the
 options find it, a SPACE the store holds nothing of), or problems found
 (directory check), 2 wrong usage (no command, an unknown one or option, a URL
-that is not postgres://, a version the space's history does not keep), 3 a
-revert stopped on conflicts.`,
+that is not postgres://, a version the space's history does not keep),
+3 a revert stopped on conflicts.`,
   inspect: `Usage: viewsync inspect [SPACE] [options]
 
 Without SPACE: every space with its entries, their size, its version, its client groups and

@@ -116,7 +116,7 @@ describe('the CLI on a command line that does not do what was asked', () => {
     const file = await fileWithSpace('ahead.db');
     const ahead = await run(['changes', 's', '--sqlite', file, '--after', '3']);
     expect([ahead.status, ahead.stdout]).toEqual([1, '']);
-    expect(ahead.stderr).toMatch(/^viewsync: The cursor 3 is ahead of space "s", at version 2: the feed never gave it out for this space; it is another space's, or made by hand \(a cursor names the last version read, not the next: "2" reads what comes after version 2\)/);
+    expect(ahead.stderr).toMatch(/^viewsync: The cursor 3 is ahead of space "s", at version 2, so this space's feed has not given it out: it is another space's, or made by hand \(a cursor names the last version read, not the next: "2" reads what comes after version 2\)/);
     expect(ahead.stderr).not.toMatch(/its store lost commits/);
   });
 });

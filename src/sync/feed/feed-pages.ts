@@ -167,7 +167,7 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
  */
 function aheadMessage(after: Cursor, latest: number, name: string, restart: string): string {
   const oneAhead = after.version === latest + 1 && after.seq === undefined ? ` (a cursor names the last version read, not the next: "${latest}" reads what comes after version ${latest})` : '';
-  return `The cursor ${formatCursor(after)} is ahead of space ${name}, at version ${latest}: the feed never gave it out for this space; it is another space's, or made by hand${oneAhead}. Only if the feed gave it out for this space did its store lose commits it had read (a failover, a restore).${restart}`;
+  return `The cursor ${formatCursor(after)} is ahead of space ${name}, at version ${latest}, so this space's feed has not given it out: it is another space's, or made by hand${oneAhead}. If this space's feed did give it out, its store has since lost commits (a failover, a restore).${restart}`;
 }
 
 function toChange(space: string, version: number, seq: number, row: LogRow): FeedChange {
