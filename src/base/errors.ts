@@ -104,6 +104,8 @@ const STATUS_CODES: Record<number, string> = {
   403: 'Forbidden',
   404: 'NotFound',
   405: 'MethodNotAllowed',
+  409: 'Conflict',
+  410: 'Gone',
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
   429: 'TooManyRequests',

@@ -1,6 +1,6 @@
 import { sameText } from './constant-time.js';
 import { refusePublishedSecret } from './published-secrets.js';
-import { remember } from './remember.js';
+import { hmacKey } from './hmac-key.js';
 
 /**
  * The signature on each webhook delivery, and the one function a receiver checks it with. The
@@ -59,20 +59,7 @@ export async function verifyWebhook<T = unknown>(body: string, header: string | 
 }
 
 async function hmac(secret: string, text: string): Promise<string> {
-  const mac = new Uint8Array(await crypto.subtle.sign('HMAC', await keyOf(secret), new TextEncoder().encode(text)));
+  const mac = new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey(secret), new TextEncoder().encode(text)));
   return Array.from(mac, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
-/** Each secret's key, imported once: a sender signs every delivery, a receiver checks each (the import was 6% of a delivery's time). */
-const keys = new Map<string, Promise<CryptoKey>>();
-
-function keyOf(secret: string): Promise<CryptoKey> {
-  let key = keys.get(secret);
-  if (key === undefined) {
-    key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-    // A secret that fails to import is not kept; a receiver of many secrets keeps the last few hundred.
-    key.catch(() => keys.delete(secret));
-    remember(keys, secret, key, 256);
-  }
-  return key;
-}

@@ -4,7 +4,7 @@ import { importSpace } from '../backend/import.js';
 import { inspect, type SpaceSummary, type WebhookSummary } from '../backend/inspect.js';
 import { DumpError } from '../backend/lines.js';
 import { StagingLostError } from '../sync/dumps/import-batch.js';
-import { collectGarbage } from '../context/collect-garbage.js';
+import { allSpaces, collectGarbage } from '../context/collect-garbage.js';
 import { moveSpace } from '../backend/move.js';
 import { followChanges, readAllChanges, readChanges } from '../backend/changes.js';
 import { ChangeCursorError, ChangesGoneError, type FeedPage, parseCursor } from '../sync/feed/feed-pages.js';
@@ -30,6 +30,8 @@ import { restoreCommand, revertCommand } from './restore-commands.js';
 import { eraseCommand } from './erase-command.js';
 import { webCommand } from './web-command.js';
 import { HistoryGoneError } from '../backend/history.js';
+import { SpaceKeys } from '../sync/version/keys.js';
+import { nearestName } from '../base/nearest-name.js';
 
 /** Options by name, and the commands that take each (those without a list: every command). */
 const OPTIONS = {
@@ -124,8 +126,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     const { values, positionals } = parse(argv);
     const [command = '', ...rest] = positionals;
     if (!(command in HELP) || command === '') {
-      if (values.help || command === '' || command === 'help') return print(HELP[rest[0] ?? ''] ?? HELP['']!), 0;
-      throw new UsageError(`Unknown command ${JSON.stringify(command)}`);
+      if (values.help || command === 'help') return print(HELP[rest[0] ?? ''] ?? HELP['']!), 0;
+      // No command did nothing that was asked: the help goes where errors go, and the exit says so.
+      if (command === '') return fail(`${HELP['']}\n\nviewsync: give a command (above)`, 2);
+      throw new UsageError(`Unknown command ${JSON.stringify(command)}${didYouMean(command, Object.keys(HELP).filter((name) => name !== ''))}`);
     }
     if (values.help) return print(HELP[command]!), 0;
     for (const name of Object.keys(values) as Array<keyof typeof OPTIONS>) {
@@ -147,6 +151,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         if (options.port !== undefined || options['read-only']) throw new UsageError('--port and --read-only go with --web');
         store = await openStore(options, { readOnly: true });
         if (space !== undefined) await checkWhereHeld(store, space, command);
+        if (space !== undefined) await checkExists(store, space, { follow: false });
         await inspectCommand(context(store, { quotas }), space, options);
         return 0;
       }
@@ -199,6 +204,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         }
         store = await openStore(options, { readOnly: true });
         if (space !== undefined) await checkWhereHeld(store, space, command);
+        if (space !== undefined) await checkExists(store, space, { follow: options.follow === true });
         await changesCommand(context(store), space, options.after, options.follow === true, pollMs);
         return 0;
       }
@@ -293,6 +299,12 @@ function parse(argv: readonly string[]) {
     const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
     parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
+    // Node's message for an unknown option says how to pass a positional starting with '-', not what was meant.
+    const unknown = /^Unknown option '(-{1,2})([^']*)'/.exec((error as Error).message);
+    if ((error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
+      const guess = didYouMean(unknown[2]!, Object.keys(OPTIONS), (name) => `--${name}`);
+      throw new UsageError(`Unknown option '${unknown[1]}${unknown[2]}'${guess || ` (a SPACE that starts with '-' goes after '--': viewsync inspect -- ${unknown[1]}${unknown[2]})`}`);
+    }
     throw new UsageError((error as Error).message);
   }
   // parseArgs keeps the last of an option given twice: `--to 5 … --to 50` would act on 50 unsaid.
@@ -313,6 +325,23 @@ function parse(argv: readonly string[]) {
 async function checkWhereHeld(store: OpenStore, space: string, command: string): Promise<void> {
   const router = routerOf(store.storage);
   if (router) await locateWhereHeld(router, space, command);
+}
+
+/**
+ * Refuses a SPACE the store holds nothing of (no version, no unfinished import): read as it is,
+ * it would answer empty and exit 0, as if a mistyped name were a space with no data. Followed,
+ * it may be one not written yet, so `--follow` only says so and waits for its first change.
+ */
+async function checkExists(store: OpenStore, space: string, { follow }: { follow: boolean }): Promise<void> {
+  const meta = await store.storage.transaction((tx) => tx.get(new SpaceKeys(space).meta), { readOnly: true, space });
+  if (meta !== undefined) return;
+  // Only a space with no version left: the listing reads every space's record once.
+  const spaces = await allSpaces(store.storage);
+  if (spaces.includes(space)) return;
+  const near = nearestName(space, spaces);
+  const guess = near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`;
+  if (follow) return void process.stderr.write(`viewsync: space ${JSON.stringify(space)} does not exist yet${guess}; following it from its first change\n`);
+  throw new CLIError(`space ${JSON.stringify(space)} does not exist: ${store.label} holds nothing of it${guess}. 'viewsync inspect' lists the spaces (quote the default space as '')`);
 }
 
 function context(store: OpenStore, options: Partial<SyncOptions> = {}): SyncContext {
@@ -587,6 +616,12 @@ function quoteArg(text: string): string {
   return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
+
+/** `: did you mean X?` for the known name nearest `typed`, or nothing when none is near. */
+function didYouMean(typed: string, known: Iterable<string>, show: (name: string) => string = (name) => name): string {
+  const guess = nearestName(typed, known);
+  return guess === undefined ? '' : `: did you mean ${show(guess)}?`;
+}
 
 function fail(message: string, code: number): number {
   process.stderr.write(`viewsync: ${message}\n`);

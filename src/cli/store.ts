@@ -50,6 +50,7 @@ export async function openStore(options: StoreOptions, { create = false, readOnl
   }
   const url = options.postgres ?? process.env.DATABASE_URL;
   if (url === undefined || url === '') throw new UsageError('No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL');
+  checkPostgresURL(url, options.postgres !== undefined ? '--postgres' : 'DATABASE_URL');
   return openPostgres(url, options.schema, tablePrefix, duration(options['connect-timeout'], '--connect-timeout', CONNECT_TIMEOUT_MS));
 }
 
@@ -67,6 +68,9 @@ async function openRouted(options: StoreOptions, specs: readonly string[], how: 
       const [name, where] = [spec.slice(0, equals), spec.slice(equals + 1)];
       if (equals <= 0 || where === '') throw new UsageError(`--store ${JSON.stringify(spec)} is not NAME=URL: --store a=postgres://host/db, or --store b=./file.db`);
       if (opened.some(([known]) => known === name)) throw new UsageError(`--store names ${JSON.stringify(name)} twice`);
+      // Any other URL would be taken for a file name, and refused as a SQLite file that is not there.
+      const scheme = schemeOf(where);
+      if (scheme !== undefined && !POSTGRES_SCHEME.test(scheme)) throw new UsageError(`--store ${name}=… is a ${scheme}: URL: a store is a postgres:// URL or a SQLite file`);
       const one = /^postgres(ql)?:\/\//.test(where) ? { ...options, store: undefined, postgres: where } : { ...options, store: undefined, sqlite: where };
       opened.push([name, await openStore({ ...one, directory: undefined }, how)]);
     }
@@ -106,6 +110,25 @@ async function checkDirectoryOption(stores: Readonly<Record<string, Storage>>, d
     throw new CLIError(`store ${JSON.stringify(other)} keeps a directory of spaces (rows d/…), so the servers find spaces by it: pass --directory ${other}, as they do. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left`);
   }
   throw new CLIError(`--directory ${JSON.stringify(directory)} names a store that is not the servers' directory: store ${JSON.stringify(other)} keeps the directory rows (rows d/…). Pass --directory ${other}, as the servers do`);
+}
+
+/**
+ * Refuses a URL that is not PostgreSQL's before connecting: postgres.js would take an http:// URL
+ * for a host and port, and wait out --connect-timeout against a server that never answers as
+ * PostgreSQL. Only the scheme is quoted: the rest may hold a password.
+ */
+function checkPostgresURL(url: string, source: string): void {
+  const scheme = schemeOf(url);
+  if (scheme !== undefined && POSTGRES_SCHEME.test(scheme)) return;
+  const got = scheme === undefined ? 'no scheme' : `a ${scheme}: URL`;
+  throw new UsageError(`${source} takes a PostgreSQL URL, postgres://user:password@host:port/database (or postgresql://), got ${got}`);
+}
+
+const POSTGRES_SCHEME = /^postgres(?:ql)?$/;
+
+/** The scheme `text` starts with (`http` of `http://…`), if it is a URL's; at most 20 characters are looked at. */
+function schemeOf(text: string): string | undefined {
+  return /^([A-Za-z][A-Za-z0-9+.-]{0,19}):\/\//.exec(text)?.[1];
 }
 
 /** How long PostgreSQL has to answer and its tables to be ready, unless `--connect-timeout` says otherwise. */

@@ -58,13 +58,16 @@ Commands:
 Run 'viewsync <command> --help' for a command's options.
 Durations take their unit: 500ms, 10s, 5m, 12h, 30d.
 Exit codes: 0 done, 1 failed or refused (store, dump, a space not where the
-options find it), or problems found (directory check), 2 wrong usage (a version
-the space's history does not keep too), 3 a revert stopped on conflicts.`,
+options find it, a SPACE the store holds nothing of), or problems found
+(directory check), 2 wrong usage (no command, an unknown one or option, a URL
+that is not postgres://, a version the space's history does not keep),
+3 a revert stopped on conflicts.`,
   inspect: `Usage: viewsync inspect [SPACE] [options]
 
 Without SPACE: every space with its entries, their size, its version, its client groups and
 their last activity. With SPACE: that space, and each client group with its clients'
-lastMutationIDs. Counting reads every entry.
+lastMutationIDs. Counting reads every entry. A SPACE the store holds nothing of exits 1,
+naming the nearest space it holds.
 
 Options:
   --json                 print plain JSON instead of a table
@@ -166,6 +169,8 @@ emitted. Each line's "cursor" is where to go on from (--after). The store keeps 
 once a server whose context has \`changes\` wrote to it ('viewsync feed'). A cursor whose
 changes the log no longer holds (trimmed, written with the feed off) is refused, exit 1:
 start again from an export, whose header's "version" is the cursor to follow it with.
+A SPACE the store holds nothing of exits 1; with --follow, it is said on stderr and followed
+from its first change.
 
 Options:
   --all                  every space's changes, space after space, each page followed by

@@ -108,6 +108,8 @@ describe('the viewsync CLI, run as a process', () => {
     }
     const usage: Array<[string, RegExp]> = [
       ['viewsync frobnicate', /Unknown command "frobnicate"/],
+      ['viewsync inspect --jsno', /Unknown option '--jsno': did you mean --json\?/],
+      ['viewsync inspect --postgres http://127.0.0.1:9/db', /--postgres takes a PostgreSQL URL/],
       ['viewsync export', /export needs a SPACE/],
       ['viewsync export a b --sqlite x.db', /takes one SPACE/],
       ['viewsync inspect --merge --sqlite x.db', /inspect takes no --merge/],
@@ -122,6 +124,8 @@ describe('the viewsync CLI, run as a process', () => {
       ['viewsync inspect --sqlite x.db --schema app', /--schema is for PostgreSQL: a SQLite file has no schemas/],
       ['viewsync inspect --sqlite x.db --table-prefix 1x', /--table-prefix "1x" cannot begin a table name/],
     ];
+    // No command did nothing that was asked: the help goes to stderr, exit 2.
+    expect(sh('viewsync')).toEqual({ status: 2, stdout: '', stderr: expect.stringMatching(/Commands:[\s\S]*viewsync: give a command \(above\)\n$/) });
     for (const [line, message] of usage) {
       const run = sh(line);
       expect(run.status, line).toBe(2);
@@ -507,5 +511,31 @@ describe('viewsync changes', () => {
     expect(await exited).toBe(0);
     close();
     expect(stdout.trim().split('\n').map((line) => (JSON.parse(line) as { key: string }).key)).toEqual(['b', 'c']);
+  });
+
+  it('a space the store does not hold: exit 1 without --follow; with it, said on stderr and followed from its first change', async () => {
+    const { file, close } = await withFeed('later.db');
+    close();
+    const once = sh(`viewsync changes later --sqlite ${file}`);
+    expect([once.status, once.stdout, once.stderr]).toEqual([1, '', expect.stringMatching(/^viewsync: space "later" does not exist: .* holds nothing of it\./)]);
+    const child = spawn('viewsync', ['changes', 'later', '--sqlite', file, '--follow', '--poll', '50ms'], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let [stdout, stderr] = ['', ''];
+    const arrived = (stream: 'out' | 'err', pattern: RegExp) =>
+      new Promise<void>((resolve) => {
+        const check = () => void (pattern.test(stream === 'out' ? stdout : stderr) && resolve());
+        (stream === 'out' ? child.stdout : child.stderr).on('data', check);
+        check();
+      });
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+    await arrived('err', /does not exist yet; following it from its first change\n/);
+    const db = new Database(file);
+    await transact(createContext({ storage: sqliteStorage(db), mutators: {}, onError: () => {}, changes: {} }), 'later', (tx) => tx.set('first', 1));
+    await arrived('out', /\n/);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    db.close();
+    expect(stdout.trim().split('\n').map((line) => (JSON.parse(line) as { key: string }).key)).toEqual(['first']);
   });
 });

@@ -50,7 +50,9 @@ describe('GET …/changes', () => {
     }
     const ahead = await handleRequest(get('after=7'), ctx);
     expect(ahead.status).toBe(410);
-    expect(((await ahead.json()) as { message: string }).message).toMatch(/Start again from an export/);
+    const body = (await ahead.json()) as { error: string; message: string };
+    expect(body.error).toBe('Gone');
+    expect(body.message).toMatch(/Start again from an export/);
     expect(ctx.errors).toEqual([]);
   });
 

@@ -110,10 +110,21 @@ describe('cursors', () => {
     await expect(readChanges(ctx, '', { limit: 0 })).rejects.toThrow(RangeError);
   });
 
-  it('ahead of the space (its store lost commits, or another space) are refused, never answered with nothing', async () => {
+  it('ahead of the space (another space\'s, made by hand, or its store lost commits) are refused, never answered with nothing', async () => {
     const ctx = testContext({ changes: {} });
     await transact(ctx, '', (tx) => tx.set('a', 1));
     await expect(readChanges(ctx, '', { after: '5' })).rejects.toThrow(/ahead of space/);
+  });
+
+  it('one ahead is told as the likely mistake it is (the next version for the last one read), not as lost commits', async () => {
+    const ctx = testContext({ changes: {} });
+    await transact(ctx, '', (tx) => tx.set('a', 1));
+    const oneAhead = await readChanges(ctx, '', { after: '2' }).then(() => undefined, (error: Error) => error);
+    expect(oneAhead).toBeInstanceOf(ChangesGoneError);
+    expect(oneAhead!.message).toMatch(/^The cursor 2 is ahead of space "", at version 1, so this space's feed has not given it out: it is another space's, or made by hand \(a cursor names the last version read, not the next: "1" reads what comes after version 1\)\. If this space's feed did give it out/);
+    expect(oneAhead!.message).not.toMatch(/its store lost commits/);
+    // Further ahead, no hint about the next version: it would be a guess.
+    await expect(readChanges(ctx, '', { after: '5' })).rejects.toThrow(/made by hand\. If this space's feed/);
   });
 });
 

@@ -141,7 +141,7 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
   const latest = meta?.version ?? 0;
   const name = JSON.stringify(space);
   const restart = ' Start again from an export (exportSpace, or viewsync export): its header\'s "version" is the cursor to follow it with.';
-  if (after.version > latest) throw new ChangesGoneError(`The cursor ${formatCursor(after)} is ahead of space ${name}, at version ${latest}: its store lost commits (a failover, a restore) or the cursor is another space's.${restart}`);
+  if (after.version > latest) throw new ChangesGoneError(aheadMessage(after, latest, name, restart));
   // Up to date: nothing to read, so nothing can be missing, whatever the log holds.
   if (after.version === latest && after.seq === undefined) return latest;
   const lost = meta?.gaps?.find(([from, to]) => after.version > from && after.version < to);
@@ -158,6 +158,16 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
   const brokeAt = meta!.feedAt!;
   if (after.version >= brokeAt) throw new ChangesGoneError(`The changes of space ${name} after version ${brokeAt} were written without the change feed (it was turned off, or an older viewsync wrote them); its log starts again at the next write that keeps it.${restart}`);
   return brokeAt;
+}
+
+/**
+ * Why a cursor is ahead of its space, likeliest first: the feed never gives out a cursor past
+ * the space's version, so it is another space's or made by hand (one ahead: the version to read
+ * from, where a cursor names the last one read). Lost commits are the rare case, said last.
+ */
+function aheadMessage(after: Cursor, latest: number, name: string, restart: string): string {
+  const oneAhead = after.version === latest + 1 && after.seq === undefined ? ` (a cursor names the last version read, not the next: "${latest}" reads what comes after version ${latest})` : '';
+  return `The cursor ${formatCursor(after)} is ahead of space ${name}, at version ${latest}, so this space's feed has not given it out: it is another space's, or made by hand${oneAhead}. If this space's feed did give it out, its store has since lost commits (a failover, a restore).${restart}`;
 }
 
 function toChange(space: string, version: number, seq: number, row: LogRow): FeedChange {

@@ -1,6 +1,7 @@
 import { base64url } from './base64url.js';
 import { remember } from '../../base/remember.js';
 import { sameText } from '../../base/constant-time.js';
+import { hmacKey } from '../../base/hmac-key.js';
 
 /**
  * Signatures of view cookies. A view cookie says which prefixes its client's data was drawn from
@@ -22,7 +23,7 @@ export async function signature(secret: string, cookie: Signable): Promise<strin
   const text = `${secret}\n${cookie.order}\n${cookie.epoch ?? ''}\n${cookie.view ?? ''}${cookie.page === undefined ? '' : `\n${cookie.page}`}`;
   const known = signed.get(text);
   if (known !== undefined) return known;
-  const mac = await crypto.subtle.sign('HMAC', await keyOf(secret), new TextEncoder().encode(text.slice(secret.length + 1)));
+  const mac = await crypto.subtle.sign('HMAC', await hmacKey(secret), new TextEncoder().encode(text.slice(secret.length + 1)));
   const result = base64url(new Uint8Array(mac).subarray(0, 16));
   // An up-to-date client sends back the cookie it was given: most checks are of a known cookie.
   remember(signed, text, result, MEMO_SIZE);
@@ -47,14 +48,4 @@ interface Signable {
 export const SIGNATURE_LENGTH = 22;
 
 const signed = new Map<string, string>();
-const keys = new Map<string, Promise<CryptoKey>>();
 const MEMO_SIZE = 4_096;
-
-function keyOf(secret: string): Promise<CryptoKey> {
-  let key = keys.get(secret);
-  if (key === undefined) {
-    key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-    remember(keys, secret, key, MEMO_SIZE);
-  }
-  return key;
-}
