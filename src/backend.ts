@@ -8,7 +8,10 @@ export { transact, mutate, type TransactOptions } from './backend/transact.js';
 export { read, type ReadOptions } from './backend/read.js';
 // The change feed: its options, its pages, its errors, and its HTTP door.
 export type { ChangeFeedOptions } from './context/context.js';
-export { readChanges, followChanges, readAllChanges, type ReadChangesOptions, type FollowChangesOptions, type ReadAllChangesOptions } from './backend/changes.js';
+export {
+  readChanges, followChanges, readAllChanges, type ReadChangesOptions, type FollowChangesOptions,
+  type ReadAllChangesOptions,
+} from './backend/changes.js';
 export type { StoreFeedPage } from './sync/feed/store-feed.js';
 export { ChangesGoneError, ChangeCursorError, type FeedChange, type FeedPage } from './sync/feed/feed-pages.js';
 export type { ChangeOrigin, RevertCause, Erased } from './sync/feed/change-log.js';
@@ -25,6 +28,11 @@ export { changeFeedStatus, turnOffChangeFeed, type FeedStatus } from './backend/
 export { verifyWebhook, WebhookSignatureError, type VerifyWebhookOptions } from './base/webhook-signature.js';
 // A space's history: as of a version, a key's changes, restores, reverts and erasure.
 export type { HistoryOptions } from './context/context.js';
-export { at, readHistory, restoreSpace, revertChanges, eraseData, HistoryGoneError, ERASED_TOPIC, type AtOptions, type AsOf, type ReadHistoryOptions, type HistoryPage, type RestoreOptions, type RestoreResult, type RevertOptions, type RevertResult, type EraseResult, type EraseTarget, type PlannedChange, type RevertConflict, type ConflictPolicy } from './backend/history.js';
+export {
+  at, readHistory, restoreSpace, revertChanges, eraseData, HistoryGoneError, ERASED_TOPIC,
+  type AtOptions, type AsOf, type ReadHistoryOptions, type HistoryPage, type RestoreOptions,
+  type RestoreResult, type RevertOptions, type RevertResult, type EraseResult, type EraseTarget,
+  type PlannedChange, type RevertConflict, type ConflictPolicy,
+} from './backend/history.js';
 export type { LoggedChange } from './sync/history/log-reads.js';
 export { handleHistory } from './server/handle-history.js';
