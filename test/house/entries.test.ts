@@ -13,47 +13,69 @@ import { ROOT } from '../package/packed.js';
 /** Every entry point's exports, by audience first: the app's, its backend's, the operators'. */
 const EXPORTS: Record<string, readonly string[]> = {
   viewsync: [
-    ...['createContext', 'SyncContext', 'SyncOptions', 'ErrorInfo', 'CorsOptions', 'handleRequest', 'handlePull', 'handlePush', 'handlePoke', 'pokeToken', 'PokeOptions'],
-    ...['localNotifier', 'Notifier', 'Unsubscribe', 'ChangeDetail', 'defineMutator', 'InvalidArgsError', 'Mutator', 'Mutators', 'StandardSchemaV1'],
-    ...['ReadTransaction', 'WriteTransaction', 'ScanOptions', 'ScanIndexOptions', 'IndexKey', 'DeepReadonly', 'ScanResult', 'ScanIterator', 'emit'],
-    ...['HTTPError', 'TemporaryError', 'HTTPErrorOptions', 'Issue', 'UnknownMutatorError', 'MutatorTimeoutError', 'View', 'ViewRequest', 'IndexDefinition', 'IndexDefinitions'],
-    ...['FirstSyncOptions', 'FirstSyncOrder', 'FirstSyncOrderRequest', 'SchemaOptions', 'OlderSchema', 'MutationUpgrade', 'ReadDowngrade', 'MutationUpgradeError', 'DowngradeError'],
-    ...['memoryStorage', 'Storage', 'JSONValue'],
+    'createContext', 'SyncContext', 'SyncOptions', 'ErrorInfo', 'CorsOptions', 'handleRequest', 'handlePull',
+    'handlePush', 'handlePoke', 'pokeToken', 'PokeOptions', 'localNotifier', 'Notifier', 'Unsubscribe',
+    'ChangeDetail', 'defineMutator', 'InvalidArgsError', 'Mutator', 'Mutators', 'StandardSchemaV1',
+    'ReadTransaction', 'WriteTransaction', 'ScanOptions', 'ScanIndexOptions', 'IndexKey', 'DeepReadonly',
+    'ScanResult', 'ScanIterator', 'emit', 'HTTPError', 'TemporaryError', 'HTTPErrorOptions', 'Issue',
+    'UnknownMutatorError', 'MutatorTimeoutError', 'View', 'ViewRequest', 'IndexDefinition', 'IndexDefinitions',
+    'FirstSyncOptions', 'FirstSyncOrder', 'FirstSyncOrderRequest', 'SchemaOptions', 'OlderSchema',
+    'MutationUpgrade', 'ReadDowngrade', 'MutationUpgradeError', 'DowngradeError', 'memoryStorage', 'Storage',
+    'JSONValue',
   ],
   'viewsync/backend': [
-    ...['transact', 'mutate', 'TransactOptions', 'read', 'ReadOptions'],
-    ...['ChangeFeedOptions', 'readChanges', 'followChanges', 'readAllChanges', 'ReadChangesOptions', 'FollowChangesOptions', 'ReadAllChangesOptions', 'StoreFeedPage'],
-    ...['ChangesGoneError', 'ChangeCursorError', 'FeedChange', 'FeedPage', 'ChangeOrigin', 'RevertCause', 'Erased', 'REJECTED_TOPIC', 'RejectedMutation', 'KeptRejection', 'handleChanges'],
-    ...['WebhookOptions', 'startWebhooks', 'WebhookRunner', 'WebhookRunnerOptions', 'deliverWebhooks', 'replayWebhook', 'enableWebhook', 'DeliveryRound', 'EnableWebhookOptions'],
-    ...['WebhookDelivery', 'WebhookDeliveries', 'Gap', 'changeFeedStatus', 'turnOffChangeFeed', 'FeedStatus', 'verifyWebhook', 'WebhookSignatureError', 'VerifyWebhookOptions'],
-    ...['HistoryOptions', 'at', 'readHistory', 'restoreSpace', 'revertChanges', 'eraseData', 'HistoryGoneError', 'ERASED_TOPIC', 'AtOptions', 'AsOf', 'ReadHistoryOptions', 'HistoryPage'],
-    ...['RestoreOptions', 'RestoreResult', 'RevertOptions', 'RevertResult', 'EraseResult', 'EraseTarget', 'PlannedChange', 'RevertConflict', 'ConflictPolicy', 'LoggedChange', 'handleHistory'],
+    'transact', 'mutate', 'TransactOptions', 'read', 'ReadOptions', 'ChangeFeedOptions', 'readChanges',
+    'followChanges', 'readAllChanges', 'ReadChangesOptions', 'FollowChangesOptions', 'ReadAllChangesOptions',
+    'StoreFeedPage', 'ChangesGoneError', 'ChangeCursorError', 'FeedChange', 'FeedPage', 'ChangeOrigin',
+    'RevertCause', 'Erased', 'REJECTED_TOPIC', 'RejectedMutation', 'KeptRejection', 'handleChanges',
+    'WebhookOptions', 'startWebhooks', 'WebhookRunner', 'WebhookRunnerOptions', 'deliverWebhooks', 'replayWebhook',
+    'enableWebhook', 'DeliveryRound', 'EnableWebhookOptions', 'WebhookDelivery', 'WebhookDeliveries', 'Gap',
+    'changeFeedStatus', 'turnOffChangeFeed', 'FeedStatus', 'verifyWebhook', 'WebhookSignatureError',
+    'VerifyWebhookOptions', 'HistoryOptions', 'at', 'readHistory', 'restoreSpace', 'revertChanges', 'eraseData',
+    'HistoryGoneError', 'ERASED_TOPIC', 'AtOptions', 'AsOf', 'ReadHistoryOptions', 'HistoryPage', 'RestoreOptions',
+    'RestoreResult', 'RevertOptions', 'RevertResult', 'EraseResult', 'EraseTarget', 'PlannedChange',
+    'RevertConflict', 'ConflictPolicy', 'LoggedChange', 'handleHistory',
   ],
   'viewsync/ops': [
-    ...['collectGarbage', 'CollectOptions', 'Collected', 'RetentionOptions', 'InspectorOptions', 'InspectorAction', 'checkHealth', 'Health', 'HealthOptions', 'drain', 'DrainOptions'],
-    ...['DEFAULT_LIMITS', 'MAX_VALUE_DEPTH', 'Limits', 'QuotaExceededError', 'SpaceQuota', 'Quotas', 'RateOptions'],
-    ...['inspect', 'SpaceSummary', 'SpaceDetail', 'GroupSummary', 'StagingSummary', 'ChangeLogSummary', 'WebhookSummary', 'exportSpace', 'ExportOptions', 'ExportProgress'],
-    ...['importSpace', 'ImportOptions', 'ImportProgress', 'ImportResult', 'SkippedClient', 'DumpError', 'DumpSource', 'StagingLostError'],
-    ...['defineMigration', 'runMigration', 'migrationStatus', 'Migration', 'MigrationOptions', 'MigrationProgress', 'MigrationResult', 'SpaceMigration'],
-    ...['storeNotifier', 'StoreNotifier', 'StoreNotifierOptions', 'routedStorage', 'RoutedStorage', 'RoutedStorageOptions', 'Placement', 'moveSpace', 'MoveOptions', 'MoveProgress', 'MoveResult', 'RouteError'],
+    'collectGarbage', 'CollectOptions', 'Collected', 'RetentionOptions', 'InspectorOptions', 'InspectorAction',
+    'checkHealth', 'Health', 'HealthOptions', 'drain', 'DrainOptions', 'DEFAULT_LIMITS', 'MAX_VALUE_DEPTH',
+    'Limits', 'QuotaExceededError', 'SpaceQuota', 'Quotas', 'RateOptions', 'inspect', 'SpaceSummary', 'SpaceDetail',
+    'GroupSummary', 'StagingSummary', 'ChangeLogSummary', 'WebhookSummary', 'exportSpace', 'ExportOptions',
+    'ExportProgress', 'importSpace', 'ImportOptions', 'ImportProgress', 'ImportResult', 'SkippedClient',
+    'DumpError', 'DumpSource', 'StagingLostError', 'defineMigration', 'runMigration', 'migrationStatus',
+    'Migration', 'MigrationOptions', 'MigrationProgress', 'MigrationResult', 'SpaceMigration', 'storeNotifier',
+    'StoreNotifier', 'StoreNotifierOptions', 'routedStorage', 'RoutedStorage', 'RoutedStorageOptions', 'Placement',
+    'moveSpace', 'MoveOptions', 'MoveProgress', 'MoveResult', 'RouteError',
   ],
-  'viewsync/node': ['serve', 'NodeServeOptions', 'createListener', 'ListenerOptions', 'stopServer', 'nodeServerOptions', 'NodeTimeoutOptions', 'ServeOptions', 'StopOptions', 'SyncServer', 'CompressionOptions'],
+  'viewsync/node': [
+    'serve', 'NodeServeOptions', 'createListener', 'ListenerOptions', 'stopServer', 'nodeServerOptions',
+    'NodeTimeoutOptions', 'ServeOptions', 'StopOptions', 'SyncServer', 'CompressionOptions',
+  ],
   'viewsync/deno': ['serve', 'DenoServeOptions', 'ServeOptions', 'StopOptions', 'SyncServer', 'CompressionOptions'],
   'viewsync/bun': ['serve', 'BunServeOptions', 'ServeOptions', 'StopOptions', 'SyncServer', 'CompressionOptions'],
-  'viewsync/cloudflare': ['createWorker', 'createSyncObject', 'routeToObject', 'RouteOptions', 'DurableObjectNamespace', 'durableObjectStorage', 'DurableObjectStorage'],
+  'viewsync/cloudflare': [
+    'createWorker', 'createSyncObject', 'routeToObject', 'RouteOptions', 'DurableObjectNamespace',
+    'durableObjectStorage', 'DurableObjectStorage',
+  ],
   'viewsync/sqlite': ['sqliteStorage', 'SQLiteStorageOptions', 'SQLiteDatabase', 'SQLiteStatement'],
   'viewsync/postgres': [
-    ...['postgresStorage', 'PostgresStorage', 'PostgresStorageOptions', 'PostgresClient', 'PgPool', 'PgPoolClient', 'StandbyStats'],
-    ...['clientPerTransaction', 'PgClient', 'postgresNotifier', 'PostgresNotifierClient', 'PostgresNotifierOptions'],
+    'postgresStorage', 'PostgresStorage', 'PostgresStorageOptions', 'PostgresClient', 'PgPool', 'PgPoolClient',
+    'StandbyStats', 'clientPerTransaction', 'PgClient', 'postgresNotifier', 'PostgresNotifierClient',
+    'PostgresNotifierOptions',
   ],
   'viewsync/redis': ['redisNotifier', 'RedisNotifierClient', 'RedisNotifierSubscriber', 'RedisNotifierOptions'],
-  'viewsync/store': ['Storage', 'StorageTransaction', 'TransactionOptions', 'WriteLane', 'StorageScanOptions', 'StoredValue', 'RangeRead', 'RangeRow', 'StoreParts', 'compareUTF8'],
+  'viewsync/store': [
+    'Storage', 'StorageTransaction', 'TransactionOptions', 'WriteLane', 'StorageScanOptions', 'StoredValue',
+    'RangeRead', 'RangeRow', 'StoreParts', 'compareUTF8',
+  ],
   'viewsync/protocol': [
-    ...['PullRequest', 'PullRequestV0', 'PullRequestV1', 'PushRequest', 'Mutation', 'PatchOperation', 'PullResponseV0', 'PullResponseV1'],
-    ...['ClientStateNotFoundResponse', 'VersionNotSupportedResponse', 'JSONValue'],
+    'PullRequest', 'PullRequestV0', 'PullRequestV1', 'PushRequest', 'Mutation', 'PatchOperation', 'PullResponseV0',
+    'PullResponseV1', 'ClientStateNotFoundResponse', 'VersionNotSupportedResponse', 'JSONValue',
   ],
   'viewsync/testing': ['storageConformance', 'ConformanceCheck', 'ConformanceOptions', 'AssertionError'],
-  'viewsync/client': ['connectPokes', 'PokeConnection', 'PokeConnectionOptions', 'PokeTarget', 'PokeStreamError', 'emit'],
+  'viewsync/client': [
+    'connectPokes', 'PokeConnection', 'PokeConnectionOptions', 'PokeTarget', 'PokeStreamError', 'emit',
+  ],
 };
 
 /** The names more than one entry exports, and why. */
@@ -62,20 +84,24 @@ const SHARED: Record<string, string> = {
   JSONValue: "what a mutator reads and writes, and the wire's values (viewsync/protocol)",
   emit: 'the outbox, in server mutators and in mutators shared with the browser, which must not import the server (viewsync/client)',
   ...Object.fromEntries(
-    ['serve', 'ServeOptions', 'StopOptions', 'SyncServer', 'CompressionOptions'].map((name) => [name, 'every runtime exports the same names, so switching runtime changes one import path']),
+    ['serve', 'ServeOptions', 'StopOptions', 'SyncServer', 'CompressionOptions'].map((name) => [
+      name,
+      'every runtime exports the same names, so switching runtime changes one import path',
+    ]),
   ),
 };
 
 /** A ratchet on an audience's entry: today's largest (viewsync/backend's 65), never more; the aim is about 40. */
 const AUDIENCE_SIZE = 65;
 
-const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown>; typesVersions: { '*': Record<string, string[]> } };
+type Manifest = { exports: Record<string, unknown>; typesVersions: { '*': Record<string, string[]> } };
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Manifest;
 const tsup = readFileSync(join(ROOT, 'tsup.config.ts'), 'utf8');
 const built = Object.fromEntries([...tsup.matchAll(/^\s+(\w+): '([^']+\.ts)',$/gm)].map(([, name, file]) => [name!, file!]));
-/** The entry points, as a user imports them, and the exports map's key and build name of each. */
+/** The entry points: each one's build name (tsup.config.ts) and how a user imports it. */
 const entries = Object.keys(manifest.exports)
   .filter((subpath) => subpath !== './package.json')
-  .map((subpath) => ({ subpath, name: subpath === '.' ? 'index' : subpath.slice(2), specifier: subpath === '.' ? 'viewsync' : `viewsync/${subpath.slice(2)}` }));
+  .map((subpath) => (subpath === '.' ? { name: 'index', specifier: 'viewsync' } : { name: subpath.slice(2), specifier: `viewsync/${subpath.slice(2)}` }));
 
 describe('the entry points', () => {
   it('are the paths of the exports map, each built by tsup.config.ts and typed for node10 resolution', () => {
