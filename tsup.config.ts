@@ -3,6 +3,8 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: {
     index: 'src/index.ts',
+    backend: 'src/backend.ts',
+    ops: 'src/ops.ts',
     node: 'adapters/node.ts',
     deno: 'adapters/deno.ts',
     bun: 'adapters/bun.ts',

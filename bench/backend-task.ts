@@ -12,7 +12,8 @@ import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
-import { exportSpace, importSpace, type Storage, createContext } from '../src/index.js';
+import { type Storage, createContext } from '../src/index.js';
+import { exportSpace, importSpace } from '../src/ops.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 

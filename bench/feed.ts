@@ -31,7 +31,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { createContext, exportSpace, handlePush, readChanges, type Storage, type SyncContext, transact } from '../src/index.js';
+import { createContext, handlePush, type Storage, type SyncContext } from '../src/index.js';
+import { readChanges, transact } from '../src/backend.js';
+import { exportSpace } from '../src/ops.js';
 import { FEED_RECORD } from '../src/sync/feed/feed-record.js';
 import { machineLine } from './cpu.js';
 import { eachStore } from './each-store.js';

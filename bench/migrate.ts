@@ -17,7 +17,9 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
-import { createContext, defineMigration, handlePush, runMigration, type SyncContext, transact } from '../src/index.js';
+import { createContext, handlePush, type SyncContext } from '../src/index.js';
+import { transact } from '../src/backend.js';
+import { defineMigration, runMigration } from '../src/ops.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 
 const { values } = parseArgs({ options: { entries: { type: 'string', default: '1000000' }, spaces: { type: 'string', default: '1000' }, batch: { type: 'string', default: '50' }, seconds: { type: 'string', default: '15' }, pushers: { type: 'string', default: '4' }, 'pause-ms': { type: 'string', default: '10' } } });

@@ -14,7 +14,9 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import { createClient } from 'redis';
-import { handlePoke, memoryStorage, type Notifier, type Storage, storeNotifier, type SyncContext, transact, createContext } from '../src/index.js';
+import { handlePoke, memoryStorage, type Notifier, type Storage, type SyncContext, createContext } from '../src/index.js';
+import { transact } from '../src/backend.js';
+import { storeNotifier } from '../src/ops.js';
 import { postgresNotifier, postgresStorage } from '../src/postgres.js';
 import { redisNotifier } from '../src/redis.js';
 import { EventReader } from '../test/poke/sse.js';

@@ -13,7 +13,8 @@ const ctx = createContext({ storage: memoryStorage(), mutators: {} });
 export default (request) => handleRequest(request, ctx);`,
   // As the edge examples connect: a Neon Client per transaction (Neon's rule on edge isolates).
   'PostgreSQL store on Neon\u2019s serverless Client per transaction, storeNotifier': `import { Client } from '@neondatabase/serverless';
-import { createContext, handleRequest, storeNotifier } from 'viewsync';
+import { createContext, handleRequest } from 'viewsync';
+import { storeNotifier } from 'viewsync/ops';
 import { clientPerTransaction, postgresStorage } from 'viewsync/postgres';
 const storage = postgresStorage(clientPerTransaction(() => new Client(process.env.DATABASE_URL)));
 const ctx = createContext({ storage, mutators: {}, pokes: { notifier: storeNotifier(storage) } });

@@ -5,7 +5,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openSQLite } from '../test/support/sqlite-driver.js';
-import { handleRequest, memoryStorage, startWebhooks } from '../src/index.js';
+import { handleRequest, memoryStorage } from '../src/index.js';
+import { startWebhooks } from '../src/backend.js';
 import { createListener } from '../adapters/node.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { inspectorApp, pushAs, SECRET, seedAcme } from '../test/inspector/app.js';

@@ -3,7 +3,8 @@
 // (port 6543), which needs `prepare: false` and carries no LISTEN: pokes come from the store.
 // The client then uses pullURL `<functions URL>/sync/pull`, pushURL `<functions URL>/sync/push`.
 import postgres from 'postgres';
-import { createContext, handleRequest, storeNotifier } from 'viewsync';
+import { createContext, handleRequest } from 'viewsync';
+import { storeNotifier } from 'viewsync/ops';
 import { postgresStorage } from 'viewsync/postgres';
 import { mutators } from '../app.js';
 

@@ -3,7 +3,8 @@
 // The client then uses pullURL `/api/pull`, pushURL `/api/push`, pokes at `/api/poke`.
 // Create the tables once per deploy with migrate.ts (docs/runtimes.md, Edge functions).
 import { Client, neonConfig } from '@neondatabase/serverless';
-import { createContext, handleRequest, storeNotifier } from 'viewsync';
+import { createContext, handleRequest } from 'viewsync';
+import { storeNotifier } from 'viewsync/ops';
 import { clientPerTransaction, postgresStorage } from 'viewsync/postgres';
 import { mutators } from '../app.js';
 

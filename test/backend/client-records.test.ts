@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { exportSpace, importSpace, memoryStorage, type SyncContext, createContext } from '../../src/index.js';
+import { memoryStorage, type SyncContext, createContext } from '../../src/index.js';
+import { exportSpace, importSpace } from '../../src/ops.js';
 import { compareUTF8 } from '../../src/store.js';
 import { groupOrder } from '../../src/sync/dumps/dumped-groups.js';
 import { onEveryStore } from '../support/stores.js';

@@ -4,7 +4,9 @@
  * applying a mutation twice.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, DumpError, exportSpace, handlePull, handlePush, importSpace, inspect, type JSONValue, read, type Storage, type SyncContext, createContext } from '../../src/index.js';
+import { handlePull, handlePush, type JSONValue, type Storage, type SyncContext, createContext } from '../../src/index.js';
+import { read } from '../../src/backend.js';
+import { collectGarbage, DumpError, exportSpace, importSpace, inspect } from '../../src/ops.js';
 import { stageGroups } from '../../src/sync/dumps/dumped-groups.js';
 import { stage, stagingID } from '../../src/sync/dumps/import-batch.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';

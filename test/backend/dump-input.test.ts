@@ -5,7 +5,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DumpError, importSpace, type JSONValue, memoryStorage, read, type SyncContext, transact, createContext } from '../../src/index.js';
+import { type JSONValue, memoryStorage, type SyncContext, createContext } from '../../src/index.js';
+import { read, transact } from '../../src/backend.js';
+import { DumpError, importSpace } from '../../src/ops.js';
 import { rawContents } from './suite.js';
 
 const HEADER = '{"viewsync":"space","format":2}';

@@ -5,7 +5,9 @@
 import { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DumpError, exportSpace, importSpace, type JSONValue, memoryStorage, type Storage, type SyncContext, transact, createContext } from '../../src/index.js';
+import { type JSONValue, memoryStorage, type Storage, type SyncContext, createContext } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
+import { DumpError, exportSpace, importSpace } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';

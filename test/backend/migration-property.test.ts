@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { handlePush, memoryStorage, migrationStatus, runMigration, type SyncContext } from '../../src/index.js';
+import { handlePush, memoryStorage, type SyncContext } from '../../src/index.js';
+import { migrationStatus, runMigration } from '../../src/ops.js';
 import { mutation, post, pushBody } from '../support/helpers.js';
 import { type Counted, countOnce, entriesOf, itemKey, killable, Killed, migrationContext, seed } from './migrations-suite.js';
 

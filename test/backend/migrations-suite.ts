@@ -5,21 +5,22 @@
  */
 import { describe, expect, test } from 'vitest';
 import {
-  collectGarbage,
   createContext,
-  defineMigration,
   handlePush,
-  importSpace,
-  inspect,
   type JSONValue,
-  type Migration,
-  migrationStatus,
-  readChanges,
-  runMigration,
   type Storage,
   type SyncContext,
-  transact,
 } from '../../src/index.js';
+import { readChanges, transact } from '../../src/backend.js';
+import {
+  collectGarbage,
+  defineMigration,
+  importSpace,
+  inspect,
+  type Migration,
+  migrationStatus,
+  runMigration,
+} from '../../src/ops.js';
 import type { StorageTransaction, TransactionOptions } from '../../src/store.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 import { handlePull } from '../../src/index.js';

@@ -4,7 +4,9 @@
  */
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { handlePoke, importSpace, mutate, type SyncContext, transact, createContext } from '../../src/index.js';
+import { handlePoke, type SyncContext, createContext } from '../../src/index.js';
+import { mutate, transact } from '../../src/backend.js';
+import { importSpace } from '../../src/ops.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { testMutators } from '../support/helpers.js';
 import { EventReader } from '../poke/sse.js';

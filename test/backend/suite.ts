@@ -6,21 +6,16 @@ import * as v from 'valibot';
 import { describe, expect, test } from 'vitest';
 import {
   defineMutator,
-  DumpError,
-  exportSpace,
-  importSpace,
-  inspect,
   InvalidArgsError,
   type JSONValue,
-  mutate,
   type Mutators,
-  read,
   type Storage,
   type SyncContext,
-  transact,
   UnknownMutatorError,
-  createContext
+  createContext,
 } from '../../src/index.js';
+import { mutate, read, transact } from '../../src/backend.js';
+import { DumpError, exportSpace, importSpace, inspect } from '../../src/ops.js';
 import { gate } from '../support/gate.js';
 import { applyPatch, mutation, pull, push, testMutators } from '../support/helpers.js';
 

@@ -1,6 +1,6 @@
 /** The feed soak's judge (feed-check.ts) on feeds made by hand: a clean one passes, each fault it exists to catch is caught. */
 import { describe, expect, it } from 'vitest';
-import type { FeedChange } from '../../src/index.js';
+import type { FeedChange } from '../../src/backend.js';
 import { judgeFeeds, type Writer } from './feed-check.js';
 
 const change = (version: number, n: number, seq = 0): FeedChange => ({

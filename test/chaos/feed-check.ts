@@ -2,7 +2,7 @@
  * The feed soak's judge (feed-soak.ts): each space's feed against what its writers asked for and
  * were told was committed.
  */
-import type { FeedChange } from '../../src/index.js';
+import type { FeedChange } from '../../src/backend.js';
 import type { Anomaly } from './checker.js';
 
 /** One writer: its commits are `n = index + writers × k`, for k = 0, 1, 2… in order; `next` is the first k not yet asked for. */

@@ -20,7 +20,8 @@
  *   npm run chaos:soak -- --versions 1000000 --max-minutes 30 --fault-every 2s-8s --move-every 5s-20s
  */
 import { parseArgs } from 'node:util';
-import type { FeedChange, JSONValue } from '../../src/index.js';
+import type { JSONValue } from '../../src/index.js';
+import type { FeedChange } from '../../src/backend.js';
 import type { Anomaly } from './checker.js';
 import { judgeFeeds, type Writer } from './feed-check.js';
 import type { ClientEnvironment } from './raw-client.js';

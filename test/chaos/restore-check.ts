@@ -23,7 +23,8 @@
  *   replay has; every edit acknowledged is in the log.
  */
 import { spawn } from 'node:child_process';
-import type { ConflictPolicy, JSONValue, PlannedChange, RevertCause, RevertConflict } from '../../src/index.js';
+import type { JSONValue } from '../../src/index.js';
+import type { ConflictPolicy, PlannedChange, RevertCause, RevertConflict } from '../../src/backend.js';
 import type { Anomaly } from './checker.js';
 import { bundled, ROOT } from './processes.js';
 import type { ClientEnvironment } from './raw-client.js';

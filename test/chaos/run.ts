@@ -12,7 +12,8 @@
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { parseArgs } from 'node:util';
-import type { FeedChange, JSONValue } from '../../src/index.js';
+import type { JSONValue } from '../../src/index.js';
+import type { FeedChange } from '../../src/backend.js';
 import { DAY } from './app.js';
 import { type Anomaly, check } from './checker.js';
 import { ChaosReceiver, feedOf, judgeWebhooks } from './webhook-check.js';

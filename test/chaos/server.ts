@@ -10,7 +10,9 @@
 // line {"result": …} (or {"gone": …} when the version is not kept) and exits, listening nowhere.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { at, collectGarbage, exportSpace, HistoryGoneError, importSpace, mutate, readHistory, restoreSpace, revertChanges, runMigration, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
+import { type Storage, type SyncContext, TemporaryError, createContext } from '../../src/index.js';
+import { at, HistoryGoneError, mutate, readHistory, restoreSpace, revertChanges, startWebhooks, transact } from '../../src/backend.js';
+import { collectGarbage, exportSpace, importSpace, runMigration, routedStorage, StagingLostError, storeNotifier } from '../../src/ops.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
 import { postgresNotifier, type PostgresStorage, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';

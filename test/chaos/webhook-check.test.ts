@@ -1,6 +1,7 @@
 /** The chaos suite's judge of webhooks (webhook-check.ts) on records made by hand: clean passes, each fault it exists to catch is caught. */
 import { describe, expect, it } from 'vitest';
-import type { FeedChange, JSONValue } from '../../src/index.js';
+import type { JSONValue } from '../../src/index.js';
+import type { FeedChange } from '../../src/backend.js';
 import { judgeWebhooks } from './webhook-check.js';
 
 const change = (version: number, key: string, value: number | undefined): FeedChange => ({

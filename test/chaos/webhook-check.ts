@@ -13,7 +13,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FeedChange, JSONValue, WebhookDeliveries, WebhookDelivery } from '../../src/index.js';
+import type { JSONValue } from '../../src/index.js';
+import type { FeedChange, WebhookDeliveries, WebhookDelivery } from '../../src/backend.js';
 import type { Anomaly } from './checker.js';
 import type { Random } from './rng.js';
 

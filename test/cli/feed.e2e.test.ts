@@ -7,7 +7,8 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, type SyncContext, transact } from '../../src/index.js';
+import { createContext, type SyncContext } from '../../src/index.js';
+import { deliverWebhooks, transact } from '../../src/backend.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { startReceiver } from '../feed/receiver.js';
 import { sh, work } from './process.js';

@@ -8,7 +8,8 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { at, createContext, readHistory, type SyncContext } from '../../src/index.js';
+import { createContext, type SyncContext } from '../../src/index.js';
+import { at, readHistory } from '../../src/backend.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { mutation, push, testMutators } from '../support/helpers.js';
 import { sh, work } from './process.js';

@@ -5,7 +5,8 @@
  * defines before this code.
  */
 import { neonConfig, Pool } from '@neondatabase/serverless';
-import { handleRequest, storeNotifier, type SyncContext, createContext } from 'viewsync';
+import { handleRequest, type SyncContext, createContext } from 'viewsync';
+import { storeNotifier } from 'viewsync/ops';
 import { postgresStorage } from 'viewsync/postgres';
 import { RUNTIME_INSPECTOR_SECRET, runtimeMutators } from '../runtime/app.js';
 

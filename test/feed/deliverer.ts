@@ -4,7 +4,8 @@
  * that much time had passed (a lease left by a killed process has then run out).
  */
 import postgres from 'postgres';
-import { createContext, startWebhooks } from '../../src/index.js';
+import { createContext } from '../../src/index.js';
+import { startWebhooks } from '../../src/backend.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 
 const env = process.env as Record<string, string>;

@@ -6,7 +6,9 @@
  */
 import postgres from 'postgres';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { collectGarbage, createContext, deliverWebhooks, type Storage, transact } from '../../src/index.js';
+import { createContext, type Storage } from '../../src/index.js';
+import { deliverWebhooks, transact } from '../../src/backend.js';
+import { collectGarbage } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';

@@ -3,7 +3,8 @@
  * however long the retention: a busy space's tenant cannot fill the store with them.
  */
 import { describe, expect, it } from 'vitest';
-import { createContext, memoryStorage, transact } from '../../src/index.js';
+import { createContext, memoryStorage } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
 import { claimDelivery, type DeliveryState, finishDelivery, type HookRule } from '../../src/sync/feed/deliveries.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 

@@ -5,22 +5,17 @@
  * is a step of its own (feed-record.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { createContext, memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
 import {
   changeFeedStatus,
   ChangesGoneError,
-  createContext,
-  exportSpace,
   type FeedChange,
-  importSpace,
-  memoryStorage,
   mutate,
   readChanges,
-  routedStorage,
-  type Storage,
-  type SyncContext,
   transact,
   turnOffChangeFeed,
-} from '../../src/index.js';
+} from '../../src/backend.js';
+import { exportSpace, importSpace, routedStorage } from '../../src/ops.js';
 import { stateOf } from '../../src/context/state.js';
 import { FEED_RECORD } from '../../src/sync/feed/feed-record.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';

@@ -1,6 +1,7 @@
 /** `GET …/changes`: the change feed over HTTP, opened by the server secret only. */
 import { describe, expect, it } from 'vitest';
-import { createContext, handleRequest, memoryStorage, transact } from '../../src/index.js';
+import { createContext, handleRequest, memoryStorage } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
 import { testContext, testMutators } from '../support/helpers.js';
 
 const SECRET = 'a-server-secret-of-32-characters-or-more';

@@ -10,7 +10,8 @@ import type { WriteTransaction } from 'replicache';
 import { afterEach, expect, test } from 'vitest';
 import { createListener } from '../../adapters/node.js';
 import { emit } from '../../src/client/index.js';
-import { createContext, type FeedChange, memoryStorage, readChanges, type SyncContext } from '../../src/index.js';
+import { createContext, memoryStorage, type SyncContext } from '../../src/index.js';
+import { type FeedChange, readChanges } from '../../src/backend.js';
 import { Clients, pendingCount, snapshot, uniqueName, waitFor } from '../interop/client.js';
 
 const cleanup: Array<() => unknown> = [];

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { emit as clientEmit } from '../../src/client/index.js';
-import { emit, type FeedChange, type Mutators, readChanges, TemporaryError, transact } from '../../src/index.js';
+import { emit, type Mutators, TemporaryError } from '../../src/index.js';
+import { type FeedChange, readChanges, transact } from '../../src/backend.js';
 import { handlePush } from '../../src/index.js';
 import { mutation, post, push, pushBody, testContext, testMutators } from '../support/helpers.js';
 

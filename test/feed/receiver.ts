@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterEach } from 'vitest';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhook, type WebhookDelivery } from '../../src/index.js';
+import { verifyWebhook, type WebhookDelivery } from '../../src/backend.js';
 
 export type Answer = 'ok' | 'fail' | 'stall' | 'redirect';
 

@@ -3,22 +3,18 @@
  * store): what goes into the log, in which order, with what origin; cursors; never a gap.
  */
 import { describe, expect, it } from 'vitest';
+import { createContext, memoryStorage } from '../../src/index.js';
 import {
   ChangeCursorError,
   ChangesGoneError,
-  collectGarbage,
-  createContext,
-  exportSpace,
   type FeedChange,
-  importSpace,
-  inspect,
-  memoryStorage,
   mutate,
   readAllChanges,
   readChanges,
   transact,
   turnOffChangeFeed,
-} from '../../src/index.js';
+} from '../../src/backend.js';
+import { collectGarbage, exportSpace, importSpace, inspect } from '../../src/ops.js';
 import { mutation, push, testContext, testMutators } from '../support/helpers.js';
 
 const DAY = 24 * 60 * 60 * 1000;

@@ -8,7 +8,9 @@
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createContext, type FeedChange, importSpace, type JSONValue, read, readChanges, type Storage, transact } from '../../src/index.js';
+import { createContext, type JSONValue, type Storage } from '../../src/index.js';
+import { type FeedChange, read, readChanges, transact } from '../../src/backend.js';
+import { importSpace } from '../../src/ops.js';
 import { mutation, push, testMutators } from '../support/helpers.js';
 import { emit, type Mutators } from '../../src/index.js';
 

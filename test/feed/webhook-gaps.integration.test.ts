@@ -5,7 +5,9 @@
  * receiver what it will never get.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChangesGoneError, collectGarbage, createContext, deliverWebhooks, enableWebhook, exportSpace, importSpace, inspect, memoryStorage, replayWebhook, type Storage, type SyncContext, transact } from '../../src/index.js';
+import { createContext, memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { ChangesGoneError, deliverWebhooks, enableWebhook, replayWebhook, transact } from '../../src/backend.js';
+import { collectGarbage, exportSpace, importSpace, inspect } from '../../src/ops.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
 import { testMutators } from '../support/helpers.js';

@@ -6,7 +6,8 @@
  * clock runs with real time, and the test moves it on past backoffs.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, memoryStorage, startWebhooks, type SyncContext, transact } from '../../src/index.js';
+import { createContext, memoryStorage, type SyncContext } from '../../src/index.js';
+import { deliverWebhooks, startWebhooks, transact } from '../../src/backend.js';
 import { testMutators } from '../support/helpers.js';
 import { type Receiver, startReceiver } from './receiver.js';
 

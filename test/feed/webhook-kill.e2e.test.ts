@@ -5,7 +5,8 @@
  * deliveries got to, sending again at most the batch that was in flight, under its ID.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createContext, transact } from '../../src/index.js';
+import { createContext } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { bundled, Watched } from '../chaos/processes.js';
 import { testDatabase } from '../support/stores.js';

@@ -5,7 +5,8 @@
  * under the same entry IDs. Real HTTP receiver, memory store.
  */
 import { describe, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, memoryStorage, type Storage, startWebhooks, type SyncContext, transact, verifyWebhook, type WebhookDeliveries, type WebhookOptions } from '../../src/index.js';
+import { createContext, memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { deliverWebhooks, startWebhooks, transact, verifyWebhook, type WebhookDeliveries, type WebhookOptions } from '../../src/backend.js';
 import type { TransactionOptions } from '../../src/storage/types.js';
 import { testMutators } from '../support/helpers.js';
 import { type Receiver, receiversOfTests } from './receiver.js';

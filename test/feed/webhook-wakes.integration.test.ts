@@ -5,7 +5,8 @@
  */
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, memoryStorage, type Storage, startWebhooks, type SyncContext, transact, type WebhookOptions } from '../../src/index.js';
+import { createContext, memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { deliverWebhooks, startWebhooks, transact, type WebhookOptions } from '../../src/backend.js';
 import { postgresNotifier } from '../../src/poke/postgres-notifier.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { claimDelivery } from '../../src/sync/feed/deliveries.js';

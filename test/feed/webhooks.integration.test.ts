@@ -6,24 +6,24 @@
 import { describe, expect, it } from 'vitest';
 import {
   createContext,
-  deliverWebhooks,
   emit,
+  memoryStorage,
+  type Mutators,
+  type Storage,
+  type SyncContext,
+} from '../../src/index.js';
+import {
+  deliverWebhooks,
   eraseData,
   enableWebhook,
-  inspect,
-  memoryStorage,
-  moveSpace,
-  type Mutators,
-  routedStorage,
   replayWebhook,
-  type Storage,
   startWebhooks,
-  type SyncContext,
   transact,
   verifyWebhook,
   type WebhookOptions,
   WebhookSignatureError,
-} from '../../src/index.js';
+} from '../../src/backend.js';
+import { inspect, moveSpace, routedStorage } from '../../src/ops.js';
 import { testMutators } from '../support/helpers.js';
 import { receiversOfTests } from './receiver.js';
 

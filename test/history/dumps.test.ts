@@ -4,7 +4,9 @@
  * nothing changes; a dump with history cut anywhere is refused and changes nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { DumpError, eraseData, exportSpace, importSpace, readHistory, type SyncContext } from '../../src/index.js';
+import type { SyncContext } from '../../src/index.js';
+import { eraseData, readHistory } from '../../src/backend.js';
+import { DumpError, exportSpace, importSpace } from '../../src/ops.js';
 import { countHistory } from '../../src/sync/version/history.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { chunked } from '../backend/suite.js';

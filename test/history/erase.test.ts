@@ -4,7 +4,9 @@
  * the event it tells receivers by; the history bytes it frees; the targets it refuses.
  */
 import { describe, expect, it } from 'vitest';
-import { at, collectGarbage, createContext, eraseData, ERASED_TOPIC, exportSpace, handlePush, inspect, memoryStorage, readChanges, readHistory, restoreSpace, type SchemaOptions, transact } from '../../src/index.js';
+import { createContext, handlePush, memoryStorage, type SchemaOptions } from '../../src/index.js';
+import { at, eraseData, ERASED_TOPIC, readChanges, readHistory, restoreSpace, transact } from '../../src/backend.js';
+import { collectGarbage, exportSpace, inspect } from '../../src/ops.js';
 import { countHistory } from '../../src/sync/version/history.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { mutation, post, push, pushBody, testContext } from '../support/helpers.js';

@@ -11,7 +11,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { at, collectGarbage, type ConflictPolicy, eraseData, exportSpace, type JSONValue, readChanges, readHistory, restoreSpace, revertChanges, type RevertCause } from '../../src/index.js';
+import type { JSONValue } from '../../src/index.js';
+import { at, type ConflictPolicy, eraseData, readChanges, readHistory, restoreSpace, revertChanges, type RevertCause } from '../../src/backend.js';
+import { collectGarbage, exportSpace } from '../../src/ops.js';
 import { mutation, pull, push, testContext } from '../support/helpers.js';
 
 const RUNS = Math.max(Number(process.env.FC_RUNS ?? 0), 300);

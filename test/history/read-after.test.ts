@@ -1,6 +1,6 @@
 /** readHistory's `after`: a version the space's history keeps, or a HistoryGoneError. */
 import { describe, expect, it } from 'vitest';
-import { HistoryGoneError, readHistory, transact } from '../../src/index.js';
+import { HistoryGoneError, readHistory, transact } from '../../src/backend.js';
 import { testContext } from '../support/helpers.js';
 
 describe('readHistory after a version', () => {

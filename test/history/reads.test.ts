@@ -4,7 +4,9 @@
  * the nearest, removed once the log no longer reaches them) and what history counts for.
  */
 import { describe, expect, it } from 'vitest';
-import { at, collectGarbage, HistoryGoneError, inspect, readHistory, type Storage, transact, turnOffChangeFeed } from '../../src/index.js';
+import type { Storage } from '../../src/index.js';
+import { at, HistoryGoneError, readHistory, transact, turnOffChangeFeed } from '../../src/backend.js';
+import { collectGarbage, inspect } from '../../src/ops.js';
 import { countHistory } from '../../src/sync/version/history.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { testContext } from '../support/helpers.js';

@@ -4,7 +4,8 @@
  * dry runs that write nothing; the causes a revert selects by; its conflict policies; the quota.
  */
 import { describe, expect, it } from 'vitest';
-import { HistoryGoneError, QuotaExceededError, readChanges, restoreSpace, revertChanges, transact } from '../../src/index.js';
+import { HistoryGoneError, readChanges, restoreSpace, revertChanges, transact } from '../../src/backend.js';
+import { QuotaExceededError } from '../../src/ops.js';
 import { applyPatch, mutation, pull, push, testContext } from '../support/helpers.js';
 
 const asUser = (user: string) => ({ 'x-user': user });

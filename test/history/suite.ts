@@ -6,22 +6,17 @@
  */
 import { FEED_RECORD } from '../../src/sync/feed/feed-record.js';
 import { describe, expect, test } from 'vitest';
+import { createContext, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
 import {
   at,
-  collectGarbage,
-  createContext,
   eraseData,
-  exportSpace,
-  inspect,
-  type JSONValue,
   readChanges,
   readHistory,
   restoreSpace,
   revertChanges,
-  type Storage,
-  type SyncContext,
   transact,
-} from '../../src/index.js';
+} from '../../src/backend.js';
+import { collectGarbage, exportSpace, inspect } from '../../src/ops.js';
 import { countHistory } from '../../src/sync/version/history.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_LIMITS, handlePull, handlePush, type JSONValue, MAX_VALUE_DEPTH, type SyncContext } from '../../src/index.js';
+import { handlePull, handlePush, type JSONValue, type SyncContext } from '../../src/index.js';
+import { DEFAULT_LIMITS, MAX_VALUE_DEPTH } from '../../src/ops.js';
 import { mutation, post, pull, pullBody, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 import { fastLoop } from '../support/stores.js';
 import { stateOf } from '../../src/context/state.js';

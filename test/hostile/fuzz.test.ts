@@ -27,8 +27,6 @@ import fc from 'fast-check';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_LIMITS,
-  MAX_VALUE_DEPTH,
   type ErrorInfo,
   HTTPError,
   handlePull,
@@ -42,6 +40,7 @@ import {
   TemporaryError,
   UnknownMutatorError,
 } from '../../src/index.js';
+import { DEFAULT_LIMITS, MAX_VALUE_DEPTH } from '../../src/ops.js';
 import {
   ClientStateNotFoundResponse,
   type Mutation,

@@ -47,12 +47,12 @@ const ADAPTER_INTERNALS: Record<string, string> = {
 };
 
 /**
- * The only files outside src/route that know routing exists: the entry that exports it, the
+ * The only files outside src/route that know routing exists: the entry that exports it (ops), the
  * backend's `moveSpace`, and the CLI, which builds a routed storage from its `--store` flags and
  * moves spaces and checks directories. Everything else sees a store made of several through the
  * storage seam's optional `parts`.
  */
-const ROUTING_AWARE = ['src/backend/move.ts', 'src/cli/main.ts', 'src/cli/store.ts', 'src/index.ts'];
+const ROUTING_AWARE = ['src/backend/move.ts', 'src/cli/main.ts', 'src/cli/store.ts', 'src/ops.ts'];
 
 const placed = new Map(LAYERS.flatMap((folders, i) => folders.map((folder) => [folder, i] as const)));
 /** A folder's layer: its own row, or its nearest placed ancestor's. */

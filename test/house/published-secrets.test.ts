@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PUBLISHED_SECRETS } from '../../src/base/published-secrets.js';
-import { createContext, memoryStorage, verifyWebhook } from '../../src/index.js';
+import { createContext, memoryStorage } from '../../src/index.js';
+import { verifyWebhook } from '../../src/backend.js';
 import { ROOT } from '../package/packed.js';
 import { testMutators } from '../support/helpers.js';
 

@@ -8,7 +8,8 @@
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type WriteTransaction, createContext } from '../../src/index.js';
+import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type WriteTransaction, createContext } from '../../src/index.js';
+import { collectGarbage } from '../../src/ops.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';

@@ -3,7 +3,9 @@
  * moves, a retention of seconds, and `collectGarbage` run by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, handlePull, handlePush, importSpace, inspect, type JSONValue, read, StagingLostError, type Storage, type SyncContext, type SyncOptions, transact, createContext } from '../../src/index.js';
+import { handlePull, handlePush, type JSONValue, type Storage, type SyncContext, type SyncOptions, createContext } from '../../src/index.js';
+import { read, transact } from '../../src/backend.js';
+import { collectGarbage, importSpace, inspect, StagingLostError } from '../../src/ops.js';
 import { applyPatch, mutation, pull, pullBodyV0, post, push, pushBody, testMutators } from '../support/helpers.js';
 import { membershipView, ViewClient, write } from '../views/app.js';
 import { stage, stagingID } from '../../src/sync/dumps/import-batch.js';

@@ -4,7 +4,9 @@
  * actions), read-only mode, every action told, and clear 4xx answers to bad input.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createContext, handleRequest, type InspectorAction, memoryStorage, read, type SyncContext } from '../../src/index.js';
+import { createContext, handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
+import { read } from '../../src/backend.js';
+import type { InspectorAction } from '../../src/ops.js';
 import { inspectorApp, pushAs, SECRET } from './app.js';
 
 const ORIGIN = 'http://inspect.test';

@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { handleRequest, inspect, memoryStorage, type SyncContext } from '../../src/index.js';
+import { handleRequest, memoryStorage, type SyncContext } from '../../src/index.js';
+import { inspect } from '../../src/ops.js';
 import { READS } from '../../src/inspector/reads.js';
 import { ACTIONS } from '../../src/inspector/actions.js';
 import { inspectorApp, pushAs, SECRET } from './app.js';

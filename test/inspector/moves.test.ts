@@ -4,7 +4,8 @@
  * at each step of a real move (its progress callback holds it there while the list is read).
  */
 import { describe, expect, it } from 'vitest';
-import { handleRequest, memoryStorage, moveSpace, routedStorage } from '../../src/index.js';
+import { handleRequest, memoryStorage } from '../../src/index.js';
+import { moveSpace, routedStorage } from '../../src/ops.js';
 import type { SpaceRow, SpacesPage } from '../../src/inspector/api-types.js';
 import { inspectorApp, pushAs, SECRET } from './app.js';
 

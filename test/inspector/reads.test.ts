@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { handleRequest, inspect, memoryStorage } from '../../src/index.js';
+import { handleRequest, memoryStorage } from '../../src/index.js';
+import { inspect } from '../../src/ops.js';
 import { inspectorApp, pushAs, SECRET } from './app.js';
 import type { FeedTail, KeysPage, KeyPage, LivePage, SpacePage, SpacesPage, ViewAsPage } from '../../src/inspector/api-types.js';
 

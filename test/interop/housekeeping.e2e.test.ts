@@ -7,7 +7,8 @@
  */
 import { afterAll, expect, it } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
-import { collectGarbage, memoryStorage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type SyncContext } from '../../src/index.js';
+import { collectGarbage } from '../../src/ops.js';
 import { runtimeContext } from '../runtime/context.js';
 import { Clients, FetchRecorder, pendingCount, serverData, snapshot, uniqueName, waitFor } from './client.js';
 

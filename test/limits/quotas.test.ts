@@ -4,7 +4,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, emit, importSpace, inspect, type JSONValue, mutate, QuotaExceededError, type SpaceQuota, type Storage, type SyncContext, transact, createContext, type WriteTransaction } from '../../src/index.js';
+import { emit, type JSONValue, type Storage, type SyncContext, createContext, type WriteTransaction } from '../../src/index.js';
+import { mutate, transact } from '../../src/backend.js';
+import { collectGarbage, importSpace, inspect, QuotaExceededError, type SpaceQuota } from '../../src/ops.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
 import { mutation, pull, push, testMutators } from '../support/helpers.js';

@@ -49,6 +49,8 @@ describe('the built package', () => {
   // compression and for the descriptor limit that sizes the poke streams.
   it.each([
     ['index', []],
+    ['backend', []],
+    ['ops', []],
     ['cloudflare', []],
     ['sqlite', []],
     ['postgres', []],

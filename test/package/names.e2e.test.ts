@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeServerOptions } from '../../adapters/node.js';
 import { serve as serveBun } from '../../adapters/bun.js';
-import { collectGarbage, handleRequest, memoryStorage, type SyncContext, createContext } from '../../src/index.js';
+import { handleRequest, memoryStorage, type SyncContext, createContext } from '../../src/index.js';
+import { collectGarbage } from '../../src/ops.js';
 import { ROOT } from './packed.js';
 
 const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: {}, onError: () => {} });

@@ -15,6 +15,8 @@ const run = promisify(execFile);
 /** What a user writes: every entry, mutators typed for the client, and ones that need the user. */
 const CONSUMER = `
 import { createContext, defineMutator, handleRequest, memoryStorage, type Mutators, type SyncContext, type SyncOptions, type WriteTransaction } from 'viewsync';
+import { readChanges, transact, type FeedPage } from 'viewsync/backend';
+import { collectGarbage, inspect, routedStorage, type Collected } from 'viewsync/ops';
 import { serve } from 'viewsync/node';
 import { serve as serveDeno } from 'viewsync/deno';
 import { serve as serveBun } from 'viewsync/bun';
@@ -58,6 +60,12 @@ export const starts = [serve, serveDeno, serveBun];
 export const onDisk: SyncContext = createContext({ storage: sqliteStorage(new Database('sync.db'), { tablePrefix: 'app_' }), mutators: shared });
 const sql = postgres(process.env.DATABASE_URL!, { prepare: false });
 export const onPostgres: SyncOptions = { storage: postgresStorage(sql, { schema: 'sync', prepare: false }), mutators: shared, pokes: { notifier: postgresNotifier(sql), coalesceMs: 100 } };
+// The backend's and the operators' entries, typed against the app's context.
+export const written: Promise<void> = transact(ctx, 'main', (tx) => tx.set('k', 1));
+export const feed: Promise<FeedPage> = readChanges(ctx, 'main', { limit: 10 });
+export const collected: Promise<Collected> = collectGarbage(ctx);
+export const held: Promise<number> = inspect(ctx).then(({ spaces }) => spaces.length);
+export const routed = routedStorage({ stores: { a: memoryStorage() } });
 // A Replicache instance is what connectPokes takes, as it is.
 export const pokes: PokeConnection = connectPokes(new Replicache({ name: 'u', licenseKey: 'k', mutators: shared }), '/sync/poke', { maxDelayMs: 5_000 });
 // (PGlite's own declarations need @types/emscripten without skipLibCheck; test/storage checks it.)

@@ -5,7 +5,8 @@
  */
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { handlePoke, handlePush, memoryStorage, mutate, type Storage, type SyncContext, transact, createContext } from '../../src/index.js';
+import { handlePoke, handlePush, memoryStorage, type Storage, type SyncContext, createContext } from '../../src/index.js';
+import { mutate, transact } from '../../src/backend.js';
 import { redisNotifier } from '../../src/redis.js';
 import { mutation, post, pushBody, testMutators } from '../support/helpers.js';
 import { type RedisServer, redisServerAvailable, startRedisServer } from '../support/redis-server.js';

@@ -6,7 +6,9 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { handlePoke, memoryStorage, routedStorage, type Storage, storeNotifier, type SyncContext, transact, createContext } from '../../src/index.js';
+import { handlePoke, memoryStorage, type Storage, type SyncContext, createContext } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
+import { routedStorage, storeNotifier } from '../../src/ops.js';
 import { postgresStorage } from '../../src/postgres.js';
 import { testMutators } from '../support/helpers.js';
 import { EventReader } from './sse.js';

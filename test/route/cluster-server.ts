@@ -3,7 +3,8 @@
 // pokes through the PostgreSQL server at NOTIFY_URL. Prints {"url", "pid"} once listening.
 import postgres from 'postgres';
 import { serve } from '../../adapters/node.js';
-import { routedStorage, createContext } from '../../src/index.js';
+import { createContext } from '../../src/index.js';
+import { routedStorage } from '../../src/ops.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { runtimeMutators } from '../runtime/app.js';
 

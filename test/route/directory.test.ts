@@ -5,7 +5,8 @@
  * a space two stores could hold is left as it is.
  */
 import { describe, expect, it } from 'vitest';
-import { memoryStorage, moveSpace, type Storage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { moveSpace } from '../../src/ops.js';
 import { checkDirectory, directoryStores, repairDirectory } from '../../src/route/directory.js';
 import { directoryKey, type Router, routedStorage, routerOf } from '../../src/route/routed-storage.js';
 import { mutation } from '../support/helpers.js';

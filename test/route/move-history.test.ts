@@ -4,7 +4,9 @@
  * (an erasure rewrites log rows older than the version a catch-up copies from).
  */
 import { describe, expect, it } from 'vitest';
-import { eraseData, memoryStorage, moveSpace, type MoveProgress, readHistory, restoreSpace, type Storage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { eraseData, readHistory, restoreSpace } from '../../src/backend.js';
+import { moveSpace, type MoveProgress } from '../../src/ops.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { buildCheckpoint, checkpointsOf, historyContext, metaOf, Recorder, stateAt } from '../history/suite.js';

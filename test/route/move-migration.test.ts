@@ -5,7 +5,8 @@
  * during it and run again after.
  */
 import { describe, expect, it } from 'vitest';
-import { memoryStorage, migrationStatus, moveSpace, runMigration } from '../../src/index.js';
+import { memoryStorage } from '../../src/index.js';
+import { migrationStatus, moveSpace, runMigration } from '../../src/ops.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { countOnce, entriesOf, itemKey, migrationContext, seed } from '../backend/migrations-suite.js';

@@ -7,7 +7,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type FeedChange, memoryStorage, moveSpace, type MoveProgress, readChanges, type Storage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { type FeedChange, readChanges } from '../../src/backend.js';
+import { moveSpace, type MoveProgress } from '../../src/ops.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { JSONValue } from '../../src/protocol/json.js';
 import { routedStorage } from '../../src/route/routed-storage.js';

@@ -4,7 +4,8 @@
  * another; a space no store holds. A move never removes rows it did not write itself.
  */
 import { describe, expect, it } from 'vitest';
-import { memoryStorage, moveSpace, type Storage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { moveSpace } from '../../src/ops.js';
 import { type StoredValue } from '../../src/store.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';

@@ -4,7 +4,8 @@
  * is finished by running it again, and other spaces never wait.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { importSpace, memoryStorage, moveSpace, type MoveProgress, type Storage, type SyncContext } from '../../src/index.js';
+import { memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
+import { importSpace, moveSpace, type MoveProgress } from '../../src/ops.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { JSONValue } from '../../src/protocol/json.js';

@@ -4,7 +4,9 @@
  * its own spaces, and spaceless transactions are refused plainly.
  */
 import { describe, expect, it } from 'vitest';
-import { checkHealth, collectGarbage, exportSpace, handleRequest, importSpace, inspect, memoryStorage, moveSpace, read, type Storage, transact } from '../../src/index.js';
+import { handleRequest, memoryStorage, type Storage } from '../../src/index.js';
+import { read, transact } from '../../src/backend.js';
+import { checkHealth, collectGarbage, exportSpace, importSpace, inspect, moveSpace } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';

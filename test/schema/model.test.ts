@@ -11,7 +11,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createContext, handlePull, handlePush, memoryStorage, type JSONValue, type Mutators, type SyncContext, transact } from '../../src/index.js';
+import { createContext, handlePull, handlePush, memoryStorage, type JSONValue, type Mutators, type SyncContext } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
 import { applyPatch, post, pullBody, pushBody, type PullOK } from '../support/helpers.js';
 import { migrateV1Entries, mutatorsV1, mutatorsV2, schemaV2 } from './app.js';
 

@@ -11,7 +11,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createListener } from '../../adapters/node.js';
-import { createContext, memoryStorage, type Mutators, type SchemaOptions, type SyncContext, transact } from '../../src/index.js';
+import { createContext, memoryStorage, type Mutators, type SchemaOptions, type SyncContext } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
 import { Clients, pendingCount, snapshot, uniqueName, waitFor } from '../interop/client.js';
 import { migrateV1Entries, mutatorsV1, mutatorsV2, schemaV2 } from './app.js';
 

@@ -4,7 +4,8 @@
  * the memory store (versions.test.ts holds the cases; this runs the core of them everywhere).
  */
 import { describe, expect, it } from 'vitest';
-import { createContext, handlePull, handlePush, inspect, type JSONValue, type Mutators, type SchemaOptions } from '../../src/index.js';
+import { createContext, handlePull, handlePush, type JSONValue, type Mutators, type SchemaOptions } from '../../src/index.js';
+import { inspect } from '../../src/ops.js';
 import { applyPatch, mutation, post, pullBody, pushBody, type PullOK } from '../support/helpers.js';
 import { onEveryStore } from '../support/stores.js';
 import { mutatorsV2, schemaV2 } from './app.js';

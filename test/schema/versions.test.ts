@@ -5,10 +5,13 @@
  * pulls, get VersionNotSupported.
  */
 import { describe, expect, it } from 'vitest';
-import { createContext, handlePull, handlePush, inspect, memoryStorage, readChanges, type JSONValue, type Mutators, type SchemaOptions, type Storage, type SyncOptions } from '../../src/index.js';
+import { createContext, handlePull, handlePush, memoryStorage, type JSONValue, type Mutators, type SchemaOptions, type Storage, type SyncOptions } from '../../src/index.js';
+import { readChanges } from '../../src/backend.js';
+import { inspect } from '../../src/ops.js';
 import { applyPatch, mutation, post, pullBody, pushBody, type PullOK } from '../support/helpers.js';
 import { migrateV1Entries, mutatorsV1, mutatorsV2, schemaV2 } from './app.js';
-import { collectGarbage, transact } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
+import { collectGarbage } from '../../src/ops.js';
 
 function contexts(storage: Storage = memoryStorage(), options: Partial<SyncOptions> = {}) {
   const errors: unknown[] = [];

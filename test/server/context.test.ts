@@ -7,25 +7,25 @@
 import { describe, expect, it } from 'vitest';
 import { serve } from '../../adapters/node.js';
 import {
-  checkHealth,
-  collectGarbage,
   createContext,
-  drain,
-  exportSpace,
   handlePoke,
   handlePull,
   handlePush,
   handleRequest,
-  importSpace,
-  inspect,
   memoryStorage,
-  moveSpace,
-  mutate,
-  read,
   type SyncContext,
   type SyncOptions,
-  transact,
 } from '../../src/index.js';
+import { mutate, read, transact } from '../../src/backend.js';
+import {
+  checkHealth,
+  collectGarbage,
+  drain,
+  exportSpace,
+  importSpace,
+  inspect,
+  moveSpace,
+} from '../../src/ops.js';
 import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
 const NOT_A_CONTEXT = /not a context made by createContext\(\).*Make it once, at startup/s;

@@ -1,6 +1,7 @@
 /** `GET …/history`: a space as of a version, or its history, over HTTP, opened by the server secret only. */
 import { describe, expect, it } from 'vitest';
-import { handleHistory, handleRequest, transact } from '../../src/index.js';
+import { handleRequest } from '../../src/index.js';
+import { handleHistory, transact } from '../../src/backend.js';
 import { testContext } from '../support/helpers.js';
 
 const SECRET = 'a-server-secret-of-32-characters-or-more';

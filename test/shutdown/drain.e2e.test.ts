@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { connectPokes } from '../../src/client/index.js';
-import { checkHealth, drain, handleRequest, type Storage } from '../../src/index.js';
+import { handleRequest, type Storage } from '../../src/index.js';
+import { checkHealth, drain } from '../../src/ops.js';
 import { gate } from '../support/gate.js';
 import { mutation, pull, push, testContext } from '../support/helpers.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { eraseData, restoreSpace, revertChanges, transact } from '../../src/index.js';
+import { eraseData, restoreSpace, revertChanges, transact } from '../../src/backend.js';
 import { testContext } from '../support/helpers.js';
 import { registerSdk, type TestSdk } from './sdk.js';
 

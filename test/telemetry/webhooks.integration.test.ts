@@ -1,7 +1,8 @@
 /** Webhook deliveries as telemetry reports them: attempts by outcome, and how long and how many versions delivered changes waited. */
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { createContext, deliverWebhooks, memoryStorage, transact } from '../../src/index.js';
+import { createContext, memoryStorage } from '../../src/index.js';
+import { deliverWebhooks, transact } from '../../src/backend.js';
 import { startReceiver } from '../feed/receiver.js';
 import { registerSdk, type TestSdk } from './sdk.js';
 

@@ -10,7 +10,8 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectGarbage, createContext, handlePoke, moveSpace, routedStorage, type Storage, storeNotifier, type SyncContext } from '../../src/index.js';
+import { createContext, handlePoke, type Storage, type SyncContext } from '../../src/index.js';
+import { collectGarbage, moveSpace, routedStorage, storeNotifier } from '../../src/ops.js';
 import { main } from '../../src/cli/main.js';
 import { postgresStorage } from '../../src/postgres.js';
 import { EventReader } from '../poke/sse.js';

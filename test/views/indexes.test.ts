@@ -7,7 +7,9 @@
 import * as fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import { createContext, handlePull, handlePush, handleRequest, type JSONValue, memoryStorage, moveSpace, read, type Storage, type SyncContext, type View } from '../../src/index.js';
+import { createContext, handlePull, handlePush, handleRequest, type JSONValue, memoryStorage, type Storage, type SyncContext, type View } from '../../src/index.js';
+import { read } from '../../src/backend.js';
+import { moveSpace } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import type { IndexDefinitions } from '../../src/sync/indexes.js';
