@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { createContext, transact } from '../../src/index.js';
+import { createContext } from '../../src/index.js';
+import { transact } from '../../src/backend.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 
 const work = mkdtempSync(join(tmpdir(), 'viewsync-cli-main-'));
