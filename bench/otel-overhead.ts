@@ -21,22 +21,18 @@ const pullReply = json(pulled);
 const pushReply = json({});
 const tally = new Map([['put', { processed: 10, failed: 0, skipped: 0 }]]);
 
+const by = { space: 'space', clientGroup: { clientGroupID: 'group' }, schemaVersion: undefined };
+const pushed = { kind: 'applied' as const, tally, waitedMs: 0.01, batchSize: 1, failures: [] };
+const mutators = { put: () => {} };
+
 async function pullTelemetry(): Promise<void> {
-  await observe('pull', request, async (report) => {
-    report.space = 'space';
-    report.clientGroup = { clientGroupID: 'group' };
-    report.patch = patch;
-    return pullReply;
-  });
+  await observe('pull', request, async () => ({ kind: 'patched', by, patch, sentOperations: undefined, reply: pullReply }));
 }
 
 async function pushTelemetry(): Promise<void> {
-  await observe('push', request, async (report) => {
-    report.space = 'space';
-    report.clientGroup = { clientGroupID: 'group' };
+  await observe('push', request, async () => {
     recordBatchCommit(1, [0.01]);
-    report.pushed = { mutations: 10, outcome: { tally, waitedMs: 0.01, batchSize: 1, stoppedBy: undefined, failures: [] }, mutators: { put: () => {} } };
-    return pushReply;
+    return { kind: 'pushed', by, mutations: 10, outcome: pushed, mutators, reply: pushReply };
   });
 }
 
