@@ -21,18 +21,19 @@ const pullReply = json(pulled);
 const pushReply = json({});
 const tally = new Map([['put', { processed: 10, failed: 0, skipped: 0 }]]);
 
-const by = { space: 'space', clientGroup: { clientGroupID: 'group' }, schemaVersion: undefined };
+const clientGroup = { clientGroupID: 'group' };
 const pushed = { kind: 'applied' as const, tally, waitedMs: 0.01, batchSize: 1, failures: [] };
 const mutators = { put: () => {} };
 
 async function pullTelemetry(): Promise<void> {
-  await observe('pull', request, async () => ({ kind: 'patched', by, patch, sentOperations: undefined, reply: pullReply }));
+  // Made per request, as the handler makes them.
+  await observe('pull', request, async () => ({ kind: 'patched', by: { space: 'space', clientGroup, schemaVersion: undefined }, patch, sentOperations: undefined, reply: pullReply }));
 }
 
 async function pushTelemetry(): Promise<void> {
   await observe('push', request, async () => {
     recordBatchCommit(1, [0.01]);
-    return { kind: 'pushed', by, mutations: 10, outcome: pushed, mutators, reply: pushReply };
+    return { kind: 'pushed', by: { space: 'space', clientGroup, schemaVersion: undefined }, mutations: 10, outcome: pushed, mutators, reply: pushReply };
   });
 }
 
