@@ -1,6 +1,6 @@
 /**
  * The telemetry of one pull and one push on its own, without the pull or push: what
- * src/server/telemetry.ts adds to each request, in microseconds, first with no SDK (the API's
+ * src/telemetry/telemetry.ts adds to each request, in microseconds, first with no SDK (the API's
  * no-ops), then under the Node SDK of bench/otel.ts. End-to-end runs (bench/otel-compare.ts)
  * are too noisy on a busy machine to see a fraction of a microsecond; this isolates it.
  *
