@@ -1,6 +1,6 @@
 /**
  * The telemetry of one pull and one push on its own, without the pull or push: what
- * src/server/telemetry.ts adds to each request, in microseconds, first with no SDK (the API's
+ * src/telemetry/telemetry.ts adds to each request, in microseconds, first with no SDK (the API's
  * no-ops), then under the Node SDK of bench/otel.ts. End-to-end runs (bench/otel-compare.ts)
  * are too noisy on a busy machine to see a fraction of a microsecond; this isolates it.
  *
@@ -21,22 +21,19 @@ const pullReply = json(pulled);
 const pushReply = json({});
 const tally = new Map([['put', { processed: 10, failed: 0, skipped: 0 }]]);
 
+const clientGroup = { clientGroupID: 'group' };
+const pushed = { kind: 'applied' as const, tally, waitedMs: 0.01, batchSize: 1, failures: [] };
+const mutators = { put: () => {} };
+
 async function pullTelemetry(): Promise<void> {
-  await observe('pull', request, async (report) => {
-    report.space = 'space';
-    report.clientGroup = { clientGroupID: 'group' };
-    report.patch = patch;
-    return pullReply;
-  });
+  // Made per request, as the handler makes them.
+  await observe('pull', request, async () => ({ kind: 'patched', by: { space: 'space', clientGroup, schemaVersion: undefined }, patch, sentOperations: undefined, reply: pullReply }));
 }
 
 async function pushTelemetry(): Promise<void> {
-  await observe('push', request, async (report) => {
-    report.space = 'space';
-    report.clientGroup = { clientGroupID: 'group' };
+  await observe('push', request, async () => {
     recordBatchCommit(1, [0.01]);
-    report.pushed = { mutations: 10, outcome: { tally, waitedMs: 0.01, batchSize: 1, stoppedBy: undefined, failures: [] }, mutators: { put: () => {} } };
-    return pushReply;
+    return { kind: 'pushed', by: { space: 'space', clientGroup, schemaVersion: undefined }, mutations: 10, outcome: pushed, mutators, reply: pushReply };
   });
 }
 

@@ -7,10 +7,11 @@ import { reportError, type SyncContext } from '../context/context.js';
 import { isTemporary } from '../storage/unreachable.js';
 import { TemporaryError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
-import { prepare, respond } from './prepare.js';
+import { failed, prepare, requester } from './prepare.js';
 import { pullBody } from './pull-body.js';
 import type { Patch } from '../sync/version/patch.js';
 import { observe } from '../telemetry/telemetry.js';
+import type { PullFacts, Requester } from '../telemetry/facts.js';
 import { downgradeOf } from '../sync/schema/downgrade.js';
 import { type FirstSyncOrderRequest, orderOf } from '../sync/first-sync-order.js';
 
@@ -29,45 +30,39 @@ export async function handlePull(request: Request, ctx: SyncContext): Promise<Re
 /** {@link handlePull}, answering with a {@link Reply}. */
 export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
-  return observe('pull', request, (report) =>
-    respond(request, ctx, async () => {
-      const prepared = await prepare(request, ctx, PULL);
-      // prepare answers only a version it does not speak.
-      if ('status' in prepared) {
-        report.answered = 'VersionNotSupported';
-        return prepared;
-      }
-      const { body, space, older } = prepared;
-      report.space = space;
-      // Only a version the app's `schema` serves is named: a client's string is no label.
-      if (ctx.schema !== undefined) report.schemaVersion = body.schemaVersion;
-      report.clientGroup = body.pullVersion === 1 ? body : { clientID: body.clientID };
-      const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx), indexes: ctx.indexes };
-      // With a view, what this answer depends on narrows the pokes of the group's streams.
-      const pulled = views && body.pullVersion === 1 ? openHubOf(ctx)?.pulling(space, prepared.userID, body.clientGroupID) : undefined;
-      let interest: ViewInterest | undefined;
-      // What the answer has sent so far, for a first sync in pages.
-      const sent = { chars: 0 };
-      let result;
-      try {
-        // Only a hub with streams uses it: without one the view's reads are not recorded.
-        const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-        result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older, limitsOf(ctx).appCodeMs), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] }), request) : undefined });
-      } finally {
-        pulled?.(interest);
-      }
-      if ('patch' in result) {
-        report.patch = result.patch;
-        if (result.rest === undefined) return pullBody(result);
-        const rest = reporting(result.rest, result.patch.length, ctx, request);
-        report.sentOperations = rest.operations;
-        return pullBody({ ...result, rest: rest.pages }, sent);
-      }
-      report.answered = result.error;
-      return json(result);
-    }, report),
-    stateOf(ctx).live,
-  );
+  return observe('pull', request, () => pull(request, ctx), stateOf(ctx).live);
+}
+
+/** Runs a pull: what it came to, its reply among them. Never rejects. */
+async function pull(request: Request, ctx: SyncContext): Promise<PullFacts> {
+  let by: Requester | undefined;
+  try {
+    const prepared = await prepare(request, ctx, PULL);
+    // prepare answers only a version it does not speak.
+    if ('status' in prepared) return { kind: 'unsupported', reply: prepared };
+    const { body, space, older } = prepared;
+    by = requester(ctx, space, body.pullVersion === 1 ? body : { clientID: body.clientID }, body.schemaVersion);
+    const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx), indexes: ctx.indexes };
+    // With a view, what this answer depends on narrows the pokes of the group's streams.
+    const pulled = views && body.pullVersion === 1 ? openHubOf(ctx)?.pulling(space, prepared.userID, body.clientGroupID) : undefined;
+    let interest: ViewInterest | undefined;
+    // What the answer has sent so far, for a first sync in pages.
+    const sent = { chars: 0 };
+    let result;
+    try {
+      // Only a hub with streams uses it: without one the view's reads are not recorded.
+      const onInterest = pulled && ((found: ViewInterest) => (interest = found));
+      result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older, limitsOf(ctx).appCodeMs), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] }), request) : undefined });
+    } finally {
+      pulled?.(interest);
+    }
+    if ('error' in result) return { kind: 'lost', by, reply: json(result) };
+    if (result.rest === undefined) return { kind: 'patched', by, patch: result.patch, sentOperations: undefined, reply: pullBody(result) };
+    const rest = reporting(result.rest, result.patch.length, ctx, request);
+    return { kind: 'patched', by, patch: result.patch, sentOperations: rest.operations, reply: pullBody({ ...result, rest: rest.pages }, sent) };
+  } catch (thrown) {
+    return failed(request, ctx, thrown, by);
+  }
 }
 
 const PULL = {

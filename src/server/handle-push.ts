@@ -1,12 +1,13 @@
 import { PUSH_VERSIONS, PushRequest } from '../protocol/push-request.js';
-import { processPush } from '../sync/process-push.js';
+import { processPush, type PushOutcome } from '../sync/process-push.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
 import { clockOf, checkContext, stateOf, sessionOptionsOf } from '../context/state.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
-import { prepare, respond } from './prepare.js';
+import { failed, prepare, requester } from './prepare.js';
 import { observe } from '../telemetry/telemetry.js';
+import type { PushFacts, Requester } from '../telemetry/facts.js';
 
 /**
  * The push endpoint: runs a client group's pending mutations in order, in one transaction.
@@ -24,34 +25,36 @@ export async function handlePush(request: Request, ctx: SyncContext): Promise<Re
 /** {@link handlePush}, answering with a {@link Reply}. */
 export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
-  return observe('push', request, (report) =>
-    respond(request, ctx, async () => {
-      const prepared = await prepare(request, ctx, PUSH);
-      // prepare answers only a version it does not speak.
-      if ('status' in prepared) {
-        report.answered = 'VersionNotSupported';
-        return prepared;
-      }
-      const { body, space, userID, limits, older } = prepared;
-      report.space = space;
-      // Only a version the app's `schema` serves is named: a client's string is no label.
-      if (ctx.schema !== undefined) report.schemaVersion = body.schemaVersion;
-      report.clientGroup = body;
-      const perMutation = ctx.transactionPerMutation ?? false;
-      const quota = quotaOf(ctx.quotas, space);
-      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: sessionOptionsOf(ctx), clock: clockOf(ctx), quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
-      report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
-      // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
-      if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });
-      if (outcome.clientStateNotFound) {
-        report.answered = 'ClientStateNotFound';
-        return json({ error: 'ClientStateNotFound' });
-      }
-      for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
-      return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
-    }, report),
-    stateOf(ctx).live,
-  );
+  return observe('push', request, () => push(request, ctx), stateOf(ctx).live);
+}
+
+/** Runs a push: what it came to, its reply among them. Never rejects. */
+async function push(request: Request, ctx: SyncContext): Promise<PushFacts> {
+  let by: Requester | undefined;
+  try {
+    const prepared = await prepare(request, ctx, PUSH);
+    // prepare answers only a version it does not speak.
+    if ('status' in prepared) return { kind: 'unsupported', reply: prepared };
+    const { body, space, userID, limits, older } = prepared;
+    by = requester(ctx, space, body, body.schemaVersion);
+    const perMutation = ctx.transactionPerMutation ?? false;
+    const quota = quotaOf(ctx.quotas, space);
+    const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: sessionOptionsOf(ctx), clock: clockOf(ctx), quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
+    // A refusal answers as a thrown HTTPError would: a 400, no poke, its totals not told.
+    if (outcome.kind === 'refused') return failed(request, ctx, outcome.error, by);
+    // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
+    if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });
+    return { kind: 'pushed', by, mutations: body.mutations.length, outcome, mutators: ctx.mutators, reply: replyTo(request, ctx, outcome) };
+  } catch (thrown) {
+    return failed(request, ctx, thrown, by);
+  }
+}
+
+/** The answer to a push that ran; its mutations' failures go to `onError`, unless the client's state was lost. */
+function replyTo(request: Request, ctx: SyncContext, outcome: Exclude<PushOutcome, { kind: 'refused' }>): Reply {
+  if (outcome.kind === 'lost') return json({ error: 'ClientStateNotFound' });
+  for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
+  return outcome.kind === 'stopped' ? outcome.stoppedBy.toReply() : json({});
 }
 
 const PUSH = {

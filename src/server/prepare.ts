@@ -7,7 +7,7 @@ import { fetchRequest } from '../base/request-stand-in.js';
 import { isTemporary } from '../storage/unreachable.js';
 import { json, type Reply } from '../base/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
-import type { Report } from '../telemetry/telemetry.js';
+import type { Failed, Requester } from '../telemetry/facts.js';
 import { stateOf } from '../context/state.js';
 import { admit, groupKey } from '../context/rates.js';
 import { type OlderSchema, schemaAccess, stepsFrom } from '../sync/schema/schema-options.js';
@@ -110,24 +110,35 @@ export async function resolveSpace(request: Request, ctx: SyncContext, userID: s
 }
 
 /**
- * Runs a handler and turns every failure into a response: an `HTTPError` becomes its own, a
- * store that could not be reached (or a standby reached instead of the primary) a 503 with
- * `Retry-After`, whatever the store, and anything else a 500 that reveals nothing. 5xx failures
- * go to `onError`, and every failure to the pull or push's `report`, for telemetry.
+ * Runs a handler and turns every failure into a response (see {@link failed}).
  */
-export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>, report?: Report): Promise<Reply> {
+export async function respond(request: Request, ctx: SyncContext, handle: () => Promise<Reply>): Promise<Reply> {
   try {
     return await handle();
   } catch (thrown) {
-    const error = isTemporary(thrown) ? storeUnavailable(thrown) : thrown;
-    if (report) report.failed = error;
-    if (error instanceof HTTPError) {
-      if (error.status >= 500) reportError(ctx, error, { request });
-      return error.toReply();
-    }
-    reportError(ctx, error, { request });
-    return new HTTPError(500, 'The server failed to handle the request; nothing was changed').toReply();
+    return failed(request, ctx, thrown, undefined).reply;
   }
+}
+
+/**
+ * What a request that threw `thrown` came to, `by` whom if known, and its reply: an `HTTPError`
+ * answers as itself, a store that could not be reached (or a standby reached instead of the
+ * primary) a 503 with `Retry-After`, whatever the store, and anything else a 500 that reveals
+ * nothing. 5xx failures go to `onError`.
+ */
+export function failed(request: Request, ctx: SyncContext, thrown: unknown, by: Requester | undefined): Failed {
+  const error = isTemporary(thrown) ? storeUnavailable(thrown) : thrown;
+  if (error instanceof HTTPError) {
+    if (error.status >= 500) reportError(ctx, error, { request });
+    return { kind: 'failed', by, error, reply: error.toReply() };
+  }
+  reportError(ctx, error, { request });
+  return { kind: 'failed', by, error, reply: new HTTPError(500, 'The server failed to handle the request; nothing was changed').toReply() };
+}
+
+/** Who a pull or push is for, once it passed its checks: only a schema version the app's `schema` serves is named, since a client's string is no label. */
+export function requester(ctx: SyncContext, space: string, clientGroup: Requester['clientGroup'], schemaVersion: string): Requester {
+  return { space, clientGroup, schemaVersion: ctx.schema === undefined ? undefined : schemaVersion };
 }
 
 /**

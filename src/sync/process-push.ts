@@ -9,23 +9,16 @@ import type { ClientRecord, SessionClock, SessionOptions, SpaceSession } from '.
 import { globalVersion as strategy } from './version/global-version.js';
 import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
-import type { MutationTally } from '../telemetry/telemetry.js';
+import type { MutationTally } from '../telemetry/facts.js';
 import type { OlderSchema } from './schema/schema-options.js';
 import { upgradeMutation } from './schema/upgrade.js';
 import { reasonOf, REJECTED_TOPIC } from './schema/rejected.js';
 import { overQuota, valueBytes } from './transactions/quota.js';
 
-/** What a push did, beyond committing. */
-export interface PushOutcome {
-  /** True when the push proved the server lost the client's state; nothing was committed. */
-  clientStateNotFound: boolean;
-  /**
-   * Mutations whose mutator threw: permanent errors (skipped, lastMutationID advanced) and the
-   * temporary error that stopped the push, if one did.
-   */
+/** What a push's mutations came to so far: counts, waits, and what was committed. */
+export interface PushTotals {
+  /** Mutations whose mutator threw (permanent errors: skipped, lastMutationID advanced; or the temporary error that stopped the push), or whose quota refused them. */
   failures: Array<{ mutation: Mutation; error: unknown }>;
-  /** The temporary error that stopped the push, if one did. */
-  stoppedBy: TemporaryError | undefined;
   /** True when the push committed a change (data or a lastMutationID), so the space's clients should pull. */
   changed: boolean;
   /** The keys of the entries it wrote; undefined when too many to tell (see `SpaceSession.touched`). */
@@ -37,6 +30,20 @@ export interface PushOutcome {
   /** The most jobs that shared one of its transactions. */
   batchSize: number;
 }
+
+/**
+ * How a push ended, with its totals (with `perMutation`, a push that ends early keeps the
+ * batches committed before):
+ * - `applied`: every mutation was processed, failed for good (push rule 6) or skipped as sent before;
+ * - `stopped`: a mutator threw `stoppedBy`, a TemporaryError: it and those after it come again (push rule 7);
+ * - `lost`: the push proved the server lost the client's state (ClientStateNotFound); nothing of its batch was committed;
+ * - `refused`: a client belongs to another of the user's groups (`error`, a 400); nothing of its batch was committed.
+ */
+export type PushOutcome =
+  | ({ kind: 'applied' } & PushTotals)
+  | ({ kind: 'stopped'; stoppedBy: TemporaryError } & PushTotals)
+  | ({ kind: 'lost' } & PushTotals)
+  | ({ kind: 'refused'; error: HTTPError } & PushTotals);
 
 /** Who pushes, where, and how. */
 export interface PushOptions {
@@ -62,13 +69,12 @@ export interface PushOptions {
  * Runs a push's mutations in order (spec, push rules 2-7): in one storage transaction, or with
  * `perMutation` in one each, so a long push never holds the space's write lock for its whole
  * length (push rule 5 allows both). Clients are the pushing user's own: another user's client of the
- * same ID is another client. Throws an `HTTPError` when a client belongs to another of the
- * user's groups; in one transaction that commits nothing, per mutation it keeps those before it.
+ * same ID is another client. Resolves with how it ended; rejects only when the store fails.
  */
 export async function processPush(storage: Storage, mutators: Mutators, push: PushRequest, options: PushOptions): Promise<PushOutcome> {
   const all = push.mutations.map((mutation, index) => ({ mutation, index }));
   const batches = options.perMutation && all.length > 0 ? all.map((one) => [one]) : [all];
-  const outcome = emptyOutcome();
+  const totals = emptyTotals();
   const run: PushRun = { storage, mutators, push, options, watchdog: new Watchdog(options.limits.appCodeMs) };
   try {
     for (const batch of batches) {
@@ -77,17 +83,17 @@ export async function processPush(storage: Storage, mutators: Mutators, push: Pu
       let shared: BatchInfo | undefined;
       // Its reads are learned per group: a client's next push tends to read what its last one did.
       const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), { reads, name: readAheadName(options.userID, push.clientGroupID), lane: 'data' });
-      outcome.waitedMs += shared?.waitedMs ?? 0;
-      outcome.batchSize = Math.max(outcome.batchSize, shared?.size ?? 0);
-      if (result.kind === 'refused') throw result.error;
-      if (result.kind === 'lost') return { ...outcome, clientStateNotFound: true };
-      add(outcome, result.outcome);
-      if (outcome.stoppedBy) break;
+      totals.waitedMs += shared?.waitedMs ?? 0;
+      totals.batchSize = Math.max(totals.batchSize, shared?.size ?? 0);
+      if (result.kind === 'refused') return { kind: 'refused', error: result.error, ...totals };
+      if (result.kind === 'lost') return { kind: 'lost', ...totals };
+      add(totals, result.totals);
+      if (result.totals.stoppedBy) return { kind: 'stopped', stoppedBy: result.totals.stoppedBy, ...totals };
     }
   } finally {
     run.watchdog.stop();
   }
-  return outcome;
+  return { kind: 'applied', ...totals };
 }
 
 /** One push being processed: what each of its batches needs. */
@@ -104,7 +110,10 @@ interface PushRun {
  * What one batch came to: applied (its transaction commits), or, with nothing of it kept, the
  * client's state lost or a client refused.
  */
-type BatchResult = { kind: 'applied'; outcome: PushOutcome } | { kind: 'lost' } | { kind: 'refused'; error: HTTPError };
+type BatchResult = { kind: 'applied'; totals: BatchTotals } | { kind: 'lost' } | { kind: 'refused'; error: HTTPError };
+
+/** What one batch came to, and the temporary error that stopped it, if one did. */
+type BatchTotals = PushTotals & { stoppedBy: TemporaryError | undefined };
 
 /** What one mutation came to, in order of the spec's push rules. */
 type MutationResult = 'skipped' | 'processed' | 'failed' | 'stopped' | 'lost';
@@ -121,7 +130,7 @@ async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyA
   // Housekeeping removed this group's clients: the client must start a new group.
   const seen = await session.groupSeen(userID, group);
   if (seen === 'expired') return { result: { kind: 'lost' }, keep: false };
-  const outcome = emptyOutcome();
+  const totals: BatchTotals = { ...emptyTotals(), stoppedBy: undefined };
   const clients = new Map<string, BatchClient>();
   for (const { mutation, index } of batch) {
     let client = clients.get(mutation.clientID);
@@ -134,22 +143,22 @@ async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyA
       client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
       clients.set(mutation.clientID, client);
     }
-    const result = await applyMutation(run, session, client, mutation, outcome);
+    const result = await applyMutation(run, session, client, mutation, totals);
     if (result === 'lost') return { result: { kind: 'lost' }, keep: false };
-    tally(outcome, mutation.name, result === 'stopped' ? 'failed' : result);
+    tally(totals, mutation.name, result === 'stopped' ? 'failed' : result);
     if (result === 'stopped') break;
   }
   for (const [clientID, { dirty, ...record }] of clients) {
     if (dirty) await session.putClient(userID, clientID, record);
   }
   await session.touchGroup(userID, group, seen, push.schemaVersion);
-  outcome.changed = await session.commit();
-  outcome.touched = session.touched();
-  return { result: { kind: 'applied', outcome }, keep: true };
+  totals.changed = await session.commit();
+  totals.touched = session.touched();
+  return { result: { kind: 'applied', totals }, keep: true };
 }
 
-/** Runs `mutation` for `client` unless the rules skip it; a failure is put in `outcome`. */
-async function applyMutation(run: PushRun, session: SpaceSession, client: BatchClient, mutation: Mutation, outcome: PushOutcome): Promise<MutationResult> {
+/** Runs `mutation` for `client` unless the rules skip it; a failure is put in `totals`. */
+async function applyMutation(run: PushRun, session: SpaceSession, client: BatchClient, mutation: Mutation, totals: BatchTotals): Promise<MutationResult> {
   // A client numbers from 1 and re-sends from the last id it saw acknowledged, so one past
   // lastMutationID + 1 (an unknown client past 1 among them) saw mutations acknowledged that
   // this store no longer has: a wiped or restored database, a failover that lost commits.
@@ -163,7 +172,7 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
   const mtx = new MutationTransaction(session, { clientID: mutation.clientID, mutationID: mutation.id, userID: options.userID }, options.limits);
   const fail = (error: unknown) => {
     mtx.discard();
-    outcome.failures.push({ mutation, error });
+    totals.failures.push({ mutation, error });
   };
   const { older } = options;
   try {
@@ -175,7 +184,7 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
     fail(error);
     if (error instanceof TemporaryError) {
       // Not processed: the client sends it again (spec, push rule 7).
-      outcome.stoppedBy = error;
+      totals.stoppedBy = error;
       return 'stopped';
     }
     // Permanent (spec, push rule 6): none of its writes, but it counts as processed.
@@ -222,21 +231,20 @@ function done(client: BatchClient, mutation: Mutation): void {
 }
 
 /** Counts one mutation under the name the client sent. */
-function tally(outcome: PushOutcome, name: string, kind: keyof MutationTally): void {
-  let counts = outcome.tally.get(name);
-  if (counts === undefined) outcome.tally.set(name, (counts = { processed: 0, failed: 0, skipped: 0 }));
+function tally(totals: PushTotals, name: string, kind: keyof MutationTally): void {
+  let counts = totals.tally.get(name);
+  if (counts === undefined) totals.tally.set(name, (counts = { processed: 0, failed: 0, skipped: 0 }));
   counts[kind]++;
 }
 
-/** Adds a batch's outcome to the push's. */
-function add(total: PushOutcome, batch: PushOutcome): void {
+/** Adds a batch's totals to the push's. */
+function add(total: PushTotals, batch: PushTotals): void {
   total.failures.push(...batch.failures);
   for (const [name, counts] of batch.tally) {
     const sum = total.tally.get(name);
     if (sum === undefined) total.tally.set(name, { ...counts });
     else for (const kind of ['processed', 'failed', 'skipped'] as const) sum[kind] += counts[kind];
   }
-  total.stoppedBy = batch.stoppedBy;
   total.changed ||= batch.changed;
   if (batch.changed) total.touched = total.touched === undefined || batch.touched === undefined ? undefined : [...new Set([...total.touched, ...batch.touched])];
 }
@@ -246,6 +254,6 @@ function readAheadName(userID: string | undefined, clientGroupID: string): strin
   return `push ${userID === undefined ? '' : JSON.stringify(userID)} ${clientGroupID}`;
 }
 
-function emptyOutcome(): PushOutcome {
-  return { clientStateNotFound: false, failures: [], stoppedBy: undefined, changed: false, touched: [], tally: new Map(), waitedMs: 0, batchSize: 0 };
+function emptyTotals(): PushTotals {
+  return { failures: [], changed: false, touched: [], tally: new Map(), waitedMs: 0, batchSize: 0 };
 }

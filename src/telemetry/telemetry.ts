@@ -18,6 +18,7 @@ import { HTTPError, QuotaExceededError, TemporaryError } from '../base/errors.js
 import type { Reply } from '../base/reply.js';
 import { utf8Length } from '../base/utf8.js';
 import type { LiveStats } from './live.js';
+import type { PullFacts, PushFacts, PushRan, Requester } from './facts.js';
 
 /**
  * OpenTelemetry traces and metrics, through `@opentelemetry/api` only: the app registers an SDK
@@ -28,6 +29,7 @@ import type { LiveStats } from './live.js';
  */
 
 export type { Context };
+export type { MutationTally, PullFacts, PushFacts } from './facts.js';
 
 /** The instrumentation scope's name and version (the package's; a test keeps them equal). */
 export const SCOPE = 'viewsync';
@@ -35,6 +37,9 @@ export const VERSION = '0.1.0';
 
 /** The app's mutators, by name: only their names are read, to bound a metric's label set. */
 type KnownMutators = Readonly<Record<string, unknown>>;
+
+/** What a pull or push came to. */
+type Facts = PullFacts | PushFacts;
 
 /** The bucket a mutator name outside the app's mutators is counted in, so a client cannot grow a metric's label set. */
 export const UNKNOWN_MUTATOR = '(unknown)';
@@ -46,58 +51,22 @@ export const UNKNOWN_MUTATOR = '(unknown)';
  */
 type Outcome = string;
 
-/** How many of a push's mutations each mutator ran (`processed`), threw (`failed`) or was sent again (`skipped`). */
-export interface MutationTally {
-  processed: number;
-  failed: number;
-  skipped: number;
-}
-
 /**
- * What a pull or push came to, as its handler tells it, filled in as the request goes: the one
- * place that records it is {@link observe}. Plain data: handlers know nothing of telemetry.
+ * Handles one pull or push with `handle`, which returns what it came to ({@link PullFacts} or
+ * {@link PushFacts}, the reply among them), and records those facts: the request's span (the
+ * active one meanwhile, so spans made inside are its children), its metrics, and the inspector's
+ * `live` numbers when the context keeps them. Resolves with the reply.
  */
-export interface Report {
-  /** Who the request is for, once it passed its checks. */
-  space?: string;
-  clientGroup?: { clientGroupID: string } | { clientID: string };
-  /** A protocol answer other than a patch or `{}`. */
-  answered?: 'ClientStateNotFound' | 'VersionNotSupported';
-  /** The schema version of a request, when the context's `schema` serves it: a set the app bounds, so a label (`viewsync.schema_version`). */
-  schemaVersion?: string;
-  /** The patch a pull answered with (its start, when the rest is read as it is sent). */
-  patch?: ReadonlyArray<{ readonly op: string }>;
-  /** A patch read as it is sent: resolves with its operations once it is whole (never, when it broke off). */
-  sentOperations?: Promise<number>;
-  /** A push that ran: how many mutations it carried, what came of them, and the app's mutators (their names bound a label set). */
-  pushed?: { mutations: number; outcome: PushTally; mutators: KnownMutators };
-  /** What the handler threw (an HTTPError, a TemporaryError, anything else: a 500). */
-  failed?: unknown;
-}
-
-/** What telemetry reads of a push's outcome. */
-interface PushTally {
-  tally: ReadonlyMap<string, MutationTally>;
-  waitedMs: number;
-  batchSize: number;
-  stoppedBy: unknown;
-  failures: ReadonlyArray<{ mutation: { name: string; id: number }; error: unknown }>;
-}
-
-/**
- * Handles one pull or push with `handle`, which fills in a {@link Report}, and records the
- * report and the reply once it is made: the request's span (the active one meanwhile, so spans
- * made inside are its children), its metrics, and the inspector's `live` numbers when the context
- * keeps them. When nobody listens, `handle`'s own promise is returned: not even an await is added.
- */
-export function observe(kind: 'pull' | 'push', request: Request, handle: (report: Report) => Promise<Reply>, live?: LiveStats): Promise<Reply> {
+export function observe(kind: 'pull', request: Request, handle: () => Promise<PullFacts>, live?: LiveStats): Promise<Reply>;
+export function observe(kind: 'push', request: Request, handle: () => Promise<PushFacts>, live?: LiveStats): Promise<Reply>;
+export function observe(kind: 'pull' | 'push', request: Request, handle: () => Promise<Facts>, live?: LiveStats): Promise<Reply> {
   const op = new Operation(kind, request);
-  if (!op.listening && live === undefined) return handle({});
-  const report: Report = {};
+  // Nobody listens: only the reply is read, and no clock.
+  if (!op.listening && live === undefined) return handle().then(replyOf);
   const started = live === undefined ? 0 : performance.now();
-  return op.run(() => handle(report)).then((reply) => {
-    if (live !== undefined) guard(() => live.request(kind, reply.status, performance.now() - started, report.space, report.pushed?.mutations));
-    return op.record(report, reply);
+  return op.run(handle).then((facts) => {
+    if (live !== undefined) guard(() => live.request(kind, facts.reply.status, performance.now() - started, facts.kind === 'unsupported' ? undefined : facts.by?.space, facts.kind === 'pushed' ? facts.mutations : undefined));
+    return op.record(facts);
   });
 }
 
@@ -125,28 +94,37 @@ export class Operation {
   }
 
   /** Runs `fn` with this operation's span as the active one, so that spans made inside (a mutator's, a database driver's) are its children. */
-  run(fn: () => Promise<Reply>): Promise<Reply> {
+  run<T>(fn: () => Promise<T>): Promise<T> {
     return this.span.isRecording() ? context.with(trace.setSpan(context.active(), this.span), fn) : fn();
   }
 
-  /** Records what `report` says happened, and ends the operation with `reply` (a streamed pull's body counted as it is read). */
-  record(report: Report, reply: Reply): Reply {
-    if (report.space !== undefined && report.clientGroup !== undefined) this.#identified(report.space, report.clientGroup);
-    if (report.pushed !== undefined) {
-      const { mutations, outcome, mutators } = report.pushed;
-      this.#pushed(mutations, outcome, mutators);
-      // A push that found the client's state lost answers that alone: its failures are not told.
-      if (report.answered !== 'ClientStateNotFound') for (const { mutation, error } of outcome.failures) this.#mutationFailed(mutation.name, mutation.id, error, mutators);
+  /** Records what `facts` say happened, and ends the operation with their reply (a streamed pull's body counted as it is read). */
+  record(facts: Facts): Reply {
+    switch (facts.kind) {
+      case 'unsupported':
+        this.#outcome = 'VersionNotSupported';
+        return this.#end(facts.reply);
+      case 'failed':
+        if (facts.by !== undefined) this.#identified(facts.by);
+        this.#failed(facts.error);
+        return this.#end(facts.reply);
+      case 'lost':
+        this.#identified(facts.by);
+        this.#outcome = 'ClientStateNotFound';
+        return this.#end(facts.reply);
+      case 'patched':
+        this.#identified(facts.by);
+        return this.#end(this.#pulled(facts.patch, facts.reply, facts.sentOperations));
+      case 'pushed':
+        this.#identified(facts.by);
+        this.#pushed(facts.mutations, facts.outcome, facts.mutators);
+        return this.#end(facts.reply);
     }
-    if (report.answered !== undefined) this.#outcome = report.answered;
-    this.#schemaVersion = report.schemaVersion;
-    // Last, as it happened last: a failure after the push ran is the request's outcome.
-    if (report.failed !== undefined) this.#failed(report.failed);
-    return this.#end(report.patch === undefined ? reply : this.#pulled(report.patch, reply, report.sentOperations));
   }
 
   /** Who the request is for, once it passed its checks. */
-  #identified(space: string, clientGroup: { clientGroupID: string } | { clientID: string }): void {
+  #identified({ space, clientGroup, schemaVersion }: Requester): void {
+    this.#schemaVersion = schemaVersion;
     if (!this.span.isRecording()) return;
     guard(() => {
       this.span.setAttribute('viewsync.space', space);
@@ -177,9 +155,14 @@ export class Operation {
     return reply;
   }
 
-  /** A push ran: its counts by mutator, its wait for the space, and a TemporaryError that stopped it. */
-  #pushed(mutations: number, result: PushTally, mutators: KnownMutators): void {
-    if (result.stoppedBy !== undefined) this.#outcome = 'TemporaryError';
+  /**
+   * A push ran: its counts by mutator, its wait for the space, and how it ended: a TemporaryError
+   * stopped it, or it found the client's state lost (then it answers that alone: its failures are not told).
+   */
+  #pushed(mutations: number, result: PushRan, mutators: KnownMutators): void {
+    if (result.kind === 'stopped') this.#outcome = 'TemporaryError';
+    else if (result.kind === 'lost') this.#outcome = 'ClientStateNotFound';
+    if (result.kind !== 'lost') for (const { mutation, error } of result.failures) this.#mutationFailed(mutation.name, mutation.id, error, mutators);
     if (!this.listening) return;
     guard(() => {
       let processed = 0;
@@ -323,6 +306,10 @@ interface Instruments {
 }
 
 const RESULTS = ['processed', 'failed', 'skipped'] as const;
+
+function replyOf(facts: Facts): Reply {
+  return facts.reply;
+}
 const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 let meterProvider: MeterProvider | undefined;
