@@ -21,7 +21,8 @@ export { changeFeedStatus, turnOffChangeFeed, type FeedStatus } from './backend/
 export { startWebhooks, type WebhookRunner, type WebhookRunnerOptions } from './backend/webhook-runner.js';
 export { verifyWebhook, WebhookSignatureError, type VerifyWebhookOptions } from './base/webhook-signature.js';
 export { ChangesGoneError, ChangeCursorError, type FeedChange, type FeedPage } from './sync/feed/feed-pages.js';
-export type { ChangeOrigin, RevertCause, Erased } from './sync/feed/change-log.js';
+export type { Erased } from './sync/feed/change-log.js';
+export type { ChangeOrigin, RevertCause } from './sync/version/records.js';
 export { at, readHistory, restoreSpace, revertChanges, eraseData, HistoryGoneError, ERASED_TOPIC, type AtOptions, type AsOf, type ReadHistoryOptions, type HistoryPage, type RestoreOptions, type RestoreResult, type RevertOptions, type RevertResult, type EraseResult, type EraseTarget, type PlannedChange, type RevertConflict, type ConflictPolicy } from './backend/history.js';
 export type { LoggedChange } from './sync/history/log-reads.js';
 export { exportSpace, type ExportOptions, type ExportProgress } from './backend/export.js';
@@ -45,8 +46,9 @@ export type { FirstSyncOrder, FirstSyncOrderRequest } from './sync/first-sync-or
 export type { SchemaOptions, OlderSchema, MutationUpgrade, ReadDowngrade } from './sync/schema/schema-options.js';
 export { MutationUpgradeError } from './sync/schema/upgrade.js';
 export { DowngradeError } from './sync/schema/downgrade.js';
-export { REJECTED_TOPIC, type RejectedMutation, type KeptRejection } from './sync/schema/rejected.js';
-export type { IndexDefinition, IndexDefinitions } from './sync/indexes.js';
+export { REJECTED_TOPIC, type KeptRejection } from './sync/schema/rejected.js';
+export type { RejectedMutation } from './sync/version/records.js';
+export type { IndexDefinition, IndexDefinitions } from './sync/version/indexes.js';
 export type {
   ReadTransaction,
   WriteTransaction,

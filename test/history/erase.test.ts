@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { at, collectGarbage, createContext, eraseData, ERASED_TOPIC, exportSpace, handlePush, inspect, memoryStorage, readChanges, readHistory, restoreSpace, type SchemaOptions, transact } from '../../src/index.js';
-import { countHistory } from '../../src/sync/version/history.js';
+import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { mutation, post, push, pushBody, testContext } from '../support/helpers.js';
 

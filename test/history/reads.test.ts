@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { at, collectGarbage, HistoryGoneError, inspect, readHistory, type Storage, transact, turnOffChangeFeed } from '../../src/index.js';
-import { countHistory } from '../../src/sync/version/history.js';
+import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { testContext } from '../support/helpers.js';
 

@@ -22,7 +22,7 @@ import {
   type SyncContext,
   transact,
 } from '../../src/index.js';
-import { countHistory } from '../../src/sync/version/history.js';
+import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
 import { testMutators } from '../support/helpers.js';

@@ -10,7 +10,7 @@ import postgres from 'postgres';
 import { createContext, handlePull, handlePush, handleRequest, type JSONValue, memoryStorage, moveSpace, read, type Storage, type SyncContext, type View } from '../../src/index.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import type { IndexDefinitions } from '../../src/sync/indexes.js';
+import type { IndexDefinitions } from '../../src/sync/version/indexes.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';

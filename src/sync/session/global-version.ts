@@ -1,27 +1,27 @@
 import type { JSONValue } from '../../protocol/json.js';
 import type { RangeRead, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
-import { answerTo, compareCookies, isEmptyView, orderBase, readCookie, sameCookie, type VersionCookie } from './cookie.js';
+import { answerTo, compareCookies, isEmptyView, orderBase, readCookie, sameCookie, type VersionCookie } from '../version/cookie.js';
 import { collectSpace } from './housekeeping.js';
-import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import { IndexRows } from './index-rows.js';
-import { changesSince, FIRST_PAGE, live, scanPages, viewPatch } from './patch.js';
-import { type ResetCursor, resetRest, resetStart, resumeAt } from './reset-pages.js';
-import { MAX_PAGES, orderTag, pageCookie, readPage } from './page-cookie.js';
-import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
+import { bucketOf, encodeVersion, SpaceKeys, VERSION_FIELD } from '../version/keys.js';
+import { IndexRows } from '../version/index-rows.js';
+import { changesSince, FIRST_PAGE, live, scanPages, viewPatch } from '../version/patch.js';
+import { type ResetCursor, resetRest, resetStart, resumeAt } from '../version/reset-pages.js';
+import { MAX_PAGES, orderTag, pageCookie, readPage } from '../version/page-cookie.js';
+import type { ChangeOrigin, Entry, GroupRecord, Meta, RejectedMutation, StoredClient, ViewRecord } from '../version/records.js';
 import { utf8Length } from '../../base/utf8.js';
 import { entryBytes, valueBytes } from '../transactions/quota.js';
-import { countHistory, logRowBytes, originBytes, tombstoneBytes } from './history.js';
-import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy, Usage } from './strategy.js';
+import { countHistory, logRowBytes, originBytes, tombstoneBytes } from '../history/history-bytes.js';
+import type { ClientRecord, GroupRef, PullResult, ResolvedView, SessionClock, SessionOptions, SpaceSession, Strategy, Usage } from '../version/strategy.js';
 import { sharedOnce } from '../batching/shared-derivations.js';
-import { isSigned, newSecret, signature } from './signature.js';
-import { Prefixes, RULE } from '../view.js';
-import { keptGaps, skipTo } from './skipped-versions.js';
+import { isSigned, newSecret, signature } from '../version/signature.js';
+import { Prefixes, RULE } from '../version/prefixes.js';
+import { keptGaps, skipTo } from '../version/skipped-versions.js';
 import { remember } from '../../base/remember.js';
 import { setOwn } from '../../base/own.js';
-import { ChangeLog, type ChangeOrigin, feedFrom } from '../feed/change-log.js';
+import { ChangeLog, feedFrom } from '../feed/change-log.js';
 import { type LogDecision, logDecision } from '../feed/feed-record.js';
-import { keptRecord, MAX_REJECTED, REJECTED_TOPIC, type RejectedMutation } from '../schema/rejected.js';
+import { keptRecord, MAX_REJECTED, REJECTED_TOPIC } from '../schema/rejected.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
