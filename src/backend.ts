@@ -14,8 +14,9 @@ export {
 } from './backend/changes.js';
 export type { StoreFeedPage } from './sync/feed/store-feed.js';
 export { ChangesGoneError, ChangeCursorError, type FeedChange, type FeedPage } from './sync/feed/feed-pages.js';
-export type { ChangeOrigin, RevertCause, Erased } from './sync/feed/change-log.js';
-export { REJECTED_TOPIC, type RejectedMutation, type KeptRejection } from './sync/schema/rejected.js';
+export type { Erased } from './sync/feed/change-log.js';
+export type { ChangeOrigin, RevertCause, RejectedMutation } from './sync/version/records.js';
+export { REJECTED_TOPIC, type KeptRejection } from './sync/schema/rejected.js';
 export { handleChanges } from './server/handle-changes.js';
 // Webhooks: delivering the feed, and the receiver's check.
 export type { WebhookOptions } from './context/context.js';

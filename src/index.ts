@@ -32,7 +32,7 @@ export { HTTPError, TemporaryError, type HTTPErrorOptions, type Issue } from './
 export { UnknownMutatorError, MutatorTimeoutError } from './sync/transactions/app-code.js';
 // What each user sees, and what a first sync sends first.
 export type { View, ViewRequest } from './sync/view.js';
-export type { IndexDefinition, IndexDefinitions } from './sync/indexes.js';
+export type { IndexDefinition, IndexDefinitions } from './sync/version/indexes.js';
 export type { FirstSyncOptions } from './context/context.js';
 export type { FirstSyncOrder, FirstSyncOrderRequest } from './sync/first-sync-order.js';
 // Older clients' schema versions served beside today's.

@@ -6,7 +6,7 @@ import { stagingStarted } from '../sync/dumps/import-batch.js';
 import { utf8Length } from '../base/utf8.js';
 import { SpaceKeys, STAGING_MARK } from '../sync/version/keys.js';
 import { quotaOf, type SpaceQuota } from '../sync/transactions/quota.js';
-import { storedLogRowBytes, tombstoneBytes } from '../sync/version/history.js';
+import { storedLogRowBytes, tombstoneBytes } from '../sync/history/history-bytes.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/version/records.js';
 import { checkSpace } from './transact.js';
 import { checkContext, clockOf } from '../context/state.js';

@@ -1,5 +1,5 @@
 import type { SyncContext } from '../context/context.js';
-import { globalVersion } from '../sync/version/global-version.js';
+import { globalVersion } from '../sync/session/global-version.js';
 import { SpaceReadTransaction } from '../sync/transactions/read-transaction.js';
 import type { ReadTransaction } from '../sync/transactions/transaction.js';
 import { checkSpace, deadline } from './transact.js';

@@ -1,9 +1,9 @@
 import type { JSONValue } from '../protocol/json.js';
 import { clockOf, limitsOf, checkContext, sessionOptionsOf } from '../context/state.js';
-import type { ChangeOrigin } from '../sync/feed/change-log.js';
+import type { ChangeOrigin } from '../sync/version/records.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
-import { globalVersion } from '../sync/version/global-version.js';
+import { globalVersion } from '../sync/session/global-version.js';
 import { runBatched } from '../sync/batching/group-commit.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { MutatorTimeoutError, mutatorNamed, Watchdog } from '../sync/transactions/app-code.js';

@@ -5,7 +5,7 @@ import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
 import { askAgain, type Claim, claimDelivery, deliveriesIn, deliveryDue, deliveryID, deliveryReads, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
 import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
-import { coversKey } from '../sync/view.js';
+import { coversKey } from '../sync/version/prefixes.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
 import { checkSpace } from './transact.js';
 import { inDeliveries } from './delivery-transactions.js';

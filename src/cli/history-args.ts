@@ -1,5 +1,5 @@
 import type { ConflictPolicy, EraseTarget } from '../backend/history.js';
-import type { RevertCause } from '../sync/feed/change-log.js';
+import type { RevertCause } from '../sync/version/records.js';
 import { duration } from './duration.js';
 import { UsageError } from './usage.js';
 

@@ -1,6 +1,6 @@
 import type { JSONValue } from '../protocol/json.js';
 import type { PlannedChange } from '../backend/history.js';
-import type { ChangeOrigin, RevertCause } from '../sync/feed/change-log.js';
+import type { ChangeOrigin, RevertCause } from '../sync/version/records.js';
 import { date, print, printable, table } from './output.js';
 
 /**

@@ -1,4 +1,4 @@
-import { checkIndexes } from '../sync/indexes.js';
+import { checkIndexes } from '../sync/version/indexes.js';
 import { refusePublishedSecret } from '../base/published-secrets.js';
 import { refuseRenamed } from '../base/renamed.js';
 import { DEFAULT_LIMITS } from '../sync/transactions/limits.js';

@@ -1,7 +1,7 @@
 import { compareUTF8 } from '../base/utf8.js';
 import { eachRow } from '../storage/each-row.js';
 import type { Storage } from '../storage/types.js';
-import { globalVersion } from '../sync/version/global-version.js';
+import { globalVersion } from '../sync/session/global-version.js';
 import { stagingSpaces } from '../sync/dumps/import-batch.js';
 import { META_PREFIX, spaceOfMeta } from '../sync/version/keys.js';
 import type { Collected } from '../sync/version/strategy.js';

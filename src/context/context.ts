@@ -4,7 +4,7 @@ import type { Limits } from '../sync/transactions/limits.js';
 import type { Mutators } from '../sync/transactions/mutator.js';
 import type { Quotas } from '../sync/transactions/quota.js';
 import type { View } from '../sync/view.js';
-import type { IndexDefinitions } from '../sync/indexes.js';
+import type { IndexDefinitions } from '../sync/version/indexes.js';
 import { type ErrorInfo, logError } from './log.js';
 import { fetchRequest } from '../base/request-stand-in.js';
 import type { RateOptions } from './rates.js';

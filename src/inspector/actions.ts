@@ -3,7 +3,7 @@ import { HTTPError, QuotaExceededError } from '../base/errors.js';
 import { enableDeliveries, replayDeliveries } from '../backend/webhooks.js';
 import { HistoryGoneError, restoreSpace, revertChanges } from '../backend/history.js';
 import { ChangeCursorError, ChangesGoneError } from '../sync/feed/feed-pages.js';
-import type { RevertCause } from '../sync/feed/change-log.js';
+import type { RevertCause } from '../sync/version/records.js';
 import { text, whole } from './params.js';
 import type { ActionResult, EnableResult, ReplayResult } from './api-types.js';
 

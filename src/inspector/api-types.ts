@@ -14,7 +14,7 @@ import type { FeedChange } from '../sync/feed/feed-pages.js';
 import type { LoggedChange } from '../sync/history/log-reads.js';
 import type { RestoreResult, RevertResult } from '../backend/history.js';
 import type { JSONValue } from '../protocol/json.js';
-import type { RevertCause } from '../sync/feed/change-log.js';
+import type { RevertCause } from '../sync/version/records.js';
 import type { SpaceMigration } from '../backend/migrate.js';
 
 /** `GET api/overview`: what this server keeps, so the page shows only what exists. */

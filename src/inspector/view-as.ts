@@ -1,7 +1,7 @@
 import type { SyncContext } from '../context/context.js';
 import { limitsOf } from '../context/state.js';
 import { read } from '../backend/read.js';
-import { coversKey, Prefixes } from '../sync/view.js';
+import { coversKey, Prefixes } from '../sync/version/prefixes.js';
 import type { ViewAsPage, ViewedKey } from './api-types.js';
 
 /**

@@ -3,7 +3,7 @@ import { HTTPError } from '../base/errors.js';
 import { countPokeStreams } from '../telemetry/telemetry.js';
 import type { ChangeDetail, Notifier, Unsubscribe } from './notifier.js';
 import type { ViewInterest } from '../sync/interest.js';
-import type { Prefixes } from '../sync/view.js';
+import type { Prefixes } from '../sync/version/prefixes.js';
 import { DirectStream, type Sink } from '../base/direct-stream.js';
 import { GroupInterests } from './interests.js';
 import type { PokeOptions } from './options.js';

@@ -7,7 +7,7 @@ import { pokeTokenOf, userOfPokeToken } from './poke-token.js';
 import { type Reply, toResponse } from '../base/reply.js';
 import { fitsUTF8 } from '../base/utf8.js';
 import type { Listen } from '../poke/hub.js';
-import { Prefixes } from '../sync/view.js';
+import { Prefixes } from '../sync/version/prefixes.js';
 import type { Limits } from '../sync/transactions/limits.js';
 
 /**

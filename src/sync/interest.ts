@@ -1,7 +1,7 @@
 import { compareUTF8 } from '../base/utf8.js';
 import type { JSONValue } from '../protocol/json.js';
 import { indexTouch } from './version/index-rows.js';
-import type { Prefixes } from './view.js';
+import type { Prefixes } from './version/prefixes.js';
 
 /**
  * What a pull's answer under a view depends on: the keys its prefixes cover, and what the view

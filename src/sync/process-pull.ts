@@ -2,16 +2,17 @@ import type { PullRequest } from '../protocol/pull-request.js';
 import type { ClientStateNotFoundResponse, PullResponseV0, PullResponseV1 } from '../protocol/pull-response.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import type { Storage, StorageTransaction } from '../storage/types.js';
+import type { ReadPlan } from './batching/prefetched-read.js';
 import type { Limits } from './transactions/limits.js';
 import { SpaceReadTransaction, type SpaceReader } from './transactions/read-transaction.js';
-import type { IndexDefinitions } from './indexes.js';
+import type { IndexDefinitions } from './version/indexes.js';
 import type { Patch } from './version/patch.js';
 import { readAlone, readBatched } from './batching/shared-reads.js';
 import type { GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession } from './version/strategy.js';
-import type { JSONValue } from '../protocol/json.js';
 import { setOwn } from '../base/own.js';
-import { globalVersion as strategy } from './version/global-version.js';
-import { Prefixes, RecentViews, type View, type ViewRequest, viewID } from './view.js';
+import { globalVersion as strategy } from './session/global-version.js';
+import { RecentViews, type View, type ViewRequest, viewID } from './view.js';
+import { Prefixes } from './version/prefixes.js';
 import { within } from '../base/within.js';
 import { ViewInterest, ViewReads } from './interest.js';
 import type { Downgrade } from './schema/downgrade.js';
@@ -56,115 +57,37 @@ export interface PullOptions {
  * read with the patch they belong to (spec, pull rule 2). Client groups and clients are the
  * caller's own (spec, authentication rule 3): another user's of the same ID are not seen.
  */
-export async function processPull({ storage, pull, space, userID, clock, views, shareReads = true, onInterest, paging, downgrade }: PullOptions): Promise<PullAnswer> {
+export async function processPull(options: PullOptions): Promise<PullAnswer> {
+  const { answer, rest, prefixes } = await readAndSettle(options);
+  if (rest === undefined || 'error' in answer) return answer;
+  // A reset too large for one answer is sent as it is read, and ends with what changed meanwhile.
+  return { ...answer, rest: sendReset(options, answer, rest, prefixes) };
+}
+
+/**
+ * A pull's read and what follows it: the read (again, while the cookie may name a commit the
+ * store does not show yet), then the writes it found due: the view's record, the group's activity.
+ */
+async function readAndSettle(options: PullOptions): Promise<PullRead> {
+  const { storage, pull, space, userID, clock, views, onInterest } = options;
   // Until when a cookie that may be ahead of what the store shows is worth reading again for (Storage.catchUpMs).
   const waitUntil = Date.now() + (storage.catchUpMs ?? 0);
-  // What the read found that is written after it, returned with its answer (a store may run the
-  // read more than once: each attempt has its own).
-  const read = async (tx: StorageTransaction): Promise<{ answer: PullAnswer; after: AfterRead }> => {
-    const after: AfterRead = {};
-    return { answer: await answerFrom(tx, after), after };
-  };
-  const answerFrom = async (tx: StorageTransaction, after: AfterRead): Promise<PullAnswer> => {
-    const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
-    const clientGroupID = pull.pullVersion === 1 ? pull.clientGroupID : pull.clientID;
-    // The view's reads need nothing the session reads first: on a database they go out together.
-    const [session, view] = await Promise.all([
-      strategy.open(tx, space, clock, group),
-      views && resolveView(strategy.reader(tx, space, { indexes: views.indexes }), views.view, { userID, clientGroupID }, views.limits, onInterest !== undefined),
-    ]);
-    const covers = view && ((key: string) => view.prefixes.covers(key));
-    if (view !== undefined) {
-      view.seen = recentViews.get(storage, space, view.id);
-      if (view.reads?.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
-    }
-    const answer = async (group: GroupRef | undefined) => {
-      // Asked for only by a reset or a page: most pulls are neither.
-      let chosen: readonly string[] | undefined;
-      const order = pull.pullVersion === 1 && paging?.order !== undefined ? () => (chosen ??= paging.order!({ userID, clientGroupID, view: view && [...view.prefixes.list] })) : undefined;
-      const pulled = await session.pull(pull.cookie, group, view, Date.now() < waitUntil, order);
-      // Never sent: the pull reads again (below), at last without waiting.
-      if (pulled === 'CookieAhead') after.ahead = true;
-      const result = pulled === 'CookieAhead' ? 'ClientStateNotFound' : pulled;
-      // An older version's clients hold entries in their shape: computed in this snapshot, so they go with its lastMutationIDs.
-      if (downgrade !== undefined && result !== 'ClientStateNotFound') result.patch = await downgrade.patch(result.patch, (keys) => session.getMany(keys), covers);
-      const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
-      if (record !== undefined) {
-        const { used } = record;
-        if (used === undefined || clock.now - used >= clock.touchEveryMs) after.keep = { view: view!, used };
-        else after.fresh = { view: view!, used };
-      }
-      return result;
-    };
-    if (pull.pullVersion === 1) {
-      const seen = await session.groupSeen(userID, pull.clientGroupID);
-      // Housekeeping removed the group's clients: the client starts a new group.
-      if (seen === 'expired') return { error: 'ClientStateNotFound' as const };
-      after.stale = seen !== undefined && clock.now - seen >= clock.touchEveryMs;
-      const result = await answer(group);
-      if (result === 'ClientStateNotFound') return { error: result };
-      const { cookie, lastMutationIDChanges, patch } = result;
-      return { cookie, lastMutationIDChanges, patch, ...(result.rest && { rest: sent(result.rest, cookie, lastMutationIDChanges, covers) }) };
-    }
-
-    const client = await session.getClient(userID, pull.clientID);
-    // Forgotten by housekeeping, not lost: the deprecated form of ClientStateNotFound (spec,
-    // pull responses of version 0) makes the client start over.
-    if (client === undefined && pull.lastMutationID > 0 && session.hasExpiredGroups) return { error: 'ClientStateNotFound' as const };
-    if (client === undefined && pull.lastMutationID > 0) {
-      // Spec, pull rule 7: only a new client is unknown; one that saw mutations processed means
-      // data was deleted, and the spec's answer is to abort with a 500.
-      throw new HTTPError(500, `Client ${JSON.stringify(pull.clientID)} claims lastMutationID ${pull.lastMutationID} but the server has no record of it`);
-    }
-    const result = await answer(undefined);
-    if (result === 'ClientStateNotFound') return { error: result };
-    const { cookie, patch } = result;
-    return { cookie, lastMutationID: client?.lastMutationID ?? 0, patch, ...(result.rest && { rest: sent(result.rest, cookie, undefined, covers) }) };
-  };
-  /**
-   * The rest of a reset, read as it is sent, then what changed meanwhile: the answer of a pull
-   * from the cookie of the reset's start, whose lastMutationIDs are the latest (spec, pull rule 2:
-   * they go with the patch's last snapshot). When that pull cannot follow on (the space was
-   * replaced or lost the history since, the group expired, the view changed under the pages
-   * read), the answer breaks off: the client drops it and pulls again.
-   */
-  async function* sent(rest: NonNullable<PullResult['rest']>, cookie: JSONValue, lastMutationIDChanges: Record<string, number> | undefined, covers: ((key: string) => boolean) | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
-    // Pages for version 1 only, whose answers carry lastMutationIDChanges.
-    const paged = lastMutationIDChanges && paging;
-    const page = yield* (downgrade === undefined ? rest(storage, space, paged?.room) : downgradedPages(downgrade, rest(storage, space, paged?.room), storage, space, covers));
-    if (page !== undefined) {
-      // A page of a first sync in pages: its client pulls the next when poked.
-      paged!.paged();
-      return { cookie: page, lastMutationIDChanges: lastMutationIDChanges! };
-    }
-    const end = await processPull({ storage, pull: { ...pull, cookie }, space, userID, clock, views, shareReads, onInterest, downgrade });
-    if ('error' in end || end.rest !== undefined || end.patch[0]?.op === 'clear') {
-      throw new TemporaryError('The space changed too much while a full pull was sent (it was replaced, or lost the changes since); pull again', { retryAfterSeconds: 1 });
-    }
-    if (end.patch.length > 0) yield end.patch;
-    if (!('lastMutationIDChanges' in end)) return { cookie: end.cookie, lastMutationID: end.lastMutationID };
-    // Those the start read, less what changed since; set by key, as a client ID may be `__proto__`.
-    const latest: Record<string, number> = {};
-    for (const lmids of [lastMutationIDChanges!, end.lastMutationIDChanges]) for (const [clientID, lmid] of Object.entries(lmids)) setOwn(latest, clientID, lmid);
-    return { cookie: end.cookie, lastMutationIDChanges: latest };
-  }
   // On a store over a network (one with readMany), a pull that can tell what it will read (no
   // view, a cookie of a space seen before) reads it in one go, one statement on a database.
-  // Pulls arriving together share one read (shared-reads.ts): a poke storm costs one, not one each.
   const who = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : { userID, clientID: pull.clientID };
   const plan = views === undefined && storage.readMany !== undefined ? strategy.pullPlan?.(space, pull.cookie, who) : undefined;
-  const readOnce = () => (shareReads ? readBatched : readAlone)(storage, space, read, plan);
-  let { answer: response, after } = await readOnce();
+  let read = await readOnce(options, waitUntil, plan);
   // The client may have read a commit this read does not show yet (a standby showed it before
   // its primary): read again, a little later each time, until `waitUntil`; the read after that
   // answers whatever it finds.
-  for (let pause = FIRST_CATCH_UP_PAUSE; after.ahead === true; pause *= 2) {
+  for (let pause = FIRST_CATCH_UP_PAUSE; read.after.ahead === true; pause *= 2) {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(pause, waitUntil - Date.now()))));
-    ({ answer: response, after } = await readOnce());
+    read = await readOnce(options, waitUntil, plan);
   }
+  const { answer, after } = read;
   const { keep, fresh } = after;
-  if (after.interest !== undefined && !('error' in response)) onInterest?.(after.interest);
-  if (!('error' in response)) {
+  if (after.interest !== undefined && !('error' in answer)) onInterest?.(after.interest);
+  if (!('error' in answer)) {
     // The cookie names a view whose record is missing or old: write it before the client holds it.
     if (keep !== undefined) {
       const { view, used } = keep;
@@ -175,7 +98,137 @@ export async function processPull({ storage, pull, space, userID, clock, views, 
   }
   // A group that only pulls is active too: refresh its record, rarely, outside the read.
   if (after.stale === true && pull.pullVersion === 1) await touch(storage, space, userID, pull.clientGroupID, clock, pull.schemaVersion);
-  return response;
+  return read;
+}
+
+/** One read of a pull. Pulls arriving together share one (shared-reads.ts): a poke storm costs one read, not one each. */
+function readOnce(options: PullOptions, waitUntil: number, plan: ReadPlan | undefined): Promise<PullRead> {
+  const { storage, space, shareReads = true } = options;
+  // A store may run the read more than once: each attempt finds (and returns) its own.
+  return (shareReads ? readBatched : readAlone)(storage, space, (tx) => readPull(tx, options, waitUntil), plan);
+}
+
+/** A pull answered from `tx`: the caller's view resolved, its group or client looked up, the session asked. */
+async function readPull(tx: StorageTransaction, options: PullOptions, waitUntil: number): Promise<PullRead> {
+  const { storage, pull, space, userID, clock, views, onInterest } = options;
+  const after: AfterRead = {};
+  const group = pull.pullVersion === 1 ? { userID, clientGroupID: pull.clientGroupID } : undefined;
+  const clientGroupID = pull.pullVersion === 1 ? pull.clientGroupID : pull.clientID;
+  // The view's reads need nothing the session reads first: on a database they go out together.
+  const [session, view] = await Promise.all([
+    strategy.open(tx, space, clock, group),
+    views && resolveView(strategy.reader(tx, space, { indexes: views.indexes }), views.view, { userID, clientGroupID }, views.limits, onInterest !== undefined),
+  ]);
+  if (view !== undefined) {
+    view.seen = recentViews.get(storage, space, view.id);
+    if (view.reads?.kept) after.interest = new ViewInterest(view.prefixes, view.reads);
+  }
+  const asked: Asked = { session, view, clientGroupID, waitUntil, after };
+  if (pull.pullVersion === 1) {
+    const seen = await session.groupSeen(userID, pull.clientGroupID);
+    // Housekeeping removed the group's clients: the client starts a new group.
+    if (seen === 'expired') return { answer: { error: 'ClientStateNotFound' }, after };
+    after.stale = seen !== undefined && clock.now - seen >= clock.touchEveryMs;
+    const result = await askSession(options, asked, group);
+    if (result === 'ClientStateNotFound') return { answer: { error: result }, after };
+    const { cookie, lastMutationIDChanges, patch, rest } = result;
+    return { answer: { cookie, lastMutationIDChanges, patch }, rest, prefixes: view?.prefixes, after };
+  }
+
+  const client = await session.getClient(userID, pull.clientID);
+  // Forgotten by housekeeping, not lost: the deprecated form of ClientStateNotFound (spec,
+  // pull responses of version 0) makes the client start over.
+  if (client === undefined && pull.lastMutationID > 0 && session.hasExpiredGroups) return { answer: { error: 'ClientStateNotFound' }, after };
+  if (client === undefined && pull.lastMutationID > 0) {
+    // Spec, pull rule 7: only a new client is unknown; one that saw mutations processed means
+    // data was deleted, and the spec's answer is to abort with a 500.
+    throw new HTTPError(500, `Client ${JSON.stringify(pull.clientID)} claims lastMutationID ${pull.lastMutationID} but the server has no record of it`);
+  }
+  const result = await askSession(options, asked, undefined);
+  if (result === 'ClientStateNotFound') return { answer: { error: result }, after };
+  const { cookie, patch, rest } = result;
+  return { answer: { cookie, lastMutationID: client?.lastMutationID ?? 0, patch }, rest, prefixes: view?.prefixes, after };
+}
+
+/** The session's answer to the pull's cookie, in the shape the pull's schema version reads, noting in `after` what is to be written after the read. */
+async function askSession({ pull, userID, clock, paging, downgrade }: PullOptions, { session, view, clientGroupID, waitUntil, after }: Asked, group: GroupRef | undefined): Promise<PullResult | 'ClientStateNotFound'> {
+  // Asked for only by a reset or a page: most pulls are neither.
+  const order = pull.pullVersion === 1 && paging?.order !== undefined ? askedOnce(paging.order, { userID, clientGroupID, view: view && [...view.prefixes.list] }) : undefined;
+  const pulled = await session.pull(pull.cookie, group, view, Date.now() < waitUntil, order);
+  // Never sent: the pull reads again (readAndSettle), at last without waiting.
+  if (pulled === 'CookieAhead') after.ahead = true;
+  const result = pulled === 'CookieAhead' ? 'ClientStateNotFound' : pulled;
+  // An older version's clients hold entries in their shape: computed in this snapshot, so they go with its lastMutationIDs.
+  if (downgrade !== undefined && result !== 'ClientStateNotFound') result.patch = await downgrade.patch(result.patch, (keys) => session.getMany(keys), coverOf(view?.prefixes));
+  const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
+  if (record !== undefined) {
+    const { used } = record;
+    if (used === undefined || clock.now - used >= clock.touchEveryMs) after.keep = { view: view!, used };
+    else after.fresh = { view: view!, used };
+  }
+  return result;
+}
+
+/**
+ * The rest of a reset, read as it is sent, then what changed meanwhile: the answer of a pull
+ * from the cookie of the reset's start, whose lastMutationIDs are the latest (spec, pull rule 2:
+ * they go with the patch's last snapshot). When that pull cannot follow on (the space was
+ * replaced or lost the history since, the group expired, the view changed under the pages
+ * read), the answer breaks off: the client drops it and pulls again.
+ */
+async function* sendReset(options: PullOptions, start: Answered<PullResponseV1> | Answered<PullResponseV0>, rest: NonNullable<PullResult['rest']>, prefixes: Prefixes | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
+  const { storage, space, paging, downgrade } = options;
+  const { cookie } = start;
+  const lastMutationIDChanges = 'lastMutationIDChanges' in start ? start.lastMutationIDChanges : undefined;
+  // Pages for version 1 only, whose answers carry lastMutationIDChanges.
+  const paged = lastMutationIDChanges && paging;
+  const pages = rest(storage, space, paged?.room);
+  const page = yield* (downgrade === undefined ? pages : downgradedPages(downgrade, pages, storage, space, coverOf(prefixes)));
+  if (page !== undefined) {
+    // A page of a first sync in pages: its client pulls the next when poked.
+    paged!.paged();
+    return { cookie: page, lastMutationIDChanges: lastMutationIDChanges! };
+  }
+  // The reset's last step: a pull from its start's cookie (never itself in pages), read and settled as any.
+  const end = await readAndSettle({ ...options, pull: { ...options.pull, cookie }, paging: undefined });
+  const answer = end.answer;
+  if ('error' in answer || end.rest !== undefined || answer.patch[0]?.op === 'clear') {
+    throw new TemporaryError('The space changed too much while a full pull was sent (it was replaced, or lost the changes since); pull again', { retryAfterSeconds: 1 });
+  }
+  if (answer.patch.length > 0) yield answer.patch;
+  if (!('lastMutationIDChanges' in answer)) return { cookie: answer.cookie, lastMutationID: answer.lastMutationID };
+  // Those the start read, less what changed since; set by key, as a client ID may be `__proto__`.
+  const latest: Record<string, number> = {};
+  for (const lmids of [lastMutationIDChanges!, answer.lastMutationIDChanges]) for (const [clientID, lmid] of Object.entries(lmids)) setOwn(latest, clientID, lmid);
+  return { cookie: answer.cookie, lastMutationIDChanges: latest };
+}
+
+/** What one read of a pull found: its answer (a reset sent as it is read: its start, and the session's reader of the `rest`), the view's prefixes, and what to write after it. */
+interface PullRead {
+  answer: PullAnswer;
+  rest?: PullResult['rest'];
+  prefixes?: Prefixes | undefined;
+  after: AfterRead;
+}
+
+/** What a read asks the session with: the session, the caller's view, its group (or v0 client), and until when a cookie ahead is read again. */
+interface Asked {
+  session: SpaceSession;
+  view: (ResolvedView & { reads?: ViewReads }) | undefined;
+  clientGroupID: string;
+  waitUntil: number;
+  after: AfterRead;
+}
+
+/** `order` asked once, when first needed, for `request`. */
+function askedOnce(order: (request: FirstSyncOrderRequest) => readonly string[], request: FirstSyncOrderRequest): () => readonly string[] {
+  let chosen: readonly string[] | undefined;
+  return () => (chosen ??= order(request));
+}
+
+/** Whether a key is under `prefixes` (undefined without a view: every key is). */
+function coverOf(prefixes: Prefixes | undefined): ((key: string) => boolean) | undefined {
+  return prefixes && ((key: string) => prefixes.covers(key));
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Mutators } from './transactions/mutator.js';
 import { mutatorNamed, Watchdog } from './transactions/app-code.js';
 import type { SpaceQuota } from './transactions/quota.js';
 import type { ClientRecord, SessionClock, SessionOptions, SpaceSession } from './version/strategy.js';
-import { globalVersion as strategy } from './version/global-version.js';
+import { globalVersion as strategy } from './session/global-version.js';
 import { type BatchInfo, runBatched } from './batching/group-commit.js';
 import { MutationTransaction } from './transactions/write-transaction.js';
 import type { MutationTally } from '../telemetry/facts.js';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { SyncContext } from '../../src/index.js';
 import { eraseData, readHistory } from '../../src/backend.js';
 import { DumpError, exportSpace, importSpace } from '../../src/ops.js';
-import { countHistory } from '../../src/sync/version/history.js';
+import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { chunked } from '../backend/suite.js';
 import { onEveryStore } from '../support/stores.js';

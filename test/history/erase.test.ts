@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createContext, handlePush, memoryStorage, type SchemaOptions } from '../../src/index.js';
 import { at, eraseData, ERASED_TOPIC, readChanges, readHistory, restoreSpace, transact } from '../../src/backend.js';
 import { collectGarbage, exportSpace, inspect } from '../../src/ops.js';
-import { countHistory } from '../../src/sync/version/history.js';
+import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { mutation, post, push, pushBody, testContext } from '../support/helpers.js';
 

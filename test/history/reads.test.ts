@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Storage } from '../../src/index.js';
 import { at, HistoryGoneError, readHistory, transact, turnOffChangeFeed } from '../../src/backend.js';
 import { collectGarbage, inspect } from '../../src/ops.js';
-import { countHistory } from '../../src/sync/version/history.js';
+import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { testContext } from '../support/helpers.js';
 

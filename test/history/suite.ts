@@ -17,7 +17,7 @@ import {
   transact,
 } from '../../src/backend.js';
 import { collectGarbage, exportSpace, inspect } from '../../src/ops.js';
-import { countHistory } from '../../src/sync/version/history.js';
+import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
 import { testMutators } from '../support/helpers.js';

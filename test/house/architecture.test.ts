@@ -19,7 +19,15 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/protocol'], // the wire messages
   ['src/telemetry'], // traces and metrics, recorded by any layer above
   ['src/storage'], // the one storage seam and its drivers
-  ['src/sync'], // the data model on top of storage
+  // sync's rooms, lowest first (src/sync/README.md says what each is for):
+  ['src/sync/batching'], // requests sharing the store's round trips: group commits, shared reads
+  ['src/sync/version'], // a space as stored: keys, records, cookies, patches, and the session's contract
+  ['src/sync/transactions'], // what app code runs in: read and write transactions, mutators, limits, quotas
+  ['src/sync/feed', 'src/sync/schema'], // the change log and its feed; older clients' schemas
+  ['src/sync/history'], // the past of a space: as-of reads, checkpoints, erasure, its size
+  ['src/sync/session'], // the global version strategy: a space's session, its pulls, its housekeeping
+  ['src/sync/dumps', 'src/sync/migrations'], // whole spaces exported and imported; data migrations
+  ['src/sync'], // a push and a pull processed, and the views they read through
   ['src/route'], // spaces spread over several stores, and moved between them
   ['src/poke'], // poke streams and notifiers
   ['src/context'], // a context, its resolved state, and what follows a commit
@@ -68,6 +76,12 @@ describe('the layers', () => {
     expect(unplaced).toEqual([]);
   });
 
+  it("give each of sync's rooms a row of its own", () => {
+    // A room no row names would take the sync root's rank, above its siblings, unseen.
+    const rooms = readdirSync(join(ROOT, 'src/sync'), { withFileTypes: true }).filter((entry) => entry.isDirectory());
+    expect(rooms.map(({ name }) => `src/sync/${name}`).filter((room) => !placed.has(room))).toEqual([]);
+  });
+
   it('are only ever imported downwards', () => {
     const upward: string[] = [];
     for (const [file, targets] of imports) {
@@ -111,8 +125,11 @@ describe('the layers', () => {
 
   it('would catch what they exist to catch', () => {
     // A folder no row names takes its ancestor's layer; one outside every row is unplaced.
-    expect(rank('src/sync/batching')).toBe(rank('src/sync'));
+    expect(rank('src/sync/batching/extra')).toBe(rank('src/sync/batching'));
+    expect(room('src/sync/batching/extra')).toBe('src/sync/batching');
     expect(rank('lib/extra')).toBeUndefined();
+    // A room of sync has a rank of its own: below the sync root, above the storage layer.
+    expect(rank('src/storage')! < rank('src/sync/batching')! && rank('src/sync/version')! < rank('src/sync/session')! && rank('src/sync/session')! < rank('src/sync')!).toBe(true);
     // A bare import of the package, and a source that is not TypeScript, are read.
     expect(bareImports("import { x } from 'viewsync';\nexport * from 'viewsync/node';\nimport 'node:fs';")).toEqual(['viewsync', 'viewsync/node']);
     expect(SOURCE.test('a.mts') && SOURCE.test('b.js') && SOURCE.test('c.tsx') && !SOURCE.test('d.d.ts') && !SOURCE.test('e.md')).toBe(true);

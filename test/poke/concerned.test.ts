@@ -9,7 +9,7 @@ import { describe, expect, test } from 'vitest';
 import { createContext, handleRequest, type JSONValue, localNotifier, memoryStorage, type SyncContext, type View } from '../../src/index.js';
 import { PokeHub } from '../../src/poke/hub.js';
 import { ViewInterest, ViewReads } from '../../src/sync/interest.js';
-import { Prefixes } from '../../src/sync/view.js';
+import { Prefixes } from '../../src/sync/version/prefixes.js';
 import * as fc from 'fast-check';
 import type { PatchOperation } from '../../src/protocol.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';

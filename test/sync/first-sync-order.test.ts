@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { createContext, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type SyncOptions } from '../../src/index.js';
 import { compareUTF8 } from '../../src/base/utf8.js';
-import { coversKey, Prefixes } from '../../src/sync/view.js';
+import { coversKey, Prefixes } from '../../src/sync/version/prefixes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import { resetRest, resumeAt } from '../../src/sync/version/reset-pages.js';
 import { checkOrder } from '../../src/sync/first-sync-order.js';

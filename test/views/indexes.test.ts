@@ -12,7 +12,7 @@ import { read } from '../../src/backend.js';
 import { moveSpace } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
-import type { IndexDefinitions } from '../../src/sync/indexes.js';
+import type { IndexDefinitions } from '../../src/sync/version/indexes.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';

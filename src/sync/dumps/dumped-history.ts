@@ -4,7 +4,7 @@ import type { StorageTransaction, StoredValue } from '../../storage/types.js';
 import type { LogRow } from '../feed/change-log.js';
 import { frozenJSONCopy } from '../transactions/frozen-json.js';
 import type { Limits } from '../transactions/limits.js';
-import { storedLogRowBytes } from '../version/history.js';
+import { storedLogRowBytes } from '../history/history-bytes.js';
 import type { SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
 import type { Meta } from '../version/records.js';

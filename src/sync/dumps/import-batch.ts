@@ -2,7 +2,7 @@ import type { JSONValue } from '../../protocol/json.js';
 import { compareUTF8 } from '../../base/utf8.js';
 import type { Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
-import { globalVersion } from '../version/global-version.js';
+import { globalVersion } from '../session/global-version.js';
 import { applyGroups, groupsArea, noteExpired, type SkippedClient } from './dumped-groups.js';
 import { historyArea } from './dumped-history.js';
 import { decodeVersion, encodeVersion, SpaceKeys, spaceOfStaging, STAGING_PREFIX } from '../version/keys.js';

@@ -1,7 +1,7 @@
 import type { JSONValue } from '../../protocol/json.js';
 import type { StorageTransaction, StoredValue } from '../../storage/types.js';
 import type { SpaceKeys } from '../version/keys.js';
-import type { Meta } from '../version/records.js';
+import type { ChangeOrigin, Meta } from '../version/records.js';
 
 /**
  * The change log of a space (`f/<space>/<version>/<seq>`, see keys.ts): every change a commit made,
@@ -11,37 +11,6 @@ import type { Meta } from '../version/records.js';
  * housekeeping once older than its retention. Holding every before-value, it is also what a
  * version history or a point-in-time restore of the space would read.
  */
-
-/**
- * What made a change: a client's mutation, a call of the app's backend, a data migration
- * (`runMigration`), or a history tool: a restore to an older version (`restoreSpace`), a revert of
- * what a cause made (`revertChanges`), or an erasure (`eraseData`).
- */
-export type ChangeOrigin =
-  | { kind: 'mutation'; name: string; clientGroupID: string; clientID: string; mutationID: number; userID: string | null }
-  | { kind: 'backend'; call: 'transact' | 'mutate' | 'import'; name?: string; userID: string | null }
-  | { kind: 'migration'; name: string }
-  | { kind: 'restore'; to: number; prefix: string }
-  | { kind: 'revert'; cause: RevertCause }
-  | { kind: 'erase' };
-
-/**
- * The changes a revert undoes (`revertChanges`): those made by every field given, within
- * `versions` (inclusive) and at or after `since` (ms since the epoch) when given.
- */
-export interface RevertCause {
-  /** One mutation: its client and mutation ID. */
-  mutation?: { clientID: string; mutationID: number };
-  clientGroupID?: string;
-  /** The user the changes were made for (a mutation's, or a backend call's `userID`). */
-  userID?: string;
-  /** A mutator's name (a client's mutation, or `mutate`). */
-  mutator?: string;
-  /** A window of versions, both ends included: a release's, say. */
-  versions?: [from: number, to: number];
-  /** Changes committed at or after this time only. */
-  since?: number;
-}
 
 /** One row of the log, as stored: a change of `key` (no `before`: it was absent; no `after`: deleted), or an event. */
 export type LogRow =

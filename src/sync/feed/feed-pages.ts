@@ -1,8 +1,8 @@
 import type { JSONValue } from '../../protocol/json.js';
 import type { Storage, StorageTransaction } from '../../storage/types.js';
 import { encodeVersion, SpaceKeys } from '../version/keys.js';
-import type { Meta } from '../version/records.js';
-import { type ChangeOrigin, feedFrom, type LogRow } from './change-log.js';
+import type { ChangeOrigin, Meta } from '../version/records.js';
+import { feedFrom, type LogRow } from './change-log.js';
 
 /**
  * Reading a space's change log (change-log.ts) from a cursor, a page at a time, in one snapshot.

@@ -110,7 +110,7 @@ async function removeRows(tx: StorageTransaction, prefix: string, limit: number)
   return { rows: page.length, bytes, all: page.length < limit };
 }
 
-/** The bytes of every checkpoint row of a space, as its history counts them (see history.ts). */
+/** The bytes of every checkpoint row of a space, as its history counts them (see history-bytes.ts). */
 export async function countCheckpoints(tx: StorageTransaction, keys: SpaceKeys): Promise<number> {
   let bytes = 0;
   for (const [version] of await checkpointRecords(tx, keys)) {

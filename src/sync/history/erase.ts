@@ -1,11 +1,11 @@
 import type { JSONValue } from '../../protocol/json.js';
 import type { StorageTransaction, StoredValue } from '../../storage/types.js';
-import type { ChangeOrigin, Erased, LogRow } from '../feed/change-log.js';
+import type { Erased, LogRow } from '../feed/change-log.js';
+import type { ChangeOrigin, Entry } from '../version/records.js';
 import type { KeptRejection } from '../schema/rejected.js';
-import { storedLogRowBytes } from '../version/history.js';
+import { storedLogRowBytes } from './history-bytes.js';
 import type { SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
-import type { Entry } from '../version/records.js';
 import { checkpointRecords } from './checkpoint-records.js';
 import { checkpointRowBytes } from './checkpoints.js';
 import { sameValue } from './plans.js';

@@ -1,9 +1,9 @@
 import type { JSONValue } from '../../protocol/json.js';
 import type { StorageTransaction } from '../../storage/types.js';
-import type { ChangeOrigin, Erased, LogRow } from '../feed/change-log.js';
+import type { Erased, LogRow } from '../feed/change-log.js';
+import type { ChangeOrigin, Meta } from '../version/records.js';
 import { feedFrom } from '../feed/change-log.js';
 import { encodeVersion, type SpaceKeys } from '../version/keys.js';
-import type { Meta } from '../version/records.js';
 import { scanPages } from '../version/patch.js';
 
 /**

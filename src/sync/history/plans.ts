@@ -2,10 +2,9 @@ import type { JSONValue } from '../../protocol/json.js';
 import { compareUTF8 } from '../../base/utf8.js';
 import type { StorageTransaction } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
-import type { ChangeOrigin, RevertCause } from '../feed/change-log.js';
+import type { ChangeOrigin, Entry, Meta, RevertCause } from '../version/records.js';
 import type { SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
-import type { Entry, Meta } from '../version/records.js';
 import { asOf } from './as-of.js';
 import { changesBetween, HistoryGoneError, keptVersions, type LoggedChange } from './log-reads.js';
 

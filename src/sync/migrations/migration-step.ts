@@ -1,7 +1,7 @@
 import type { JSONValue } from '../../protocol/json.js';
 import { compareUTF8 } from '../../base/utf8.js';
 import type { StorageTransaction, StoredValue } from '../../storage/types.js';
-import { globalVersion } from '../version/global-version.js';
+import { globalVersion } from '../session/global-version.js';
 import { SpaceKeys } from '../version/keys.js';
 import type { SessionClock, SessionOptions } from '../version/strategy.js';
 import type { Limits } from '../transactions/limits.js';

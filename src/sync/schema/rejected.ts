@@ -1,30 +1,8 @@
 import type { JSONValue } from '../../protocol/json.js';
 import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { RejectedMutation } from '../version/records.js';
 import { scanPages } from '../version/patch.js';
 import type { SpaceKeys } from '../version/keys.js';
-
-/**
- * A mutation of an older schema version that was not applied: its upgrade was missing or threw,
- * or today's mutator refused what it became. Kept in the space (`inspect`), put in the change feed
- * as an event of topic {@link REJECTED_TOPIC}, and told to `onError`; its client moves on, as for
- * any mutation that fails (spec, push rule 6).
- */
-export interface RejectedMutation {
-  clientGroupID: string;
-  clientID: string;
-  /** The mutation's ID. */
-  id: number;
-  /** The mutator name the client sent. */
-  name: string;
-  args: JSONValue | undefined;
-  /** The schema version the client sent it under. */
-  schemaVersion: string;
-  /** Why: the error's name and message. */
-  reason: string;
-  /** When, in milliseconds since the epoch (the context's clock). */
-  at: number;
-  userID: string | null;
-}
 
 /** The topic of the change feed's event for a rejected mutation (its payload: a {@link RejectedMutation}). */
 export const REJECTED_TOPIC = 'viewsync.rejected';

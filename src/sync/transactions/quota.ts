@@ -13,7 +13,7 @@ export interface SpaceQuota {
   /**
    * The most bytes of the space's history, kept until retention lets it go: its change log (each
    * change's value before and after, and events) and the tombstones of its deleted entries,
-   * counted as sync/version/history.ts does. Default: `bytes`, so that a
+   * counted as sync/history/history-bytes.ts does. Default: `bytes`, so that a
    * space holds at most about twice its byte quota; `false`: no bound.
    */
   historyBytes?: number | false | undefined;

@@ -1,7 +1,7 @@
 import type { JSONValue } from '../../protocol/json.js';
 import { SIGNATURE_LENGTH } from './signature.js';
 import type { Meta } from './records.js';
-import { Prefixes, VIEW_ID_LENGTH } from '../view.js';
+import { Prefixes, VIEW_ID_LENGTH } from './prefixes.js';
 import { readPage } from './page-cookie.js';
 
 /** The longest `page` field of a cookie: a page's cursor names a row key (a key of up to `limits.keyBytes`, escaped). */
@@ -14,7 +14,7 @@ const MAX_PAGE_CHARS = 16 * 1024;
  * newer incarnation sort above those of an older one: a client that comes back with a cookie the
  * server lost can then be sent a reset it accepts, as the client refuses any cookie lower than its
  * own. Version 0 is the empty space in every incarnation, so its cookie is just `{order: 0}`.
- * With per-user views, `view` names the prefixes the client's data was drawn from (view.ts), and
+ * With per-user views, `view` names the prefixes the client's data was drawn from (prefixes.ts), and
  * `sig` signs the cookie so that no client can pair a view with an order of its choosing
  * (signature.ts). A page of a first sync in pages carries `page`, where the next page starts
  * (page-cookie.ts).

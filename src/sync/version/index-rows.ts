@@ -1,7 +1,7 @@
 import { compareUTF8 } from '../../base/utf8.js';
 import type { JSONValue } from '../../protocol/json.js';
 import type { StorageTransaction } from '../../storage/types.js';
-import { definitionText, type IndexDefinition, type IndexDefinitions, secondaryOf } from '../indexes.js';
+import { definitionText, type IndexDefinition, type IndexDefinitions, secondaryOf } from './indexes.js';
 import { storedLength, type SpaceKeys } from './keys.js';
 import { scanPages } from './patch.js';
 import type { Meta } from './records.js';

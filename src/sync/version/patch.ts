@@ -4,7 +4,7 @@ import type { ScanOptions, StorageTransaction, StoredValue } from '../../storage
 import { getMany } from '../../storage/write-buffer.js';
 import { bucketOfPrefix, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry } from './records.js';
-import { coversKey, type Prefixes } from '../view.js';
+import { coversKey, type Prefixes } from './prefixes.js';
 
 // The patches of the global version strategy, read from a space's entries (`e/`) and its
 // version index (`v/`); see keys.ts. A view, when there is one, narrows each to its prefixes.

@@ -89,7 +89,61 @@ export interface ViewRecord {
   user: string | null;
   /** The view's prefixes, in canonical form. */
   prefixes: string[];
-  /** The rule they follow (`RULE` in view.ts); absent in a record from before it: not believed. */
+  /** The rule they follow (`RULE` in prefixes.ts); absent in a record from before it: not believed. */
   rule?: string;
   used: number;
+}
+
+/**
+ * What made a change: a client's mutation, a call of the app's backend, a data migration
+ * (`runMigration`), or a history tool: a restore to an older version (`restoreSpace`), a revert of
+ * what a cause made (`revertChanges`), or an erasure (`eraseData`).
+ */
+export type ChangeOrigin =
+  | { kind: 'mutation'; name: string; clientGroupID: string; clientID: string; mutationID: number; userID: string | null }
+  | { kind: 'backend'; call: 'transact' | 'mutate' | 'import'; name?: string; userID: string | null }
+  | { kind: 'migration'; name: string }
+  | { kind: 'restore'; to: number; prefix: string }
+  | { kind: 'revert'; cause: RevertCause }
+  | { kind: 'erase' };
+
+/**
+ * The changes a revert undoes (`revertChanges`): those made by every field given, within
+ * `versions` (inclusive) and at or after `since` (ms since the epoch) when given.
+ */
+export interface RevertCause {
+  /** One mutation: its client and mutation ID. */
+  mutation?: { clientID: string; mutationID: number };
+  clientGroupID?: string;
+  /** The user the changes were made for (a mutation's, or a backend call's `userID`). */
+  userID?: string;
+  /** A mutator's name (a client's mutation, or `mutate`). */
+  mutator?: string;
+  /** A window of versions, both ends included: a release's, say. */
+  versions?: [from: number, to: number];
+  /** Changes committed at or after this time only. */
+  since?: number;
+}
+
+/**
+ * A mutation of an older schema version that was not applied: its upgrade was missing or threw,
+ * or today's mutator refused what it became. Kept in the space (`inspect`), put in the change feed
+ * as an event of topic {@link REJECTED_TOPIC}, and told to `onError`; its client moves on, as for
+ * any mutation that fails (spec, push rule 6).
+ */
+export interface RejectedMutation {
+  clientGroupID: string;
+  clientID: string;
+  /** The mutation's ID. */
+  id: number;
+  /** The mutator name the client sent. */
+  name: string;
+  args: JSONValue | undefined;
+  /** The schema version the client sent it under. */
+  schemaVersion: string;
+  /** Why: the error's name and message. */
+  reason: string;
+  /** When, in milliseconds since the epoch (the context's clock). */
+  at: number;
+  userID: string | null;
 }

@@ -3,7 +3,7 @@ import type { Storage, StorageTransaction } from '../../storage/types.js';
 import type { SpaceKeys } from './keys.js';
 import { entryText, type Patch, type TextPut } from './patch.js';
 import type { Entry } from './records.js';
-import type { Prefixes } from '../view.js';
+import type { Prefixes } from './prefixes.js';
 import { compareUTF8 } from '../../base/utf8.js';
 import { type EntryRange, entryRanges } from './reset-ranges.js';
 

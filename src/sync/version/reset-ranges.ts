@@ -1,5 +1,5 @@
 import { compareUTF8 } from '../../base/utf8.js';
-import { Prefixes } from '../view.js';
+import { Prefixes } from './prefixes.js';
 import type { SpaceKeys } from './keys.js';
 
 // The entry rows a reset reads, as ranges in the order it reads them. In key order, a range per

@@ -1,11 +1,10 @@
-import type { RejectedMutation } from '../schema/rejected.js';
-import type { IndexDefinitions } from '../indexes.js';
+import type { ChangeOrigin, RejectedMutation } from './records.js';
+import type { IndexDefinitions } from './indexes.js';
 import type { JSONValue } from '../../protocol/json.js';
 import type { Storage, StorageTransaction } from '../../storage/types.js';
 import type { Patch } from './patch.js';
 import type { ReadPlan } from '../batching/prefetched-read.js';
-import type { Prefixes } from '../view.js';
-import type { ChangeOrigin } from '../feed/change-log.js';
+import type { Prefixes } from './prefixes.js';
 
 /**
  * What the protocol needs of a way to compute patches: the contract of the global version

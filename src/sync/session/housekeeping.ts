@@ -1,11 +1,11 @@
 import { trimRejected } from '../schema/rejected.js';
 import type { StorageTransaction } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
-import { bucketOf, decodeVersion, SpaceKeys, VERSION_FIELD } from './keys.js';
-import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from './records.js';
-import type { Collected, Retention } from './strategy.js';
+import { bucketOf, decodeVersion, SpaceKeys, VERSION_FIELD } from '../version/keys.js';
+import type { Entry, GroupRecord, Meta, StoredClient, ViewRecord } from '../version/records.js';
+import type { Collected, Retention } from '../version/strategy.js';
 import type { LogRow } from '../feed/change-log.js';
-import { storedLogRowBytes, tombstoneBytes } from './history.js';
+import { storedLogRowBytes, tombstoneBytes } from '../history/history-bytes.js';
 import { checkpointStep } from '../history/checkpoints.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { JSONValue } from '../protocol/json.js';
+import type { JSONValue } from '../../protocol/json.js';
 
 /**
  * An index the server keeps for views, defined as the client defines one (`indexes` in its

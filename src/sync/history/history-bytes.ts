@@ -1,10 +1,11 @@
 import { utf8Length } from '../../base/utf8.js';
 import type { StorageTransaction } from '../../storage/types.js';
-import type { ChangeOrigin, LogRow } from '../feed/change-log.js';
+import type { LogRow } from '../feed/change-log.js';
+import type { ChangeOrigin } from '../version/records.js';
 import { valueBytes } from '../transactions/quota.js';
-import type { SpaceKeys } from './keys.js';
-import { scanPages } from './patch.js';
-import { countCheckpoints } from '../history/checkpoints.js';
+import type { SpaceKeys } from '../version/keys.js';
+import { scanPages } from '../version/patch.js';
+import { countCheckpoints } from './checkpoints.js';
 
 /**
  * A space's history, as its quota counts it (`quotas.historyBytes`, see quota.ts): what it keeps
