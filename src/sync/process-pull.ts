@@ -7,7 +7,7 @@ import { SpaceReadTransaction, type SpaceReader } from './transactions/read-tran
 import type { IndexDefinitions } from './indexes.js';
 import type { Patch } from './version/patch.js';
 import { readAlone, readBatched } from './batching/shared-reads.js';
-import type { GroupRef, PullResult, ResolvedView, SessionClock, SpaceSession } from './version/strategy.js';
+import type { GroupRef, PullResult, ResolvedView, SessionClock } from './version/strategy.js';
 import type { JSONValue } from '../protocol/json.js';
 import { setOwn } from '../base/own.js';
 import { globalVersion as strategy } from './version/global-version.js';
