@@ -89,7 +89,7 @@ interface World {
 
 function bearer(request: Request): string | null {
   const value = request.headers.get('authorization');
-  return value !== null && value.startsWith('Bearer ') ? value.slice('Bearer '.length) : null;
+  return value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : null;
 }
 
 /** Wraps a store to count the writes of transactions that committed. */
