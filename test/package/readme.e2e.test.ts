@@ -37,7 +37,7 @@ const pages = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')
   .filter((page) => existsSync(join(ROOT, page)))
   .map((page) => ({ page, text: readFileSync(join(ROOT, page), 'utf8') }));
 const snippets = pages.flatMap(({ page, text }) =>
-  [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ page, file: file!, runner: runner!, language: language!, code: code! })),
+  [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([\s\S]*?)```\n/g)].map(([, file, runner, language, code]) => ({ page, file: file!, runner: runner!, language: language!, code: code! })),
 );
 const OTEL = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'];
 const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', 'ws', ...OTEL], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
