@@ -101,7 +101,8 @@ export function openHubOf(ctx: SyncContext): PokeHub | undefined {
 
 /** Where `ctx` hears of and announces changes: its own notifier, or the store's in-process one. */
 export function notifierOf(ctx: SyncContext): Notifier {
-  return ctx.pokes?.notifier || defaultNotifier(ctx.storage);
+  // biome-ignore lint/complexity/useOptionalChain: `pokes` may be `false`, which `?.` does not read past.
+  return (ctx.pokes && ctx.pokes.notifier) || defaultNotifier(ctx.storage);
 }
 
 /** How long idle client groups and tombstones are kept unless `retention` says otherwise (and the CLI's gc, unless told). */
