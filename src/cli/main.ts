@@ -288,10 +288,11 @@ function operand(command: string, rest: readonly string[], min: 0 | 1): string |
 }
 
 function parse(argv: readonly string[]) {
-  let parsed;
+  const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
+  const config = { args: [...argv], options, allowPositionals: true, strict: true, tokens: true } as const;
+  let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
-    const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true });
+    parsed = parseArgs(config);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

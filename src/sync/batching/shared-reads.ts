@@ -1,4 +1,4 @@
-import type { RangeRead, ScanOptions, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { RangeRead, RangeRow, ScanOptions, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
 import { getMany, scanText } from '../../storage/write-buffer.js';
 import { PrefetchedRead, type ReadPlan, rangesOf, scanKey } from './prefetched-read.js';
 import { type Context, activeContext, inContext } from '../../telemetry/telemetry.js';
@@ -76,7 +76,7 @@ const queues = new SpaceQueues<Waiting>(runBatch, 256);
  */
 async function runPlanned(storage: Storage, space: string, batch: readonly Waiting[]): Promise<Waiting[]> {
   const plan = mergePlans(batch.map((waiting) => waiting.plan!));
-  let results;
+  let results: RangeRow[][];
   try {
     results = await storage.readMany!(rangesOf(plan), { space });
   } catch {
