@@ -351,7 +351,7 @@ const define = (target: Record<string, unknown>, key: string, value: unknown) =>
 
 function paths(value: unknown, path: Path = [], out: Path[] = []): Path[] {
   out.push(path);
-  if (Array.isArray(value)) value.forEach((item, i) => paths(item, [...path, i], out));
+  if (Array.isArray(value)) value.forEach((item, i) => void paths(item, [...path, i], out));
   else if (isObject(value)) for (const key of Object.keys(value)) paths(value[key], [...path, key], out);
   return out;
 }

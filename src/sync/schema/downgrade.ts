@@ -203,8 +203,8 @@ class Batch {
     this.#failed = [];
     const keys = [...waiting.keys()];
     this.#read(keys).then(
-      (values) => keys.forEach((key, i) => waiting.get(key)!.forEach((resolve) => resolve(values[i]))),
-      (error: unknown) => failed.forEach((reject) => reject(error)),
+      (values) => keys.forEach((key, i) => void waiting.get(key)!.forEach((resolve) => void resolve(values[i]))),
+      (error: unknown) => failed.forEach((reject) => void reject(error)),
     );
   }
 }
