@@ -143,7 +143,7 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
   });
 
   it.each(byRunner('node-postgres').map(({ file }) => file))('%s with DATABASE_URL unset, refused, or naming a server that is not PostgreSQL: exits at startup saying what to check', async (file) => {
-    const notPostgres = createServer((request, response) => response.end('not PostgreSQL')).listen(0, '127.0.0.1');
+    const notPostgres = createServer((_request, response) => response.end('not PostgreSQL')).listen(0, '127.0.0.1');
     await new Promise((resolve) => notPostgres.once('listening', resolve));
     try {
       // With about what each takes here on 2 cores under a load of 5 (1.6 to 2.1 s of tsx's
