@@ -303,7 +303,7 @@ function parse(argv: readonly string[]) {
     if (seen.has(token.name)) throw new UsageError(`--${token.name} is given twice: give it once`);
     seen.add(token.name);
   }
-  return parsed as unknown as { values: Options & { help?: boolean }; positionals: string[] };
+  return parsed as { values: Options & { help?: boolean }; positionals: string[] };
 }
 
 /**

@@ -56,7 +56,7 @@ export function attachState<T extends object>(target: T, state: ContextState): T
 
 /** The state of `ctx`; throws, saying what to do, for anything `createContext` did not make. */
 export function stateOf(ctx: SyncContext): ContextState {
-  const state = (ctx as unknown as { [STATE]?: ContextState } | null | undefined)?.[STATE];
+  const state = (ctx as { [STATE]?: ContextState } | null | undefined)?.[STATE];
   if (state === undefined) throw new TypeError(NOT_A_CONTEXT);
   return state;
 }

@@ -2,6 +2,7 @@ import type { JSONValue } from '../../protocol/json.js';
 import type { StorageTransaction, StoredValue } from '../../storage/types.js';
 import { scanPages } from '../version/patch.js';
 import type { SpaceKeys } from '../version/keys.js';
+import { recordOf } from '../../storage/records.js';
 
 /**
  * A mutation of an older schema version that was not applied: its upgrade was missing or threw,
@@ -59,7 +60,7 @@ export function reasonOf(error: unknown): string {
 export async function readRejected(tx: StorageTransaction, keys: SpaceKeys): Promise<KeptRejection[]> {
   const all: KeptRejection[] = [];
   for await (const page of scanPages(tx, { prefix: keys.rejectedPrefix })) {
-    for (const [, record] of page) all.push(record as unknown as KeptRejection);
+    for (const [, record] of page) all.push(recordOf<KeptRejection>(record));
   }
   return all.sort((a, b) => a.number - b.number);
 }
