@@ -27,7 +27,7 @@ describe('records in a store', () => {
       // @ts-expect-error a Map is not JSON
       () => toStored({ seen: new Map<string, number>() }),
       // @ts-expect-error a function is not JSON
-      () => toStored({ then: () => 1 }),
+      () => toStored({ run: () => 1 }),
       // @ts-expect-error a bigint is not JSON
       () => toStored({ n: 1n }),
     ];
