@@ -19,6 +19,7 @@ import { IDLE_TIMEOUT_MS } from './types.js';
 export function toRequest(req: IncomingMessage, small: Uint8Array | undefined): Request {
   const url = hrefOf(req.url ?? '/', req.headers.host);
   const method = req.method ?? 'GET';
+  // biome-ignore lint/plugin/no-double-cast: ReadRequest reads like a Request for the handlers (what it lacks they never call), and is not one.
   if (small !== undefined) return new ReadRequest(method, url, req.headers, small) as unknown as Request;
   const hasBody = method !== 'GET' && method !== 'HEAD';
   return new Request(url, { method, headers: toHeaders(req.headers), body: hasBody ? bodyStream(req) : null, duplex: 'half' } as RequestInit);

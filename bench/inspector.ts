@@ -180,7 +180,7 @@ const apiNote = (times: number[]) => `median of ${times.length}; p95 ${ms(quanti
 // ——— Chromium ———
 
 let browser: Browser | undefined;
-async function browserContext(base: string, cookie: string): Promise<BrowserContext | undefined> {
+async function browserContext(cookie: string): Promise<BrowserContext | undefined> {
   if (!existsSync(CHROMIUM)) return undefined;
   browser ??= await launchChromium();
   const context = await browser.newContext();
@@ -316,7 +316,7 @@ async function reads(name: string, storage: Storage): Promise<Row[]> {
   const rows: Row[] = [];
   try {
     const cookie = await login(base);
-    const context = await browserContext(base, cookie);
+    const context = await browserContext(cookie);
     if (ONLY.includes('list')) {
       progress(`${name}: writing ${fmt(SPACES)} spaces of 3 entries`);
       const started = performance.now();
@@ -399,7 +399,7 @@ async function pushCost(name: string, storage: Storage): Promise<Row[]> {
   const plain = await listen(createContext(options(storage, false, false)));
   const inspected = await listen(createContext(options(storage, true, false)));
   const cookie = await login(inspected.base);
-  const context = await browserContext(inspected.base, cookie);
+  const context = await browserContext(cookie);
   const arms: Arm[] = context === undefined ? ['A', 'B'] : ['A', 'B', 'C'];
   const ids = new Map<string, number>();
   const run = Date.now().toString(36);

@@ -28,7 +28,7 @@ if (!process.argv.includes('--memory')) {
   const shown = relative(process.cwd(), file);
   store = `SQLite store: ${shown.startsWith('..') ? file : shown}`;
 }
-let storage;
+let storage: SyncContext['storage'];
 try {
   storage = db ? sqliteStorage(db) : memoryStorage();
 } catch (error) {

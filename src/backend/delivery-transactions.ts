@@ -97,7 +97,7 @@ class DeliveryQueue {
           for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
           return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value);
         }, { readOnly: false, lane: 'deliveries', spaces });
-        batch.forEach(({ resolve }, i) => resolve(results[i]));
+        for (const [i, { resolve }] of batch.entries()) resolve(results[i]);
         return;
       } catch {
         // Each alone, below: a space whose work the store refused fails by itself, and is told why.

@@ -24,6 +24,7 @@ import { type KeptRejection, readRejected } from '../sync/schema/rejected.js';
 const ACTIVE_MS = 7 * 24 * 60 * 60 * 1000;
 import { migrationRecords } from '../sync/migrations/migration-step.js';
 import { type SpaceMigration, spaceMigration } from './migrate.js';
+import { recordOf } from '../storage/records.js';
 
 /** One space at a glance. */
 export interface SpaceSummary {
@@ -170,7 +171,7 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   let entries = 0;
   let bytes = 0;
   await eachRow(storage, keys.entryPrefix, (key, value) => {
-    const entry = value as unknown as Entry;
+    const entry = recordOf<Entry>(value);
     if (entry.del) return;
     entries++;
     bytes += utf8Length(key.slice(keys.entryPrefix.length)) + utf8Length(JSON.stringify(entry.val));
@@ -248,7 +249,7 @@ export async function clientGroups(storage: SyncContext['storage'], space: strin
   await eachRow(storage, keys.clientPrefix, (key, value) => {
     if (clients++ === limit * 10) return void (more = true);
     const { userID, clientID } = keys.clientOf(key);
-    const client = value as unknown as StoredClient;
+    const client = recordOf<StoredClient>(value);
     const id = idOf(userID, client.group);
     let group = groups.get(id);
     // A client whose group has no record (written before viewsync kept them) is shown under it all the same, when the list is whole.

@@ -5,6 +5,7 @@ import { type DeliveryState, deliveryDueAt } from '../sync/feed/deliveries.js';
 import { META_PREFIX, SpaceKeys, spaceOfMeta } from '../sync/version/keys.js';
 import type { Meta } from '../sync/version/records.js';
 import { type Hook, hooksOf } from './webhooks.js';
+import { recordOf } from '../storage/records.js';
 
 /**
  * The webhooks' safety net: which webhooks have something due in which spaces, read from the
@@ -40,7 +41,7 @@ async function sweepStore(ctx: SyncContext, storage: Storage, now: number, each:
   for (let after: string | undefined; ; ) {
     const start = after === undefined ? undefined : { key: after, exclusive: true };
     const rows = await storage.transaction((tx) => tx.scan({ prefix: META_PREFIX, start, limit: PAGE }), { readOnly: true });
-    const metas = new Map(rows.map(([key, value]) => [spaceOfMeta(key), value as unknown as Meta]));
+    const metas = new Map(rows.map(([key, value]) => [spaceOfMeta(key), recordOf<Meta>(value)]));
     const spaces = inUse ? await inUse([...metas.keys()]) : [...metas.keys()];
     const wanted = spaces.flatMap((space) => hooksOf(ctx, space).map((hook) => ({ space, hook, key: new SpaceKeys(space).delivery(hook.name) })));
     if (wanted.length > 0) {

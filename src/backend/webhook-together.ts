@@ -54,7 +54,7 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
   );
   for (let turn = 1; claimed.length > 0; turn++) {
     const next: typeof claimed = [];
-    for (const group of bySize(hook, claimed)) {
+    for (const group of bySize(claimed)) {
       const deliveries = group.map(({ space, claim }) => deliveryBody(hook, space, claim));
       const body: WebhookDeliveries = { webhook: hook.name, delivery: await groupID(deliveries), deliveries };
       const outcome = await send(hook, body);
@@ -77,7 +77,7 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
 }
 
 /** The claims in groups of about `MAX_DELIVERY_CHARS` of JSON at most (one batch alone may take more). */
-function bySize(hook: Hook, claims: ReadonlyArray<{ space: string; claim: Claimed }>): Array<Array<{ space: string; claim: Claimed }>> {
+function bySize(claims: ReadonlyArray<{ space: string; claim: Claimed }>): Array<Array<{ space: string; claim: Claimed }>> {
   const groups: Array<Array<{ space: string; claim: Claimed }>> = [];
   let size = Infinity;
   for (const each of claims) {

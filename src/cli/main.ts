@@ -294,10 +294,11 @@ function operand(command: string, rest: readonly string[], min: 0 | 1): string |
 }
 
 function parse(argv: readonly string[]) {
-  let parsed;
+  const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
+  const config = { args: [...argv], options, allowPositionals: true, strict: true, tokens: true } as const;
+  let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
-    const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true });
+    parsed = parseArgs(config);
   } catch (error) {
     // Node's message for an unknown option says how to pass a positional starting with '-', not what was meant.
     const unknown = /^Unknown option '(-{1,2})([^']*)'/.exec((error as Error).message);
@@ -314,7 +315,7 @@ function parse(argv: readonly string[]) {
     if (seen.has(token.name)) throw new UsageError(`--${token.name} is given twice: give it once`);
     seen.add(token.name);
   }
-  return parsed as unknown as { values: Options & { help?: boolean }; positionals: string[] };
+  return parsed as { values: Options & { help?: boolean }; positionals: string[] };
 }
 
 /**

@@ -172,6 +172,7 @@ async function openSQLite(file: string, create: boolean, readOnly: boolean, tabl
 }
 
 /** A synchronous SQLite handle from whichever driver this runtime has. */
+// biome-ignore lint/suspicious/noExplicitAny: three drivers loaded at run time, with no types to import; their statements are used alike.
 async function openDatabase(file: string): Promise<{ prepare(sql: string): any; exec(sql: string): unknown; close(): unknown }> {
   if ('Bun' in globalThis) {
     const { Database } = await import(/* @vite-ignore */ 'bun:sqlite' as string);
@@ -200,6 +201,7 @@ async function openDatabase(file: string): Promise<{ prepare(sql: string): any; 
 
 async function openPostgres(url: string, schema: string | undefined, tablePrefix: string | undefined, timeoutMs: number): Promise<OpenStore> {
   const label = describeURL(url);
+  // biome-ignore lint/suspicious/noExplicitAny: postgres.js is an optional peer, loaded at run time; postgresStorage checks what it is handed.
   let postgres: (url: string, options: object) => any;
   try {
     ({ default: postgres } = await import(/* @vite-ignore */ 'postgres' as string));

@@ -47,8 +47,8 @@ function describeFailure(error: unknown, info: ErrorInfo): string {
 
 /** `Name: message`, escaped and shortened. */
 function summary(error: unknown): string {
-  if (!(error instanceof Error)) return escape(shorten(String(error), MAX_MESSAGE));
-  return `${escape(error.name)}: ${escape(shorten(error.message, MAX_MESSAGE))}`;
+  if (!(error instanceof Error)) return escapeControls(shorten(String(error), MAX_MESSAGE));
+  return `${escapeControls(error.name)}: ${escapeControls(shorten(error.message, MAX_MESSAGE))}`;
 }
 
 /** The stack frames of an unexpected error: the stack less its message, which may quote input. */
@@ -60,11 +60,11 @@ function frames(error: unknown): string {
 
 /** An ID in quotes, so that where it ends is plain: its quotes and backslashes escaped too. */
 function quote(text: string): string {
-  return `"${escape(shorten(text, MAX_ID).replace(/["\\]/g, '\\$&'))}"`;
+  return `"${escapeControls(shorten(text, MAX_ID).replace(/["\\]/g, '\\$&'))}"`;
 }
 
 /** Control characters (newlines, ANSI escapes) and line separators as visible escapes. */
-function escape(text: string): string {
+function escapeControls(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

@@ -56,7 +56,7 @@ export function attachState<T extends object>(target: T, state: ContextState): T
 
 /** The state of `ctx`; throws, saying what to do, for anything `createContext` did not make. */
 export function stateOf(ctx: SyncContext): ContextState {
-  const state = (ctx as unknown as { [STATE]?: ContextState } | null | undefined)?.[STATE];
+  const state = (ctx as { [STATE]?: ContextState } | null | undefined)?.[STATE];
   if (state === undefined) throw new TypeError(NOT_A_CONTEXT);
   return state;
 }
@@ -101,6 +101,7 @@ export function openHubOf(ctx: SyncContext): PokeHub | undefined {
 
 /** Where `ctx` hears of and announces changes: its own notifier, or the store's in-process one. */
 export function notifierOf(ctx: SyncContext): Notifier {
+  // biome-ignore lint/complexity/useOptionalChain: `pokes` may be `false`, which `?.` does not read past.
   return (ctx.pokes && ctx.pokes.notifier) || defaultNotifier(ctx.storage);
 }
 

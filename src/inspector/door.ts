@@ -156,7 +156,7 @@ async function smallText(request: Request): Promise<string> {
 
 /** An action's JSON body: an object. */
 async function jsonBody(request: Request): Promise<Record<string, unknown>> {
-  const type = request.headers.get('content-type')?.split(';', 1)[0]!.trim().toLowerCase();
+  const type = request.headers.get('content-type')?.split(';', 1)[0]?.trim().toLowerCase();
   if (type !== 'application/json') throw new HTTPError(415, 'An inspector action is sent as application/json');
   let body: unknown;
   try {

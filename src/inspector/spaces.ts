@@ -7,6 +7,7 @@ import { META_PREFIX, SpaceKeys, spaceOfMeta } from '../sync/version/keys.js';
 import type { Meta } from '../sync/version/records.js';
 import { getMany } from '../storage/write-buffer.js';
 import type { SpaceRecord, SpaceRow, SpacesPage } from './api-types.js';
+import { recordOf } from '../storage/records.js';
 
 /**
  * A page of the spaces list, read from the spaces' meta records alone (their version, and the
@@ -22,7 +23,7 @@ export async function spacesPage(ctx: SyncContext, prefix: string, after: string
     const from = META_PREFIX + new SpaceKeys(prefix).meta.slice(META_PREFIX.length);
     const start = after === undefined ? undefined : { key: new SpaceKeys(after).meta, exclusive: true };
     const rows = await storage.transaction((tx) => tx.scan({ prefix: from, start, limit: limit + 1 }), { readOnly: true });
-    found = rows.map(([key, value]) => [spaceOfMeta(key), value as unknown as Meta]);
+    found = rows.map(([key, value]) => [spaceOfMeta(key), recordOf<Meta>(value)]);
   } else {
     const names = (await allSpaces(storage)).filter((space) => space.startsWith(prefix) && (after === undefined || space > after)).slice(0, limit + 1);
     found = await Promise.all(names.map(async (space): Promise<[string, Meta | undefined]> => {

@@ -48,7 +48,7 @@ async function pull(request: Request, ctx: SyncContext): Promise<PullFacts> {
     let interest: ViewInterest | undefined;
     // What the answer has sent so far, for a first sync in pages.
     const sent = { chars: 0 };
-    let result;
+    let result: Awaited<ReturnType<typeof processPull>>;
     try {
       // Only a hub with streams uses it: without one the view's reads are not recorded.
       const onInterest = pulled && ((found: ViewInterest) => (interest = found));

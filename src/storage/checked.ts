@@ -21,7 +21,7 @@ export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, 
   try {
     return await fn({
       get: async (key) => (check(key), tx.get(key)),
-      getMany: async (keys) => (keys.forEach((key) => check(key)), getMany(tx, keys)),
+      getMany: async (keys) => (keys.forEach((key) => void check(key)), getMany(tx, keys)),
       put: async (key, value) => (check(key, true), tx.put!(key, value)),
       del: async (key) => (check(key, true), tx.del!(key)),
       scan: async (options) => {

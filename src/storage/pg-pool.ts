@@ -113,6 +113,7 @@ function checkOut(pool: PgPool, lost: (error: unknown) => void): Promise<PgPoolC
       connection?.on?.('error', lost);
       resolve(connection!);
     };
+    // biome-ignore lint/plugin/no-double-cast: PgPool types only the promise form; pg's and Neon's pools also take the callback this needs (see above).
     const returned: unknown = (pool.connect as unknown as (callback: typeof take) => unknown)(take);
     if (typeof (returned as PromiseLike<PgPoolClient> | undefined)?.then === 'function') {
       (returned as PromiseLike<PgPoolClient>).then((connection) => take(undefined, connection), take);

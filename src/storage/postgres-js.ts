@@ -27,7 +27,7 @@ export function postgresJsDriver(client: PostgresJsClient, options: Required<Gua
       const { result, finish, pipelined = false } = await fn(query);
       sent = finish.map(([text, params]) => query(text, params));
       // postgres.js sends COMMIT once this resolves: at once, or once the writes are answered.
-      if (pipelined && finish.length <= 1) sent.forEach((statement) => statement.catch(() => {}));
+      if (pipelined && finish.length <= 1) for (const statement of sent) statement.catch(() => {});
       else await Promise.all(sent);
       return result;
     }, options).catch((error: unknown) => explainPrepared(error, options.prepare));

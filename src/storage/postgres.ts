@@ -4,7 +4,7 @@ import type { PostgresDriver, PostgresQuery } from './postgres-connection.js';
 import { type PostgresClient, postgresDriver } from './postgres-driver.js';
 import { LOST_AFTER_MS } from './postgres-js.js';
 import { fromTextKey, quoteIdentifier, toTextKey, upperBound } from './sql.js';
-import type { RangeRead, RangeRow, ScanOptions, Storage, StorageTransaction, StoredValue, WriteLane } from './types.js';
+import type { RangeRow, ScanOptions, Storage, StorageTransaction, StoredValue, WriteLane } from './types.js';
 import { type StorageReader, WriteBuffer } from './write-buffer.js';
 import { within } from '../base/within.js';
 import { TemporaryError } from '../base/errors.js';

@@ -43,7 +43,10 @@ export class WriteBuffer implements StorageTransaction {
     const fetched = new Map<string, StoredValue | undefined>();
     if (missing.length > 0) {
       const found = await getMany(this.#base, missing);
-      missing.forEach((key, i) => (fetched.set(key, found[i]), cache?.set(key, found[i])));
+      missing.forEach((key, i) => {
+        fetched.set(key, found[i]);
+        cache?.set(key, found[i]);
+      });
     }
     return keys.map((key) => (this.writes.has(key) ? this.writes.get(key) : fetched.has(key) ? fetched.get(key) : cache?.get(key)));
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createWorker, routeToObject } from '../../adapters/cloudflare.js';
-import { memoryStorage, type SyncContext } from '../../src/index.js';
+import { memoryStorage } from '../../src/index.js';
 import { runtimeContext } from '../runtime/context.js';
 
 // The wiring that needs no workerd; test/runtime/workerd.e2e.test.ts runs the rest in workerd.

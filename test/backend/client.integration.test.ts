@@ -45,7 +45,7 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
   const clients = new Clients(() => server.url);
   const closing: Array<() => void> = [];
   afterEach(async () => {
-    closing.splice(0).forEach((close) => close());
+    for (const close of closing.splice(0)) close();
     await clients.closeAll();
     await server?.stop();
   });

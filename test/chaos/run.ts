@@ -110,7 +110,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const receiver = options.webhooks && !topology.lossAllowed ? await ChaosReceiver.start(rng.fork(), 0.05) : undefined;
   if (receiver) process.env.CHAOS_WEBHOOK_URL = receiver.url;
   else delete process.env.CHAOS_WEBHOOK_URL;
-  let webhookAnomalies: Anomaly[] = [];
+  const webhookAnomalies: Anomaly[] = [];
   /** The migrations begun in each space, and what finishing them found (migration-check.ts). */
   const begun: MigrationsBegun = new Map();
   const migrationAnomalies: Anomaly[] = [];

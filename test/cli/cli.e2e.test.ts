@@ -225,7 +225,7 @@ describe('the viewsync CLI, run as a process', () => {
     const moved = sh(`viewsync move '' --to b ${stores}`);
     expect(moved.status, moved.stderr).toBe(0);
     expect(moved.stdout).toMatch(/^moved "" from "a" to "b": [\d,]+ rows copied in .+; its writes waited \d+ ms for the switch\n$/);
-    expect(moved.stderr).toMatch(/move: copying[^]*move: switching[^]*move: committed[^]*move: switched/);
+    expect(moved.stderr).toMatch(/move: copying[\s\S]*move: switching[\s\S]*move: committed[\s\S]*move: switched/);
     // The space is the same space: its version, its client group and lastMutationID came along.
     const after = JSON.parse(sh(`viewsync inspect '' --json ${stores}`).stdout) as typeof before;
     expect(after.version).toBe(before.version);

@@ -7,7 +7,7 @@
  * Plain functions over `handlePush` / `handlePull` in process, no test framework.
  */
 import { createContext, handlePull, handlePush, type JSONValue, type Mutators, type SyncContext } from '../../src/index.js';
-import { type PatchOperation } from '../../src/protocol.js';
+import type { PatchOperation } from '../../src/protocol.js';
 import { compareCookies } from '../../src/sync/version/cookie.js';
 
 /** Each mutation adds one to its client's counter and writes an entry of its own ID. */

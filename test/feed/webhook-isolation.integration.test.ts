@@ -77,7 +77,7 @@ const each = (keys: string[]) => Object.fromEntries(SPACES.map((space) => [space
 
 describe('webhooks: one receiver that hangs', () => {
   it('startWebhooks: holds up no other webhook; its attempts take its own slots, no more', async () => {
-    const { hang, ok, ctx } = await hangingBeside({ runner: true });
+    const { hang, ok } = await hangingBeside({ runner: true });
     await expect.poll(() => spacesHolding(ok, 'a'), HANG).toBe(24);
     // The slow webhook's 8 slots (the default concurrency) hold attempts that hang; it starts no more.
     await expect.poll(() => hang.stalled(), HANG).toBe(8);

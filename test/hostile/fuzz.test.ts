@@ -88,7 +88,7 @@ interface World {
 
 function bearer(request: Request): string | null {
   const value = request.headers.get('authorization');
-  return value !== null && value.startsWith('Bearer ') ? value.slice('Bearer '.length) : null;
+  return value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : null;
 }
 
 /** Wraps a store to count the writes of transactions that committed. */
@@ -350,7 +350,7 @@ const define = (target: Record<string, unknown>, key: string, value: unknown) =>
 
 function paths(value: unknown, path: Path = [], out: Path[] = []): Path[] {
   out.push(path);
-  if (Array.isArray(value)) value.forEach((item, i) => paths(item, [...path, i], out));
+  if (Array.isArray(value)) value.forEach((item, i) => void paths(item, [...path, i], out));
   else if (isObject(value)) for (const key of Object.keys(value)) paths(value[key], [...path, key], out);
   return out;
 }

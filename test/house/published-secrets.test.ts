@@ -85,7 +85,7 @@ function secretLiterals(text: string): { handed: string[]; named: string[] } {
 /** A file's text; a page's inline code spans lose their backticks, which quote nothing in prose. */
 function read(file: string): string {
   const text = readFileSync(join(ROOT, file), 'utf8');
-  return file.endsWith('.md') ? text.replace(/```[^]*?```|`/g, (match) => (match === '`' ? ' ' : match)) : text;
+  return file.endsWith('.md') ? text.replace(/```[\s\S]*?```|`/g, (match) => (match === '`' ? ' ' : match)) : text;
 }
 
 /** The text files under `folder` of the repository, by path from its root (no node_modules). */

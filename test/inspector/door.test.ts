@@ -174,10 +174,10 @@ describe('the API', () => {
     expect((await act(handle, 'restore', restore, cookie, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await handle(new Request(`${ORIGIN}/_inspect/api/restore`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-viewsync-inspector': '1', cookie }, body: JSON.stringify(restore) }))).status).toBe(403);
     expect((await act(handle, 'restore', restore, cookie, { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(415);
-    expect(await valueOf(ctx, 'acme', 'a')).toBe(2);
+    expect(await storedValue(ctx, 'acme', 'a')).toBe(2);
     const done = await act(handle, 'restore', restore, cookie);
     expect(done.status).toBe(200);
-    expect(await valueOf(ctx, 'acme', 'a')).toBe(1);
+    expect(await storedValue(ctx, 'acme', 'a')).toBe(1);
   });
 
   it('in read-only mode, says so and refuses every action, told', async () => {
@@ -231,7 +231,7 @@ describe('the API', () => {
   });
 });
 
-function valueOf(ctx: SyncContext, space: string, key: string) {
+function storedValue(ctx: SyncContext, space: string, key: string) {
   return read(ctx, space, (tx) => tx.get(key));
 }
 

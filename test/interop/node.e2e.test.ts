@@ -1,4 +1,4 @@
-import { memoryStorage, type SyncContext } from '../../src/index.js';
+import { memoryStorage } from '../../src/index.js';
 import { serve } from '../../adapters/node.js';
 import { runtimeContext } from '../runtime/context.js';
 import { describeInterop } from './suite.js';

@@ -5,7 +5,6 @@
 import pg from 'pg';
 import { afterAll, it } from 'vitest';
 import { serve } from '../../adapters/node.js';
-import { type SyncContext } from '../../src/index.js';
 import { postgresStorage } from '../../src/postgres.js';
 import { runtimeContext } from '../runtime/context.js';
 import { describeInterop } from './suite.js';

@@ -3,7 +3,6 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createContext } from '../../src/index.js';
 
 /**
  * Uses `dist/` (built by test/support/global-setup.ts with the project's tsup config, as `npm run build`

@@ -20,7 +20,7 @@ describe('durations', () => {
     const misnamed: string[] = [];
     for (const file of readdirSync(dist).filter((name) => name.endsWith('.d.ts'))) {
       const text = readFileSync(join(dist, file), 'utf8');
-      for (const [, doc, name, type] of text.matchAll(/\/\*\*((?:(?!\*\/)[^])*)\*\/\s*(?:readonly\s+)?(\w+)\??:\s*([^;]+);/g)) {
+      for (const [, doc, name, type] of text.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*(?:readonly\s+)?(\w+)\??:\s*([^;]+);/g)) {
         if (/\b(milli)?seconds\b(?! since the epoch)/i.test(doc!) && /^number\b/.test(type!) && !name!.endsWith('Ms')) misnamed.push(`${file}: ${name}`);
       }
     }

@@ -37,7 +37,7 @@ const pages = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')
   .filter((page) => existsSync(join(ROOT, page)))
   .map((page) => ({ page, text: readFileSync(join(ROOT, page), 'utf8') }));
 const snippets = pages.flatMap(({ page, text }) =>
-  [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([^]*?)```\n/g)].map(([, file, runner, language, code]) => ({ page, file: file!, runner: runner!, language: language!, code: code! })),
+  [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([\s\S]*?)```\n/g)].map(([, file, runner, language, code]) => ({ page, file: file!, runner: runner!, language: language!, code: code! })),
 );
 const OTEL = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'];
 const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', 'ws', ...OTEL], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
@@ -143,7 +143,7 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
   });
 
   it.each(byRunner('node-postgres').map(({ file }) => file))('%s with DATABASE_URL unset, refused, or naming a server that is not PostgreSQL: exits at startup saying what to check', async (file) => {
-    const notPostgres = createServer((request, response) => response.end('not PostgreSQL')).listen(0, '127.0.0.1');
+    const notPostgres = createServer((_request, response) => response.end('not PostgreSQL')).listen(0, '127.0.0.1');
     await new Promise((resolve) => notPostgres.once('listening', resolve));
     try {
       // With about what each takes here on 2 cores under a load of 5 (1.6 to 2.1 s of tsx's

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
 import { moveSpace } from '../../src/ops.js';
-import { type StoredValue } from '../../src/store.js';
+import type { StoredValue } from '../../src/store.js';
 import { rendezvous } from '../../src/route/placement.js';
 import { routedStorage } from '../../src/route/routed-storage.js';
 import { mutation } from '../support/helpers.js';

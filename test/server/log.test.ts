@@ -46,7 +46,7 @@ describe('the default onError', () => {
     await handlePull(post('/pull', pullBodyV0('lost\n    at forged (evil.js:1:1)', null, 3)), ctx);
     expect(lines).toHaveLength(1);
     const [first, ...frames] = lines[0]!.split('\n');
-    expect(first).toMatch(/^\[viewsync\] POST "\/pull" failed: HTTPError: Client "lost\\n    at forged/);
+    expect(first).toMatch(/^\[viewsync\] POST "\/pull" failed: HTTPError: Client "lost\\n {4}at forged/);
     expect(frames).toEqual([]); // an HTTPError's stack is the server's own choice, not a bug
     vi.restoreAllMocks();
 

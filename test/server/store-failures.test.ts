@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { handlePull, handlePush, memoryStorage, type Storage } from '../../src/index.js';
-import { type StorageTransaction } from '../../src/store.js';
+import type { StorageTransaction } from '../../src/store.js';
 import { gate } from '../support/gate.js';
 import { mutation, post, pull, pullBody, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 import { onEveryStore } from '../support/stores.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { memoryStorage } from '../../src/index.js';
-import { type StorageScanOptions } from '../../src/store.js';
+import type { StorageScanOptions } from '../../src/store.js';
 import { SortedKeys } from '../../src/storage/sorted-keys.js';
 import { describeStorageConformance } from './conformance.js';
 

@@ -2,7 +2,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
 import { type JSONValue, type SyncContext, TemporaryError, createContext } from '../../src/index.js';
-import { type PatchOperation } from '../../src/protocol.js';
+import type { PatchOperation } from '../../src/protocol.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { EventReader } from '../poke/sse.js';
 import { applyPatch, mutation, pullBody, pushBody, testMutators } from '../support/helpers.js';

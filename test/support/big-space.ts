@@ -15,11 +15,11 @@ export interface DrawnWrite {
 /** Items whose titles are `titleChars` long: their keys, their values, and the test mutators with `fill`, which writes `count` of them from `from`. */
 export function bigSpace(titleChars: number) {
   const keyOf = (i: number) => `item/${String(i).padStart(6, '0')}`;
-  const valueOf = (i: number, round = 0): JSONValue => ({ title: `Item ${i} `.padEnd(titleChars, '.'), n: i, round });
+  const valueFor = (i: number, round = 0): JSONValue => ({ title: `Item ${i} `.padEnd(titleChars, '.'), n: i, round });
   const mutators: Mutators = {
     ...testMutators,
     fill: async (tx, { from, count }: { from: number; count: number }) => {
-      for (let i = from; i < from + count; i++) await tx.set(keyOf(i), valueOf(i));
+      for (let i = from; i < from + count; i++) await tx.set(keyOf(i), valueFor(i));
     },
   };
   /**
@@ -31,7 +31,7 @@ export function bigSpace(titleChars: number) {
     return async (writes: readonly DrawnWrite[], at: number) => {
       for (const { entry, op } of writes.filter((w) => w.at === at)) {
         const key = keyOf(entry);
-        const value = valueOf(entry, run);
+        const value = valueFor(entry, run);
         await push(ctx, group, [mutation(client, ++made, op, op === 'put' ? { key, value } : { key })]);
         if (op === 'put') expected.set(key, value);
         else expected.delete(key);
@@ -39,5 +39,5 @@ export function bigSpace(titleChars: number) {
       return made;
     };
   };
-  return { keyOf, valueOf, mutators, writer };
+  return { keyOf, valueFor, mutators, writer };
 }

@@ -11,8 +11,8 @@ import {
   type Storage,
   createContext,
 } from '../../src/index.js';
-import { type PatchOperation } from '../../src/protocol.js';
-import { type StorageTransaction, type TransactionOptions } from '../../src/store.js';
+import type { PatchOperation } from '../../src/protocol.js';
+import type { StorageTransaction, TransactionOptions } from '../../src/store.js';
 
 /** Mutators the tests share: the real client fixtures use put, del and increment. */
 export const testMutators: Mutators = {

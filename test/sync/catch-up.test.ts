@@ -120,7 +120,7 @@ describe('a pull whose cookie is ahead of what the store shows', () => {
   });
 
   test('a first sync in pages whose start the store does not show yet goes on from its page once it does, not from the beginning', async () => {
-    const { keyOf, valueOf, mutators } = bigSpace(200);
+    const { keyOf, valueFor, mutators } = bigSpace(200);
     const store = laggingStore(5_000);
     const ctx = createContext({ storage: store.storage, mutators, firstSync: { pageBytes: 2 ** 20 } });
     await push(ctx, 'filler', [mutation('f', 1, 'fill', { from: 0, count: 8_000 })]);
@@ -134,7 +134,7 @@ describe('a pull whose cookie is ahead of what the store shows', () => {
     // One clear, on the first page: the second went on from the first.
     expect(pages.flatMap((page) => page.patch).filter((op) => op.op === 'clear')).toHaveLength(1);
     const held = pages.reduce((view, page) => applyPatch(view, page.patch), new Map());
-    expect(held).toEqual(new Map([...Array.from({ length: 8_000 }, (_, i) => [keyOf(i), valueOf(i)] as const), ['extra', 1]]));
+    expect(held).toEqual(new Map([...Array.from({ length: 8_000 }, (_, i) => [keyOf(i), valueFor(i)] as const), ['extra', 1]]));
   });
 
   test('a client that reads now the copy ahead, now the one a commit behind (which catches up a moment later) never starts over, never sees its cookie or lastMutationIDs go back, and holds the space (property)', async () => {

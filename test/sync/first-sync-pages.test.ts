@@ -15,7 +15,7 @@ import { onEveryStore } from '../support/stores.js';
 
 const ENTRIES = 20_000;
 const PAGE_BYTES = 2 ** 20;
-const { keyOf, valueOf, mutators, writer } = bigSpace(200);
+const { keyOf, valueFor, mutators, writer } = bigSpace(200);
 
 interface Page extends PullOK {
   bytes: number;
@@ -52,7 +52,7 @@ onEveryStore('first_sync_pages', (store, create) => {
   describe(`a first sync in pages (${store})`, () => {
     const storage: Storage = create();
     const ctx = createContext({ storage, mutators, firstSync: { pageBytes: PAGE_BYTES } });
-    const expected = new Map(Array.from({ length: ENTRIES }, (_, i) => [keyOf(i), valueOf(i)] as const));
+    const expected = new Map(Array.from({ length: ENTRIES }, (_, i) => [keyOf(i), valueFor(i)] as const));
     let runs = 0;
 
     beforeAll(async () => {

@@ -16,7 +16,7 @@ import { onEveryStore } from '../support/stores.js';
 
 /** Entries in the big space: several pages past what a pull's own transaction reads. */
 const ENTRIES = 25_000;
-const { keyOf, valueOf, mutators, writer } = bigSpace(80);
+const { keyOf, valueFor, mutators, writer } = bigSpace(80);
 
 /** A context whose store counts the read-only transactions begun, on `inner`. */
 function bigContext(inner: Storage, view?: SyncContext['options']['view']) {
@@ -55,7 +55,7 @@ async function readSlowly(response: Response, between: (chunk: number) => Promis
   return JSON.parse(got.text + decoder.decode()) as PullOK;
 }
 
-const model = () => new Map(Array.from({ length: ENTRIES }, (_, i) => [keyOf(i), valueOf(i)] as const));
+const model = () => new Map(Array.from({ length: ENTRIES }, (_, i) => [keyOf(i), valueFor(i)] as const));
 
 onEveryStore('streamed_reset', (store, create) => {
   describe(`a full pull of a big space, sent as it is read (${store})`, () => {

@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type JSONValue, type WriteTransaction } from '../../src/index.js';
+import type { JSONValue, WriteTransaction } from '../../src/index.js';
 import { compareUTF8 } from '../../src/store.js';
 import { mutation, push, serverView, testContext } from '../support/helpers.js';
 

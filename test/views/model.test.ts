@@ -19,7 +19,7 @@ import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite, sqliteDriver } from '../support/sqlite-driver.js';
 import { withPostgres } from '../support/stores.js';
 import { applyPatch, post, pullBody, pullBodyV0 } from '../support/helpers.js';
-import { as, viewContext, write } from './app.js';
+import { viewContext, write } from './app.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 500);
 const USERS = ['alice', 'bob', 'carol'] as const;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { handlePull, HTTPError, type JSONValue, type View, createContext } from '../../src/index.js';
-import { type StorageTransaction } from '../../src/store.js';
+import type { StorageTransaction } from '../../src/store.js';
 import { countingStorage, post, pull, pullBody, pullBodyV0 } from '../support/helpers.js';
 import { as, membershipView, viewContext, ViewClient, write } from './app.js';
 

@@ -108,5 +108,5 @@ function commit(storage: Storage, space: string, batch: readonly Waiting[]): Pro
 }
 
 function settle(batch: readonly Waiting[], results: readonly unknown[]): void {
-  batch.forEach(({ resolve }, i) => resolve(results[i]));
+  for (const [i, { resolve }] of batch.entries()) resolve(results[i]);
 }

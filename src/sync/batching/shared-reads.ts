@@ -1,4 +1,4 @@
-import type { RangeRead, ScanOptions, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { RangeRead, RangeRow, ScanOptions, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
 import { getMany, scanText } from '../../storage/write-buffer.js';
 import { PrefetchedRead, type ReadPlan, rangesOf, scanKey } from './prefetched-read.js';
 import { type Context, activeContext, inContext } from '../../telemetry/telemetry.js';
@@ -76,7 +76,7 @@ const queues = new SpaceQueues<Waiting>(runBatch, 256);
  */
 async function runPlanned(storage: Storage, space: string, batch: readonly Waiting[]): Promise<Waiting[]> {
   const plan = mergePlans(batch.map((waiting) => waiting.plan!));
-  let results;
+  let results: RangeRow[][];
   try {
     results = await storage.readMany!(rangesOf(plan), { space });
   } catch {
@@ -86,7 +86,10 @@ async function runPlanned(storage: Storage, space: string, batch: readonly Waiti
   const reads = new PrefetchedRead(plan, results);
   const outcomes = await Promise.allSettled(batch.map(({ job, context }) => inContext(context, () => job(reads))));
   const unanswered: Waiting[] = [];
-  outcomes.forEach((outcome, i) => (outcome.status === 'fulfilled' ? batch[i]!.resolve(outcome.value) : unanswered.push(batch[i]!)));
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === 'fulfilled') batch[i]!.resolve(outcome.value);
+    else unanswered.push(batch[i]!);
+  });
   return unanswered;
 }
 
@@ -197,8 +200,8 @@ export class SharedRead extends SharingRead implements StorageTransaction {
     this.#pending = undefined;
     const keys = [...pending.keys()];
     getMany(this.#tx, keys).then(
-      (values) => keys.forEach((key, i) => pending.get(key)!.resolve(values[i])),
-      (error: unknown) => pending.forEach(({ reject }) => reject(error)),
+      (values) => keys.forEach((key, i) => void pending.get(key)!.resolve(values[i])),
+      (error: unknown) => pending.forEach(({ reject }) => void reject(error)),
     );
   }
 }

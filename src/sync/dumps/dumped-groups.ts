@@ -1,10 +1,11 @@
-import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
 import { encodeVersion, SpaceKeys, STAGING_MARK, VERSION_FIELD } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
 import type { GroupRecord, Meta, StoredClient } from '../version/records.js';
 import type { SpaceSession } from '../version/strategy.js';
 import { setOwn } from '../../base/own.js';
+import { recordOf, toStored } from '../../storage/records.js';
 
 /**
  * A space's client groups in a dump (format 3), so that a copied space keeps its clients going:
@@ -84,7 +85,7 @@ const GROUPS = '.groups';
 /** Writes checked group lines into import `id`'s staging area, each at its group's order and its place among the group's lines. */
 export async function stageGroups(tx: StorageTransaction, space: string, id: string, lines: readonly GroupLine[]): Promise<void> {
   const area = groupsArea(new SpaceKeys(space), id);
-  for (const { group, index } of lines) await tx.put(area + groupOrder(group.user, group.group) + '/' + encodeVersion(index), group as unknown as StoredValue);
+  for (const { group, index } of lines) await tx.put(area + groupOrder(group.user, group.group) + '/' + encodeVersion(index), toStored(group));
 }
 
 /** A client record of the dump that was not written, and why. */
@@ -127,7 +128,7 @@ export interface GroupsStep {
 export async function applyGroups(tx: StorageTransaction, session: SpaceSession, keys: SpaceKeys, id: string, limit: number, now: number): Promise<GroupsStep> {
   const area = groupsArea(keys, id);
   const rows = await tx.scan({ prefix: area, limit });
-  const lines = rows.map(([row, value]) => [row, value as unknown as DumpedGroup] as const);
+  const lines = rows.map(([row, value]) => [row, recordOf<DumpedGroup>(value)] as const);
   // What the step reads, in one go: a database answers in one round trip, and the session's reads then hit its cache.
   const reads = lines.flatMap(([, line]) => [keys.group(line.user ?? undefined, line.group), ...('clients' in line ? Object.keys(line.clients).map((client) => keys.client(line.user ?? undefined, client)) : [])]);
   if (reads.length > 0) await getMany(tx, reads);

@@ -8,6 +8,7 @@ import { storedLogRowBytes } from '../history/history-bytes.js';
 import type { SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
 import type { Meta } from '../version/records.js';
+import { recordOf, toStored } from '../../storage/records.js';
 
 /**
  * A space's history in a dump (format 4, see backend/dump.ts): its change log's rows, exported as
@@ -60,13 +61,13 @@ export function checkLogRow(parsed: unknown, keys: SpaceKeys, kept: { from: numb
   } catch (error) {
     return `is a row of the change log with a value that cannot be stored: ${(error as Error).message}`;
   }
-  return [place, row as unknown as LogRow];
+  return [place, recordOf<LogRow>(row as StoredValue)];
 }
 
 /** Writes checked log rows into import `id`'s history area. */
 export async function stageLog(tx: StorageTransaction, keys: SpaceKeys, id: string, rows: readonly DumpedLogRow[]): Promise<void> {
   const area = historyArea(keys, id);
-  for (const [place, row] of rows) await tx.put(area + place, row as unknown as StoredValue);
+  for (const [place, row] of rows) await tx.put(area + place, toStored(row));
 }
 
 /** Moves up to `limit` staged rows of import `id`'s history into the space's log; resolves with their bytes in the history (quota.ts), and whether none is left. */
@@ -77,7 +78,7 @@ export async function moveLog(tx: StorageTransaction, keys: SpaceKeys, id: strin
   for (const [row, value] of rows) {
     await tx.put(keys.logPrefix + row.slice(area.length), value);
     await tx.del(row);
-    bytes += storedLogRowBytes(value as unknown as LogRow);
+    bytes += storedLogRowBytes(recordOf<LogRow>(value));
   }
   return { bytes, done: rows.length < limit };
 }

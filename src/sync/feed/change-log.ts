@@ -1,7 +1,8 @@
 import type { JSONValue } from '../../protocol/json.js';
-import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import type { SpaceKeys } from '../version/keys.js';
 import type { ChangeOrigin, Meta } from '../version/records.js';
+import { toStored } from '../../storage/records.js';
 
 /**
  * The change log of a space (`f/<space>/<version>/<seq>`, see keys.ts): every change a commit made,
@@ -66,7 +67,7 @@ export class ChangeLog {
   }
 
   #put(version: number, row: LogRow): Promise<void> {
-    return this.#tx.put(this.#keys.logRow(version, this.#seq++), row as unknown as StoredValue);
+    return this.#tx.put(this.#keys.logRow(version, this.#seq++), toStored(row));
   }
 }
 

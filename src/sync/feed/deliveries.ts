@@ -1,8 +1,9 @@
-import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import { encodeVersion, SpaceKeys } from '../version/keys.js';
 import type { Meta } from '../version/records.js';
 import { feedFrom } from './change-log.js';
 import { type Cursor, type FeedChange, ChangesGoneError, parseCursor, readFeedPage } from './feed-pages.js';
+import { recordOf, toStored } from '../../storage/records.js';
 
 /**
  * A webhook's deliveries in one space, kept in the space's own rows (`h/<space>/<name>`, see
@@ -147,7 +148,7 @@ export async function claimDelivery(tx: StorageTransaction, space: string, rule:
   const state: DeliveryState = stored ?? { cursor: String(start), delivered: 0, failures: 0 };
   if (state.disabled) return { kind: 'disabled', reason: state.disabled.reason, now: false };
   if (state.lease && state.lease.owner !== owner && state.lease.until > now) return { kind: 'wait', until: state.lease.until };
-  const save = () => tx.put(keys.delivery(rule.name), state as unknown as StoredValue);
+  const save = () => tx.put(keys.delivery(rule.name), toStored(state));
   try {
     let changes: FeedChange[] | undefined;
     if (state.pending === undefined && state.replays?.length) state.pending = { ...state.replays.shift()!, attempts: 0, firstAt: now, nextAt: now, replay: true };
@@ -224,7 +225,7 @@ export async function finishDelivery(tx: StorageTransaction, space: string, rule
     pending.nextAt = now + backoff(pending.attempts);
     if (now - pending.firstAt >= rule.retryForMs) state.disabled = { at: now, reason: `deliveries failed for ${Math.round((now - pending.firstAt) / 60_000)} min (${pending.attempts} attempts); the last: ${pending.error}` };
   }
-  await tx.put(keys.delivery(rule.name), state as unknown as StoredValue);
+  await tx.put(keys.delivery(rule.name), toStored(state));
   return outcome.ok ? 'delivered' : state.disabled ? 'disabled' : 'failed';
 }
 
@@ -262,7 +263,7 @@ function recordKey(keys: SpaceKeys, name: string, to: Cursor, from: string): str
  */
 async function trimRecords(tx: StorageTransaction, keys: SpaceKeys, name: string, state: DeliveryState, cutoff: number, most: number): Promise<void> {
   for (const [key, value] of await tx.scan({ prefix: keys.deliveryLog(name), limit: 2 })) {
-    if ((value as unknown as DeliveryRecord).at >= cutoff && (state.records ?? 0) <= most) continue;
+    if (recordOf<DeliveryRecord>(value).at >= cutoff && (state.records ?? 0) <= most) continue;
     await tx.del(key);
     if (state.records !== undefined) state.records = Math.max(0, state.records - 1);
   }
@@ -270,7 +271,7 @@ async function trimRecords(tx: StorageTransaction, keys: SpaceKeys, name: string
 
 /** The delivery records of the webhook named `name` in `space` whose ranges meet `(from, to]`, oldest first. */
 export async function deliveriesIn(tx: StorageTransaction, space: string, name: string, from: Cursor, to: Cursor): Promise<DeliveryRecord[]> {
-  const records = (await tx.scan({ prefix: new SpaceKeys(space).deliveryLog(name) })).map(([, value]) => value as unknown as DeliveryRecord);
+  const records = (await tx.scan({ prefix: new SpaceKeys(space).deliveryLog(name) })).map(([, value]) => recordOf<DeliveryRecord>(value));
   return records.filter((record) => comparePlaces(parseCursor(record.to), from) > 0 && comparePlaces(parseCursor(record.from), to) < 0);
 }
 
@@ -291,7 +292,7 @@ export async function askAgain(tx: StorageTransaction, space: string, name: stri
     replays.push({ from, to });
     added++;
   }
-  await tx.put(keys.delivery(name), state as unknown as StoredValue);
+  await tx.put(keys.delivery(name), toStored(state));
   return added;
 }
 
@@ -327,7 +328,7 @@ export async function enableDelivery(tx: StorageTransaction, space: string, name
   delete state.disabled;
   delete state.lease;
   if (state.pending) Object.assign(state.pending, { firstAt: now, nextAt: now });
-  await tx.put(keys.delivery(name), state as unknown as StoredValue);
+  await tx.put(keys.delivery(name), toStored(state));
   return true;
 }
 
@@ -337,7 +338,7 @@ export async function deliveryStates(tx: StorageTransaction, space: string): Pro
   const states = new Map<string, DeliveryState>();
   for (const [key, value] of await tx.scan({ prefix: keys.deliveryPrefix })) {
     const rest = key.slice(keys.deliveryPrefix.length);
-    if (!rest.includes('/')) states.set(rest, value as unknown as DeliveryState);
+    if (!rest.includes('/')) states.set(rest, recordOf<DeliveryState>(value));
   }
   return states;
 }

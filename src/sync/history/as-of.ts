@@ -6,6 +6,7 @@ import { scanPages } from '../version/patch.js';
 import type { Entry, Meta } from '../version/records.js';
 import { doneCheckpoints } from './checkpoint-records.js';
 import { changesBetween, checkKept } from './log-reads.js';
+import { recordOf } from '../../storage/records.js';
 
 /**
  * A space as it was at a version: a base the store holds whole (the live entries, or the
@@ -76,7 +77,7 @@ async function* baseRows(tx: StorageTransaction, keys: SpaceKeys, base: Base, pr
     const rows: Array<[string, JSONValue]> = [];
     for (const [row, value] of page) {
       if (base.checkpoint !== undefined) rows.push([row.slice(from.length), value as JSONValue]);
-      else if (!(value as unknown as Entry).del) rows.push([row.slice(from.length), (value as unknown as Entry & { del?: undefined }).val]);
+      else if (!recordOf<Entry>(value).del) rows.push([row.slice(from.length), recordOf<Entry & { del?: undefined }>(value).val]);
     }
     yield rows;
   }

@@ -1,5 +1,6 @@
 import type { StorageTransaction } from '../../storage/types.js';
 import { decodeVersion, type SpaceKeys } from '../version/keys.js';
+import { recordOf } from '../../storage/records.js';
 
 /** The records of a space's history checkpoints (`q/<space>/<ver>`, see checkpoints.ts). */
 
@@ -19,5 +20,5 @@ export async function doneCheckpoints(tx: StorageTransaction, keys: SpaceKeys): 
 /** Every checkpoint record of a space, whole or being built, oldest first (a few: see CHECKPOINT_EVERY in checkpoints.ts). */
 export async function checkpointRecords(tx: StorageTransaction, keys: SpaceKeys): Promise<Array<[number, CheckpointRecord]>> {
   const rows = await tx.scan({ prefix: keys.checkpointRecordPrefix });
-  return rows.map(([row, record]) => [decodeVersion(row.slice(keys.checkpointRecordPrefix.length)), record as unknown as CheckpointRecord]);
+  return rows.map(([row, record]) => [decodeVersion(row.slice(keys.checkpointRecordPrefix.length)), recordOf<CheckpointRecord>(record)]);
 }

@@ -1,12 +1,13 @@
 import type { JSONValue } from '../../protocol/json.js';
 import { utf8Length } from '../../base/utf8.js';
-import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import { valueBytes } from '../transactions/quota.js';
 import type { SpaceKeys } from '../version/keys.js';
 import type { Meta } from '../version/records.js';
 import { asOfPages } from './as-of.js';
 import { checkpointRecords, type CheckpointRecord } from './checkpoint-records.js';
 import { keptVersions } from './log-reads.js';
+import { toStored } from '../../storage/records.js';
 
 /**
  * Checkpoints of a space's history (`p/<space>/<ver>/<key>`, their records at `q/<space>/<ver>`):
@@ -72,7 +73,7 @@ export async function checkpointStep(tx: StorageTransaction, keys: SpaceKeys, sp
   const last = live.at(-1)?.[0] ?? kept.from;
   if (kept.to - last < Math.max(every, meta.entries ?? 0)) return step;
   const begun: CheckpointRecord = { done: false, at: now };
-  await tx.put(keys.checkpointRecord(kept.to), begun as unknown as StoredValue);
+  await tx.put(keys.checkpointRecord(kept.to), toStored(begun));
   return { ...step, done: false };
 }
 
@@ -84,17 +85,17 @@ async function build(tx: StorageTransaction, keys: SpaceKeys, space: string, met
   let after = record.after;
   for await (const page of asOfPages(tx, keys, space, meta, version, '', after)) {
     for (const [key, value] of page) {
-      await tx.put(rows + key, value as unknown as StoredValue);
+      await tx.put(rows + key, toStored(value));
       bytes += checkpointRowBytes(key, value);
       after = key;
       if (++written === limit) {
-        await tx.put(keys.checkpointRecord(version), { ...record, after } as unknown as StoredValue);
+        await tx.put(keys.checkpointRecord(version), toStored({ ...record, after }));
         return { written, bytes };
       }
     }
   }
   const { after: _, ...whole } = record;
-  await tx.put(keys.checkpointRecord(version), { ...whole, done: true } as unknown as StoredValue);
+  await tx.put(keys.checkpointRecord(version), toStored({ ...whole, done: true }));
   return { written, bytes };
 }
 

@@ -1,5 +1,5 @@
 import type { JSONValue } from '../../protocol/json.js';
-import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { StorageTransaction, } from '../../storage/types.js';
 import type { Erased, LogRow } from '../feed/change-log.js';
 import type { ChangeOrigin, Entry } from '../version/records.js';
 import type { KeptRejection } from '../schema/rejected.js';
@@ -9,6 +9,7 @@ import { scanPages } from '../version/patch.js';
 import { checkpointRecords } from './checkpoint-records.js';
 import { checkpointRowBytes } from './checkpoints.js';
 import { sameValue } from './plans.js';
+import { recordOf, toStored } from '../../storage/records.js';
 
 /**
  * Erasure (`eraseData`): a key's values, a prefix's, or everything a user wrote, taken out of the
@@ -74,13 +75,13 @@ export async function keysToErase(tx: StorageTransaction, keys: SpaceKeys, targe
   }
   if ('prefix' in target) {
     const found: string[] = [];
-    for await (const page of scanPages(tx, { prefix: keys.entryPrefix + target.prefix })) for (const [row, value] of page) if (!(value as unknown as Entry).del) found.push(row.slice(keys.entryPrefix.length));
+    for await (const page of scanPages(tx, { prefix: keys.entryPrefix + target.prefix })) for (const [row, value] of page) if (!recordOf<Entry>(value).del) found.push(row.slice(keys.entryPrefix.length));
     return found;
   }
   const authorship = new Authorship(target);
   for await (const page of scanPages(tx, { prefix: keys.logPrefix })) {
     for (const [, value] of page) {
-      const row = value as unknown as LogRow;
+      const row = recordOf<LogRow>(value);
       if ('key' in row) authorship.next(row);
     }
   }
@@ -116,11 +117,11 @@ export async function stripHistory(tx: StorageTransaction, keys: SpaceKeys, targ
   };
   for await (const page of scanPages(tx, { prefix: keys.logPrefix })) {
     for (const [rowKey, value] of page) {
-      const row = value as unknown as LogRow;
+      const row = recordOf<LogRow>(value);
       passCheckpoints(keys.logPlace(rowKey).version);
       const stripped = strip(target, row, authorship);
       if (stripped === undefined) continue;
-      await tx.put(rowKey, stripped as unknown as StoredValue);
+      await tx.put(rowKey, toStored(stripped));
       done.rows++;
       done.freed += storedLogRowBytes(row) - storedLogRowBytes(stripped);
     }
@@ -139,10 +140,10 @@ export async function stripHistory(tx: StorageTransaction, keys: SpaceKeys, targ
   }
   if ('userID' in target) {
     for (const [row, value] of await tx.scan({ prefix: keys.rejectedPrefix })) {
-      const kept = value as unknown as KeptRejection;
+      const kept = recordOf<KeptRejection>(value);
       if (kept.userID !== target.userID || (kept.args === undefined && kept.argsCut === undefined)) continue;
       const { args: _, argsCut: __, ...rest } = kept;
-      await tx.put(row, { ...rest, argsErased: true } as unknown as StoredValue);
+      await tx.put(row, toStored({ ...rest, argsErased: true }));
       done.rejected++;
     }
   }

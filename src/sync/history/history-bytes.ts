@@ -6,6 +6,7 @@ import { valueBytes } from '../transactions/quota.js';
 import type { SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
 import { countCheckpoints } from './checkpoints.js';
+import { recordOf } from '../../storage/records.js';
 
 /**
  * A space's history, as its quota counts it (`quotas.historyBytes`, see quota.ts): what it keeps
@@ -48,6 +49,6 @@ const TOMBSTONE_OVERHEAD = 64;
 export async function countHistory(tx: StorageTransaction, keys: SpaceKeys): Promise<number> {
   let history = 0;
   for await (const page of scanPages(tx, { prefix: keys.tombstonePrefix })) for (const [row] of page) history += tombstoneBytes(keys.tombstoneKey(row));
-  for await (const page of scanPages(tx, { prefix: keys.logPrefix })) for (const [, row] of page) history += storedLogRowBytes(row as unknown as LogRow);
+  for await (const page of scanPages(tx, { prefix: keys.logPrefix })) for (const [, row] of page) history += storedLogRowBytes(recordOf<LogRow>(row));
   return history + (await countCheckpoints(tx, keys));
 }

@@ -5,6 +5,7 @@ import type { ChangeOrigin, Meta } from '../version/records.js';
 import { feedFrom } from '../feed/change-log.js';
 import { encodeVersion, type SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
+import { recordOf } from '../../storage/records.js';
 
 /**
  * Reading the change log (change-log.ts) as history: the versions it covers, and its rows
@@ -63,7 +64,7 @@ export async function* changesBetween(tx: StorageTransaction, keys: SpaceKeys, a
         if (changes.length > 0) yield changes;
         return;
       }
-      const change = loggedChange(keys, row, value as unknown as LogRow);
+      const change = loggedChange(keys, row, recordOf<LogRow>(value));
       if (change !== undefined) changes.push(change);
     }
     if (changes.length > 0) yield changes;

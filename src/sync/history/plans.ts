@@ -7,6 +7,7 @@ import type { SpaceKeys } from '../version/keys.js';
 import { scanPages } from '../version/patch.js';
 import { asOf } from './as-of.js';
 import { changesBetween, HistoryGoneError, keptVersions, type LoggedChange } from './log-reads.js';
+import { recordOf } from '../../storage/records.js';
 
 /**
  * What a restore or a revert would change, worked out from history in the transaction that then
@@ -25,7 +26,7 @@ export async function liveEntries(tx: StorageTransaction, keys: SpaceKeys, prefi
   const live = new Map<string, JSONValue>();
   for await (const page of scanPages(tx, { prefix: keys.entryPrefix + prefix })) {
     for (const [row, value] of page) {
-      const entry = value as unknown as Entry;
+      const entry = recordOf<Entry>(value);
       if (!entry.del) live.set(row.slice(keys.entryPrefix.length), entry.val);
     }
   }

@@ -1,12 +1,13 @@
 import type { JSONValue } from '../../protocol/json.js';
 import { compareUTF8 } from '../../base/utf8.js';
-import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { StorageTransaction, } from '../../storage/types.js';
 import { globalVersion } from '../session/global-version.js';
 import { SpaceKeys } from '../version/keys.js';
 import type { SessionClock, SessionOptions } from '../version/strategy.js';
 import type { Limits } from '../transactions/limits.js';
 import type { WriteTransaction } from '../transactions/transaction.js';
 import { MutationTransaction } from '../transactions/write-transaction.js';
+import { recordOf, toStored } from '../../storage/records.js';
 
 /**
  * The storage side of `runMigration`: one batch of a migration in one space, in one transaction.
@@ -113,7 +114,7 @@ export async function migrationStep(tx: StorageTransaction, space: string, migra
   await mtx.flush();
   const total = (record?.entries ?? 0) + entries;
   const next: MigrationRecord = { entries: total, started: record?.started ?? now, ...(done ? { done: now } : after !== undefined && { after }) };
-  await tx.put(recordKey, next as unknown as StoredValue);
+  await tx.put(recordKey, toStored(next));
   const changed = await session.commit();
   return { state: 'step', done, entries, total, changed, touched: session.touched() };
 }
@@ -200,7 +201,7 @@ function insertionPoint(queue: readonly string[], key: string, from: number): nu
 export async function migrationRecords(tx: StorageTransaction, space: string): Promise<Map<string, MigrationRecord>> {
   const keys = new SpaceKeys(space);
   const rows = await tx.scan({ prefix: keys.migrationPrefix });
-  return new Map(rows.map(([key, value]) => [key.slice(keys.migrationPrefix.length), value as unknown as MigrationRecord]));
+  return new Map(rows.map(([key, value]) => [key.slice(keys.migrationPrefix.length), recordOf<MigrationRecord>(value)]));
 }
 
 /** Entries a batch may come to, in batches, through keys the migration writes ahead of itself: past it, it is taken for a loop. */

@@ -103,7 +103,7 @@ export class Downgrade {
     // the values read so far.
     const { cleared, ops, feeds, affected } = this.#scan(patch, (key) => this.#checkedKeys(0, key));
     const values = new Map<string, JSONValue | undefined>();
-    const valueOf = (key: string, op: Patch[number]): JSONValue | undefined => {
+    const valueAfter = (key: string, op: Patch[number]): JSONValue | undefined => {
       const value = valueIn(op);
       values.set(key, value);
       return value;
@@ -117,7 +117,7 @@ export class Downgrade {
         if (!(feeds.get(read) ?? this.#checkedKeys(0, read)).includes(key)) return Promise.reject(this.#unmapped(step.version, key, read));
         if (values.has(read)) return Promise.resolve(values.get(read));
         const op = ops.get(read);
-        if (op !== undefined) return Promise.resolve(valueOf(read, op));
+        if (op !== undefined) return Promise.resolve(valueAfter(read, op));
         if (covers !== undefined && !covers(read)) return Promise.resolve(undefined);
         return reads.get(read).then((value) => (values.set(read, value), value));
       }),
@@ -203,8 +203,8 @@ class Batch {
     this.#failed = [];
     const keys = [...waiting.keys()];
     this.#read(keys).then(
-      (values) => keys.forEach((key, i) => waiting.get(key)!.forEach((resolve) => resolve(values[i]))),
-      (error: unknown) => failed.forEach((reject) => reject(error)),
+      (values) => keys.forEach((key, i) => void waiting.get(key)!.forEach((resolve) => void resolve(values[i]))),
+      (error: unknown) => failed.forEach((reject) => void reject(error)),
     );
   }
 }

@@ -3,6 +3,7 @@ import type { StorageTransaction, StoredValue } from '../../storage/types.js';
 import type { RejectedMutation } from '../version/records.js';
 import { scanPages } from '../version/patch.js';
 import type { SpaceKeys } from '../version/keys.js';
+import { recordOf } from '../../storage/records.js';
 
 /** The topic of the change feed's event for a rejected mutation (its payload: a {@link RejectedMutation}). */
 export const REJECTED_TOPIC = 'viewsync.rejected';
@@ -37,7 +38,7 @@ export function reasonOf(error: unknown): string {
 export async function readRejected(tx: StorageTransaction, keys: SpaceKeys): Promise<KeptRejection[]> {
   const all: KeptRejection[] = [];
   for await (const page of scanPages(tx, { prefix: keys.rejectedPrefix })) {
-    for (const [, record] of page) all.push(record as unknown as KeptRejection);
+    for (const [, record] of page) all.push(recordOf<KeptRejection>(record));
   }
   return all.sort((a, b) => a.number - b.number);
 }

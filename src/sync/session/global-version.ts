@@ -1,5 +1,5 @@
 import type { JSONValue } from '../../protocol/json.js';
-import type { StorageTransaction, StoredValue } from '../../storage/types.js';
+import type { StorageTransaction, } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
 import { orderBase } from '../version/cookie.js';
 import { collectSpace } from './housekeeping.js';
@@ -17,6 +17,7 @@ import { keptGaps, skipTo } from '../version/skipped-versions.js';
 import { ChangeLog, feedFrom } from '../feed/change-log.js';
 import { type LogDecision, logDecision } from '../feed/feed-record.js';
 import { keptRecord, MAX_REJECTED, REJECTED_TOPIC } from '../schema/rejected.js';
+import { toStored } from '../../storage/records.js';
 
 /**
  * The global version strategy (spec, "Global version number strategy"), one version per space.
@@ -134,7 +135,7 @@ class GlobalVersionSession implements SpaceSession {
   async keepRejected(record: RejectedMutation, event = true): Promise<void> {
     const number = (this.#meta?.rejected ?? 0) + this.#rejected++;
     await this.#tx.put(this.#keys.rejected(number % MAX_REJECTED), keptRecord(record, number));
-    if (this.#log !== undefined && event) await this.emit(REJECTED_TOPIC, record as unknown as JSONValue);
+    if (this.#log !== undefined && event) await this.emit(REJECTED_TOPIC, toStored(record));
     this.#changed = true;
   }
 
@@ -303,7 +304,7 @@ class GlobalVersionSession implements SpaceSession {
     const tx = this.#tx;
     const keys = this.#keys;
     const old = known ?? ((await tx.get(keys.entry(key))) as Entry | undefined);
-    await tx.put(keys.entry(key), entry as unknown as StoredValue);
+    await tx.put(keys.entry(key), toStored(entry));
     // Counted here, where every write of an entry passes (pushes, backend calls, imports).
     const usage = this.#usage;
     const oldBytes = old === undefined || old.del || (usage === undefined && this.#history === undefined) ? 0 : valueBytes(old.val);

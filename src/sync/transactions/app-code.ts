@@ -58,7 +58,10 @@ export class Watchdog {
     const running = this.#running;
     if (running === undefined) return;
     const left = running.started + this.#ms - performance.now();
-    if (left > 0) return this.#arm(left);
+    if (left > 0) {
+      this.#arm(left);
+      return;
+    }
     this.#running = undefined;
     running.expire(this.#expired(running.name, this.#ms));
   }

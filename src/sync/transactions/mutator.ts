@@ -37,6 +37,7 @@ export function defineMutator<TSchema extends StandardSchemaV1>(schema: TSchema,
     throw new TypeError('defineMutator takes a Standard Schema (valibot, zod 3.24+, arktype, ...): its schema has no ~standard.validate');
   }
   if (standard.vendor === 'valibot') {
+    // biome-ignore lint/plugin/no-double-cast: the Standard Schema says its vendor is valibot, so it is a valibot schema.
     const valibot = schema as unknown as v.GenericSchema;
     return (tx, args) => {
       const result = v.safeParse(valibot, args, { abortEarly: true });

@@ -34,6 +34,7 @@ export class SpaceReadTransaction implements ReadTransaction {
   }
 
   // One signature for the interface's typed overloads: the values are JSON either way.
+  // biome-ignore lint/suspicious/noExplicitAny: an overloaded method's implementation answers every overload.
   async get(key: string): Promise<any> {
     this.checkKey(key);
     const value = await this.lookup(key);
@@ -49,6 +50,7 @@ export class SpaceReadTransaction implements ReadTransaction {
     return true;
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: an overloaded method's implementation answers every overload.
   scan(options: ScanOptions | ScanIndexOptions = {}): ScanResult<any, any> {
     const byIndex = 'indexName' in options && options.indexName !== undefined;
     type Entry = readonly [string | IndexKey, JSONValue];

@@ -120,7 +120,7 @@ export class IndexRows {
     for await (const page of this.#entries.scan(index.prefix ?? '')) {
       for (const [key, value] of page) {
         const secondary = secondaryOf(index, key, value);
-        if (secondary !== undefined && secondary.startsWith(prefix)) found.push([[secondary, key], value]);
+        if (secondary?.startsWith(prefix)) found.push([[secondary, key], value]);
       }
     }
     found.sort(([[a, x]], [[b, y]]) => compareUTF8(a, b) || compareUTF8(x, y));

@@ -5,6 +5,7 @@ import { getMany } from '../../storage/write-buffer.js';
 import { bucketOfPrefix, encodeVersion, type SpaceKeys, VERSION_FIELD } from './keys.js';
 import type { Entry } from './records.js';
 import { coversKey, type Prefixes } from './prefixes.js';
+import { recordOf } from '../../storage/records.js';
 
 // The patches of the global version strategy, read from a space's entries (`e/`) and its
 // version index (`v/`); see keys.ts. A view, when there is one, narrows each to its prefixes.
@@ -88,7 +89,7 @@ export async function viewPatch(tx: StorageTransaction, keys: SpaceKeys, span: P
   for (const { prefix, except } of from.minus(to)) {
     for await (const page of regionPages((options) => tx.scan(options), keys, prefix)) {
       for (const [row, stored] of page) {
-        const entry = stored as unknown as Entry;
+        const entry = recordOf<Entry>(stored);
         const key = row.slice(skip);
         if (except.covers(key)) continue;
         if (entry.ver > span.since) return 'reset';
@@ -176,9 +177,9 @@ async function* regionPages<V>(scan: (options: ScanOptions) => Promise<ReadonlyA
 /** The operations for changed keys, their entries read in one round trip. */
 async function readChanges(tx: StorageTransaction, keys: SpaceKeys, changed: readonly string[]): Promise<PatchOperation[]> {
   if (changed.length === 0) return [];
-  const entries = (await getMany(tx, changed.map((key) => keys.entry(key)))) as unknown as Entry[];
+  const entries = await getMany(tx, changed.map((key) => keys.entry(key)));
   return changed.map((key, i) => {
-    const entry = entries[i]!;
+    const entry = recordOf<Entry>(entries[i]!);
     return entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val };
   });
 }
@@ -186,7 +187,7 @@ async function readChanges(tx: StorageTransaction, keys: SpaceKeys, changed: rea
 /** The live entries of a page of `e/` rows, with user keys (the row key less `skip` chars). */
 export function* live(page: ReadonlyArray<readonly [string, StoredValue]>, skip: number): Generator<readonly [string, JSONValue]> {
   for (const [key, entry] of page) {
-    const { del, val } = entry as unknown as Entry & { val?: JSONValue };
+    const { del, val } = recordOf<Entry & { val?: JSONValue }>(entry);
     if (!del) yield [key.slice(skip), val!];
   }
 }

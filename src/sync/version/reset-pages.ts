@@ -6,6 +6,7 @@ import type { Entry } from './records.js';
 import type { Prefixes } from './prefixes.js';
 import { compareUTF8 } from '../../base/utf8.js';
 import { type EntryRange, entryRanges } from './reset-ranges.js';
+import { recordOf } from '../../storage/records.js';
 
 // A reset (a clear, then every live entry of the space or of a view) read a page at a time. The
 // pull's own transaction reads the first pages; a space larger than that is read on, page by
@@ -164,7 +165,7 @@ async function readPage(tx: StorageTransaction, keys: SpaceKeys, cursor: ResetCu
       const entries = await tx.scan(options);
       for (const [row, stored] of entries) {
         if (past(row)) break;
-        const entry = stored as unknown as Entry;
+        const entry = recordOf<Entry>(stored);
         if ((only && row !== prefix) || entry.del || entry.ver > version) continue;
         const key = row.slice(skip);
         patch.push({ op: 'put', key, value: entry.val });

@@ -1,5 +1,4 @@
 import type { ScanOptions, Storage, StorageTransaction, StoredValue } from '../../storage/types.js';
-import { compareUTF8 } from '../../base/utf8.js';
 
 /**
  * What each group of conformance checks is written against: `describe` and `it` that collect

@@ -42,7 +42,9 @@ export async function viewAsPage(space, query, signal) {
     e.because !== undefined ? (e.because === '' ? 'the whole space' : h('code', null, e.because)) : h('span', { class: 'muted' }, 'no prefix of the view covers it'),
   ]));
   const rows = [...tableBox.querySelectorAll('tbody tr')];
-  rows.forEach((row, i) => (row.dataset.received = data.entries[i].received ? 'yes' : 'no'));
+  rows.forEach((row, i) => {
+    row.dataset.received = data.entries[i].received ? 'yes' : 'no';
+  });
   filter();
   page(`View ${space} as a user`, backTo(space), intro, form,
     h('h2', null, `The view of user ${data.userID ?? '(anonymous)'}, client group ${data.clientGroupID}`),
