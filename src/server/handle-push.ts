@@ -3,7 +3,7 @@ import { processPush } from '../sync/process-push.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
-import { clockOf, checkContext, stateOf, sessionOptionsOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { prepare, respond } from './prepare.js';
 import { observe } from '../telemetry/telemetry.js';
@@ -37,9 +37,9 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       // Only a version the app's `schema` serves is named: a client's string is no label.
       if (ctx.schema !== undefined) report.schemaVersion = body.schemaVersion;
       report.clientGroup = body;
-      const perMutation = ctx.transactionPerMutation ?? false;
+      const perMutation = ctx.transactionPerMutation;
       const quota = quotaOf(ctx.quotas, space);
-      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: sessionOptionsOf(ctx), clock: clockOf(ctx), quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
+      const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: ctx.session, clock: { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs }, quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
       report.pushed = { mutations: body.mutations.length, outcome, mutators: ctx.mutators };
       // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
       if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });
@@ -50,7 +50,7 @@ export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
       for (const { mutation, error } of outcome.failures) reportError(ctx, error, { request, mutation });
       return outcome.stoppedBy ? outcome.stoppedBy.toReply() : json({});
     }, report),
-    stateOf(ctx).live,
+    ctx.state.live,
   );
 }
 

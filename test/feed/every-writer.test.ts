@@ -21,7 +21,6 @@ import {
   transact,
   turnOffChangeFeed,
 } from '../../src/index.js';
-import { stateOf } from '../../src/context/state.js';
 import { FEED_RECORD } from '../../src/sync/feed/feed-record.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
@@ -39,7 +38,7 @@ function plain(storage: Storage): SyncContext {
 
 /** `ctx` has written, and the store's record of its feed is in. */
 async function recorded(ctx: SyncContext): Promise<void> {
-  await stateOf(ctx).feedRecorded;
+  await ctx.state.feedRecorded;
 }
 
 /** The whole feed of `space`, from its start. */

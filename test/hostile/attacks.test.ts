@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_LIMITS, handlePull, handlePush, type JSONValue, MAX_VALUE_DEPTH, type SyncContext } from '../../src/index.js';
 import { mutation, post, pull, pullBody, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 import { fastLoop } from '../support/stores.js';
-import { stateOf } from '../../src/context/state.js';
 
 // Each attack a red team ran against the server, reproduced small and fast. Each test fails on
 // the server as it was before its fix (issue 6), and says what it saw then.
@@ -308,7 +307,7 @@ describe('a flood from one tenant is refused before it costs the others anything
     expect(statuses.get(429)).toBeGreaterThan(4_000);
     await push(ctx, 'neighbour', [mutation('n', 1, 'put', { key: 'mine', value: 1 })], { authorization: 'alice' });
     expect((await pull(ctx, 'neighbour', null, { authorization: 'alice' })).patch).toContainEqual({ op: 'put', key: 'mine', value: 1 });
-    const rates = stateOf(ctx).rates!;
+    const rates = ctx.state.rates!;
     expect(rates.pushes!.size).toBeLessThanOrEqual(500);
     expect(rates.user_pushes!.size).toBe(2);
   });

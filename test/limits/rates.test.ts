@@ -4,7 +4,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { handlePull, handlePush, handleRequest, type SyncContext, createContext } from '../../src/index.js';
-import { stateOf } from '../../src/context/state.js';
 import { TokenBuckets } from '../../src/base/token-buckets.js';
 import { countingStorage, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
@@ -94,7 +93,7 @@ describe('rates', () => {
 
   it('memory stays bounded by bucketsKept however many group IDs a client invents (200,000 here)', async () => {
     const { ctx } = context({ pushesPerSecond: 5, bucketsKept: 1_000 });
-    const buckets = stateOf(ctx).rates!.pushes!;
+    const buckets = ctx.state.rates!.pushes!;
     const now = Date.now();
     for (let i = 0; i < 200_000; i++) buckets.take(`invented-${i}`, now);
     expect(buckets.size).toBe(1_000);

@@ -1,7 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
 import { createContext, handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
 import { fitStreamsToDescriptors, PokeHub } from '../../src/poke/hub.js';
-import { hubOf } from '../../src/context/state.js';
 import { mutation, pushBody, post, testContext } from '../support/helpers.js';
 import { EventReader } from './sse.js';
 import { memoryInUse } from '../support/memory.js';
@@ -146,7 +145,7 @@ describe('the poke stream', () => {
     const refused = await handleRequest(new Request('http://localhost/poke'), ctx);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('5');
-    expect(hubOf(ctx).streams).toBe(0);
+    expect(ctx.hub!.streams).toBe(0);
     fail = false;
     const reader = await open(ctx);
     await pushPut(ctx);
@@ -200,9 +199,9 @@ describe('who may hold streams', () => {
     // A stream closed frees its place.
     await mallory[0]!.cancel();
     const again = await open(ctx, '/poke', as('mallory'));
-    expect(hubOf(ctx).streamsOf('mallory')).toBe(3);
+    expect(ctx.hub!.streamsOf('mallory')).toBe(3);
     await Promise.all([...mallory.slice(1), again, alice].map((reader) => reader.cancel()));
-    expect(hubOf(ctx).streamsOf('mallory')).toBe(0);
+    expect(ctx.hub!.streamsOf('mallory')).toBe(0);
   });
 
   test('streams still opening count: a burst of opens at once cannot pass the cap', async () => {
@@ -231,7 +230,7 @@ describe('who may hold streams', () => {
     expect(mallory[0]!.blocks.at(-1)).toMatch(/^retry: \d+$/);
     expect(Number(mallory[0]!.blocks.at(-1)!.slice(7))).toBeGreaterThanOrEqual(5_000);
     expect(mallory[1]!.ended).toBe(false);
-    expect([hubOf(ctx).streamsOf('mallory'), hubOf(ctx).streamsOf('alice'), hubOf(ctx).streams]).toEqual([2, 1, 4]);
+    expect([ctx.hub!.streamsOf('mallory'), ctx.hub!.streamsOf('alice'), ctx.hub!.streams]).toEqual([2, 1, 4]);
     // Now nobody is lighter than the heaviest by two: the next is refused, not a ping-pong.
     const refused = await handleRequest(new Request('http://localhost/poke', { headers: as('mallory') }), ctx);
     expect(refused.status).toBe(503);
@@ -254,7 +253,7 @@ describe('who may hold streams', () => {
       expect(read.ended).toBe(true);
       expect(read.blocks.at(-1)).toMatch(/^retry: \d+$/);
       expect(read.comments).toBeGreaterThan(2);
-      expect(hubOf(ctx).streams).toBe(0);
+      expect(ctx.hub!.streams).toBe(0);
       expect(await unread.text()).toMatch(/^retry:/);
     } finally {
       vi.useRealTimers();
@@ -291,7 +290,7 @@ describe('what a stream holds', () => {
     const notifier = localNotifier();
     const spaces = (request: Request) => new URL(request.url).searchParams.get('s') ?? '';
     const ctx = testContext({ pokes: { notifier }, space: spaces });
-    const hub = hubOf(ctx);
+    const hub = ctx.hub!;
     const before = memoryInUse();
     const readers: EventReader[] = [];
     for (let i = 0; i < 10_000; i++) {
@@ -318,11 +317,11 @@ describe('what a stream holds', () => {
     try {
       const ctx = testContext({ pokes: { heartbeatMs: 40 } });
       const response = await handleRequest(new Request('http://localhost/poke'), ctx);
-      expect(hubOf(ctx).streams).toBe(1);
+      expect(ctx.hub!.streams).toBe(1);
       await vi.advanceTimersByTimeAsync(40);
-      expect(hubOf(ctx).streams).toBe(1);
+      expect(ctx.hub!.streams).toBe(1);
       await vi.advanceTimersByTimeAsync(40);
-      expect(hubOf(ctx).streams).toBe(0);
+      expect(ctx.hub!.streams).toBe(0);
       // It closed cleanly: what was queued can still be read to the end.
       expect(await response.text()).toMatch(/^retry:/);
     } finally {
@@ -352,7 +351,7 @@ describe('what a stream holds', () => {
 describe('a space with many streams', () => {
   test('is poked in slices of 500 that let other work in between, and every stream gets its poke', async () => {
     const notifier = localNotifier();
-    const hub = hubOf(testContext({ pokes: { notifier } }));
+    const hub = testContext({ pokes: { notifier } }).hub!;
     const readers = await Promise.all(
       Array.from({ length: 1_200 }, async () => {
         const reader = (await hub.open('')).getReader();
