@@ -65,7 +65,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { at, collectGarbage, createContext, exportSpace, handlePush, importSpace, memoryStorage, restoreSpace, type Storage, type SyncContext, transact } from '../src/index.js';
-import { stateOf } from '../src/context/state.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { doneCheckpoints } from '../src/sync/history/checkpoint-records.js';
 import { SpaceKeys } from '../src/sync/version/keys.js';
@@ -292,7 +291,7 @@ async function pushes(ctx: SyncContext, space: string, count: number, ids: Map<s
 
 /** Resolves once no housekeeping run that pushes started in `ctx` is still going. */
 async function housekeepingDone(ctx: SyncContext): Promise<void> {
-  const runs = stateOf(ctx).housekeeping;
+  const runs = ctx.state.housekeeping;
   while ([...runs.values()].some((last) => last === -1)) await new Promise((resolve) => setTimeout(resolve, 1));
 }
 

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { Notifier } from '../poke/notifier.js';
+import type { PokeOptions } from '../poke/options.js';
 import { DEFAULT_MAX_STREAMS } from '../poke/hub.js';
 import type { Storage } from '../storage/types.js';
 import { DEFAULT_LIMITS, type Limits } from '../sync/transactions/limits.js';
@@ -23,6 +24,15 @@ import { describe, duration, flag, fn, group, isObject, isWhole, must, onlyKeys,
 
 /** The default of every duration of `retention` (and the CLI's gc, unless told). */
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+
+/** What leaving an option out means, for those that have no default value: see the test of every option's default. */
+export const ABSENT = new WeakMap<object, string>();
+
+function off<T extends object>(schema: T, meaning: string): T {
+  ABSENT.set(schema, meaning);
+  return schema;
+}
 
 const ms = (expected: string, ok: (value: number) => boolean) => must<number>(expected, (value) => typeof value === 'number' && ok(value));
 const whole = (expected: string, min: number, max?: number) => must<number>(expected, (value) => isWhole(value, min, max));
@@ -238,12 +248,9 @@ export function parseOptions(options: unknown): CheckedOptions {
   throw new TypeError(issue.message.replaceAll('{where}', v.getDotPath(issue) ?? ''));
 }
 
-/** What leaving an option out means, for those that have no default value: see the test of every option's default. */
-export const ABSENT = new WeakMap<object, string>();
-
-function off<T extends object>(schema: T, meaning: string): T {
-  ABSENT.set(schema, meaning);
-  return schema;
+/** `pokes` resolved as createContext resolves them (for a PokeHub made without a context, as tests do). */
+export function resolvePokes(pokes: PokeOptions): ResolvedPokes {
+  return v.parse(PokesRule, pokes) as ResolvedPokes;
 }
 
 /** @internal The schema's entries, for the test that every option has a default or says what its absence means. */

@@ -10,7 +10,7 @@
 // line {"result": …} (or {"gone": …} when the version is not kept) and exits, listening nowhere.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { at, collectGarbage, exportSpace, HistoryGoneError, importSpace, mutate, readHistory, restoreSpace, revertChanges, runMigration, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, TemporaryError, transact, createContext } from '../../src/index.js';
+import { at, collectGarbage, exportSpace, HistoryGoneError, importSpace, mutate, readHistory, restoreSpace, revertChanges, runMigration, routedStorage, StagingLostError, startWebhooks, type Storage, storeNotifier, type SyncContext, type SyncOptions, TemporaryError, transact, createContext } from '../../src/index.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
 import { postgresNotifier, type PostgresStorage, postgresStorage } from '../../src/postgres.js';
 import { redisNotifier } from '../../src/redis.js';
@@ -81,7 +81,7 @@ const ctx: SyncContext = createContext({
   },
 });
 
-async function pokes(): Promise<SyncContext['pokes']> {
+async function pokes(): Promise<SyncOptions['pokes']> {
   const kind = process.env.NOTIFIER ?? 'none';
   if (kind === 'none') return undefined;
   if (kind === 'store') return { notifier: storeNotifier(storage, { intervalMs: 100 }) };

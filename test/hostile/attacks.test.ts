@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_LIMITS, handlePull, handlePush, type JSONValue, MAX_VALUE_DEPTH, type SyncContext } from '../../src/index.js';
+import { DEFAULT_LIMITS, handlePull, handlePush, type JSONValue, MAX_VALUE_DEPTH, type SyncContext, type SyncOptions } from '../../src/index.js';
 import { mutation, post, pull, pullBody, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 import { fastLoop } from '../support/stores.js';
 
@@ -7,7 +7,7 @@ import { fastLoop } from '../support/stores.js';
 // the server as it was before its fix (issue 6), and says what it saw then.
 
 /** A context with data in it, and a function that tells whether anything changed since. */
-async function seeded(overrides: Partial<SyncContext> = {}) {
+async function seeded(overrides: Partial<SyncOptions> = {}) {
   const ctx = testContext(overrides);
   await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'seed', value: 1 })]);
   const before = await pull(ctx, 'g', null);

@@ -1,6 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
-import { createContext, handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
-import { fitStreamsToDescriptors, PokeHub } from '../../src/poke/hub.js';
+import { createContext, handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext, type SyncOptions } from '../../src/index.js';
+import { PokeHub } from '../../src/poke/hub.js';
+import { resolvePokes } from '../../src/context/options-schema.js';
 import { mutation, pushBody, post, testContext } from '../support/helpers.js';
 import { EventReader } from './sse.js';
 import { memoryInUse } from '../support/memory.js';
@@ -185,7 +186,7 @@ describe('the poke stream', () => {
 
 describe('who may hold streams', () => {
   /** A context whose users are named by the Authorization header. */
-  const usersContext = (pokes: SyncContext['pokes']) => testContext({ authenticate: (request) => request.headers.get('authorization') || null, pokes });
+  const usersContext = (pokes: SyncOptions['pokes']) => testContext({ authenticate: (request) => request.headers.get('authorization') || null, pokes });
   const as = (user: string) => ({ authorization: user });
 
   test('one user past maxStreamsPerUser gets 429 with Retry-After, and other users still get theirs', async () => {
@@ -260,27 +261,25 @@ describe('who may hold streams', () => {
     }
   });
 
-  test('the default maxStreams fits the file-descriptor limit adapters read', async () => {
-    try {
-      fitStreamsToDescriptors(1_024);
-      const hub = new PokeHub(localNotifier(), {});
-      const streams = [];
-      for (let i = 0; i < 668; i++) streams.push(await hub.open(''));
-      await expect(hub.open('')).rejects.toThrow('668 poke streams');
-      await Promise.all(streams.map((stream) => stream.cancel()));
-      // An explicit maxStreams wins.
-      const explicit = new PokeHub(localNotifier(), { maxStreams: 700 });
-      const more = [];
-      for (let i = 0; i < 700; i++) more.push(await explicit.open(''));
-      await Promise.all(more.map((stream) => stream.cancel()));
-    } finally {
-      // Above 26,800 descriptors the default is back at its ceiling.
-      fitStreamsToDescriptors(1_000_000);
-    }
-    const hub = new PokeHub(localNotifier(), {});
+  test("the default maxStreams fits the file-descriptor limit adapters read, for that hub alone, not the process", async () => {
+    const hub = new PokeHub(localNotifier(), resolvePokes({}));
+    hub.fitToDescriptors(1_024);
+    const streams = [];
+    for (let i = 0; i < 668; i++) streams.push(await hub.open(''));
+    await expect(hub.open('')).rejects.toThrow('668 poke streams');
+    await Promise.all(streams.map((stream) => stream.cancel()));
+    // An explicit maxStreams wins.
+    const explicit = new PokeHub(localNotifier(), resolvePokes({ maxStreams: 700 }));
+    explicit.fitToDescriptors(1_024);
+    const more = [];
+    for (let i = 0; i < 700; i++) more.push(await explicit.open(''));
+    await Promise.all(more.map((stream) => stream.cancel()));
+    // Another hub in the same process keeps its own cap: above 26,800 descriptors, the ceiling.
+    const other = new PokeHub(localNotifier(), resolvePokes({}));
+    other.fitToDescriptors(1_000_000);
     const ceiling = [];
-    for (let i = 0; i < 20_000; i++) ceiling.push(await hub.open(''));
-    await expect(hub.open('')).rejects.toThrow('20000 poke streams');
+    for (let i = 0; i < 20_000; i++) ceiling.push(await other.open(''));
+    await expect(other.open('')).rejects.toThrow('20000 poke streams');
     await Promise.all(ceiling.map((stream) => stream.cancel()));
   });
 });
@@ -333,7 +332,7 @@ describe('what a stream holds', () => {
     try {
       let fail: ((error: Error) => void) | undefined;
       const notifier: Notifier = { notify() {}, subscribe: (space) => (space === 'down' ? new Promise((_, reject) => (fail = reject)) : () => {}) };
-      const hub = new PokeHub(notifier, {});
+      const hub = new PokeHub(notifier, resolvePokes({}));
       const up = await hub.open('up');
       const refused = hub.open('down');
       while (fail === undefined) await new Promise((resolve) => setImmediate(resolve));
