@@ -47,15 +47,15 @@ const QuotasRule = orElse<Extract<Quotas, (...args: never) => unknown>, ReturnTy
 function quotaGroup() {
   return group(
     {
-      entries: v.optional(ms('a number of at least 0', (value) => value >= 0)),
-      bytes: v.optional(ms('a number of at least 0', (value) => value >= 0)),
-      historyBytes: v.optional(must<number | false>('a number of at least 0, or false', (value) => value === false || (typeof value === 'number' && value >= 0))),
+      entries: off(v.optional(ms('a number of at least 0', (value) => value >= 0)), 'no bound'),
+      bytes: off(v.optional(ms('a number of at least 0', (value) => value >= 0)), 'no bound'),
+      historyBytes: off(v.optional(must<number | false>('a number of at least 0, or false', (value) => value === false || (typeof value === 'number' && value >= 0))), 'no bound'),
     },
     '{ entries?, bytes?, historyBytes? } or a function of the space',
   );
 }
 
-const rate = () => v.optional(ms('a number above 0', (value) => value > 0 && value !== Infinity));
+const rate = () => off(v.optional(ms('a number above 0', (value) => value > 0 && value !== Infinity)), 'no limit');
 const RatesRule = group(
   {
     pushesPerSecond: rate(),
@@ -140,8 +140,8 @@ const HistoryRule = group({ checkpointEvery: v.optional(whole('a whole number of
 const FirstSyncRule = group(
   {
     pageBytes: v.optional(whole('a whole number of at least 1 MiB (1,048,576)', 2 ** 20), 4 * 1024 * 1024),
-    // A list is checked against the context's limits, at the top level; a function's answers where they are used (handle-pull.ts).
-    order: off(v.optional(must<FirstSyncOrder>('a list of key prefixes or a function', (value) => typeof value === 'function' || Array.isArray(value))), 'key order'),
+    // Anything but a function is checked as a list against the context's limits, at the top level; a function's answers where they are used (handle-pull.ts).
+    order: off(v.optional(v.custom<FirstSyncOrder>(() => true)), 'key order'),
   },
   '{ pageBytes?, order? }',
 );
@@ -218,7 +218,7 @@ export const SyncOptionsSchema = v.pipe(
     if (o.schema !== undefined && o.schemaVersion !== undefined) addIssue({ message: 'schema and schemaVersion were both given: schema names the versions served (schema.current and schema.older), give it alone' });
     else if (o.firstSync !== undefined && o.pokes === false) addIssue({ message: 'firstSync needs pokes (pokes: false turns them off): the client pulls each next page when poked' });
     // A list is checked now, against the context's limits (each prefix must be a key it could hold).
-    else if (Array.isArray(o.firstSync?.order)) checkOrder(o.firstSync.order, 'firstSync.order', o.limits);
+    else if (o.firstSync?.order !== undefined && typeof o.firstSync.order !== 'function') checkOrder(o.firstSync.order, 'firstSync.order', o.limits);
   }),
 );
 
