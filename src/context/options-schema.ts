@@ -17,14 +17,13 @@ import { describe, duration, flag, fn, group, isObject, isWhole, must, onlyKeys,
 
 /**
  * Every option `createContext` takes, declared once: its type (checked against the documented
- * interfaces in context.ts, both ways, at the bottom), its check and message, and its default.
+ * interfaces in context.ts, both ways, in create.ts), its check and message, and its default.
  * An option whose absence means "off" (no view, no change feed…) has no default and says so with
  * `off()`; every other optional one has a default here and nowhere else.
  */
 
 /** The default of every duration of `retention` (and the CLI's gc, unless told). */
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
-
 
 /** What leaving an option out means, for those that have no default value: see the test of every option's default. */
 export const ABSENT = new WeakMap<object, string>();
