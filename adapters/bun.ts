@@ -22,7 +22,7 @@ export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Pr
   // plain 100k-entry pull over loopback, its gzip 1.0-1.5x, for the same bytes.
   const compression = compressionSettings(options.compression, ['gzip', 'br']);
   const idleTimeout = idleSeconds(options);
-  fitStreamsToProcess();
+  fitStreamsToProcess(ctx);
   const server = Bun.serve({
     port: options.port ?? 8787,
     hostname: options.hostname ?? '127.0.0.1',

@@ -22,7 +22,7 @@ export async function serve(ctx: SyncContext, options: DenoServeOptions = {}): P
   // leaves 14.5% in 1.3-1.4x. Gzip first: brotli through Deno's node:zlib left 18.6%.
   const compression = compressionSettings(options.compression, ['gzip', 'br']);
   // Asked first: reading without the permission would prompt on a terminal.
-  if (Deno.permissions.querySync({ name: 'read', path: '/proc/self/limits' }).state === 'granted') fitStreamsToProcess();
+  if (Deno.permissions.querySync({ name: 'read', path: '/proc/self/limits' }).state === 'granted') fitStreamsToProcess(ctx);
   const server = Deno.serve(
     // An empty onListen keeps Deno from printing its own "Listening on" line.
     { port: options.port ?? 8787, hostname: options.hostname ?? '127.0.0.1', onListen: () => {}, automaticCompression: false },

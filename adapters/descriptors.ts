@@ -1,20 +1,28 @@
 import { readFileSync } from 'node:fs';
-import { fitStreamsToDescriptors } from '../src/poke/hub.js';
+import type { SyncContext } from '../src/index.js';
 
 /**
- * Sizes the default `pokes.maxStreams` to this process's file-descriptor limit, read once from
- * `/proc/self/limits` (Linux; elsewhere the default stays). Each poke stream holds a socket: past
- * the limit, every accept and every database connection fails, not only new streams.
+ * Sizes `ctx`'s poke stream cap (unless its `pokes.maxStreams` names one) to this process's
+ * file-descriptor limit, read once from `/proc/self/limits` (Linux; elsewhere the default stays).
+ * Each poke stream holds a socket: past the limit, every accept and every database connection
+ * fails, not only new streams.
  */
-export function fitStreamsToProcess(): void {
-  if (read) return;
+export function fitStreamsToProcess(ctx: SyncContext): void {
+  ctx.hub?.fitToDescriptors(descriptorLimit());
+}
+
+/** The process's open-file limit, read once (undefined where it cannot be read). */
+function descriptorLimit(): number | undefined {
+  if (read) return limit;
   read = true;
   try {
-    const limit = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
-    fitStreamsToDescriptors(limit === undefined ? undefined : Number(limit));
+    const found = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    limit = found === undefined ? undefined : Number(found);
   } catch {
     // No /proc (macOS, Windows) or no permission to read it (Deno without --allow-read).
   }
+  return limit;
 }
 
 let read = false;
+let limit: number | undefined;

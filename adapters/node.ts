@@ -24,7 +24,7 @@ export type { CompressionOptions } from './compress.js';
 export function createListener(ctx: SyncContext, options: ListenerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
   checkContext(ctx);
   const compression = compressionSettings(options.compression);
-  fitStreamsToProcess();
+  fitStreamsToProcess(ctx);
   return (req, res) => {
     void toResponse(req, res, ctx, compression).catch((error: unknown) => {
       // Only writing to a socket the client already dropped gets here; the core never rejects.

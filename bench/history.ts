@@ -67,7 +67,6 @@ import Database from 'better-sqlite3';
 import { createContext, handlePush, memoryStorage, type Storage, type SyncContext } from '../src/index.js';
 import { at, restoreSpace, transact } from '../src/backend.js';
 import { collectGarbage, exportSpace, importSpace } from '../src/ops.js';
-import { stateOf } from '../src/context/state.js';
 import { sqliteStorage } from '../src/storage/sqlite.js';
 import { doneCheckpoints } from '../src/sync/history/checkpoint-records.js';
 import { SpaceKeys } from '../src/sync/version/keys.js';
@@ -294,7 +293,7 @@ async function pushes(ctx: SyncContext, space: string, count: number, ids: Map<s
 
 /** Resolves once no housekeeping run that pushes started in `ctx` is still going. */
 async function housekeepingDone(ctx: SyncContext): Promise<void> {
-  const runs = stateOf(ctx).housekeeping;
+  const runs = ctx.state.housekeeping;
   while ([...runs.values()].some((last) => last === -1)) await new Promise((resolve) => setTimeout(resolve, 1));
 }
 

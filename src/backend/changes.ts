@@ -1,5 +1,5 @@
 import type { SyncContext } from '../context/context.js';
-import { checkContext, notifierOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { type FeedPage, readSpaceFeed } from '../sync/feed/feed-pages.js';
 import { readStoreFeed, type StoreFeedPage } from '../sync/feed/store-feed.js';
 import { allSpaces } from '../context/collect-garbage.js';
@@ -67,7 +67,7 @@ export async function* followChanges(ctx: SyncContext, space: string, options: F
   const pollMs = options.pollMs ?? 1_000;
   let wake: (() => void) | undefined;
   let noticed = false;
-  const unsubscribe = await notifierOf(ctx).subscribe(space, () => {
+  const unsubscribe = await ctx.notifier.subscribe(space, () => {
     noticed = true;
     wake?.();
   });

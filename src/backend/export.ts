@@ -88,7 +88,7 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
       const meta = (await tx.get(keys.meta)) as Meta | undefined;
       // The versions the dump's history keeps: the whole log's, as at() reads it.
       const kept = options.history === true ? checkKept(space, meta, meta?.version ?? 0) : undefined;
-      controller.enqueue(encoder.encode(headerLine(space, (ctx.clock ?? Date.now)(), meta?.version ?? 0, kept?.from)));
+      controller.enqueue(encoder.encode(headerLine(space, ctx.clock(), meta?.version ?? 0, kept?.from)));
       const pages = exportPages(tx, space);
       for await (const page of pages) {
         counts.entries += page.entries;

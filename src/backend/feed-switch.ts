@@ -1,6 +1,6 @@
 import type { SyncContext } from '../context/context.js';
 import { allSpaces } from '../context/collect-garbage.js';
-import { checkContext, clockOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { markSpaceOff, readFeedRecords, writeFeedRecord } from '../sync/feed/feed-record.js';
 
 /**
@@ -45,7 +45,7 @@ export async function turnOffChangeFeed(ctx: SyncContext): Promise<{ spaces: num
     throw new TypeError(`turnOffChangeFeed: this context keeps the change feed (its \`${option}\` option) and would go on keeping the logs of the spaces it writes: take \`changes\` and \`history\` out of every server first, then call it from a context without them (or run \`viewsync feed off\`)`);
   }
   // The store first, so that no space made meanwhile starts a log.
-  await writeFeedRecord(ctx.storage, false, clockOf(ctx).now);
+  await writeFeedRecord(ctx.storage, false, ctx.clock());
   let spaces = 0;
   for (const space of await allSpaces(ctx.storage)) {
     if (await ctx.storage.transaction((tx) => markSpaceOff(tx, space), { readOnly: false, space })) spaces++;

@@ -1,7 +1,7 @@
 import type { JSONValue } from '../protocol/json.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
-import { checkContext, clockOf, sessionOptionsOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { runBatched } from '../sync/batching/group-commit.js';
 import type { ChangeOrigin, Meta, RevertCause } from '../sync/version/records.js';
 import { type AsOf, type AtOptions, type HistoryPage, readAsOf, type ReadHistoryOptions, readHistoryPage } from '../sync/history/history-reads.js';
@@ -189,10 +189,10 @@ export async function eraseData(ctx: SyncContext, space: string, target: EraseTa
   checkSpace(space);
   checkTarget(target);
   const keys = new SpaceKeys(space);
-  const clock = clockOf(ctx);
+  const clock = { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs };
   type Done = { deleted: string[]; stripped: Stripped; version: number | undefined; touched: readonly string[] | undefined };
   const done = await runBatched<Done>(ctx.storage, space, async (tx) => {
-    const session = await globalVersion.open(tx, space, clock, undefined, sessionOptionsOf(ctx));
+    const session = await globalVersion.open(tx, space, clock, undefined, ctx.session);
     const deleted = await keysToErase(tx, keys, target);
     session.recordAs({ kind: 'erase' });
     for (const key of deleted) await session.del(key);
@@ -219,11 +219,11 @@ export async function eraseData(ctx: SyncContext, space: string, target: EraseTa
 async function planned(ctx: SyncContext, space: string, dryRun: boolean, plan: (tx: StorageTransaction, meta: Meta | undefined) => Promise<PlannedChange[]>, apply: (changes: PlannedChange[]) => { changes: PlannedChange[]; origin: ChangeOrigin }, operation: string): Promise<{ changes: PlannedChange[]; version: number | undefined }> {
   const keys = new SpaceKeys(space);
   if (dryRun) return { changes: await ctx.storage.transaction(async (tx) => plan(tx, (await tx.get(keys.meta)) as Meta | undefined), { readOnly: true, space }), version: undefined };
-  const clock = clockOf(ctx);
+  const clock = { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs };
   const quota = quotaOf(ctx.quotas, space);
   type Done = { ok: true; changes: PlannedChange[]; version: number | undefined; touched: readonly string[] | undefined } | { ok: false; error: unknown };
   const done = await runBatched<Done>(ctx.storage, space, async (tx) => {
-    const session = await globalVersion.open(tx, space, clock, undefined, sessionOptionsOf(ctx));
+    const session = await globalVersion.open(tx, space, clock, undefined, ctx.session);
     const { changes, origin } = apply(await plan(tx, (await tx.get(keys.meta)) as Meta | undefined));
     if (quota !== undefined) {
       const writes = new Map(changes.map(({ key, after }) => [key, after === undefined ? DELETED : after] as const));

@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf, limitsOf, checkContext, sessionOptionsOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { compareUTF8, fitsUTF8, hasLoneSurrogate } from '../base/utf8.js';
@@ -123,8 +123,8 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
   const rules: HeaderRules = { target: space, from: options.from, allowFormat1: options.allowFormat1 === true, mode: options.mode, history: options.history === true };
   const keys = new SpaceKeys(space);
   if (rules.history) await ctx.storage.transaction((tx) => checkNew(tx, keys, space), { readOnly: true, space });
-  const limits = limitsOf(ctx);
-  const id = stagingID(clockOf(ctx).now);
+  const limits = ctx.limits;
+  const id = stagingID(ctx.clock());
   const progress = (phase: ImportProgress['phase'], entries: number, applied: number) => options.onProgress?.({ phase, entries, applied });
   let read: { entries: number; groups: number; changes: number; history?: { from: number; to: number } };
   try {
@@ -145,10 +145,10 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
         done = moved.done;
       }
     }
-    const session = { ...sessionOptionsOf(ctx), ...(rules.history && { leaveLog: true }) };
+    const session = { ...ctx.session, ...(rules.history && { leaveLog: true }) };
     let at: ApplyAt = { after: undefined, entriesDone: false };
     for (let done = false; !done; ) {
-      const clock = clockOf(ctx);
+      const clock = { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs };
       const step = await runBatched(ctx.storage, space, async (tx) => ({
         result: await applyStep(tx, space, id, at, { replace: options.mode === 'replace', limit: BATCH, clock, session }),
         keep: true,

@@ -9,7 +9,7 @@ import { quotaOf, type SpaceQuota } from '../sync/transactions/quota.js';
 import { storedLogRowBytes, tombstoneBytes } from '../sync/history/history-bytes.js';
 import type { Entry, GroupRecord, Meta, StoredClient } from '../sync/version/records.js';
 import { checkSpace } from './transact.js';
-import { checkContext, clockOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { setOwn } from '../base/own.js';
 import { feedFrom, type LogRow } from '../sync/feed/change-log.js';
 import { deliveryID, deliveryStates } from '../sync/feed/deliveries.js';
@@ -207,10 +207,10 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
     }, space);
     log?.checkpoints.push(checkpoint);
   }
-  const webhooks = await storage.transaction((tx) => webhooksOf(tx, space, meta, clockOf(ctx).now), { readOnly: true, space });
+  const webhooks = await storage.transaction((tx) => webhooksOf(tx, space, meta, ctx.clock()), { readOnly: true, space });
   const { groups: list } = await clientGroups(storage, space, Infinity);
   const active = list.filter((group) => !group.expired);
-  const recently = clockOf(ctx).now - (ctx.schema?.activeMs ?? ACTIVE_MS);
+  const recently = ctx.clock() - (ctx.schema?.activeMs ?? ACTIVE_MS);
   const byVersion = new Map<string, number>();
   for (const { lastActive, schemaVersion } of active) if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
   // fromEntries defines own properties: a version named "__proto__" is one like any other.
@@ -293,7 +293,7 @@ async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | un
 /** Each webhook's deliveries in `space` (see {@link SpaceSummary.webhooks}), without the rest of a survey: what the inspector's webhooks list reads. */
 export async function webhookSummaries(ctx: SyncContext, space: string): Promise<Record<string, WebhookSummary>> {
   const keys = new SpaceKeys(space);
-  return ctx.storage.transaction(async (tx) => (await webhooksOf(tx, space, (await tx.get(keys.meta)) as Meta | undefined, clockOf(ctx).now)) ?? {}, { readOnly: true, space });
+  return ctx.storage.transaction(async (tx) => (await webhooksOf(tx, space, (await tx.get(keys.meta)) as Meta | undefined, ctx.clock())) ?? {}, { readOnly: true, space });
 }
 
 /** The data migrations that ran in `space`, by name (see migrate.ts). */

@@ -1,7 +1,7 @@
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
 import { allSpaces } from '../context/collect-garbage.js';
-import { checkContext, clockOf, limitsOf, sessionOptionsOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { runBatched } from '../sync/batching/group-commit.js';
 import { type Migration, type MigrationRecord, type MigrationStep, migrationStep } from '../sync/migrations/migration-step.js';
 import { SpaceKeys } from '../sync/version/keys.js';
@@ -146,18 +146,18 @@ export function spaceMigration(space: string, record: MigrationRecord | undefine
 
 /** Runs the migration's batches in `space` until it is done; resolves with how the space was found at the end. */
 async function migrateSpace(ctx: SyncContext, space: string, migration: Migration, batch: number, options: MigrationOptions, told: (entries: number, done: boolean) => Promise<void>): Promise<'step' | 'done-before' | 'empty'> {
-  const limits = limitsOf(ctx);
+  const limits = ctx.limits;
   const timeoutMs = options.timeoutMs ?? limits.appCodeMs;
   let ran = false;
   for (;;) {
     options.signal?.throwIfAborted();
     const timed = deadline(`migration ${migration.name}`, timeoutMs, "the batch's writes were discarded");
-    const clock = clockOf(ctx);
+    const clock = { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs };
     let step: MigrationStep;
     try {
       const done = await runBatched<{ ok: true; step: MigrationStep } | { ok: false; error: unknown }>(ctx.storage, space, async (tx) => {
         try {
-          return { result: { ok: true as const, step: await migrationStep(tx, space, migration, { batch, clock, session: sessionOptionsOf(ctx), limits, run: timed.run }) }, keep: true };
+          return { result: { ok: true as const, step: await migrationStep(tx, space, migration, { batch, clock, session: ctx.session, limits, run: timed.run }) }, keep: true };
         } catch (error) {
           // The migration's own failure: its batch goes, the pushes sharing the transaction stay.
           return { result: { ok: false as const, error }, keep: false };

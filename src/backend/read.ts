@@ -3,7 +3,7 @@ import { globalVersion } from '../sync/session/global-version.js';
 import { SpaceReadTransaction } from '../sync/transactions/read-transaction.js';
 import type { ReadTransaction } from '../sync/transactions/transaction.js';
 import { checkSpace, deadline } from './transact.js';
-import { limitsOf, checkContext } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 
 /** Options for {@link read}. */
 export interface ReadOptions {
@@ -29,7 +29,7 @@ export interface ReadOptions {
 export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTransaction) => T | Promise<T>, options: ReadOptions = {}): Promise<T> {
   checkContext(ctx);
   checkSpace(space);
-  const limits = limitsOf(ctx);
+  const limits = ctx.limits;
   const timed = deadline('read', options.timeoutMs ?? limits.appCodeMs, 'its snapshot was let go');
   try {
     return await ctx.storage.transaction(async (storageTx) => {

@@ -1,5 +1,5 @@
 import type { JSONValue } from '../protocol/json.js';
-import { clockOf, limitsOf, checkContext, sessionOptionsOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import type { ChangeOrigin } from '../sync/version/records.js';
 import type { SyncContext } from '../context/context.js';
 import { afterChange } from '../context/after-change.js';
@@ -46,16 +46,16 @@ export function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTrans
 async function transactAs<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions, origin: ChangeOrigin | undefined): Promise<T> {
   checkContext(ctx);
   checkSpace(space);
-  const limits = limitsOf(ctx);
+  const limits = ctx.limits;
   const timed = deadline('transact', options.timeoutMs ?? limits.appCodeMs, 'its writes were discarded');
-  const clock = clockOf(ctx);
+  const clock = { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs };
   const quota = quotaOf(ctx.quotas, space);
   try {
     const done = await runBatched<{ ok: true; value: T; changed: boolean; touched: readonly string[] | undefined } | { ok: false; error: unknown }>(
       ctx.storage,
       space,
       async (storageTx) => {
-        const session = await globalVersion.open(storageTx, space, clock, undefined, sessionOptionsOf(ctx));
+        const session = await globalVersion.open(storageTx, space, clock, undefined, ctx.session);
         const tx = new MutationTransaction(session, { clientID: '', mutationID: 0, userID: options.userID }, limits);
         let value: T;
         try {

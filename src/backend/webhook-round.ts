@@ -1,5 +1,5 @@
 import type { SyncContext } from '../context/context.js';
-import { checkContext, clockOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { checkSpace } from './transact.js';
 import { deliverOnce, type DeliveryRound, type Hook, hooksOf } from './webhooks.js';
 import { FAILURES_PER_ROUND, HookSlots } from './webhook-slots.js';
@@ -30,7 +30,7 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
     work.get(hook.name)!.push([space, hook, checked]);
   };
   // Over every space, only what the store says is due now: a round costs reads per thousand spaces, and steps where there is something to send.
-  const now = clockOf(ctx).now;
+  const now = ctx.clock();
   if (options.space === undefined) await sweepDeliveries(ctx, now, ({ space, hook, at }) => at <= now && add(space, hook, true));
   else for (const hook of hooksOf(ctx, options.space)) add(options.space, hook, false);
   // Each webhook on its own, so that a receiver that hangs holds up only its own webhook's deliveries.
@@ -40,7 +40,7 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
       for (const [space, hook, checked] of spaces) {
         slots.take();
         // A webhook that takes several spaces a request gets that body shape here too, one space each.
-        const step = (hook.options.spacesPerDelivery ?? 1) === 1 ? await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked }) : (await deliverTogether(ctx, hook, owner, [space], MAX_STEPS_PER_ROUND, round)).get(space)!;
+        const step = hook.options.spacesPerDelivery === 1 ? await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked }) : (await deliverTogether(ctx, hook, owner, [space], MAX_STEPS_PER_ROUND, round)).get(space)!;
         slots.give(step);
         if (slots.failures === FAILURES_PER_ROUND) return;
       }

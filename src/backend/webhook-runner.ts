@@ -1,6 +1,6 @@
 import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
-import { checkContext, clockOf, notifierOf, stateOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import type { Unsubscribe } from '../poke/notifier.js';
 import { deliverOnce, type Hook, hooksOf, type Step } from './webhooks.js';
 import { HookSlots } from './webhook-slots.js';
@@ -82,7 +82,7 @@ class Runner {
   constructor(ctx: SyncContext, sweepMs: number, concurrency: number) {
     this.#ctx = ctx;
     this.#concurrency = concurrency;
-    stateOf(ctx).changeListeners.add(this.#listener);
+    ctx.state.changeListeners.add(this.#listener);
     this.#unsubscribe = this.#hear();
     this.#sweeper = setInterval(() => this.#sweep(), sweepMs);
     this.#sweep();
@@ -90,7 +90,7 @@ class Runner {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    stateOf(this.#ctx).changeListeners.delete(this.#listener);
+    this.#ctx.state.changeListeners.delete(this.#listener);
     clearInterval(this.#sweeper);
     clearTimeout(this.#timer);
     // Not awaited: a notifier still connecting (its database down) must not hold up the stop.
@@ -100,7 +100,7 @@ class Runner {
 
   /** Listens to the notifier for changes of any space, made anywhere it reaches; a notifier that cannot say leaves them to the sweep. */
   async #hear(): Promise<Unsubscribe | undefined> {
-    const notifier = notifierOf(this.#ctx);
+    const notifier = this.#ctx.notifier;
     try {
       return await notifier.subscribeAll?.(this.#heard);
     } catch (error) {
@@ -113,7 +113,7 @@ class Runner {
   #sweep(): void {
     if (this.#sweeping || this.#stopped) return;
     this.#sweeping = true;
-    sweepDeliveries(this.#ctx, clockOf(this.#ctx).now, ({ space, hook, at }) => this.#schedule(space, hook, at, false))
+    sweepDeliveries(this.#ctx, this.#ctx.clock(), ({ space, hook, at }) => this.#schedule(space, hook, at, false))
       .catch((error: unknown) => reportError(this.#ctx, error, { operation: 'webhook' }))
       .finally(() => {
         this.#sweeping = false;
@@ -122,7 +122,7 @@ class Runner {
   }
 
   #wake(space: string, afterMs: number, look: boolean): void {
-    const at = clockOf(this.#ctx).now + afterMs;
+    const at = this.#ctx.clock() + afterMs;
     for (const hook of hooksOf(this.#ctx, space)) this.#schedule(space, hook, at, look);
     this.#pump();
   }
@@ -141,7 +141,7 @@ class Runner {
   #pump(): void {
     clearTimeout(this.#timer);
     if (this.#stopped) return;
-    const now = clockOf(this.#ctx).now;
+    const now = this.#ctx.clock();
     let next = Infinity;
     for (const lane of this.#lanes.values()) next = Math.min(next, this.#start(lane, now));
     if (next !== Infinity) this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - now));
@@ -161,7 +161,7 @@ class Runner {
       }
       if (group.length === 0 && !lane.slots.free) break;
       group.push({ space, hook, look, at });
-      if (group.length >= (hook.options.spacesPerDelivery ?? 1)) {
+      if (group.length >= hook.options.spacesPerDelivery) {
         this.#run(lane, group);
         group = [];
       }
@@ -181,16 +181,16 @@ class Runner {
     const [first] = group;
     const hook = first!.hook;
     const steps: Promise<Map<string, Step>> =
-      (hook.options.spacesPerDelivery ?? 1) === 1
+      hook.options.spacesPerDelivery === 1
         ? deliverOnce(this.#ctx, first!.space, hook, this.#owner, BATCHES_PER_TURN, { checked: !first!.look }).then((step) => new Map([[first!.space, step]]))
         : deliverTogether(this.#ctx, hook, this.#owner, group.map(({ space }) => space), BATCHES_PER_TURN);
     const run = steps
       .catch((error: unknown) => {
         reportError(this.#ctx, error, { operation: 'webhook', space: first!.space });
-        return new Map<string, Step>(group.map(({ space }) => [space, { kind: 'wait', until: clockOf(this.#ctx).now + 5_000 }]));
+        return new Map<string, Step>(group.map(({ space }) => [space, { kind: 'wait', until: this.#ctx.clock() + 5_000 }]));
       })
       .then((steps) => {
-        const now = clockOf(this.#ctx).now;
+        const now = this.#ctx.clock();
         for (const { space } of group) {
           const step = steps.get(space) ?? { kind: 'idle' };
           lane.running.delete(space);
@@ -208,11 +208,8 @@ class Runner {
 
 /** How long a group of spaces not full waits for more: see `WebhookOptions.gatherMs` (none for one space a request). */
 function gatherOf(hook: Hook): number {
-  return (hook.options.spacesPerDelivery ?? 1) > 1 ? (hook.options.gatherMs ?? DEFAULT_GATHER_MS) : 0;
+  return hook.options.spacesPerDelivery > 1 ? hook.options.gatherMs : 0;
 }
-
-/** See `WebhookOptions.gatherMs`. */
-const DEFAULT_GATHER_MS = 100;
 
 /** Milliseconds a change heard from the notifier waits before it is looked at: time for the instance that made it to claim it. */
 const HEARD_GRACE_MS = 100;

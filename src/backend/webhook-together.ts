@@ -1,6 +1,5 @@
 import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
-import { clockOf } from '../context/state.js';
 import { type Claimed, claimNext, type DeliveryRound, deliveryBody, type Hook, MAX_DELIVERY_CHARS, recordSent, reportClaim, send, type Step, type WebhookDelivery } from './webhooks.js';
 
 /**
@@ -37,7 +36,7 @@ export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: strin
   // One space's failure (its store down) is its own: the others go on.
   const failed = (space: string, error: unknown) => {
     reportError(ctx, error, { operation: 'webhook', space });
-    steps.set(space, { kind: 'wait', until: clockOf(ctx).now + 5_000 });
+    steps.set(space, { kind: 'wait', until: ctx.clock() + 5_000 });
   };
   let claimed: Array<{ space: string; claim: Claimed }> = [];
   await Promise.all(

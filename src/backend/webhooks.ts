@@ -1,6 +1,7 @@
-import type { SyncContext, WebhookOptions } from '../context/context.js';
+import type { SyncContext } from '../context/context.js';
+import type { ResolvedWebhook } from '../context/options-schema.js';
 import { reportError } from '../context/context.js';
-import { checkContext, clockOf, stateOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
 import { askAgain, type Claim, claimDelivery, deliveriesIn, deliveryDue, deliveryID, deliveryReads, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
@@ -51,7 +52,7 @@ export interface DeliveryRound {
 /** A webhook as its deliveries use it: its options, and its rule for the delivery state. */
 export interface Hook {
   name: string;
-  options: WebhookOptions;
+  options: ResolvedWebhook;
   rule: HookRule;
 }
 
@@ -62,15 +63,15 @@ export function hooksOf(ctx: SyncContext, space: string): Hook[] {
     .map(([name, options]) => ({ name, options, rule: ruleOf(name, options) }));
 }
 
-function ruleOf(name: string, options: WebhookOptions): HookRule {
+function ruleOf(name: string, options: ResolvedWebhook): HookRule {
   const { prefixes, topics } = options;
-  const timeoutMs = options.timeoutMs ?? 15_000;
+  const { timeoutMs } = options;
   return {
     name,
     wants: (change) => (change.op === 'event' ? (topics?.includes(change.topic) ?? true) : (prefixes?.some((prefix) => coversKey(prefix, change.key)) ?? true)),
-    maxBatch: options.maxBatch ?? 100,
+    maxBatch: options.maxBatch,
     maxChars: MAX_DELIVERY_CHARS,
-    retryForMs: options.retryForMs ?? 3 * 24 * 60 * 60 * 1000,
+    retryForMs: options.retryForMs,
     // Past the request's own timeout, with room for the two transactions around it.
     leaseMs: timeoutMs + 10_000,
   };
@@ -111,11 +112,11 @@ export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, o
 export async function claimNext(ctx: SyncContext, space: string, hook: Hook, owner: string, checked: boolean, round?: DeliveryRound): Promise<Claimed | Step> {
   if (!checked) {
     // A look without the write lock: nothing due, a retry not yet due, or another instance's lease, and no claim is made.
-    const due = await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name, clockOf(ctx).now), { readOnly: true, space });
+    const due = await ctx.storage.transaction((tx) => deliveryDue(tx, space, hook.name, ctx.clock()), { readOnly: true, space });
     if (due === undefined) return { kind: 'idle' };
-    if (due > clockOf(ctx).now) return { kind: 'wait', until: due };
+    if (due > ctx.clock()) return { kind: 'wait', until: due };
   }
-  const claim = await inDeliveries(ctx, space, (tx) => claimDelivery(tx, space, hook.rule, owner, clockOf(ctx).now), deliveryReads(space, hook.name));
+  const claim = await inDeliveries(ctx, space, (tx) => claimDelivery(tx, space, hook.rule, owner, ctx.clock()), deliveryReads(space, hook.name));
   return reportClaim(ctx, space, hook, claim, round);
 }
 
@@ -137,9 +138,9 @@ export function reportClaim(ctx: SyncContext, space: string, hook: Hook, claim: 
  * batch in the same transaction): the step it came to, or the next claim to send.
  */
 export async function recordSent(ctx: SyncContext, space: string, hook: Hook, owner: string, claim: Claimed, outcome: Outcome, more: boolean, round?: DeliveryRound): Promise<{ step: Step; next?: Claim }> {
-  const { retention } = stateOf(ctx);
+  const { retention } = ctx;
   const { batch, changes, version } = claim;
-  const now = clockOf(ctx).now;
+  const now = ctx.clock();
   const recorded = await inDeliveries(ctx, space, async (tx) => {
     const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
     return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
@@ -173,10 +174,10 @@ export function deliveryBody(hook: Hook, space: string, { batch, changes }: Clai
 /** POSTs `body` to the webhook: delivered on a 2xx answer, failed on anything else (a redirect too), a timeout or a refused target. */
 export async function send(hook: Hook, body: { delivery: string }): Promise<Outcome> {
   const text = JSON.stringify(body);
-  const timeoutMs = hook.options.timeoutMs ?? 15_000;
+  const { timeoutMs } = hook.options;
   try {
     const url = new URL(hook.options.url);
-    await checkTarget(url, hook.options.allowPrivateAddresses === true);
+    await checkTarget(url, hook.options.allowPrivateAddresses);
     const response = await fetch(url, {
       method: 'POST',
       body: text,
@@ -253,12 +254,12 @@ export async function enableWebhook(ctx: SyncContext, name: string, space: strin
 
 /** {@link enableWebhook} for a webhook this context need not name (the CLI's knows none): undefined when it never delivered in `space`. */
 export async function enableDeliveries(ctx: SyncContext, name: string, space: string, options: EnableWebhookOptions = {}): Promise<boolean | undefined> {
-  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, clockOf(ctx).now, options.afterGap === true), { readOnly: false, space, lane: 'deliveries' });
-  if (enabled) for (const listener of stateOf(ctx).changeListeners) listener(space);
+  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, ctx.clock(), options.afterGap === true), { readOnly: false, space, lane: 'deliveries' });
+  if (enabled) for (const listener of ctx.state.changeListeners) listener(space);
   return enabled;
 }
 
-function hookNamed(ctx: SyncContext, name: string): WebhookOptions {
+function hookNamed(ctx: SyncContext, name: string): ResolvedWebhook {
   const hook = ctx.changes?.webhooks?.[name];
   if (hook === undefined || !Object.hasOwn(ctx.changes!.webhooks!, name)) throw new RangeError(`No webhook is named ${JSON.stringify(name)} in this context's changes.webhooks`);
   return hook;

@@ -1,6 +1,5 @@
 import { collectAfterPush } from './collect-garbage.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-import { clockOf, notifierOf, stateOf } from './state.js';
 import type { ChangeDetail } from '../poke/notifier.js';
 import { writeFeedRecord } from '../sync/feed/feed-record.js';
 
@@ -11,7 +10,7 @@ import { writeFeedRecord } from '../sync/feed/feed-record.js';
  */
 export function afterChange(ctx: SyncContext, space: string, info: ErrorInfo, detail?: ChangeDetail): void {
   announce(ctx, space, info, detail);
-  for (const listener of stateOf(ctx).changeListeners) {
+  for (const listener of ctx.state.changeListeners) {
     try {
       listener(space);
     } catch (error) {
@@ -28,8 +27,8 @@ export function afterChange(ctx: SyncContext, space: string, info: ErrorInfo, de
  * well (see feed-record.ts). Once a context, in the background; tried again after a failure.
  */
 function recordFeed(ctx: SyncContext): void {
-  const state = stateOf(ctx);
-  state.feedRecorded ??= writeFeedRecord(ctx.storage, true, clockOf(ctx).now).catch((error: unknown) => {
+  const state = ctx.state;
+  state.feedRecorded ??= writeFeedRecord(ctx.storage, true, ctx.clock()).catch((error: unknown) => {
     state.feedRecorded = undefined;
     reportError(ctx, error, { operation: 'changes' });
   });
@@ -40,7 +39,7 @@ export function announce(ctx: SyncContext, space: string, info: ErrorInfo, detai
   if (ctx.pokes === false) return;
   const failed = (error: unknown) => reportError(ctx, error, info);
   try {
-    const sent = notifierOf(ctx).notify(space, detail);
+    const sent = ctx.notifier.notify(space, detail);
     // The push is committed whatever happens here: a lost poke only delays clients to their next pull.
     if (sent !== undefined) sent.catch(failed);
   } catch (error) {

@@ -6,7 +6,7 @@ import { stagingSpaces } from '../sync/dumps/import-batch.js';
 import { META_PREFIX, spaceOfMeta } from '../sync/version/keys.js';
 import type { Collected } from '../sync/version/strategy.js';
 import { type ErrorInfo, type SyncContext, reportError } from './context.js';
-import { clockOf, stateOf, checkContext } from './state.js';
+import { checkContext } from './state.js';
 import { remember } from '../base/remember.js';
 
 /** Options for {@link collectGarbage}. */
@@ -37,7 +37,7 @@ export async function collectGarbage(ctx: SyncContext, space?: string, options: 
     throw new TypeError('collectGarbage(ctx, space, options) takes the space as its second argument (a string, or undefined for every space) since 0.2; options such as batch come third');
   }
   // Resolving the context checks its options first: a renamed retention throws before any work.
-  stateOf(ctx);
+  ctx.state;
   const total = nothingCollected();
   const spaces = space === undefined ? await allSpaces(ctx.storage) : [space];
   for (const each of spaces) {
@@ -53,9 +53,10 @@ export async function collectGarbage(ctx: SyncContext, space?: string, options: 
  * space's first push here.
  */
 export function collectAfterPush(ctx: SyncContext, space: string, info: ErrorInfo): void {
-  const { retention, housekeeping: last } = stateOf(ctx);
+  const { retention } = ctx;
+  const { housekeeping: last } = ctx.state;
   if (retention.clientGroupsMs === false && retention.tombstonesMs === false) return;
-  const now = clockOf(ctx).now;
+  const now = ctx.clock();
   const previous = last.get(space);
   // The first push of a space in this process starts the minute; a run comes after it.
   if (previous === undefined) {
@@ -75,10 +76,10 @@ export function collectAfterPush(ctx: SyncContext, space: string, info: ErrorInf
 const RUNNING = -1;
 
 async function collectSpace(ctx: SyncContext, space: string, batch: number, maxBatches: number): Promise<Collected> {
-  const { retention } = stateOf(ctx);
+  const { retention } = ctx;
   const total = nothingCollected();
   for (let i = 0; i < maxBatches; i++) {
-    const now = clockOf(ctx).now;
+    const now = ctx.clock();
     const step = await ctx.storage.transaction((tx) => globalVersion.collect(tx, space, now, retention, batch), { readOnly: false, space });
     add(total, step);
     if (step.done) break;

@@ -5,13 +5,23 @@ import type { Mutators } from '../sync/transactions/mutator.js';
 import type { Quotas } from '../sync/transactions/quota.js';
 import type { View } from '../sync/view.js';
 import type { IndexDefinitions } from '../sync/version/indexes.js';
-import { type ErrorInfo, logError } from './log.js';
+import type { ErrorInfo } from './log.js';
 import { fetchRequest } from '../base/request-stand-in.js';
 import type { RateOptions } from './rates.js';
 import type { SchemaOptions } from '../sync/schema/schema-options.js';
 import type { FirstSyncOrder } from '../sync/first-sync-order.js';
 
+import type { Notifier } from '../poke/notifier.js';
+import type { PokeHub } from '../poke/hub.js';
+import type { Retention, SessionOptions } from '../sync/version/strategy.js';
+import type { Rates } from './rates.js';
+import type { LiveStats } from '../telemetry/live.js';
+import type { Reply } from '../base/reply.js';
+import type { ResolvedRates, ResolvedChanges, ResolvedCors, ResolvedFirstSync, ResolvedInspector, ResolvedPokes } from './options-schema.js';
+import type { InspectorAction } from './inspector-action.js';
+
 export type { ErrorInfo } from './log.js';
+export type { InspectorAction } from './inspector-action.js';
 
 /**
  * Everything the handlers need: where data lives, how mutations run, and who may do what. Give
@@ -172,18 +182,6 @@ export interface InspectorOptions {
   onAction?: (action: InspectorAction) => void;
 }
 
-/** One thing done through the inspector, as {@link InspectorOptions.onAction} is told it. */
-export interface InspectorAction {
-  /** `login`, `login-refused`, `logout`, `webhook-enable`, `webhook-replay`, `restore`, `revert`. */
-  action: string;
-  /** When, in milliseconds since the epoch. */
-  at: number;
-  /** What was asked: the action's body (a space, a version, a cause…); never the secret. */
-  details: Readonly<Record<string, unknown>>;
-  /** How it went: `ok`, `dry-run`, or the error's message. */
-  outcome: string;
-}
-
 /** Every version kept: see {@link SyncOptions.history}. */
 export interface HistoryOptions {
   /**
@@ -270,15 +268,97 @@ export interface WebhookOptions {
 }
 
 /**
- * A server's context, made once by `createContext(options)`: its options, checked, and the
- * state it keeps while it serves (rate buckets, drains, poke streams, when housekeeping last
- * ran). Every handler, adapter and backend call takes it; a plain object is refused, since state
- * kept for an object made per request would be lost with it.
+ * A server's context, made once by `createContext(options)`: its options checked and resolved
+ * into plain fields (every default filled in), and the state it keeps while it serves. Every
+ * handler, adapter and backend call takes it; a plain object is refused, since state kept for an
+ * object made per request would be lost with it.
  */
-export interface SyncContext extends Readonly<SyncOptions> {
-  /** The options the context was made from: `createContext({ ...ctx.options, shareReads: false })` makes a variant (with state of its own). */
+export interface SyncContext {
+  /** The options the context was made from, as given: `createContext({ ...ctx.options, shareReads: false })` makes a variant (with state of its own). */
   readonly options: Readonly<SyncOptions>;
+  /** See {@link SyncOptions.storage}. */
+  readonly storage: Storage;
+  /** See {@link SyncOptions.mutators}. */
+  readonly mutators: Mutators;
+  /** See {@link SyncOptions.authenticate}; undefined: every request anonymous. */
+  readonly authenticate: SyncOptions['authenticate'];
+  /** See {@link SyncOptions.space}; undefined: one space, `''`. */
+  readonly space: SyncOptions['space'];
+  /** See {@link SyncOptions.view}; undefined: every user reads the whole space. */
+  readonly view: View | undefined;
+  /** See {@link SyncOptions.indexes}. */
+  readonly indexes: IndexDefinitions | undefined;
+  /** See {@link SyncOptions.schemaVersion}; undefined: every version (unless `schema`). */
+  readonly schemaVersion: SyncOptions['schemaVersion'];
+  /** See {@link SyncOptions.schema}. */
+  readonly schema: SchemaOptions | undefined;
+  /** Every limit, defaults filled in. */
+  readonly limits: Limits;
+  /** See {@link SyncOptions.rates}, defaults filled in (the buckets are in `state`); undefined: no limit. */
+  readonly rates: ResolvedRates | undefined;
+  /** See {@link SyncOptions.quotas}; undefined: none. */
+  readonly quotas: Quotas | undefined;
+  /** Who is told of failures: the option, or one rate-limited line on `console.error`. */
+  readonly onError: (error: unknown, info: ErrorInfo) => void;
+  /** See {@link SyncOptions.transactionPerMutation}. */
+  readonly transactionPerMutation: boolean;
+  /** See {@link SyncOptions.shareReads}. */
+  readonly shareReads: boolean;
+  /** The poke settings, defaults filled in (`maxStreams` is the hub's: see {@link PokeHub.fitToDescriptors}), or false for none. */
+  readonly pokes: ResolvedPokes | false;
+  /** How long each kind of record is kept, defaults filled in. */
+  readonly retention: Retention;
+  /** Milliseconds since the epoch: the option, or `Date.now`. */
+  readonly clock: () => number;
+  /** How often a client group's activity is written down: a tenth of `retention.clientGroupsMs`, so an idle group expires between 0.9 and 1 times it after its last sign. */
+  readonly touchEveryMs: number;
+  /** CORS, defaults filled in (any origin unless told), or false for no CORS headers. */
+  readonly cors: ResolvedCors | false;
+  /** The change feed, each webhook's defaults filled in; undefined: off. */
+  readonly changes: ResolvedChanges | undefined;
+  /** Every version kept, defaults filled in; undefined: off. */
+  readonly history: Required<HistoryOptions> | undefined;
+  /** A first sync in pages, defaults filled in; undefined: off. */
+  readonly firstSync: ResolvedFirstSync | undefined;
+  /** The inspector, defaults filled in; undefined: off. */
+  readonly inspector: ResolvedInspector | undefined;
+  /** How this context's writes are made: which indexes and logs they keep, and the store's bound on keys. */
+  readonly session: SessionOptions;
+  /** Where this context hears of and announces changes: `pokes.notifier`, or the store's in-process one. */
+  readonly notifier: Notifier;
+  /** The poke streams; undefined when `pokes` is false. */
+  readonly hub: PokeHub | undefined;
+  /** What changes while the context serves (drains, rate buckets, housekeeping…): apart from the options, not enumerable, so a spread of a context carries none. */
+  readonly state: ContextState;
 }
+
+/**
+ * What a context keeps while it serves, made with it by createContext and gone with it. Store-wide
+ * state is kept by the store's own modules instead, keyed by the store: two contexts over one
+ * store share its commit queue (sync/batching/group-commit.ts), its in-process notifier
+ * (poke/notifier.ts) and its view cache (sync/view.ts).
+ */
+export interface ContextState {
+  /** The buckets of its rates: in this process, so each instance counts only what it serves. */
+  readonly rates: Rates | undefined;
+  /** Drains in force: several servers may share one context and stop one by one. */
+  drains: number;
+  /** When housekeeping last ran after a push, by space (see collect-garbage.ts). */
+  readonly housekeeping: Map<string, number>;
+  /** The key poke tokens are signed with, imported on first use (see server/poke-token.ts). */
+  pokeKey: Promise<CryptoKey> | undefined;
+  /** Told of each change committed through this context (the webhook runner, to deliver at once). */
+  readonly changeListeners: Set<(space: string) => void>;
+  /** With `changes`: the store's feed record set on, after the context's first commit (see feed-record.ts). */
+  feedRecorded: Promise<void> | undefined;
+  /** With an inspector: the live numbers it draws (pushes, pulls, pokes a second…), counted in this process. */
+  readonly live: LiveStats | undefined;
+  /** With an inspector: the door `handleRequest` sends `…/_inspect/…` to, set by the `createContext` of the package's entry (src/inspector/). */
+  inspectorDoor: InspectorDoor | undefined;
+}
+
+/** Serves the inspector's requests: `base` is the path up to and including `/_inspect`. */
+export type InspectorDoor = (request: Request, ctx: SyncContext, base: string) => Promise<Reply>;
 
 /** How long idle client groups and tombstones are kept: see {@link SyncOptions.retention}. */
 export interface RetentionOptions {
@@ -306,10 +386,11 @@ export interface CorsOptions {
   maxAgeMs?: number;
 }
 
+/** Tells `ctx.onError` of a failure, the request made readable; a logger that throws is ignored. */
 export function reportError(ctx: SyncContext, error: unknown, info: ErrorInfo): void {
   try {
     const request = info.request && fetchRequest(info.request);
-    (ctx.onError ?? logError)(error, request === info.request ? info : { ...info, request });
+    ctx.onError(error, request === info.request ? info : { ...info, request });
   } catch {
     // A broken logger must not turn a response into a crash.
   }

@@ -1,5 +1,5 @@
 import type { SyncContext } from './context.js';
-import { hubOf, stateOf, checkContext } from './state.js';
+import { checkContext } from './state.js';
 
 /** Options for {@link drain}. */
 export interface DrainOptions {
@@ -25,9 +25,9 @@ export interface DrainOptions {
  */
 export function drain(ctx: SyncContext, options: DrainOptions = {}): () => void {
   checkContext(ctx);
-  const state = stateOf(ctx);
+  const state = ctx.state;
   state.drains++;
-  if (ctx.pokes !== false) hubOf(ctx).closeAll(options.retryMs ?? 1_000);
+  ctx.hub?.closeAll(options.retryMs ?? 1_000);
   let undone = false;
   return () => {
     if (undone) return;
@@ -38,5 +38,5 @@ export function drain(ctx: SyncContext, options: DrainOptions = {}): () => void 
 
 /** True while {@link drain} has marked `ctx` and not been undone. */
 export function isDraining(ctx: SyncContext): boolean {
-  return stateOf(ctx).drains > 0;
+  return ctx.state.drains > 0;
 }

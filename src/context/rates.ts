@@ -43,18 +43,14 @@ export interface Rates {
   readonly user_pulls: TokenBuckets | undefined;
 }
 
-/** The rates of `options`, checked; a wrong one throws, naming it. */
-export function resolveRates(options: RateOptions | undefined): Rates | undefined {
+/** The buckets of `options`' rates (checked, their defaults filled in: see options-schema.ts). */
+export function resolveRates(options: (RateOptions & { burstMs: number; bucketsKept: number }) | undefined): Rates | undefined {
   if (options === undefined) return undefined;
-  // A misspelt rate would silently be no limit at all.
-  for (const field of Object.keys(options)) {
-    if (!FIELDS.includes(field)) throw new TypeError(`rates.${field} is not an option; the rates are ${FIELDS.join(', ')}`);
-  }
-  const burstMs = positive(options.burstMs, 'burstMs') ?? 1_000;
-  const kept = Math.floor(positive(options.bucketsKept, 'bucketsKept') ?? 100_000);
+  const { burstMs } = options;
+  const kept = Math.max(1, Math.floor(options.bucketsKept));
   const buckets = (field: (typeof PER_SECOND)[Rate]) => {
-    const perSecond = positive(options[field], field);
-    return perSecond === undefined ? undefined : new TokenBuckets(perSecond, Math.max(1, (perSecond * burstMs) / 1000), Math.max(1, kept));
+    const perSecond = options[field];
+    return perSecond === undefined ? undefined : new TokenBuckets(perSecond, Math.max(1, (perSecond * burstMs) / 1000), kept);
   };
   return { pushes: buckets('pushesPerSecond'), user_pushes: buckets('userPushesPerSecond'), pulls: buckets('pullsPerSecond'), user_pulls: buckets('userPullsPerSecond') };
 }
@@ -82,11 +78,3 @@ export function groupKey(userID: string | undefined, clientGroupID: string): str
 
 /** Each rate's option. */
 const PER_SECOND = { pushes: 'pushesPerSecond', user_pushes: 'userPushesPerSecond', pulls: 'pullsPerSecond', user_pulls: 'userPullsPerSecond' } as const;
-
-const FIELDS = [...Object.values(PER_SECOND), 'burstMs', 'bucketsKept'];
-
-function positive(value: unknown, field: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !(value > 0) || value === Infinity) throw new TypeError(`rates.${field} must be a number above 0, got ${JSON.stringify(value)}`);
-  return value;
-}

@@ -1,6 +1,5 @@
 import { createContext as createBareContext } from '../context/create.js';
 import type { SyncContext, SyncOptions } from '../context/context.js';
-import { stateOf } from '../context/state.js';
 import { inspectorDoor } from './door.js';
 
 /**
@@ -17,6 +16,6 @@ export function createContext(options: SyncOptions): SyncContext {
   const ctx = createBareContext(options);
   // The inspector is a door above the server's (it reads through the backend): the context
   // carries it, so handleRequest serves it without importing it.
-  if (options.inspector !== undefined) stateOf(ctx).inspectorDoor = inspectorDoor(options.inspector);
+  if (options.inspector !== undefined) ctx.state.inspectorDoor = inspectorDoor(options.inspector);
   return ctx;
 }

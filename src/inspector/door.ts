@@ -1,5 +1,5 @@
 import type { InspectorAction, InspectorOptions, SyncContext } from '../context/context.js';
-import type { InspectorDoor } from '../context/state.js';
+import type { InspectorDoor } from '../context/context.js';
 import { reportError } from '../context/context.js';
 import { HTTPError, TemporaryError } from '../base/errors.js';
 import { json, type Reply } from '../base/reply.js';

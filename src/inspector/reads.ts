@@ -1,5 +1,4 @@
 import type { SyncContext } from '../context/context.js';
-import { stateOf } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { migrationsOf, webhookSummaries } from '../backend/inspect.js';
 import { spacePage } from './space-page.js';
@@ -83,7 +82,7 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
   },
 
   live: async (ctx): Promise<LivePage> => {
-    const live = stateOf(ctx).live!;
+    const live = ctx.state.live!;
     return { now: Date.now(), seconds: live.seconds(), latency: { push: live.latency('push'), pull: live.latency('pull') } };
   },
 

@@ -1,5 +1,4 @@
 import type { SyncContext } from '../context/context.js';
-import { clockOf } from '../context/state.js';
 import { clientGroups, migrationsOf } from '../backend/inspect.js';
 import { spaceRecord } from './spaces.js';
 import { SpaceKeys } from '../sync/version/keys.js';
@@ -48,7 +47,7 @@ export async function spacePage(ctx: SyncContext, space: string): Promise<SpaceP
   const [{ groups, more }, migrations, record] = await Promise.all([clientGroups(storage, space, GROUPS), migrationsOf(ctx, space), spaceRecord(ctx, space, read.meta)]);
   const { meta } = read;
   const active = groups.filter((group) => !group.expired);
-  const recently = clockOf(ctx).now - (ctx.schema?.activeMs ?? 7 * 24 * 60 * 60 * 1000);
+  const recently = ctx.clock() - (ctx.schema?.activeMs ?? 7 * 24 * 60 * 60 * 1000);
   const byVersion = new Map<string, number>();
   for (const { lastActive, schemaVersion } of active) if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
   const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);

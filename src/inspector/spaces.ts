@@ -1,5 +1,4 @@
 import type { SyncContext } from '../context/context.js';
-import { stateOf } from '../context/state.js';
 import { allSpaces } from '../context/collect-garbage.js';
 import { moveInProgress } from '../backend/move.js';
 import { quotaOf } from '../sync/transactions/quota.js';
@@ -32,7 +31,7 @@ export async function spacesPage(ctx: SyncContext, prefix: string, after: string
     }));
   }
   const more = found.length > limit;
-  const live = stateOf(ctx).live;
+  const live = ctx.state.live;
   const spaces = await Promise.all(found.slice(0, limit).map(async ([space, meta]): Promise<SpaceRow> => ({ ...(await spaceRecord(ctx, space, meta)), activity: live?.activity(space) ?? { pushes: 0, pulls: 0 } })));
   return { spaces, ...(more && { next: spaces.at(-1)!.space }) };
 }

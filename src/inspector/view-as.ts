@@ -1,5 +1,4 @@
 import type { SyncContext } from '../context/context.js';
-import { limitsOf } from '../context/state.js';
 import { read } from '../backend/read.js';
 import { coversKey, Prefixes } from '../sync/version/prefixes.js';
 import type { ViewAsPage, ViewedKey } from './api-types.js';
@@ -18,7 +17,7 @@ export async function viewAs(ctx: SyncContext, space: string, userID: string | u
     if (view === undefined) prefixes = Prefixes.canonical(['']);
     else {
       try {
-        prefixes = await Prefixes.of(await view(tx, { userID, clientGroupID }), limitsOf(ctx));
+        prefixes = await Prefixes.of(await view(tx, { userID, clientGroupID }), ctx.limits);
       } catch (error) {
         // A pull of this user is refused with it: the answer to "why", not a failure of ours.
         refused = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

@@ -45,7 +45,9 @@ export class PokeHub {
   readonly #notifier: Notifier;
   readonly #heartbeatMs: number;
   readonly #coalesceMs: number;
-  readonly #maxStreams: number;
+  #maxStreams: number;
+  /** Whether the options named `maxStreams` (then the process's descriptor limit does not lower it). */
+  readonly #maxStreamsGiven: boolean;
   readonly #maxPerUser: number;
   readonly #maxAgeMs: number;
   readonly #spaces = new Map<string, Space>();
@@ -58,14 +60,26 @@ export class PokeHub {
   /** The inspector's live numbers, told how many pokes each change sends. */
   readonly #live: LiveStats | undefined;
 
-  constructor(notifier: Notifier, options: PokeOptions, live?: LiveStats) {
+  /** `options` as createContext resolves them: every default filled in, but `maxStreams`, which is the hub's (see {@link fitToDescriptors}). */
+  constructor(notifier: Notifier, options: HubSettings, live?: LiveStats) {
     this.#notifier = notifier;
     this.#live = live;
-    this.#heartbeatMs = options.heartbeatMs ?? 15_000;
-    this.#coalesceMs = options.coalesceMs ?? 50;
-    this.#maxStreams = options.maxStreams ?? defaultMaxStreams;
-    this.#maxPerUser = options.maxStreamsPerUser ?? 100;
-    this.#maxAgeMs = options.maxStreamAgeMs ?? 600_000;
+    this.#heartbeatMs = options.heartbeatMs;
+    this.#coalesceMs = options.coalesceMs;
+    this.#maxStreamsGiven = options.maxStreams !== undefined;
+    this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    this.#maxPerUser = options.maxStreamsPerUser;
+    this.#maxAgeMs = options.maxStreamAgeMs;
+  }
+
+  /**
+   * Lowers the stream cap, unless the options named one, to what a process limited to
+   * `descriptors` open files can hold beside its other connections and files: three quarters of
+   * it, less 100. Adapters call it with the limit they read, for the context they serve.
+   */
+  fitToDescriptors(descriptors: number | undefined): void {
+    if (this.#maxStreamsGiven || descriptors === undefined || !(descriptors > 0)) return;
+    this.#maxStreams = Math.max(16, Math.min(DEFAULT_MAX_STREAMS, Math.floor(descriptors * 0.75) - 100));
   }
 
   /** Streams open or opening. */
@@ -279,18 +293,11 @@ export class PokeHub {
   }
 }
 
-/** `maxStreams` when the options name none; see {@link fitStreamsToDescriptors}. */
-let defaultMaxStreams = 20_000;
+/** The poke settings a hub works by (createContext's, defaults filled in). */
+export type HubSettings = Required<Pick<PokeOptions, 'heartbeatMs' | 'coalesceMs' | 'maxStreamsPerUser' | 'maxStreamAgeMs'>> & Pick<PokeOptions, 'maxStreams'>;
 
-/**
- * Lowers the default `maxStreams` to what a process limited to `descriptors` open files can hold
- * beside its other connections and files. Adapters call it with the limit they read: it is the
- * process's, so it holds for every context in it.
- */
-export function fitStreamsToDescriptors(descriptors: number | undefined): void {
-  if (descriptors === undefined || !(descriptors > 0)) return;
-  defaultMaxStreams = Math.max(16, Math.min(20_000, Math.floor(descriptors * 0.75) - 100));
-}
+/** Poke streams a hub keeps open at once, unless `pokes.maxStreams` or the process's descriptor limit says less. */
+export const DEFAULT_MAX_STREAMS = 20_000;
 
 interface Space {
   space: string;

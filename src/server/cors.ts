@@ -1,4 +1,4 @@
-import type { CorsOptions } from '../context/context.js';
+import type { ResolvedCors } from '../context/options-schema.js';
 
 /** The headers the real client sends, plus the spec's neutral spelling of the request ID. */
 const ALLOWED_HEADERS = 'authorization, content-type, x-replicache-requestid, x-sync-requestid';
@@ -8,10 +8,10 @@ const ALLOWED_HEADERS = 'authorization, content-type, x-replicache-requestid, x-
  * `preflightFor` says which), or null when the request comes from an origin that
  * may not call (or from no browser at all, which needs none).
  */
-export function corsHeaders(request: Request, options: CorsOptions | false | undefined, preflightFor?: 'GET' | 'POST'): Record<string, string> | null {
+export function corsHeaders(request: Request, options: ResolvedCors | false, preflightFor?: 'GET' | 'POST'): Record<string, string> | null {
   const origin = request.headers.get('origin');
   if (origin === null || options === false) return null;
-  const allowed = options?.origin ?? '*';
+  const allowed = options.origin;
   let headers: Record<string, string>;
   if (allowed === '*') headers = { 'access-control-allow-origin': '*' };
   else if (typeof allowed === 'function' ? allowed(origin) : allowed.includes(origin)) {
@@ -20,7 +20,7 @@ export function corsHeaders(request: Request, options: CorsOptions | false | und
   if (preflightFor !== undefined) {
     headers['access-control-allow-methods'] = `${preflightFor}, OPTIONS`;
     headers['access-control-allow-headers'] = ALLOWED_HEADERS;
-    headers['access-control-max-age'] = String(Math.floor((options?.maxAgeMs ?? 86_400_000) / 1000));
+    headers['access-control-max-age'] = String(Math.floor(options.maxAgeMs / 1000));
   }
   return headers;
 }

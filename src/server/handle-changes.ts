@@ -1,5 +1,5 @@
 import type { SyncContext } from '../context/context.js';
-import { checkContext, limitsOf, notifierOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { fitsUTF8 } from '../base/utf8.js';
@@ -30,7 +30,7 @@ export function changesReply(request: Request, ctx: SyncContext): Promise<Reply>
     checkServerSecret(request, ctx, 'The change feed');
     const query = new URL(request.url).searchParams;
     const space = query.get('space') ?? '';
-    if (!fitsUTF8(space, limitsOf(ctx).idBytes)) throw new HTTPError(400, `space is longer than ${limitsOf(ctx).idBytes} bytes (limits.idBytes)`);
+    if (!fitsUTF8(space, ctx.limits.idBytes)) throw new HTTPError(400, `space is longer than ${ctx.limits.idBytes} bytes (limits.idBytes)`);
     const limit = whole(query.get('limit'), 'limit', MAX_LIMIT);
     const waitMs = whole(query.get('waitMs'), 'waitMs', MAX_WAIT_MS) ?? 0;
     try {
@@ -51,7 +51,7 @@ export function changesReply(request: Request, ctx: SyncContext): Promise<Reply>
 async function waited(ctx: SyncContext, space: string, read: () => Promise<FeedPage>, ms: number, signal: AbortSignal): Promise<FeedPage> {
   let noticed!: () => void;
   const notice = new Promise<void>((resolve) => (noticed = resolve));
-  const unsubscribe = await notifierOf(ctx).subscribe(space, () => noticed());
+  const unsubscribe = await ctx.notifier.subscribe(space, () => noticed());
   try {
     const first = await read();
     if (first.changes.length > 0) return first;

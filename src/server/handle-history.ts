@@ -1,5 +1,5 @@
 import type { SyncContext } from '../context/context.js';
-import { checkContext, limitsOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { fitsUTF8 } from '../base/utf8.js';
@@ -30,7 +30,7 @@ export function historyReply(request: Request, ctx: SyncContext): Promise<Reply>
     checkServerSecret(request, ctx, "A space's history");
     const query = params(new URL(request.url).searchParams);
     const space = query.space ?? '';
-    if (!fitsUTF8(space, limitsOf(ctx).idBytes)) throw new HTTPError(400, `space is longer than ${limitsOf(ctx).idBytes} bytes (limits.idBytes)`);
+    if (!fitsUTF8(space, ctx.limits.idBytes)) throw new HTTPError(400, `space is longer than ${ctx.limits.idBytes} bytes (limits.idBytes)`);
     const limit = whole(query.limit, 'limit', 1, MAX_LIMIT) ?? DEFAULT_LIMIT;
     try {
       if (query.version !== undefined) {

@@ -1,6 +1,6 @@
 import type { SyncContext } from '../context/context.js';
 import { isDraining } from '../context/drain.js';
-import { hubOf, limitsOf, checkContext } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { identify, resolveSpace, respond } from './prepare.js';
 import { pokeTokenOf, userOfPokeToken } from './poke-token.js';
@@ -39,8 +39,8 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
     // A poke token in the URL stands for the Authorization header an EventSource cannot send.
     const token = pokeTokenOf(request, ctx);
     const userID = token === undefined ? await identify(request, ctx) : await userOfPokeToken(ctx, token);
-    const space = await resolveSpace(request, ctx, userID, limitsOf(ctx));
-    const body = await hubOf(ctx).open(space, userID, listenOf(request, limitsOf(ctx)));
+    const space = await resolveSpace(request, ctx, userID, ctx.limits);
+    const body = await ctx.hub!.open(space, userID, listenOf(request, ctx.limits));
     // A drain that began while this stream was opening did not end it, and nothing else would:
     // the server would wait for it until its stop timeout.
     if (isDraining(ctx)) {

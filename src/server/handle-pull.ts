@@ -1,7 +1,7 @@
 import { PULL_VERSIONS, PullRequest } from '../protocol/pull-request.js';
 import { processPull, type PullOptions } from '../sync/process-pull.js';
 import { announce } from '../context/after-change.js';
-import { clockOf, limitsOf, checkContext, stateOf, openHubOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import type { ViewInterest } from '../sync/interest.js';
 import { reportError, type SyncContext } from '../context/context.js';
 import { isTemporary } from '../storage/unreachable.js';
@@ -30,7 +30,7 @@ export async function handlePull(request: Request, ctx: SyncContext): Promise<Re
 /** {@link handlePull}, answering with a {@link Reply}. */
 export function pullReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
-  return observe('pull', request, () => pull(request, ctx), stateOf(ctx).live);
+  return observe('pull', request, () => pull(request, ctx), ctx.state.live);
 }
 
 /** Runs a pull: what it came to, its reply among them. Never rejects. */
@@ -42,9 +42,9 @@ async function pull(request: Request, ctx: SyncContext): Promise<PullFacts> {
     if ('status' in prepared) return { kind: 'unsupported', reply: prepared };
     const { body, space, older } = prepared;
     by = requester(ctx, space, body.pullVersion === 1 ? body : { clientID: body.clientID }, body.schemaVersion);
-    const views = ctx.view && { view: ctx.view, limits: limitsOf(ctx), indexes: ctx.indexes };
+    const views = ctx.view && { view: ctx.view, limits: ctx.limits, indexes: ctx.indexes };
     // With a view, what this answer depends on narrows the pokes of the group's streams.
-    const pulled = views && body.pullVersion === 1 ? openHubOf(ctx)?.pulling(space, prepared.userID, body.clientGroupID) : undefined;
+    const pulled = views && body.pullVersion === 1 ? ctx.hub?.pulling(space, prepared.userID, body.clientGroupID) : undefined;
     let interest: ViewInterest | undefined;
     // What the answer has sent so far, for a first sync in pages.
     const sent = { chars: 0 };
@@ -52,7 +52,7 @@ async function pull(request: Request, ctx: SyncContext): Promise<PullFacts> {
     try {
       // Only a hub with streams uses it: without one the view's reads are not recorded.
       const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-      result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: clockOf(ctx), downgrade: older && downgradeOf(older, limitsOf(ctx).appCodeMs), views, shareReads: ctx.shareReads !== false, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] }), request) : undefined });
+      result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs }, downgrade: older && downgradeOf(older, ctx.limits.appCodeMs), views, shareReads: ctx.shareReads, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] }), request) : undefined });
     } finally {
       pulled?.(interest);
     }
@@ -116,13 +116,13 @@ function reporting<R>(rest: AsyncGenerator<Patch, R, undefined>, start: number, 
  */
 function paging(ctx: SyncContext, sent: { chars: number }, paged: () => void, request: Request): PullOptions['paging'] {
   if (ctx.firstSync === undefined) return undefined;
-  const chars = ctx.firstSync.pageBytes ?? PAGE_BYTES;
+  const chars = ctx.firstSync.pageBytes;
   const { order: option } = ctx.firstSync;
   const order =
     option &&
     ((asked: FirstSyncOrderRequest) => {
       try {
-        return orderOf(option, asked, limitsOf(ctx));
+        return orderOf(option, asked, ctx.limits);
       } catch (error) {
         reportError(ctx, error, { request });
         return [];
@@ -130,5 +130,3 @@ function paging(ctx: SyncContext, sent: { chars: number }, paged: () => void, re
     });
   return { room: () => chars - sent.chars, paged, order };
 }
-
-const PAGE_BYTES = 4 * 1024 * 1024;

@@ -3,7 +3,7 @@ import { processPush, type PushOutcome } from '../sync/process-push.js';
 import { quotaOf } from '../sync/transactions/quota.js';
 import { afterChange } from '../context/after-change.js';
 import { type SyncContext, reportError } from '../context/context.js';
-import { clockOf, checkContext, stateOf, sessionOptionsOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { json, type Reply, toResponse } from '../base/reply.js';
 import { failed, prepare, requester } from './prepare.js';
 import { observe } from '../telemetry/telemetry.js';
@@ -25,7 +25,7 @@ export async function handlePush(request: Request, ctx: SyncContext): Promise<Re
 /** {@link handlePush}, answering with a {@link Reply}. */
 export function pushReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
-  return observe('push', request, () => push(request, ctx), stateOf(ctx).live);
+  return observe('push', request, () => push(request, ctx), ctx.state.live);
 }
 
 /** Runs a push: what it came to, its reply among them. Never rejects. */
@@ -37,9 +37,9 @@ async function push(request: Request, ctx: SyncContext): Promise<PushFacts> {
     if ('status' in prepared) return { kind: 'unsupported', reply: prepared };
     const { body, space, userID, limits, older } = prepared;
     by = requester(ctx, space, body, body.schemaVersion);
-    const perMutation = ctx.transactionPerMutation ?? false;
+    const perMutation = ctx.transactionPerMutation;
     const quota = quotaOf(ctx.quotas, space);
-    const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: sessionOptionsOf(ctx), clock: clockOf(ctx), quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
+    const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: ctx.session, clock: { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs }, quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
     // A refusal answers as a thrown HTTPError would: a 400, no poke, its totals not told.
     if (outcome.kind === 'refused') return failed(request, ctx, outcome.error, by);
     // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.

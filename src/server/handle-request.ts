@@ -10,7 +10,7 @@ import { changesReply } from './handle-changes.js';
 import { historyReply } from './handle-history.js';
 import { respond } from './prepare.js';
 import { type Reply, toResponse } from '../base/reply.js';
-import { checkContext, stateOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 
 /**
  * One fetch handler for every endpoint, the thing to mount: `POST` to a path ending in `/pull`
@@ -29,7 +29,7 @@ export async function handleRequest(request: Request, ctx: SyncContext): Promise
 /** {@link handleRequest}, answering with a {@link Reply}: what the Node adapter serves. */
 export async function requestReply(request: Request, ctx: SyncContext): Promise<Reply> {
   const path = pathOf(request.url);
-  const door = stateOf(ctx).inspectorDoor;
+  const door = ctx.state.inspectorDoor;
   if (door !== undefined) {
     // The inspector's pages and API, under `…/_inspect/`: no CORS headers, so no other site's page may read them.
     const base = inspectorBase(path);

@@ -1,5 +1,5 @@
 import type { SyncContext } from '../context/context.js';
-import { checkContext, stateOf } from '../context/state.js';
+import { checkContext } from '../context/state.js';
 import { HTTPError } from '../base/errors.js';
 import { json, type Reply } from '../base/reply.js';
 import { base64url } from '../sync/version/base64url.js';
@@ -23,7 +23,7 @@ export async function pokeToken(ctx: SyncContext, userID: string): Promise<{ tok
   checkContext(ctx);
   if (typeof userID !== 'string') throw new TypeError(`pokeToken: the user ID must be a string, got ${typeof userID}`);
   const key = await keyOf(ctx);
-  const expiresAt = (ctx.clock ?? Date.now)() + (tokenOptions(ctx).tokenTtlMs ?? DEFAULT_TTL_MS);
+  const expiresAt = ctx.clock() + tokenTtlMs(ctx);
   const payload = base64url(new TextEncoder().encode(JSON.stringify([userID, expiresAt])));
   const signature = new Uint8Array(await crypto.subtle.sign('HMAC', key, signed(payload)));
   const token = `${payload}.${base64url(signature)}`;
@@ -52,7 +52,7 @@ export async function userOfPokeToken(ctx: SyncContext, token: string): Promise<
     throw refused('is not one of this server');
   }
   if (!Array.isArray(claims) || claims.length !== 2 || typeof claims[0] !== 'string' || !Number.isFinite(claims[1])) throw refused('is not one of this server');
-  if ((ctx.clock ?? Date.now)() >= (claims[1] as number)) throw refused('has expired');
+  if (ctx.clock() >= (claims[1] as number)) throw refused('has expired');
   return claims[0];
 }
 
@@ -78,8 +78,13 @@ export function pokeTokenOf(request: Request, ctx: SyncContext): string | undefi
 /** The query parameter a poke request carries its token in. */
 export const TOKEN_PARAMETER = 'poke_token';
 
-function tokenOptions(ctx: SyncContext): { tokenSecret?: string; tokenTtlMs?: number } {
+function tokenOptions(ctx: SyncContext): { tokenSecret?: string | undefined } {
   return ctx.pokes || {};
+}
+
+/** How long a token is good for; pokes are on wherever a token is made (keyOf refuses otherwise). */
+function tokenTtlMs(ctx: SyncContext): number {
+  return ctx.pokes === false ? 0 : ctx.pokes.tokenTtlMs;
 }
 
 /** The context's signing key, imported once. */
@@ -87,7 +92,7 @@ function keyOf(ctx: SyncContext): Promise<CryptoKey> {
   const secret = tokenOptions(ctx).tokenSecret;
   if (ctx.pokes === false) throw new TypeError('pokeToken: pokes are off in this context (pokes: false)');
   if (secret === undefined) throw new TypeError('pokeToken: set pokes.tokenSecret (32 characters or more, the same on every instance) to make poke tokens');
-  const state = stateOf(ctx);
+  const state = ctx.state;
   return (state.pokeKey ??= crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']));
 }
 
@@ -105,6 +110,5 @@ function fromBase64url(text: string): Uint8Array<ArrayBuffer> | undefined {
   }
 }
 
-const DEFAULT_TTL_MS = 60 * 60 * 1000;
 /** Longer than any token made here for a user ID within limits: refused before any work. */
 const MAX_TOKEN_LENGTH = 4_096;

@@ -8,7 +8,6 @@ import { isTemporary } from '../storage/unreachable.js';
 import { json, type Reply } from '../base/reply.js';
 import { parseBody, readJSONBody } from './read-body.js';
 import type { Failed, Requester } from '../telemetry/facts.js';
-import { stateOf } from '../context/state.js';
 import { admit, groupKey } from '../context/rates.js';
 import { type OlderSchema, schemaAccess, stepsFrom } from '../sync/schema/schema-options.js';
 
@@ -50,10 +49,11 @@ export async function prepare<TSchema extends v.GenericSchema>(
     throw new HTTPError(405, `${request.method} is not allowed on the ${endpoint.kind} endpoint; use POST`, { headers: { allow: 'POST' } });
   }
   const userID = await identify(request, ctx);
-  const { limits, rates } = stateOf(ctx);
+  const { limits } = ctx;
+  const { rates } = ctx.state;
   // Rates are checked as soon as who is asking is known, before any storage work: a user's
   // before reading the body, a group's once the body names it.
-  const now = rates === undefined ? 0 : (ctx.clock ?? Date.now)();
+  const now = rates === undefined ? 0 : ctx.clock();
   if (userID !== undefined) admit(rates, endpoint.kind === 'push' ? 'user_pushes' : 'user_pulls', userID, now);
   let raw = await readJSONBody(request, limits.bodyBytes);
 
@@ -78,7 +78,7 @@ export async function prepare<TSchema extends v.GenericSchema>(
   if (!acceptsSchema(ctx.schemaVersion, schemaVersion)) return versionNotSupported('schema');
   let older: readonly OlderSchema[] | undefined;
   if (ctx.schema !== undefined) {
-    const access = schemaAccess(ctx.schema, schemaVersion, (ctx.clock ?? Date.now)());
+    const access = schemaAccess(ctx.schema, schemaVersion, ctx.clock());
     // A closed version's pushes are still applied: the new version's client recovers the old
     // groups' pending mutations by pushing them under their old version, and a refusal here
     // would drop them for good. Its pulls are refused, so its clients update.

@@ -4,7 +4,7 @@
  * applying a mutation twice.
  */
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, type JSONValue, type Storage, type SyncContext, createContext } from '../../src/index.js';
+import { handlePull, handlePush, type JSONValue, type Storage, type SyncContext, createContext, type SyncOptions } from '../../src/index.js';
 import { read } from '../../src/backend.js';
 import { collectGarbage, DumpError, exportSpace, importSpace, inspect } from '../../src/ops.js';
 import { stageGroups } from '../../src/sync/dumps/dumped-groups.js';
@@ -23,7 +23,7 @@ export function dump3(entries: ReadonlyArray<readonly [string, JSONValue]>, grou
 export function describeClientRecords(name: string, create: () => Storage): void {
   describe(`client groups in dumps: ${name}`, () => {
     /** A context on a new store, requests authenticated by `Bearer <user>` (none: anonymous), at a clock the test moves. */
-    function context(limits?: SyncContext['limits']) {
+    function context(limits?: SyncOptions['limits']) {
       const clock = { now: 1_800_000_000_000 };
       const ctx: SyncContext = createContext({
         storage: create(),

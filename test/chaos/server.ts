@@ -10,7 +10,7 @@
 // line {"result": …} (or {"gone": …} when the version is not kept) and exits, listening nowhere.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createListener } from '../../adapters/node.js';
-import { type Storage, type SyncContext, TemporaryError, createContext } from '../../src/index.js';
+import { type Storage, type SyncContext, TemporaryError, createContext, type SyncOptions } from '../../src/index.js';
 import { at, HistoryGoneError, mutate, readHistory, restoreSpace, revertChanges, startWebhooks, transact } from '../../src/backend.js';
 import { collectGarbage, exportSpace, importSpace, runMigration, routedStorage, StagingLostError, storeNotifier } from '../../src/ops.js';
 import { isTemporary } from '../../src/storage/unreachable.js';
@@ -83,7 +83,7 @@ const ctx: SyncContext = createContext({
   },
 });
 
-async function pokes(): Promise<SyncContext['pokes']> {
+async function pokes(): Promise<SyncOptions['pokes']> {
   const kind = process.env.NOTIFIER ?? 'none';
   if (kind === 'none') return undefined;
   if (kind === 'store') return { notifier: storeNotifier(storage, { intervalMs: 100 }) };

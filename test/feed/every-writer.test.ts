@@ -16,7 +16,6 @@ import {
   turnOffChangeFeed,
 } from '../../src/backend.js';
 import { exportSpace, importSpace, routedStorage } from '../../src/ops.js';
-import { stateOf } from '../../src/context/state.js';
 import { FEED_RECORD } from '../../src/sync/feed/feed-record.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
 import type { Meta } from '../../src/sync/version/records.js';
@@ -34,7 +33,7 @@ function plain(storage: Storage): SyncContext {
 
 /** `ctx` has written, and the store's record of its feed is in. */
 async function recorded(ctx: SyncContext): Promise<void> {
-  await stateOf(ctx).feedRecorded;
+  await ctx.state.feedRecorded;
 }
 
 /** The whole feed of `space`, from its start. */

@@ -1,15 +1,14 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { handlePull, handlePush, type JSONValue, type SyncContext } from '../../src/index.js';
+import { handlePull, handlePush, type JSONValue, type SyncOptions } from '../../src/index.js';
 import { DEFAULT_LIMITS, MAX_VALUE_DEPTH } from '../../src/ops.js';
 import { mutation, post, pull, pullBody, push, pushBody, serverView, testContext, testMutators } from '../support/helpers.js';
 import { fastLoop } from '../support/stores.js';
-import { stateOf } from '../../src/context/state.js';
 
 // Each attack a red team ran against the server, reproduced small and fast. Each test fails on
 // the server as it was before its fix (issue 6), and says what it saw then.
 
 /** A context with data in it, and a function that tells whether anything changed since. */
-async function seeded(overrides: Partial<SyncContext> = {}) {
+async function seeded(overrides: Partial<SyncOptions> = {}) {
   const ctx = testContext(overrides);
   await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'seed', value: 1 })]);
   const before = await pull(ctx, 'g', null);
@@ -309,7 +308,7 @@ describe('a flood from one tenant is refused before it costs the others anything
     expect(statuses.get(429)).toBeGreaterThan(4_000);
     await push(ctx, 'neighbour', [mutation('n', 1, 'put', { key: 'mine', value: 1 })], { authorization: 'alice' });
     expect((await pull(ctx, 'neighbour', null, { authorization: 'alice' })).patch).toContainEqual({ op: 'put', key: 'mine', value: 1 });
-    const rates = stateOf(ctx).rates!;
+    const rates = ctx.state.rates!;
     expect(rates.pushes!.size).toBeLessThanOrEqual(500);
     expect(rates.user_pushes!.size).toBe(2);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, type SyncContext } from '../../src/index.js';
+import { handlePull, handlePush, type SyncOptions } from '../../src/index.js';
 import { mutation, post, pull, pullBody, push, pushBody, testContext } from '../support/helpers.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
@@ -10,7 +10,7 @@ const endpoints = [
 ] as const;
 
 /** A context with data in it, and a function that tells whether anything changed since. */
-async function seeded(overrides: Partial<SyncContext> = {}) {
+async function seeded(overrides: Partial<SyncOptions> = {}) {
   const ctx = testContext(overrides);
   await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'seed', value: 1 })]);
   const before = await pull(ctx, 'g', null);

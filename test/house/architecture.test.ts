@@ -50,7 +50,6 @@ const ADAPTER_INTERNALS: Record<string, string> = {
   'src/base/renamed.ts': 'refuseRenamed, for the adapters\' own renamed options',
   'src/context/drain.ts': 'isDraining, which a server stopping consults',
   'src/context/state.ts': 'checkContext, at server start',
-  'src/poke/hub.ts': "fitStreamsToDescriptors: the default stream cap from the process's descriptor limit",
   'src/storage/durable-object.ts': 'the Durable Object store, re-exported by the Cloudflare adapter',
 };
 

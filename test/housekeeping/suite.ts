@@ -20,9 +20,9 @@ function dumpOf(keys: readonly string[]): string {
 export function describeHousekeeping(name: string, create: () => Storage | Promise<Storage>): void {
   describe(`housekeeping: ${name}`, () => {
     /** A context at time `clock.now`, keeping groups and tombstones 10 s. */
-    async function context(retention: SyncOptions['retention'] = { clientGroupsMs: 10 * SECOND, tombstonesMs: 10 * SECOND }) {
+    async function context(retention: SyncOptions['retention'] = { clientGroupsMs: 10 * SECOND, tombstonesMs: 10 * SECOND }, more: Partial<SyncOptions> = {}) {
       const clock = { now: 1_800_000_000_000 };
-      const ctx: SyncContext = createContext({ storage: await create(), mutators: testMutators, retention, clock: () => clock.now, onError: () => {} });
+      const ctx: SyncContext = createContext({ storage: await create(), mutators: testMutators, retention, clock: () => clock.now, onError: () => {}, ...more });
       return { ctx, clock };
     }
     const put = (client: string, id: number, key: string, value: JSONValue) => mutation(client, id, 'put', { key, value });
@@ -304,8 +304,7 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
     });
 
     it('view records no pull issued for the group retention go; a cookie naming one gets a reset once its view changed', async () => {
-      const { ctx, clock } = await context();
-      Object.assign(ctx, { authenticate: (request: Request) => request.headers.get('authorization') || null, view: membershipView });
+      const { ctx, clock } = await context(undefined, { authenticate: (request: Request) => request.headers.get('authorization') || null, view: membershipView });
       await write(ctx, 'admin', { 'member/alice/1': '1', 'member/bob/1': '1', 'doc/1/x': 1, 'doc/2/x': 2 });
       const alice = new ViewClient(ctx, 'alice');
       const bob = new ViewClient(ctx, 'bob');

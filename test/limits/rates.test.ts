@@ -3,15 +3,14 @@
  * before any storage work, answered with 429 and Retry-After.
  */
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, handleRequest, type SyncContext, createContext } from '../../src/index.js';
-import { stateOf } from '../../src/context/state.js';
+import { handlePull, handlePush, handleRequest, type SyncContext, type SyncOptions, createContext } from '../../src/index.js';
 import { TokenBuckets } from '../../src/base/token-buckets.js';
 import { countingStorage, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
 /** A context whose clock the test moves, authenticating the Authorization header as the user. */
-function context(rates: SyncContext['rates'], overrides: Partial<SyncContext> = {}) {
+function context(rates: SyncOptions['rates'], overrides: Partial<SyncOptions> = {}) {
   const clock = { now: 1_800_000_000_000 };
-  const ctx: SyncContext = createContext({ storage: countingStorage({ count: 0 }), mutators: testMutators, rates, clock: () => clock.now, authenticate: (r) => r.headers.get('authorization') || 'anyone', onError: () => {}, ...overrides.options });
+  const ctx: SyncContext = createContext({ storage: countingStorage({ count: 0 }), mutators: testMutators, rates, clock: () => clock.now, authenticate: (r) => r.headers.get('authorization') || 'anyone', onError: () => {}, ...overrides });
   return { ctx, clock };
 }
 
@@ -94,7 +93,7 @@ describe('rates', () => {
 
   it('memory stays bounded by bucketsKept however many group IDs a client invents (200,000 here)', async () => {
     const { ctx } = context({ pushesPerSecond: 5, bucketsKept: 1_000 });
-    const buckets = stateOf(ctx).rates!.pushes!;
+    const buckets = ctx.state.rates!.pushes!;
     const now = Date.now();
     for (let i = 0; i < 200_000; i++) buckets.take(`invented-${i}`, now);
     expect(buckets.size).toBe(1_000);

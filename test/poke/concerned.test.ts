@@ -8,6 +8,7 @@
 import { describe, expect, test } from 'vitest';
 import { createContext, handleRequest, type JSONValue, localNotifier, memoryStorage, type SyncContext, type View } from '../../src/index.js';
 import { PokeHub } from '../../src/poke/hub.js';
+import { resolvePokes } from '../../src/context/options-schema.js';
 import { ViewInterest, ViewReads } from '../../src/sync/interest.js';
 import { Prefixes } from '../../src/sync/version/prefixes.js';
 import * as fc from 'fast-check';
@@ -293,7 +294,7 @@ describe('the hub', () => {
 
   test('while a pull of the group is under way, its streams get every poke: the change may be in the view that pull is choosing', async () => {
     const notifier = localNotifier();
-    const hub = new PokeHub(notifier, { coalesceMs: 0 });
+    const hub = new PokeHub(notifier, resolvePokes({ coalesceMs: 0 }));
     const stream = new EventReader((await hub.open('s', 'bob', { group: 'g' })) as ReadableStream<Uint8Array<ArrayBuffer>>);
     hub.pulling('s', 'bob', 'g')(interest(['list/bob']));
     const pulling = hub.pulling('s', 'bob', 'g');
@@ -305,7 +306,7 @@ describe('the hub', () => {
 
   test('two pulls that overlapped leave the group unknown (the later to end may hold the older view), so it gets every poke', async () => {
     const notifier = localNotifier();
-    const hub = new PokeHub(notifier, { coalesceMs: 0 });
+    const hub = new PokeHub(notifier, resolvePokes({ coalesceMs: 0 }));
     const stream = new EventReader((await hub.open('s', 'bob', { group: 'g' })) as ReadableStream<Uint8Array<ArrayBuffer>>);
     const first = hub.pulling('s', 'bob', 'g');
     const second = hub.pulling('s', 'bob', 'g');
@@ -325,7 +326,7 @@ describe('the hub', () => {
 
   test('a stream is told its user’s group only: another user’s group of the same ID is not its pusher', async () => {
     const notifier = localNotifier();
-    const hub = new PokeHub(notifier, { coalesceMs: 0 });
+    const hub = new PokeHub(notifier, resolvePokes({ coalesceMs: 0 }));
     const stream = new EventReader((await hub.open('s', 'bob', { group: 'g' })) as ReadableStream<Uint8Array<ArrayBuffer>>);
     hub.pulling('s', 'bob', 'g')(interest(['list/bob']));
     notifier.notify('s', detail(['list/alice/1'], [{ userID: 'alice', clientGroupID: 'g' }]));

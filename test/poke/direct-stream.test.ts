@@ -1,7 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
 import { localNotifier } from '../../src/index.js';
 import type { Sink } from '../../src/base/direct-stream.js';
-import { hubOf } from '../../src/context/state.js';
 import { testContext } from '../support/helpers.js';
 
 /** A sink as an adapter's socket would be: what it was sent, as text, and whether it is behind. */
@@ -32,7 +31,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('a poke stream taken over by an adapter', () => {
   test('gets what it held before, in order, then every poke, and its web stream is never read', async () => {
     const notifier = localNotifier();
-    const hub = hubOf(testContext({ pokes: { notifier, coalesceMs: 0 } }));
+    const hub = testContext({ pokes: { notifier, coalesceMs: 0 } }).hub!;
     const stream = await hub.open('');
     notifier.notify('');
     const sink = new FakeSink();
@@ -46,7 +45,7 @@ describe('a poke stream taken over by an adapter', () => {
   });
 
   test('one ended before it was taken over ends its sink, after the retry field it was told', async () => {
-    const hub = hubOf(testContext());
+    const hub = testContext().hub!;
     const stream = await hub.open('');
     hub.closeAll(1_000);
     const sink = new FakeSink();
@@ -58,7 +57,7 @@ describe('a poke stream taken over by an adapter', () => {
 
   test('its client gone, it is released at once, and the pokes under way skip it', async () => {
     const notifier = localNotifier();
-    const hub = hubOf(testContext({ pokes: { notifier } }));
+    const hub = testContext({ pokes: { notifier } }).hub!;
     const sinks = Array.from({ length: 1_200 }, () => new FakeSink());
     const gone = await Promise.all(sinks.map(async (sink) => (await hub.open('')).attach(sink)));
     notifier.notify('');
@@ -75,7 +74,7 @@ describe('a poke stream taken over by an adapter', () => {
 
   test('ended while a poke is under way (a drain, its age), it is written no more', async () => {
     const notifier = localNotifier();
-    const hub = hubOf(testContext({ pokes: { notifier } }));
+    const hub = testContext({ pokes: { notifier } }).hub!;
     const sinks = Array.from({ length: 1_200 }, () => new FakeSink());
     for (const sink of sinks) (await hub.open('')).attach(sink);
     notifier.notify('');
@@ -87,7 +86,7 @@ describe('a poke stream taken over by an adapter', () => {
 
   test('a client that stops reading gets no more pokes once its sink is full, and the others all do', async () => {
     const notifier = localNotifier();
-    const hub = hubOf(testContext({ pokes: { notifier, coalesceMs: 0 } }));
+    const hub = testContext({ pokes: { notifier, coalesceMs: 0 } }).hub!;
     const [slow, ...others] = Array.from({ length: 3 }, () => new FakeSink());
     for (const sink of [slow!, ...others]) (await hub.open('')).attach(sink);
     slow!.full = slow!.waiting = true;
@@ -103,7 +102,7 @@ describe('a poke stream taken over by an adapter', () => {
     // On fake timers: a busy machine can run a real sleep past a heartbeat.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
-      const hub = hubOf(testContext({ pokes: { heartbeatMs: 40 } }));
+      const hub = testContext({ pokes: { heartbeatMs: 40 } }).hub!;
       const sinks = Array.from({ length: 3 }, () => new FakeSink());
       for (const sink of sinks) (await hub.open('')).attach(sink);
       sinks[0]!.waiting = true;

@@ -2,7 +2,6 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { serve, type SyncServer } from '../../adapters/node.js';
-import { hubOf } from '../../src/context/state.js';
 import { mutation, pushBody, testContext } from '../support/helpers.js';
 import { memoryInUse } from '../support/memory.js';
 
@@ -60,7 +59,7 @@ describe('poke streams through the Node adapter', () => {
     const ctx = testContext();
     const server = await serve(ctx, { port: 0 });
     servers.push(server);
-    const hub = hubOf(ctx);
+    const hub = ctx.hub!;
     const settled: number[] = [];
     let open = 0;
     for (let wave = 0; wave < 20; wave++) {
@@ -82,9 +81,9 @@ describe('poke streams through the Node adapter', () => {
     const ctx = testContext();
     const server = await serve(ctx, { port: 0 });
     const streams = await Promise.all([openStream(server.url), openStream(server.url)]);
-    expect(hubOf(ctx).streams).toBe(2);
+    expect(ctx.hub!.streams).toBe(2);
     await server.stop();
-    await until(() => hubOf(ctx).streams === 0);
+    await until(() => ctx.hub!.streams === 0);
     await until(() => streams.every(({ res }) => res.destroyed || res.complete));
   });
 
@@ -95,9 +94,9 @@ describe('poke streams through the Node adapter', () => {
     const socket = connect(Number(server.url.port), '127.0.0.1');
     socket.pause();
     socket.write(`GET /poke HTTP/1.1\r\nHost: ${server.url.host}\r\n\r\n`);
-    await until(() => hubOf(ctx).streams === 1);
+    await until(() => ctx.hub!.streams === 1);
     const opened = Date.now();
-    await until(() => hubOf(ctx).streams === 0);
+    await until(() => ctx.hub!.streams === 0);
     expect(Date.now() - opened).toBeGreaterThanOrEqual(250);
     // What it was sent waits in its kernel: read now, it ends with a retry field and the close.
     let text = '';

@@ -1,7 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
-import { createContext, handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext } from '../../src/index.js';
-import { fitStreamsToDescriptors, PokeHub } from '../../src/poke/hub.js';
-import { hubOf } from '../../src/context/state.js';
+import { createContext, handleRequest, HTTPError, localNotifier, type Notifier, type SyncContext, type SyncOptions } from '../../src/index.js';
+import { PokeHub } from '../../src/poke/hub.js';
+import { resolvePokes } from '../../src/context/options-schema.js';
 import { mutation, pushBody, post, testContext } from '../support/helpers.js';
 import { EventReader } from './sse.js';
 import { memoryInUse } from '../support/memory.js';
@@ -146,7 +146,7 @@ describe('the poke stream', () => {
     const refused = await handleRequest(new Request('http://localhost/poke'), ctx);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('5');
-    expect(hubOf(ctx).streams).toBe(0);
+    expect(ctx.hub!.streams).toBe(0);
     fail = false;
     const reader = await open(ctx);
     await pushPut(ctx);
@@ -186,7 +186,7 @@ describe('the poke stream', () => {
 
 describe('who may hold streams', () => {
   /** A context whose users are named by the Authorization header. */
-  const usersContext = (pokes: SyncContext['pokes']) => testContext({ authenticate: (request) => request.headers.get('authorization') || null, pokes });
+  const usersContext = (pokes: SyncOptions['pokes']) => testContext({ authenticate: (request) => request.headers.get('authorization') || null, pokes });
   const as = (user: string) => ({ authorization: user });
 
   test('one user past maxStreamsPerUser gets 429 with Retry-After, and other users still get theirs', async () => {
@@ -200,9 +200,9 @@ describe('who may hold streams', () => {
     // A stream closed frees its place.
     await mallory[0]!.cancel();
     const again = await open(ctx, '/poke', as('mallory'));
-    expect(hubOf(ctx).streamsOf('mallory')).toBe(3);
+    expect(ctx.hub!.streamsOf('mallory')).toBe(3);
     await Promise.all([...mallory.slice(1), again, alice].map((reader) => reader.cancel()));
-    expect(hubOf(ctx).streamsOf('mallory')).toBe(0);
+    expect(ctx.hub!.streamsOf('mallory')).toBe(0);
   });
 
   test('streams still opening count: a burst of opens at once cannot pass the cap', async () => {
@@ -231,7 +231,7 @@ describe('who may hold streams', () => {
     expect(mallory[0]!.blocks.at(-1)).toMatch(/^retry: \d+$/);
     expect(Number(mallory[0]!.blocks.at(-1)!.slice(7))).toBeGreaterThanOrEqual(5_000);
     expect(mallory[1]!.ended).toBe(false);
-    expect([hubOf(ctx).streamsOf('mallory'), hubOf(ctx).streamsOf('alice'), hubOf(ctx).streams]).toEqual([2, 1, 4]);
+    expect([ctx.hub!.streamsOf('mallory'), ctx.hub!.streamsOf('alice'), ctx.hub!.streams]).toEqual([2, 1, 4]);
     // Now nobody is lighter than the heaviest by two: the next is refused, not a ping-pong.
     const refused = await handleRequest(new Request('http://localhost/poke', { headers: as('mallory') }), ctx);
     expect(refused.status).toBe(503);
@@ -254,34 +254,32 @@ describe('who may hold streams', () => {
       expect(read.ended).toBe(true);
       expect(read.blocks.at(-1)).toMatch(/^retry: \d+$/);
       expect(read.comments).toBeGreaterThan(2);
-      expect(hubOf(ctx).streams).toBe(0);
+      expect(ctx.hub!.streams).toBe(0);
       expect(await unread.text()).toMatch(/^retry:/);
     } finally {
       vi.useRealTimers();
     }
   });
 
-  test('the default maxStreams fits the file-descriptor limit adapters read', async () => {
-    try {
-      fitStreamsToDescriptors(1_024);
-      const hub = new PokeHub(localNotifier(), {});
-      const streams = [];
-      for (let i = 0; i < 668; i++) streams.push(await hub.open(''));
-      await expect(hub.open('')).rejects.toThrow('668 poke streams');
-      await Promise.all(streams.map((stream) => stream.cancel()));
-      // An explicit maxStreams wins.
-      const explicit = new PokeHub(localNotifier(), { maxStreams: 700 });
-      const more = [];
-      for (let i = 0; i < 700; i++) more.push(await explicit.open(''));
-      await Promise.all(more.map((stream) => stream.cancel()));
-    } finally {
-      // Above 26,800 descriptors the default is back at its ceiling.
-      fitStreamsToDescriptors(1_000_000);
-    }
-    const hub = new PokeHub(localNotifier(), {});
+  test("the default maxStreams fits the file-descriptor limit adapters read, for that hub alone, not the process", async () => {
+    const hub = new PokeHub(localNotifier(), resolvePokes({}));
+    hub.fitToDescriptors(1_024);
+    const streams = [];
+    for (let i = 0; i < 668; i++) streams.push(await hub.open(''));
+    await expect(hub.open('')).rejects.toThrow('668 poke streams');
+    await Promise.all(streams.map((stream) => stream.cancel()));
+    // An explicit maxStreams wins.
+    const explicit = new PokeHub(localNotifier(), resolvePokes({ maxStreams: 700 }));
+    explicit.fitToDescriptors(1_024);
+    const more = [];
+    for (let i = 0; i < 700; i++) more.push(await explicit.open(''));
+    await Promise.all(more.map((stream) => stream.cancel()));
+    // Another hub in the same process keeps its own cap: above 26,800 descriptors, the ceiling.
+    const other = new PokeHub(localNotifier(), resolvePokes({}));
+    other.fitToDescriptors(1_000_000);
     const ceiling = [];
-    for (let i = 0; i < 20_000; i++) ceiling.push(await hub.open(''));
-    await expect(hub.open('')).rejects.toThrow('20000 poke streams');
+    for (let i = 0; i < 20_000; i++) ceiling.push(await other.open(''));
+    await expect(other.open('')).rejects.toThrow('20000 poke streams');
     await Promise.all(ceiling.map((stream) => stream.cancel()));
   });
 });
@@ -291,7 +289,7 @@ describe('what a stream holds', () => {
     const notifier = localNotifier();
     const spaces = (request: Request) => new URL(request.url).searchParams.get('s') ?? '';
     const ctx = testContext({ pokes: { notifier }, space: spaces });
-    const hub = hubOf(ctx);
+    const hub = ctx.hub!;
     const before = memoryInUse();
     const readers: EventReader[] = [];
     for (let i = 0; i < 10_000; i++) {
@@ -318,11 +316,11 @@ describe('what a stream holds', () => {
     try {
       const ctx = testContext({ pokes: { heartbeatMs: 40 } });
       const response = await handleRequest(new Request('http://localhost/poke'), ctx);
-      expect(hubOf(ctx).streams).toBe(1);
+      expect(ctx.hub!.streams).toBe(1);
       await vi.advanceTimersByTimeAsync(40);
-      expect(hubOf(ctx).streams).toBe(1);
+      expect(ctx.hub!.streams).toBe(1);
       await vi.advanceTimersByTimeAsync(40);
-      expect(hubOf(ctx).streams).toBe(0);
+      expect(ctx.hub!.streams).toBe(0);
       // It closed cleanly: what was queued can still be read to the end.
       expect(await response.text()).toMatch(/^retry:/);
     } finally {
@@ -334,7 +332,7 @@ describe('what a stream holds', () => {
     try {
       let fail: ((error: Error) => void) | undefined;
       const notifier: Notifier = { notify() {}, subscribe: (space) => (space === 'down' ? new Promise((_, reject) => (fail = reject)) : () => {}) };
-      const hub = new PokeHub(notifier, {});
+      const hub = new PokeHub(notifier, resolvePokes({}));
       const up = await hub.open('up');
       const refused = hub.open('down');
       while (fail === undefined) await new Promise((resolve) => setImmediate(resolve));
@@ -352,7 +350,7 @@ describe('what a stream holds', () => {
 describe('a space with many streams', () => {
   test('is poked in slices of 500 that let other work in between, and every stream gets its poke', async () => {
     const notifier = localNotifier();
-    const hub = hubOf(testContext({ pokes: { notifier } }));
+    const hub = testContext({ pokes: { notifier } }).hub!;
     const readers = await Promise.all(
       Array.from({ length: 1_200 }, async () => {
         const reader = (await hub.open('')).getReader();

@@ -16,13 +16,14 @@ import { EventReader } from './sse.js';
 const INTERVAL = 50;
 
 function instance(storage: Storage, notifier = storeNotifier(storage, { intervalMs: INTERVAL })): SyncContext & { notifier: ReturnType<typeof storeNotifier> } {
-  return Object.assign(createContext({
+  // The context's notifier is the one its pokes name.
+  return createContext({
     storage,
     mutators: testMutators,
     space: (request) => new URL(request.url).searchParams.get('space') ?? '',
     pokes: { notifier, coalesceMs: 0 },
     onError: (error) => console.error(error),
-  }), { notifier });
+  }) as SyncContext & { notifier: ReturnType<typeof storeNotifier> };
 }
 
 async function subscribe(ctx: SyncContext, space: string): Promise<EventReader> {

@@ -69,7 +69,8 @@ describe('the context, made once', () => {
     const options: SyncOptions = { storage: memoryStorage(), mutators: testMutators, rates: { pushesPerSecond: 1 }, onError: () => {} };
     const ctx = createContext(options);
     expect(ctx.storage).toBe(options.storage);
-    expect(ctx.rates).toEqual({ pushesPerSecond: 1 });
+    // Resolved: every default filled in.
+    expect(ctx.rates).toEqual({ pushesPerSecond: 1, burstMs: 1_000, bucketsKept: 100_000 });
     expect(ctx.options).toEqual(options);
     // Set once: an assignment throws rather than leaving the state behind.
     expect(() => ((ctx as { rates?: object }).rates = {})).toThrow(TypeError);

@@ -3,7 +3,7 @@
  * `member/<user>/<id>` (value: the document's id) for each document a user may read. A user
  * reads their own membership entries and the documents they name.
  */
-import type { JSONValue, SyncContext, View } from '../../src/index.js';
+import type { JSONValue, SyncContext, SyncOptions, View } from '../../src/index.js';
 import { applyPatch, mutation, pull, push, testContext } from '../support/helpers.js';
 
 export const membershipView = (async (tx, { userID }) => {
@@ -16,7 +16,7 @@ export const membershipView = (async (tx, { userID }) => {
 export const as = (user: string) => ({ authorization: user });
 
 /** A context on `storage` with {@link membershipView}, users named by their Authorization header. */
-export function viewContext(overrides: Partial<SyncContext> = {}): ReturnType<typeof testContext> {
+export function viewContext(overrides: Partial<SyncOptions> = {}): ReturnType<typeof testContext> {
   return testContext({ authenticate: (request) => request.headers.get('authorization') || null, view: membershipView, ...overrides });
 }
 

@@ -58,8 +58,3 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
  * a depth that differs between runtimes and between a cold and a warm JIT.
  */
 export const MAX_VALUE_DEPTH = 100;
-
-/** The limits in force: the defaults with `overrides` laid over them. */
-export function resolveLimits(overrides: Partial<Limits> | undefined): Limits {
-  return overrides === undefined ? DEFAULT_LIMITS : { ...DEFAULT_LIMITS, ...overrides };
-}
