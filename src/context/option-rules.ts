@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { refusePublishedSecret } from '../base/published-secrets.js';
 import { refuseRenamed } from '../base/renamed.js';
+import { nearestName } from '../base/nearest-name.js';
 
 /**
  * The words option schemas are written in (options-schema.ts): each rule carries its own message,
@@ -154,27 +155,8 @@ function typeOf(value: unknown): string {
 function unknownKey(object: Record<string, unknown>, known: readonly string[]): { key: string; hint: string } | undefined {
   for (const key of Object.keys(object)) {
     if (known.includes(key)) continue;
-    const near = nearest(key, known);
+    const near = nearestName(key, known);
     return { key, hint: near ? ` (did you mean ${near}?)` : '' };
   }
   return undefined;
-}
-
-/** The known name `key` most likely misspells: within two edits, or sharing its first four letters. */
-function nearest(key: string, known: readonly string[]): string | undefined {
-  const lower = key.toLowerCase();
-  const scored = known.map((each) => ({ each, distance: editDistance(lower, each.toLowerCase()) })).sort((a, b) => a.distance - b.distance);
-  const best = scored[0];
-  if (best !== undefined && best.distance <= 2) return best.each;
-  return known.find((each) => lower.length >= 4 && each.toLowerCase().startsWith(lower.slice(0, 4)));
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = row;
-  }
-  return previous[b.length]!;
 }
