@@ -57,6 +57,8 @@ export class PokeHub {
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   /** What each client group's last pull under a view depends on (see {@link pulling}). */
   readonly #interests = new GroupInterests();
+  /** Whether a stream was ever opened: until one is, no pull's interest is worth recording. */
+  #opened = false;
   /** The inspector's live numbers, told how many pokes each change sends. */
   readonly #live: LiveStats | undefined;
 
@@ -104,6 +106,7 @@ export class PokeHub {
    */
   async open(space: string, user?: string, listen: Listen = {}): Promise<DirectStream> {
     const owner = this.#admit(user);
+    this.#opened = true;
     const entry = this.#spaces.get(space) ?? this.#subscribe(space);
     entry.opening++;
     if (owner) owner.opening++;
@@ -143,8 +146,14 @@ export class PokeHub {
     );
   }
 
-  /** Marks a pull of `user`'s `group` under way; call what it returns with what its answer depends on (see {@link GroupInterests.pulling}). */
-  pulling(space: string, user: string | undefined, group: string): (interest?: ViewInterest) => void {
+  /**
+   * Marks a pull of `user`'s `group` under way; call what it returns with what its answer depends
+   * on (see {@link GroupInterests.pulling}). Undefined while no stream was ever opened here: the
+   * hub is made with its context, and a server whose clients take no pokes from it should not pay
+   * for recording what their views read.
+   */
+  pulling(space: string, user: string | undefined, group: string): ((interest?: ViewInterest) => void) | undefined {
+    if (!this.#opened) return undefined;
     return this.#interests.pulling(space, user, group);
   }
 

@@ -285,6 +285,14 @@ describe('no page misses a change that concerns it', () => {
 });
 
 describe('the hub', () => {
+  test('records no pull\'s interest until a stream was opened on it: a context that serves no pokes pays nothing for its views\' reads', async () => {
+    const hub = new PokeHub(localNotifier(), resolvePokes({ coalesceMs: 0 }));
+    expect(hub.pulling('s', 'bob', 'g')).toBeUndefined();
+    const stream = await hub.open('s', 'bob', { group: 'g' });
+    expect(hub.pulling('s', 'bob', 'g')).toBeTypeOf('function');
+    await stream.cancel();
+  });
+
   const detail = (keys: string[], groups: Array<{ userID: string | undefined; clientGroupID: string }> = []) => ({ keys, groups });
   const interest = (prefixes: string[], read: string[] = []) => {
     const reads = new ViewReads();
@@ -296,8 +304,8 @@ describe('the hub', () => {
     const notifier = localNotifier();
     const hub = new PokeHub(notifier, resolvePokes({ coalesceMs: 0 }));
     const stream = new EventReader((await hub.open('s', 'bob', { group: 'g' })) as ReadableStream<Uint8Array<ArrayBuffer>>);
-    hub.pulling('s', 'bob', 'g')(interest(['list/bob']));
-    const pulling = hub.pulling('s', 'bob', 'g');
+    hub.pulling('s', 'bob', 'g')!(interest(['list/bob']));
+    const pulling = hub.pulling('s', 'bob', 'g')!;
     notifier.notify('s', detail(['list/alice/1']));
     await stream.until(() => stream.pokes === 1);
     pulling(interest(['list/bob', 'list/alice']));
@@ -308,14 +316,14 @@ describe('the hub', () => {
     const notifier = localNotifier();
     const hub = new PokeHub(notifier, resolvePokes({ coalesceMs: 0 }));
     const stream = new EventReader((await hub.open('s', 'bob', { group: 'g' })) as ReadableStream<Uint8Array<ArrayBuffer>>);
-    const first = hub.pulling('s', 'bob', 'g');
-    const second = hub.pulling('s', 'bob', 'g');
+    const first = hub.pulling('s', 'bob', 'g')!;
+    const second = hub.pulling('s', 'bob', 'g')!;
     second(interest(['list/bob', 'list/alice']));
     first(interest(['list/bob']));
     notifier.notify('s', detail(['list/alice/1']));
     await stream.until(() => stream.pokes === 1);
     // A pull alone sets it again.
-    hub.pulling('s', 'bob', 'g')(interest(['list/bob']));
+    hub.pulling('s', 'bob', 'g')!(interest(['list/bob']));
     notifier.notify('s', detail(['list/alice/2']));
     notifier.notify('s', detail(['list/bob/1']));
     await stream.until(() => stream.pokes === 2);
@@ -328,7 +336,7 @@ describe('the hub', () => {
     const notifier = localNotifier();
     const hub = new PokeHub(notifier, resolvePokes({ coalesceMs: 0 }));
     const stream = new EventReader((await hub.open('s', 'bob', { group: 'g' })) as ReadableStream<Uint8Array<ArrayBuffer>>);
-    hub.pulling('s', 'bob', 'g')(interest(['list/bob']));
+    hub.pulling('s', 'bob', 'g')!(interest(['list/bob']));
     notifier.notify('s', detail(['list/alice/1'], [{ userID: 'alice', clientGroupID: 'g' }]));
     notifier.notify('s', detail(['list/alice/2'], [{ userID: 'bob', clientGroupID: 'g' }]));
     await stream.until(() => stream.pokes === 1);
