@@ -28,6 +28,9 @@ beforeAll(async () => {
   const packed = await runCommand('npm', ['pack', '--silent', '--pack-destination', parent], { cwd: join(ROOT, 'create-viewsync'), env: npmEnv });
   expect(packed.code, packed.output).toBe(0);
   starter = join(parent, packed.output.trim().split('\n').at(-1)!);
+  // The name the README's install-from-a-checkout commands give it.
+  const { version } = JSON.parse(readFileSync(join(ROOT, 'create-viewsync', 'package.json'), 'utf8')) as { version: string };
+  expect(starter).toBe(join(parent, `create-viewsync-${version}.tgz`));
 }, 60_000);
 
 afterAll(async () => {
