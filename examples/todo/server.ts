@@ -1,7 +1,6 @@
 // TodoMVC on viewsync: `npm start` keeps the todos in SQLite (data/todo.db, through Node's own
 // node:sqlite: no native build), `npm start -- --memory` in memory. PORT, HOST and DATA_DIR (the
-// folder for todo.db) are optional. `npm start` silences Node 22's ExperimentalWarning for
-// node:sqlite, a line a newcomer would take for an error.
+// folder for todo.db) are optional.
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -100,6 +99,7 @@ type SQLiteFile = Parameters<typeof sqliteStorage>[0] & { close(): unknown };
  * an older Node, if it is installed.
  */
 async function openSQLite(file: string): Promise<SQLiteFile> {
+  quietSQLiteWarning();
   try {
     // Typed as a string: the repository's @types/node (20) has no node:sqlite.
     const { DatabaseSync } = (await import('node:sqlite' as string)) as { DatabaseSync: new (path: string) => SQLiteFile };
@@ -114,4 +114,17 @@ async function openSQLite(file: string): Promise<SQLiteFile> {
     console.error(`Node ${process.versions.node} has no node:sqlite: run the demo on Node 22.15 or later, or \`npm start -- --memory\` to keep the todos in memory.`);
     process.exit(1);
   }
+}
+
+/**
+ * Node 22 warns once that node:sqlite is experimental (24 does not): a line a newcomer would take
+ * for an error. Every other warning is printed as Node prints it.
+ */
+function quietSQLiteWarning(): void {
+  const printers = process.listeners('warning');
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => {
+    if (warning.name === 'ExperimentalWarning' && /SQLite/.test(warning.message)) return;
+    for (const print of printers) print.call(process, warning);
+  });
 }
