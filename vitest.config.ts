@@ -24,9 +24,12 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, INTEGRATION, E2E, WORKERD] } },
-      { extends: true, test: { name: 'integration', include: [INTEGRATION] } },
-      { extends: true, test: { name: 'e2e', include: [E2E], exclude: [...configDefaults.exclude, WORKERD], globalSetup: ['test/support/global-setup.ts'] } },
+      // The projects run one after another, the fast ones first (groupOrder), so that `npm test`
+      // fails within minutes on what the fast loop catches rather than after the e2e project. On
+      // 2 cores vitest runs one file at a time anyway (its default: a worker per core but one).
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, INTEGRATION, E2E, WORKERD], sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'integration', include: [INTEGRATION], sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'e2e', include: [E2E], exclude: [...configDefaults.exclude, WORKERD], globalSetup: ['test/support/global-setup.ts'], sequence: { groupOrder: 2 } } },
       {
         // Test files named *.workerd.test.ts run inside workerd, beside the Worker `main` exports.
         plugins: [
@@ -39,7 +42,7 @@ export default defineConfig({
             },
           }),
         ],
-        test: { name: 'workerd', include: [WORKERD], testTimeout: 60_000 },
+        test: { name: 'workerd', include: [WORKERD], testTimeout: 60_000, sequence: { groupOrder: 3 } },
       },
     ],
   },

@@ -37,20 +37,22 @@ function manifest(name) {
     version: '0.1.0',
     private: true,
     type: 'module',
-    scripts: { dev: 'tsx watch server.ts', typecheck: 'tsc' },
+    // `dev` restarts the server on each edit; `start` runs it once, as in production.
+    scripts: { dev: 'tsx watch server.ts', start: 'tsx server.ts', typecheck: 'tsc' },
+    // SQLite through node:sqlite, built into Node 22.15 and later: no native build to install.
+    engines: { node: '>=22.15' },
     dependencies: {
-      'better-sqlite3': '^12.11.1',
       esbuild: '^0.27.3',
       replicache: '^15.3.0',
       tsx: '^4.23.15',
       // The mutators check their args with it: the same release viewsync itself uses.
       valibot: '^1.5.0',
-      viewsync: '^0.1.0',
+      viewsync: '^0.2.0',
     },
-    devDependencies: { '@types/better-sqlite3': '^7.6.13', '@types/node': '^22.15.0', typescript: '^5.9.3' },
-    // npm asks a project to name the packages whose install scripts it lets run: better-sqlite3
-    // builds or fetches its native module, esbuild checks its binary.
-    allowScripts: { 'better-sqlite3': true, esbuild: true },
+    devDependencies: { '@types/node': '^22.15.0', typescript: '^5.9.3' },
+    // npm asks a project to name the packages whose install scripts it lets run: esbuild's checks
+    // its binary (the only one in the app's tree).
+    allowScripts: { esbuild: true },
   };
 }
 

@@ -5,7 +5,10 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 
 const [full, kept] = ['package.json', 'package.json.dev'];
-const DEV_ONLY = ['scripts', 'devDependencies', 'allowScripts', 'overrides'];
+// optionalDependencies holds better-sqlite3 for this repository's tests only: optional so that
+// `npm ci` goes on where it cannot build (the demo runs on node:sqlite); an app that wants it
+// installs it itself (it is an optional peer).
+const DEV_ONLY = ['scripts', 'devDependencies', 'optionalDependencies', 'allowScripts', 'overrides'];
 
 if (process.argv[2] === 'strip') {
   if (existsSync(kept)) renameSync(kept, full); // a pack that failed before its postpack

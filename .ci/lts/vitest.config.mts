@@ -3,7 +3,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 import base from '../../vitest.config.ts';
 
 // The suites scripts/test-lts.sh runs on each Node release in package.json here: the core, the
-// Node adapter and the stores. The rest stay on the machine's Node (`npm test`): the package
+// Node adapter and the stores. The rest run in the main suite only (`npm test`, which CI runs on
+// the lowest release here): the package
 // tests install the packed tarball, and the examples, Deno, Bun and workerd suites run other
 // runtimes, whatever Node starts them. So no global setup (it packs the package for those) and
 // no workerd project; the other options are the main config's.
@@ -28,11 +29,11 @@ export default defineConfig({
     ],
     // The big-space suites fill spaces of 20,000-25,000 entries on every store (40 s a release):
     // what they check lies in the protocol core; each store's reads are checked here by the
-    // conformance suite, and the big-space suites run on the machine's Node. The PostgreSQL
+    // conformance suite, and the big-space suites run in the main suite. The PostgreSQL
     // conformance suite over its four drivers (a minute a release) runs there too: the drivers
     // are JavaScript over sockets or WebAssembly, and each release still runs PostgreSQL here
     // through the lost-statement, killed-backend, client-per-transaction and instances suites.
-    // A statement lost behind PgBouncer (11 s a release) checks the store's SQL against the
+    // A statement lost behind PgBouncer (11 s a release, main suite only) checks the store's SQL against the
     // pooler, as the lost-statement suite here checks it against each release's sockets.
     exclude: [...configDefaults.exclude, 'test/storage/sqlite-runtimes.e2e.test.ts', 'test/**/*.workerd.test.ts', 'test/sync/streamed-reset.test.ts', 'test/sync/first-sync-pages.test.ts', 'test/storage/postgres.integration.test.ts', 'test/storage/pooled-lost-statement.integration.test.ts'],
   },

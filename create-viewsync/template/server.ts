@@ -1,9 +1,10 @@
 // The app's server: viewsync's pull, push and poke endpoints under /api/, the data in SQLite
-// (data/app.db), and the page with its script, which esbuild bundles from client.ts at each load.
+// (data/app.db, through node:sqlite), and the page with its script, which esbuild bundles from
+// client.ts at each load.
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { context } from 'esbuild';
 import { createContext } from 'viewsync';
 import { createListener, stopServer } from 'viewsync/node';
@@ -14,7 +15,8 @@ const port = Number(process.env.PORT ?? 3000);
 const here = import.meta.dirname;
 
 mkdirSync(join(here, 'data'), { recursive: true });
-const db = new Database(join(here, 'data', 'app.db'));
+// node:sqlite is built into Node (22.15 and later): nothing native to build at install.
+const db = new DatabaseSync(join(here, 'data', 'app.db'));
 // The mutators check their arguments (mutators.ts); every visitor is anonymous and may call any
 // of them: before going live, say who may (viewsync's authenticate option, and tx.userID).
 const ctx = createContext({ storage: sqliteStorage(db), mutators });

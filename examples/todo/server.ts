@@ -1,5 +1,6 @@
-// TodoMVC on viewsync: `npm start` keeps the todos in SQLite (data/todo.db), `npm start -- --memory`
-// in memory. PORT, HOST and DATA_DIR (the folder for todo.db) are optional.
+// TodoMVC on viewsync: `npm start` keeps the todos in SQLite (data/todo.db, through Node's own
+// node:sqlite: no native build), `npm start -- --memory` in memory. PORT, HOST and DATA_DIR (the
+// folder for todo.db) are optional.
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -7,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { build } from 'esbuild';
 import { memoryStorage, type SyncContext, createContext } from 'viewsync';
 import { createListener, nodeServerOptions, stopServer } from 'viewsync/node';
@@ -18,13 +18,13 @@ const port = Number(process.env.PORT ?? 8787);
 const hostname = process.env.HOST ?? '127.0.0.1';
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
-let db: Database.Database | undefined;
+let db: SQLiteFile | undefined;
 let store = 'memory store: the todos go when the server stops';
 if (!process.argv.includes('--memory')) {
   const folder = process.env.DATA_DIR ?? 'data';
   mkdirSync(folder, { recursive: true });
   const file = join(folder, 'todo.db');
-  db = new Database(file);
+  db = await openSQLite(file);
   const shown = relative(process.cwd(), file);
   store = `SQLite store: ${shown.startsWith('..') ? file : shown}`;
 }
@@ -89,3 +89,42 @@ const stop = () => {
 };
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
+
+/** A synchronous SQLite handle: node:sqlite's `DatabaseSync` or better-sqlite3's `Database`. */
+type SQLiteFile = Parameters<typeof sqliteStorage>[0] & { close(): unknown };
+
+/**
+ * Opens the todos' file with node:sqlite, which every supported Node (22.15 and later) has built
+ * in, so that `npm start` needs no native build. better-sqlite3 only where someone chose it: on
+ * an older Node, if it is installed.
+ */
+async function openSQLite(file: string): Promise<SQLiteFile> {
+  quietSQLiteWarning();
+  try {
+    // Typed as a string: the repository's @types/node (20) has no node:sqlite.
+    const { DatabaseSync } = (await import('node:sqlite' as string)) as { DatabaseSync: new (path: string) => SQLiteFile };
+    return new DatabaseSync(file);
+  } catch (error) {
+    if (!/node:sqlite/.test(String(error))) throw error;
+  }
+  try {
+    const { default: Database } = (await import('better-sqlite3' as string)) as { default: new (path: string) => SQLiteFile };
+    return new Database(file);
+  } catch {
+    console.error(`Node ${process.versions.node} has no node:sqlite: run the demo on Node 22.15 or later, or \`npm start -- --memory\` to keep the todos in memory.`);
+    process.exit(1);
+  }
+}
+
+/**
+ * Node 22 warns once that node:sqlite is experimental (24 does not): a line a newcomer would take
+ * for an error. Every other warning is printed as Node prints it.
+ */
+function quietSQLiteWarning(): void {
+  const printers = process.listeners('warning');
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => {
+    if (warning.name === 'ExperimentalWarning' && /SQLite/.test(warning.message)) return;
+    for (const print of printers) print.call(process, warning);
+  });
+}

@@ -33,7 +33,7 @@ export type { MutationTally, PullFacts, PushFacts } from './facts.js';
 
 /** The instrumentation scope's name and version (the package's; a test keeps them equal). */
 export const SCOPE = 'viewsync';
-export const VERSION = '0.1.0';
+export const VERSION = '0.2.0';
 
 /** The app's mutators, by name: only their names are read, to bound a metric's label set. */
 type KnownMutators = Readonly<Record<string, unknown>>;

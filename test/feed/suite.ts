@@ -38,17 +38,23 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 );
 
 /** The space's live entries, read in one snapshot (no stream: workerd ties a stream to the object that made it). */
-async function liveEntries(ctx: ReturnType<typeof createContext>): Promise<Map<string, JSONValue>> {
-  return new Map(await read(ctx, 's', async (tx) => (await tx.scan({ prefix: '' }).entries().toArray()) as Array<[string, JSONValue]>));
+async function liveEntries(ctx: ReturnType<typeof createContext>, space: string): Promise<Map<string, JSONValue>> {
+  return new Map(await read(ctx, space, async (tx) => (await tx.scan({ prefix: '' }).entries().toArray()) as Array<[string, JSONValue]>));
 }
 
 /** The feed's invariant on one store, over `runs` random histories. */
 export function describeFeed(store: string, create: () => Storage, runs: number): void {
   describe(store, () => {
     it('replays to the live entries, each change from what the replay held', async () => {
+      // One store for every case, each case in a space of its own: a new store per case made
+      // each PostgreSQL case create its tables first, most of its time (a PGlite run outlasted
+      // the test's timeout on a busy machine), while a space shares no row with another.
+      const storage = create();
+      let spaces = 0;
       await fc.assert(
         fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 7 }), async (steps, pageSize) => {
-          const ctx = createContext({ storage: create(), mutators, changes: {}, space: () => 's', onError: () => {} });
+          const space = `s${spaces++}`;
+          const ctx = createContext({ storage, mutators, changes: {}, space: () => space, onError: () => {} });
           let id = 0;
           const notes: number[] = [];
           for (const step of steps) {
@@ -59,19 +65,19 @@ export function describeFeed(store: string, create: () => Storage, runs: number)
               await push(ctx, 'g', sent);
             }
             else if (step.kind === 'transact') {
-              await transact(ctx, 's', async (tx) => {
+              await transact(ctx, space, async (tx) => {
                 for (const [key, value] of step.writes) await (value === undefined ? tx.del(key) : tx.set(key, value));
               });
             } else {
               const dump = ['{"viewsync":"space","format":3}', ...[...step.entries].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, value]) => JSON.stringify({ key, value })), JSON.stringify({ viewsync: 'end', entries: step.entries.length, groups: 0 })].join('\n');
-              await importSpace(ctx, 's', dump, { mode: 'replace', clients: false });
+              await importSpace(ctx, space, dump, { mode: 'replace', clients: false });
             }
           }
           const replay = new Map<string, JSONValue>();
           const read: FeedChange[] = [];
           let after = '0';
           for (;;) {
-            const page = await readChanges(ctx, 's', { after, limit: pageSize });
+            const page = await readChanges(ctx, space, { after, limit: pageSize });
             read.push(...page.changes);
             after = page.cursor;
             if (!page.more) break;
@@ -90,13 +96,15 @@ export function describeFeed(store: string, create: () => Storage, runs: number)
             if (change.op === 'set') replay.set(change.key, change.after);
             else replay.delete(change.key);
           }
-          expect(replay).toEqual(await liveEntries(ctx));
+          expect(replay).toEqual(await liveEntries(ctx, space));
           // Each note's event once, in the order they were sent.
           expect(read.flatMap((change) => (change.op === 'event' && change.by.kind === 'mutation' ? [change.by.mutationID] : []))).toEqual(notes);
         }),
         { numRuns: runs },
       );
-    });
+      // A hang guard, not a time bound: PGlite's run takes about 5 s on a quiet 2-core machine and
+      // 20-30 s on one running seven other suites' work; 60 s was outlasted on a busier one.
+    }, 240_000);
   });
 }
 

@@ -113,7 +113,7 @@ describe('what npm publishes', () => {
   it('its package.json has what users need and nothing only this repository uses', async () => {
     const { stdout } = await run('tar', ['xzf', tarball(), '-O', 'package/package.json']);
     const manifest = JSON.parse(stdout);
-    for (const field of ['scripts', 'devDependencies', 'allowScripts', 'overrides']) expect(manifest).not.toHaveProperty(field);
+    for (const field of ['scripts', 'devDependencies', 'optionalDependencies', 'allowScripts', 'overrides']) expect(manifest).not.toHaveProperty(field);
     expect(manifest).toMatchObject({ license: 'MIT', repository: expect.any(Object), homepage: expect.any(String), bugs: expect.any(Object), dependencies: { valibot: expect.any(String) } });
     // Packing left the repository's own package.json as it was.
     expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))).toHaveProperty('devDependencies');

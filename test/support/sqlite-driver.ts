@@ -1,7 +1,8 @@
 /**
  * The one place the Node suites pick their SQLite driver: better-sqlite3 where its native build
- * loads (the machine's Node, which `npm ci` built it for), else `node:sqlite`'s `DatabaseSync`
- * (Node 22 and later, where scripts/test-lts.sh runs the suites against the same node_modules).
+ * loads (the Node `npm ci` built it for: in CI the lowest supported release, which runs the main
+ * suite), else `node:sqlite`'s `DatabaseSync` (the other releases, where scripts/test-lts.sh runs
+ * the suites against the same node_modules).
  * Only a build for another Node ABI falls back: any other failure to load better-sqlite3 fails
  * the run, so the machine's Node never drops to a driver it was not meant to test.
  */
