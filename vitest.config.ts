@@ -27,9 +27,21 @@ export default defineConfig({
       // The projects run one after another, the fast ones first (groupOrder), so that `npm test`
       // fails within minutes on what the fast loop catches rather than after the e2e project. On
       // 2 cores vitest runs one file at a time anyway (its default: a worker per core but one).
-      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, INTEGRATION, E2E, WORKERD], sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, INTEGRATION, E2E, WORKERD], sequence: { groupOrder: 0 } },
+      },
       { extends: true, test: { name: 'integration', include: [INTEGRATION], sequence: { groupOrder: 1 } } },
-      { extends: true, test: { name: 'e2e', include: [E2E], exclude: [...configDefaults.exclude, WORKERD], globalSetup: ['test/support/global-setup.ts'], sequence: { groupOrder: 2 } } },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: [E2E],
+          exclude: [...configDefaults.exclude, WORKERD],
+          globalSetup: ['test/support/global-setup.ts'],
+          sequence: { groupOrder: 2 },
+        },
+      },
       {
         // Test files named *.workerd.test.ts run inside workerd, beside the Worker `main` exports.
         plugins: [

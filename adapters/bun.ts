@@ -31,7 +31,13 @@ export async function serve(ctx: SyncContext, options: BunServeOptions = {}): Pr
   });
   const { port, hostname, url } = server;
   // `stop(false)` waits for requests in flight; `stop(true)` closes every connection at once.
-  const stop = (stopOptions: StopOptions = {}) => stopGracefully(ctx, stopOptions, () => server.stop(false), () => server.stop(true));
+  const stop = (stopOptions: StopOptions = {}) =>
+    stopGracefully(
+      ctx,
+      stopOptions,
+      () => server.stop(false),
+      () => server.stop(true),
+    );
   return { port, hostname, url: new URL(url), stop };
 }
 

@@ -31,7 +31,12 @@ export function createWorker<TEnv extends object>(ctx: SyncContext | ((env: TEnv
  * @example
  * export const SyncObject = createSyncObject((env: Env) => ({ mutators, authenticate }));
  */
-export function createSyncObject<TEnv>(init: (env: TEnv) => Omit<SyncOptions, 'storage'>): new (state: { storage: DurableObjectStorage }, env: TEnv) => { fetch(request: Request): Promise<Response> } {
+export function createSyncObject<TEnv>(
+  init: (env: TEnv) => Omit<SyncOptions, 'storage'>,
+): new (
+  state: { storage: DurableObjectStorage },
+  env: TEnv,
+) => { fetch(request: Request): Promise<Response> } {
   return class SyncObject {
     readonly #ctx: SyncContext;
     constructor(state: { storage: DurableObjectStorage }, env: TEnv) {
@@ -50,7 +55,9 @@ export function createSyncObject<TEnv>(init: (env: TEnv) => Omit<SyncOptions, 's
  * @example
  * export default routeToObject({ binding: 'SYNC', space: (request) => new URL(request.url).searchParams.get('space') ?? 'main' });
  */
-export function routeToObject<TBinding extends string>(options: RouteOptions<TBinding>): { fetch(request: Request, env: Record<TBinding, DurableObjectNamespace>): Promise<Response> } {
+export function routeToObject<TBinding extends string>(
+  options: RouteOptions<TBinding>,
+): { fetch(request: Request, env: Record<TBinding, DurableObjectNamespace>): Promise<Response> } {
   return {
     async fetch(request, env) {
       const namespace = env[options.binding];

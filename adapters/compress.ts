@@ -31,7 +31,10 @@ export interface EncodedReply extends Omit<Reply, 'body'> {
 }
 
 /** Options with their defaults filled in, or undefined when compression is off. */
-export function compressionSettings(options: false | CompressionOptions | undefined, encodings: readonly Encoding[] = ['br', 'gzip']): Required<CompressionOptions> | undefined {
+export function compressionSettings(
+  options: false | CompressionOptions | undefined,
+  encodings: readonly Encoding[] = ['br', 'gzip'],
+): Required<CompressionOptions> | undefined {
   if (options === false) return undefined;
   const settings = { threshold: 1024, brotliQuality: 2, gzipLevel: 4, encodings, ...options };
   // Checked here, when the server starts: zlib would refuse them at the first large answer, and
@@ -41,14 +44,17 @@ export function compressionSettings(options: false | CompressionOptions | undefi
   return settings;
 }
 
-
 /**
  * `reply`, compressed when the request accepts br or gzip (`acceptEncoding` is its header) and
  * the body is text of at least `threshold` bytes. A text body is compressed whole, off the main
  * thread, and keeps a Content-Length; a stream (a long pull) is compressed as it is read. Only
  * text being compressed makes a promise: a small answer, the common one, is not held up for one.
  */
-export function compressReply(reply: Reply, acceptEncoding: string | null | undefined, settings: Required<CompressionOptions>): EncodedReply | Promise<EncodedReply> {
+export function compressReply(
+  reply: Reply,
+  acceptEncoding: string | null | undefined,
+  settings: Required<CompressionOptions>,
+): EncodedReply | Promise<EncodedReply> {
   const { body, headers } = reply;
   if (body === null || !compressible(headers)) return reply;
   if (typeof body === 'string' && body.length < settings.threshold) return reply;
@@ -183,5 +189,6 @@ async function feed(reader: ReadableStreamDefaultReader<Uint8Array>, zlib: Compr
 }
 
 function checkRange(name: string, value: number, min: number, max: number): void {
-  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`compression.${name} must be a whole number from ${min} to ${max}; it was ${String(value)}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new RangeError(`compression.${name} must be a whole number from ${min} to ${max}; it was ${String(value)}`);
 }

@@ -248,8 +248,19 @@ export interface NodeTimeoutOptions {
  * const server = http.createServer(options, createListener(ctx));
  * server.setTimeout(timeout, (socket) => socket.destroy());
  */
-export function nodeServerOptions(options: NodeTimeoutOptions): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number; timeout: number } {
-  refuseRenamed(options, 'options', { headersTimeout: 'headersTimeoutMs', requestTimeout: 'requestTimeoutMs', idleTimeout: 'idleTimeoutMs', keepAliveTimeout: 'keepAliveTimeoutMs' });
+export function nodeServerOptions(options: NodeTimeoutOptions): {
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  connectionsCheckingInterval: number;
+  timeout: number;
+} {
+  refuseRenamed(options, 'options', {
+    headersTimeout: 'headersTimeoutMs',
+    requestTimeout: 'requestTimeoutMs',
+    idleTimeout: 'idleTimeoutMs',
+    keepAliveTimeout: 'keepAliveTimeoutMs',
+  });
   const { requestTimeoutMs: requestTimeout = 60_000, idleTimeoutMs: idleTimeout = IDLE_TIMEOUT_MS, keepAliveTimeoutMs: keepAliveTimeout = 5_000 } = options;
   // Node refuses a headers timeout longer than the request timeout.
   const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);

@@ -48,7 +48,8 @@ if (task === 'dump') {
   await write(out, '{"viewsync":"space","format":2,"space":"bench","exported":"2026-11-24T00:00:00.000Z"}\n');
   for (let i = 0; i < n; i += 1_000) {
     let text = '';
-    for (let j = i; j < Math.min(n, i + 1_000); j++) text += JSON.stringify({ key: `item/${String(j).padStart(8, '0')}`, value: { title: `Item number ${j}`, done: j % 3 === 0, tags: ['a', 'b'] } }) + '\n';
+    for (let j = i; j < Math.min(n, i + 1_000); j++)
+      text += JSON.stringify({ key: `item/${String(j).padStart(8, '0')}`, value: { title: `Item number ${j}`, done: j % 3 === 0, tags: ['a', 'b'] } }) + '\n';
     await write(out, text);
   }
   await write(out, `{"viewsync":"end","entries":${n}}\n`);
@@ -73,7 +74,9 @@ if (task === 'dump') {
     entries = 0;
     if (sqlite) {
       let text = '';
-      for (const row of sqlite.prepare('SELECT key, value FROM viewsync_kv WHERE key >= ? AND key < ? ORDER BY key').iterate(ENTRY_PREFIX, `e/${SPACE}0`) as Iterable<{ key: string; value: string }>) {
+      for (const row of sqlite
+        .prepare('SELECT key, value FROM viewsync_kv WHERE key >= ? AND key < ? ORDER BY key')
+        .iterate(ENTRY_PREFIX, `e/${SPACE}0`) as Iterable<{ key: string; value: string }>) {
         text += `${row.key}\t${row.value}\n`;
         entries++;
         if (text.length > 65_536) {
@@ -84,7 +87,9 @@ if (task === 'dump') {
       }
       out.write(text);
     } else {
-      const rows = sql!.unsafe('SELECT key, value FROM bench_backend.viewsync_kv WHERE key >= $1 AND key < $2 ORDER BY key', [ENTRY_PREFIX, `e/${SPACE}0`]).cursor(4_096);
+      const rows = sql!
+        .unsafe('SELECT key, value FROM bench_backend.viewsync_kv WHERE key >= $1 AND key < $2 ORDER BY key', [ENTRY_PREFIX, `e/${SPACE}0`])
+        .cursor(4_096);
       for await (const page of rows) {
         let text = '';
         for (const row of page as unknown as Array<{ key: string; value: string }>) text += `${row.key}\t${row.value}\n`;

@@ -42,25 +42,42 @@ const mutators = { bump: (tx: WriteTransaction, args: unknown) => write(tx, (arg
 async function rate(one: (caller: number, i: number) => Promise<void>): Promise<number> {
   const until = performance.now() + SECONDS * 1000;
   let done = 0;
-  await Promise.all(Array.from({ length: 8 }, async (_, caller) => {
-    for (let i = 1; performance.now() < until; i++) {
-      await one(caller, i);
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, caller) => {
+      for (let i = 1; performance.now() < until; i++) {
+        await one(caller, i);
+        done++;
+      }
+    }),
+  );
   return done / SECONDS;
 }
 
 async function throughput(name: string, storage: Storage): Promise<void> {
-  const ctx: SyncContext = createContext({ storage, mutators, pokes: false, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => console.error(error) });
+  const ctx: SyncContext = createContext({
+    storage,
+    mutators,
+    pokes: false,
+    retention: { clientGroupsMs: false, tombstonesMs: false },
+    onError: (error) => console.error(error),
+  });
   const ids = new Map<string, number>();
   let round = 0;
   const push = async (caller: number, i: number) => {
     const client = `r${round}-c${caller}`;
     const id = (ids.get(client) ?? 0) + 1;
     ids.set(client, id);
-    const body = { pushVersion: 1, clientGroupID: `r${round}-g${caller}`, profileID: 'bench', schemaVersion: '', mutations: [{ clientID: client, id, name: 'bump', args: { caller, i }, timestamp: 0 }] };
-    const response = await handlePush(new Request('http://bench/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), ctx);
+    const body = {
+      pushVersion: 1,
+      clientGroupID: `r${round}-g${caller}`,
+      profileID: 'bench',
+      schemaVersion: '',
+      mutations: [{ clientID: client, id, name: 'bump', args: { caller, i }, timestamp: 0 }],
+    };
+    const response = await handlePush(
+      new Request('http://bench/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      ctx,
+    );
     if (response.status !== 200) throw new Error(`push: ${response.status} ${await response.text()}`);
   };
   const backend = (caller: number, i: number) => transact(ctx, '', (tx) => write(tx, caller, i));
@@ -105,9 +122,12 @@ for (const n of [100_000, 1_000_000].map((base) => Math.round(base * SCALE))) {
     const exported = task('export', store, join(dir, 'export.ndjson'), n);
     progress(`${store}, ${n} entries: bare SELECT`);
     const selected = task('select', store, join(dir, 'select.tsv'), n);
-    if (exported.entries !== n || selected.entries !== n || imported.entries !== n) throw new Error(`entries: ${JSON.stringify({ imported, exported, selected })}`);
+    if (exported.entries !== n || selected.entries !== n || imported.entries !== n)
+      throw new Error(`entries: ${JSON.stringify({ imported, exported, selected })}`);
     const cell = (r: { seconds: number; maxRSSMiB: number }) => `${Math.round(n / r.seconds).toLocaleString('en-US')}/s, ${Math.round(r.maxRSSMiB)} MiB`;
-    console.log(`| ${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'} | ${n.toLocaleString('en-US')} | ${cell(imported)} | ${cell(exported)} | ${cell(selected)} | ${(selected.seconds / exported.seconds).toFixed(2)}x |`);
+    console.log(
+      `| ${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'} | ${n.toLocaleString('en-US')} | ${cell(imported)} | ${cell(exported)} | ${cell(selected)} | ${(selected.seconds / exported.seconds).toFixed(2)}x |`,
+    );
   }
 }
 await sql.unsafe('DROP SCHEMA IF EXISTS bench_backend CASCADE');

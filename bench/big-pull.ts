@@ -55,14 +55,22 @@ async function seed(server: StoreServer, space: string, entries: number): Promis
   const step = 5_000;
   for (let from = 0, id = 1; from < entries; from += step, id++) {
     const mutations = [{ clientID: 'seeder', id, name: 'seed', args: { from, count: Math.min(step, entries - from) }, timestamp: 0 }];
-    const { status } = await post(server.port, `/push?space=${space}`, { pushVersion: 1, clientGroupID: 'seed', profileID: 'bench', schemaVersion: '', mutations });
+    const { status } = await post(server.port, `/push?space=${space}`, {
+      pushVersion: 1,
+      clientGroupID: 'seed',
+      profileID: 'bench',
+      schemaVersion: '',
+      mutations,
+    });
     if (status !== 200) throw new Error(`seeding ${space} failed: ${status}`);
   }
 }
 
 /** A process's resident memory now, in MiB (Linux). */
 function residentMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS'));
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
 }
 
@@ -137,7 +145,16 @@ try {
           if (kind === 'memory') memoryTimes.set(`${entries} ${encoding}`, ms);
           const base = memoryTimes.get(`${entries} ${encoding}`);
           const floor = alone.length === 0 ? '' : `${median(alone).toFixed(0)} ms${base === undefined ? '' : ` (${(median(alone) / base).toFixed(2)}x)`}`;
-          rows.push([kind, entries.toLocaleString('en-US'), encoding, `${ms.toFixed(0)} ms`, base === undefined ? '' : `${(ms / base).toFixed(2)}x`, floor, `${(runs[0]!.bytes / 2 ** 20).toFixed(1)} MiB`, `${Math.max(...runs.map((run) => run.grew)).toFixed(0)} MiB`]);
+          rows.push([
+            kind,
+            entries.toLocaleString('en-US'),
+            encoding,
+            `${ms.toFixed(0)} ms`,
+            base === undefined ? '' : `${(ms / base).toFixed(2)}x`,
+            floor,
+            `${(runs[0]!.bytes / 2 ** 20).toFixed(1)} MiB`,
+            `${Math.max(...runs.map((run) => run.grew)).toFixed(0)} MiB`,
+          ]);
         }
       } finally {
         await server.stop();

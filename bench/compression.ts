@@ -42,8 +42,17 @@ else await measureAll();
 async function serveAll(): Promise<void> {
   const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: { fill } });
   for (let from = 0; from < ENTRIES; from += 10_000) {
-    const body = { pushVersion: 1, clientGroupID: 'seed', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'seed', id: from / 10_000 + 1, name: 'fill', args: { from, count: Math.min(10_000, ENTRIES - from) }, timestamp: 0 }] };
-    const response = await handlePush(new Request('http://x/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), ctx);
+    const body = {
+      pushVersion: 1,
+      clientGroupID: 'seed',
+      profileID: 'p',
+      schemaVersion: '',
+      mutations: [{ clientID: 'seed', id: from / 10_000 + 1, name: 'fill', args: { from, count: Math.min(10_000, ENTRIES - from) }, timestamp: 0 }],
+    };
+    const response = await handlePush(
+      new Request('http://x/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      ctx,
+    );
     if (response.status !== 200) throw new Error(`seeding failed: ${response.status}`);
   }
   let last = { bytes: 0, cpuMs: 0 };
@@ -78,21 +87,34 @@ async function fill(tx: Parameters<SyncContext['mutators'][string]>[0], { from, 
 async function measureAll(): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--serve'], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    const ports = JSON.parse(await new Promise<string>((resolve, reject) => {
-      createInterface({ input: child.stdout! }).once('line', resolve);
-      child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
-    })) as Record<string, number>;
+    const ports = JSON.parse(
+      await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout! }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
+      }),
+    ) as Record<string, number>;
     const pullBody = JSON.stringify({ pullVersion: 1, clientGroupID: 'bench', cookie: null, profileID: 'p', schemaVersion: '' });
     const pull = async (name: string) => {
       const { accept } = SETTINGS[name]!;
       const start = performance.now();
       const cpu = process.cpuUsage();
-      const response = await fetch(`http://127.0.0.1:${ports[name]}/pull`, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': accept }, body: pullBody });
+      const response = await fetch(`http://127.0.0.1:${ports[name]}/pull`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'accept-encoding': accept },
+        body: pullBody,
+      });
       const length = (await response.arrayBuffer()).byteLength;
       const ms = performance.now() - start;
       const { user, system } = process.cpuUsage(cpu);
       const server = (await (await fetch(`http://127.0.0.1:${ports[name]}/last`)).json()) as { bytes: number; cpuMs: number };
-      return { ms, bytes: server.bytes, serverCpuMs: server.cpuMs, clientCpuMs: (user + system) / 1000, length, encoding: response.headers.get('content-encoding') ?? 'none' };
+      return {
+        ms,
+        bytes: server.bytes,
+        serverCpuMs: server.cpuMs,
+        clientCpuMs: (user + system) / 1000,
+        length,
+        encoding: response.headers.get('content-encoding') ?? 'none',
+      };
     };
     const names = Object.keys(SETTINGS);
     for (const name of names) await pull(name); // warm up
@@ -103,7 +125,9 @@ async function measureAll(): Promise<void> {
         const name = names[(i + round) % names.length]!;
         const result = await pull(name);
         results[name]!.push(result);
-        console.error(`round ${round}: ${name.padEnd(16)} ${result.encoding.padEnd(5)} ${(result.bytes / 1e6).toFixed(2)} MB ${result.ms.toFixed(0)} ms (CPU: server ${result.serverCpuMs.toFixed(0)} ms, client ${result.clientCpuMs.toFixed(0)} ms)`);
+        console.error(
+          `round ${round}: ${name.padEnd(16)} ${result.encoding.padEnd(5)} ${(result.bytes / 1e6).toFixed(2)} MB ${result.ms.toFixed(0)} ms (CPU: server ${result.serverCpuMs.toFixed(0)} ms, client ${result.clientCpuMs.toFixed(0)} ms)`,
+        );
       }
     }
     const base = results.none!;
@@ -115,7 +139,7 @@ async function measureAll(): Promise<void> {
       const ms = median(results[name]!.map((r) => r.ms));
       const serverCpu = median(results[name]!.map((r) => r.serverCpuMs));
       const clientCpu = median(results[name]!.map((r) => r.clientCpuMs));
-      const note = `${results[name]![0]!.encoding}; ${(bytes / baseBytes * 100).toFixed(1)}% of the bytes, ${(ms / baseMs).toFixed(2)}x the time; decoded ${(results[name]![0]!.length / 1e6).toFixed(1)} MB`;
+      const note = `${results[name]![0]!.encoding}; ${((bytes / baseBytes) * 100).toFixed(1)}% of the bytes, ${(ms / baseMs).toFixed(2)}x the time; decoded ${(results[name]![0]!.length / 1e6).toFixed(1)} MB`;
       rows.push(
         { benchmark: `full pull of ${ENTRIES} entries, ${name}`, value: bytes / 1e6, unit: 'MB on the wire', note },
         { benchmark: '', value: ms, unit: 'ms', note: 'from request to body read and decoded' },

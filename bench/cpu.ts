@@ -41,19 +41,31 @@ export function cpuSnapshot(serverPid: number, at: 'start' | 'end'): CPUSnapshot
 
 /** `after - before`, field by field. */
 export function cpuSpent(before: CPUSnapshot, after: CPUSnapshot): CPUSnapshot {
-  return { client: after.client - before.client, server: after.server - before.server, postgres: after.postgres - before.postgres, machineBusy: after.machineBusy - before.machineBusy };
+  return {
+    client: after.client - before.client,
+    server: after.server - before.server,
+    postgres: after.postgres - before.postgres,
+    machineBusy: after.machineBusy - before.machineBusy,
+  };
 }
 
 /** One line on the machine, to read the figures by: cores, model, load averages, open-file limit. */
 export function machineLine(): string {
-  const load = loadavg().map((l) => l.toFixed(2)).join(' / ');
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
   return `node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model.trim()}), load average ${load} (1 / 5 / 15 min), open files ${openFilesLimit().soft}`;
 }
 
 /** This process's limit on open files (each socket is one). */
 export function openFilesLimit(): { soft: number; hard: number } {
-  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
-  const [soft, hard] = line!.split(/\s{2,}/).slice(1, 3).map((v) => (v === 'unlimited' ? Infinity : Number(v)));
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
+  const [soft, hard] = line!
+    .split(/\s{2,}/)
+    .slice(1, 3)
+    .map((v) => (v === 'unlimited' ? Infinity : Number(v)));
   return { soft: soft!, hard: hard! };
 }
 

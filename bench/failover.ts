@@ -31,7 +31,13 @@ const FAULTS = (process.env.FAULTS ?? 'kill,freeze,half').split(',') as Array<'k
 const startLine = machineLine();
 
 const formation = await startFormation();
-const sql = postgres(formation.url, { max: 6, fetch_types: false, onnotice: () => {}, connect_timeout: 2, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5) });
+const sql = postgres(formation.url, {
+  max: 6,
+  fetch_types: false,
+  onnotice: () => {},
+  connect_timeout: 2,
+  backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+});
 const storage = postgresStorage(sql, { lostAfterMs: 3_000 });
 await storage.migrate();
 const ctx = createContext({ storage, mutators: countingMutators });
@@ -78,15 +84,45 @@ try {
       else formation.resume(old);
       await formation.waitForHealthy(120_000);
       await checkAcknowledged(load.groups);
-      for (const group of load.groups) (group.writes ? (toldWriters += group.generations.length - 1) : (toldObservers += group.generations.length - 1));
-      loads.push(execFileSync('uptime', { encoding: 'utf8' }).replace(/.*load average: /, '').trim());
-      process.stderr.write(`${fault} run ${run + 1}: new primary writable after ${(manager.at(-1)! / 1000).toFixed(1)} s, first push sent after the fault acknowledged after ${(app.at(-1)! / 1000).toFixed(1)} s, longest time without an acknowledged push ${(outage.at(-1)! / 1000).toFixed(1)} s\n`);
+      for (const group of load.groups) group.writes ? (toldWriters += group.generations.length - 1) : (toldObservers += group.generations.length - 1);
+      loads.push(
+        execFileSync('uptime', { encoding: 'utf8' })
+          .replace(/.*load average: /, '')
+          .trim(),
+      );
+      process.stderr.write(
+        `${fault} run ${run + 1}: new primary writable after ${(manager.at(-1)! / 1000).toFixed(1)} s, first push sent after the fault acknowledged after ${(app.at(-1)! / 1000).toFixed(1)} s, longest time without an acknowledged push ${(outage.at(-1)! / 1000).toFixed(1)} s\n`,
+      );
     }
-    const describe = { kill: 'primary killed (SIGKILL)', freeze: 'primary frozen (SIGSTOP, a partition)', half: 'primary half-dead (keeper and postmaster SIGSTOPped)' }[fault];
-    rows.push({ benchmark: `${describe}: new primary takes writes, median`, value: median(manager) / 1000, unit: 's', note: `max ${(Math.max(...manager) / 1000).toFixed(1)} s` });
-    rows.push({ benchmark: `${describe}: first push sent after it acknowledged, median`, value: median(app) / 1000, unit: 's', note: `p90 ${(quantile(app, 0.9) / 1000).toFixed(1)} s, max ${(Math.max(...app) / 1000).toFixed(1)} s, ${RUNS} runs` });
-    rows.push({ benchmark: `${describe}: longest time without an acknowledged push, median`, value: median(outage) / 1000, unit: 's', note: `max ${(Math.max(...outage) / 1000).toFixed(1)} s` });
-    rows.push({ benchmark: `${describe}: client groups told ClientStateNotFound`, value: toldWriters + toldObservers, unit: 'groups', note: `${toldWriters} of ${3 * RUNS} writers, ${toldObservers} of ${RUNS} observers; no acknowledged mutation lost` });
+    const describe = {
+      kill: 'primary killed (SIGKILL)',
+      freeze: 'primary frozen (SIGSTOP, a partition)',
+      half: 'primary half-dead (keeper and postmaster SIGSTOPped)',
+    }[fault];
+    rows.push({
+      benchmark: `${describe}: new primary takes writes, median`,
+      value: median(manager) / 1000,
+      unit: 's',
+      note: `max ${(Math.max(...manager) / 1000).toFixed(1)} s`,
+    });
+    rows.push({
+      benchmark: `${describe}: first push sent after it acknowledged, median`,
+      value: median(app) / 1000,
+      unit: 's',
+      note: `p90 ${(quantile(app, 0.9) / 1000).toFixed(1)} s, max ${(Math.max(...app) / 1000).toFixed(1)} s, ${RUNS} runs`,
+    });
+    rows.push({
+      benchmark: `${describe}: longest time without an acknowledged push, median`,
+      value: median(outage) / 1000,
+      unit: 's',
+      note: `max ${(Math.max(...outage) / 1000).toFixed(1)} s`,
+    });
+    rows.push({
+      benchmark: `${describe}: client groups told ClientStateNotFound`,
+      value: toldWriters + toldObservers,
+      unit: 'groups',
+      note: `${toldWriters} of ${3 * RUNS} writers, ${toldObservers} of ${RUNS} observers; no acknowledged mutation lost`,
+    });
   }
 } finally {
   await sql.end({ timeout: 1 });
@@ -108,8 +144,10 @@ async function checkAcknowledged(groups: ReturnType<typeof startLoad>['groups'])
   if ('error' in answer) throw new Error(answer.error);
   const keys = new Map(answer.patch.flatMap((op) => (op.op === 'put' ? [[op.key, op.value] as const] : [])));
   for (const life of groups.filter((group) => group.writes).flatMap((group) => group.generations)) {
-    for (let id = 1; id <= life.acknowledged; id++) if (!keys.has(`m/${life.clientID}/${id}`)) throw new Error(`Acknowledged mutation ${life.clientID}/${id} lost`);
+    for (let id = 1; id <= life.acknowledged; id++)
+      if (!keys.has(`m/${life.clientID}/${id}`)) throw new Error(`Acknowledged mutation ${life.clientID}/${id} lost`);
     const applied = [...keys.keys()].filter((key) => key.startsWith(`m/${life.clientID}/`)).length;
-    if ((keys.get(`count/${life.clientID}`) ?? 0) !== applied) throw new Error(`${life.clientID}'s counter is ${String(keys.get(`count/${life.clientID}`))}, ${applied} applied`);
+    if ((keys.get(`count/${life.clientID}`) ?? 0) !== applied)
+      throw new Error(`${life.clientID}'s counter is ${String(keys.get(`count/${life.clientID}`))}, ${applied} applied`);
   }
 }

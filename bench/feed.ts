@@ -55,7 +55,6 @@ if (STORES.includes('postgres')) process.env.DATABASE_URL ??= execFileSync(join(
 
 const mutators = putMutators;
 
-
 function contextFor(storage: Storage, feed: boolean): SyncContext {
   return createContext({
     storage,
@@ -77,7 +76,14 @@ async function pushes(ctx: SyncContext, space: string, count: number): Promise<v
       return { clientID: 'c', id: ++id, name: 'put', args: { key: `todo/${String(n).padStart(4, '0')}`, value: todo(n, push) }, timestamp: 0 };
     });
     const body = JSON.stringify({ pushVersion: 1, clientGroupID: 'g', profileID: 'p', schemaVersion: '', mutations });
-    const response = await handlePush(new Request(`http://bench/push?space=${encodeURIComponent(space)}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'u' }, body }), ctx);
+    const response = await handlePush(
+      new Request(`http://bench/push?space=${encodeURIComponent(space)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'u' },
+        body,
+      }),
+      ctx,
+    );
     if (response.status !== 200) throw new Error(`push: ${response.status} ${await response.text()}`);
     await response.body?.cancel();
   }
@@ -104,7 +110,10 @@ async function pushThroughput(name: string, storage: Storage): Promise<Row[]> {
         const elapsed = performance.now() - start;
         if (round >= 0) ms[side].push(elapsed);
       }
-      if (round >= 0) progress(`${name}, ${clients} client(s): round ${round + 1}/${ROUNDS}: on ${(ms.on.at(-1)! / (per * clients)).toFixed(2)} ms/push, off ${(ms.off.at(-1)! / (per * clients)).toFixed(2)} ms/push`);
+      if (round >= 0)
+        progress(
+          `${name}, ${clients} client(s): round ${round + 1}/${ROUNDS}: on ${(ms.on.at(-1)! / (per * clients)).toFixed(2)} ms/push, off ${(ms.off.at(-1)! / (per * clients)).toFixed(2)} ms/push`,
+        );
     }
     const total = per * clients;
     const rate = (times: number[]) => total / (median(times) / 1000);
@@ -113,9 +122,19 @@ async function pushThroughput(name: string, storage: Storage): Promise<Row[]> {
     const load = clients === 1 ? '1 client' : `${clients} clients in ${clients} spaces`;
     for (const side of ['off', 'on'] as const) {
       const pushesPerSecond = rate(ms[side]);
-      rows.push({ benchmark: `${name}: push, ${load}, feed ${side}`, value: pushesPerSecond, unit: 'pushes/s', note: `${Math.round(pushesPerSecond * BATCH).toLocaleString('en-US')} mutations/s; ${total} pushes of ${BATCH} a round, median of ${ROUNDS}; range ${Math.round(total / (Math.max(...ms[side]) / 1000))}-${Math.round(total / (Math.min(...ms[side]) / 1000))}` });
+      rows.push({
+        benchmark: `${name}: push, ${load}, feed ${side}`,
+        value: pushesPerSecond,
+        unit: 'pushes/s',
+        note: `${Math.round(pushesPerSecond * BATCH).toLocaleString('en-US')} mutations/s; ${total} pushes of ${BATCH} a round, median of ${ROUNDS}; range ${Math.round(total / (Math.max(...ms[side]) / 1000))}-${Math.round(total / (Math.min(...ms[side]) / 1000))}`,
+      });
     }
-    rows.push({ benchmark: `${name}: push, ${load}, off / on`, value: median(ratios), unit: 'x', note: `how much slower with the feed: median of ${ROUNDS} alternating rounds' ratios (aim <= 1.15x); range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}; ratio of medians ${(median(ms.on) / median(ms.off)).toFixed(2)}` });
+    rows.push({
+      benchmark: `${name}: push, ${load}, off / on`,
+      value: median(ratios),
+      unit: 'x',
+      note: `how much slower with the feed: median of ${ROUNDS} alternating rounds' ratios (aim <= 1.15x); range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}; ratio of medians ${(median(ms.on) / median(ms.off)).toFixed(2)}`,
+    });
   }
   return rows;
 }
@@ -158,12 +177,16 @@ async function readRate(name: string, storage: Storage): Promise<Row[]> {
   // Sizes, untimed: the feed's changes as JSON, the export's bytes and lines.
   const pages: Array<{ changes: unknown[] }> = [];
   const feedRows = await readFeed(ctx, space, pages);
-  const feedBytes = pages.reduce((sum, page) => sum + page.changes.reduce<number>((bytes, change) => bytes + Buffer.byteLength(JSON.stringify(change)) + 1, 0), 0);
+  const feedBytes = pages.reduce(
+    (sum, page) => sum + page.changes.reduce<number>((bytes, change) => bytes + Buffer.byteLength(JSON.stringify(change)) + 1, 0),
+    0,
+  );
   pages.length = 0;
   const exported = await readExport(ctx, space);
   // Header and end line; the space has no client groups (written by `transact`).
   const exportRows = exported.lines - 2;
-  if (feedRows !== ENTRIES || exportRows !== ENTRIES) throw new Error(`${name}: the feed read ${feedRows} changes and the export ${exportRows} entries, not ${ENTRIES}`);
+  if (feedRows !== ENTRIES || exportRows !== ENTRIES)
+    throw new Error(`${name}: the feed read ${feedRows} changes and the export ${exportRows} entries, not ${ENTRIES}`);
   const ms = { feed: [] as number[], export: [] as number[] };
   for (let round = 0; round < READ_ROUNDS; round++) {
     for (const side of round % 2 === 0 ? (['feed', 'export'] as const) : (['export', 'feed'] as const)) {
@@ -179,9 +202,24 @@ async function readRate(name: string, storage: Storage): Promise<Row[]> {
   const mb = (bytes: number, times: number[]) => bytes / 1e6 / (median(times) / 1000);
   const rowsPerS = (times: number[]) => ENTRIES / (median(times) / 1000);
   return [
-    { benchmark: `${name}: read ${ENTRIES.toLocaleString('en-US')}, feed (readChanges, 10,000 a page)`, value: rowsPerS(ms.feed), unit: 'rows/s', note: `${mb(feedBytes, ms.feed).toFixed(1)} MB/s as NDJSON (${(feedBytes / 1e6).toFixed(1)} MB, ${Math.round(feedBytes / ENTRIES)} B a change); median ${median(ms.feed).toFixed(0)} ms of ${READ_ROUNDS}` },
-    { benchmark: `${name}: read ${ENTRIES.toLocaleString('en-US')}, export (exportSpace to its end)`, value: rowsPerS(ms.export), unit: 'rows/s', note: `${mb(exported.bytes, ms.export).toFixed(1)} MB/s of NDJSON (${(exported.bytes / 1e6).toFixed(1)} MB, ${Math.round(exported.bytes / ENTRIES)} B a line); median ${median(ms.export).toFixed(0)} ms of ${READ_ROUNDS}` },
-    { benchmark: `${name}: read, feed time / export time`, value: median(ratios), unit: 'x', note: `median of ${READ_ROUNDS} alternating rounds' ratios; range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}` },
+    {
+      benchmark: `${name}: read ${ENTRIES.toLocaleString('en-US')}, feed (readChanges, 10,000 a page)`,
+      value: rowsPerS(ms.feed),
+      unit: 'rows/s',
+      note: `${mb(feedBytes, ms.feed).toFixed(1)} MB/s as NDJSON (${(feedBytes / 1e6).toFixed(1)} MB, ${Math.round(feedBytes / ENTRIES)} B a change); median ${median(ms.feed).toFixed(0)} ms of ${READ_ROUNDS}`,
+    },
+    {
+      benchmark: `${name}: read ${ENTRIES.toLocaleString('en-US')}, export (exportSpace to its end)`,
+      value: rowsPerS(ms.export),
+      unit: 'rows/s',
+      note: `${mb(exported.bytes, ms.export).toFixed(1)} MB/s of NDJSON (${(exported.bytes / 1e6).toFixed(1)} MB, ${Math.round(exported.bytes / ENTRIES)} B a line); median ${median(ms.export).toFixed(0)} ms of ${READ_ROUNDS}`,
+    },
+    {
+      benchmark: `${name}: read, feed time / export time`,
+      value: median(ratios),
+      unit: 'x',
+      note: `median of ${READ_ROUNDS} alternating rounds' ratios; range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}`,
+    },
   ];
 }
 

@@ -10,12 +10,21 @@ const ctx = { storage: memoryStorage(), mutators: { put: (tx, { key, value }) =>
 
 // The same data and up-to-date cookie as http-server.ts.
 const mutations = Array.from({ length: 100 }, (_, i) => ({ clientID: 'c', id: i + 1, name: 'put', args: { key: `k${i}`, value: i }, timestamp: 0 }));
-await handleRequest(new Request('http://x/push', { method: 'POST', headers: json, body: JSON.stringify({ pushVersion: 1, clientGroupID: 'g', mutations, profileID: 'p', schemaVersion: '' }) }), ctx);
+await handleRequest(
+  new Request('http://x/push', {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ pushVersion: 1, clientGroupID: 'g', mutations, profileID: 'p', schemaVersion: '' }),
+  }),
+  ctx,
+);
 const probe = { pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' };
 const { cookie } = await (await handleRequest(new Request('http://x/pull', { method: 'POST', headers: json, body: JSON.stringify(probe) }), ctx)).json();
 
 // The floor: parse the body, answer an empty patch with its cookie, on the runtime's own server.
-const bare = { fetch: async (request) => new Response(JSON.stringify({ cookie: (await request.json()).cookie, lastMutationIDChanges: {}, patch: [] }), { headers: json }) };
+const bare = {
+  fetch: async (request) => new Response(JSON.stringify({ cookie: (await request.json()).cookie, lastMutationIDChanges: {}, patch: [] }), { headers: json }),
+};
 const server =
   kind === 'bare'
     ? globalThis.Deno

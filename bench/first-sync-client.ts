@@ -52,7 +52,11 @@ export async function firstSync(server: string, space: string, entries: number):
     pullInterval: null,
     mutators: {},
     puller: async (request, requestID) => {
-      const response = await recording(`${server}/pull?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-replicache-requestid': requestID }, body: JSON.stringify(request) });
+      const response = await recording(`${server}/pull?space=${space}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-replicache-requestid': requestID },
+        body: JSON.stringify(request),
+      });
       return { response: response.status === 200 ? await response.json() : undefined, httpRequestInfo: { httpStatusCode: response.status, errorMessage: '' } };
     },
   });

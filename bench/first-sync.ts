@@ -41,7 +41,11 @@ try {
   progress(`seeding ${ENTRIES.toLocaleString('en-US')} entries (${STORE})`);
   for (let from = 0, id = 1; from < ENTRIES; from += 5_000, id++) {
     const mutations = [{ clientID: 'seeder', id, name: 'seed', args: { from, count: Math.min(5_000, ENTRIES - from) }, timestamp: 0 }];
-    const response = await fetch(`${base}/push?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pushVersion: 1, clientGroupID: 'seed', profileID: 'bench', schemaVersion: '', mutations }) });
+    const response = await fetch(`${base}/push?space=${space}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pushVersion: 1, clientGroupID: 'seed', profileID: 'bench', schemaVersion: '', mutations }),
+    });
     if (response.status !== 200) throw new Error(`seeding failed: ${response.status} ${await response.text()}`);
   }
   const results: Array<[string, FirstSyncRun, number]> = [];
@@ -56,7 +60,15 @@ try {
   }
   if (CLIENTS.includes('chromium')) {
     progress('the client in Chromium');
-    const bundle = await build({ entryPoints: [new URL('./first-sync-client.ts', import.meta.url).pathname], bundle: true, write: false, format: 'iife', globalName: 'bench', platform: 'browser', logLevel: 'warning' });
+    const bundle = await build({
+      entryPoints: [new URL('./first-sync-client.ts', import.meta.url).pathname],
+      bundle: true,
+      write: false,
+      format: 'iife',
+      globalName: 'bench',
+      platform: 'browser',
+      logLevel: 'warning',
+    });
     const page = createServer((req, res) => {
       if (req.url === '/client.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle.outputFiles[0]!.contents);
       else res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><script src="/client.js"></script>');
@@ -71,8 +83,18 @@ try {
       const heapMiB = async () => ((await cdp.send('Performance.getMetrics')).metrics.find((metric) => metric.name === 'JSHeapUsedSize')?.value ?? 0) / 2 ** 20;
       const before = await heapMiB();
       let peak = before;
-      const sampler = setInterval(() => void heapMiB().then((mib) => (peak = Math.max(peak, mib)), () => {}), 200);
-      const run = (await tab.evaluate(({ base, space, entries }) => (globalThis as unknown as { bench: { firstSync: typeof firstSync } }).bench.firstSync(base, space, entries), { base, space, entries: ENTRIES })) as FirstSyncRun;
+      const sampler = setInterval(
+        () =>
+          void heapMiB().then(
+            (mib) => (peak = Math.max(peak, mib)),
+            () => {},
+          ),
+        200,
+      );
+      const run = (await tab.evaluate(
+        ({ base, space, entries }) => (globalThis as unknown as { bench: { firstSync: typeof firstSync } }).bench.firstSync(base, space, entries),
+        { base, space, entries: ENTRIES },
+      )) as FirstSyncRun;
       clearInterval(sampler);
       results.push(['chromium', run, peak - before]);
     } finally {
@@ -81,9 +103,16 @@ try {
     }
   }
   for (const [client, run, peak] of results) {
-    console.log(`${client}: ${ENTRIES.toLocaleString('en-US')} entries (${STORE}) in ${(run.ms / 1000).toFixed(1)} s, ${run.pulls} pulls (${PAGE_BYTES > 0 ? `${run.pages} pages of ${(PAGE_BYTES / 2 ** 20).toFixed(0)} MiB` : 'no pages'}), largest answer ${(run.largest / 2 ** 20).toFixed(2)} MiB, client peak +${peak.toFixed(0)} MiB, held ${run.held.toLocaleString('en-US')}`);
+    console.log(
+      `${client}: ${ENTRIES.toLocaleString('en-US')} entries (${STORE}) in ${(run.ms / 1000).toFixed(1)} s, ${run.pulls} pulls (${PAGE_BYTES > 0 ? `${run.pages} pages of ${(PAGE_BYTES / 2 ** 20).toFixed(0)} MiB` : 'no pages'}), largest answer ${(run.largest / 2 ** 20).toFixed(2)} MiB, client peak +${peak.toFixed(0)} MiB, held ${run.held.toLocaleString('en-US')}`,
+    );
     const every = Math.max(1, Math.floor(run.progress.length / 10));
-    console.log(`  filled: ${run.progress.filter((_, i) => i % every === 0 || i === run.progress.length - 1).map(([ms, entries]) => `${(ms / 1000).toFixed(1)} s ${entries.toLocaleString('en-US')}`).join(' · ')}`);
+    console.log(
+      `  filled: ${run.progress
+        .filter((_, i) => i % every === 0 || i === run.progress.length - 1)
+        .map(([ms, entries]) => `${(ms / 1000).toFixed(1)} s ${entries.toLocaleString('en-US')}`)
+        .join(' · ')}`,
+    );
   }
 } finally {
   await server.stop();

@@ -66,13 +66,23 @@ const indexes = { byList: { prefix: 'todo/', jsonPointer: '/list' } };
 const todo = (id: number, change: number) => ({ list: String(Math.floor(id / PER_LIST)), title: `todo ${id}`, change });
 
 const request = (path: string, space: string, body: unknown) =>
-  new Request(`http://bench${path}?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'u' }, body: JSON.stringify(body) });
+  new Request(`http://bench${path}?space=${space}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'u' },
+    body: JSON.stringify(body),
+  });
 
 const ids = new Map<string, number>();
 async function push(ctx: SyncContext, space: string, entries: Record<string, JSONValue>): Promise<void> {
   const id = (ids.get(space) ?? 0) + 1;
   ids.set(space, id);
-  const body = { pushVersion: 1, clientGroupID: 'writer', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'writer', id, name: 'set', args: { entries }, timestamp: 0 }] };
+  const body = {
+    pushVersion: 1,
+    clientGroupID: 'writer',
+    profileID: 'p',
+    schemaVersion: '',
+    mutations: [{ clientID: 'writer', id, name: 'set', args: { entries }, timestamp: 0 }],
+  };
   const response = await handlePush(request('/push', space, body), ctx);
   if (response.status !== 200) throw new Error(`push: ${response.status} ${await response.text()}`);
 }
@@ -95,7 +105,14 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   const time = (what: string, ms: number) => times.set(what, [...(times.get(what) ?? []), ms]);
   for (const form of Object.keys(FORMS) as Form[]) {
     const { key, view } = FORMS[form];
-    const ctx = createContext({ storage, mutators, view, ...(form === 'flat + index' && { indexes }), authenticate: () => 'u', space: (r) => new URL(r.url).searchParams.get('space') ?? '' });
+    const ctx = createContext({
+      storage,
+      mutators,
+      view,
+      ...(form === 'flat + index' && { indexes }),
+      authenticate: () => 'u',
+      space: (r) => new URL(r.url).searchParams.get('space') ?? '',
+    });
     contexts.set(form, ctx);
     for (let from = 0; from < TODOS; from += 5_000) {
       const entries: Record<string, JSONValue> = {};
@@ -120,7 +137,13 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
       for (let i = 0; i < 20; i++) {
         const up = await pull(ctx, form, cookies.get(form)!);
         time(`${form}: up to date`, up.ms);
-        await push(ctx, form, Object.fromEntries(Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 97) % mine.length]!), todo(mine[(changes + j * 97) % mine.length]!, changes++)])));
+        await push(
+          ctx,
+          form,
+          Object.fromEntries(
+            Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 97) % mine.length]!), todo(mine[(changes + j * 97) % mine.length]!, changes++)]),
+          ),
+        );
         const ten = await pull(ctx, form, up.cookie);
         if (ten.ops !== 10) throw new Error(`${form}: 10 changes gave ${ten.ops} ops`);
         time(`${form}: 10 changes in view`, ten.ms);
@@ -129,9 +152,24 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
       // 5,000 changes to others' todos, then 10 to the user's.
       const before = cookies.get(form)!;
       for (let batch = 0; batch < 5; batch++) {
-        await push(ctx, form, Object.fromEntries(Array.from({ length: 1_000 }, (_, j) => [key(((round * 5 + batch) * 1_000 + j * 7 + 1) % TODOS), todo(((round * 5 + batch) * 1_000 + j * 7 + 1) % TODOS, changes++)]).filter(([k]) => !inView.has(k as string))));
+        await push(
+          ctx,
+          form,
+          Object.fromEntries(
+            Array.from({ length: 1_000 }, (_, j) => [
+              key(((round * 5 + batch) * 1_000 + j * 7 + 1) % TODOS),
+              todo(((round * 5 + batch) * 1_000 + j * 7 + 1) % TODOS, changes++),
+            ]).filter(([k]) => !inView.has(k as string)),
+          ),
+        );
       }
-      await push(ctx, form, Object.fromEntries(Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 89) % mine.length]!), todo(mine[(changes + j * 89) % mine.length]!, changes++)])));
+      await push(
+        ctx,
+        form,
+        Object.fromEntries(
+          Array.from({ length: 10 }, (_, j) => [key(mine[(changes + j * 89) % mine.length]!), todo(mine[(changes + j * 89) % mine.length]!, changes++)]),
+        ),
+      );
       const far = await pull(ctx, form, before);
       time(`${form}: 10 in view among 5,000 elsewhere`, far.ms);
       cookies.set(form, far.cookie);
@@ -144,13 +182,22 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
     const base = times.get(`prefix: ${what}`)!;
     for (const form of ['flat', 'flat + lookup', 'flat + index'] as const) {
       const theirs = times.get(`${form}: ${what}`)!;
-      rows.push({ benchmark: `${name}: ${what}, ${form} / prefix`, value: median(theirs) / median(base), unit: 'x', note: `${form} ${p(theirs)}; prefix ${p(base)}` });
+      rows.push({
+        benchmark: `${name}: ${what}, ${form} / prefix`,
+        value: median(theirs) / median(base),
+        unit: 'x',
+        note: `${form} ${p(theirs)}; prefix ${p(base)}`,
+      });
     }
   }
   return rows;
 }
 
 const rows: Row[] = [];
-progress(`node ${process.version}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' / ')}; ${TODOS} todos, ${MINE} lists of ${PER_LIST} in view`);
+progress(
+  `node ${process.version}, ${cpus().length} cores, load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ')}; ${TODOS} todos, ${MINE} lists of ${PER_LIST} in view`,
+);
 rows.push(...(await eachStore(STORES, 'flat-views', bench)));
 console.log(renderTable(rows));

@@ -98,7 +98,6 @@ if (STORES.includes('postgres')) process.env.DATABASE_URL ??= execFileSync(join(
 
 const mutators = putMutators;
 
-
 const todoKey = (n: number) => `todo/${String(n).padStart(7, '0')}`;
 
 /** A number in [0, size) for the `j`th key of change `v`: the same every run. */
@@ -120,23 +119,36 @@ function historyContext(storage: Storage, options: { feedOnly?: boolean; clock?:
 async function fill(ctx: SyncContext, space: string, entries: number): Promise<void> {
   const versions = Array.from({ length: Math.ceil(entries / 1000) }, (_, i) => i * 1000);
   for (let i = 0; i < versions.length; i += 8) {
-    await Promise.all(versions.slice(i, i + 8).map((from) => transact(ctx, space, async (tx) => {
-      for (let n = from; n < Math.min(entries, from + 1000); n++) await tx.set(todoKey(n), todo(n, 0));
-    })));
+    await Promise.all(
+      versions.slice(i, i + 8).map((from) =>
+        transact(ctx, space, async (tx) => {
+          for (let n = from; n < Math.min(entries, from + 1000); n++) await tx.set(todoKey(n), todo(n, 0));
+        }),
+      ),
+    );
   }
 }
 
 /** Writes versions `from` to `from + count - 1` (numbered by this writer) into `space`, each updating `perVersion(v)` todos of `entries`; resolves to the changes written. */
-async function writeVersions(ctx: SyncContext, space: string, from: number, count: number, entries: number, perVersion: (v: number) => number): Promise<number> {
+async function writeVersions(
+  ctx: SyncContext,
+  space: string,
+  from: number,
+  count: number,
+  entries: number,
+  perVersion: (v: number) => number,
+): Promise<number> {
   let changes = 0;
   for (let start = from; start < from + count; start += IN_FLIGHT) {
     const batch: Array<Promise<void>> = [];
     for (let v = start; v < Math.min(from + count, start + IN_FLIGHT); v++) {
       const picked = [...new Set(Array.from({ length: perVersion(v) }, (_, j) => pick(v, j, entries)))];
       changes += picked.length;
-      batch.push(transact(ctx, space, async (tx) => {
-        for (const n of picked) await tx.set(todoKey(n), todo(n, v + 1));
-      }));
+      batch.push(
+        transact(ctx, space, async (tx) => {
+          for (const n of picked) await tx.set(todoKey(n), todo(n, v + 1));
+        }),
+      );
     }
     await Promise.all(batch);
   }
@@ -158,7 +170,10 @@ async function baseOf(storage: Storage, space: string, version: number): Promise
     if (checkpoint < (meta.feedFrom ?? 0) || checkpoint > meta.version) continue;
     if (Math.abs(checkpoint - version) < best.distance) best = { checkpoint, distance: Math.abs(checkpoint - version) };
   }
-  const label = best.checkpoint === undefined ? `base: the live entries, ${best.distance.toLocaleString('en-US')} versions undone` : `base: the checkpoint of version ${best.checkpoint.toLocaleString('en-US')}, ${best.distance.toLocaleString('en-US')} versions redone`;
+  const label =
+    best.checkpoint === undefined
+      ? `base: the live entries, ${best.distance.toLocaleString('en-US')} versions undone`
+      : `base: the checkpoint of version ${best.checkpoint.toLocaleString('en-US')}, ${best.distance.toLocaleString('en-US')} versions redone`;
   return { label, ...best };
 }
 
@@ -199,16 +214,43 @@ async function readRounds(name: string, ctx: SyncContext, space: string, version
       }
       ms[side].push(performance.now() - start);
     }
-    progress(`${name}, ${label}: read round ${round + 1}/${READ_ROUNDS}: at ${ms.at.at(-1)!.toFixed(0)} ms, export ${ms.export.at(-1)!.toFixed(0)} ms, at now ${ms.now.at(-1)!.toFixed(0)} ms`);
+    progress(
+      `${name}, ${label}: read round ${round + 1}/${READ_ROUNDS}: at ${ms.at.at(-1)!.toFixed(0)} ms, export ${ms.export.at(-1)!.toFixed(0)} ms, at now ${ms.now.at(-1)!.toFixed(0)} ms`,
+    );
   }
   const ratios = ms.at.map((t, i) => t / ms.export[i]!);
   const againstNow = ms.at.map((t, i) => t / ms.now[i]!);
   return [
-    { benchmark: `${name}: at, ${fmt(BACK)} versions back, ${label}`, value: median(ms.at), unit: 'ms', note: `${fmt(ENTRIES)} entries; ${base.label}; median of ${READ_ROUNDS}, range ${range(ms.at, 0)}` },
-    { benchmark: `${name}: export now, same rounds`, value: median(ms.export), unit: 'ms', note: `${(exported.bytes / 1e6).toFixed(1)} MB of NDJSON; median of ${READ_ROUNDS}, range ${range(ms.export, 0)}` },
-    { benchmark: `${name}: at the version now, same rounds`, value: median(ms.now), unit: 'ms', note: `the live entries parsed, nothing undone; median of ${READ_ROUNDS}, range ${range(ms.now, 0)}` },
-    { benchmark: `${name}: at / export, ${label}`, value: median(ratios), unit: 'x', note: `median of ${READ_ROUNDS} rounds' ratios (aim <= 2x); range ${range(ratios)}` },
-    { benchmark: `${name}: at / at now, ${label}`, value: median(againstNow), unit: 'x', note: `what going back costs over reading now, median of ${READ_ROUNDS} rounds' ratios; range ${range(againstNow)}` },
+    {
+      benchmark: `${name}: at, ${fmt(BACK)} versions back, ${label}`,
+      value: median(ms.at),
+      unit: 'ms',
+      note: `${fmt(ENTRIES)} entries; ${base.label}; median of ${READ_ROUNDS}, range ${range(ms.at, 0)}`,
+    },
+    {
+      benchmark: `${name}: export now, same rounds`,
+      value: median(ms.export),
+      unit: 'ms',
+      note: `${(exported.bytes / 1e6).toFixed(1)} MB of NDJSON; median of ${READ_ROUNDS}, range ${range(ms.export, 0)}`,
+    },
+    {
+      benchmark: `${name}: at the version now, same rounds`,
+      value: median(ms.now),
+      unit: 'ms',
+      note: `the live entries parsed, nothing undone; median of ${READ_ROUNDS}, range ${range(ms.now, 0)}`,
+    },
+    {
+      benchmark: `${name}: at / export, ${label}`,
+      value: median(ratios),
+      unit: 'x',
+      note: `median of ${READ_ROUNDS} rounds' ratios (aim <= 2x); range ${range(ratios)}`,
+    },
+    {
+      benchmark: `${name}: at / at now, ${label}`,
+      value: median(againstNow),
+      unit: 'x',
+      note: `what going back costs over reading now, median of ${READ_ROUNDS} rounds' ratios; range ${range(againstNow)}`,
+    },
   ];
 }
 
@@ -265,13 +307,31 @@ async function restoreRate(name: string, storage: Storage): Promise<Row[]> {
       }
       if (round >= 0) ms[side].push(performance.now() - start);
     }
-    if (round >= 0) progress(`${name}: restore round ${round + 1}/${RESTORE_ROUNDS}: restore ${ms.restore.at(-1)!.toFixed(0)} ms (${changed.at(-1)} keys), import ${ms.import.at(-1)!.toFixed(0)} ms`);
+    if (round >= 0)
+      progress(
+        `${name}: restore round ${round + 1}/${RESTORE_ROUNDS}: restore ${ms.restore.at(-1)!.toFixed(0)} ms (${changed.at(-1)} keys), import ${ms.import.at(-1)!.toFixed(0)} ms`,
+      );
   }
   const ratios = ms.restore.map((t, i) => t / ms.import[i]!);
   return [
-    { benchmark: `${name}: restoreSpace, ${fmt(BACK)} versions back`, value: median(ms.restore), unit: 'ms', note: `${fmt(ENTRIES)} entries, ${fmt(median(changed))} of them changed back in one commit; base: the live entries; median of ${RESTORE_ROUNDS}, range ${range(ms.restore, 0)}` },
-    { benchmark: `${name}: importSpace of the export, fresh space`, value: median(ms.import), unit: 'ms', note: `${(exportBytes / 1e6).toFixed(1)} MB of NDJSON, replace; median of ${RESTORE_ROUNDS}, range ${range(ms.import, 0)}` },
-    { benchmark: `${name}: restore / import`, value: median(ratios), unit: 'x', note: `median of ${RESTORE_ROUNDS} alternating rounds' ratios (aim <= 2x); range ${range(ratios)}` },
+    {
+      benchmark: `${name}: restoreSpace, ${fmt(BACK)} versions back`,
+      value: median(ms.restore),
+      unit: 'ms',
+      note: `${fmt(ENTRIES)} entries, ${fmt(median(changed))} of them changed back in one commit; base: the live entries; median of ${RESTORE_ROUNDS}, range ${range(ms.restore, 0)}`,
+    },
+    {
+      benchmark: `${name}: importSpace of the export, fresh space`,
+      value: median(ms.import),
+      unit: 'ms',
+      note: `${(exportBytes / 1e6).toFixed(1)} MB of NDJSON, replace; median of ${RESTORE_ROUNDS}, range ${range(ms.import, 0)}`,
+    },
+    {
+      benchmark: `${name}: restore / import`,
+      value: median(ratios),
+      unit: 'x',
+      note: `median of ${RESTORE_ROUNDS} alternating rounds' ratios (aim <= 2x); range ${range(ratios)}`,
+    },
   ];
 }
 
@@ -284,7 +344,14 @@ async function pushes(ctx: SyncContext, space: string, count: number, ids: Map<s
       return { clientID: `c-${space}`, id: ++id, name: 'put', args: { key: `todo/${String(n).padStart(4, '0')}`, value: todo(n, id) }, timestamp: 0 };
     });
     const body = JSON.stringify({ pushVersion: 1, clientGroupID: `g-${space}`, profileID: 'p', schemaVersion: '', mutations });
-    const response = await handlePush(new Request(`http://bench/push?space=${encodeURIComponent(space)}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'u' }, body }), ctx);
+    const response = await handlePush(
+      new Request(`http://bench/push?space=${encodeURIComponent(space)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'u' },
+        body,
+      }),
+      ctx,
+    );
     if (response.status !== 200) throw new Error(`push: ${response.status} ${await response.text()}`);
     await response.body?.cancel();
   }
@@ -319,21 +386,37 @@ async function pushThroughput(name: string, storage: Storage): Promise<Row[]> {
         const elapsed = performance.now() - start;
         if (round >= 0) ms[side].push(elapsed);
       }
-      if (round >= 0) progress(`${name}, ${clients} client(s): round ${round + 1}/${ROUNDS}: history ${(ms.history.at(-1)! / (per * clients)).toFixed(2)} ms/push, feed ${(ms.feed.at(-1)! / (per * clients)).toFixed(2)} ms/push`);
+      if (round >= 0)
+        progress(
+          `${name}, ${clients} client(s): round ${round + 1}/${ROUNDS}: history ${(ms.history.at(-1)! / (per * clients)).toFixed(2)} ms/push, feed ${(ms.feed.at(-1)! / (per * clients)).toFixed(2)} ms/push`,
+        );
     }
     let checkpoints = 0;
-    for (const space of spaces('history')) checkpoints += (await storage.transaction((tx) => tx.scan({ prefix: new SpaceKeys(space).checkpointRecordPrefix }), { readOnly: true, space })).length;
+    for (const space of spaces('history'))
+      checkpoints += (await storage.transaction((tx) => tx.scan({ prefix: new SpaceKeys(space).checkpointRecordPrefix }), { readOnly: true, space })).length;
     let feedCheckpoints = 0;
-    for (const space of spaces('feed')) feedCheckpoints += (await storage.transaction((tx) => tx.scan({ prefix: new SpaceKeys(space).checkpointRecordPrefix }), { readOnly: true, space })).length;
+    for (const space of spaces('feed'))
+      feedCheckpoints += (await storage.transaction((tx) => tx.scan({ prefix: new SpaceKeys(space).checkpointRecordPrefix }), { readOnly: true, space }))
+        .length;
     const total = per * clients;
     const rate = (times: number[]) => total / (median(times) / 1000);
     const ratios = ms.history.map((t, i) => t / ms.feed[i]!);
     const load = clients === 1 ? '1 client' : `${clients} clients in ${clients} spaces`;
     for (const side of ['feed', 'history'] as const) {
       const pushesPerSecond = rate(ms[side]);
-      rows.push({ benchmark: `${name}: push, ${load}, ${side === 'feed' ? 'changes: {}' : 'history: {}'}`, value: pushesPerSecond, unit: 'pushes/s', note: `${total} pushes of ${BATCH} a round, median of ${ROUNDS}; range ${Math.round(total / (Math.max(...ms[side]) / 1000))}-${Math.round(total / (Math.min(...ms[side]) / 1000))}${side === 'history' ? `; ${checkpoints} checkpoints begun in its spaces (feed's: ${feedCheckpoints})` : ''}` });
+      rows.push({
+        benchmark: `${name}: push, ${load}, ${side === 'feed' ? 'changes: {}' : 'history: {}'}`,
+        value: pushesPerSecond,
+        unit: 'pushes/s',
+        note: `${total} pushes of ${BATCH} a round, median of ${ROUNDS}; range ${Math.round(total / (Math.max(...ms[side]) / 1000))}-${Math.round(total / (Math.min(...ms[side]) / 1000))}${side === 'history' ? `; ${checkpoints} checkpoints begun in its spaces (feed's: ${feedCheckpoints})` : ''}`,
+      });
     }
-    rows.push({ benchmark: `${name}: push, ${load}, history / feed`, value: median(ratios), unit: 'x', note: `median of ${ROUNDS} alternating rounds' ratios (aim <= 1.1x); range ${range(ratios)}; ratio of medians ${(median(ms.history) / median(ms.feed)).toFixed(2)}` });
+    rows.push({
+      benchmark: `${name}: push, ${load}, history / feed`,
+      value: median(ratios),
+      unit: 'x',
+      note: `median of ${ROUNDS} alternating rounds' ratios (aim <= 1.1x); range ${range(ratios)}; ratio of medians ${(median(ms.history) / median(ms.feed)).toFixed(2)}`,
+    });
   }
   return rows;
 }
@@ -377,10 +460,30 @@ async function storageTaken(name: string, storage: Storage, file?: { db: Databas
   const points = { rows: get('p/').rows + get('q/').rows, bytes: get('p/').bytes + get('q/').bytes };
   const what = `${fmt(meta.version)} versions, ${fmt(STORAGE_ENTRIES)} entries`;
   const rows: Row[] = [
-    { benchmark: `${name}: storage, ${what}: live data (every row but f/ p/ q/)`, value: live.bytes / 1e6, unit: 'MB', note: `${fmt(live.rows)} rows: e/ ${fmt(get('e/').rows)} (${mb(get('e/').bytes)}), v/ ${fmt(get('v/').rows)} (${mb(get('v/').bytes)}), other ${fmt(live.rows - get('e/').rows - get('v/').rows)}` },
-    { benchmark: `${name}: storage: the change log (f/)`, value: log.bytes / 1e6, unit: 'MB', note: `${fmt(log.rows)} rows, ${Math.round(log.bytes / log.rows)} B a row; ${(log.bytes / live.bytes).toFixed(0)}x the live data` },
-    { benchmark: `${name}: storage: checkpoints (p/ rows, q/ records)`, value: points.bytes / 1e6, unit: 'MB', note: `${fmt(get('p/').rows)} rows in ${fmt(get('q/').rows)} checkpoints; ${(points.bytes / log.bytes).toFixed(2)}x the bare log` },
-    { benchmark: `${name}: storage: history with checkpoints / bare log`, value: (log.bytes + points.bytes) / log.bytes, unit: 'x', note: `the space's history counter (quotas' historyBytes): ${mb(meta.history ?? 0)}` },
+    {
+      benchmark: `${name}: storage, ${what}: live data (every row but f/ p/ q/)`,
+      value: live.bytes / 1e6,
+      unit: 'MB',
+      note: `${fmt(live.rows)} rows: e/ ${fmt(get('e/').rows)} (${mb(get('e/').bytes)}), v/ ${fmt(get('v/').rows)} (${mb(get('v/').bytes)}), other ${fmt(live.rows - get('e/').rows - get('v/').rows)}`,
+    },
+    {
+      benchmark: `${name}: storage: the change log (f/)`,
+      value: log.bytes / 1e6,
+      unit: 'MB',
+      note: `${fmt(log.rows)} rows, ${Math.round(log.bytes / log.rows)} B a row; ${(log.bytes / live.bytes).toFixed(0)}x the live data`,
+    },
+    {
+      benchmark: `${name}: storage: checkpoints (p/ rows, q/ records)`,
+      value: points.bytes / 1e6,
+      unit: 'MB',
+      note: `${fmt(get('p/').rows)} rows in ${fmt(get('q/').rows)} checkpoints; ${(points.bytes / log.bytes).toFixed(2)}x the bare log`,
+    },
+    {
+      benchmark: `${name}: storage: history with checkpoints / bare log`,
+      value: (log.bytes + points.bytes) / log.bytes,
+      unit: 'x',
+      note: `the space's history counter (quotas' historyBytes): ${mb(meta.history ?? 0)}`,
+    },
   ];
   if (file) {
     file.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -401,8 +504,18 @@ async function storageTaken(name: string, storage: Storage, file?: { db: Databas
     rows.push(
       { benchmark: `${name}: file, as written`, value: size / 1e6, unit: 'MB', note: `after a WAL checkpoint; vacuumed ${mb(wholeSize)}` },
       { benchmark: `${name}: file, vacuumed: live data alone`, value: liveSize / 1e6, unit: 'MB', note: 'a copy without f/ p/ q/ rows' },
-      { benchmark: `${name}: file, vacuumed: live data and the bare log`, value: bareSize / 1e6, unit: 'MB', note: `a copy without p/ q/ rows; ${((bareSize - liveSize) / log.rows).toFixed(0)} B a log row` },
-      { benchmark: `${name}: file, vacuumed: with checkpoints / without`, value: wholeSize / bareSize, unit: 'x', note: `the history alone (file less the live data's): ${((wholeSize - liveSize) / (bareSize - liveSize)).toFixed(2)}x the bare log's` },
+      {
+        benchmark: `${name}: file, vacuumed: live data and the bare log`,
+        value: bareSize / 1e6,
+        unit: 'MB',
+        note: `a copy without p/ q/ rows; ${((bareSize - liveSize) / log.rows).toFixed(0)} B a log row`,
+      },
+      {
+        benchmark: `${name}: file, vacuumed: with checkpoints / without`,
+        value: wholeSize / bareSize,
+        unit: 'x',
+        note: `the history alone (file less the live data's): ${((wholeSize - liveSize) / (bareSize - liveSize)).toFixed(2)}x the bare log's`,
+      },
     );
   }
   return rows;

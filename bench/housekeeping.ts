@@ -36,7 +36,10 @@ const mutators: Mutators = {
 
 async function push(ctx: SyncContext, group: string, client: string, id: number, name: string, args: unknown): Promise<void> {
   const body = { pushVersion: 1, clientGroupID: group, profileID: 'p', schemaVersion: '', mutations: [{ clientID: client, id, name, args, timestamp: 0 }] };
-  const response = await handlePush(new Request('http://bench/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), ctx);
+  const response = await handlePush(
+    new Request('http://bench/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    ctx,
+  );
   if (response.status !== 200) throw new Error(`push: ${response.status} ${await response.text()}`);
 }
 
@@ -68,7 +71,10 @@ async function bench(name: string, storage: Storage, size: () => Promise<string>
   // The pusher alone, then beside a full collection, each as long as the collection takes.
   let collecting = true;
   const collectStart = performance.now();
-  const [removed, during] = await Promise.all([collectGarbage(ctx, undefined, { batch: BATCH }).finally(() => (collecting = false)), pusher(ctx, 'during', () => !collecting)]);
+  const [removed, during] = await Promise.all([
+    collectGarbage(ctx, undefined, { batch: BATCH }).finally(() => (collecting = false)),
+    pusher(ctx, 'during', () => !collecting),
+  ]);
   const collectMs = performance.now() - collectStart;
   const aloneUntil = performance.now() + Math.min(collectMs, 20_000);
   const alone = await pusher(ctx, 'alone', () => performance.now() > aloneUntil);
@@ -82,14 +88,28 @@ async function bench(name: string, storage: Storage, size: () => Promise<string>
       // The pusher's first push starts the little collection that follows pushes, which takes some too.
       note: `collectGarbage removed ${removed.tombstones} tombstones, ${removed.clientGroups} groups, ${removed.clients} clients; the rest of ${TOMBSTONES} and ${GROUPS + 1} went after a push`,
     },
-    { benchmark: `${name}: push p99 during collection`, value: p99(during), unit: 'ms', note: `${during.length} pushes; p50 ${quantile(during, 0.5).toFixed(2)} ms, max ${Math.max(...during).toFixed(1)} ms` },
-    { benchmark: `${name}: push p99 alone, same run`, value: p99(alone), unit: 'ms', note: `${alone.length} pushes; p50 ${quantile(alone, 0.5).toFixed(2)} ms; during/alone p99 ${(p99(during) / p99(alone)).toFixed(2)}x` },
+    {
+      benchmark: `${name}: push p99 during collection`,
+      value: p99(during),
+      unit: 'ms',
+      note: `${during.length} pushes; p50 ${quantile(during, 0.5).toFixed(2)} ms, max ${Math.max(...during).toFixed(1)} ms`,
+    },
+    {
+      benchmark: `${name}: push p99 alone, same run`,
+      value: p99(alone),
+      unit: 'ms',
+      note: `${alone.length} pushes; p50 ${quantile(alone, 0.5).toFixed(2)} ms; during/alone p99 ${(p99(during) / p99(alone)).toFixed(2)}x`,
+    },
     { benchmark: `${name}: store before -> after`, value: 0, unit: '', note: `${before} -> ${after}` },
   ];
 }
 
 const rows: Row[] = [];
-console.error(`node ${process.version}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' / ')}; ${TOMBSTONES} tombstones, ${GROUPS} idle groups`);
+console.error(
+  `node ${process.version}, ${cpus().length} cores, load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ')}; ${TOMBSTONES} tombstones, ${GROUPS} idle groups`,
+);
 for (const store of STORES) {
   if (store === 'memory') {
     const storage = memoryStorage();

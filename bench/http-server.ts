@@ -15,12 +15,22 @@ const { createContext, handlePush, handleRequest, memoryStorage } = (await impor
 const { createListener } = (await import(dist('node.js'))) as typeof import('../adapters/node.js');
 
 const kind = process.argv[2];
-const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: { put: (tx, { key, value }: { key: string; value: number }) => tx.set(key, value) } });
+const ctx: SyncContext = createContext({
+  storage: memoryStorage(),
+  mutators: { put: (tx, { key, value }: { key: string; value: number }) => tx.set(key, value) },
+});
 
 // Some data and an up-to-date cookie, so the measured pull is the common case: nothing changed.
 const mutations = Array.from({ length: 100 }, (_, i) => ({ clientID: 'c', id: i + 1, name: 'put', args: { key: `k${i}`, value: i }, timestamp: 0 }));
 const json = { 'content-type': 'application/json' };
-await handlePush(new Request('http://x/push', { method: 'POST', headers: json, body: JSON.stringify({ pushVersion: 1, clientGroupID: 'g', mutations, profileID: 'p', schemaVersion: '' }) }), ctx);
+await handlePush(
+  new Request('http://x/push', {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ pushVersion: 1, clientGroupID: 'g', mutations, profileID: 'p', schemaVersion: '' }),
+  }),
+  ctx,
+);
 const probe = { pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' };
 const { cookie } = await (await handleRequest(new Request('http://x/pull', { method: 'POST', headers: json, body: JSON.stringify(probe) }), ctx)).json();
 const pull = { ...probe, cookie };

@@ -40,8 +40,22 @@ async function measure(kind: Kind): Promise<number> {
     const { port, pull } = JSON.parse(line);
     const body = JSON.stringify(pull);
     // Warm up the JIT, then measure.
-    await autocannon({ url: `http://127.0.0.1:${port}/pull`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections: 10, duration: 1 });
-    const result = await autocannon({ url: `http://127.0.0.1:${port}/pull`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections: 10, duration: SECONDS });
+    await autocannon({
+      url: `http://127.0.0.1:${port}/pull`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      connections: 10,
+      duration: 1,
+    });
+    const result = await autocannon({
+      url: `http://127.0.0.1:${port}/pull`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      connections: 10,
+      duration: SECONDS,
+    });
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`${kind}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
     return result.requests.average;
   } finally {

@@ -141,7 +141,11 @@ async function close(server: Server): Promise<void> {
 
 /** Logs in through the form's POST; resolves to the session cookie (`name=value`). */
 async function login(base: string): Promise<string> {
-  const answer = await call(`${base}/_inspect/login`, { method: 'POST', headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${SECRET}` });
+  const answer = await call(`${base}/_inspect/login`, {
+    method: 'POST',
+    headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+    body: `secret=${SECRET}`,
+  });
   const cookie = answer.headers['set-cookie']?.[0];
   if (answer.status !== 303 || cookie === undefined) throw new Error(`login answered ${answer.status}: ${answer.body}`);
   return cookie.split(';')[0]!;
@@ -273,15 +277,22 @@ function options(storage: Storage, inspector: boolean, history: boolean): SyncOp
 /** Runs `count` calls of `fn`, `inFlight` at a time. */
 async function pool(count: number, inFlight: number, fn: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(inFlight, count) }, async () => {
-    while (next < count) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      while (next < count) await fn(next++);
+    }),
+  );
 }
 
 // ——— 1. Weight ———
 
 function weight(): Row[] {
-  const files: Array<[string, string]> = [['index.html', INDEX_HTML], ['app.js', APP_JS], ['app.css', APP_CSS], ['login.html', LOGIN_HTML]];
+  const files: Array<[string, string]> = [
+    ['index.html', INDEX_HTML],
+    ['app.js', APP_JS],
+    ['app.css', APP_CSS],
+    ['login.html', LOGIN_HTML],
+  ];
   const sizes = (text: string) => {
     const raw = Buffer.from(text);
     return {
@@ -297,9 +308,19 @@ function weight(): Row[] {
   for (const [name, text] of files) {
     const s = sizes(text);
     if (name !== 'login.html') for (const k of Object.keys(page) as Array<keyof typeof page>) page[k] += s[k];
-    rows.push({ benchmark: `weight: ${name}`, value: s.raw, unit: 'B', note: `gzip -9 ${fmt(s.gzip9)} B, gzip -6 (default) ${fmt(s.gzip6)} B; as the Node adapter sends it: br q2 ${fmt(s.br2)} B (gzip -4 ${fmt(s.gzip4)} B)` });
+    rows.push({
+      benchmark: `weight: ${name}`,
+      value: s.raw,
+      unit: 'B',
+      note: `gzip -9 ${fmt(s.gzip9)} B, gzip -6 (default) ${fmt(s.gzip6)} B; as the Node adapter sends it: br q2 ${fmt(s.br2)} B (gzip -4 ${fmt(s.gzip4)} B)`,
+    });
   }
-  rows.push({ benchmark: 'weight: the page (index.html + app.js + app.css)', value: page.raw, unit: 'B', note: `gzip -9 ${fmt(page.gzip9)} B, gzip -6 (default) ${fmt(page.gzip6)} B; br q2 ${fmt(page.br2)} B (gzip -4 ${fmt(page.gzip4)} B); each file compressed alone` });
+  rows.push({
+    benchmark: 'weight: the page (index.html + app.js + app.css)',
+    value: page.raw,
+    unit: 'B',
+    note: `gzip -9 ${fmt(page.gzip9)} B, gzip -6 (default) ${fmt(page.gzip6)} B; br q2 ${fmt(page.br2)} B (gzip -4 ${fmt(page.gzip4)} B); each file compressed alone`,
+  });
   return rows;
 }
 
@@ -320,9 +341,11 @@ async function reads(name: string, storage: Storage): Promise<Row[]> {
     if (ONLY.includes('list')) {
       progress(`${name}: writing ${fmt(SPACES)} spaces of 3 entries`);
       const started = performance.now();
-      await pool(SPACES, 64, (i) => transact(ctx, spaceName(i), async (tx) => {
-        for (let n = 0; n < 3; n++) await tx.set(`note/${n}`, note(i * 3 + n));
-      }));
+      await pool(SPACES, 64, (i) =>
+        transact(ctx, spaceName(i), async (tx) => {
+          for (let n = 0; n < 3; n++) await tx.set(`note/${n}`, note(i * 3 + n));
+        }),
+      );
       progress(`${name}: written in ${((performance.now() - started) / 1000).toFixed(1)} s; timing the list`);
       const list = await apiRuns(base, cookie, ['overview', 'spaces?limit=50']);
       const last = `spaces?limit=50&after=${spaceName(SPACES - 51)}`;
@@ -330,10 +353,20 @@ async function reads(name: string, storage: Storage): Promise<Row[]> {
       const lastPage = (await timeAPI(base, cookie, last)).body as { spaces: unknown[]; next?: string };
       if (lastPage.spaces.length !== 50 || lastPage.next !== undefined) throw new Error(`the last page holds ${lastPage.spaces.length} spaces`);
       rows.push(
-        { benchmark: `${name}: list of ${fmt(SPACES)} spaces: api/overview + api/spaces?limit=50`, value: median(list.total), unit: 'ms', note: `one after the other, as the page calls them; ${apiNote(list.total)}` },
+        {
+          benchmark: `${name}: list of ${fmt(SPACES)} spaces: api/overview + api/spaces?limit=50`,
+          value: median(list.total),
+          unit: 'ms',
+          note: `one after the other, as the page calls them; ${apiNote(list.total)}`,
+        },
         { benchmark: `${name}:   api/overview`, value: median(list.each[0]!), unit: 'ms', note: apiNote(list.each[0]!) },
         { benchmark: `${name}:   api/spaces?limit=50 (first page)`, value: median(list.each[1]!), unit: 'ms', note: apiNote(list.each[1]!) },
-        { benchmark: `${name}:   api/spaces?limit=50&after=${spaceName(SPACES - 51)} (last page)`, value: median(tail.total), unit: 'ms', note: apiNote(tail.total) },
+        {
+          benchmark: `${name}:   api/spaces?limit=50&after=${spaceName(SPACES - 51)} (last page)`,
+          value: median(tail.total),
+          unit: 'ms',
+          note: apiNote(tail.total),
+        },
       );
       if (context !== undefined) {
         progress(`${name}: the spaces list in Chromium`);
@@ -344,14 +377,18 @@ async function reads(name: string, storage: Storage): Promise<Row[]> {
       const space = 'big';
       progress(`${name}: writing a space of ${fmt(KEYS)} keys, 1,000 a version, then ${fmt(UPDATES)} versions of one update`);
       const started = performance.now();
-      await pool(Math.ceil(KEYS / 1000), 8, (v) => transact(ctx, space, async (tx) => {
-        for (let n = v * 1000; n < Math.min(KEYS, v * 1000 + 1000); n++) await tx.set(itemKey(n), item(n, 0));
-      }));
+      await pool(Math.ceil(KEYS / 1000), 8, (v) =>
+        transact(ctx, space, async (tx) => {
+          for (let n = v * 1000; n < Math.min(KEYS, v * 1000 + 1000); n++) await tx.set(itemKey(n), item(n, 0));
+        }),
+      );
       const filled = await versionOf(base, cookie, space);
-      await pool(UPDATES, 64, (u) => transact(ctx, space, async (tx) => {
-        const n = (Math.imul(u + 1, 2654435761) >>> 0) % KEYS;
-        await tx.set(itemKey(n), item(n, u + 1));
-      }));
+      await pool(UPDATES, 64, (u) =>
+        transact(ctx, space, async (tx) => {
+          const n = (Math.imul(u + 1, 2654435761) >>> 0) % KEYS;
+          await tx.set(itemKey(n), item(n, u + 1));
+        }),
+      );
       const now = await versionOf(base, cookie, space);
       progress(`${name}: written in ${((performance.now() - started) / 1000).toFixed(1)} s (version ${fmt(now)}); timing the key browser`);
       const middle = itemKey(Math.floor(KEYS / 2));
@@ -374,8 +411,16 @@ async function reads(name: string, storage: Storage): Promise<Row[]> {
       }
       if (context !== undefined) {
         progress(`${name}: the key browser in Chromium`);
-        rows.push(pageRow(name, `goto #/space/${space}/keys to the first row of the keys table`, await pageRuns(context, `${base}/_inspect/#/space/${space}/keys`)));
-        rows.push(pageRow(name, `the same, ?version=${back} (${fmt(now - back)} versions back)`, await pageRuns(context, `${base}/_inspect/#/space/${space}/keys?version=${back}`)));
+        rows.push(
+          pageRow(name, `goto #/space/${space}/keys to the first row of the keys table`, await pageRuns(context, `${base}/_inspect/#/space/${space}/keys`)),
+        );
+        rows.push(
+          pageRow(
+            name,
+            `the same, ?version=${back} (${fmt(now - back)} versions back)`,
+            await pageRuns(context, `${base}/_inspect/#/space/${space}/keys?version=${back}`),
+          ),
+        );
       }
     }
     await context?.close();
@@ -410,18 +455,30 @@ async function pushCost(name: string, storage: Storage): Promise<Row[]> {
     let pushes = 0;
     const start = performance.now();
     const end = start + forMs;
-    await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
-      // Client first, then arm: the arms' spaces lie side by side in the store's key order, none always last.
-      const space = `push-${run}-${c}-${arm}`;
-      while (performance.now() < end) {
-        const id = (ids.get(space) ?? 0) + 1;
-        ids.set(space, id);
-        const body = JSON.stringify({ pushVersion: 1, clientGroupID: `g-${space}`, profileID: 'p', schemaVersion: '', mutations: [{ clientID: `c-${space}`, id, name: 'put', args: { key: `k/${id % 100}`, value: { n: id, at: Date.now() } }, timestamp: Date.now() }] });
-        const answer = await call(`${base}/push?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'u' }, body });
-        if (answer.status !== 200) throw new Error(`push answered ${answer.status}: ${answer.body}`);
-        pushes++;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, c) => {
+        // Client first, then arm: the arms' spaces lie side by side in the store's key order, none always last.
+        const space = `push-${run}-${c}-${arm}`;
+        while (performance.now() < end) {
+          const id = (ids.get(space) ?? 0) + 1;
+          ids.set(space, id);
+          const body = JSON.stringify({
+            pushVersion: 1,
+            clientGroupID: `g-${space}`,
+            profileID: 'p',
+            schemaVersion: '',
+            mutations: [{ clientID: `c-${space}`, id, name: 'put', args: { key: `k/${id % 100}`, value: { n: id, at: Date.now() } }, timestamp: Date.now() }],
+          });
+          const answer = await call(`${base}/push?space=${space}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: 'u' },
+            body,
+          });
+          if (answer.status !== 200) throw new Error(`push answered ${answer.status}: ${answer.body}`);
+          pushes++;
+        }
+      }),
+    );
     return { pushes, elapsed: performance.now() - start };
   }
 
@@ -446,7 +503,14 @@ async function pushCost(name: string, storage: Storage): Promise<Row[]> {
     const chromium = chromiumMs();
     const { pushes, elapsed } = await pushFor(arm, forMs);
     const after = cpuSnapshot(process.pid, 'end');
-    const measured = { rate: pushes / (elapsed / 1000), cpu: cpuSpent(before, after), chromium: chromiumSpent(chromium, chromiumMs()), polls: inspected.apiCalls.count - polls, ms: elapsed, cpuPerPush: cpuSpent(before, after).client / pushes };
+    const measured = {
+      rate: pushes / (elapsed / 1000),
+      cpu: cpuSpent(before, after),
+      chromium: chromiumSpent(chromium, chromiumMs()),
+      polls: inspected.apiCalls.count - polls,
+      ms: elapsed,
+      cpuPerPush: cpuSpent(before, after).client / pushes,
+    };
     await page?.close();
     return measured;
   }
@@ -488,16 +552,39 @@ async function pushCost(name: string, storage: Storage): Promise<Row[]> {
   }
   for (const arm of arms.filter((a) => a !== 'A')) {
     const ratios = got.get('A')!.map((a, i) => a.rate / got.get(arm)![i]!.rate);
-    rows.push({ benchmark: `${name}: ${arm}/A, time per push (A's pushes/s over ${arm}'s)`, value: median(ratios), unit: 'x', note: `median of ${ROUNDS} rounds' ratios (aim for C: <= 1.02x); range ${range(ratios, 3)}; ratio of medians ${(median(got.get('A')!.map((m) => m.rate)) / median(got.get(arm)!.map((m) => m.rate))).toFixed(3)}` });
+    rows.push({
+      benchmark: `${name}: ${arm}/A, time per push (A's pushes/s over ${arm}'s)`,
+      value: median(ratios),
+      unit: 'x',
+      note: `median of ${ROUNDS} rounds' ratios (aim for C: <= 1.02x); range ${range(ratios, 3)}; ratio of medians ${(median(got.get('A')!.map((m) => m.rate)) / median(got.get(arm)!.map((m) => m.rate))).toFixed(3)}`,
+    });
   }
   for (const arm of arms) {
     const per = got.get(arm)!.map((m) => m.cpuPerPush * 1000);
     const ratios = got.get(arm)!.map((m, i) => m.cpuPerPush / got.get('A')![i]!.cpuPerPush);
-    rows.push({ benchmark: `${name}: this process's CPU a push, ${arm}${arm === 'A' ? '' : ` (${arm}/A)`}`, value: arm === 'A' ? median(per) : median(ratios), unit: arm === 'A' ? 'µs' : 'x', note: arm === 'A' ? `the clients' and the server's, both in this process; median of ${ROUNDS} rounds, range ${range(per, 0)}` : `median of ${ROUNDS} rounds' ratios to A's; range ${range(ratios, 3)}; ${median(per).toFixed(0)} µs a push` });
+    rows.push({
+      benchmark: `${name}: this process's CPU a push, ${arm}${arm === 'A' ? '' : ` (${arm}/A)`}`,
+      value: arm === 'A' ? median(per) : median(ratios),
+      unit: arm === 'A' ? 'µs' : 'x',
+      note:
+        arm === 'A'
+          ? `the clients' and the server's, both in this process; median of ${ROUNDS} rounds, range ${range(per, 0)}`
+          : `median of ${ROUNDS} rounds' ratios to A's; range ${range(ratios, 3)}; ${median(per).toFixed(0)} µs a push`,
+    });
   }
-  rows.push({ benchmark: `${name}: api/live, one poll of the #/live tab (B's context)`, value: median(live.total), unit: 'ms', note: `request to parsed body, as in 2; ${apiNote(live.total)}; the tab polls once a second` });
+  rows.push({
+    benchmark: `${name}: api/live, one poll of the #/live tab (B's context)`,
+    value: median(live.total),
+    unit: 'ms',
+    note: `request to parsed body, as in 2; ${apiNote(live.total)}; the tab polls once a second`,
+  });
   const aa = got.get('A')!.map((m) => m.rate);
-  rows.push({ benchmark: `${name}: A's spread, max/min over its rounds`, value: Math.max(...aa) / Math.min(...aa), unit: 'x', note: 'the noise an arm shows against itself' });
+  rows.push({
+    benchmark: `${name}: A's spread, max/min over its rounds`,
+    value: Math.max(...aa) / Math.min(...aa),
+    unit: 'x',
+    note: 'the noise an arm shows against itself',
+  });
   return rows;
 }
 
@@ -511,7 +598,14 @@ function liveCount(): Row[] {
     for (let i = 0; i < calls; i++) live.request('push', 200, 0.1 + (i % 1000) / 100, `space-${i % 8}`, 1);
     times.push(((performance.now() - start) * 1e6) / calls);
   }
-  return [{ benchmark: 'LiveStats.request, the live numbers\' count of one push', value: median(times), unit: 'ns', note: `${fmt(calls)} calls a round, median of 5 rounds, range ${range(times, 0)}; 8 spaces` }];
+  return [
+    {
+      benchmark: "LiveStats.request, the live numbers' count of one push",
+      value: median(times),
+      unit: 'ns',
+      note: `${fmt(calls)} calls a round, median of 5 rounds, range ${range(times, 0)}; 8 spaces`,
+    },
+  ];
 }
 
 // ——— Main ———

@@ -22,7 +22,16 @@ import { transact } from '../src/backend.js';
 import { defineMigration, runMigration } from '../src/ops.js';
 import { postgresStorage } from '../src/storage/postgres.js';
 
-const { values } = parseArgs({ options: { entries: { type: 'string', default: '1000000' }, spaces: { type: 'string', default: '1000' }, batch: { type: 'string', default: '50' }, seconds: { type: 'string', default: '15' }, pushers: { type: 'string', default: '4' }, 'pause-ms': { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: {
+    entries: { type: 'string', default: '1000000' },
+    spaces: { type: 'string', default: '1000' },
+    batch: { type: 'string', default: '50' },
+    seconds: { type: 'string', default: '15' },
+    pushers: { type: 'string', default: '4' },
+    'pause-ms': { type: 'string', default: '10' },
+  },
+});
 const ENTRIES = Number(values.entries);
 const SPACES = Number(values.spaces);
 const BATCH = Number(values.batch);
@@ -36,8 +45,17 @@ const sql = postgres(url, { onnotice: () => {}, max: 8 });
 const schema = `bench_migrate_${process.pid}`;
 await sql.unsafe(`CREATE SCHEMA "${schema}"`);
 
-const mutators = { put: async (tx: import('../src/index.js').WriteTransaction, args: unknown) => void (await tx.set(`note/${(args as { n: number }).n % 50}`, args as { n: number })) };
-const ctx: SyncContext = createContext({ storage: postgresStorage(sql, { schema }), mutators, pokes: false, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: (error) => console.error(error) });
+const mutators = {
+  put: async (tx: import('../src/index.js').WriteTransaction, args: unknown) =>
+    void (await tx.set(`note/${(args as { n: number }).n % 50}`, args as { n: number })),
+};
+const ctx: SyncContext = createContext({
+  storage: postgresStorage(sql, { schema }),
+  mutators,
+  pokes: false,
+  space: (request) => new URL(request.url).searchParams.get('space') ?? '',
+  onError: (error) => console.error(error),
+});
 const spaceName = (i: number) => `space-${String(i).padStart(5, '0')}`;
 const perSpace = Math.ceil(ENTRIES / SPACES);
 
@@ -55,37 +73,51 @@ try {
   const seeding = performance.now();
   // Four spaces at a time, a thousand entries per transaction.
   for (let first = 0; first < SPACES; first += 4) {
-    await Promise.all(Array.from({ length: Math.min(4, SPACES - first) }, async (_, j) => {
-      const space = spaceName(first + j);
-      for (let from = 0; from < perSpace; from += 1000) {
-        await transact(ctx, space, async (tx) => {
-          for (let i = from; i < Math.min(perSpace, from + 1000); i++) await tx.set(`item/${String(i).padStart(7, '0')}`, { title: `Item ${i} of ${space}`, done: i % 3 === 0, tags: ['a', 'b'] });
-        });
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: Math.min(4, SPACES - first) }, async (_, j) => {
+        const space = spaceName(first + j);
+        for (let from = 0; from < perSpace; from += 1000) {
+          await transact(ctx, space, async (tx) => {
+            for (let i = from; i < Math.min(perSpace, from + 1000); i++)
+              await tx.set(`item/${String(i).padStart(7, '0')}`, { title: `Item ${i} of ${space}`, done: i % 3 === 0, tags: ['a', 'b'] });
+          });
+        }
+      }),
+    );
     if ((first / 4) % 25 === 0) process.stderr.write(`\rseeding: ${first + 4}/${SPACES} spaces`);
   }
-  process.stderr.write(`\rseeded ${(perSpace * SPACES).toLocaleString('en-US')} entries in ${SPACES} spaces in ${((performance.now() - seeding) / 1000).toFixed(0)} s\n`);
+  process.stderr.write(
+    `\rseeded ${(perSpace * SPACES).toLocaleString('en-US')} entries in ${SPACES} spaces in ${((performance.now() - seeding) / 1000).toFixed(0)} s\n`,
+  );
 
   let current = spaceName(0);
-  const idle = await pushLoad(() => current, () => sleep(SECONDS * 1000));
+  const idle = await pushLoad(
+    () => current,
+    () => sleep(SECONDS * 1000),
+  );
   process.stderr.write(`idle: ${idle.count} pushes\n`);
   let entries = 0;
   let seconds = 0;
-  const during = await pushLoad(() => current, async () => {
-    const started = performance.now();
-    const result = await runMigration(ctx, rename, {
-      batch: BATCH,
-      onProgress: (now) => {
-        current = now.space;
-        if (now.spacesDone % 50 === 0) process.stderr.write(`\rmigrating: ${now.spacesDone}/${now.spaces} spaces, ${now.entries.toLocaleString('en-US')} entries`);
-      },
-    });
-    seconds = (performance.now() - started) / 1000;
-    entries = result.entries;
-    process.stderr.write('\n');
-  });
-  console.log(`migration: ${entries.toLocaleString('en-US')} entries in ${SPACES} spaces, batches of ${BATCH}: ${seconds.toFixed(1)} s, ${Math.round(entries / seconds).toLocaleString('en-US')} entries/s`);
+  const during = await pushLoad(
+    () => current,
+    async () => {
+      const started = performance.now();
+      const result = await runMigration(ctx, rename, {
+        batch: BATCH,
+        onProgress: (now) => {
+          current = now.space;
+          if (now.spacesDone % 50 === 0)
+            process.stderr.write(`\rmigrating: ${now.spacesDone}/${now.spaces} spaces, ${now.entries.toLocaleString('en-US')} entries`);
+        },
+      });
+      seconds = (performance.now() - started) / 1000;
+      entries = result.entries;
+      process.stderr.write('\n');
+    },
+  );
+  console.log(
+    `migration: ${entries.toLocaleString('en-US')} entries in ${SPACES} spaces, batches of ${BATCH}: ${seconds.toFixed(1)} s, ${Math.round(entries / seconds).toLocaleString('en-US')} entries/s`,
+  );
   console.log(`pushes, idle:            p50 ${idle.p50.toFixed(1)} ms, p99 ${idle.p99.toFixed(1)} ms (${idle.count} pushes)`);
   console.log(`pushes, while migrating: p50 ${during.p50.toFixed(1)} ms, p99 ${during.p99.toFixed(1)} ms (${during.count} pushes)`);
   console.log(`push p99 while migrating / idle: ${(during.p99 / idle.p99).toFixed(2)}x (aim: at most 2x)`);
@@ -102,9 +134,18 @@ async function pushLoad(hot: () => string, work: () => Promise<void>): Promise<{
     const client = `c${p}-${Math.random().toString(36).slice(2)}`;
     for (let id = 1; going; id++) {
       const space = id % 2 === 0 ? hot() : spaceName(Math.floor(Math.random() * SPACES));
-      const body = { pushVersion: 1, clientGroupID: `g-${client}`, profileID: 'p', schemaVersion: '', mutations: [{ clientID: client, id, name: 'put', args: { n: id }, timestamp: Date.now() }] };
+      const body = {
+        pushVersion: 1,
+        clientGroupID: `g-${client}`,
+        profileID: 'p',
+        schemaVersion: '',
+        mutations: [{ clientID: client, id, name: 'put', args: { n: id }, timestamp: Date.now() }],
+      };
       const started = performance.now();
-      const response = await handlePush(new Request(`http://bench/push?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), ctx);
+      const response = await handlePush(
+        new Request(`http://bench/push?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+        ctx,
+      );
       if (response.status !== 200) throw new Error(`push answered ${response.status}: ${await response.text()}`);
       latencies.push(performance.now() - started);
       await sleep(PAUSE_MS);

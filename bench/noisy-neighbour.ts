@@ -68,7 +68,13 @@ async function main(): Promise<void> {
       const seconds = ROUNDS * SECONDS;
       rows.push({ benchmark: `B push p50, ${key}`, value: quantile(b, 0.5), unit: 'ms', note: `${b.length} pushes` });
       rows.push({ benchmark: `B push p95, ${key}`, value: quantile(b, 0.95), unit: 'ms' });
-      if (key.includes('with the flood')) rows.push({ benchmark: `A pushes, ${key}`, value: (a.ok + a.refused) / seconds, unit: 'requests/s', note: `${Math.round(a.ok / seconds)}/s accepted, ${Math.round(a.refused / seconds)}/s refused (429)` });
+      if (key.includes('with the flood'))
+        rows.push({
+          benchmark: `A pushes, ${key}`,
+          value: (a.ok + a.refused) / seconds,
+          unit: 'requests/s',
+          note: `${Math.round(a.ok / seconds)}/s accepted, ${Math.round(a.refused / seconds)}/s refused (429)`,
+        });
     }
     for (const name of Object.keys(servers)) {
       const quiet = results.get(`${name}, without the flood`)!.b;
@@ -76,7 +82,9 @@ async function main(): Promise<void> {
       rows.push({ benchmark: `B p50 with / without the flood, ${name}`, value: quantile(loud, 0.5) / quantile(quiet, 0.5), unit: 'x' });
       rows.push({ benchmark: `B p95 with / without the flood, ${name}`, value: quantile(loud, 0.95) / quantile(quiet, 0.95), unit: 'x' });
     }
-    console.log(`viewsync noisy neighbour — node ${process.version}; ${FLOOD_CONNECTIONS} flooding connections, B at ${B_RATE} pushes/s, rates ${JSON.stringify(RATES)}\n`);
+    console.log(
+      `viewsync noisy neighbour — node ${process.version}; ${FLOOD_CONNECTIONS} flooding connections, B at ${B_RATE} pushes/s, rates ${JSON.stringify(RATES)}\n`,
+    );
     console.log(renderTable(rows));
   } finally {
     for (const { stop } of Object.values(servers)) stop();
@@ -164,7 +172,13 @@ class Client {
   /** Pushes the next pending mutation (the one after the last acknowledged); resolves to the status. */
   async push(): Promise<number> {
     const id = this.#acknowledged + 1;
-    const body = JSON.stringify({ pushVersion: 1, clientGroupID: this.#group, profileID: 'p', schemaVersion: '', mutations: [{ clientID: `${this.#group}-c`, id, name: 'put', args: { key: `k${id % 100}`, value: id }, timestamp: performance.now() }] });
+    const body = JSON.stringify({
+      pushVersion: 1,
+      clientGroupID: this.#group,
+      profileID: 'p',
+      schemaVersion: '',
+      mutations: [{ clientID: `${this.#group}-c`, id, name: 'put', args: { key: `k${id % 100}`, value: id }, timestamp: performance.now() }],
+    });
     const response = await fetch(this.#url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: this.#user }, body });
     await response.arrayBuffer();
     if (response.status === 200) this.#acknowledged = id;

@@ -57,7 +57,9 @@ try {
 } finally {
   await redis.stop();
 }
-console.log(`\nviewsync commit-to-poke latency across two instances: ${POKES} transacts on A, each timed until B's poke stream has its poke (after ${WARMUP} warm-up)`);
+console.log(
+  `\nviewsync commit-to-poke latency across two instances: ${POKES} transacts on A, each timed until B's poke stream has its poke (after ${WARMUP} warm-up)`,
+);
 console.log(`at start: ${startLine}`);
 console.log(`at end:   ${machineLine()}`);
 if (!process.env.DATABASE_URL) console.log('postgresNotifier skipped: set DATABASE_URL (export DATABASE_URL=$(scripts/start-postgres.sh))');
@@ -105,9 +107,16 @@ async function postgresPair(): Promise<Pair> {
  * `jitterMs`: wait a random time up to this before each transact, so that commits fall anywhere
  * in a polling notifier's interval, as they do in use (back to back, each would wait a whole one).
  */
-async function measure(name: string, pair: (onA: Storage, onB: Storage) => Promise<Pair>, storeA: Storage = memoryStorage(), storeB: Storage = storeA, jitterMs = 0): Promise<Row[]> {
+async function measure(
+  name: string,
+  pair: (onA: Storage, onB: Storage) => Promise<Pair>,
+  storeA: Storage = memoryStorage(),
+  storeB: Storage = storeA,
+  jitterMs = 0,
+): Promise<Row[]> {
   const { a, b, close } = await pair(storeA, storeB);
-  const context = (storage: Storage, notifier: Notifier): SyncContext => (createContext({ storage, mutators: {}, pokes: { notifier, coalesceMs: 0 }, onError: console.error }));
+  const context = (storage: Storage, notifier: Notifier): SyncContext =>
+    createContext({ storage, mutators: {}, pokes: { notifier, coalesceMs: 0 }, onError: console.error });
   const [onA, onB] = [context(storeA, a), context(storeB, b)];
   const response = await handlePoke(new Request('http://b/poke'), onB);
   const reader = new EventReader(response.body!);
@@ -159,7 +168,12 @@ async function readCost(storage: Storage): Promise<Row[]> {
     }
     for (const unsubscribe of unsubscribes) unsubscribe();
     notifier.close();
-    rows.push({ benchmark: `storeNotifier: one read of ${spaces.toLocaleString('en')} watched spaces' versions (PostgreSQL), p50`, value: quantile(times, 0.5), unit: 'ms', note: 'once per intervalMs (250) per instance' });
+    rows.push({
+      benchmark: `storeNotifier: one read of ${spaces.toLocaleString('en')} watched spaces' versions (PostgreSQL), p50`,
+      value: quantile(times, 0.5),
+      unit: 'ms',
+      note: 'once per intervalMs (250) per instance',
+    });
   }
   return rows;
 }

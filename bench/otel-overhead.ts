@@ -27,7 +27,13 @@ const mutators = { put: () => {} };
 
 async function pullTelemetry(): Promise<void> {
   // Made per request, as the handler makes them.
-  await observe('pull', request, async () => ({ kind: 'patched', by: { space: 'space', clientGroup, schemaVersion: undefined }, patch, sentOperations: undefined, reply: pullReply }));
+  await observe('pull', request, async () => ({
+    kind: 'patched',
+    by: { space: 'space', clientGroup, schemaVersion: undefined },
+    patch,
+    sentOperations: undefined,
+    reply: pullReply,
+  }));
 }
 
 async function pushTelemetry(): Promise<void> {
@@ -57,14 +63,20 @@ async function measure(fn: () => Promise<void>): Promise<number> {
 }
 
 const results: Array<[string, number]> = [];
-for (const [name, fn] of [['pull', pullTelemetry], ['push', pushTelemetry]] as const) {
+for (const [name, fn] of [
+  ['pull', pullTelemetry],
+  ['push', pushTelemetry],
+] as const) {
   progress(`${name}, no SDK`);
   await measure(fn); // warm-up
   results.push([`${name} telemetry, no SDK`, await measure(fn)]);
 }
 process.env.VIEWSYNC_BENCH_OTEL = '1';
 const stop = startBenchSdk()!;
-for (const [name, fn] of [['pull', pullTelemetry], ['push', pushTelemetry]] as const) {
+for (const [name, fn] of [
+  ['pull', pullTelemetry],
+  ['push', pushTelemetry],
+] as const) {
   progress(`${name}, Node SDK`);
   await measure(fn);
   results.push([`${name} telemetry, Node SDK`, await measure(fn)]);

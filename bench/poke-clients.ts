@@ -30,10 +30,14 @@ export interface StoreServer {
 export async function startStoreServer(kind: string, where: string | undefined, env: Record<string, string>): Promise<StoreServer> {
   const flags = process.env.SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   // The IPC channel carries memory figures (see store-server.ts); gc settles them.
-  const child = spawn(process.execPath, ['--expose-gc', ...flags, '--import', 'tsx', `${process.env.SERVER_ROOT ?? root}bench/store-server.ts`, kind, ...(where ? [where] : [])], {
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-    env: { ...process.env, ...env },
-  });
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', ...flags, '--import', 'tsx', `${process.env.SERVER_ROOT ?? root}bench/store-server.ts`, kind, ...(where ? [where] : [])],
+    {
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+      env: { ...process.env, ...env },
+    },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
@@ -50,17 +54,20 @@ export async function startStoreServer(kind: string, where: string | undefined, 
 export function postJSON(agent: Agent, port: number, path: string, body: unknown): Promise<string> {
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        // A failed request would make every figure after it a lie: stop the run.
-        if (res.statusCode !== 200 || text.includes('"error"')) reject(new Error(`POST ${path} failed: ${res.statusCode} ${text.slice(0, 300)}`));
-        else resolve(text);
-      });
-      res.on('error', reject);
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          // A failed request would make every figure after it a lie: stop the run.
+          if (res.statusCode !== 200 || text.includes('"error"')) reject(new Error(`POST ${path} failed: ${res.statusCode} ${text.slice(0, 300)}`));
+          else resolve(text);
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });

@@ -60,7 +60,9 @@ try {
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
-console.log(`\nviewsync poke-storm benchmark: ${SUBSCRIBERS.toLocaleString('en-US')} subscribers of one space of ${ENTRIES.toLocaleString('en-US')} entries, one push; median of ${ROUNDS} rounds after ${WARMUP} warm-up`);
+console.log(
+  `\nviewsync poke-storm benchmark: ${SUBSCRIBERS.toLocaleString('en-US')} subscribers of one space of ${ENTRIES.toLocaleString('en-US')} entries, one push; median of ${ROUNDS} rounds after ${WARMUP} warm-up`,
+);
 console.log(`clients in one process; poke streams on a socket each; pulls over a kept-alive pool of ${PULL_SOCKETS} sockets`);
 console.log(`at start: ${startLine}`);
 console.log(`at end:   ${machineLine()}`);
@@ -131,7 +133,13 @@ async function benchStore(kind: string): Promise<void> {
   const pullAgent = new Agent({ keepAlive: true, maxSockets: PULL_SOCKETS, maxFreeSockets: PULL_SOCKETS });
   const pushAgent = new Agent({ keepAlive: true, maxSockets: 1 });
   const space = `pokes-${process.pid}`;
-  const subscribers: Subscriber[] = Array.from({ length: SUBSCRIBERS }, (_, i) => ({ group: `subscriber-${i}`, cookie: null, behind: null, stream: undefined, poked: false }));
+  const subscribers: Subscriber[] = Array.from({ length: SUBSCRIBERS }, (_, i) => ({
+    group: `subscriber-${i}`,
+    cookie: null,
+    behind: null,
+    stream: undefined,
+    poked: false,
+  }));
   let storm: Storm | undefined;
   let lost: Error | undefined;
   /** The fan-out round under way: subscribers not yet poked, and when the last poke came. */
@@ -140,8 +148,15 @@ async function benchStore(kind: string): Promise<void> {
   let mutationID = 0;
   let lastChange: Change | undefined;
   const push = (name: string, args: JSONValue) =>
-    postJSON(pushAgent, server.port, `/push?space=${space}`, { pushVersion: 1, clientGroupID: 'pusher', profileID: 'bench', schemaVersion: '', mutations: [{ clientID: 'pusher-1', id: ++mutationID, name, args, timestamp: 0 }] });
-  const pull = (sub: Subscriber, cookie: JSONValue, port = server.port) => postJSON(pullAgent, port, `/pull?space=${space}`, { pullVersion: 1, clientGroupID: sub.group, cookie, profileID: 'bench', schemaVersion: '' });
+    postJSON(pushAgent, server.port, `/push?space=${space}`, {
+      pushVersion: 1,
+      clientGroupID: 'pusher',
+      profileID: 'bench',
+      schemaVersion: '',
+      mutations: [{ clientID: 'pusher-1', id: ++mutationID, name, args, timestamp: 0 }],
+    });
+  const pull = (sub: Subscriber, cookie: JSONValue, port = server.port) =>
+    postJSON(pullAgent, port, `/pull?space=${space}`, { pullVersion: 1, clientGroupID: sub.group, cookie, profileID: 'bench', schemaVersion: '' });
 
   const onPoke = (sub: Subscriber) => {
     const pokedAt = performance.now();
@@ -155,15 +170,18 @@ async function benchStore(kind: string): Promise<void> {
     if (current === undefined || sub.poked) return void stray++;
     sub.poked = true;
     current.lastPokeAt = pokedAt;
-    pull(sub, sub.cookie).then((text) => {
-      const answeredAt = performance.now();
-      const cookie = checkPull(text, current.change);
-      if ((current.cookie ??= JSON.stringify(cookie)) !== JSON.stringify(cookie)) throw new Error(`storm pulls answered different cookies: ${current.cookie} and ${JSON.stringify(cookie)}`);
-      sub.cookie = cookie;
-      current.latencies.push(answeredAt - pokedAt);
-      current.lastAnswerAt = answeredAt;
-      if (--current.pending === 0) current.done();
-    }).catch(current.fail);
+    pull(sub, sub.cookie)
+      .then((text) => {
+        const answeredAt = performance.now();
+        const cookie = checkPull(text, current.change);
+        if ((current.cookie ??= JSON.stringify(cookie)) !== JSON.stringify(cookie))
+          throw new Error(`storm pulls answered different cookies: ${current.cookie} and ${JSON.stringify(cookie)}`);
+        sub.cookie = cookie;
+        current.latencies.push(answeredAt - pokedAt);
+        current.lastAnswerAt = answeredAt;
+        if (--current.pending === 0) current.done();
+      })
+      .catch(current.fail);
   };
 
   /** One push; resolves once every subscriber has its pull answered. */
@@ -179,11 +197,21 @@ async function benchStore(kind: string): Promise<void> {
     await push('put', change as unknown as JSONValue);
     const pushedAt = performance.now();
     lastChange = change;
-    await deadline(finished, () => `storm of round ${round}: ${SUBSCRIBERS - subscribers.filter((s) => s.poked).length} clients never poked, ${current.pending} pulls unanswered`);
+    await deadline(
+      finished,
+      () => `storm of round ${round}: ${SUBSCRIBERS - subscribers.filter((s) => s.poked).length} clients never poked, ${current.pending} pulls unanswered`,
+    );
     storm = undefined;
     const cpu = cpuSpent(before, cpuSnapshot(server.pid, 'end'));
     if (lost) throw lost;
-    return { fromPush: current.lastAnswerAt - pushedAt, fromSent: current.lastAnswerAt - sentAt, pushMs: pushedAt - sentAt, lastPoke: current.lastPokeAt - sentAt, latencies: current.latencies, cpu };
+    return {
+      fromPush: current.lastAnswerAt - pushedAt,
+      fromSent: current.lastAnswerAt - sentAt,
+      pushMs: pushedAt - sentAt,
+      lastPoke: current.lastPokeAt - sentAt,
+      latencies: current.latencies,
+      cpu,
+    };
   };
 
   /** One push that changes no subscriber's entries; resolves with ms from it being sent until every subscriber is poked. */
@@ -238,7 +266,10 @@ async function benchStore(kind: string): Promise<void> {
     for (let from = 0; from < SUBSCRIBERS; from += 100) {
       await Promise.all(
         subscribers.slice(from, from + 100).map(async (sub) => {
-          sub.stream = await openPokeStream(server.port, `/poke?space=${space}`, { onPoke: () => onPoke(sub), onLost: (error) => ((lost ??= error), storm?.fail(error)) });
+          sub.stream = await openPokeStream(server.port, `/poke?space=${space}`, {
+            onPoke: () => onPoke(sub),
+            onLost: (error) => ((lost ??= error), storm?.fail(error)),
+          });
         }),
       );
     }
@@ -276,7 +307,9 @@ async function benchStore(kind: string): Promise<void> {
       if (u) unshared.push(u);
       if (a) alone.push(a);
       const sockets = Object.values(pullAgent.freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0);
-      progress(`${kind} round ${round - WARMUP + 1}/${ROUNDS}: last poke ${s.lastPoke.toFixed(0)} ms from push sent, storm ${s.fromPush.toFixed(0)} ms from the push's answer, baseline ${b.total.toFixed(0)} ms, unshared ${u?.total.toFixed(0) ?? '-'} ms, alone ${a?.total.toFixed(0) ?? '-'} ms; ${sockets} pull sockets open`);
+      progress(
+        `${kind} round ${round - WARMUP + 1}/${ROUNDS}: last poke ${s.lastPoke.toFixed(0)} ms from push sent, storm ${s.fromPush.toFixed(0)} ms from the push's answer, baseline ${b.total.toFixed(0)} ms, unshared ${u?.total.toFixed(0) ?? '-'} ms, alone ${a?.total.toFixed(0) ?? '-'} ms; ${sockets} pull sockets open`,
+      );
     }
     // Last: a subscriber that is not pulled after a fan-out is a change behind, which a storm's check would refuse.
     for (let round = 0; round < WARMUP + FANOUTS; round++) {
@@ -300,7 +333,15 @@ async function benchStore(kind: string): Promise<void> {
   report(kind, perStream, fanouts, storms, baselines, unshared, alone);
 }
 
-function report(kind: string, perStream: StreamMemory, fanouts: readonly number[], storms: readonly StormResult[], baselines: readonly BaselineResult[], unshared: readonly BaselineResult[], alone: readonly BaselineResult[]): void {
+function report(
+  kind: string,
+  perStream: StreamMemory,
+  fanouts: readonly number[],
+  storms: readonly StormResult[],
+  baselines: readonly BaselineResult[],
+  unshared: readonly BaselineResult[],
+  alone: readonly BaselineResult[],
+): void {
   const m = <T>(xs: readonly T[], f: (x: T) => number) => median(xs.map(f));
   const ms = (x: number) => x.toFixed(x < 10 ? 1 : 0);
   const store = kind === 'postgres' ? 'PostgreSQL' : kind === 'sqlite' ? 'SQLite' : 'memory';
@@ -309,36 +350,140 @@ function report(kind: string, perStream: StreamMemory, fanouts: readonly number[
   const cpuNote = (runs: ReadonlyArray<{ cpu: CPUSnapshot }>, window: number) =>
     `client ${ms(m(runs, (r) => r.cpu.client))} ms${kind === 'postgres' ? `, PostgreSQL ${ms(m(runs, (r) => r.cpu.postgres))} ms` : ''}; whole machine busy ${ms(m(runs, (r) => r.cpu.machineBusy))} of ${ms(window * cores)} ms (${cores} cores x window)`;
   rows.push(
-    { benchmark: `${store}: fan-out, push sent -> last of ${n} pokes arrived, no pulls, p50`, value: median(fanouts), unit: 'ms', note: `p99 ${ms(quantile(fanouts, 0.99))} ms of ${fanouts.length} rounds${storms.length > 0 ? `; in a storm (clients pulling) p50 ${ms(m(storms, (s) => s.lastPoke))}, p99 ${ms(quantile(storms.map((s) => s.lastPoke), 0.99))} ms` : ''}` },
-    { benchmark: `${store}: server memory per idle poke stream, RSS`, value: perStream.rss / 1024, unit: 'KiB', note: `V8 heap and buffers ${(perStream.heap / 1024).toFixed(1)} KiB; after a full collection, ${n} streams open, before any pull` },
+    {
+      benchmark: `${store}: fan-out, push sent -> last of ${n} pokes arrived, no pulls, p50`,
+      value: median(fanouts),
+      unit: 'ms',
+      note: `p99 ${ms(quantile(fanouts, 0.99))} ms of ${fanouts.length} rounds${
+        storms.length > 0
+          ? `; in a storm (clients pulling) p50 ${ms(m(storms, (s) => s.lastPoke))}, p99 ${ms(
+              quantile(
+                storms.map((s) => s.lastPoke),
+                0.99,
+              ),
+            )} ms`
+          : ''
+      }`,
+    },
+    {
+      benchmark: `${store}: server memory per idle poke stream, RSS`,
+      value: perStream.rss / 1024,
+      unit: 'KiB',
+      note: `V8 heap and buffers ${(perStream.heap / 1024).toFixed(1)} KiB; after a full collection, ${n} streams open, before any pull`,
+    },
   );
   // Storms and baselines, where rounds ran (ROUNDS=0 measures fan-out and memory alone).
-  if (storms.length > 0) rows.push(
-    { benchmark: `${store}: storm, push answered -> all ${n} pulls answered`, value: m(storms, (s) => s.fromPush), unit: 'ms', note: `from push sent ${ms(m(storms, (s) => s.fromSent))} ms (push round trip ${ms(m(storms, (s) => s.pushMs))} ms); last poke in ${ms(m(storms, (s) => s.lastPoke))} ms from push sent` },
-    { benchmark: `${store}: storm, a client's poke -> its pull answered, p50`, value: m(storms, (s) => quantile(s.latencies, 0.5)), unit: 'ms', note: `p95 ${ms(m(storms, (s) => quantile(s.latencies, 0.95)))}, max ${ms(m(storms, (s) => quantile(s.latencies, 1)))} ms` },
-    { benchmark: `${store}: baseline, ${n} pulls sent at once -> all answered`, value: m(baselines, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(baselines, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(baselines, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(baselines, (b) => quantile(b.latencies, 1)))} ms` },
-    { benchmark: `${store}: storm / baseline (push answered)`, value: median(storms.map((s, i) => s.fromPush / baselines[i]!.total)), unit: 'x', note: `from push sent ${median(storms.map((s, i) => s.fromSent / baselines[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
-    { benchmark: `${store}: server CPU in a storm`, value: m(storms, (s) => s.cpu.server), unit: 'ms', note: cpuNote(storms, m(storms, (s) => s.fromSent)) },
-    { benchmark: `${store}: server CPU in a baseline`, value: m(baselines, (b) => b.cpu.server), unit: 'ms', note: cpuNote(baselines, m(baselines, (b) => b.total)) },
-  );
+  if (storms.length > 0)
+    rows.push(
+      {
+        benchmark: `${store}: storm, push answered -> all ${n} pulls answered`,
+        value: m(storms, (s) => s.fromPush),
+        unit: 'ms',
+        note: `from push sent ${ms(m(storms, (s) => s.fromSent))} ms (push round trip ${ms(m(storms, (s) => s.pushMs))} ms); last poke in ${ms(m(storms, (s) => s.lastPoke))} ms from push sent`,
+      },
+      {
+        benchmark: `${store}: storm, a client's poke -> its pull answered, p50`,
+        value: m(storms, (s) => quantile(s.latencies, 0.5)),
+        unit: 'ms',
+        note: `p95 ${ms(m(storms, (s) => quantile(s.latencies, 0.95)))}, max ${ms(m(storms, (s) => quantile(s.latencies, 1)))} ms`,
+      },
+      {
+        benchmark: `${store}: baseline, ${n} pulls sent at once -> all answered`,
+        value: m(baselines, (b) => b.total),
+        unit: 'ms',
+        note: `per pull p50 ${ms(m(baselines, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(baselines, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(baselines, (b) => quantile(b.latencies, 1)))} ms`,
+      },
+      {
+        benchmark: `${store}: storm / baseline (push answered)`,
+        value: median(storms.map((s, i) => s.fromPush / baselines[i]!.total)),
+        unit: 'x',
+        note: `from push sent ${median(storms.map((s, i) => s.fromSent / baselines[i]!.total)).toFixed(2)}x; median of the rounds' ratios`,
+      },
+      {
+        benchmark: `${store}: server CPU in a storm`,
+        value: m(storms, (s) => s.cpu.server),
+        unit: 'ms',
+        note: cpuNote(
+          storms,
+          m(storms, (s) => s.fromSent),
+        ),
+      },
+      {
+        benchmark: `${store}: server CPU in a baseline`,
+        value: m(baselines, (b) => b.cpu.server),
+        unit: 'ms',
+        note: cpuNote(
+          baselines,
+          m(baselines, (b) => b.total),
+        ),
+      },
+    );
   // The slower baselines, where they ran (BASELINES).
-  if (unshared.length > 0) rows.push(
-    { benchmark: `${store}: baseline without sharing (shareReads: false), ${n} pulls at once -> all answered`, value: m(unshared, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(unshared, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(unshared, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(unshared, (b) => quantile(b.latencies, 1)))} ms` },
-    { benchmark: `${store}: storm / baseline without sharing (push answered)`, value: median(storms.map((s, i) => s.fromPush / unshared[i]!.total)), unit: 'x', note: `shared baseline / unshared ${median(baselines.map((b, i) => b.total / unshared[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
-    { benchmark: `${store}: server CPU in a baseline without sharing`, value: m(unshared, (b) => b.cpu.server), unit: 'ms', note: cpuNote(unshared, m(unshared, (b) => b.total)) },
-  );
-  if (alone.length > 0) rows.push(
-    { benchmark: `${store}: baseline, each pull in its own transaction (no sharing, no readMany), ${n} pulls at once -> all answered`, value: m(alone, (b) => b.total), unit: 'ms', note: `per pull p50 ${ms(m(alone, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(alone, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(alone, (b) => quantile(b.latencies, 1)))} ms` },
-    { benchmark: `${store}: storm / baseline, each pull in its own transaction (push answered)`, value: median(storms.map((s, i) => s.fromPush / alone[i]!.total)), unit: 'x', note: `shared baseline / this ${median(baselines.map((b, i) => b.total / alone[i]!.total)).toFixed(2)}x; median of the rounds' ratios` },
-    { benchmark: `${store}: server CPU in a baseline, each pull in its own transaction`, value: m(alone, (b) => b.cpu.server), unit: 'ms', note: cpuNote(alone, m(alone, (b) => b.total)) },
-  );
+  if (unshared.length > 0)
+    rows.push(
+      {
+        benchmark: `${store}: baseline without sharing (shareReads: false), ${n} pulls at once -> all answered`,
+        value: m(unshared, (b) => b.total),
+        unit: 'ms',
+        note: `per pull p50 ${ms(m(unshared, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(unshared, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(unshared, (b) => quantile(b.latencies, 1)))} ms`,
+      },
+      {
+        benchmark: `${store}: storm / baseline without sharing (push answered)`,
+        value: median(storms.map((s, i) => s.fromPush / unshared[i]!.total)),
+        unit: 'x',
+        note: `shared baseline / unshared ${median(baselines.map((b, i) => b.total / unshared[i]!.total)).toFixed(2)}x; median of the rounds' ratios`,
+      },
+      {
+        benchmark: `${store}: server CPU in a baseline without sharing`,
+        value: m(unshared, (b) => b.cpu.server),
+        unit: 'ms',
+        note: cpuNote(
+          unshared,
+          m(unshared, (b) => b.total),
+        ),
+      },
+    );
+  if (alone.length > 0)
+    rows.push(
+      {
+        benchmark: `${store}: baseline, each pull in its own transaction (no sharing, no readMany), ${n} pulls at once -> all answered`,
+        value: m(alone, (b) => b.total),
+        unit: 'ms',
+        note: `per pull p50 ${ms(m(alone, (b) => quantile(b.latencies, 0.5)))}, p95 ${ms(m(alone, (b) => quantile(b.latencies, 0.95)))}, max ${ms(m(alone, (b) => quantile(b.latencies, 1)))} ms`,
+      },
+      {
+        benchmark: `${store}: storm / baseline, each pull in its own transaction (push answered)`,
+        value: median(storms.map((s, i) => s.fromPush / alone[i]!.total)),
+        unit: 'x',
+        note: `shared baseline / this ${median(baselines.map((b, i) => b.total / alone[i]!.total)).toFixed(2)}x; median of the rounds' ratios`,
+      },
+      {
+        benchmark: `${store}: server CPU in a baseline, each pull in its own transaction`,
+        value: m(alone, (b) => b.cpu.server),
+        unit: 'ms',
+        note: cpuNote(
+          alone,
+          m(alone, (b) => b.total),
+        ),
+      },
+    );
 }
 
 /** The cookie of a storm or baseline pull's answer, which must be exactly `change` and nothing of the puller's own. */
 function checkPull(text: string, change: Change): JSONValue {
-  const body = JSON.parse(text) as { cookie: JSONValue; lastMutationIDChanges: Record<string, number>; patch: Array<{ op: string; key?: string; value?: JSONValue }> };
+  const body = JSON.parse(text) as {
+    cookie: JSONValue;
+    lastMutationIDChanges: Record<string, number>;
+    patch: Array<{ op: string; key?: string; value?: JSONValue }>;
+  };
   const [op, ...rest] = body.patch;
-  if (op?.op !== 'put' || op.key !== change.key || !isDeepStrictEqual(op.value, change.value) || rest.length > 0 || Object.keys(body.lastMutationIDChanges).length > 0) {
+  if (
+    op?.op !== 'put' ||
+    op.key !== change.key ||
+    !isDeepStrictEqual(op.value, change.value) ||
+    rest.length > 0 ||
+    Object.keys(body.lastMutationIDChanges).length > 0
+  ) {
     throw new Error(`a pull answered ${text.slice(0, 300)}, not the put of ${change.key}`);
   }
   return body.cookie;
@@ -373,8 +518,12 @@ function pause(): Promise<void> {
 function raiseOpenFiles(): void {
   const { soft, hard } = openFilesLimit();
   if (soft >= FILES_NEEDED) return;
-  if (hard < FILES_NEEDED || env.POKES_RAISED) throw new Error(`${FILES_NEEDED} open files are needed and the limit is ${soft} (hard ${hard}); raise ulimit -n, or lower PULL_SOCKETS or SUBSCRIBERS`);
+  if (hard < FILES_NEEDED || env.POKES_RAISED)
+    throw new Error(`${FILES_NEEDED} open files are needed and the limit is ${soft} (hard ${hard}); raise ulimit -n, or lower PULL_SOCKETS or SUBSCRIBERS`);
   const args = [...process.execArgv, ...process.argv.slice(1)];
-  const child = spawnSync('/bin/sh', ['-c', `ulimit -n ${FILES_NEEDED} && exec "$@"`, 'sh', process.execPath, ...args], { stdio: 'inherit', env: { ...env, POKES_RAISED: '1' } });
+  const child = spawnSync('/bin/sh', ['-c', `ulimit -n ${FILES_NEEDED} && exec "$@"`, 'sh', process.execPath, ...args], {
+    stdio: 'inherit',
+    env: { ...env, POKES_RAISED: '1' },
+  });
   process.exit(child.status ?? 1);
 }

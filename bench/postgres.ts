@@ -56,13 +56,16 @@ const ms = (x: number) => x.toFixed(x < 10 ? 2 : 0);
 
 /** Peak resident memory of a process so far, in MiB (Linux). */
 function peakMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmHWM'));
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
 }
 
 /** Fills `space` with `entries` rows, 1,000 a push. */
 async function seed(server: StoreServer, space: string, entries: number): Promise<void> {
-  for (let from = 0; from < entries; from += 1000) await push(server, space, 'seeder', [{ name: 'seed', args: { from, count: Math.min(1000, entries - from) } }]);
+  for (let from = 0; from < entries; from += 1000)
+    await push(server, space, 'seeder', [{ name: 'seed', args: { from, count: Math.min(1000, entries - from) } }]);
 }
 
 /** Milliseconds each of `times` runs of `fn` took. */
@@ -97,9 +100,24 @@ async function fullPulls(): Promise<void> {
     }
     const ratios = pgTimes.map((t, i) => t / memoryTimes[i]!);
     rows.push(
-      { benchmark: 'full pull, 100,000 entries (10 MiB): PostgreSQL', value: median(pgTimes), unit: 'ms', note: `server peak +${(peakMiB(pg.pid) - before.pg).toFixed(0)} MiB over a warm full pull` },
-      { benchmark: 'full pull, 100,000 entries: memory store, same HTTP path', value: median(memoryTimes), unit: 'ms', note: `server peak +${(peakMiB(memory.pid) - before.memory).toFixed(0)} MiB` },
-      { benchmark: 'full pull: PostgreSQL / memory', value: median(ratios), unit: 'x', note: `median of 7 alternating rounds' ratios (aim: <= 1.3x); range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}` },
+      {
+        benchmark: 'full pull, 100,000 entries (10 MiB): PostgreSQL',
+        value: median(pgTimes),
+        unit: 'ms',
+        note: `server peak +${(peakMiB(pg.pid) - before.pg).toFixed(0)} MiB over a warm full pull`,
+      },
+      {
+        benchmark: 'full pull, 100,000 entries: memory store, same HTTP path',
+        value: median(memoryTimes),
+        unit: 'ms',
+        note: `server peak +${(peakMiB(memory.pid) - before.memory).toFixed(0)} MiB`,
+      },
+      {
+        benchmark: 'full pull: PostgreSQL / memory',
+        value: median(ratios),
+        unit: 'x',
+        note: `median of 7 alternating rounds' ratios (aim: <= 1.3x); range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}`,
+      },
     );
   } finally {
     await Promise.all([pg.stop(), memory.stop()]);
@@ -115,20 +133,44 @@ async function pullLatency(): Promise<void> {
     const alone = { up: [] as number[], behind: [] as number[] };
     let cookie = cookieOf(await pull(server.port, 'pulls', 'reader', null));
     for (let round = 0; round < 200; round++) {
-      for (const [port, into] of [[server.port, planned], [server.alonePort, alone]] as const) {
+      for (const [port, into] of [
+        [server.port, planned],
+        [server.alonePort, alone],
+      ] as const) {
         into.up.push(...(await times(1, () => pull(port, 'pulls', 'reader', cookie))));
       }
       // Ten changes, then the same pull from the cookie before them on each path.
-      await push(server, 'pulls', 'writer', Array.from({ length: 10 }, (_, i) => ({ name: 'put', args: { key: `item/${String((round * 10 + i) % 1000).padStart(8, '0')}`, value: { round } } })));
-      for (const [port, into] of [[server.port, planned], [server.alonePort, alone]] as const) {
+      await push(
+        server,
+        'pulls',
+        'writer',
+        Array.from({ length: 10 }, (_, i) => ({ name: 'put', args: { key: `item/${String((round * 10 + i) % 1000).padStart(8, '0')}`, value: { round } } })),
+      );
+      for (const [port, into] of [
+        [server.port, planned],
+        [server.alonePort, alone],
+      ] as const) {
         into.behind.push(...(await times(1, () => pull(port, 'pulls', 'reader', cookie))));
       }
       cookie = cookieOf(await pull(server.port, 'pulls', 'reader', cookie));
     }
-    for (const [label, key] of [['up to date', 'up'], ['10 changes behind', 'behind']] as const) {
+    for (const [label, key] of [
+      ['up to date', 'up'],
+      ['10 changes behind', 'behind'],
+    ] as const) {
       rows.push(
-        { benchmark: `pull ${label}, PostgreSQL: one statement (readMany)`, value: median(planned[key]), unit: 'ms', note: `p95 ${ms(quantile(planned[key], 0.95))} ms, over HTTP` },
-        { benchmark: `pull ${label}, PostgreSQL: a transaction each (as before)`, value: median(alone[key]), unit: 'ms', note: `p95 ${ms(quantile(alone[key], 0.95))} ms; planned / this ${(median(planned[key]) / median(alone[key])).toFixed(2)}x` },
+        {
+          benchmark: `pull ${label}, PostgreSQL: one statement (readMany)`,
+          value: median(planned[key]),
+          unit: 'ms',
+          note: `p95 ${ms(quantile(planned[key], 0.95))} ms, over HTTP`,
+        },
+        {
+          benchmark: `pull ${label}, PostgreSQL: a transaction each (as before)`,
+          value: median(alone[key]),
+          unit: 'ms',
+          note: `p95 ${ms(quantile(alone[key], 0.95))} ms; planned / this ${(median(planned[key]) / median(alone[key])).toFixed(2)}x`,
+        },
       );
     }
   } finally {
@@ -157,9 +199,24 @@ async function crossInstancePokes(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 60));
     }
     rows.push(
-      { benchmark: 'commit-to-poke across two instances, PostgreSQL LISTEN/NOTIFY: push sent -> poke on B, p50', value: median(fromSent), unit: 'ms', note: `p95 ${ms(quantile(fromSent, 0.95))}, max ${ms(quantile(fromSent, 1))} ms (aim: p50 <= 5, p95 <= 20)` },
-      { benchmark: '... of which the push round trip to A (commit included), p50', value: median(pushMs), unit: 'ms', note: `p95 ${ms(quantile(pushMs, 0.95))} ms` },
-      { benchmark: '... and from the push answered -> poke on B, p50', value: median(fromAnswer), unit: 'ms', note: `p95 ${ms(quantile(fromAnswer, 0.95))} ms (negative: the poke came before the answer)` },
+      {
+        benchmark: 'commit-to-poke across two instances, PostgreSQL LISTEN/NOTIFY: push sent -> poke on B, p50',
+        value: median(fromSent),
+        unit: 'ms',
+        note: `p95 ${ms(quantile(fromSent, 0.95))}, max ${ms(quantile(fromSent, 1))} ms (aim: p50 <= 5, p95 <= 20)`,
+      },
+      {
+        benchmark: '... of which the push round trip to A (commit included), p50',
+        value: median(pushMs),
+        unit: 'ms',
+        note: `p95 ${ms(quantile(pushMs, 0.95))} ms`,
+      },
+      {
+        benchmark: '... and from the push answered -> poke on B, p50',
+        value: median(fromAnswer),
+        unit: 'ms',
+        note: `p95 ${ms(quantile(fromAnswer, 0.95))} ms (negative: the poke came before the answer)`,
+      },
     );
   } finally {
     stream.close();
@@ -174,7 +231,11 @@ async function pushes(): Promise<void> {
   } catch {}
   const pgbenchURL = url.replace(/\/[^/]*$/, '/pgbench');
   execFileSync('pgbench', ['-i', '-s', '10', '-q', pgbenchURL], { stdio: 'ignore' });
-  const baseline = Number(/tps = ([\d.]+)/.exec(execFileSync('pgbench', ['-N', '-c', '1', '-T', String(SECONDS), pgbenchURL], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }))![1]);
+  const baseline = Number(
+    /tps = ([\d.]+)/.exec(
+      execFileSync('pgbench', ['-N', '-c', '1', '-T', String(SECONDS), pgbenchURL], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+    )![1],
+  );
   const server = await startStoreServer('postgres', schema, { DATABASE_URL: url });
   try {
     const until = performance.now() + SECONDS * 1000;
@@ -190,7 +251,12 @@ async function pushes(): Promise<void> {
     const rate = done / SECONDS;
     rows.push(
       { benchmark: 'baseline: pgbench -N -c 1 on the same server', value: baseline, unit: 'TPS', note: '' },
-      { benchmark: 'pushes, one space, 32 clients, batch 1', value: rate, unit: 'pushes/s', note: `${(rate / baseline).toFixed(2)}x pgbench -N -c 1 (aim: >= 3x); load generator in the same 2-core machine` },
+      {
+        benchmark: 'pushes, one space, 32 clients, batch 1',
+        value: rate,
+        unit: 'pushes/s',
+        note: `${(rate / baseline).toFixed(2)}x pgbench -N -c 1 (aim: >= 3x); load generator in the same 2-core machine`,
+      },
     );
   } finally {
     await server.stop();

@@ -37,14 +37,19 @@ const startLine = machineLine();
 
 const BASE = '/tmp/viewsync-bench-route';
 const urls = ['a', 'b', 'c'].map((name, i) =>
-  execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8', env: { ...process.env, PGPORT_TEST: String(55481 + i), PGBASE_TEST: `${BASE}-${name}` } }).trim(),
+  execFileSync(join(root, 'scripts/start-postgres.sh'), {
+    encoding: 'utf8',
+    env: { ...process.env, PGPORT_TEST: String(55481 + i), PGBASE_TEST: `${BASE}-${name}` },
+  }).trim(),
 );
 
 /** Runs pg_ctl on server c (as `postgres` when we are root, as scripts/start-postgres.sh does). */
 function pgCtl(args: string[]): void {
   const bin = execFileSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1'], { encoding: 'utf8' }).trim();
   const command = [join(bin, 'pg_ctl'), '-D', `${BASE}-c/data`, ...args];
-  execFileSync(process.getuid?.() === 0 ? 'runuser' : command[0]!, process.getuid?.() === 0 ? ['-u', 'postgres', '--', ...command] : command.slice(1), { stdio: 'ignore' });
+  execFileSync(process.getuid?.() === 0 ? 'runuser' : command[0]!, process.getuid?.() === 0 ? ['-u', 'postgres', '--', ...command] : command.slice(1), {
+    stdio: 'ignore',
+  });
 }
 const clients = urls.map((url) => postgres(url, { max: 16, fetch_types: false, onnotice: () => {} }));
 for (const sql of clients) await sql`DROP TABLE IF EXISTS viewsync_kv, viewsync_schema`;
@@ -56,14 +61,15 @@ const mutators: SyncContext['mutators'] = {
     for (let i = from; i < from + count; i++) await tx.set(`item/${String(i).padStart(6, '0')}`, { i, text: 'x'.repeat(40) });
   },
 };
-const context = (stores: Parameters<typeof routedStorage>[0]['stores']): SyncContext => (createContext({
-  storage: routedStorage({ stores }),
-  mutators,
-  space: (request) => new URL(request.url).searchParams.get('space')!,
-  pokes: false,
-  limits: { appCodeMs: 120_000 },
-  onError: (error) => console.error(error),
-}));
+const context = (stores: Parameters<typeof routedStorage>[0]['stores']): SyncContext =>
+  createContext({
+    storage: routedStorage({ stores }),
+    mutators,
+    space: (request) => new URL(request.url).searchParams.get('space')!,
+    pokes: false,
+    limits: { appCodeMs: 120_000 },
+    onError: (error) => console.error(error),
+  });
 const one = context({ a });
 const three = context({ a, b, c });
 
@@ -72,11 +78,20 @@ async function push(ctx: SyncContext, space: string, group: string, name: string
   const id = (next.get(`${space}/${group}`) ?? 0) + 1;
   next.set(`${space}/${group}`, id);
   const started = performance.now();
-  const response = await handlePush(new Request(`http://bench/push?space=${space}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ pushVersion: 1, clientGroupID: group, profileID: 'bench', schemaVersion: '', mutations: [{ clientID: `${group}-c`, id, name, args, timestamp: 0 }] }),
-  }), ctx);
+  const response = await handlePush(
+    new Request(`http://bench/push?space=${space}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        pushVersion: 1,
+        clientGroupID: group,
+        profileID: 'bench',
+        schemaVersion: '',
+        mutations: [{ clientID: `${group}-c`, id, name, args, timestamp: 0 }],
+      }),
+    }),
+    ctx,
+  );
   if (response.status !== 200) throw new Error(`push answered ${response.status}: ${await response.text()}`);
   return performance.now() - started;
 }
@@ -98,12 +113,14 @@ async function throughput(ctx: SyncContext, label: string): Promise<number> {
   let pushes = 0;
   const before = cpuTicks();
   const until = performance.now() + SECONDS * 1000;
-  await Promise.all(spaces.map(async (space) => {
-    while (performance.now() < until) {
-      await push(ctx, space, 'g', 'increment', { key: 'n' });
-      pushes++;
-    }
-  }));
+  await Promise.all(
+    spaces.map(async (space) => {
+      while (performance.now() < until) {
+        await push(ctx, space, 'g', 'increment', { key: 'n' });
+        pushes++;
+      }
+    }),
+  );
   const after = cpuTicks();
   idleShare[ctx === one ? 'one' : 'three'].push((after.idle - before.idle) / (after.idle - before.idle + after.busy - before.busy));
   return pushes / SECONDS;
@@ -112,7 +129,10 @@ async function throughput(ctx: SyncContext, label: string): Promise<number> {
 if (!ONLY || ONLY.includes('throughput')) {
   const perSecond: Record<'one' | 'three', number[]> = { one: [], three: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, ctx] of [['one', one], ['three', three]] as const) {
+    for (const [name, ctx] of [
+      ['one', one],
+      ['three', three],
+    ] as const) {
       progress(`throughput round ${round + 1}/${ROUNDS}, ${name} server(s)…`);
       perSecond[name].push(await throughput(ctx, `t${round}-${name}`));
     }
@@ -122,7 +142,12 @@ if (!ONLY || ONLY.includes('throughput')) {
   rows.push({ benchmark: 'pushes, 60 spaces, 3 servers', value: m3, unit: 'pushes/s', note: `rounds: ${perSecond.three.map(Math.round).join(', ')}` });
   rows.push({ benchmark: 'pushes, 3 servers / 1 server', value: m3 / m1, unit: 'x', note: 'same run, medians' });
   const idle = (name: 'one' | 'three') => idleShare[name].map((share) => `${Math.round(share * 100)}%`).join(', ');
-  rows.push({ benchmark: 'CPU idle during the rounds', value: median([...idleShare.one, ...idleShare.three]) * 100, unit: '%', note: `1 server: ${idle('one')}; 3 servers: ${idle('three')}` });
+  rows.push({
+    benchmark: 'CPU idle during the rounds',
+    value: median([...idleShare.one, ...idleShare.three]) * 100,
+    unit: '%',
+    note: `1 server: ${idle('one')}; 3 servers: ${idle('three')}`,
+  });
 }
 
 if (!ONLY || ONLY.includes('move')) {
@@ -141,9 +166,24 @@ if (!ONLY || ONLY.includes('move')) {
   const result = await moveSpace(three, space, target);
   moving = false;
   await client;
-  rows.push({ benchmark: 'move, 100k entries + 100 groups: writes waited', value: result.switchMs, unit: 'ms', note: 'the switch: from the freeze to the target in use' });
-  rows.push({ benchmark: 'move, 100k entries + 100 groups: total', value: result.totalMs, unit: 'ms', note: `${result.rows.toLocaleString('en-US')} rows copied` });
-  rows.push({ benchmark: 'move: slowest push of a client meanwhile', value: Math.max(...latencies), unit: 'ms', note: `${latencies.length} pushes; p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms` });
+  rows.push({
+    benchmark: 'move, 100k entries + 100 groups: writes waited',
+    value: result.switchMs,
+    unit: 'ms',
+    note: 'the switch: from the freeze to the target in use',
+  });
+  rows.push({
+    benchmark: 'move, 100k entries + 100 groups: total',
+    value: result.totalMs,
+    unit: 'ms',
+    note: `${result.rows.toLocaleString('en-US')} rows copied`,
+  });
+  rows.push({
+    benchmark: 'move: slowest push of a client meanwhile',
+    value: Math.max(...latencies),
+    unit: 'ms',
+    note: `${latencies.length} pushes; p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms`,
+  });
 }
 
 if (!ONLY || ONLY.includes('outage')) {
@@ -157,20 +197,22 @@ if (!ONLY || ONLY.includes('outage')) {
   for (const space of spaces) await push(quiet, space, 'g', 'increment', { key: 'n' });
   // A pusher per space, 20 ms between pushes (a busy client, not a saturating one); c's spaces'
   // pushes fail while it is down, and wait 50 ms.
-  const pushers = Promise.all(spaces.map(async (space, i) => {
-    while (phase !== 'after') {
-      const at = phase;
-      try {
-        const ms = await push(quiet, space, 'g', 'increment', { key: 'n' });
-        if (homes[i] !== 'c') latencies[at].push(ms);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      } catch {
-        next.set(`${space}/g`, next.get(`${space}/g`)! - 1);
-        refused++;
-        await new Promise((resolve) => setTimeout(resolve, 50));
+  const pushers = Promise.all(
+    spaces.map(async (space, i) => {
+      while (phase !== 'after') {
+        const at = phase;
+        try {
+          const ms = await push(quiet, space, 'g', 'increment', { key: 'n' });
+          if (homes[i] !== 'c') latencies[at].push(ms);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        } catch {
+          next.set(`${space}/g`, next.get(`${space}/g`)! - 1);
+          refused++;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
       }
-    }
-  }));
+    }),
+  );
   progress('outage: pushes to 60 spaces with every server up…');
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
   progress('outage: the same with server c stopped…');
@@ -183,9 +225,24 @@ if (!ONLY || ONLY.includes('outage')) {
   await pushers;
   const on = `${spaces.length - homes.filter((home) => home === 'c').length} spaces of a and b`;
   const p95 = (list: number[]) => quantile(list, 0.95);
-  rows.push({ benchmark: `outage: push p95, ${on}, every server up`, value: p95(latencies.before), unit: 'ms', note: `${latencies.before.length} pushes; p50 ${quantile(latencies.before, 0.5).toFixed(1)} ms` });
-  rows.push({ benchmark: `outage: push p95, ${on}, c down`, value: p95(latencies.during), unit: 'ms', note: `${latencies.during.length} pushes; p50 ${quantile(latencies.during, 0.5).toFixed(1)} ms; ${refused} pushes to c's spaces refused` });
-  rows.push({ benchmark: 'outage: push p95, c down / every server up', value: p95(latencies.during) / p95(latencies.before), unit: 'x', note: '1 or below: a server down costs the others nothing (the pushes to c refused, the machine has less to do)' });
+  rows.push({
+    benchmark: `outage: push p95, ${on}, every server up`,
+    value: p95(latencies.before),
+    unit: 'ms',
+    note: `${latencies.before.length} pushes; p50 ${quantile(latencies.before, 0.5).toFixed(1)} ms`,
+  });
+  rows.push({
+    benchmark: `outage: push p95, ${on}, c down`,
+    value: p95(latencies.during),
+    unit: 'ms',
+    note: `${latencies.during.length} pushes; p50 ${quantile(latencies.during, 0.5).toFixed(1)} ms; ${refused} pushes to c's spaces refused`,
+  });
+  rows.push({
+    benchmark: 'outage: push p95, c down / every server up',
+    value: p95(latencies.during) / p95(latencies.before),
+    unit: 'x',
+    note: '1 or below: a server down costs the others nothing (the pushes to c refused, the machine has less to do)',
+  });
 }
 
 await Promise.all(clients.map((sql) => sql.end()));

@@ -70,11 +70,15 @@ async function benchPushes(batch: number): Promise<Row[]> {
   // Unpadded numbers arrive out of key order (push/10 < push/2), as random IDs would, so the
   // store inserts in the middle of its key order rather than only appending.
   const puts = () => Array.from({ length: batch }, () => ({ key: `push/${next}`, value: rowValue(next++) }));
-  const times = await sample(PUSH_PLAN, () => client.pushRequest(puts()), async (request) => {
-    const response = await handlePush(request, ctx);
-    if (response.status !== 200) throw new Error(`push failed: ${response.status} ${await response.text()}`);
-    await response.arrayBuffer();
-  });
+  const times = await sample(
+    PUSH_PLAN,
+    () => client.pushRequest(puts()),
+    async (request) => {
+      const response = await handlePush(request, ctx);
+      if (response.status !== 200) throw new Error(`push failed: ${response.status} ${await response.text()}`);
+      await response.arrayBuffer();
+    },
+  );
   const seconds = times.reduce((a, b) => a + b, 0) / 1000;
   // The rate is total work over total time, so GC pauses and a busy machine count; the median
   // push, and the rate it implies, are the steadier figures to compare between runs.
@@ -120,7 +124,10 @@ async function changeTenKeys(space: Space): Promise<{ cookie: JSONValue; keys: s
   space.revision++;
   // Spread over the whole key range, so no locality in the store helps.
   const keys = Array.from({ length: CHANGED_KEYS }, (_, i) => rowKey(Math.floor(((i + 0.5) * space.size) / CHANGED_KEYS)));
-  await space.app.push(space.ctx, keys.map((key, i) => ({ key, value: rowValue(i, space.revision) })));
+  await space.app.push(
+    space.ctx,
+    keys.map((key, i) => ({ key, value: rowValue(i, space.revision) })),
+  );
   return { cookie: caughtUp.cookie, keys };
 }
 
@@ -141,10 +148,14 @@ async function timedPull(ctx: SyncContext, request: Request): Promise<void> {
 
 /** The floor any Fetch handler pays for the same request and response bodies. */
 async function baselineRoundTrip(app: BenchClient, cookie: JSONValue, responseBody: PullBody): Promise<number[]> {
-  return sample(INCREMENTAL_PLAN, () => app.pullRequest(cookie), async (request) => {
-    await request.json();
-    await new Response(JSON.stringify(responseBody), { headers: { 'content-type': 'application/json' } }).arrayBuffer();
-  });
+  return sample(
+    INCREMENTAL_PLAN,
+    () => app.pullRequest(cookie),
+    async (request) => {
+      await request.json();
+      await new Response(JSON.stringify(responseBody), { headers: { 'content-type': 'application/json' } }).arrayBuffer();
+    },
+  );
 }
 
 interface IncrementalResult {
@@ -160,7 +171,11 @@ async function benchIncremental(space: Space): Promise<IncrementalResult> {
   const answer = await space.app.pull(space.ctx, cookie);
   checkIncremental(answer, keys, space.app);
   collectGarbage();
-  const times = await sample(INCREMENTAL_PLAN, () => space.app.pullRequest(cookie), (request) => timedPull(space.ctx, request));
+  const times = await sample(
+    INCREMENTAL_PLAN,
+    () => space.app.pullRequest(cookie),
+    (request) => timedPull(space.ctx, request),
+  );
   collectGarbage();
   // Measured now, with the same heap, so the ratio cancels what the heap size does to both.
   const baseline = median(await baselineRoundTrip(space.app, cookie, answer));
@@ -173,10 +188,18 @@ async function benchFullPull(space: Space): Promise<Row[]> {
   if (puts !== space.size) throw new Error(`full pull answered ${puts} puts, not ${space.size}`);
   const bytes = new TextEncoder().encode(JSON.stringify(first)).byteLength;
   collectGarbage();
-  const times = await sample(FULL_PLAN, () => space.app.pullRequest(null), (request) => timedPull(space.ctx, request));
+  const times = await sample(
+    FULL_PLAN,
+    () => space.app.pullRequest(null),
+    (request) => timedPull(space.ctx, request),
+  );
   collectGarbage();
   // The least any server pays for a body this size: serialising it (and the parse, as a check).
-  const copies = await sample(FULL_PLAN, () => first, async (body) => void JSON.parse(JSON.stringify(body)));
+  const copies = await sample(
+    FULL_PLAN,
+    () => first,
+    async (body) => void JSON.parse(JSON.stringify(body)),
+  );
   const ms = median(times);
   const label = `full pull, ${formatCount(space.size)} entries`;
   return [
@@ -194,7 +217,12 @@ function incrementalRows(results: readonly IncrementalResult[]): Row[] {
     rows.push(
       { benchmark: label, value: micros(r.median), unit: 'µs median', note: `${r.iterations} pulls` },
       { benchmark: label, value: micros(r.p95), unit: 'µs p95' },
-      { benchmark: `baseline: Fetch round trip (at ${formatCount(r.size)})`, value: micros(r.baseline), unit: 'µs median', note: 'request.json() + new Response(JSON.stringify(same body))' },
+      {
+        benchmark: `baseline: Fetch round trip (at ${formatCount(r.size)})`,
+        value: micros(r.baseline),
+        unit: 'µs median',
+        note: 'request.json() + new Response(JSON.stringify(same body))',
+      },
       { benchmark: `incremental pull / baseline (at ${formatCount(r.size)})`, value: r.median / r.baseline, unit: 'x' },
     );
   }
@@ -240,7 +268,11 @@ const FAILING_ROUNDS = 3;
 /** A push of {@link FAILING} mutations of a new client group that all fail (a permanent error each). */
 function failingPush(clientGroupID: string): Request {
   const mutations = Array.from({ length: FAILING }, (_, i) => ({ clientID: `${clientGroupID}-client`, id: i + 1, name: 'fail', args: {}, timestamp: 0 }));
-  return new Request('http://localhost/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pushVersion: 1, clientGroupID, mutations, profileID: 'bench-profile', schemaVersion: '' }) });
+  return new Request('http://localhost/push', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ pushVersion: 1, clientGroupID, mutations, profileID: 'bench-profile', schemaVersion: '' }),
+  });
 }
 
 /**
@@ -261,7 +293,10 @@ async function benchFailureLogging(): Promise<Row[]> {
   console.error = () => void lines++;
   try {
     for (let round = -1; round < FAILING_ROUNDS; round++) {
-      for (const [times, onError] of [[silent, () => {}], [logged, undefined]] as const) {
+      for (const [times, onError] of [
+        [silent, () => {}],
+        [logged, undefined],
+      ] as const) {
         const request = failingPush(`failing-${round}-${times === silent ? 'silent' : 'logged'}`);
         const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators, limits, ...(onError && { onError }) });
         collectGarbage();
@@ -281,7 +316,12 @@ async function benchFailureLogging(): Promise<Row[]> {
   return [
     { benchmark: `${label}, nothing logged`, value: median(silent), unit: 'ms median', note: `${FAILING_ROUNDS} rounds` },
     { benchmark: `${label}, default onError`, value: median(logged), unit: 'ms median', note: `${lines} lines printed in ${FAILING_ROUNDS + 1} pushes` },
-    { benchmark: `${label}, logged / not logged`, value: median(logged) / median(silent), unit: 'x', note: 'about 1: the lines are rate-limited (it was 2.2 s more before)' },
+    {
+      benchmark: `${label}, logged / not logged`,
+      value: median(logged) / median(silent),
+      unit: 'x',
+      note: 'about 1: the lines are rate-limited (it was 2.2 s more before)',
+    },
   ];
 }
 

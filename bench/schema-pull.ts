@@ -36,11 +36,18 @@ const mutators: Mutators = {
   },
 };
 
-const request = (path: string, body: unknown) => new Request(`http://bench${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const request = (path: string, body: unknown) =>
+  new Request(`http://bench${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 let lastID = 0;
 async function push(ctx: SyncContext, name: string, args: JSONValue): Promise<void> {
-  const body = { pushVersion: 1, clientGroupID: 'writer', profileID: 'p', schemaVersion: '2', mutations: [{ clientID: 'writer', id: ++lastID, name, args, timestamp: 0 }] };
+  const body = {
+    pushVersion: 1,
+    clientGroupID: 'writer',
+    profileID: 'p',
+    schemaVersion: '2',
+    mutations: [{ clientID: 'writer', id: ++lastID, name, args, timestamp: 0 }],
+  };
   const response = await handlePush(request('/push', body), ctx);
   const text = await response.text();
   if (response.status !== 200 || text !== '{}') throw new Error(`push: ${response.status} ${text}`);
@@ -77,7 +84,15 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   const full = { current: [] as number[], old: [] as number[] };
   for (let i = 0; i < FULL + 2; i++) {
     collectGarbage();
-    for (const [version, times] of i % 2 === 0 ? ([['2', full.current], ['1', full.old]] as const) : ([['1', full.old], ['2', full.current]] as const)) {
+    for (const [version, times] of i % 2 === 0
+      ? ([
+          ['2', full.current],
+          ['1', full.old],
+        ] as const)
+      : ([
+          ['1', full.old],
+          ['2', full.current],
+        ] as const)) {
       const { ops, ms } = await pull(ctx, version, `full-${version}-${i}`, null);
       if (ops !== ENTRIES + 1) throw new Error(`a full pull had ${ops} ops`);
       // The first two of each are warm-up.
@@ -116,6 +131,10 @@ function record<T extends { ms: number }>(times: number[], round: number, pulled
   return pulled;
 }
 
-progress(`node ${process.version}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' / ')}; ${ENTRIES} entries, ${ROUNDS} rounds a K, ${FULL} full pulls each`);
+progress(
+  `node ${process.version}, ${cpus().length} cores, load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ')}; ${ENTRIES} entries, ${ROUNDS} rounds a K, ${FULL} full pulls each`,
+);
 const rows = await eachStore(STORES, 'schema-pull', bench);
 console.log(renderTable(rows));

@@ -26,18 +26,48 @@ const rows: Row[] = [];
 const startLine = machineLine();
 
 async function measure(name: string, storage: Storage): Promise<void> {
-  const ctx = createContext({ storage, mutators: { put: async (tx: { set(key: string, value: JSONValue): Promise<void> }, { key, value }: { key: string; value: number }) => tx.set(key, value) } });
+  const ctx = createContext({
+    storage,
+    mutators: { put: async (tx: { set(key: string, value: JSONValue): Promise<void> }, { key, value }: { key: string; value: number }) => tx.set(key, value) },
+  });
   const push = (group: string, id: number, key: string) =>
-    handlePush(new Request('http://x/push', { method: 'POST', headers: json, body: JSON.stringify({ pushVersion: 1, clientGroupID: group, mutations: [{ clientID: `${group}c`, id, name: 'put', args: { key, value: id }, timestamp: 0 }], profileID: 'p', schemaVersion: '' }) }), ctx);
+    handlePush(
+      new Request('http://x/push', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({
+          pushVersion: 1,
+          clientGroupID: group,
+          mutations: [{ clientID: `${group}c`, id, name: 'put', args: { key, value: id }, timestamp: 0 }],
+          profileID: 'p',
+          schemaVersion: '',
+        }),
+      }),
+      ctx,
+    );
   for (let i = 0; i < PULLS; i++) await push(`g${i}`, 1, `k${i}`);
-  const first = await handlePull(new Request('http://x/pull', { method: 'POST', headers: json, body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g0', cookie: null, profileID: 'p', schemaVersion: '' }) }), ctx);
+  const first = await handlePull(
+    new Request('http://x/pull', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g0', cookie: null, profileID: 'p', schemaVersion: '' }),
+    }),
+    ctx,
+  );
   const { cookie } = (await first.json()) as { cookie: JSONValue };
   await push('g0', 2, 'k0');
   const clock = { now: Date.now(), touchEveryMs: Infinity };
   const storm = (shareReads: boolean) =>
     Promise.all(
       Array.from({ length: PULLS }, async (_, i) => {
-        const answer = await processPull({ storage, pull: { pullVersion: 1, clientGroupID: `g${i}`, cookie, profileID: 'p', schemaVersion: '' }, space: '', userID: undefined, clock, shareReads });
+        const answer = await processPull({
+          storage,
+          pull: { pullVersion: 1, clientGroupID: `g${i}`, cookie, profileID: 'p', schemaVersion: '' },
+          space: '',
+          userID: undefined,
+          clock,
+          shareReads,
+        });
         if (!('patch' in answer) || answer.patch.length !== 1) throw new Error(`pull ${i} answered ${JSON.stringify(answer).slice(0, 200)}`);
         return pullBody(answer);
       }),
@@ -53,7 +83,12 @@ async function measure(name: string, storage: Storage): Promise<void> {
   const ratios = times.shared.map((t, i) => t / times.alone[i]!);
   rows.push(
     { benchmark: `${name}: ${PULLS} pulls at once, shared reads`, value: median(times.shared), unit: 'ms', note: '' },
-    { benchmark: `${name}: the same pulls, each reading alone (shareReads: false)`, value: median(times.alone), unit: 'ms', note: `shared / alone ${median(ratios).toFixed(2)}x, median of ${ROUNDS} rounds' ratios` },
+    {
+      benchmark: `${name}: the same pulls, each reading alone (shareReads: false)`,
+      value: median(times.alone),
+      unit: 'ms',
+      note: `shared / alone ${median(ratios).toFixed(2)}x, median of ${ROUNDS} rounds' ratios`,
+    },
   );
 }
 

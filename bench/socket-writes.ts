@@ -33,7 +33,9 @@ async function measure(): Promise<void> {
     for (const socket of sockets) socket.write(chunk);
     times.push(performance.now() - start);
   }
-  console.log(`${SOCKETS.toLocaleString('en-US')} loopback sockets, one ${chunk.byteLength}-byte write each: p50 ${median(times).toFixed(0)} ms, p99 ${quantile(times, 0.99).toFixed(0)} ms of ${ROUNDS} rounds (${((median(times) * 1000) / SOCKETS).toFixed(1)} µs a write)`);
+  console.log(
+    `${SOCKETS.toLocaleString('en-US')} loopback sockets, one ${chunk.byteLength}-byte write each: p50 ${median(times).toFixed(0)} ms, p99 ${quantile(times, 0.99).toFixed(0)} ms of ${ROUNDS} rounds (${((median(times) * 1000) / SOCKETS).toFixed(1)} µs a write)`,
+  );
   console.log(machineLine());
   readers.kill();
   server.close();
@@ -43,7 +45,9 @@ async function measure(): Promise<void> {
 /** The reading side, in a process of its own as a server's clients are: connects and reads, nothing more. */
 async function holdReaders(port: number): Promise<void> {
   for (let from = 0; from < SOCKETS; from += 200) {
-    await Promise.all(Array.from({ length: Math.min(200, SOCKETS - from) }, () => new Promise<void>((resolve) => connect(port, '127.0.0.1', resolve).on('data', () => {}))));
+    await Promise.all(
+      Array.from({ length: Math.min(200, SOCKETS - from) }, () => new Promise<void>((resolve) => connect(port, '127.0.0.1', resolve).on('data', () => {}))),
+    );
   }
   process.send!('connected');
 }

@@ -34,7 +34,9 @@ const primary = postgres(pair.primary.url, { max: 10, fetch_types: false, onnoti
 const standby = postgres(pair.standby.url, { max: 10, fetch_types: false, onnotice: () => {} });
 const alone = postgresStorage(primary);
 const withStandby = postgresStorage(primary, { standbys: [standby], standbyWaitMs: WAIT_MS });
-const mutators = { put: async (tx: { set(key: string, value: JSONValue): Promise<void> }, { key, value }: { key: string; value: number }) => tx.set(key, value) };
+const mutators = {
+  put: async (tx: { set(key: string, value: JSONValue): Promise<void> }, { key, value }: { key: string; value: number }) => tx.set(key, value),
+};
 const space = (n: number) => `space-${n % SPACES}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -48,7 +50,13 @@ async function round(storage: Storage): Promise<{ latencies: number[]; pushes: n
     const group = `writer-${w}-${Date.now()}`;
     for (let id = 1; Date.now() < end; id++) {
       const started = Date.now();
-      const body = { pushVersion: 1, clientGroupID: group, mutations: [{ clientID: `${group}c`, id, name: 'put', args: { key: `k${id % 500}`, value: id }, timestamp: 0 }], profileID: 'p', schemaVersion: '' };
+      const body = {
+        pushVersion: 1,
+        clientGroupID: group,
+        mutations: [{ clientID: `${group}c`, id, name: 'put', args: { key: `k${id % 500}`, value: id }, timestamp: 0 }],
+        profileID: 'p',
+        schemaVersion: '',
+      };
       const response = await handlePush(new Request(`http://x/push?space=${space(w)}`, { method: 'POST', headers: json, body: JSON.stringify(body) }), ctx);
       if (response.status !== 200) throw new Error(`push ${response.status}: ${await response.text()}`);
       pushes++;
@@ -108,18 +116,35 @@ try {
     const latencies = all(which);
     const label = which === 'alone' ? 'primary only' : 'with a standby';
     rows.push(
-      { benchmark: `${label}: pulls a second`, value: latencies.length / ((ROUNDS * ROUND_MS) / 1_000), unit: 'pulls/s', note: `${CLIENTS} clients, ${THINK_MS} ms apart` },
+      {
+        benchmark: `${label}: pulls a second`,
+        value: latencies.length / ((ROUNDS * ROUND_MS) / 1_000),
+        unit: 'pulls/s',
+        note: `${CLIENTS} clients, ${THINK_MS} ms apart`,
+      },
       { benchmark: `${label}: pull latency p50`, value: median(latencies), unit: 'ms' },
       { benchmark: `${label}: pull latency p99`, value: quantile(latencies, 0.99), unit: 'ms' },
     );
   }
   rows.push(
-    { benchmark: 'with a standby: share of reads it served', value: 100 * median(shares), unit: '%', note: `median of ${ROUNDS} rounds (lowest ${(100 * Math.min(...shares)).toFixed(1)}%)` },
+    {
+      benchmark: 'with a standby: share of reads it served',
+      value: 100 * median(shares),
+      unit: '%',
+      note: `median of ${ROUNDS} rounds (lowest ${(100 * Math.min(...shares)).toFixed(1)}%)`,
+    },
     { benchmark: 'with a standby: probes of the primary per pull', value: median(probesPerPull), unit: '', note: 'one small statement per batch of reads' },
     { benchmark: 'with a standby: reads that waited for it', value: (100 * waited) / served, unit: '%', note: 'standby behind the probe at first poll' },
-    { benchmark: `standby replay paused: pull latency p50`, value: median(paused.latencies), unit: 'ms', note: `each read waits ${WAIT_MS} ms, then the primary` },
+    {
+      benchmark: `standby replay paused: pull latency p50`,
+      value: median(paused.latencies),
+      unit: 'ms',
+      note: `each read waits ${WAIT_MS} ms, then the primary`,
+    },
   );
-  console.log(`\nviewsync pulls from a streaming standby: ${CLIENTS} clients pulling, ${WRITES} pushes a second over ${SPACES} spaces, ${ROUNDS} rounds of ${ROUND_MS / 1_000} s each way, alternating`);
+  console.log(
+    `\nviewsync pulls from a streaming standby: ${CLIENTS} clients pulling, ${WRITES} pushes a second over ${SPACES} spaces, ${ROUNDS} rounds of ${ROUND_MS / 1_000} s each way, alternating`,
+  );
   console.log(`at start: ${startLine}`);
   console.log(`at end:   ${machineLine()}`);
   console.log(`\n${renderTable(rows)}`);

@@ -52,12 +52,25 @@ const space = (request: Request) => new URL(request.url).searchParams.get('space
 // FIRST_SYNC_PAGE_BYTES: a first sync in pages of that size (bench/first-sync.ts).
 const pageBytes = process.env.FIRST_SYNC_PAGE_BYTES ? Number(process.env.FIRST_SYNC_PAGE_BYTES) : undefined;
 const order = process.env.FIRST_SYNC_ORDER ? process.env.FIRST_SYNC_ORDER.split(',') : undefined;
-const ctx = createContext({ storage, mutators, space, onError: (error: unknown) => console.error(error), ...(notifier && { pokes: { notifier } }), ...(pageBytes && { firstSync: { pageBytes, ...(order && { order }) } }) });
+const ctx = createContext({
+  storage,
+  mutators,
+  space,
+  onError: (error: unknown) => console.error(error),
+  ...(notifier && { pokes: { notifier } }),
+  ...(pageBytes && { firstSync: { pageBytes, ...(order && { order }) } }),
+});
 const server = await serve(ctx, { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
-const unshared = await serve(createContext({ ...ctx.options, shareReads: false, pokes: false, firstSync: undefined }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
+const unshared = await serve(createContext({ ...ctx.options, shareReads: false, pokes: false, firstSync: undefined }), {
+  port: 0,
+  keepAliveTimeoutMs: keepAliveTimeout,
+});
 // As pulls read before issue 23: each in a transaction of its own (no readMany, so no plans).
 const transactions = { transaction: storage.transaction.bind(storage) } satisfies Storage;
-const alone = await serve(createContext({ ...ctx.options, storage: transactions, shareReads: false, pokes: false, firstSync: undefined }), { port: 0, keepAliveTimeoutMs: keepAliveTimeout });
+const alone = await serve(createContext({ ...ctx.options, storage: transactions, shareReads: false, pokes: false, firstSync: undefined }), {
+  port: 0,
+  keepAliveTimeoutMs: keepAliveTimeout,
+});
 console.log(JSON.stringify({ port: server.port, unsharedPort: unshared.port, alonePort: alone.port }));
 process.on('message', (message) => {
   if (message !== 'memory') return;
@@ -66,4 +79,10 @@ process.on('message', (message) => {
   globalThis.gc?.();
   process.send?.(process.memoryUsage());
 });
-process.once('SIGTERM', () => void Promise.all([server.stop(), unshared.stop(), alone.stop()]).then(close).then(() => process.exit(0)));
+process.once(
+  'SIGTERM',
+  () =>
+    void Promise.all([server.stop(), unshared.stop(), alone.stop()])
+      .then(close)
+      .then(() => process.exit(0)),
+);

@@ -41,12 +41,15 @@ function startServer(kind: string, where?: string): Promise<Server> {
 function post(port: number, path: string, body: unknown, keepText = false): Promise<{ status: number; bytes: number; text: string }> {
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let bytes = 0;
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => ((bytes += chunk.length), keepText && chunks.push(chunk)));
-      res.on('end', () => resolve({ status: res.statusCode!, bytes, text: keepText ? Buffer.concat(chunks).toString('utf8') : '' }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      (res) => {
+        let bytes = 0;
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => ((bytes += chunk.length), keepText && chunks.push(chunk)));
+        res.on('end', () => resolve({ status: res.statusCode!, bytes, text: keepText ? Buffer.concat(chunks).toString('utf8') : '' }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -89,7 +92,11 @@ async function pushRun(server: Server, clients: number, spaces: number, batch: n
 /** Fills `space` with `entries` rows, 1,000 a push. */
 async function seed(server: Server, space: string, entries: number): Promise<void> {
   for (let from = 0, id = 1; from < entries; from += 1000, id++) {
-    const { status } = await post(server.port, `/push?space=${space}`, pushBody(`seed-${space}`, `seed-${space}`, id, [{ name: 'seed', args: { from, count: Math.min(1000, entries - from) } }]));
+    const { status } = await post(
+      server.port,
+      `/push?space=${space}`,
+      pushBody(`seed-${space}`, `seed-${space}`, id, [{ name: 'seed', args: { from, count: Math.min(1000, entries - from) } }]),
+    );
     if (status !== 200) throw new Error(`seeding ${space} failed: ${status}`);
   }
 }
@@ -107,7 +114,9 @@ async function timeIt(times: number, fn: () => Promise<unknown>): Promise<number
 
 /** Peak resident memory of a process so far, in MiB (Linux). */
 function peakMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmHWM'));
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
 }
 
@@ -122,7 +131,10 @@ async function pulls(server: Server, entries: number) {
   const afterChanges: number[] = [];
   let cookie = first.cookie;
   for (let round = 0, id = 1; round < 30; round++, id += 10) {
-    const mutations = Array.from({ length: 10 }, (_, i) => ({ name: 'put', args: { key: `item/${String((round * 10 + i) * 7 % entries).padStart(8, '0')}`, value: { round } } }));
+    const mutations = Array.from({ length: 10 }, (_, i) => ({
+      name: 'put',
+      args: { key: `item/${String(((round * 10 + i) * 7) % entries).padStart(8, '0')}`, value: { round } },
+    }));
     await post(server.port, `/push?space=${space}`, pushBody(`changer-${space}`, `changer-${space}`, id, mutations));
     const start = performance.now();
     const answer = await post(server.port, `/pull?space=${space}`, pullBody(group, cookie), true);
@@ -138,7 +150,10 @@ async function pulls(server: Server, entries: number) {
 /** pgbench -N on a database of its own: transactions per second. */
 function pgbench(clients: number): number {
   const bench = url.replace(/\/[^/]*$/, '/pgbench');
-  const output = execFileSync('pgbench', ['-N', '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(SECONDS), bench], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const output = execFileSync('pgbench', ['-N', '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(SECONDS), bench], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   return Number(/tps = ([\d.]+)/.exec(output)![1]);
 }
 
@@ -157,7 +172,8 @@ function sqliteBaseline(): number {
 }
 
 const rows: string[] = [];
-const row = (...cells: Array<string | number>) => rows.push(`| ${cells.map((c) => (typeof c === 'number' ? c.toLocaleString('en-US', { maximumFractionDigits: c < 10 ? 2 : 0 }) : c)).join(' | ')} |`);
+const row = (...cells: Array<string | number>) =>
+  rows.push(`| ${cells.map((c) => (typeof c === 'number' ? c.toLocaleString('en-US', { maximumFractionDigits: c < 10 ? 2 : 0 }) : c)).join(' | ')} |`);
 
 try {
   progress('baselines: pgbench -N, better-sqlite3 inserts');
@@ -172,21 +188,40 @@ try {
   row('baseline', 'pgbench -N, 1 / 8 / 32 clients (TPS)', `${pg1.toFixed(0)} / ${pg8.toFixed(0)} / ${pg32.toFixed(0)}`, '');
   row('baseline', 'better-sqlite3, one upsert a transaction (TPS)', sqliteBare.toFixed(0), '');
 
-  for (const [kind, where, baseline] of [['postgres', `bench_${process.pid}`, pg1], ['sqlite', join(dir, 'sync.sqlite'), sqliteBare]] as const) {
+  for (const [kind, where, baseline] of [
+    ['postgres', `bench_${process.pid}`, pg1],
+    ['sqlite', join(dir, 'sync.sqlite'), sqliteBare],
+  ] as const) {
     const server = await startServer(kind, where);
     try {
       for (const batch of [1, 10]) {
-        for (const [clients, spaces] of [[1, 1], [8, 1], [32, 1], [8, 8], [32, 8]] as const) {
+        for (const [clients, spaces] of [
+          [1, 1],
+          [8, 1],
+          [32, 1],
+          [8, 8],
+          [32, 8],
+        ] as const) {
           progress(`${kind}: ${clients} clients, ${spaces} space(s), batch ${batch}`);
           const { pushesPerSecond, failed } = await pushRun(server, clients, spaces, batch);
           const vs = kind === 'postgres' ? (spaces === 8 ? pg8 : pg1) : baseline;
-          row(kind, `push, batch ${batch}, ${clients} clients in ${spaces} space${spaces > 1 ? 's' : ''}`, `${pushesPerSecond.toFixed(0)} pushes/s (${(pushesPerSecond * batch).toFixed(0)} mutations/s), ${failed} failed`, `${(pushesPerSecond / vs).toFixed(2)}x ${kind === 'postgres' ? `pgbench -c ${spaces === 8 ? 8 : 1}` : 'bare inserts'}`);
+          row(
+            kind,
+            `push, batch ${batch}, ${clients} clients in ${spaces} space${spaces > 1 ? 's' : ''}`,
+            `${pushesPerSecond.toFixed(0)} pushes/s (${(pushesPerSecond * batch).toFixed(0)} mutations/s), ${failed} failed`,
+            `${(pushesPerSecond / vs).toFixed(2)}x ${kind === 'postgres' ? `pgbench -c ${spaces === 8 ? 8 : 1}` : 'bare inserts'}`,
+          );
         }
       }
       for (const entries of [1_000, 100_000]) {
         progress(`${kind}: pulls at ${entries} entries`);
         const p = await pulls(server, entries);
-        row(kind, `pull at ${entries.toLocaleString('en-US')} entries: up to date / after 10 changes / full`, `${p.upToDate.toFixed(2)} / ${p.afterChanges.toFixed(2)} / ${p.full.toFixed(1)} ms`, `full: ${(p.bytes / 2 ** 20).toFixed(1)} MiB, server peak +${p.peakGrowthMiB.toFixed(0)} MiB`);
+        row(
+          kind,
+          `pull at ${entries.toLocaleString('en-US')} entries: up to date / after 10 changes / full`,
+          `${p.upToDate.toFixed(2)} / ${p.afterChanges.toFixed(2)} / ${p.full.toFixed(1)} ms`,
+          `full: ${(p.bytes / 2 ** 20).toFixed(1)} MiB, server peak +${p.peakGrowthMiB.toFixed(0)} MiB`,
+        );
       }
     } finally {
       await server.stop();
@@ -197,7 +232,12 @@ try {
   const memory = await startServer('memory');
   try {
     const p = await pulls(memory, 100_000);
-    row('memory', 'pull at 100,000 entries: up to date / after 10 changes / full', `${p.upToDate.toFixed(2)} / ${p.afterChanges.toFixed(2)} / ${p.full.toFixed(1)} ms`, `full: ${(p.bytes / 2 ** 20).toFixed(1)} MiB`);
+    row(
+      'memory',
+      'pull at 100,000 entries: up to date / after 10 changes / full',
+      `${p.upToDate.toFixed(2)} / ${p.afterChanges.toFixed(2)} / ${p.full.toFixed(1)} ms`,
+      `full: ${(p.bytes / 2 ** 20).toFixed(1)} MiB`,
+    );
   } finally {
     await memory.stop();
   }

@@ -49,7 +49,13 @@ async function push(ctx: SyncContext, name: string, args: JSONValue): Promise<vo
   const space = ctx === small ? 'small' : '';
   const id = (pushes.get(space) ?? 0) + 1;
   pushes.set(space, id);
-  const body = { pushVersion: 1, clientGroupID: 'writer', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'writer', id, name, args, timestamp: 0 }] };
+  const body = {
+    pushVersion: 1,
+    clientGroupID: 'writer',
+    profileID: 'p',
+    schemaVersion: '',
+    mutations: [{ clientID: 'writer', id, name, args, timestamp: 0 }],
+  };
   const response = await handlePush(request('/push', body), ctx);
   const text = await response.text();
   if (response.status !== 200 || text !== '{}') throw new Error(`push: ${response.status} ${text}`);
@@ -72,7 +78,13 @@ const PLAN = { warmup: 3, minIterations: 20, minMs: 300, maxIterations: 400 };
 
 async function bench(name: string, storage: Storage): Promise<Row[]> {
   pushes.clear();
-  const base: SyncContext = createContext({ storage, mutators, authenticate: () => 'u', space: (r) => new URL(r.url).searchParams.get('space') ?? '', onError: (e) => console.error(e) });
+  const base: SyncContext = createContext({
+    storage,
+    mutators,
+    authenticate: () => 'u',
+    space: (r) => new URL(r.url).searchParams.get('space') ?? '',
+    onError: (e) => console.error(e),
+  });
   const viewed: SyncContext = createContext({ ...base.options, view });
   const started = performance.now();
   const chunk = 5_000;
@@ -98,8 +110,20 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
     // Both clients up to date: the grants of the last round changed the space.
     withView = await pull(viewed, withView.cookie);
     without = await pull(base, without.cookie);
-    times.upView.push(...(await sample(PLAN, () => withView.cookie, async (cookie) => void (await pull(viewed, cookie)))));
-    times.up.push(...(await sample(PLAN, () => without.cookie, async (cookie) => void (await pull(base, cookie)))));
+    times.upView.push(
+      ...(await sample(
+        PLAN,
+        () => withView.cookie,
+        async (cookie) => void (await pull(viewed, cookie)),
+      )),
+    );
+    times.up.push(
+      ...(await sample(
+        PLAN,
+        () => without.cookie,
+        async (cookie) => void (await pull(base, cookie)),
+      )),
+    );
     // Ten changes in the user's documents, then the pull that brings them; both clients catch up.
     for (let i = 0; i < 20; i++) {
       await push(viewed, 'set', { entries: tenChanges() });
@@ -132,7 +156,10 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   // Last, as it turns the prefix index off and on: what keeping it costs a push of 10 changes.
   const pushTimes = { view: [] as number[], none: [] as number[] };
   for (let i = 0; i < 200; i++) {
-    for (const [ctx, times] of [[viewed, pushTimes.view], [base, pushTimes.none]] as const) {
+    for (const [ctx, times] of [
+      [viewed, pushTimes.view],
+      [base, pushTimes.none],
+    ] as const) {
       const start = performance.now();
       await push(ctx, 'set', { entries: tenChanges() });
       times.push(performance.now() - start);
@@ -141,14 +168,38 @@ async function bench(name: string, storage: Storage): Promise<Row[]> {
   const p = (xs: number[]) => `p50 ${median(xs).toFixed(3)} ms, p90 ${quantile(xs, 0.9).toFixed(3)} ms, n=${xs.length}`;
   const ratio = (a: number[], b: number[]) => median(a) / median(b);
   return [
-    { benchmark: `${name}: up-to-date pull, view / none`, value: ratio(times.upView, times.up), unit: 'x', note: `view ${p(times.upView)}; none ${p(times.up)}` },
-    { benchmark: `${name}: pull after 10 changes, view / none`, value: ratio(times.tenView, times.ten), unit: 'x', note: `view ${p(times.tenView)}; none ${p(times.ten)}` },
-    { benchmark: `${name}: grant of 10k entries / full pull of 10k`, value: ratio(times.grant, times.full), unit: 'x', note: `grant ${p(times.grant)}; full ${p(times.full)}` },
-    { benchmark: `${name}: push of 10 changes, view / none`, value: ratio(pushTimes.view, pushTimes.none), unit: 'x', note: `view ${p(pushTimes.view)}; none ${p(pushTimes.none)}` },
+    {
+      benchmark: `${name}: up-to-date pull, view / none`,
+      value: ratio(times.upView, times.up),
+      unit: 'x',
+      note: `view ${p(times.upView)}; none ${p(times.up)}`,
+    },
+    {
+      benchmark: `${name}: pull after 10 changes, view / none`,
+      value: ratio(times.tenView, times.ten),
+      unit: 'x',
+      note: `view ${p(times.tenView)}; none ${p(times.ten)}`,
+    },
+    {
+      benchmark: `${name}: grant of 10k entries / full pull of 10k`,
+      value: ratio(times.grant, times.full),
+      unit: 'x',
+      note: `grant ${p(times.grant)}; full ${p(times.full)}`,
+    },
+    {
+      benchmark: `${name}: push of 10 changes, view / none`,
+      value: ratio(pushTimes.view, pushTimes.none),
+      unit: 'x',
+      note: `view ${p(pushTimes.view)}; none ${p(pushTimes.none)}`,
+    },
   ];
 }
 
 const rows: Row[] = [];
-progress(`node ${process.version}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' / ')}; ${ENTRIES} entries, ${MEMBER_OF} documents of ${PER_DOC} in view`);
+progress(
+  `node ${process.version}, ${cpus().length} cores, load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ')}; ${ENTRIES} entries, ${MEMBER_OF} documents of ${PER_DOC} in view`,
+);
 rows.push(...(await eachStore(STORES, 'views', bench)));
 console.log(renderTable(rows));

@@ -139,10 +139,21 @@ async function main(): Promise<void> {
 
   /** A context whose webhook `b` goes to its receiver, and `a` to the healthy or the hanging one (or is left out); both want the spaces under `prefix`. */
   function context(storage: Storage, prefix: string, kind: Kind, timeoutMs: number): SyncContext {
-    const hook = (port: number) => ({ url: `http://127.0.0.1:${port}/hook`, secret: 'a-webhook-secret-of-32-characters-or-more', allowPrivateAddresses: true, spaces: (space: string) => space.startsWith(prefix) });
+    const hook = (port: number) => ({
+      url: `http://127.0.0.1:${port}/hook`,
+      secret: 'a-webhook-secret-of-32-characters-or-more',
+      allowPrivateAddresses: true,
+      spaces: (space: string) => space.startsWith(prefix),
+    });
     const a = { ...hook(kind === 'hanging' ? ports.hang : ports.ok), timeoutMs };
     const webhooks: Record<string, WebhookOptions> = kind === 'alone' ? { b: hook(ports.b) } : { a, b: hook(ports.b) };
-    return createContext({ storage, mutators: {}, changes: { webhooks }, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => errors.push(error) });
+    return createContext({
+      storage,
+      mutators: {},
+      changes: { webhooks },
+      retention: { clientGroupsMs: false, tombstonesMs: false },
+      onError: (error) => errors.push(error),
+    });
   }
 
   /** One write into each of `spaces` spaces under `prefix`, and `b`'s time to hear from all; a round of `deliverWebhooks` after the writes, if asked. */
@@ -206,9 +217,27 @@ async function main(): Promise<void> {
           const range = (values: number[], unit = ' ms') => `${Math.min(...values)}-${Math.max(...values)}${unit}`;
           progress(`${name}: ${KINDS.map((kind) => `${kind} ${ms[kind].join(', ')} ms`).join('; ')}`);
           rows.push({ benchmark: `${name}: b, both healthy (median)`, value: median(ms.healthy), unit: 'ms', note: `round by round ${range(ms.healthy)}` });
-          rows.push({ benchmark: `${name}: b, beside a hanging a (median)`, value: median(ms.hanging), unit: 'ms', note: `round by round ${range(ms.hanging)}; a took ${range(took.hanging.map(({ aRequests }) => aRequests), '')} requests a round, held at most ${Math.max(...took.hanging.map(({ aMostHeld }) => aMostHeld))} at once` });
-          rows.push({ benchmark: `${name}: b alone (median)`, value: median(ms.alone), unit: 'ms', note: `round by round ${range(ms.alone)}; beside a hanging a / alone: ${(median(ms.hanging) / median(ms.alone)).toFixed(2)}x` });
-          rows.push({ benchmark: `${name}: hanging / healthy`, value: median(ms.hanging) / median(ms.healthy), unit: 'x', note: `round by round ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x (aim: within 1.2x)` });
+          rows.push({
+            benchmark: `${name}: b, beside a hanging a (median)`,
+            value: median(ms.hanging),
+            unit: 'ms',
+            note: `round by round ${range(ms.hanging)}; a took ${range(
+              took.hanging.map(({ aRequests }) => aRequests),
+              '',
+            )} requests a round, held at most ${Math.max(...took.hanging.map(({ aMostHeld }) => aMostHeld))} at once`,
+          });
+          rows.push({
+            benchmark: `${name}: b alone (median)`,
+            value: median(ms.alone),
+            unit: 'ms',
+            note: `round by round ${range(ms.alone)}; beside a hanging a / alone: ${(median(ms.hanging) / median(ms.alone)).toFixed(2)}x`,
+          });
+          rows.push({
+            benchmark: `${name}: hanging / healthy`,
+            value: median(ms.hanging) / median(ms.healthy),
+            unit: 'x',
+            note: `round by round ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x (aim: within 1.2x)`,
+          });
         }
       }
     }

@@ -77,7 +77,10 @@ function receive(received: Received): Promise<{ port: number; close: () => Promi
   });
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
-      resolve({ port: (server.address() as AddressInfo).port, close: () => new Promise<void>((done) => (server.closeAllConnections(), server.close(() => done()))) }),
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        close: () => new Promise<void>((done) => (server.closeAllConnections(), server.close(() => done()))),
+      }),
     ),
   );
 }
@@ -88,7 +91,8 @@ if (process.argv[2] === '--receiver') {
   const { port } = await receive(received);
   process.on('message', (message: string) => {
     if (message === 'count') process.send!({ count: received.first.size });
-    else if (message === 'report') process.send!({ first: [...received.first.values()], posts: received.posts, duplicates: received.duplicates }, () => process.exit(0));
+    else if (message === 'report')
+      process.send!({ first: [...received.first.values()], posts: received.posts, duplicates: received.duplicates }, () => process.exit(0));
   });
   process.send!({ port });
 } else {
@@ -148,7 +152,14 @@ async function main(): Promise<void> {
   if (STORES.includes('postgres')) process.env.DATABASE_URL ??= execFileSync(join(root, 'scripts/start-postgres.sh'), { encoding: 'utf8' }).trim();
 
   /** A value of about 150 bytes of JSON, new each time. */
-  const item = (n: number) => ({ title: `Order ${n} for customer ${n % 977}`, status: ['new', 'paid', 'shipped'][n % 3], total: (n % 10_000) / 100, currency: 'EUR', lines: n % 7, updatedAt: new Date(1_700_000_000_000 + n).toISOString() });
+  const item = (n: number) => ({
+    title: `Order ${n} for customer ${n % 977}`,
+    status: ['new', 'paid', 'shipped'][n % 3],
+    total: (n % 10_000) / 100,
+    currency: 'EUR',
+    lines: n % 7,
+    updatedAt: new Date(1_700_000_000_000 + n).toISOString(),
+  });
 
   /** What a run of the load came to. */
   interface Drive {
@@ -166,7 +177,14 @@ async function main(): Promise<void> {
    * RATE transact calls a second into `spaces`, round-robin, for SECONDS s; counted from WARMUP s
    * on. Resolves once the load is over and every call has settled.
    */
-  async function drive(name: string, ctx: SyncContext, spaces: readonly string[], receiverPid: number, writes: { count: number }, errors: unknown[]): Promise<Drive & { counted: { from: number; to: number } }> {
+  async function drive(
+    name: string,
+    ctx: SyncContext,
+    spaces: readonly string[],
+    receiverPid: number,
+    writes: { count: number },
+    errors: unknown[],
+  ): Promise<Drive & { counted: { from: number; to: number } }> {
     const commitMs: number[] = [];
     let issued = 0;
     let committed = 0;
@@ -212,7 +230,16 @@ async function main(): Promise<void> {
     });
     progress(`${name}: load over: ${issued} started, ${committed} committed, ${inFlight} in flight`);
     while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
-    return { committedInWindow, committed, failed, maxInFlight, commitMs, cpu: cpuSpent(before!.cpu, after!.cpu), writes: after!.writes - before!.writes, counted };
+    return {
+      committedInWindow,
+      committed,
+      failed,
+      maxInFlight,
+      commitMs,
+      cpu: cpuSpent(before!.cpu, after!.cpu),
+      writes: after!.writes - before!.writes,
+      counted,
+    };
   }
 
   async function bench(name: string, plain: Storage): Promise<Row[]> {
@@ -229,18 +256,46 @@ async function main(): Promise<void> {
     });
     const receiver = await startReceiver(INLINE);
     const errors: unknown[] = [];
-    const webhooks = { bench: { url: `http://127.0.0.1:${receiver.port}/hook`, secret: 'a-webhook-secret-of-32-characters-or-more', allowPrivateAddresses: true, spaces: (space: string) => space.startsWith('hooks-'), spacesPerDelivery: SPACES_PER_DELIVERY } };
-    const ctx = createContext({ storage, mutators: {}, changes: { webhooks }, retention: { clientGroupsMs: false, tombstonesMs: false }, onError: (error) => errors.push(error) });
+    const webhooks = {
+      bench: {
+        url: `http://127.0.0.1:${receiver.port}/hook`,
+        secret: 'a-webhook-secret-of-32-characters-or-more',
+        allowPrivateAddresses: true,
+        spaces: (space: string) => space.startsWith('hooks-'),
+        spacesPerDelivery: SPACES_PER_DELIVERY,
+      },
+    };
+    const ctx = createContext({
+      storage,
+      mutators: {},
+      changes: { webhooks },
+      retention: { clientGroupsMs: false, tombstonesMs: false },
+      onError: (error) => errors.push(error),
+    });
     const load = `${RATE.toLocaleString('en-US')} commits/s asked over ${SPACES} spaces, spacesPerDelivery ${SPACES_PER_DELIVERY}`;
     const where = INLINE ? 'in this process' : 'in a child process';
 
     // The baseline: the same load, the feed on, no delivery running (spaces the webhook does not want).
     progress(`${name}: baseline, no delivery: ${load}, ${SECONDS} s (the first ${WARMUP} s not counted)`);
-    const base = await drive(`${name} baseline`, ctx, Array.from({ length: SPACES }, (_, i) => `base-${process.pid}-${i}`), receiver.pid, writes, errors);
+    const base = await drive(
+      `${name} baseline`,
+      ctx,
+      Array.from({ length: SPACES }, (_, i) => `base-${process.pid}-${i}`),
+      receiver.pid,
+      writes,
+      errors,
+    );
 
     progress(`${name}: webhooks: ${load}, ${SECONDS} s (the first ${WARMUP} s not counted), receiver ${where}`);
     const runner = startWebhooks(ctx, { sweepMs: 1000 });
-    const hooked = await drive(`${name} webhooks`, ctx, Array.from({ length: SPACES }, (_, i) => `hooks-${process.pid}-${i}`), receiver.pid, writes, errors);
+    const hooked = await drive(
+      `${name} webhooks`,
+      ctx,
+      Array.from({ length: SPACES }, (_, i) => `hooks-${process.pid}-${i}`),
+      receiver.pid,
+      writes,
+      errors,
+    );
     const waitFrom = Date.now();
     let delivered = await receiver.count();
     while (delivered < hooked.committed && Date.now() - waitFrom < 60_000) {
@@ -261,15 +316,60 @@ async function main(): Promise<void> {
       `this process ${pct(d.cpu.client)}${receiverToo ? `, receiver ${INLINE ? '(in this process)' : pct(d.cpu.server)}` : ''}, PostgreSQL (every postgres process, anyone's) ${pct(d.cpu.postgres)}; of 200% (2 cores)`;
     const ms1 = (x: number) => x.toFixed(x < 10 ? 2 : 0);
     return [
-      { benchmark: `${name}: commit to first delivery attempt, p50`, value: p(0.5), unit: 'ms', note: `${load}; p90 ${p(0.9)} ms; n=${latencies.length} changes committed in the counted ${windowS} s; receiver ${where}` },
-      { benchmark: `${name}: commit to first delivery attempt, p99`, value: p(0.99), unit: 'ms', note: `p99.9 ${p(0.999)} ms, max ${Math.max(...latencies)} ms (aim: p99 < 1,000 ms)` },
-      { benchmark: `${name}: commits/s achieved, with webhooks`, value: hooked.committedInWindow / windowS, unit: 'commits/s', note: `of ${RATE} asked; ${hooked.failed} failed; up to ${hooked.maxInFlight} transact calls in flight (any time, warm-up too)` },
-      { benchmark: `${name}: commits/s achieved, baseline (no delivery)`, value: base.committedInWindow / windowS, unit: 'commits/s', note: `${base.failed} failed; up to ${base.maxInFlight} transact calls in flight` },
-      { benchmark: `${name}: transact, call to resolve, p50, with webhooks`, value: median(hooked.commitMs), unit: 'ms', note: `p99 ${ms1(quantile(hooked.commitMs, 0.99))} ms` },
-      { benchmark: `${name}: transact, call to resolve, p50, baseline`, value: median(base.commitMs), unit: 'ms', note: `p99 ${ms1(quantile(base.commitMs, 0.99))} ms` },
-      { benchmark: `${name}: store write transactions, with webhooks`, value: hooked.writes / windowS, unit: '/s', note: `baseline ${Math.round(base.writes / windowS)}/s (group commit: commits share transactions); the difference is deliveries' claims and records` },
-      { benchmark: `${name}: changes per delivery (mean)`, value: report.first.length / report.posts, unit: 'changes', note: `${report.posts} deliveries in the whole run (${Math.round(report.posts / SECONDS)}/s over its ${SECONDS} s); ${report.duplicates} changes delivered twice; ${hooked.committed - report.first.length} never delivered (waited ${(drainMs / 1000).toFixed(1)} s after the load)` },
-      { benchmark: `${name}: machine CPU busy, with webhooks`, value: (hooked.cpu.machineBusy / (windowS * 1000)) * 100, unit: '%', note: cpuNote(hooked, true) },
+      {
+        benchmark: `${name}: commit to first delivery attempt, p50`,
+        value: p(0.5),
+        unit: 'ms',
+        note: `${load}; p90 ${p(0.9)} ms; n=${latencies.length} changes committed in the counted ${windowS} s; receiver ${where}`,
+      },
+      {
+        benchmark: `${name}: commit to first delivery attempt, p99`,
+        value: p(0.99),
+        unit: 'ms',
+        note: `p99.9 ${p(0.999)} ms, max ${Math.max(...latencies)} ms (aim: p99 < 1,000 ms)`,
+      },
+      {
+        benchmark: `${name}: commits/s achieved, with webhooks`,
+        value: hooked.committedInWindow / windowS,
+        unit: 'commits/s',
+        note: `of ${RATE} asked; ${hooked.failed} failed; up to ${hooked.maxInFlight} transact calls in flight (any time, warm-up too)`,
+      },
+      {
+        benchmark: `${name}: commits/s achieved, baseline (no delivery)`,
+        value: base.committedInWindow / windowS,
+        unit: 'commits/s',
+        note: `${base.failed} failed; up to ${base.maxInFlight} transact calls in flight`,
+      },
+      {
+        benchmark: `${name}: transact, call to resolve, p50, with webhooks`,
+        value: median(hooked.commitMs),
+        unit: 'ms',
+        note: `p99 ${ms1(quantile(hooked.commitMs, 0.99))} ms`,
+      },
+      {
+        benchmark: `${name}: transact, call to resolve, p50, baseline`,
+        value: median(base.commitMs),
+        unit: 'ms',
+        note: `p99 ${ms1(quantile(base.commitMs, 0.99))} ms`,
+      },
+      {
+        benchmark: `${name}: store write transactions, with webhooks`,
+        value: hooked.writes / windowS,
+        unit: '/s',
+        note: `baseline ${Math.round(base.writes / windowS)}/s (group commit: commits share transactions); the difference is deliveries' claims and records`,
+      },
+      {
+        benchmark: `${name}: changes per delivery (mean)`,
+        value: report.first.length / report.posts,
+        unit: 'changes',
+        note: `${report.posts} deliveries in the whole run (${Math.round(report.posts / SECONDS)}/s over its ${SECONDS} s); ${report.duplicates} changes delivered twice; ${hooked.committed - report.first.length} never delivered (waited ${(drainMs / 1000).toFixed(1)} s after the load)`,
+      },
+      {
+        benchmark: `${name}: machine CPU busy, with webhooks`,
+        value: (hooked.cpu.machineBusy / (windowS * 1000)) * 100,
+        unit: '%',
+        note: cpuNote(hooked, true),
+      },
       { benchmark: `${name}: machine CPU busy, baseline`, value: (base.cpu.machineBusy / (windowS * 1000)) * 100, unit: '%', note: cpuNote(base, false) },
     ];
   }

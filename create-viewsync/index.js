@@ -58,7 +58,12 @@ function manifest(name) {
 
 /** A package name npm accepts, from the folder's name. */
 function packageName(base) {
-  return base.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || DEFAULT_FOLDER;
+  return (
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[._-]+/, '') || DEFAULT_FOLDER
+  );
 }
 
 function fail(message) {

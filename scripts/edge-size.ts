@@ -32,7 +32,13 @@ for (const [name, contents] of Object.entries(HANDLERS)) {
     // tsup's chunks are imported bare; esbuild notes that it drops them, which is right here.
     logLevel: 'error',
     define: { 'process.env.DATABASE_URL': '""' },
-    plugins: [{ name: 'dist', setup: (b) => b.onResolve({ filter: /^viewsync(\/.*)?$/ }, ({ path }) => ({ path: join(root, 'dist', `${path === 'viewsync' ? 'index' : path.slice(9)}.js`) })) }],
+    plugins: [
+      {
+        name: 'dist',
+        setup: (b) =>
+          b.onResolve({ filter: /^viewsync(\/.*)?$/ }, ({ path }) => ({ path: join(root, 'dist', `${path === 'viewsync' ? 'index' : path.slice(9)}.js`) })),
+      },
+    ],
   });
   const code = result.outputFiles[0]!.contents;
   console.log(`${name}: ${(code.length / 1024).toFixed(1)} KiB minified, ${(gzipSync(code).length / 1024).toFixed(1)} KiB gzipped`);

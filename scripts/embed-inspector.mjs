@@ -16,13 +16,23 @@ export const FILES = { INDEX_HTML: 'index.html', LOGIN_HTML: 'login.html', APP_J
 /** What assets.ts should hold now. */
 export function embedded() {
   const lines = ['// Written by scripts/embed-inspector.mjs from the files beside it (app.js bundled with its modules): edit those, not this.', ''];
-  for (const [name, file] of Object.entries(FILES)) lines.push(`/** ${file} */`, `export const ${name} = ${JSON.stringify(name === 'APP_JS' ? bundle() : readFileSync(ui + file, 'utf8'))};`, '');
+  for (const [name, file] of Object.entries(FILES))
+    lines.push(`/** ${file} */`, `export const ${name} = ${JSON.stringify(name === 'APP_JS' ? bundle() : readFileSync(ui + file, 'utf8'))};`, '');
   return lines.join('\n');
 }
 
 /** app.js with every module it imports, as one ES module: the page loads one file, and nothing in it imports. */
 function bundle() {
-  const { outputFiles } = buildSync({ entryPoints: [ui + 'app.js'], bundle: true, format: 'esm', write: false, target: 'es2022', legalComments: 'none', charset: 'utf8', absWorkingDir: ui });
+  const { outputFiles } = buildSync({
+    entryPoints: [ui + 'app.js'],
+    bundle: true,
+    format: 'esm',
+    write: false,
+    target: 'es2022',
+    legalComments: 'none',
+    charset: 'utf8',
+    absWorkingDir: ui,
+  });
   return outputFiles[0].text;
 }
 

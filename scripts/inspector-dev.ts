@@ -20,10 +20,12 @@ const storage = file === undefined ? memoryStorage() : sqliteStorage(openSQLite(
 const received: unknown[] = [];
 const receiver = createServer((req, res) => {
   let body = '';
-  req.on('data', (chunk) => (body += chunk)).on('end', () => {
-    received.push(JSON.parse(body));
-    res.writeHead(200).end();
-  });
+  req
+    .on('data', (chunk) => (body += chunk))
+    .on('end', () => {
+      received.push(JSON.parse(body));
+      res.writeHead(200).end();
+    });
 }).listen(0, '127.0.0.1');
 await new Promise((resolve) => receiver.once('listening', resolve));
 const ctx = inspectorApp(storage, { webhook: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` });
@@ -31,12 +33,15 @@ const handle = (request: Request) => handleRequest(request, ctx);
 const webhooks = startWebhooks(ctx);
 
 await seedAcme(handle);
-for (let i = 0; i < 40; i++) await pushAs(handle, `space-${String(i).padStart(3, '0')}`, 'ann', [{ name: 'put', args: { key: `note/${i}`, value: { text: `Space ${i}` } } }]);
+for (let i = 0; i < 40; i++)
+  await pushAs(handle, `space-${String(i).padStart(3, '0')}`, 'ann', [{ name: 'put', args: { key: `note/${i}`, value: { text: `Space ${i}` } } }]);
 
 let n = 0;
 const traffic = setInterval(() => {
   n++;
-  void pushAs(handle, 'acme', n % 2 ? 'ann' : 'bob', [{ name: 'put', args: { key: `list/${1 + (n % 3)}/todo/live-${n % 50}`, value: { title: `Live ${n}`, done: false } } }]).catch(console.error);
+  void pushAs(handle, 'acme', n % 2 ? 'ann' : 'bob', [
+    { name: 'put', args: { key: `list/${1 + (n % 3)}/todo/live-${n % 50}`, value: { title: `Live ${n}`, done: false } } },
+  ]).catch(console.error);
 }, 300);
 
 const api = createListener(ctx);

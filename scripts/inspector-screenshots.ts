@@ -30,14 +30,17 @@ await pushAs(handle, 'acme', 'bob', [
   { name: 'put', args: { key: 'list/2/todo/1', value: { title: 'Todo 1 (edited by bob)', done: true } } },
   { name: 'del', args: { key: 'list/2/todo/4' } },
 ]);
-for (let i = 0; i < 12; i++) await pushAs(handle, `space-${String(i).padStart(3, '0')}`, 'ann', [{ name: 'put', args: { key: `note/${i}`, value: { text: `Space ${i}` } } }]);
+for (let i = 0; i < 12; i++)
+  await pushAs(handle, `space-${String(i).padStart(3, '0')}`, 'ann', [{ name: 'put', args: { key: `note/${i}`, value: { text: `Space ${i}` } } }]);
 
 let n = 0;
 const traffic = setInterval(() => {
   n++;
   const user = n % 2 ? 'ann' : 'bob';
   // Ticks the live to-dos done and not: short values keep the feed's picture small.
-  void pushAs(handle, 'acme', user, [{ name: 'put', args: { key: `list/${user === 'ann' ? 1 + (n % 2) : 2}/todo/live-${n % 10}`, value: { done: n % 3 === 0 } } }]).catch(console.error);
+  void pushAs(handle, 'acme', user, [
+    { name: 'put', args: { key: `list/${user === 'ann' ? 1 + (n % 2) : 2}/todo/live-${n % 10}`, value: { done: n % 3 === 0 } } },
+  ]).catch(console.error);
   // And a pull now and then, so the pulls chart moves too.
   if (n % 3 === 0) void pull(user);
 }, 150);
@@ -45,7 +48,15 @@ const traffic = setInterval(() => {
 /** A pull of `user` from no cookie, as a new client group's first. */
 async function pull(user: string): Promise<void> {
   const body = { pullVersion: 1, clientGroupID: `screenshots-${user}`, cookie: null, profileID: 'p', schemaVersion: '' };
-  await (await handle(new Request('http://localhost/pull?space=acme', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body: JSON.stringify(body) }))).text();
+  await (
+    await handle(
+      new Request('http://localhost/pull?space=acme', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+        body: JSON.stringify(body),
+      }),
+    )
+  ).text();
 }
 
 const api = createListener(ctx);

@@ -9,7 +9,11 @@ export { read, type ReadOptions } from './backend/read.js';
 // The change feed: its options, its pages, its errors, and its HTTP door.
 export type { ChangeFeedOptions } from './context/context.js';
 export {
-  readChanges, followChanges, readAllChanges, type ReadChangesOptions, type FollowChangesOptions,
+  readChanges,
+  followChanges,
+  readAllChanges,
+  type ReadChangesOptions,
+  type FollowChangesOptions,
   type ReadAllChangesOptions,
 } from './backend/changes.js';
 export type { StoreFeedPage } from './sync/feed/store-feed.js';
@@ -30,10 +34,26 @@ export { verifyWebhook, WebhookSignatureError, type VerifyWebhookOptions } from 
 // A space's history: as of a version, a key's changes, restores, reverts and erasure.
 export type { HistoryOptions } from './context/context.js';
 export {
-  at, readHistory, restoreSpace, revertChanges, eraseData, HistoryGoneError, ERASED_TOPIC,
-  type AtOptions, type AsOf, type ReadHistoryOptions, type HistoryPage, type RestoreOptions,
-  type RestoreResult, type RevertOptions, type RevertResult, type EraseResult, type EraseTarget,
-  type PlannedChange, type RevertConflict, type ConflictPolicy,
+  at,
+  readHistory,
+  restoreSpace,
+  revertChanges,
+  eraseData,
+  HistoryGoneError,
+  ERASED_TOPIC,
+  type AtOptions,
+  type AsOf,
+  type ReadHistoryOptions,
+  type HistoryPage,
+  type RestoreOptions,
+  type RestoreResult,
+  type RevertOptions,
+  type RevertResult,
+  type EraseResult,
+  type EraseTarget,
+  type PlannedChange,
+  type RevertConflict,
+  type ConflictPolicy,
 } from './backend/history.js';
 export type { LoggedChange } from './sync/history/log-reads.js';
 export { handleHistory } from './server/handle-history.js';

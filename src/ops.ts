@@ -15,8 +15,13 @@ export type { SpaceQuota, Quotas } from './sync/transactions/quota.js';
 export type { RateOptions } from './context/rates.js';
 // What a store holds, dumped and loaded.
 export {
-  inspect, type SpaceSummary, type SpaceDetail, type GroupSummary, type StagingSummary,
-  type ChangeLogSummary, type WebhookSummary,
+  inspect,
+  type SpaceSummary,
+  type SpaceDetail,
+  type GroupSummary,
+  type StagingSummary,
+  type ChangeLogSummary,
+  type WebhookSummary,
 } from './backend/inspect.js';
 export { exportSpace, type ExportOptions, type ExportProgress } from './backend/export.js';
 export { importSpace, type ImportOptions, type ImportProgress, type ImportResult, type SkippedClient } from './backend/import.js';
@@ -24,8 +29,14 @@ export { DumpError, type DumpSource } from './backend/lines.js';
 export { StagingLostError } from './sync/dumps/import-batch.js';
 // Data migrations.
 export {
-  defineMigration, runMigration, migrationStatus, type Migration, type MigrationOptions,
-  type MigrationProgress, type MigrationResult, type SpaceMigration,
+  defineMigration,
+  runMigration,
+  migrationStatus,
+  type Migration,
+  type MigrationOptions,
+  type MigrationProgress,
+  type MigrationResult,
+  type SpaceMigration,
 } from './backend/migrate.js';
 // Several instances, and several stores.
 export { storeNotifier, type StoreNotifier, type StoreNotifierOptions } from './poke/store-notifier.js';

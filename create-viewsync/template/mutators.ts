@@ -8,7 +8,11 @@ import * as v from 'valibot';
 // Anyone can push any args: each mutator checks its own with these schemas first, so a malformed
 // item is refused (the server skips the mutation) and never reaches the list every visitor reads.
 const ID = v.pipe(v.string(), v.regex(/^[\w-]{1,64}$/, 'An id is 1 to 64 letters, digits, _ or -'));
-const Item = v.object({ id: ID, text: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(1000)), createdAt: v.pipe(v.number(), v.safeInteger(), v.minValue(0)) });
+const Item = v.object({
+  id: ID,
+  text: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(1000)),
+  createdAt: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+});
 
 /** An item of the list, stored at `item/<id>`. */
 export type Item = v.InferOutput<typeof Item>;

@@ -50,6 +50,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
-    void stopServer(server, ctx).then(() => (db.close(), bundler.dispose())).then(() => process.exit(0));
+    void stopServer(server, ctx)
+      .then(() => (db.close(), bundler.dispose()))
+      .then(() => process.exit(0));
   });
 }

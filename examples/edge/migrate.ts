@@ -11,11 +11,13 @@ if (!url) {
   process.exit(1);
 }
 const sql = postgres(url, { fetch_types: false, max: 1 });
-await postgresStorage(sql).migrate().then(
-  () => console.log('viewsync: tables ready'),
-  (error: Error) => {
-    console.error(`viewsync: cannot create the tables: ${error.message}`);
-    process.exitCode = 1;
-  },
-);
+await postgresStorage(sql)
+  .migrate()
+  .then(
+    () => console.log('viewsync: tables ready'),
+    (error: Error) => {
+      console.error(`viewsync: cannot create the tables: ${error.message}`);
+      process.exitCode = 1;
+    },
+  );
 await sql.end();

@@ -12,5 +12,8 @@ const sql = postgres(Deno.env.get('SUPABASE_DB_URL')!, { prepare: false, fetch_t
 const storage = postgresStorage(sql, { prepare: false });
 const ctx = createContext({ storage, mutators, pokes: { notifier: storeNotifier(storage) } });
 
-const server = Deno.serve({ port: Number(Deno.env.get('PORT') ?? 8000), hostname: '127.0.0.1', onListen: ({ port }) => console.log(`sync on http://127.0.0.1:${port}/`) }, (request) => handleRequest(request, ctx));
+const server = Deno.serve(
+  { port: Number(Deno.env.get('PORT') ?? 8000), hostname: '127.0.0.1', onListen: ({ port }) => console.log(`sync on http://127.0.0.1:${port}/`) },
+  (request) => handleRequest(request, ctx),
+);
 await server.finished;

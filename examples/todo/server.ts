@@ -111,7 +111,9 @@ async function openSQLite(file: string): Promise<SQLiteFile> {
     const { default: Database } = (await import('better-sqlite3' as string)) as { default: new (path: string) => SQLiteFile };
     return new Database(file);
   } catch {
-    console.error(`Node ${process.versions.node} has no node:sqlite: run the demo on Node 22.15 or later, or \`npm start -- --memory\` to keep the todos in memory.`);
+    console.error(
+      `Node ${process.versions.node} has no node:sqlite: run the demo on Node 22.15 or later, or \`npm start -- --memory\` to keep the todos in memory.`,
+    );
     process.exit(1);
   }
 }

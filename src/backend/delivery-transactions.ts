@@ -90,20 +90,30 @@ class DeliveryQueue {
       try {
         const spaces = batch.map(({ space }) => space);
         // Side by side: a database pipelines their reads. Each settles before the transaction ends, so none reads after its end.
-        const results = await this.#storage.transaction(async (tx) => {
-          // One round trip for what every work reads first; the store keeps what it read.
-          if (tx.getMany) await tx.getMany(batch.flatMap(({ reads }) => reads));
-          const settled = await Promise.allSettled(batch.map(({ work }) => work(tx)));
-          for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
-          return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value);
-        }, { readOnly: false, lane: 'deliveries', spaces });
+        const results = await this.#storage.transaction(
+          async (tx) => {
+            // One round trip for what every work reads first; the store keeps what it read.
+            if (tx.getMany) await tx.getMany(batch.flatMap(({ reads }) => reads));
+            const settled = await Promise.allSettled(batch.map(({ work }) => work(tx)));
+            for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+            return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value);
+          },
+          { readOnly: false, lane: 'deliveries', spaces },
+        );
         for (const [i, { resolve }] of batch.entries()) resolve(results[i]);
         return;
       } catch {
         // Each alone, below: a space whose work the store refused fails by itself, and is told why.
       }
     }
-    await inTurn(batch.map(({ space, work, resolve, reject }) => () => this.#storage.transaction(work, { readOnly: false, space, lane: 'deliveries' }).then(resolve, reject)), ONE_AT_A_TIME_AT_ONCE);
+    await inTurn(
+      batch.map(
+        ({ space, work, resolve, reject }) =>
+          () =>
+            this.#storage.transaction(work, { readOnly: false, space, lane: 'deliveries' }).then(resolve, reject),
+      ),
+      ONE_AT_A_TIME_AT_ONCE,
+    );
   }
 }
 

@@ -92,7 +92,14 @@ export const GROUP_LINE_CHARS = 65_536;
 
 /** The header line, with its newline. */
 export function headerLine(space: string, now: number, version: number, historyFrom?: number): string {
-  const header: DumpHeader | (Omit<DumpHeader, 'format'> & { format: typeof HISTORY_FORMAT }) = { viewsync: DUMP_KIND, format: historyFrom === undefined ? DUMP_FORMAT : HISTORY_FORMAT, space, exported: new Date(now).toISOString(), version, ...(historyFrom !== undefined && { history: { from: historyFrom } }) };
+  const header: DumpHeader | (Omit<DumpHeader, 'format'> & { format: typeof HISTORY_FORMAT }) = {
+    viewsync: DUMP_KIND,
+    format: historyFrom === undefined ? DUMP_FORMAT : HISTORY_FORMAT,
+    space,
+    exported: new Date(now).toISOString(),
+    version,
+    ...(historyFrom !== undefined && { history: { from: historyFrom } }),
+  };
   return JSON.stringify(header) + '\n';
 }
 
@@ -101,7 +108,9 @@ export function groupLines(group: DumpedGroup): string {
   const head = `{"group":${JSON.stringify(group.group)},"user":${JSON.stringify(group.user)},`;
   if ('expired' in group) return `${head}"expired":true}\n`;
   // Sorted here: an object's own order puts IDs like "10" first, as numbers.
-  const clients = Object.entries(group.clients).sort(([a], [b]) => compareUTF8(a, b)).map(([id, lmid]) => `${JSON.stringify(id)}:${lmid}`);
+  const clients = Object.entries(group.clients)
+    .sort(([a], [b]) => compareUTF8(a, b))
+    .map(([id, lmid]) => `${JSON.stringify(id)}:${lmid}`);
   const lines: string[][] = [[]];
   let chars = 0;
   for (const client of clients) {
@@ -150,22 +159,35 @@ export function checkHeader(parsed: unknown, line: number, rules: HeaderRules): 
     );
   }
   if (header.format !== HISTORY_FORMAT && header.format !== DUMP_FORMAT && header.format !== FORMAT_WITHOUT_GROUPS && header.format !== FORMAT_WITHOUT_END) {
-    throw new DumpError(line, `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads formats ${HISTORY_FORMAT}, ${DUMP_FORMAT} and ${FORMAT_WITHOUT_GROUPS} (and ${FORMAT_WITHOUT_END}, with allowFormat1)`);
+    throw new DumpError(
+      line,
+      `is a header of dump format ${JSON.stringify(header.format)}; this viewsync reads formats ${HISTORY_FORMAT}, ${DUMP_FORMAT} and ${FORMAT_WITHOUT_GROUPS} (and ${FORMAT_WITHOUT_END}, with allowFormat1)`,
+    );
   }
   let history: { from: number; to: number } | undefined;
   if (header.format === HISTORY_FORMAT) {
     const from = header.history?.from;
-    if (!isCount(from) || !isCount(header.version) || from > header.version) throw new DumpError(line, `is a format-${HISTORY_FORMAT} header without the versions its history keeps: it should hold the dump's version N and a history whose first kept version F is at most N`);
+    if (!isCount(from) || !isCount(header.version) || from > header.version)
+      throw new DumpError(
+        line,
+        `is a format-${HISTORY_FORMAT} header without the versions its history keeps: it should hold the dump's version N and a history whose first kept version F is at most N`,
+      );
     history = { from, to: header.version };
   } else if (rules.history) {
-    throw new DumpError(line, `is the header of a format-${JSON.stringify(header.format)} dump, which holds no history (importSpace's history: true, CLI --history): export the space with its history (format ${HISTORY_FORMAT}: exportSpace's history: true, viewsync export --history)`);
+    throw new DumpError(
+      line,
+      `is the header of a format-${JSON.stringify(header.format)} dump, which holds no history (importSpace's history: true, CLI --history): export the space with its history (format ${HISTORY_FORMAT}: exportSpace's history: true, viewsync export --history)`,
+    );
   }
   if ('space' in header) {
     if (typeof header.space !== 'string') throw new DumpError(line, `is a header whose "space" is not a string (${JSON.stringify(header.space)})`);
     const expected = rules.from ?? rules.target;
     if (header.space !== expected) {
       // A dump of another space is as likely a wrong file as a wanted copy: the caller says which.
-      const remedy = rules.from === undefined ? `: to import it into ${JSON.stringify(rules.target)} anyway, pass from: ${JSON.stringify(header.space)} (CLI: --from ${JSON.stringify(header.space)})` : ' (options.from)';
+      const remedy =
+        rules.from === undefined
+          ? `: to import it into ${JSON.stringify(rules.target)} anyway, pass from: ${JSON.stringify(header.space)} (CLI: --from ${JSON.stringify(header.space)})`
+          : ' (options.from)';
       throw new DumpError(line, `is the header of a dump of space ${JSON.stringify(header.space)}, not ${JSON.stringify(expected)}${remedy}`);
     }
   }
@@ -180,21 +202,36 @@ export function isEndLine(parsed: unknown): boolean {
 /** Checks line `line`, the end line of a dump of `format`, against the entries and client groups read before it. */
 export function checkEnd(parsed: unknown, line: number, format: number, read: { entries: number; groups: number; changes: number }): void {
   const end = parsed as { entries?: unknown; groups?: unknown; changes?: unknown };
-  const shape = format === HISTORY_FORMAT ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M,"changes":C}` : format === DUMP_FORMAT ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M}` : `{"viewsync":"${DUMP_END}","entries":N}`;
+  const shape =
+    format === HISTORY_FORMAT
+      ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M,"changes":C}`
+      : format === DUMP_FORMAT
+        ? `{"viewsync":"${DUMP_END}","entries":N,"groups":M}`
+        : `{"viewsync":"${DUMP_END}","entries":N}`;
   if (!isCount(end.entries)) throw new DumpError(line, `is an end line without a count of entries: it should be ${shape}`);
   if (end.entries !== read.entries) {
-    throw new DumpError(line, `is the dump's end line, which counts ${end.entries} entries, but ${read.entries} came before it: lines were lost or added, so nothing was imported`);
+    throw new DumpError(
+      line,
+      `is the dump's end line, which counts ${end.entries} entries, but ${read.entries} came before it: lines were lost or added, so nothing was imported`,
+    );
   }
   // Format 2 has no client groups; what else its end line holds was never read.
   if (format < DUMP_FORMAT) return;
   if (!isCount(end.groups)) throw new DumpError(line, `is an end line without a count of client groups: a format-${DUMP_FORMAT} dump's is ${shape}`);
   if (end.groups !== read.groups) {
-    throw new DumpError(line, `is the dump's end line, which counts ${end.groups} client groups, but ${read.groups} came before it: lines were lost or added, so nothing was imported`);
+    throw new DumpError(
+      line,
+      `is the dump's end line, which counts ${end.groups} client groups, but ${read.groups} came before it: lines were lost or added, so nothing was imported`,
+    );
   }
   if (format !== HISTORY_FORMAT) return;
-  if (!isCount(end.changes)) throw new DumpError(line, `is an end line without a count of the change log's rows: a format-${HISTORY_FORMAT} dump's is ${shape}`);
+  if (!isCount(end.changes))
+    throw new DumpError(line, `is an end line without a count of the change log's rows: a format-${HISTORY_FORMAT} dump's is ${shape}`);
   if (end.changes !== read.changes) {
-    throw new DumpError(line, `is the dump's end line, which counts ${end.changes} rows of the change log, but ${read.changes} came before it: lines were lost or added, so nothing was imported`);
+    throw new DumpError(
+      line,
+      `is the dump's end line, which counts ${end.changes} rows of the change log, but ${read.changes} came before it: lines were lost or added, so nothing was imported`,
+    );
   }
 }
 

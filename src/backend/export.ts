@@ -69,7 +69,11 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
 
   /** Resolves once the reader wants more; rejects when it has not for `idleMs`. */
   const wanted = () =>
-    within(new Promise<void>((resolve) => (demand = resolve)), idleMs, () => new ReaderIdleError(`exportSpace: the reader asked for nothing for ${idleMs} ms; the export was stopped (options.idleMs)`));
+    within(
+      new Promise<void>((resolve) => (demand = resolve)),
+      idleMs,
+      () => new ReaderIdleError(`exportSpace: the reader asked for nothing for ${idleMs} ms; the export was stopped (options.idleMs)`),
+    );
 
   /** Hands the reader `text`, and waits until it wants more; false once cancelled. */
   const send = async (text: string, counts: ExportProgress): Promise<boolean> => {
@@ -82,33 +86,36 @@ export function exportSpace(ctx: SyncContext, space: string, options: ExportOpti
 
   /** Writes the header, the entries and the client groups; resolves to how many of each, or undefined once cancelled. */
   const run = () =>
-    ctx.storage.transaction(async (tx) => {
-      const counts: ExportProgress = { entries: 0, groups: 0, ...(options.history === true && { changes: 0 }) };
-      const keys = new SpaceKeys(space);
-      const meta = (await tx.get(keys.meta)) as Meta | undefined;
-      // The versions the dump's history keeps: the whole log's, as at() reads it.
-      const kept = options.history === true ? checkKept(space, meta, meta?.version ?? 0) : undefined;
-      controller.enqueue(encoder.encode(headerLine(space, ctx.clock(), meta?.version ?? 0, kept?.from)));
-      const pages = exportPages(tx, space);
-      for await (const page of pages) {
-        counts.entries += page.entries;
-        if (!(await send(page.text, counts))) return void (await pages.return(undefined));
-      }
-      // In the same snapshot as the entries: a client's lastMutationID goes with the data it saw.
-      const groups = exportGroups(tx, space);
-      for await (const page of groups) {
-        counts.groups += page.length;
-        if (!(await send(page.map(groupLines).join(''), counts))) return void (await groups.return(undefined));
-      }
-      if (counts.changes !== undefined) {
-        const log = logLines(tx, keys);
-        for await (const page of log) {
-          counts.changes += page.rows;
-          if (!(await send(page.text, counts))) return void (await log.return(undefined));
+    ctx.storage.transaction(
+      async (tx) => {
+        const counts: ExportProgress = { entries: 0, groups: 0, ...(options.history === true && { changes: 0 }) };
+        const keys = new SpaceKeys(space);
+        const meta = (await tx.get(keys.meta)) as Meta | undefined;
+        // The versions the dump's history keeps: the whole log's, as at() reads it.
+        const kept = options.history === true ? checkKept(space, meta, meta?.version ?? 0) : undefined;
+        controller.enqueue(encoder.encode(headerLine(space, ctx.clock(), meta?.version ?? 0, kept?.from)));
+        const pages = exportPages(tx, space);
+        for await (const page of pages) {
+          counts.entries += page.entries;
+          if (!(await send(page.text, counts))) return void (await pages.return(undefined));
         }
-      }
-      return counts;
-    }, { readOnly: true, space });
+        // In the same snapshot as the entries: a client's lastMutationID goes with the data it saw.
+        const groups = exportGroups(tx, space);
+        for await (const page of groups) {
+          counts.groups += page.length;
+          if (!(await send(page.map(groupLines).join(''), counts))) return void (await groups.return(undefined));
+        }
+        if (counts.changes !== undefined) {
+          const log = logLines(tx, keys);
+          for await (const page of log) {
+            counts.changes += page.rows;
+            if (!(await send(page.text, counts))) return void (await log.return(undefined));
+          }
+        }
+        return counts;
+      },
+      { readOnly: true, space },
+    );
 
   return new ReadableStream<Uint8Array>(
     {

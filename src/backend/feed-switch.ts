@@ -24,7 +24,11 @@ export interface FeedStatus {
 /** Whether the context's store keeps the change feed: one status per store (a routed storage has several). */
 export async function changeFeedStatus(ctx: SyncContext): Promise<FeedStatus[]> {
   checkContext(ctx);
-  return (await readFeedRecords(ctx.storage)).map(([store, record]) => ({ ...(store !== undefined && { store }), on: record?.on === true, since: record?.at ?? null }));
+  return (await readFeedRecords(ctx.storage)).map(([store, record]) => ({
+    ...(store !== undefined && { store }),
+    on: record?.on === true,
+    since: record?.at ?? null,
+  }));
 }
 
 /**
@@ -42,7 +46,9 @@ export async function turnOffChangeFeed(ctx: SyncContext): Promise<{ spaces: num
   checkContext(ctx);
   if (ctx.changes !== undefined || ctx.history !== undefined) {
     const option = ctx.changes !== undefined ? 'changes' : 'history';
-    throw new TypeError(`turnOffChangeFeed: this context keeps the change feed (its \`${option}\` option) and would go on keeping the logs of the spaces it writes: take \`changes\` and \`history\` out of every server first, then call it from a context without them (or run \`viewsync feed off\`)`);
+    throw new TypeError(
+      `turnOffChangeFeed: this context keeps the change feed (its \`${option}\` option) and would go on keeping the logs of the spaces it writes: take \`changes\` and \`history\` out of every server first, then call it from a context without them (or run \`viewsync feed off\`)`,
+    );
   }
   // The store first, so that no space made meanwhile starts a log.
   await writeFeedRecord(ctx.storage, false, ctx.clock());

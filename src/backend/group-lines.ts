@@ -24,11 +24,17 @@ export class GroupSection {
     const previous = this.#previous;
     const same = previous?.order === order;
     if (previous !== undefined && !same && compareUTF8(previous.order, order) > 0) {
-      throw new DumpError(line, `has ${describe(group)}, which is not after the previous line's: a dump lists each client group once, in the order an export writes them (the store's, see the dump format)`);
+      throw new DumpError(
+        line,
+        `has ${describe(group)}, which is not after the previous line's: a dump lists each client group once, in the order an export writes them (the store's, see the dump format)`,
+      );
     }
     // A group of many clients may go on over the next lines, each line's clients after the last one's.
     if (same && (previous.expired || 'expired' in group || ids.length === 0 || previous.last === undefined || compareUTF8(previous.last, ids[0]!) >= 0)) {
-      throw new DumpError(line, `has ${describe(group)} again: a group comes once, or, with many clients, on consecutive lines, each line's clients after the previous line's (client IDs in UTF-8 byte order)`);
+      throw new DumpError(
+        line,
+        `has ${describe(group)} again: a group comes once, or, with many clients, on consecutive lines, each line's clients after the previous line's (client IDs in UTF-8 byte order)`,
+      );
     }
     if (!same) this.groups++;
     const index = same ? previous.index + 1 : 0;
@@ -50,10 +56,12 @@ function checkGroup(parsed: unknown, line: number, limits: Limits): DumpedGroup 
     return group as DumpedGroup;
   }
   const clients = group.clients;
-  if (typeof clients !== 'object' || clients === null || Array.isArray(clients)) throw new DumpError(line, 'has "clients" that is not an object of client IDs and their lastMutationIDs');
+  if (typeof clients !== 'object' || clients === null || Array.isArray(clients))
+    throw new DumpError(line, 'has "clients" that is not an object of client IDs and their lastMutationIDs');
   for (const [id, lmid] of Object.entries(clients)) {
     checkID(id, 'a client ID', line, limits);
-    if (!isCount(lmid)) throw new DumpError(line, `has client ${JSON.stringify(id)} with lastMutationID ${JSON.stringify(lmid)}: it should be a whole number from 0 to 2^53 - 1`);
+    if (!isCount(lmid))
+      throw new DumpError(line, `has client ${JSON.stringify(id)} with lastMutationID ${JSON.stringify(lmid)}: it should be a whole number from 0 to 2^53 - 1`);
   }
   return group as DumpedGroup;
 }

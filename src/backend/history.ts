@@ -98,7 +98,14 @@ export async function restoreSpace(ctx: SyncContext, space: string, options: Res
   const prefix = options.prefix ?? '';
   const keys = new SpaceKeys(space);
   const plan = (tx: StorageTransaction, meta: Meta | undefined) => restorePlan(tx, keys, space, meta, options.to, prefix);
-  const { changes, version } = await planned(ctx, space, options.dryRun === true, plan, (changes) => ({ changes, origin: { kind: 'restore', to: options.to, prefix } }), 'restore');
+  const { changes, version } = await planned(
+    ctx,
+    space,
+    options.dryRun === true,
+    plan,
+    (changes) => ({ changes, origin: { kind: 'restore', to: options.to, prefix } }),
+    'restore',
+  );
   recordHistoryOperation('restore', options.dryRun === true, changes.length);
   return { to: options.to, prefix, dryRun: options.dryRun === true, version, changes };
 }
@@ -149,7 +156,14 @@ export async function revertChanges(ctx: SyncContext, space: string, cause: Reve
     stopped = made.stopped;
     return made.changes;
   };
-  const { changes, version } = await planned(ctx, space, options.dryRun === true, plan, (changes) => ({ changes, origin: { kind: 'revert', cause } }), 'revert');
+  const { changes, version } = await planned(
+    ctx,
+    space,
+    options.dryRun === true,
+    plan,
+    (changes) => ({ changes, origin: { kind: 'revert', cause } }),
+    'revert',
+  );
   recordHistoryOperation('revert', options.dryRun === true, changes.length);
   return { dryRun: options.dryRun === true, version, changes, conflicts, stopped };
 }
@@ -209,16 +223,33 @@ export async function eraseData(ctx: SyncContext, space: string, target: EraseTa
   });
   if (done.version !== undefined) afterChange(ctx, space, { operation: 'erase', space }, done.touched && { keys: done.touched, groups: [] });
   recordHistoryOperation('erase', false, done.deleted.length);
-  return { version: done.version, deleted: done.deleted, historyRows: done.stripped.rows, checkpointRows: done.stripped.checkpointRows, rejected: done.stripped.rejected };
+  return {
+    version: done.version,
+    deleted: done.deleted,
+    historyRows: done.stripped.rows,
+    checkpointRows: done.stripped.checkpointRows,
+    rejected: done.stripped.rejected,
+  };
 }
 
 /**
  * Works out a plan in the space's write transaction and applies it there as one commit made by
  * the origin `apply` gives, or, for a dry run, works it out in a read-only one.
  */
-async function planned(ctx: SyncContext, space: string, dryRun: boolean, plan: (tx: StorageTransaction, meta: Meta | undefined) => Promise<PlannedChange[]>, apply: (changes: PlannedChange[]) => { changes: PlannedChange[]; origin: ChangeOrigin }, operation: string): Promise<{ changes: PlannedChange[]; version: number | undefined }> {
+async function planned(
+  ctx: SyncContext,
+  space: string,
+  dryRun: boolean,
+  plan: (tx: StorageTransaction, meta: Meta | undefined) => Promise<PlannedChange[]>,
+  apply: (changes: PlannedChange[]) => { changes: PlannedChange[]; origin: ChangeOrigin },
+  operation: string,
+): Promise<{ changes: PlannedChange[]; version: number | undefined }> {
   const keys = new SpaceKeys(space);
-  if (dryRun) return { changes: await ctx.storage.transaction(async (tx) => plan(tx, (await tx.get(keys.meta)) as Meta | undefined), { readOnly: true, space }), version: undefined };
+  if (dryRun)
+    return {
+      changes: await ctx.storage.transaction(async (tx) => plan(tx, (await tx.get(keys.meta)) as Meta | undefined), { readOnly: true, space }),
+      version: undefined,
+    };
   const clock = { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs };
   const quota = quotaOf(ctx.quotas, space);
   type Done = { ok: true; changes: PlannedChange[]; version: number | undefined; touched: readonly string[] | undefined } | { ok: false; error: unknown };
@@ -243,16 +274,29 @@ async function planned(ctx: SyncContext, space: string, dryRun: boolean, plan: (
 
 /** A cause names at least one thing, each of the right type. */
 function checkCause(cause: RevertCause): void {
-  if (typeof cause !== 'object' || cause === null) throw new TypeError(`A revert's cause is an object such as { userID } or { versions: [from, to] }, got ${JSON.stringify(cause)}`);
+  if (typeof cause !== 'object' || cause === null)
+    throw new TypeError(`A revert's cause is an object such as { userID } or { versions: [from, to] }, got ${JSON.stringify(cause)}`);
   const known = ['mutation', 'clientGroupID', 'userID', 'mutator', 'versions', 'since'];
   const unknown = Object.keys(cause).filter((field) => !known.includes(field));
   if (unknown.length > 0) throw new TypeError(`A revert's cause has no field ${JSON.stringify(unknown[0])}: it names ${known.join(', ')}`);
-  if (Object.values(cause).every((value) => value === undefined)) throw new TypeError('A revert needs a cause: a mutation, clientGroupID, userID, mutator, versions or since (reverting everything is a restore)');
-  for (const field of ['clientGroupID', 'userID', 'mutator'] as const) if (cause[field] !== undefined && typeof cause[field] !== 'string') throw new TypeError(`cause.${field} must be a string, got ${JSON.stringify(cause[field])}`);
+  if (Object.values(cause).every((value) => value === undefined))
+    throw new TypeError('A revert needs a cause: a mutation, clientGroupID, userID, mutator, versions or since (reverting everything is a restore)');
+  for (const field of ['clientGroupID', 'userID', 'mutator'] as const)
+    if (cause[field] !== undefined && typeof cause[field] !== 'string')
+      throw new TypeError(`cause.${field} must be a string, got ${JSON.stringify(cause[field])}`);
   const { mutation, versions, since } = cause;
-  if (mutation !== undefined && (typeof mutation !== 'object' || mutation === null || typeof mutation.clientID !== 'string' || !Number.isSafeInteger(mutation.mutationID))) throw new TypeError(`cause.mutation must be { clientID, mutationID }, got ${JSON.stringify(mutation)}`);
-  if (versions !== undefined && !(Array.isArray(versions) && versions.length === 2 && versions.every((v) => Number.isSafeInteger(v) && v >= 0) && versions[0] <= versions[1])) throw new TypeError(`cause.versions must be [from, to], whole numbers with from <= to, got ${JSON.stringify(versions)}`);
-  if (since !== undefined && !Number.isFinite(since)) throw new TypeError(`cause.since must be a time in milliseconds since the epoch, got ${JSON.stringify(since)}`);
+  if (
+    mutation !== undefined &&
+    (typeof mutation !== 'object' || mutation === null || typeof mutation.clientID !== 'string' || !Number.isSafeInteger(mutation.mutationID))
+  )
+    throw new TypeError(`cause.mutation must be { clientID, mutationID }, got ${JSON.stringify(mutation)}`);
+  if (
+    versions !== undefined &&
+    !(Array.isArray(versions) && versions.length === 2 && versions.every((v) => Number.isSafeInteger(v) && v >= 0) && versions[0] <= versions[1])
+  )
+    throw new TypeError(`cause.versions must be [from, to], whole numbers with from <= to, got ${JSON.stringify(versions)}`);
+  if (since !== undefined && !Number.isFinite(since))
+    throw new TypeError(`cause.since must be a time in milliseconds since the epoch, got ${JSON.stringify(since)}`);
 }
 
 /** A target is exactly one of a key, a prefix or a user. */
@@ -262,6 +306,6 @@ function checkTarget(target: EraseTarget): void {
   if (fields.length !== 1 || !['key', 'prefix', 'userID'].includes(field!) || typeof (target as Record<string, unknown>)[field!] !== 'string') {
     throw new TypeError(`An erasure's target is one of { key }, { prefix } or { userID }, a string, got ${JSON.stringify(target)}`);
   }
-  if ('prefix' in target && target.prefix === '') throw new TypeError('An erasure of the prefix "" would erase the whole space: delete the space instead, or name a prefix');
+  if ('prefix' in target && target.prefix === '')
+    throw new TypeError('An erasure of the prefix "" would erase the whole space: delete the space instead, or name a prefix');
 }
-

@@ -118,9 +118,16 @@ export type { SkippedClient };
 export async function importSpace(ctx: SyncContext, space: string, source: DumpSource, options: ImportOptions): Promise<ImportResult> {
   checkContext(ctx);
   checkSpace(space);
-  if (options?.mode !== 'replace' && options?.mode !== 'merge') throw new TypeError(`importSpace: options.mode must be 'replace' or 'merge', got ${JSON.stringify(options?.mode)}`);
+  if (options?.mode !== 'replace' && options?.mode !== 'merge')
+    throw new TypeError(`importSpace: options.mode must be 'replace' or 'merge', got ${JSON.stringify(options?.mode)}`);
   if (options.from !== undefined) checkSpace(options.from);
-  const rules: HeaderRules = { target: space, from: options.from, allowFormat1: options.allowFormat1 === true, mode: options.mode, history: options.history === true };
+  const rules: HeaderRules = {
+    target: space,
+    from: options.from,
+    allowFormat1: options.allowFormat1 === true,
+    mode: options.mode,
+    history: options.history === true,
+  };
   const keys = new SpaceKeys(space);
   if (rules.history) await ctx.storage.transaction((tx) => checkNew(tx, keys, space), { readOnly: true, space });
   const limits = ctx.limits;
@@ -140,7 +147,10 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
     let bytes = 0;
     if (rules.history) {
       for (let done = false; !done; ) {
-        const moved = await ctx.storage.transaction(async (tx) => (await checkStaging(tx, space, id), await checkNew(tx, keys, space), moveLog(tx, keys, id, BATCH)), { readOnly: false, space });
+        const moved = await ctx.storage.transaction(
+          async (tx) => (await checkStaging(tx, space, id), await checkNew(tx, keys, space), moveLog(tx, keys, id, BATCH)),
+          { readOnly: false, space },
+        );
         bytes += moved.bytes;
         done = moved.done;
       }
@@ -163,7 +173,9 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
       progress('applying', read.entries, result.written + result.deleted);
     }
     if (history !== undefined && !(await ctx.storage.transaction((tx) => markHistory(tx, keys, history, bytes), { readOnly: false, space }))) {
-      throw new Error(`importSpace: space ${JSON.stringify(space)} was written while its history was imported (or the dump holds no entry or client group to make it with): its data is imported, its history is not whole (import it again into a new space)`);
+      throw new Error(
+        `importSpace: space ${JSON.stringify(space)} was written while its history was imported (or the dump holds no entry or client group to make it with): its data is imported, its history is not whole (import it again into a new space)`,
+      );
     }
   } catch (error) {
     await drop(ctx, space, id).catch(() => {});
@@ -173,7 +185,16 @@ export async function importSpace(ctx: SyncContext, space: string, source: DumpS
 }
 
 /** Reads and checks the dump into import `id`'s staging areas (its client groups only when `withClients`); resolves to what it holds. */
-async function readDump(ctx: SyncContext, space: string, id: string, source: DumpSource, limits: Limits, rules: HeaderRules, withClients: boolean, told: (entries: number) => void): Promise<{ entries: number; groups: number; changes: number; history?: { from: number; to: number } }> {
+async function readDump(
+  ctx: SyncContext,
+  space: string,
+  id: string,
+  source: DumpSource,
+  limits: Limits,
+  rules: HeaderRules,
+  withClients: boolean,
+  told: (entries: number) => void,
+): Promise<{ entries: number; groups: number; changes: number; history?: { from: number; to: number } }> {
   let format: number | undefined;
   const keys = new SpaceKeys(space);
   /** The versions a format-4 dump's history keeps, its log rows read so far and the last one's place. */
@@ -195,21 +216,25 @@ async function readDump(ctx: SyncContext, space: string, id: string, source: Dum
   const flush = async () => {
     const [entries, lines, rows] = [batch, groups, log];
     [batch, groups, log, bytes] = [[], [], [], 0];
-    await ctx.storage.transaction(async (tx) => {
-      // The mark with the first batch; each later one checks it, so an import whose staged rows
-      // housekeeping began to remove stops reading at once (see StagingLostError).
-      await (claimed ? checkStaging : claimStaging)(tx, space, id);
-      await stage(tx, space, id, entries);
-      await stageGroups(tx, space, id, lines);
-      await stageLog(tx, keys, id, rows);
-    }, { readOnly: false, space });
+    await ctx.storage.transaction(
+      async (tx) => {
+        // The mark with the first batch; each later one checks it, so an import whose staged rows
+        // housekeeping began to remove stops reading at once (see StagingLostError).
+        await (claimed ? checkStaging : claimStaging)(tx, space, id);
+        await stage(tx, space, id, entries);
+        await stageGroups(tx, space, id, lines);
+        await stageLog(tx, keys, id, rows);
+      },
+      { readOnly: false, space },
+    );
     claimed = true;
     told(count);
   };
   for await (const { text, number } of lines(source, longestLine(limits))) {
     if (text.trim() === '') continue;
     last = number;
-    if (end !== undefined) throw new DumpError(number, `comes after the dump's end line (line ${end}): a dump ends there (were two dumps joined?), so nothing was imported`);
+    if (end !== undefined)
+      throw new DumpError(number, `comes after the dump's end line (line ${end}): a dump ends there (were two dumps joined?), so nothing was imported`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -240,7 +265,10 @@ async function readDump(ctx: SyncContext, space: string, id: string, source: Dum
       const [key, value] = checkEntry(parsed, number, limits);
       if (section.groups > 0) throw new DumpError(number, 'is an entry after the client groups: a dump lists its entries first, then its client groups');
       if (previous !== undefined && compareUTF8(previous, key) >= 0) {
-        throw new DumpError(number, `has key ${quote(key)}, which is not after the previous line's ${quote(previous)}: a dump lists each key once, in ascending order (UTF-8 bytes)`);
+        throw new DumpError(
+          number,
+          `has key ${quote(key)}, which is not after the previous line's ${quote(previous)}: a dump lists each key once, in ascending order (UTF-8 bytes)`,
+        );
       }
       previous = key;
       count++;
@@ -275,7 +303,10 @@ function checkEntry(parsed: unknown, line: number, limits: Limits): [string, JSO
 
 /** Refuses to import a history into a space a write reached: its own history would not be the dump's. */
 async function checkNew(tx: StorageTransaction, keys: SpaceKeys, space: string): Promise<void> {
-  if ((await tx.get(keys.meta)) !== undefined) throw new TypeError(`importSpace: a dump's history (options.history) goes into a new space only, and space ${JSON.stringify(space)} was written to: import it into a new space, or import without its history`);
+  if ((await tx.get(keys.meta)) !== undefined)
+    throw new TypeError(
+      `importSpace: a dump's history (options.history) goes into a new space only, and space ${JSON.stringify(space)} was written to: import it into a new space, or import without its history`,
+    );
 }
 
 /** Removes import `id`'s staging area, a batch per transaction. */

@@ -170,41 +170,61 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const meta = (await storage.transaction((tx) => tx.get(keys.meta), { readOnly: true, space })) as Meta | undefined;
   let entries = 0;
   let bytes = 0;
-  await eachRow(storage, keys.entryPrefix, (key, value) => {
-    const entry = recordOf<Entry>(value);
-    if (entry.del) return;
-    entries++;
-    bytes += utf8Length(key.slice(keys.entryPrefix.length)) + utf8Length(JSON.stringify(entry.val));
-  }, space);
+  await eachRow(
+    storage,
+    keys.entryPrefix,
+    (key, value) => {
+      const entry = recordOf<Entry>(value);
+      if (entry.del) return;
+      entries++;
+      bytes += utf8Length(key.slice(keys.entryPrefix.length)) + utf8Length(JSON.stringify(entry.val));
+    },
+    space,
+  );
   const staging = new Map<string, StagingSummary>();
-  await eachRow(storage, keys.stagingPrefix, (row, value) => {
-    const rest = row.slice(keys.stagingPrefix.length);
-    const name = rest.slice(0, rest.indexOf('/'));
-    const id = importOfArea(name);
-    let area = staging.get(id);
-    if (area === undefined) staging.set(id, (area = { started: stagingStarted(id), rows: 0, bytes: 0 }));
-    // The import's mark says it is there, and is none of what it staged.
-    if (name.endsWith(STAGING_MARK)) return;
-    area.rows++;
-    area.bytes += utf8Length(rest.slice(name.length + 1)) + utf8Length(JSON.stringify(value));
-  }, space);
+  await eachRow(
+    storage,
+    keys.stagingPrefix,
+    (row, value) => {
+      const rest = row.slice(keys.stagingPrefix.length);
+      const name = rest.slice(0, rest.indexOf('/'));
+      const id = importOfArea(name);
+      let area = staging.get(id);
+      if (area === undefined) staging.set(id, (area = { started: stagingStarted(id), rows: 0, bytes: 0 }));
+      // The import's mark says it is there, and is none of what it staged.
+      if (name.endsWith(STAGING_MARK)) return;
+      area.rows++;
+      area.bytes += utf8Length(rest.slice(name.length + 1)) + utf8Length(JSON.stringify(value));
+    },
+    space,
+  );
   let log: ChangeLogSummary | undefined;
   let history = 0;
-  await eachRow(storage, keys.logPrefix, (_, value) => {
-    log ??= { rows: 0, from: feedFrom(meta) ?? null, oldest: (value as LogRow).at, checkpoints: [] };
-    log.rows++;
-    history += storedLogRowBytes(value as LogRow);
-  }, space);
+  await eachRow(
+    storage,
+    keys.logPrefix,
+    (_, value) => {
+      log ??= { rows: 0, from: feedFrom(meta) ?? null, oldest: (value as LogRow).at, checkpoints: [] };
+      log.rows++;
+      history += storedLogRowBytes(value as LogRow);
+    },
+    space,
+  );
   await eachRow(storage, keys.tombstonePrefix, (row) => void (history += tombstoneBytes(keys.tombstoneKey(row))), space);
   if (log === undefined && meta?.feedFrom !== undefined) log = { rows: 0, from: feedFrom(meta) ?? null, oldest: null, checkpoints: [] };
   const records = await storage.transaction((tx) => checkpointRecords(tx, keys), { readOnly: true, space });
   for (const [version, record] of records) {
     const checkpoint = { version, rows: 0, done: record.done };
     const prefix = keys.checkpoint(version);
-    await eachRow(storage, prefix, (row, value) => {
-      checkpoint.rows++;
-      history += checkpointRowBytes(row.slice(prefix.length), value as JSONValue);
-    }, space);
+    await eachRow(
+      storage,
+      prefix,
+      (row, value) => {
+        checkpoint.rows++;
+        history += checkpointRowBytes(row.slice(prefix.length), value as JSONValue);
+      },
+      space,
+    );
     log?.checkpoints.push(checkpoint);
   }
   const webhooks = await storage.transaction((tx) => webhooksOf(tx, space, meta, ctx.clock()), { readOnly: true, space });
@@ -212,14 +232,33 @@ async function survey(ctx: SyncContext, space: string): Promise<{ summary: Space
   const active = list.filter((group) => !group.expired);
   const recently = ctx.clock() - (ctx.schema?.activeMs ?? ACTIVE_MS);
   const byVersion = new Map<string, number>();
-  for (const { lastActive, schemaVersion } of active) if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
+  for (const { lastActive, schemaVersion } of active)
+    if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
   // fromEntries defines own properties: a version named "__proto__" is one like any other.
   const schemaVersions: Record<string, number> = Object.fromEntries(byVersion);
   let rejected = 0;
   await eachRow(storage, keys.rejectedPrefix, () => void rejected++, space);
-  const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
+  const lastActivity = active.reduce<number | null>(
+    (latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest),
+    null,
+  );
   return {
-    summary: { space, entries, bytes, history, ...(quota && { quota: { ...quota } }), ...(store !== undefined && { store }), version: meta?.version ?? 0, clientGroups: active.length, lastActivity, staging: [...staging.values()], ...(log !== undefined && { changes: log }), ...(webhooks !== undefined && { webhooks }), ...(Object.keys(schemaVersions).length > 0 && { schemaVersions }), ...(rejected > 0 && { rejected }) },
+    summary: {
+      space,
+      entries,
+      bytes,
+      history,
+      ...(quota && { quota: { ...quota } }),
+      ...(store !== undefined && { store }),
+      version: meta?.version ?? 0,
+      clientGroups: active.length,
+      lastActivity,
+      staging: [...staging.values()],
+      ...(log !== undefined && { changes: log }),
+      ...(webhooks !== undefined && { webhooks }),
+      ...(Object.keys(schemaVersions).length > 0 && { schemaVersions }),
+      ...(rejected > 0 && { rejected }),
+    },
     groups: list,
   };
 }
@@ -233,30 +272,43 @@ export async function clientGroups(storage: SyncContext['storage'], space: strin
   const groups = new Map<string, GroupSummary>();
   const idOf = (userID: string | undefined, clientGroupID: string) => JSON.stringify([userID ?? null, clientGroupID]);
   let more = false;
-  await eachRow(storage, keys.groupPrefix, (key, value) => {
-    if (groups.size === limit) return void (more = true);
-    const { userID, clientGroupID } = keys.groupOf(key);
-    const record = value as GroupRecord;
-    const group: GroupSummary = { userID: userID ?? null, clientGroupID, lastActive: null, expired: false, schemaVersion: null, clients: {} };
-    if ('expired' in record) group.expired = true;
-    else {
-      group.lastActive = record.seen;
-      group.schemaVersion = record.schema ?? null;
-    }
-    groups.set(idOf(userID, clientGroupID), group);
-  }, space, limit === Infinity ? undefined : limit + 1);
+  await eachRow(
+    storage,
+    keys.groupPrefix,
+    (key, value) => {
+      if (groups.size === limit) return void (more = true);
+      const { userID, clientGroupID } = keys.groupOf(key);
+      const record = value as GroupRecord;
+      const group: GroupSummary = { userID: userID ?? null, clientGroupID, lastActive: null, expired: false, schemaVersion: null, clients: {} };
+      if ('expired' in record) group.expired = true;
+      else {
+        group.lastActive = record.seen;
+        group.schemaVersion = record.schema ?? null;
+      }
+      groups.set(idOf(userID, clientGroupID), group);
+    },
+    space,
+    limit === Infinity ? undefined : limit + 1,
+  );
   let clients = 0;
-  await eachRow(storage, keys.clientPrefix, (key, value) => {
-    if (clients++ === limit * 10) return void (more = true);
-    const { userID, clientID } = keys.clientOf(key);
-    const client = recordOf<StoredClient>(value);
-    const id = idOf(userID, client.group);
-    let group = groups.get(id);
-    // A client whose group has no record (written before viewsync kept them) is shown under it all the same, when the list is whole.
-    if (group === undefined && limit === Infinity) groups.set(id, (group = { userID: userID ?? null, clientGroupID: client.group, lastActive: null, expired: false, schemaVersion: null, clients: {} }));
-    // setOwn: a client may be named "__proto__".
-    if (group !== undefined) setOwn(group.clients, clientID, client.lmid);
-  }, space, limit === Infinity ? undefined : limit * 10 + 1);
+  await eachRow(
+    storage,
+    keys.clientPrefix,
+    (key, value) => {
+      if (clients++ === limit * 10) return void (more = true);
+      const { userID, clientID } = keys.clientOf(key);
+      const client = recordOf<StoredClient>(value);
+      const id = idOf(userID, client.group);
+      let group = groups.get(id);
+      // A client whose group has no record (written before viewsync kept them) is shown under it all the same, when the list is whole.
+      if (group === undefined && limit === Infinity)
+        groups.set(id, (group = { userID: userID ?? null, clientGroupID: client.group, lastActive: null, expired: false, schemaVersion: null, clients: {} }));
+      // setOwn: a client may be named "__proto__".
+      if (group !== undefined) setOwn(group.clients, clientID, client.lmid);
+    },
+    space,
+    limit === Infinity ? undefined : limit * 10 + 1,
+  );
   return { groups: [...groups.values()], more };
 }
 
@@ -282,7 +334,14 @@ async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | un
       delivered: state.delivered,
       failures: state.failures,
       lastDelivered: state.lastAt ?? null,
-      ...(pending && { pending: { delivery: deliveryID(space, pending), attempts: pending.attempts, nextAttempt: pending.nextAt, ...(pending.error !== undefined && { error: pending.error }) } }),
+      ...(pending && {
+        pending: {
+          delivery: deliveryID(space, pending),
+          attempts: pending.attempts,
+          nextAttempt: pending.nextAt,
+          ...(pending.error !== undefined && { error: pending.error }),
+        },
+      }),
       replays: state.replays?.length ?? 0,
       ...(state.disabled && { disabled: { ...state.disabled } }),
     });
@@ -293,7 +352,10 @@ async function webhooksOf(tx: StorageTransaction, space: string, meta: Meta | un
 /** Each webhook's deliveries in `space` (see {@link SpaceSummary.webhooks}), without the rest of a survey: what the inspector's webhooks list reads. */
 export async function webhookSummaries(ctx: SyncContext, space: string): Promise<Record<string, WebhookSummary>> {
   const keys = new SpaceKeys(space);
-  return ctx.storage.transaction(async (tx) => (await webhooksOf(tx, space, (await tx.get(keys.meta)) as Meta | undefined, ctx.clock())) ?? {}, { readOnly: true, space });
+  return ctx.storage.transaction(async (tx) => (await webhooksOf(tx, space, (await tx.get(keys.meta)) as Meta | undefined, ctx.clock())) ?? {}, {
+    readOnly: true,
+    space,
+  });
 }
 
 /** The data migrations that ran in `space`, by name (see migrate.ts). */

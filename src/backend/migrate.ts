@@ -95,13 +95,18 @@ export async function runMigration(ctx: SyncContext, migration: Migration, optio
   checkContext(ctx);
   checkMigration(migration);
   const batch = options.batch ?? DEFAULT_BATCH;
-  if (!Number.isInteger(batch) || batch < 1 || batch > MAX_BATCH) throw new RangeError(`runMigration: options.batch must be an integer from 1 to ${MAX_BATCH}, got ${batch}`);
+  if (!Number.isInteger(batch) || batch < 1 || batch > MAX_BATCH)
+    throw new RangeError(`runMigration: options.batch must be an integer from 1 to ${MAX_BATCH}, got ${batch}`);
   if (options.spaces !== undefined) for (const space of options.spaces) checkSpace(space);
   const result: MigrationResult = { migrated: 0, skipped: 0, empty: 0, entries: 0 };
   const seen = new Set<string>();
   const known = new Set<string>();
   // Listed again at the end: a space made while the run went on is done too, until a listing finds none new.
-  for (let spaces = [...(options.spaces ?? (await allSpaces(ctx.storage)))]; spaces.length > 0; spaces = options.spaces ? [] : (await allSpaces(ctx.storage)).filter((space) => !seen.has(space))) {
+  for (
+    let spaces = [...(options.spaces ?? (await allSpaces(ctx.storage)))];
+    spaces.length > 0;
+    spaces = options.spaces ? [] : (await allSpaces(ctx.storage)).filter((space) => !seen.has(space))
+  ) {
     for (const space of spaces) known.add(space);
     for (const space of spaces) {
       seen.add(space);
@@ -125,7 +130,9 @@ export async function migrationStatus(ctx: SyncContext, name: string): Promise<S
   checkName(name, 'migrationStatus');
   const out: SpaceMigration[] = [];
   for (const space of await allSpaces(ctx.storage)) {
-    const record = (await ctx.storage.transaction((tx) => tx.get(new SpaceKeys(space).migration(name)), { readOnly: true, space })) as MigrationRecord | undefined;
+    const record = (await ctx.storage.transaction((tx) => tx.get(new SpaceKeys(space).migration(name)), { readOnly: true, space })) as
+      | MigrationRecord
+      | undefined;
     out.push(spaceMigration(space, record));
   }
   return out;
@@ -145,7 +152,14 @@ export function spaceMigration(space: string, record: MigrationRecord | undefine
 }
 
 /** Runs the migration's batches in `space` until it is done; resolves with how the space was found at the end. */
-async function migrateSpace(ctx: SyncContext, space: string, migration: Migration, batch: number, options: MigrationOptions, told: (entries: number, done: boolean) => Promise<void>): Promise<'step' | 'done-before' | 'empty'> {
+async function migrateSpace(
+  ctx: SyncContext,
+  space: string,
+  migration: Migration,
+  batch: number,
+  options: MigrationOptions,
+  told: (entries: number, done: boolean) => Promise<void>,
+): Promise<'step' | 'done-before' | 'empty'> {
   const limits = ctx.limits;
   const timeoutMs = options.timeoutMs ?? limits.appCodeMs;
   let ran = false;
@@ -157,7 +171,10 @@ async function migrateSpace(ctx: SyncContext, space: string, migration: Migratio
     try {
       const done = await runBatched<{ ok: true; step: MigrationStep } | { ok: false; error: unknown }>(ctx.storage, space, async (tx) => {
         try {
-          return { result: { ok: true as const, step: await migrationStep(tx, space, migration, { batch, clock, session: ctx.session, limits, run: timed.run }) }, keep: true };
+          return {
+            result: { ok: true as const, step: await migrationStep(tx, space, migration, { batch, clock, session: ctx.session, limits, run: timed.run }) },
+            keep: true,
+          };
         } catch (error) {
           // The migration's own failure: its batch goes, the pushes sharing the transaction stay.
           return { result: { ok: false as const, error }, keep: false };
@@ -181,12 +198,17 @@ function checkMigration(migration: Migration): void {
   if (typeof migration !== 'object' || migration === null) throw new TypeError('A migration is an object: { name, entry } or { name, space }');
   checkName(migration.name, 'A migration');
   const { entry, space, prefix } = migration as { entry?: unknown; space?: unknown; prefix?: unknown };
-  if ((typeof entry === 'function') === (typeof space === 'function')) throw new TypeError(`Migration ${JSON.stringify(migration.name)} must have either an entry function (run on each entry) or a space function (run once per space), not ${entry === undefined && space === undefined ? 'neither' : 'both'}`);
-  if (prefix !== undefined && (typeof prefix !== 'string' || typeof space === 'function')) throw new TypeError(`Migration ${JSON.stringify(migration.name)}: prefix must be a string, and goes with an entry function`);
+  if ((typeof entry === 'function') === (typeof space === 'function'))
+    throw new TypeError(
+      `Migration ${JSON.stringify(migration.name)} must have either an entry function (run on each entry) or a space function (run once per space), not ${entry === undefined && space === undefined ? 'neither' : 'both'}`,
+    );
+  if (prefix !== undefined && (typeof prefix !== 'string' || typeof space === 'function'))
+    throw new TypeError(`Migration ${JSON.stringify(migration.name)}: prefix must be a string, and goes with an entry function`);
 }
 
 function checkName(name: unknown, who: string): asserts name is string {
-  if (typeof name !== 'string' || !NAME.test(name)) throw new TypeError(`${who}'s name must be 1 to 100 letters, digits, '_', '.' or '-', got ${JSON.stringify(name)}`);
+  if (typeof name !== 'string' || !NAME.test(name))
+    throw new TypeError(`${who}'s name must be 1 to 100 letters, digits, '_', '.' or '-', got ${JSON.stringify(name)}`);
 }
 
 const NAME = /^[A-Za-z0-9_.-]{1,100}$/;

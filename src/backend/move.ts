@@ -63,7 +63,8 @@ export async function moveInProgress(ctx: SyncContext, space: string): Promise<M
       const source = holdings.get(record.from)?.record;
       const step = source?.state === 'moved' ? 'promoting' : source?.state === 'moving' ? (record.complete === undefined ? 'freezing' : 'complete') : 'copying';
       move = { from: record.from, to: name, step };
-    } else if (record?.state === 'here' && record.from !== undefined && holdings.get(record.from)?.rows) move = { from: record.from, to: name, step: 'promoting' };
+    } else if (record?.state === 'here' && record.from !== undefined && holdings.get(record.from)?.rows)
+      move = { from: record.from, to: name, step: 'promoting' };
   }
   if (move === undefined) return undefined;
   const keys = new SpaceKeys(space);

@@ -32,14 +32,17 @@ export async function read<T>(ctx: SyncContext, space: string, fn: (tx: ReadTran
   const limits = ctx.limits;
   const timed = deadline('read', options.timeoutMs ?? limits.appCodeMs, 'its snapshot was let go');
   try {
-    return await ctx.storage.transaction(async (storageTx) => {
-      const tx = new SpaceReadTransaction(globalVersion.reader(storageTx, space, { indexes: ctx.indexes }), limits);
-      try {
-        return await timed.run(() => fn(tx));
-      } finally {
-        tx.close();
-      }
-    }, { readOnly: true, space });
+    return await ctx.storage.transaction(
+      async (storageTx) => {
+        const tx = new SpaceReadTransaction(globalVersion.reader(storageTx, space, { indexes: ctx.indexes }), limits);
+        try {
+          return await timed.run(() => fn(tx));
+        } finally {
+          tx.close();
+        }
+      },
+      { readOnly: true, space },
+    );
   } finally {
     timed.stop();
   }

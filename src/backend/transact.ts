@@ -43,7 +43,13 @@ export function transact<T>(ctx: SyncContext, space: string, fn: (tx: WriteTrans
 }
 
 /** {@link transact}, its writes recorded in the change log as made by `origin` (default: `transact`). */
-async function transactAs<T>(ctx: SyncContext, space: string, fn: (tx: WriteTransaction) => T | Promise<T>, options: TransactOptions, origin: ChangeOrigin | undefined): Promise<T> {
+async function transactAs<T>(
+  ctx: SyncContext,
+  space: string,
+  fn: (tx: WriteTransaction) => T | Promise<T>,
+  options: TransactOptions,
+  origin: ChangeOrigin | undefined,
+): Promise<T> {
   checkContext(ctx);
   checkSpace(space);
   const limits = ctx.limits;
@@ -98,7 +104,12 @@ async function transactAs<T>(ctx: SyncContext, space: string, fn: (tx: WriteTran
 export async function mutate(ctx: SyncContext, space: string, name: string, args: JSONValue | undefined, options: TransactOptions = {}): Promise<void> {
   checkContext(ctx);
   const mutator = mutatorNamed(ctx.mutators, name);
-  await transactAs(ctx, space, async (tx) => void (await mutator(tx, args)), options, { kind: 'backend', call: 'mutate', name, userID: options.userID ?? null });
+  await transactAs(ctx, space, async (tx) => void (await mutator(tx, args)), options, {
+    kind: 'backend',
+    call: 'mutate',
+    name,
+    userID: options.userID ?? null,
+  });
 }
 
 /** A space is any string, as `SyncOptions.space` returns it; a typo like `undefined` is not. */

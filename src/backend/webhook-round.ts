@@ -40,7 +40,10 @@ export async function deliverWebhooks(ctx: SyncContext, options: { space?: strin
       for (const [space, hook, checked] of spaces) {
         slots.take();
         // A webhook that takes several spaces a request gets that body shape here too, one space each.
-        const step = hook.options.spacesPerDelivery === 1 ? await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked }) : (await deliverTogether(ctx, hook, owner, [space], MAX_STEPS_PER_ROUND, round)).get(space)!;
+        const step =
+          hook.options.spacesPerDelivery === 1
+            ? await deliverOnce(ctx, space, hook, owner, MAX_STEPS_PER_ROUND, { round, checked })
+            : (await deliverTogether(ctx, hook, owner, [space], MAX_STEPS_PER_ROUND, round)).get(space)!;
         slots.give(step);
         if (slots.failures === FAILURES_PER_ROUND) return;
       }

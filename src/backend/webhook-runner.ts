@@ -183,7 +183,13 @@ class Runner {
     const steps: Promise<Map<string, Step>> =
       hook.options.spacesPerDelivery === 1
         ? deliverOnce(this.#ctx, first!.space, hook, this.#owner, BATCHES_PER_TURN, { checked: !first!.look }).then((step) => new Map([[first!.space, step]]))
-        : deliverTogether(this.#ctx, hook, this.#owner, group.map(({ space }) => space), BATCHES_PER_TURN);
+        : deliverTogether(
+            this.#ctx,
+            hook,
+            this.#owner,
+            group.map(({ space }) => space),
+            BATCHES_PER_TURN,
+          );
     const run = steps
       .catch((error: unknown) => {
         reportError(this.#ctx, error, { operation: 'webhook', space: first!.space });

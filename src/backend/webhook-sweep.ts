@@ -36,7 +36,13 @@ export async function sweepDeliveries(ctx: SyncContext, now: number, each: (due:
   if (failures.length > 0) throw failures[0];
 }
 
-async function sweepStore(ctx: SyncContext, storage: Storage, now: number, each: (due: DueDelivery) => void, inUse?: (spaces: string[]) => Promise<string[]>): Promise<void> {
+async function sweepStore(
+  ctx: SyncContext,
+  storage: Storage,
+  now: number,
+  each: (due: DueDelivery) => void,
+  inUse?: (spaces: string[]) => Promise<string[]>,
+): Promise<void> {
   // A page of meta records at a time, each page in a read-only transaction of its own: memory and each transaction stay bounded.
   for (let after: string | undefined; ; ) {
     const start = after === undefined ? undefined : { key: after, exclusive: true };
@@ -46,7 +52,14 @@ async function sweepStore(ctx: SyncContext, storage: Storage, now: number, each:
     const wanted = spaces.flatMap((space) => hooksOf(ctx, space).map((hook) => ({ space, hook, key: new SpaceKeys(space).delivery(hook.name) })));
     if (wanted.length > 0) {
       // Read after the metas: a delivery made since shows as done, and a commit made since is left to the notifier or the next sweep.
-      const states = await storage.transaction((tx) => getMany(tx, wanted.map(({ key }) => key)), { readOnly: true });
+      const states = await storage.transaction(
+        (tx) =>
+          getMany(
+            tx,
+            wanted.map(({ key }) => key),
+          ),
+        { readOnly: true },
+      );
       wanted.forEach(({ space, hook }, i) => {
         const at = deliveryDueAt(metas.get(space), states[i] as DeliveryState | undefined, now);
         if (at !== undefined) each({ space, hook, at });

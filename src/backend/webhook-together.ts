@@ -1,6 +1,18 @@
 import type { SyncContext } from '../context/context.js';
 import { reportError } from '../context/context.js';
-import { type Claimed, claimNext, type DeliveryRound, deliveryBody, type Hook, MAX_DELIVERY_CHARS, recordSent, reportClaim, send, type Step, type WebhookDelivery } from './webhooks.js';
+import {
+  type Claimed,
+  claimNext,
+  type DeliveryRound,
+  deliveryBody,
+  type Hook,
+  MAX_DELIVERY_CHARS,
+  recordSent,
+  reportClaim,
+  send,
+  type Step,
+  type WebhookDelivery,
+} from './webhooks.js';
 
 /**
  * Deliveries of several spaces in one request, for a webhook whose receiver takes them
@@ -31,7 +43,14 @@ export interface WebhookDeliveries {
  * about 1 MB at most), records each in its space, and goes on with the next batches claimed by
  * those records, up to `turns` requests: resolves with the step each space came to.
  */
-export async function deliverTogether(ctx: SyncContext, hook: Hook, owner: string, spaces: readonly string[], turns: number, round?: DeliveryRound): Promise<Map<string, Step>> {
+export async function deliverTogether(
+  ctx: SyncContext,
+  hook: Hook,
+  owner: string,
+  spaces: readonly string[],
+  turns: number,
+  round?: DeliveryRound,
+): Promise<Map<string, Step>> {
   const steps = new Map<string, Step>();
   // One space's failure (its store down) is its own: the others go on.
   const failed = (space: string, error: unknown) => {

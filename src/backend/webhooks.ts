@@ -4,7 +4,20 @@ import { reportError } from '../context/context.js';
 import { checkContext } from '../context/state.js';
 import { checkTarget } from '../base/outbound.js';
 import { SIGNATURE_HEADER, signWebhook } from '../base/webhook-signature.js';
-import { askAgain, type Claim, claimDelivery, deliveriesIn, deliveryDue, deliveryID, deliveryReads, enableDelivery, type Gap, type HookRule, finishDelivery, MAX_RECORDS } from '../sync/feed/deliveries.js';
+import {
+  askAgain,
+  type Claim,
+  claimDelivery,
+  deliveriesIn,
+  deliveryDue,
+  deliveryID,
+  deliveryReads,
+  enableDelivery,
+  type Gap,
+  type HookRule,
+  finishDelivery,
+  MAX_RECORDS,
+} from '../sync/feed/deliveries.js';
 import { type Cursor, type FeedChange, parseCursor } from '../sync/feed/feed-pages.js';
 import { coversKey } from '../sync/version/prefixes.js';
 import { recordDelivery } from '../telemetry/telemetry.js';
@@ -97,7 +110,14 @@ export type Claimed = Extract<Claim, { kind: 'deliver' }>;
  * webhook keeping up costs one transaction of the space's deliveries lane per delivery, which
  * its pushes do not wait for (and which other spaces' may share: delivery-transactions.ts).
  */
-export async function deliverOnce(ctx: SyncContext, space: string, hook: Hook, owner: string, batches: number, { round, checked = false }: DeliverOptions = {}): Promise<Step> {
+export async function deliverOnce(
+  ctx: SyncContext,
+  space: string,
+  hook: Hook,
+  owner: string,
+  batches: number,
+  { round, checked = false }: DeliverOptions = {},
+): Promise<Step> {
   let claim = await claimNext(ctx, space, hook, owner, checked, round);
   for (let sent = 1; ; sent++) {
     if (claim.kind !== 'deliver') return claim;
@@ -122,13 +142,17 @@ export async function claimNext(ctx: SyncContext, space: string, hook: Hook, own
 
 /** Says what a claim dropped or disabled, and what it came to. */
 export function reportClaim(ctx: SyncContext, space: string, hook: Hook, claim: Claim, round?: DeliveryRound): Claimed | Step {
-  for (const dropped of claim.dropped ?? []) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });
+  for (const dropped of claim.dropped ?? [])
+    reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} in space ${JSON.stringify(space)}: ${dropped}`), { operation: 'webhook', space });
   if (claim.kind !== 'disabled') return claim.kind === 'deliver' ? claim : claim.kind === 'wait' ? { kind: 'wait', until: claim.until } : { kind: 'idle' };
   // Said when it happens, not found later in `inspect`: the log lost what it had to send.
   if (claim.now) {
     recordDelivery(hook.name, 'disabled');
     if (round) round.disabled++;
-    reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${claim.reason}`), { operation: 'webhook', space });
+    reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${claim.reason}`), {
+      operation: 'webhook',
+      space,
+    });
   }
   return { kind: 'disabled' };
 }
@@ -137,14 +161,28 @@ export function reportClaim(ctx: SyncContext, space: string, hook: Hook, claim: 
  * Records how the attempt at `claim` went (and with `more`, after a delivery, claims the next
  * batch in the same transaction): the step it came to, or the next claim to send.
  */
-export async function recordSent(ctx: SyncContext, space: string, hook: Hook, owner: string, claim: Claimed, outcome: Outcome, more: boolean, round?: DeliveryRound): Promise<{ step: Step; next?: Claim }> {
+export async function recordSent(
+  ctx: SyncContext,
+  space: string,
+  hook: Hook,
+  owner: string,
+  claim: Claimed,
+  outcome: Outcome,
+  more: boolean,
+  round?: DeliveryRound,
+): Promise<{ step: Step; next?: Claim }> {
   const { retention } = ctx;
   const { batch, changes, version } = claim;
   const now = ctx.clock();
-  const recorded = await inDeliveries(ctx, space, async (tx) => {
-    const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
-    return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
-  }, deliveryReads(space, hook.name));
+  const recorded = await inDeliveries(
+    ctx,
+    space,
+    async (tx) => {
+      const status = await finishDelivery(tx, space, hook.rule, owner, batch, outcome, now, retention.changesMs);
+      return { status, next: more && outcome.ok && status === 'delivered' ? await claimDelivery(tx, space, hook.rule, owner, now) : undefined };
+    },
+    deliveryReads(space, hook.name),
+  );
   if (!outcome.ok) {
     const disabled = recorded.status === 'disabled';
     recordDelivery(hook.name, disabled ? 'disabled' : 'failed');
@@ -152,7 +190,11 @@ export async function recordSent(ctx: SyncContext, space: string, hook: Hook, ow
       round.failed++;
       if (disabled) round.disabled++;
     }
-    if (disabled) reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${outcome.error}`), { operation: 'webhook', space });
+    if (disabled)
+      reportError(ctx, new Error(`Webhook ${JSON.stringify(hook.name)} is disabled in space ${JSON.stringify(space)}: ${outcome.error}`), {
+        operation: 'webhook',
+        space,
+      });
     // The claim's next answer says when its retry is due.
     return { step: disabled ? { kind: 'disabled' } : { kind: 'failed', until: now } };
   }
@@ -160,7 +202,9 @@ export async function recordSent(ctx: SyncContext, space: string, hook: Hook, ow
   const last = changes.at(-1);
   recordDelivery(hook.name, 'delivered', first && last && { seconds: Math.max(0, now - first.at) / 1000, versions: version - last.version });
   if (round) round.delivered++;
-  return recorded.next === undefined || recorded.next.kind === 'idle' ? { step: recorded.next?.kind === 'idle' ? { kind: 'idle' } : { kind: 'delivered' } } : { step: { kind: 'delivered' }, next: recorded.next };
+  return recorded.next === undefined || recorded.next.kind === 'idle'
+    ? { step: recorded.next?.kind === 'idle' ? { kind: 'idle' } : { kind: 'delivered' } }
+    : { step: { kind: 'delivered' }, next: recorded.next };
 }
 
 /** How an attempt went. */
@@ -194,7 +238,12 @@ export async function send(hook: Hook, body: { delivery: string }): Promise<Outc
       },
     });
     await response.body?.cancel().catch(() => {});
-    return response.ok ? { ok: true } : { ok: false, error: `the receiver answered ${response.status}${response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : ''}` };
+    return response.ok
+      ? { ok: true }
+      : {
+          ok: false,
+          error: `the receiver answered ${response.status}${response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : ''}`,
+        };
   } catch (error) {
     const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
     return { ok: false, error: timedOut ? `no answer within ${timeoutMs} ms (timeoutMs)` : error instanceof Error ? error.message : String(error) };
@@ -210,7 +259,12 @@ export const MAX_DELIVERY_CHARS = 1_000_000;
  * changes after the cursor `from` up to `to`. Deliveries are kept as long as the change log's
  * rows (`retention.changesMs`). Resolves with how many were queued; rejects when none is kept.
  */
-export async function replayWebhook(ctx: SyncContext, name: string, space: string, which: { delivery: string } | { from: string; to: string }): Promise<number> {
+export async function replayWebhook(
+  ctx: SyncContext,
+  name: string,
+  space: string,
+  which: { delivery: string } | { from: string; to: string },
+): Promise<number> {
   checkContext(ctx);
   checkSpace(space);
   hookNamed(ctx, name);
@@ -218,14 +272,25 @@ export async function replayWebhook(ctx: SyncContext, name: string, space: strin
 }
 
 /** {@link replayWebhook} for a webhook this context need not name (the CLI's inspector knows none): a process whose context names it sends them. */
-export async function replayDeliveries(ctx: SyncContext, name: string, space: string, which: { delivery: string } | { from: string; to: string }): Promise<number> {
+export async function replayDeliveries(
+  ctx: SyncContext,
+  name: string,
+  space: string,
+  which: { delivery: string } | { from: string; to: string },
+): Promise<number> {
   const range = 'delivery' in which ? rangeOf(space, which.delivery) : { from: parseCursor(which.from), to: parseCursor(which.to) };
-  return ctx.storage.transaction(async (tx) => {
-    let records = await deliveriesIn(tx, space, name, range.from, range.to);
-    if ('delivery' in which) records = records.filter((record) => deliveryID(space, record) === which.delivery);
-    if (records.length === 0) throw new RangeError(`replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs, at most ${MAX_RECORDS.toLocaleString('en-US')} a webhook in a space)`);
-    return askAgain(tx, space, name, records);
-  }, { readOnly: false, space, lane: 'deliveries' });
+  return ctx.storage.transaction(
+    async (tx) => {
+      let records = await deliveriesIn(tx, space, name, range.from, range.to);
+      if ('delivery' in which) records = records.filter((record) => deliveryID(space, record) === which.delivery);
+      if (records.length === 0)
+        throw new RangeError(
+          `replayWebhook: webhook ${JSON.stringify(name)} made no delivery ${'delivery' in which ? JSON.stringify(which.delivery) : `between ${which.from} and ${which.to}`} in space ${JSON.stringify(space)} that is still kept (deliveries are kept for retention.changesMs, at most ${MAX_RECORDS.toLocaleString('en-US')} a webhook in a space)`,
+        );
+      return askAgain(tx, space, name, records);
+    },
+    { readOnly: false, space, lane: 'deliveries' },
+  );
 }
 
 /** Options for {@link enableWebhook}. */
@@ -254,14 +319,19 @@ export async function enableWebhook(ctx: SyncContext, name: string, space: strin
 
 /** {@link enableWebhook} for a webhook this context need not name (the CLI's knows none): undefined when it never delivered in `space`. */
 export async function enableDeliveries(ctx: SyncContext, name: string, space: string, options: EnableWebhookOptions = {}): Promise<boolean | undefined> {
-  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, ctx.clock(), options.afterGap === true), { readOnly: false, space, lane: 'deliveries' });
+  const enabled = await ctx.storage.transaction((tx) => enableDelivery(tx, space, name, ctx.clock(), options.afterGap === true), {
+    readOnly: false,
+    space,
+    lane: 'deliveries',
+  });
   if (enabled) for (const listener of ctx.state.changeListeners) listener(space);
   return enabled;
 }
 
 function hookNamed(ctx: SyncContext, name: string): ResolvedWebhook {
   const hook = ctx.changes?.webhooks?.[name];
-  if (hook === undefined || !Object.hasOwn(ctx.changes!.webhooks!, name)) throw new RangeError(`No webhook is named ${JSON.stringify(name)} in this context's changes.webhooks`);
+  if (hook === undefined || !Object.hasOwn(ctx.changes!.webhooks!, name))
+    throw new RangeError(`No webhook is named ${JSON.stringify(name)} in this context's changes.webhooks`);
   return hook;
 }
 
@@ -269,6 +339,7 @@ function hookNamed(ctx: SyncContext, name: string): ResolvedWebhook {
 function rangeOf(space: string, delivery: string): { from: Cursor; to: Cursor } {
   const prefix = `${encodeURIComponent(space)}:`;
   const [from, to, extra] = delivery.startsWith(prefix) ? delivery.slice(prefix.length).split('..') : [];
-  if (from === undefined || to === undefined || extra !== undefined) throw new RangeError(`replayWebhook: ${JSON.stringify(delivery.slice(0, 100))} is not the ID of a delivery of space ${JSON.stringify(space)}`);
+  if (from === undefined || to === undefined || extra !== undefined)
+    throw new RangeError(`replayWebhook: ${JSON.stringify(delivery.slice(0, 100))} is not the ID of a delivery of space ${JSON.stringify(space)}`);
   return { from: parseCursor(from), to: parseCursor(to) };
 }

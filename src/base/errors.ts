@@ -88,8 +88,16 @@ export class QuotaExceededError extends Error {
   constructor(space: string, quota: 'entries' | 'bytes' | 'historyBytes', wouldHold: number, limit: number) {
     const n = (x: number) => x.toLocaleString('en-US');
     const held = quota === 'historyBytes' ? 'keep' : 'hold';
-    const what = quota === 'entries' ? 'entries' : quota === 'bytes' ? 'bytes of keys and values' : "bytes of history (its change log's values before and after, and tombstones, kept until retention lets them go)";
-    const still = quota === 'historyBytes' ? 'deletes are still allowed, and housekeeping frees what retention lets go (retention.changesMs, tombstonesMs)' : 'deletes and shrinking writes are still allowed';
+    const what =
+      quota === 'entries'
+        ? 'entries'
+        : quota === 'bytes'
+          ? 'bytes of keys and values'
+          : "bytes of history (its change log's values before and after, and tombstones, kept until retention lets them go)";
+    const still =
+      quota === 'historyBytes'
+        ? 'deletes are still allowed, and housekeeping frees what retention lets go (retention.changesMs, tombstonesMs)'
+        : 'deletes and shrinking writes are still allowed';
     super(`QuotaExceeded: space ${JSON.stringify(space)} would ${held} ${n(wouldHold)} ${what}, over its quota of ${n(limit)} (quotas.${quota}); ${still}`);
     this.space = space;
     this.quota = quota;

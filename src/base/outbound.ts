@@ -18,7 +18,10 @@ export async function checkTarget(url: URL, allowPrivate: boolean): Promise<void
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundTargetError(`${url.protocol} is not http: or https:`);
   if (allowPrivate) return;
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  const refuse = (address: string) => new OutboundTargetError(`${url.host} is ${address === host ? '' : `${address}, `}a loopback, private, link-local or reserved address; allowPrivateAddresses lets a webhook reach one`);
+  const refuse = (address: string) =>
+    new OutboundTargetError(
+      `${url.host} is ${address === host ? '' : `${address}, `}a loopback, private, link-local or reserved address; allowPrivateAddresses lets a webhook reach one`,
+    );
   if (isIP(host)) {
     if (isPrivateAddress(host)) throw refuse(host);
     return;
@@ -39,18 +42,42 @@ export function isPrivateAddress(address: string): boolean {
   // An address that stands for an IPv4 address is judged by it: IPv4-compatible (::a.b.c.d, with
   // :: and ::1), IPv4-mapped (::ffff:a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d, RFC 2765) and
   // NAT64 (64:ff9b::a.b.c.d, RFC 6052).
-  if (zero(0, 6) || (zero(0, 5) && v6[5] === 0xffff) || (zero(0, 4) && v6[4] === 0xffff && v6[5] === 0) || (first === 0x64 && second === 0xff9b && zero(2, 6))) return embeds(6);
+  if (zero(0, 6) || (zero(0, 5) && v6[5] === 0xffff) || (zero(0, 4) && v6[4] === 0xffff && v6[5] === 0) || (first === 0x64 && second === 0xff9b && zero(2, 6)))
+    return embeds(6);
   // One that carries an IPv4 address to reach it by is refused when that address is private: 6to4
   // (2002:a.b.c.d::/48, RFC 3056), Teredo (2001:0::/32, RFC 4380: its server's address, and its
   // client's with every bit flipped) and ISATAP interface IDs (…:0:5efe:a.b.c.d, RFC 5214, the u
   // and g bits either way).
-  if ((first === 0x2002 && embeds(1)) || (first === 0x2001 && second === 0 && (embeds(2) || embeds(6, 0xffff))) || ((v6[4]! & 0xfcff) === 0 && v6[5] === 0x5efe && embeds(6))) return true;
+  if (
+    (first === 0x2002 && embeds(1)) ||
+    (first === 0x2001 && second === 0 && (embeds(2) || embeds(6, 0xffff))) ||
+    ((v6[4]! & 0xfcff) === 0 && v6[5] === 0x5efe && embeds(6))
+  )
+    return true;
   // The rest of 64:ff9b::/32 (local-use NAT64, 64:ff9b:1::/48, RFC 8215), fc00::/7 unique local, fe80::/10 link-local, fec0::/10 site-local, ff00::/8 multicast, 2001:db8::/32 documentation.
-  return (first === 0x64 && second === 0xff9b) || (first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0 || (first & 0xff00) === 0xff00 || (first === 0x2001 && second === 0xdb8);
+  return (
+    (first === 0x64 && second === 0xff9b) ||
+    (first & 0xfe00) === 0xfc00 ||
+    (first & 0xffc0) === 0xfe80 ||
+    (first & 0xffc0) === 0xfec0 ||
+    (first & 0xff00) === 0xff00 ||
+    (first === 0x2001 && second === 0xdb8)
+  );
 }
 
 function privateIPv4([a, b]: number[]): boolean {
-  return a === 0 || a === 10 || a === 127 || (a === 100 && b! >= 64 && b! < 128) || (a === 169 && b === 254) || (a === 172 && b! >= 16 && b! < 32) || (a === 192 && b === 168) || (a === 192 && b === 0) || (a === 198 && (b === 18 || b === 19)) || a! >= 224;
+  return (
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    (a === 100 && b! >= 64 && b! < 128) ||
+    (a === 169 && b === 254) ||
+    (a === 172 && b! >= 16 && b! < 32) ||
+    (a === 192 && b === 168) ||
+    (a === 192 && b === 0) ||
+    (a === 198 && (b === 18 || b === 19)) ||
+    a! >= 224
+  );
 }
 
 function isIP(host: string): boolean {

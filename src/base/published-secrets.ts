@@ -12,5 +12,7 @@ export const PUBLISHED_SECRETS: readonly string[] = ['a-long-random-secret-only-
 /** Throws a TypeError naming `option` when `value` is one of {@link PUBLISHED_SECRETS}. */
 export function refusePublishedSecret(option: string, value: unknown): void {
   if (typeof value !== 'string' || !PUBLISHED_SECRETS.includes(value.trim())) return;
-  throw new TypeError(`${option} is a secret printed in viewsync's documentation, so anyone may have it: generate one of your own (openssl rand -base64 32) and give it to the server from its environment, never in the code`);
+  throw new TypeError(
+    `${option} is a secret printed in viewsync's documentation, so anyone may have it: generate one of your own (openssl rand -base64 32) and give it to the server from its environment, never in the code`,
+  );
 }

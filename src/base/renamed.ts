@@ -7,7 +7,9 @@ export function refuseRenamed(options: object | undefined, where: string, rename
   if (options === undefined || options === null) return;
   for (const [old, now] of Object.entries(renamed)) {
     if (Object.hasOwn(options, old)) {
-      throw new TypeError(`${where}.${old} was renamed ${where}.${now} in viewsync 0.2 (every duration is in milliseconds and its name ends in Ms); see the changelog`);
+      throw new TypeError(
+        `${where}.${old} was renamed ${where}.${now} in viewsync 0.2 (every duration is in milliseconds and its name ends in Ms); see the changelog`,
+      );
     }
   }
 }

@@ -45,15 +45,24 @@ export class WebhookSignatureError extends Error {
  * const delivery = await verifyWebhook(body, request.headers.get('viewsync-signature'), process.env.WEBHOOK_SECRET!);
  * for (const change of delivery.changes) await index(change);
  */
-export async function verifyWebhook<T = unknown>(body: string, header: string | null | undefined, secret: string, options: VerifyWebhookOptions = {}): Promise<T> {
+export async function verifyWebhook<T = unknown>(
+  body: string,
+  header: string | null | undefined,
+  secret: string,
+  options: VerifyWebhookOptions = {},
+): Promise<T> {
   refusePublishedSecret("verifyWebhook's secret", secret);
   const fields = new Map((header ?? '').split(',').map((part) => part.trim().split('=', 2) as [string, string | undefined]));
   const t = fields.get('t');
   const given = fields.get('v1');
-  if (t === undefined || given === undefined || !/^\d{1,12}$/.test(t)) throw new WebhookSignatureError(`The ${SIGNATURE_HEADER} header is missing or malformed: expected t=<unix seconds>,v1=<hex>`);
+  if (t === undefined || given === undefined || !/^\d{1,12}$/.test(t))
+    throw new WebhookSignatureError(`The ${SIGNATURE_HEADER} header is missing or malformed: expected t=<unix seconds>,v1=<hex>`);
   const toleranceMs = options.toleranceMs ?? 300_000;
   const skew = Math.abs((options.now ?? Date.now()) - Number(t) * 1000);
-  if (skew > toleranceMs) throw new WebhookSignatureError(`The signature is ${Math.round(skew / 1000)} s from now, more than the ${Math.round(toleranceMs / 1000)} s allowed: a replay, or a clock far off`);
+  if (skew > toleranceMs)
+    throw new WebhookSignatureError(
+      `The signature is ${Math.round(skew / 1000)} s from now, more than the ${Math.round(toleranceMs / 1000)} s allowed: a replay, or a clock far off`,
+    );
   if (!sameText(given, await hmac(secret, `${t}.${body}`))) throw new WebhookSignatureError('The signature does not match the body under this secret');
   return JSON.parse(body) as T;
 }
@@ -62,4 +71,3 @@ async function hmac(secret: string, text: string): Promise<string> {
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey(secret), new TextEncoder().encode(text)));
   return Array.from(mac, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
-

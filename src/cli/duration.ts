@@ -18,7 +18,9 @@ export function retentionDuration(value: string | undefined, option: string, fal
 
 /** A duration in the unit that reads best: `30 s`, `500 ms`. */
 export function formatDuration(ms: number): string {
-  const [unit, size] = Object.entries(UNITS).reverse().find(([, size]) => ms >= size && ms % size === 0) ?? ['ms', 1];
+  const [unit, size] = Object.entries(UNITS)
+    .reverse()
+    .find(([, size]) => ms >= size && ms % size === 0) ?? ['ms', 1];
   return `${ms / size} ${unit}`;
 }
 
@@ -28,7 +30,9 @@ function durationOrForever(value: string | undefined, option: string, fallback: 
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(value.trim());
   const ms = match ? Number(match[1]) * UNITS[match[2]!]! : NaN;
   if (!(ms > 0) || !Number.isFinite(ms)) {
-    throw new UsageError(`${option} takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d${allowForever ? `, or 'forever'` : ''}; got ${JSON.stringify(value)}`);
+    throw new UsageError(
+      `${option} takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d${allowForever ? `, or 'forever'` : ''}; got ${JSON.stringify(value)}`,
+    );
   }
   return ms;
 }

@@ -17,16 +17,24 @@ import { date, print } from './output.js';
 export async function feedCommand(ctx: SyncContext, action: string | undefined, json: boolean): Promise<number> {
   if (action === 'off') {
     const { spaces } = await turnOffChangeFeed(ctx);
-    print(`The change feed is off: writes leave the spaces' change logs from now (${spaces === 1 ? '1 space' : `${spaces} spaces`} kept one until now; what the logs hold stays readable until trimmed). A server whose options still have \`changes\` goes on keeping the logs of the spaces it writes: take \`changes\` out of every server.`);
+    print(
+      `The change feed is off: writes leave the spaces' change logs from now (${spaces === 1 ? '1 space' : `${spaces} spaces`} kept one until now; what the logs hold stays readable until trimmed). A server whose options still have \`changes\` goes on keeping the logs of the spaces it writes: take \`changes\` out of every server.`,
+    );
     return 0;
   }
   const stores = await changeFeedStatus(ctx);
-  if (json) return print(JSON.stringify(stores, null, 2)), 0;
+  if (json) return (print(JSON.stringify(stores, null, 2)), 0);
   for (const { store, on, since } of stores) {
     const where = store === undefined ? 'This store' : `Store ${JSON.stringify(store)}`;
     if (since === null) print(`${where} does not keep the change feed: no server with \`changes\` has written to it.`);
-    else if (on) print(`${where} keeps the change feed (since ${date(since)}): every write keeps the change log of each space that has one, and of every new space, whoever writes.`);
-    else print(`${where} had the change feed turned off at ${date(since)} ('viewsync feed off'): writes leave the spaces' change logs until a server with \`changes\` writes.`);
+    else if (on)
+      print(
+        `${where} keeps the change feed (since ${date(since)}): every write keeps the change log of each space that has one, and of every new space, whoever writes.`,
+      );
+    else
+      print(
+        `${where} had the change feed turned off at ${date(since)} ('viewsync feed off'): writes leave the spaces' change logs until a server with \`changes\` writes.`,
+      );
   }
   return 0;
 }
@@ -38,8 +46,11 @@ export async function feedCommand(ctx: SyncContext, action: string | undefined, 
  */
 export async function webhookCommand(ctx: SyncContext, rest: readonly string[], options: { all?: boolean; 'after-gap'?: boolean }): Promise<number> {
   const [action, name, space, ...extra] = rest;
-  if (action !== 'enable') throw new UsageError(`webhook takes enable${action === undefined ? '' : `, got ${JSON.stringify(action)}`}: viewsync webhook enable NAME SPACE|--all [--after-gap]`);
-  if (name === undefined) throw new UsageError('webhook enable needs the webhook\'s NAME, as the servers\' changes.webhooks name it');
+  if (action !== 'enable')
+    throw new UsageError(
+      `webhook takes enable${action === undefined ? '' : `, got ${JSON.stringify(action)}`}: viewsync webhook enable NAME SPACE|--all [--after-gap]`,
+    );
+  if (name === undefined) throw new UsageError("webhook enable needs the webhook's NAME, as the servers' changes.webhooks name it");
   if ((space === undefined) === !options.all || extra.length > 0) throw new UsageError('webhook enable takes one SPACE or --all');
   const afterGap = options['after-gap'] === true;
   const spaces = space !== undefined ? [space] : await allSpaces(ctx.storage);
@@ -60,7 +71,11 @@ export async function webhookCommand(ctx: SyncContext, rest: readonly string[], 
       process.stderr.write(`viewsync: ${error.message}\n`);
     }
   }
-  if (known === 0 && refused === 0) throw new CLIError(`No webhook named ${JSON.stringify(name)} has delivered${space === undefined ? ' in any space' : ` in ${JSON.stringify(space)}`}: is the name the servers' (changes.webhooks)? 'viewsync inspect SPACE' lists a space's webhooks`);
-  if (enabled === 0 && refused === 0) print(`Webhook ${JSON.stringify(name)} was not disabled${space === undefined ? ' in any space' : ` in ${JSON.stringify(space)}`}: nothing to enable.`);
+  if (known === 0 && refused === 0)
+    throw new CLIError(
+      `No webhook named ${JSON.stringify(name)} has delivered${space === undefined ? ' in any space' : ` in ${JSON.stringify(space)}`}: is the name the servers' (changes.webhooks)? 'viewsync inspect SPACE' lists a space's webhooks`,
+    );
+  if (enabled === 0 && refused === 0)
+    print(`Webhook ${JSON.stringify(name)} was not disabled${space === undefined ? ' in any space' : ` in ${JSON.stringify(space)}`}: nothing to enable.`);
   return refused === 0 ? 0 : (process.stderr.write(`viewsync: ${refused === 1 ? '1 space' : `${refused} spaces`} left disabled: see above\n`), 1);
 }

@@ -83,7 +83,9 @@ export function revertArgs(rest: readonly string[], flags: HistoryFlags, now: nu
     ...(flags.versions !== undefined && { versions: versions(flags.versions) }),
   };
   if (Object.keys(cause).length === 0) {
-    throw new UsageError('revert needs a cause: --client-group G, --user U, --mutator NAME, --mutation CLIENTID:MUTATIONID or --versions A..B (--since only narrows one; to undo everything since a version, restore to it)');
+    throw new UsageError(
+      'revert needs a cause: --client-group G, --user U, --mutator NAME, --mutation CLIENTID:MUTATIONID or --versions A..B (--since only narrows one; to undo everything since a version, restore to it)',
+    );
   }
   // The changes committed in the last DURATION, by this machine's clock.
   if (flags.since !== undefined) cause.since = now - duration(flags.since, '--since', 0);
@@ -141,6 +143,7 @@ function versions(text: string): [number, number] {
 function mutation(text: string): { clientID: string; mutationID: number } {
   const colon = text.lastIndexOf(':');
   const [clientID, id] = [text.slice(0, colon), text.slice(colon + 1)];
-  if (colon <= 0 || !/^\d{1,16}$/.test(id) || !Number.isSafeInteger(Number(id))) throw new UsageError(`--mutation takes CLIENTID:MUTATIONID, such as 5f2c…:42, got ${JSON.stringify(text)}`);
+  if (colon <= 0 || !/^\d{1,16}$/.test(id) || !Number.isSafeInteger(Number(id)))
+    throw new UsageError(`--mutation takes CLIENTID:MUTATIONID, such as 5f2c…:42, got ${JSON.stringify(text)}`);
   return { clientID, mutationID: Number(id) };
 }

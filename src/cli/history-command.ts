@@ -15,19 +15,30 @@ import { CLIError } from './store.js';
 export async function historyCommand(ctx: SyncContext, args: HistoryArgs): Promise<number> {
   await requireSpace(ctx, args.space);
   if (args.at !== undefined) {
-    const page = await at(ctx, args.space, args.at, { ...(args.prefix !== undefined && { prefix: args.prefix }), ...(args.after !== undefined && { after: args.after }), ...(args.limit !== undefined && { limit: args.limit }) });
-    if (args.json) return print(JSON.stringify({ space: args.space, ...page }, null, 2)), 0;
+    const page = await at(ctx, args.space, args.at, {
+      ...(args.prefix !== undefined && { prefix: args.prefix }),
+      ...(args.after !== undefined && { after: args.after }),
+      ...(args.limit !== undefined && { limit: args.limit }),
+    });
+    if (args.json) return (print(JSON.stringify({ space: args.space, ...page }, null, 2)), 0);
     const under = args.prefix ? ` under ${JSON.stringify(args.prefix)}` : '';
     if (page.entries.length === 0) print(`${JSON.stringify(args.space)} held no entries${under} at version ${args.at}.`);
-    else print(table(page.entries.map(([key, value]) => [printable(key), shown(value)]), ['KEY', `VALUE AT VERSION ${args.at}`]));
+    else
+      print(
+        table(
+          page.entries.map(([key, value]) => [printable(key), shown(value)]),
+          ['KEY', `VALUE AT VERSION ${args.at}`],
+        ),
+      );
     if (page.more) process.stderr.write(`viewsync: more entries follow: go on with --after ${quoted(page.next!)}\n`);
     return 0;
   }
   const page = await changesOf(ctx, args);
-  if (args.json) return print(JSON.stringify({ space: args.space, ...page }, null, 2)), 0;
+  if (args.json) return (print(JSON.stringify({ space: args.space, ...page }, null, 2)), 0);
   const what = args.key !== undefined ? `key ${JSON.stringify(args.key)}` : args.prefix ? `keys under ${JSON.stringify(args.prefix)}` : 'keys';
   const kept = `its history keeps versions ${page.kept.from} to ${page.kept.to}`;
-  if (page.changes.length === 0) print(`No changes of ${printable(what)} in ${JSON.stringify(args.space)}${args.after === undefined ? '' : ` after version ${args.after}`}: ${kept}.`);
+  if (page.changes.length === 0)
+    print(`No changes of ${printable(what)} in ${JSON.stringify(args.space)}${args.after === undefined ? '' : ` after version ${args.after}`}: ${kept}.`);
   else print(table(page.changes.map(changeRow), ['VERSION', 'AT', 'OP', 'KEY', 'BY', 'USER', 'CLIENT GROUP', 'MUTATOR', 'BEFORE → AFTER']));
   if (page.more) process.stderr.write(`viewsync: more changes follow: go on with --after ${page.version}\n`);
   return 0;
@@ -39,7 +50,8 @@ export async function historyCommand(ctx: SyncContext, args: HistoryArgs): Promi
  */
 export async function requireSpace(ctx: SyncContext, space: string): Promise<void> {
   const meta = await ctx.storage.transaction((tx) => tx.get(new SpaceKeys(space).meta), { readOnly: true, space });
-  if (meta === undefined) throw new CLIError(`Space ${JSON.stringify(space)} holds no data in this store: check its name ('viewsync inspect' lists the spaces)`);
+  if (meta === undefined)
+    throw new CLIError(`Space ${JSON.stringify(space)} holds no data in this store: check its name ('viewsync inspect' lists the spaces)`);
 }
 
 /** The changes asked for: one page of `limit`, or, without it, every page up to now. */

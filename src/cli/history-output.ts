@@ -35,7 +35,9 @@ export function originCells(by: ChangeOrigin): [string, string, string, string] 
 /** Who made a change, in one line: `mutation c1#3 (addTodo) by "bob", group g2`. */
 export function originLine(by: ChangeOrigin): string {
   const [kind, user, group, mutator] = originCells(by);
-  return [kind, mutator === '-' ? '' : `(${mutator})`, user === '-' ? '' : `by ${user}`, group === '-' ? '' : `group ${group}`].filter((part) => part !== '').join(' ');
+  return [kind, mutator === '-' ? '' : `(${mutator})`, user === '-' ? '' : `by ${user}`, group === '-' ? '' : `group ${group}`]
+    .filter((part) => part !== '')
+    .join(' ');
 }
 
 /** A revert's cause, as the flags that name it would: `user mallory, versions 3..5`. */
@@ -58,7 +60,12 @@ export function printPlanned(changes: readonly PlannedChange[]): void {
   if (changes.length === 0) return;
   const listed = changes.slice(0, LISTED);
   print('');
-  print(table(listed.map(({ key, before, after }) => [printable(key), shown(before), after === undefined ? '(deleted)' : shown(after)]), ['KEY', 'NOW', 'BECOMES']));
+  print(
+    table(
+      listed.map(({ key, before, after }) => [printable(key), shown(before), after === undefined ? '(deleted)' : shown(after)]),
+      ['KEY', 'NOW', 'BECOMES'],
+    ),
+  );
   if (changes.length > listed.length) print(`… and ${(changes.length - listed.length).toLocaleString('en-US')} more (--json lists every one)`);
 }
 

@@ -87,37 +87,38 @@ const OPTIONS = {
   'connect-timeout': { type: 'string' },
 } as const;
 
-type Options = StoreOptions & HistoryFlags & {
-  json?: boolean;
-  'quota-entries'?: string;
-  'quota-bytes'?: string;
-  'quota-history-bytes'?: string;
-  web?: boolean;
-  port?: string;
-  'read-only'?: boolean;
-  quiet?: boolean;
-  merge?: boolean;
-  from?: string;
-  'allow-format-1'?: boolean;
-  'skip-clients'?: boolean;
-  'idle-timeout'?: string;
-  history?: boolean;
-  space?: string;
-  'client-groups'?: string;
-  tombstones?: string;
-  changes?: string;
-  'keep-history'?: string;
-  after?: string;
-  follow?: boolean;
-  all?: boolean;
-  'after-gap'?: boolean;
-  poll?: string;
-  to?: string;
-  'switch-timeout'?: string;
-  module?: string;
-  batch?: string;
-  status?: boolean;
-};
+type Options = StoreOptions &
+  HistoryFlags & {
+    json?: boolean;
+    'quota-entries'?: string;
+    'quota-bytes'?: string;
+    'quota-history-bytes'?: string;
+    web?: boolean;
+    port?: string;
+    'read-only'?: boolean;
+    quiet?: boolean;
+    merge?: boolean;
+    from?: string;
+    'allow-format-1'?: boolean;
+    'skip-clients'?: boolean;
+    'idle-timeout'?: string;
+    history?: boolean;
+    space?: string;
+    'client-groups'?: string;
+    tombstones?: string;
+    changes?: string;
+    'keep-history'?: string;
+    after?: string;
+    follow?: boolean;
+    all?: boolean;
+    'after-gap'?: boolean;
+    poll?: string;
+    to?: string;
+    'switch-timeout'?: string;
+    module?: string;
+    batch?: string;
+    status?: boolean;
+  };
 
 /** Runs the CLI on `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -126,12 +127,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     const { values, positionals } = parse(argv);
     const [command = '', ...rest] = positionals;
     if (!(command in HELP) || command === '') {
-      if (values.help || command === 'help') return print(HELP[rest[0] ?? ''] ?? HELP['']!), 0;
+      if (values.help || command === 'help') return (print(HELP[rest[0] ?? ''] ?? HELP['']!), 0);
       // No command did nothing that was asked: the help goes where errors go, and the exit says so.
       if (command === '') return fail(`${HELP['']}\n\nviewsync: give a command (above)`, 2);
-      throw new UsageError(`Unknown command ${JSON.stringify(command)}${didYouMean(command, Object.keys(HELP).filter((name) => name !== ''))}`);
+      throw new UsageError(
+        `Unknown command ${JSON.stringify(command)}${didYouMean(
+          command,
+          Object.keys(HELP).filter((name) => name !== ''),
+        )}`,
+      );
     }
-    if (values.help) return print(HELP[command]!), 0;
+    if (values.help) return (print(HELP[command]!), 0);
     for (const name of Object.keys(values) as Array<keyof typeof OPTIONS>) {
       const only: readonly string[] | undefined = 'for' in OPTIONS[name] ? (OPTIONS[name] as { for: readonly string[] }).for : undefined;
       if (only !== undefined && !only.includes(command)) throw new UsageError(`${command} takes no --${name}`);
@@ -174,7 +180,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'move': {
         const space = operand(command, rest, 1)!;
         if (options.to === undefined) throw new UsageError('move needs --to NAME, the store to move the space to');
-        if ((options.store ?? []).length < 2) throw new UsageError('move moves a space between the stores of a routed storage: give each as --store NAME=URL, as the servers name them');
+        if ((options.store ?? []).length < 2)
+          throw new UsageError('move moves a space between the stores of a routed storage: give each as --store NAME=URL, as the servers name them');
         const switchTimeoutMs = duration(options['switch-timeout'], '--switch-timeout', 2_000);
         store = await openStore(options);
         const names = Object.keys(store.storage.parts?.stores ?? {});
@@ -184,9 +191,15 @@ export async function main(argv: readonly string[]): Promise<number> {
       }
       case 'directory': {
         const [action] = rest;
-        if (action !== 'check' && action !== 'repair') throw new UsageError(`directory takes check or repair${rest.length === 0 ? '' : `, got ${JSON.stringify(rest.join(' '))}`}: viewsync directory check --store NAME=URL… --directory NAME`);
+        if (action !== 'check' && action !== 'repair')
+          throw new UsageError(
+            `directory takes check or repair${rest.length === 0 ? '' : `, got ${JSON.stringify(rest.join(' '))}`}: viewsync directory check --store NAME=URL… --directory NAME`,
+          );
         if (rest.length > 1) throw new UsageError(`directory ${action} takes no SPACE: it looks at every space`);
-        if ((options.store ?? []).length === 0) throw new UsageError(`directory ${action} works on the stores of a routed storage: give each as --store NAME=URL, as the servers name them, and --directory NAME`);
+        if ((options.store ?? []).length === 0)
+          throw new UsageError(
+            `directory ${action} works on the stores of a routed storage: give each as --store NAME=URL, as the servers name them, and --directory NAME`,
+          );
         if (options.directory === undefined) throw new UsageError(`directory ${action} needs --directory NAME, the store that keeps the servers' directory`);
         store = await openStore(options, { readOnly: action === 'check' });
         return await directoryCommand(routerOf(store.storage)!, action, options);
@@ -210,7 +223,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       }
       case 'feed': {
         const [action, ...extra] = rest;
-        if ((action !== undefined && action !== 'status' && action !== 'off') || extra.length > 0) throw new UsageError(`feed takes status or off, got ${JSON.stringify(rest.join(' '))}`);
+        if ((action !== undefined && action !== 'status' && action !== 'off') || extra.length > 0)
+          throw new UsageError(`feed takes status or off, got ${JSON.stringify(rest.join(' '))}`);
         store = await openStore(options, { readOnly: action !== 'off' });
         return await feedCommand(context(store), action, options.json === true);
       }
@@ -221,14 +235,24 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'migrate': {
         const [name, ...extra] = rest;
         if (name === undefined || extra.length > 0) throw new UsageError(`migrate takes one NAME, the migration's: viewsync migrate NAME --module FILE`);
-        if (!options.status && options.module === undefined) throw new UsageError('migrate needs --module FILE, the module that exports the migration (or --status, to see where it stands)');
-        if (options.status && (options.module !== undefined || options.batch !== undefined)) throw new UsageError('migrate --status only reads: it takes no --module or --batch');
+        if (!options.status && options.module === undefined)
+          throw new UsageError('migrate needs --module FILE, the module that exports the migration (or --status, to see where it stands)');
+        if (options.status && (options.module !== undefined || options.batch !== undefined))
+          throw new UsageError('migrate --status only reads: it takes no --module or --batch');
         const batch = options.batch === undefined ? undefined : Number(options.batch);
-        if (batch !== undefined && !(Number.isInteger(batch) && batch >= 1 && batch <= 10_000)) throw new UsageError(`--batch takes a number of entries from 1 to 10000, got ${JSON.stringify(options.batch)}`);
-        if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name)) throw new UsageError(`a migration's name is 1 to 100 letters, digits, '_', '.' or '-', got ${JSON.stringify(name)}`);
+        if (batch !== undefined && !(Number.isInteger(batch) && batch >= 1 && batch <= 10_000))
+          throw new UsageError(`--batch takes a number of entries from 1 to 10000, got ${JSON.stringify(options.batch)}`);
+        if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name))
+          throw new UsageError(`a migration's name is 1 to 100 letters, digits, '_', '.' or '-', got ${JSON.stringify(name)}`);
         store = await openStore(options, { readOnly: options.status === true });
         if (options.space !== undefined) await checkWhereHeld(store, options.space, command);
-        const migrate = { ...(options.module !== undefined && { module: options.module }), ...(options.space !== undefined && { space: options.space }), ...(batch !== undefined && { batch }), json: options.json === true, quiet: options.quiet === true };
+        const migrate = {
+          ...(options.module !== undefined && { module: options.module }),
+          ...(options.space !== undefined && { space: options.space }),
+          ...(batch !== undefined && { batch }),
+          json: options.json === true,
+          quiet: options.quiet === true,
+        };
         return await (options.status ? migrationStatusCommand : migrateCommand)(context(store), name, migrate);
       }
       case 'history': {
@@ -264,7 +288,11 @@ export async function main(argv: readonly string[]): Promise<number> {
           changesMs: retentionDuration(options.changes, '--changes', DEFAULT_RETENTION_MS),
         };
         // History is the change log too: gc keeps it for the longer of the two, as a server does.
-        const retentionWithHistory = { ...retention, historyMs: options['keep-history'] === undefined ? retention.changesMs : retentionDuration(options['keep-history'], '--keep-history', DEFAULT_RETENTION_MS) };
+        const retentionWithHistory = {
+          ...retention,
+          historyMs:
+            options['keep-history'] === undefined ? retention.changesMs : retentionDuration(options['keep-history'], '--keep-history', DEFAULT_RETENTION_MS),
+        };
         store = await openStore(options);
         if (options.space !== undefined) await checkWhereHeld(store, options.space, command);
         await gcCommand(context(store, { retention: retentionWithHistory }), options);
@@ -276,7 +304,14 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) return fail(`${error.message}\nRun 'viewsync --help' for usage.`, 2);
-    if (error instanceof CLIError || error instanceof DumpError || error instanceof RouteError || error instanceof StagingLostError || error instanceof ChangesGoneError) return fail(error.message, 1);
+    if (
+      error instanceof CLIError ||
+      error instanceof DumpError ||
+      error instanceof RouteError ||
+      error instanceof StagingLostError ||
+      error instanceof ChangesGoneError
+    )
+      return fail(error.message, 1);
     if (error instanceof ChangeCursorError) return fail(`--after: ${error.message}\nRun 'viewsync --help' for usage.`, 2);
     // A version the space's history does not keep is the command line's mistake, said in one line.
     if (error instanceof HistoryGoneError) return fail(error.message, 2);
@@ -294,7 +329,12 @@ function operand(command: string, rest: readonly string[], min: 0 | 1): string |
 }
 
 function parse(argv: readonly string[]) {
-  const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [name, { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) }]));
+  const options = Object.fromEntries(
+    Object.entries(OPTIONS).map(([name, { type, ...rest }]) => [
+      name,
+      { type, ...('short' in rest && { short: rest.short }), ...('multiple' in rest && { multiple: rest.multiple }) },
+    ]),
+  );
   const config = { args: [...argv], options, allowPositionals: true, strict: true, tokens: true } as const;
   let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
@@ -304,7 +344,9 @@ function parse(argv: readonly string[]) {
     const unknown = /^Unknown option '(-{1,2})([^']*)'/.exec((error as Error).message);
     if ((error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
       const guess = didYouMean(unknown[2]!, Object.keys(OPTIONS), (name) => `--${name}`);
-      throw new UsageError(`Unknown option '${unknown[1]}${unknown[2]}'${guess || ` (a SPACE that starts with '-' goes after '--': viewsync inspect -- ${unknown[1]}${unknown[2]})`}`);
+      throw new UsageError(
+        `Unknown option '${unknown[1]}${unknown[2]}'${guess || ` (a SPACE that starts with '-' goes after '--': viewsync inspect -- ${unknown[1]}${unknown[2]})`}`,
+      );
     }
     throw new UsageError((error as Error).message);
   }
@@ -342,7 +384,9 @@ async function checkExists(store: OpenStore, space: string, { follow }: { follow
   const near = nearestName(space, spaces);
   const guess = near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`;
   if (follow) return void process.stderr.write(`viewsync: space ${JSON.stringify(space)} does not exist yet${guess}; following it from its first change\n`);
-  throw new CLIError(`space ${JSON.stringify(space)} does not exist: ${store.label} holds nothing of it${guess}. 'viewsync inspect' lists the spaces (quote the default space as '')`);
+  throw new CLIError(
+    `space ${JSON.stringify(space)} does not exist: ${store.label} holds nothing of it${guess}. 'viewsync inspect' lists the spaces (quote the default space as '')`,
+  );
 }
 
 function context(store: OpenStore, options: Partial<SyncOptions> = {}): SyncContext {
@@ -361,13 +405,20 @@ async function inspectCommand(ctx: SyncContext, space: string | undefined, optio
     printRejected(rejectedMutations, table);
     print('');
     if (groups.length === 0) return print('No client groups.');
-    print(table(groups.map((group) => [
-      group.userID ?? '(anonymous)',
-      group.clientGroupID,
-      group.expired ? 'expired' : date(group.lastActive),
-      group.schemaVersion === null ? '-' : JSON.stringify(group.schemaVersion),
-      Object.entries(group.clients).map(([client, lmid]) => `${client}=${lmid}`).join(' '),
-    ]), ['USER', 'CLIENT GROUP', 'LAST ACTIVE', 'SCHEMA', 'CLIENTS (lastMutationID)']));
+    print(
+      table(
+        groups.map((group) => [
+          group.userID ?? '(anonymous)',
+          group.clientGroupID,
+          group.expired ? 'expired' : date(group.lastActive),
+          group.schemaVersion === null ? '-' : JSON.stringify(group.schemaVersion),
+          Object.entries(group.clients)
+            .map(([client, lmid]) => `${client}=${lmid}`)
+            .join(' '),
+        ]),
+        ['USER', 'CLIENT GROUP', 'LAST ACTIVE', 'SCHEMA', 'CLIENTS (lastMutationID)'],
+      ),
+    );
     return;
   }
   const { spaces } = await inspect(ctx);
@@ -389,9 +440,19 @@ function printStaging(spaces: SpaceSummary[]): void {
 /** A space's webhooks, if any delivered there: where each got to, and why one is disabled. */
 function printWebhooks(webhooks: SpaceSummary['webhooks']): void {
   if (webhooks === undefined) return;
-  const state = (hook: WebhookSummary) => (hook.disabled ? `disabled ${date(hook.disabled.at)}: ${hook.disabled.reason}` : hook.pending?.error !== undefined ? `retrying (${hook.pending.attempts} attempts): ${hook.pending.error}` : 'delivering');
+  const state = (hook: WebhookSummary) =>
+    hook.disabled
+      ? `disabled ${date(hook.disabled.at)}: ${hook.disabled.reason}`
+      : hook.pending?.error !== undefined
+        ? `retrying (${hook.pending.attempts} attempts): ${hook.pending.error}`
+        : 'delivering';
   print('');
-  print(table(Object.entries(webhooks).map(([name, hook]) => [name, hook.cursor, String(hook.lagVersions), count(hook.delivered), count(hook.failures), state(hook)]), ['WEBHOOK', 'CURSOR', 'VERSIONS BEHIND', 'DELIVERED', 'FAILED', 'STATE']));
+  print(
+    table(
+      Object.entries(webhooks).map(([name, hook]) => [name, hook.cursor, String(hook.lagVersions), count(hook.delivered), count(hook.failures), state(hook)]),
+      ['WEBHOOK', 'CURSOR', 'VERSIONS BEHIND', 'DELIVERED', 'FAILED', 'STATE'],
+    ),
+  );
 }
 
 /** The spaces' table; a QUOTA column (the share of each bound used) when a quota was given. */
@@ -399,13 +460,33 @@ function summaryTable(spaces: SpaceSummary[]): string {
   const quotas = spaces.some((summary) => summary.quota !== undefined);
   const stores = spaces.some((summary) => summary.store !== undefined);
   const logs = spaces.some((summary) => summary.changes !== undefined);
-  const schemas = spaces.some((summary) => summary.schemaVersions !== undefined && Object.keys(summary.schemaVersions).some((version) => version !== '' && version !== '?'));
+  const schemas = spaces.some(
+    (summary) => summary.schemaVersions !== undefined && Object.keys(summary.schemaVersions).some((version) => version !== '' && version !== '?'),
+  );
   const rows = spaces.map((summary) => [
-    JSON.stringify(summary.space), ...(stores ? [summary.store ?? ''] : []), count(summary.entries), size(summary.bytes), ...(quotas ? [quotaCell(summary, size)] : []), String(summary.version), String(summary.clientGroups), date(summary.lastActivity),
+    JSON.stringify(summary.space),
+    ...(stores ? [summary.store ?? ''] : []),
+    count(summary.entries),
+    size(summary.bytes),
+    ...(quotas ? [quotaCell(summary, size)] : []),
+    String(summary.version),
+    String(summary.clientGroups),
+    date(summary.lastActivity),
     ...(logs ? [summary.changes === undefined ? '-' : `${count(summary.changes.rows)} since ${summary.changes.from ?? 'broken'}`] : []),
     ...(schemas ? [schemaCell(summary)] : []),
   ]);
-  return table(rows, ['SPACE', ...(stores ? ['STORE'] : []), 'ENTRIES', 'SIZE', ...(quotas ? ['QUOTA'] : []), 'VERSION', 'CLIENT GROUPS', 'LAST ACTIVITY', ...(logs ? ['CHANGE LOG'] : []), ...(schemas ? ['GROUPS BY SCHEMA (7 days)'] : [])]);
+  return table(rows, [
+    'SPACE',
+    ...(stores ? ['STORE'] : []),
+    'ENTRIES',
+    'SIZE',
+    ...(quotas ? ['QUOTA'] : []),
+    'VERSION',
+    'CLIENT GROUPS',
+    'LAST ACTIVITY',
+    ...(logs ? ['CHANGE LOG'] : []),
+    ...(schemas ? ['GROUPS BY SCHEMA (7 days)'] : []),
+  ]);
 }
 
 /** Moves the space, telling each phase on stderr as it starts: a log shows where a killed move stopped. */
@@ -420,7 +501,9 @@ async function moveCommand(ctx: SyncContext, space: string, to: string, switchTi
     },
   });
   if (!result.moved) return print(`${JSON.stringify(space)} is in ${JSON.stringify(to)} already; nothing to move`);
-  print(`moved ${JSON.stringify(space)} from ${JSON.stringify(result.from)} to ${JSON.stringify(result.to)}: ${plural(result.rows, 'row')} copied in ${formatDuration(Math.round(result.totalMs))}; its writes waited ${Math.round(result.switchMs)} ms for the switch`);
+  print(
+    `moved ${JSON.stringify(space)} from ${JSON.stringify(result.from)} to ${JSON.stringify(result.to)}: ${plural(result.rows, 'row')} copied in ${formatDuration(Math.round(result.totalMs))}; its writes waited ${Math.round(result.switchMs)} ms for the switch`,
+  );
 }
 
 /** Checks or repairs the directory; resolves to the exit code: 1 while a space's row does not lead to its copy in use. */
@@ -430,17 +513,31 @@ async function directoryCommand(storage: Router, action: 'check' | 'repair', opt
     const problems = await checkDirectory(storage);
     if (options.json) print(JSON.stringify({ problems }, null, 2));
     else if (problems.length === 0) print('Every space the stores hold is listed in the directory, in the store holding its copy in use.');
-    else print(table(problems.map((problem) => [JSON.stringify(problem.space), listed(problem.listed), problem.inUse ?? '-', problem.reason]), ['SPACE', 'LISTED IN', 'IN USE IN', 'PROBLEM']));
+    else
+      print(
+        table(
+          problems.map((problem) => [JSON.stringify(problem.space), listed(problem.listed), problem.inUse ?? '-', problem.reason]),
+          ['SPACE', 'LISTED IN', 'IN USE IN', 'PROBLEM'],
+        ),
+      );
     if (problems.length === 0) return 0;
     const n = problems.length;
-    return fail(`${n === 1 ? "1 space's directory row does not lead to its copy in use" : `${count(n)} spaces' directory rows do not lead to their copies in use`}: 'viewsync directory repair' with the same options repairs what it can`, 1);
+    return fail(
+      `${n === 1 ? "1 space's directory row does not lead to its copy in use" : `${count(n)} spaces' directory rows do not lead to their copies in use`}: 'viewsync directory repair' with the same options repairs what it can`,
+      1,
+    );
   }
   const { repaired, left } = await repairDirectory(storage);
   if (options.json) print(JSON.stringify({ repaired, left }, null, 2));
   else if (repaired.length === 0 && left.length === 0) print('Nothing to repair: every space the stores hold is listed in the store holding its copy in use.');
   else {
     const q = JSON.stringify;
-    for (const { space, listed: was, inUse } of repaired) print(was === undefined ? `listed ${q(space)} in ${q(inUse)}, which holds its copy in use (it had no row)` : `repaired ${q(space)}: listed in ${q(inUse)}, not ${q(was)}`);
+    for (const { space, listed: was, inUse } of repaired)
+      print(
+        was === undefined
+          ? `listed ${q(space)} in ${q(inUse)}, which holds its copy in use (it had no row)`
+          : `repaired ${q(space)}: listed in ${q(inUse)}, not ${q(was)}`,
+      );
   }
   for (const { space, reason } of left) process.stderr.write(`viewsync: left ${JSON.stringify(space)} as it was: it ${reason}\n`);
   return left.length === 0 ? 0 : fail(`${plural(left.length, 'space')} left as ${left.length === 1 ? 'it was' : 'they were'}: see above`, 1);
@@ -454,7 +551,10 @@ async function exportCommand(ctx: SyncContext, space: string, idle: number, opti
   const started = performance.now();
   let done = { entries: 0, groups: 0 };
   const entries = () => done.entries;
-  const progress = reporter(options.quiet, () => `export: ${count(done.entries)} entries${done.groups > 0 ? ` and ${plural(done.groups, 'client group')}` : ''} of ${JSON.stringify(space)}…`);
+  const progress = reporter(
+    options.quiet,
+    () => `export: ${count(done.entries)} entries${done.groups > 0 ? ` and ${plural(done.groups, 'client group')}` : ''} of ${JSON.stringify(space)}…`,
+  );
   const out = process.stdout;
   try {
     const reader = exportSpace(ctx, space, { idleMs: idle, history: options.history === true, onProgress: (now) => (done = now) }).getReader();
@@ -467,21 +567,33 @@ async function exportCommand(ctx: SyncContext, space: string, idle: number, opti
     } catch (error) {
       // stdout failed (a closed pipe): end the snapshot now, not when the export's idle timer fires.
       await reader.cancel().catch(() => {});
-      const why = error instanceof ReaderIdleError ? `stdout took nothing for ${formatDuration(idle)} (--idle-timeout), and an export does not hold its snapshot longer` : (error as Error).message;
+      const why =
+        error instanceof ReaderIdleError
+          ? `stdout took nothing for ${formatDuration(idle)} (--idle-timeout), and an export does not hold its snapshot longer`
+          : (error as Error).message;
       // Said plainly: the file or pipe holds a dump that looks fine up to where it stops.
-      throw new CLIError(`export of ${JSON.stringify(space)} failed after ${plural(entries(), 'entry')}: ${why}. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it`);
+      throw new CLIError(
+        `export of ${JSON.stringify(space)} failed after ${plural(entries(), 'entry')}: ${why}. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it`,
+      );
     }
   } finally {
     progress.stop();
   }
   await new Promise<void>((resolve, reject) => out.write('', (error) => (error ? reject(error) : resolve())));
-  if (!options.quiet) process.stderr.write(`exported ${plural(done.entries, 'entry')} and ${plural(done.groups, 'client group')} of ${JSON.stringify(space)} in ${elapsed(started)}\n`);
+  if (!options.quiet)
+    process.stderr.write(
+      `exported ${plural(done.entries, 'entry')} and ${plural(done.groups, 'client group')} of ${JSON.stringify(space)} in ${elapsed(started)}\n`,
+    );
 }
 
 async function importCommand(ctx: SyncContext, space: string, options: Options): Promise<void> {
   const started = performance.now();
   let last = { phase: 'reading', entries: 0, applied: 0 };
-  const progress = reporter(options.quiet, () => (last.phase === 'reading' ? `import: ${count(last.entries)} entries read and checked…` : `import: ${count(last.applied)} changes of ${count(last.entries)} entries applied…`));
+  const progress = reporter(options.quiet, () =>
+    last.phase === 'reading'
+      ? `import: ${count(last.entries)} entries read and checked…`
+      : `import: ${count(last.applied)} changes of ${count(last.entries)} entries applied…`,
+  );
   try {
     const result = await importSpace(ctx, space, process.stdin, {
       mode: options.merge ? 'merge' : 'replace',
@@ -496,11 +608,15 @@ async function importCommand(ctx: SyncContext, space: string, options: Options):
     });
     if (!options.quiet) {
       const clients = options['skip-clients'] ? 'skipped (--skip-clients)' : `${plural(result.clients, 'client record')} written`;
-      process.stderr.write(`imported ${plural(result.entries, 'entry')} into ${JSON.stringify(space)} in ${elapsed(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged; ${plural(result.groups, 'client group')}: ${clients}\n`);
+      process.stderr.write(
+        `imported ${plural(result.entries, 'entry')} into ${JSON.stringify(space)} in ${elapsed(started)}: ${count(result.written)} written, ${count(result.deleted)} deleted, the rest unchanged; ${plural(result.groups, 'client group')}: ${clients}\n`,
+      );
     }
     // Even with --quiet: a client left out is one that will not go on where it was.
     for (const { userID, clientGroupID, clientID, reason } of result.skipped) {
-      process.stderr.write(`viewsync: client ${JSON.stringify(clientID)} of group ${JSON.stringify(clientGroupID)}${userID === null ? '' : ` (user ${JSON.stringify(userID)})`} not imported: ${reason}\n`);
+      process.stderr.write(
+        `viewsync: client ${JSON.stringify(clientID)} of group ${JSON.stringify(clientGroupID)}${userID === null ? '' : ` (user ${JSON.stringify(userID)})`} not imported: ${reason}\n`,
+      );
     }
   } finally {
     progress.stop();
@@ -522,7 +638,12 @@ async function changesCommand(ctx: SyncContext, space: string | undefined, after
   // A closed pipe (`| head`) ends it, as it would any other writer.
   out.once('error', end);
   try {
-    const pages = space === undefined ? allThrough(ctx, after, follow, pollMs, stop.signal) : follow ? followChanges(ctx, space, { after: after ?? '0', signal: stop.signal, pollMs }) : onceThrough(ctx, space, after ?? '0');
+    const pages =
+      space === undefined
+        ? allThrough(ctx, after, follow, pollMs, stop.signal)
+        : follow
+          ? followChanges(ctx, space, { after: after ?? '0', signal: stop.signal, pollMs })
+          : onceThrough(ctx, space, after ?? '0');
     for await (const page of pages) {
       let text = page.changes.map((change) => JSON.stringify(change) + '\n').join('');
       if (space === undefined) text += JSON.stringify({ viewsync: 'cursor', cursor: page.cursor }) + '\n';
@@ -546,7 +667,13 @@ async function* onceThrough(ctx: SyncContext, space: string, after: string): Asy
 }
 
 /** The pages of every space's feed after the store cursor `after`: up to their end now, or for ever with `follow`. */
-async function* allThrough(ctx: SyncContext, after: string | undefined, follow: boolean, pollMs: number, signal: AbortSignal): AsyncGenerator<{ changes: readonly unknown[]; cursor: string }> {
+async function* allThrough(
+  ctx: SyncContext,
+  after: string | undefined,
+  follow: boolean,
+  pollMs: number,
+  signal: AbortSignal,
+): AsyncGenerator<{ changes: readonly unknown[]; cursor: string }> {
   while (!signal.aborted) {
     const page = await readAllChanges(ctx, { ...(after !== undefined && { after }) });
     after = page.cursor;
@@ -563,7 +690,9 @@ async function* allThrough(ctx: SyncContext, after: string | undefined, follow: 
 async function gcCommand(ctx: SyncContext, options: Options): Promise<void> {
   const removed = await collectGarbage(ctx, options.space);
   if (options.json) return print(JSON.stringify(removed));
-  print(`Removed ${plural(removed.clientGroups, 'client group')} (${plural(removed.clients, 'client')}), ${plural(removed.tombstones, 'tombstone')}, ${plural(removed.views, 'view record')}, ${plural(removed.changes, 'change log row')}.`);
+  print(
+    `Removed ${plural(removed.clientGroups, 'client group')} (${plural(removed.clients, 'client')}), ${plural(removed.tombstones, 'tombstone')}, ${plural(removed.views, 'view record')}, ${plural(removed.changes, 'change log row')}.`,
+  );
 }
 
 /**
@@ -589,8 +718,6 @@ function reporter(quiet: boolean | undefined, line: () => string) {
   };
 }
 
-
-
 function count(n: number): string {
   return n.toLocaleString('en-US');
 }
@@ -608,7 +735,6 @@ function size(bytes: number): string {
   return `${value.toFixed(1)} ${units[unit]}`;
 }
 
-
 function elapsed(started: number): string {
   return `${((performance.now() - started) / 1000).toFixed(1)} s`;
 }
@@ -616,7 +742,6 @@ function elapsed(started: number): string {
 function quoteArg(text: string): string {
   return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
-
 
 /** `: did you mean X?` for the known name nearest `typed`, or nothing when none is near. */
 function didYouMean(typed: string, known: Iterable<string>, show: (name: string) => string = (name) => name): string {

@@ -25,7 +25,7 @@ export async function migrationStatusCommand(ctx: SyncContext, name: string, opt
   const spaces = (await migrationStatus(ctx, name)).filter(({ space }) => options.space === undefined || space === options.space);
   const counts = { done: 0, started: 0, pending: 0 };
   for (const { state } of spaces) counts[state]++;
-  if (options.json) return print(JSON.stringify({ name, ...counts, spaces }, null, 2)), 0;
+  if (options.json) return (print(JSON.stringify({ name, ...counts, spaces }, null, 2)), 0);
   print(`Migration ${JSON.stringify(name)}: ${counts.done} of ${spaces.length} spaces done, ${counts.started} started, ${counts.pending} not started.`);
   if (spaces.length > 0) print(migrationTable(spaces));
   return 0;
@@ -35,7 +35,8 @@ export async function migrationStatusCommand(ctx: SyncContext, name: string, opt
 export async function migrateCommand(ctx: SyncContext, name: string, options: MigrateOptions): Promise<number> {
   const migration = await migrationFrom(options.module!, name);
   const stop = new AbortController();
-  const end = () => stop.abort(new CLIError(`migration ${JSON.stringify(name)} stopped between two batches; what was done stays done: run the same command again to go on`));
+  const end = () =>
+    stop.abort(new CLIError(`migration ${JSON.stringify(name)} stopped between two batches; what was done stays done: run the same command again to go on`));
   process.once('SIGINT', end).once('SIGTERM', end);
   const started = performance.now();
   const bar = progressBar(options.quiet === true, started);
@@ -48,7 +49,9 @@ export async function migrateCommand(ctx: SyncContext, name: string, options: Mi
     });
     bar.stop();
     const seconds = (performance.now() - started) / 1000;
-    print(`migration ${JSON.stringify(name)}: ${result.migrated} ${result.migrated === 1 ? 'space' : 'spaces'} migrated (${result.entries.toLocaleString('en-US')} entries, ${Math.round(result.entries / Math.max(seconds, 0.001)).toLocaleString('en-US')}/s), ${result.skipped} done before, ${result.empty} empty, in ${seconds.toFixed(1)} s`);
+    print(
+      `migration ${JSON.stringify(name)}: ${result.migrated} ${result.migrated === 1 ? 'space' : 'spaces'} migrated (${result.entries.toLocaleString('en-US')} entries, ${Math.round(result.entries / Math.max(seconds, 0.001)).toLocaleString('en-US')}/s), ${result.skipped} done before, ${result.empty} empty, in ${seconds.toFixed(1)} s`,
+    );
     return 0;
   } finally {
     bar.stop();
@@ -61,7 +64,12 @@ export function printMigrations(migrations: Record<string, SpaceMigration>): voi
   const rows = Object.entries(migrations);
   if (rows.length === 0) return;
   print('');
-  print(table([['MIGRATION', 'STATE', 'ENTRIES', 'STARTED', 'FINISHED'], ...rows.map(([name, m]) => [name, m.state, m.entries.toLocaleString('en-US'), date(m.started ?? null), date(m.finished ?? null)])]));
+  print(
+    table([
+      ['MIGRATION', 'STATE', 'ENTRIES', 'STARTED', 'FINISHED'],
+      ...rows.map(([name, m]) => [name, m.state, m.entries.toLocaleString('en-US'), date(m.started ?? null), date(m.finished ?? null)]),
+    ]),
+  );
 }
 
 /** The migration named `name` that the module at `file` exports, as `migrations` (an array) or as its default (one, or an array). */
@@ -70,13 +78,20 @@ async function migrationFrom(file: string, name: string): Promise<Migration> {
   try {
     module = (await import(pathToFileURL(resolve(file)).href)) as typeof module;
   } catch (error) {
-    const hint = /\.[cm]?ts$/.test(file) ? ' (a TypeScript module needs a Node that strips types, 22.18 or later, or the CLI run under tsx; or compile it to .js)' : '';
+    const hint = /\.[cm]?ts$/.test(file)
+      ? ' (a TypeScript module needs a Node that strips types, 22.18 or later, or the CLI run under tsx; or compile it to .js)'
+      : '';
     throw new CLIError(`--module ${JSON.stringify(file)} could not be loaded${hint}: ${(error as Error).message}`);
   }
-  const exported = [module.migrations, module.default].flatMap((value) => (Array.isArray(value) ? value : value === undefined ? [] : [value])) as Array<Partial<Migration>>;
+  const exported = [module.migrations, module.default].flatMap((value) => (Array.isArray(value) ? value : value === undefined ? [] : [value])) as Array<
+    Partial<Migration>
+  >;
   const names = exported.map((migration) => migration?.name).filter((each): each is string => typeof each === 'string');
   const found = exported.find((migration) => migration?.name === name);
-  if (found === undefined) throw new CLIError(`--module ${JSON.stringify(file)} exports no migration named ${JSON.stringify(name)} (${names.length === 0 ? 'it exports none: export `migrations`, an array of them, or one as the default' : `it exports ${names.map((each) => JSON.stringify(each)).join(', ')}`})`);
+  if (found === undefined)
+    throw new CLIError(
+      `--module ${JSON.stringify(file)} exports no migration named ${JSON.stringify(name)} (${names.length === 0 ? 'it exports none: export `migrations`, an array of them, or one as the default' : `it exports ${names.map((each) => JSON.stringify(each)).join(', ')}`})`,
+    );
   return found as Migration;
 }
 
@@ -109,7 +124,17 @@ function progressBar(quiet: boolean, started: number) {
 }
 
 function migrationTable(spaces: readonly SpaceMigration[]): string {
-  return table([['SPACE', 'STATE', 'ENTRIES', 'LAST KEY', 'STARTED', 'FINISHED'], ...spaces.map((s) => [JSON.stringify(s.space), s.state, s.entries.toLocaleString('en-US'), s.after === undefined ? '-' : JSON.stringify(s.after), date(s.started ?? null), date(s.finished ?? null)])]);
+  return table([
+    ['SPACE', 'STATE', 'ENTRIES', 'LAST KEY', 'STARTED', 'FINISHED'],
+    ...spaces.map((s) => [
+      JSON.stringify(s.space),
+      s.state,
+      s.entries.toLocaleString('en-US'),
+      s.after === undefined ? '-' : JSON.stringify(s.after),
+      date(s.started ?? null),
+      date(s.finished ?? null),
+    ]),
+  ]);
 }
 
 function table(rows: string[][]): string {

@@ -16,11 +16,19 @@ export function quotaOption(entries: string | undefined, bytes: string | undefin
 }
 
 /** How much of its quota a space uses: `45% of 1,000 entries, 3% of 1.0 MiB, 1% of 1.0 MiB of history`; `-` with none. */
-export function quotaCell({ entries, bytes, history, quota }: { entries: number; bytes: number; history: number; quota?: SpaceQuota | undefined }, size: (bytes: number) => string): string {
+export function quotaCell(
+  { entries, bytes, history, quota }: { entries: number; bytes: number; history: number; quota?: SpaceQuota | undefined },
+  size: (bytes: number) => string,
+): string {
   if (quota === undefined) return '-';
-  const part = (used: number, limit: number | undefined, what: string) => (limit === undefined ? [] : [`${limit === 0 ? (used === 0 ? 0 : Infinity) : Math.round((used / limit) * 100)}% of ${what}`]);
+  const part = (used: number, limit: number | undefined, what: string) =>
+    limit === undefined ? [] : [`${limit === 0 ? (used === 0 ? 0 : Infinity) : Math.round((used / limit) * 100)}% of ${what}`];
   const historyBound = historyLimit(quota);
-  return [...part(entries, quota.entries, `${(quota.entries ?? 0).toLocaleString('en-US')} entries`), ...part(bytes, quota.bytes, size(quota.bytes ?? 0)), ...part(history, historyBound, `${size(historyBound ?? 0)} of history`)].join(', ');
+  return [
+    ...part(entries, quota.entries, `${(quota.entries ?? 0).toLocaleString('en-US')} entries`),
+    ...part(bytes, quota.bytes, size(quota.bytes ?? 0)),
+    ...part(history, historyBound, `${size(historyBound ?? 0)} of history`),
+  ].join(', ');
 }
 
 const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };

@@ -18,7 +18,7 @@ export const STOPPED_ON_CONFLICTS = 3;
 export async function restoreCommand(ctx: SyncContext, args: RestoreArgs): Promise<number> {
   await requireSpace(ctx, args.space);
   const result = await restoreSpace(ctx, args.space, { to: args.to, prefix: args.prefix, dryRun: args.dryRun });
-  if (args.json) return print(JSON.stringify({ space: args.space, ...result }, null, 2)), 0;
+  if (args.json) return (print(JSON.stringify({ space: args.space, ...result }, null, 2)), 0);
   const what = `${JSON.stringify(args.space)}${args.prefix === '' ? '' : ` under ${JSON.stringify(args.prefix)}`}`;
   const { changes } = result;
   if (changes.length === 0) print(`${what} is as it was at version ${args.to}: nothing to change.`);
@@ -37,8 +37,14 @@ export async function revertCommand(ctx: SyncContext, args: RevertArgs): Promise
   else {
     const what = `what ${causeText(args.cause)} did in ${JSON.stringify(args.space)}`;
     const { changes, conflicts } = result;
-    const met = conflicts.length === 0 ? '' : `; ${conflicts.length === 1 ? '1 conflict' : `${conflicts.length} conflicts`} ${args.onConflict === 'skip' ? 'left as is' : 'written back all the same'} (--on-conflict ${args.onConflict}), listed below`;
-    if (result.stopped) print(`${args.dryRun ? 'Dry run: reverting' : 'Reverting'} ${what} ${args.dryRun ? 'would stop' : 'stopped'} on ${conflicts.length === 1 ? '1 conflict' : `${conflicts.length} conflicts`}, listed below: nothing was ${args.dryRun ? 'written' : 'changed'}.`);
+    const met =
+      conflicts.length === 0
+        ? ''
+        : `; ${conflicts.length === 1 ? '1 conflict' : `${conflicts.length} conflicts`} ${args.onConflict === 'skip' ? 'left as is' : 'written back all the same'} (--on-conflict ${args.onConflict}), listed below`;
+    if (result.stopped)
+      print(
+        `${args.dryRun ? 'Dry run: reverting' : 'Reverting'} ${what} ${args.dryRun ? 'would stop' : 'stopped'} on ${conflicts.length === 1 ? '1 conflict' : `${conflicts.length} conflicts`}, listed below: nothing was ${args.dryRun ? 'written' : 'changed'}.`,
+      );
     else if (changes.length === 0) print(`Nothing to revert of ${what}: every key it changed is as it was before${met}.`);
     else if (args.dryRun) print(`Dry run: reverting ${what} would change ${plannedCount(changes)}${met}; nothing was written.`);
     else print(`Reverted ${what}: changed ${plannedCount(changes)}, as version ${result.version}${met}.`);
@@ -46,7 +52,9 @@ export async function revertCommand(ctx: SyncContext, args: RevertArgs): Promise
     printConflicts(conflicts);
   }
   if (result.stopped) {
-    process.stderr.write(`viewsync: the revert stopped on ${conflicts(result.conflicts.length)}: keys a later change of another cause wrote. --on-conflict skip leaves those keys as they are and reverts the rest; overwrite writes them back all the same\n`);
+    process.stderr.write(
+      `viewsync: the revert stopped on ${conflicts(result.conflicts.length)}: keys a later change of another cause wrote. --on-conflict skip leaves those keys as they are and reverts the rest; overwrite writes them back all the same\n`,
+    );
   }
   return code;
 }

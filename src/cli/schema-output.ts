@@ -16,6 +16,21 @@ export function printRejected(rejected: readonly KeptRejection[], table: (rows: 
   if (rejected.length === 0) return;
   const shown = rejected.slice(-SHOWN);
   print('');
-  print(`Mutations of older schema versions that could not be applied: ${rejected.length}${rejected.length > shown.length ? ` (the latest ${shown.length}; --json for all)` : ''}`);
-  print(table(shown.map((one) => [date(one.at), printable(one.schemaVersion), printable(one.clientGroupID), `${printable(one.clientID)}#${one.id}`, printable(one.name), printable(one.argsCut ?? JSON.stringify(one.args ?? null)), printable(one.reason)]), ['AT', 'SCHEMA', 'CLIENT GROUP', 'MUTATION', 'NAME', 'ARGS', 'REASON']));
+  print(
+    `Mutations of older schema versions that could not be applied: ${rejected.length}${rejected.length > shown.length ? ` (the latest ${shown.length}; --json for all)` : ''}`,
+  );
+  print(
+    table(
+      shown.map((one) => [
+        date(one.at),
+        printable(one.schemaVersion),
+        printable(one.clientGroupID),
+        `${printable(one.clientID)}#${one.id}`,
+        printable(one.name),
+        printable(one.argsCut ?? JSON.stringify(one.args ?? null)),
+        printable(one.reason),
+      ]),
+      ['AT', 'SCHEMA', 'CLIENT GROUP', 'MUTATION', 'NAME', 'ARGS', 'REASON'],
+    ),
+  );
 }

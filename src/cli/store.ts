@@ -60,26 +60,34 @@ export async function openStore(options: StoreOptions, { create = false, readOnl
  * `--directory` store, as the servers are: the CLI must find each space where they do.
  */
 async function openRouted(options: StoreOptions, specs: readonly string[], how: { create: boolean; readOnly: boolean }): Promise<OpenStore> {
-  if (options.sqlite !== undefined || options.postgres !== undefined) throw new UsageError('Give the stores as --store NAME=URL, or one store as --sqlite or --postgres, not both');
+  if (options.sqlite !== undefined || options.postgres !== undefined)
+    throw new UsageError('Give the stores as --store NAME=URL, or one store as --sqlite or --postgres, not both');
   const opened: Array<[string, OpenStore]> = [];
   try {
     for (const spec of specs) {
       const equals = spec.indexOf('=');
       const [name, where] = [spec.slice(0, equals), spec.slice(equals + 1)];
-      if (equals <= 0 || where === '') throw new UsageError(`--store ${JSON.stringify(spec)} is not NAME=URL: --store a=postgres://host/db, or --store b=./file.db`);
+      if (equals <= 0 || where === '')
+        throw new UsageError(`--store ${JSON.stringify(spec)} is not NAME=URL: --store a=postgres://host/db, or --store b=./file.db`);
       if (opened.some(([known]) => known === name)) throw new UsageError(`--store names ${JSON.stringify(name)} twice`);
       // Any other URL would be taken for a file name, and refused as a SQLite file that is not there.
       const scheme = schemeOf(where);
-      if (scheme !== undefined && !POSTGRES_SCHEME.test(scheme)) throw new UsageError(`--store ${name}=… is a ${scheme}: URL: a store is a postgres:// URL or a SQLite file`);
+      if (scheme !== undefined && !POSTGRES_SCHEME.test(scheme))
+        throw new UsageError(`--store ${name}=… is a ${scheme}: URL: a store is a postgres:// URL or a SQLite file`);
       const one = /^postgres(ql)?:\/\//.test(where) ? { ...options, store: undefined, postgres: where } : { ...options, store: undefined, sqlite: where };
       opened.push([name, await openStore({ ...one, directory: undefined }, how)]);
     }
     const { routedStorage } = await import('../route/routed-storage.js');
-    if (options.directory !== undefined && !opened.some(([name]) => name === options.directory)) throw new UsageError(`--directory ${JSON.stringify(options.directory)} is not one of the --store names (${opened.map(([name]) => name).join(', ')})`);
+    if (options.directory !== undefined && !opened.some(([name]) => name === options.directory))
+      throw new UsageError(`--directory ${JSON.stringify(options.directory)} is not one of the --store names (${opened.map(([name]) => name).join(', ')})`);
     const stores = Object.fromEntries(opened.map(([name, store]) => [name, store.storage]));
     await checkDirectoryOption(stores, options.directory);
     const storage = routedStorage({ stores, directory: options.directory });
-    return { storage, label: opened.map(([name, store]) => `${name}=${store.label}`).join(', '), close: async () => void (await Promise.all(opened.map(([, store]) => store.close()))) };
+    return {
+      storage,
+      label: opened.map(([name, store]) => `${name}=${store.label}`).join(', '),
+      close: async () => void (await Promise.all(opened.map(([, store]) => store.close()))),
+    };
   } catch (error) {
     await Promise.all(opened.map(([, store]) => store.close().catch(() => {})));
     throw error;
@@ -103,13 +111,19 @@ async function checkDirectoryOption(stores: Readonly<Record<string, Storage>>, d
   const others = keeping.filter((name) => name !== directory);
   if (others.length === 0) return;
   if (keeping.length > 1) {
-    throw new CLIError(`stores ${keeping.map((name) => JSON.stringify(name)).join(' and ')} each keep directory rows (rows d/…), and servers keep one directory: find out which is theirs (their directory option), remove the other's d/ rows, and pass --directory NAME naming theirs`);
+    throw new CLIError(
+      `stores ${keeping.map((name) => JSON.stringify(name)).join(' and ')} each keep directory rows (rows d/…), and servers keep one directory: find out which is theirs (their directory option), remove the other's d/ rows, and pass --directory NAME naming theirs`,
+    );
   }
   const [other] = others as [string];
   if (directory === undefined) {
-    throw new CLIError(`store ${JSON.stringify(other)} keeps a directory of spaces (rows d/…), so the servers find spaces by it: pass --directory ${other}, as they do. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left`);
+    throw new CLIError(
+      `store ${JSON.stringify(other)} keeps a directory of spaces (rows d/…), so the servers find spaces by it: pass --directory ${other}, as they do. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left`,
+    );
   }
-  throw new CLIError(`--directory ${JSON.stringify(directory)} names a store that is not the servers' directory: store ${JSON.stringify(other)} keeps the directory rows (rows d/…). Pass --directory ${other}, as the servers do`);
+  throw new CLIError(
+    `--directory ${JSON.stringify(directory)} names a store that is not the servers' directory: store ${JSON.stringify(other)} keeps the directory rows (rows d/…). Pass --directory ${other}, as the servers do`,
+  );
 }
 
 /**
@@ -166,7 +180,8 @@ async function openSQLite(file: string, create: boolean, readOnly: boolean, tabl
     return { storage: sqliteStorage(db, { tablePrefix, claim: !readOnly }), label: file, close: async () => void db.close() };
   } catch (error) {
     db.close();
-    if (/is in use by another viewsync store/.test((error as Error).message)) throw new CLIError(`${(error as Error).message} (inspect and export can read it meanwhile)`);
+    if (/is in use by another viewsync store/.test((error as Error).message))
+      throw new CLIError(`${(error as Error).message} (inspect and export can read it meanwhile)`);
     throw new CLIError(`${file} is not a viewsync SQLite database: ${(error as Error).message}`);
   }
 }
@@ -216,15 +231,19 @@ async function openPostgres(url: string, schema: string | undefined, tablePrefix
   // a proxy with nothing behind it) makes it reconnect for ever, and the tables wait on a lock.
   let stage = 'connect';
   try {
-    await deadline(timeoutMs, (async () => {
-      await sql`SELECT 1`;
-      stage = 'migrate';
-      await storage.migrate();
-    })());
+    await deadline(
+      timeoutMs,
+      (async () => {
+        await sql`SELECT 1`;
+        stage = 'migrate';
+        await storage.migrate();
+      })(),
+    );
   } catch (error) {
     // No timeout: the connections go now, retries and all, so the process can exit.
     await sql.end({ timeout: 0 }).catch(() => {});
-    if (error !== TIMED_OUT) throw new CLIError(`${stage === 'connect' ? 'Cannot reach' : 'Cannot set up the tables in'} PostgreSQL at ${label}: ${(error as Error).message}`);
+    if (error !== TIMED_OUT)
+      throw new CLIError(`${stage === 'connect' ? 'Cannot reach' : 'Cannot set up the tables in'} PostgreSQL at ${label}: ${(error as Error).message}`);
     throw new CLIError(
       stage === 'connect'
         ? `Cannot reach PostgreSQL at ${label}: nothing answered as PostgreSQL within ${formatDuration(timeoutMs)} (--connect-timeout): check the host and port, and that PostgreSQL listens there`

@@ -16,18 +16,24 @@ import { UsageError } from './usage.js';
  */
 export async function webCommand(ctxFor: (secret: string) => SyncContext, port: string | undefined, signal?: AbortSignal): Promise<number> {
   const number = port === undefined ? DEFAULT_PORT : Number(port);
-  if (!(Number.isInteger(number) && number >= 0 && number <= 65_535)) throw new UsageError(`--port takes a port number from 0 to 65535 (0: any free one), got ${JSON.stringify(port)}`);
+  if (!(Number.isInteger(number) && number >= 0 && number <= 65_535))
+    throw new UsageError(`--port takes a port number from 0 to 65535 (0: any free one), got ${JSON.stringify(port)}`);
   const given = process.env.VIEWSYNC_INSPECTOR_SECRET;
-  if (given !== undefined && given.length < 32) throw new UsageError('VIEWSYNC_INSPECTOR_SECRET must be 32 characters or more (or unset, for a secret made for this run)');
+  if (given !== undefined && given.length < 32)
+    throw new UsageError('VIEWSYNC_INSPECTOR_SECRET must be 32 characters or more (or unset, for a secret made for this run)');
   const secret = given ?? randomBytes(24).toString('base64url');
   const ctx = ctxFor(secret);
   const server = createServer((req, res) => void serve(ctx, req, res, number));
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? new UsageError(`Port ${number} is in use: give another with --port (0: any free one)`) : error));
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new UsageError(`Port ${number} is in use: give another with --port (0: any free one)`) : error),
+    );
     server.listen(number, '127.0.0.1', resolve);
   });
   const { port: listening } = server.address() as AddressInfo;
-  print(`The inspector is at http://127.0.0.1:${listening}/_inspect/${given === undefined ? `\nLog in with this secret (made for this run): ${secret}` : '\nLog in with VIEWSYNC_INSPECTOR_SECRET.'}\nCtrl-C stops it.`);
+  print(
+    `The inspector is at http://127.0.0.1:${listening}/_inspect/${given === undefined ? `\nLog in with this secret (made for this run): ${secret}` : '\nLog in with VIEWSYNC_INSPECTOR_SECRET.'}\nCtrl-C stops it.`,
+  );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop).once('SIGTERM', stop);
@@ -48,7 +54,11 @@ async function serve(ctx: SyncContext, req: IncomingMessage, res: ServerResponse
     const body = method === 'GET' || method === 'HEAD' ? undefined : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
-    const request = new Request(`http://${req.headers.host ?? `127.0.0.1:${port}`}${req.url ?? '/'}`, { method, headers, ...(body && { body, duplex: 'half' }) } as RequestInit);
+    const request = new Request(`http://${req.headers.host ?? `127.0.0.1:${port}`}${req.url ?? '/'}`, {
+      method,
+      headers,
+      ...(body && { body, duplex: 'half' }),
+    } as RequestInit);
     const reply = await requestReply(request, ctx);
     res.writeHead(reply.status, reply.headers);
     if (reply.body === null) res.end();

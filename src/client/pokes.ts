@@ -90,7 +90,10 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
   let authRetries = 0;
   let wake: (() => void) | undefined;
   const online = () => wake?.();
-  const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
+  const target = globalThis as {
+    addEventListener?: (type: string, listener: () => void) => void;
+    removeEventListener?: (type: string, listener: () => void) => void;
+  };
   target.addEventListener?.('online', online);
 
   const done = () => stopped.signal.aborted || rep.closed === true;
@@ -156,7 +159,12 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
       if (!response.ok || response.body === null) {
         await response.body?.cancel().catch(() => {});
         if (response.status === 401 && (await reauthenticate())) return 'reauthenticated';
-        report(new PokeStreamError(`The poke stream at ${String(url)} was answered ${response.status}${response.status === 404 ? ' (is this the poke URL?)' : ''}`, response.status));
+        report(
+          new PokeStreamError(
+            `The poke stream at ${String(url)} was answered ${response.status}${response.status === 404 ? ' (is this the poke URL?)' : ''}`,
+            response.status,
+          ),
+        );
         return 'failed';
       }
       authRetries = 0;
@@ -189,7 +197,12 @@ export function connectPokes(rep: PokeTarget, url: string | URL, options: PokeCo
       return opened ? 'opened' : 'failed';
     } catch (error) {
       // Closing aborts the request: that is no failure.
-      if (!done() && !opened) report(new PokeStreamError(`The poke stream at ${String(url)} could not be opened: ${error instanceof Error ? error.message : String(error)}`, undefined, { cause: error }));
+      if (!done() && !opened)
+        report(
+          new PokeStreamError(`The poke stream at ${String(url)} could not be opened: ${error instanceof Error ? error.message : String(error)}`, undefined, {
+            cause: error,
+          }),
+        );
       return opened ? 'opened' : 'failed';
     } finally {
       clearTimeout(idle);
@@ -257,7 +270,9 @@ function warnOnce(neverOpened: () => boolean): (error: PokeStreamError) => void 
     if (!error.permanent && !persistent) return;
     warned = true;
     const what = persistent ? `${error.message} (${failed} tries, and it never opened: is the URL right?)` : error.message;
-    console.warn(`viewsync: ${what}; live updates are off until it succeeds (retrying), pulls go on at their interval. Pass onError to connectPokes to handle this yourself.`);
+    console.warn(
+      `viewsync: ${what}; live updates are off until it succeeds (retrying), pulls go on at their interval. Pass onError to connectPokes to handle this yourself.`,
+    );
   };
 }
 

@@ -34,7 +34,9 @@ export type { Collected } from '../sync/version/strategy.js';
 export async function collectGarbage(ctx: SyncContext, space?: string, options: CollectOptions = {}): Promise<Collected> {
   checkContext(ctx);
   if (space !== undefined && typeof space !== 'string') {
-    throw new TypeError('collectGarbage(ctx, space, options) takes the space as its second argument (a string, or undefined for every space) since 0.2; options such as batch come third');
+    throw new TypeError(
+      'collectGarbage(ctx, space, options) takes the space as its second argument (a string, or undefined for every space) since 0.2; options such as batch come third',
+    );
   }
   // Resolving the context checks its options first: a renamed retention throws before any work.
   ctx.state;

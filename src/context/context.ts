@@ -377,7 +377,6 @@ export interface RetentionOptions {
   historyMs?: number | false;
 }
 
-
 /** Which origins a browser may call from. */
 export interface CorsOptions {
   /** `'*'`, a list of origins, or a test. */

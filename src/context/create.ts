@@ -49,7 +49,12 @@ export function createContext(options: SyncOptions): SyncContext {
       history: o.history,
       firstSync: o.firstSync,
       inspector: o.inspector,
-      session: Object.freeze({ prefixIndex: o.view !== undefined, maxKeyBytes: o.storage.maxKeyBytes, indexes: o.indexes, feed: o.changes !== undefined || o.history !== undefined }),
+      session: Object.freeze({
+        prefixIndex: o.view !== undefined,
+        maxKeyBytes: o.storage.maxKeyBytes,
+        indexes: o.indexes,
+        feed: o.changes !== undefined || o.history !== undefined,
+      }),
       notifier,
       hub: o.pokes === false ? undefined : new PokeHub(notifier, o.pokes, state.live),
     } satisfies Omit<SyncContext, 'state'>,

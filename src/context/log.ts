@@ -41,7 +41,10 @@ function describeFailure(error: unknown, info: ErrorInfo): string {
   if (mutation !== undefined) {
     return `mutation ${mutation.id} of client ${quote(mutation.clientID)} (${quote(mutation.name)}) rejected: ${summary(error)}`;
   }
-  const what = request === undefined ? `${info.operation ?? 'a backend call'} in space ${quote(info.space ?? '')}` : `${request.method} ${quote(new URL(request.url).pathname)}`;
+  const what =
+    request === undefined
+      ? `${info.operation ?? 'a backend call'} in space ${quote(info.space ?? '')}`
+      : `${request.method} ${quote(new URL(request.url).pathname)}`;
   return `${what} failed: ${summary(error)}${frames(error)}`;
 }
 

@@ -39,7 +39,8 @@ export function secret(why: string) {
   return v.pipe(
     v.custom<string>(
       (value) => typeof value === 'string' && value.length >= 32,
-      (issue) => `{where} must be a string of 32 characters or more (${why}), got ${typeof issue.input === 'string' ? `one of ${issue.input.length} characters` : typeOf(issue.input)}`,
+      (issue) =>
+        `{where} must be a string of 32 characters or more (${why}), got ${typeof issue.input === 'string' ? `one of ${issue.input.length} characters` : typeOf(issue.input)}`,
     ),
     v.rawCheck<string>(({ dataset, addIssue }) => {
       if (!dataset.typed) return;
@@ -71,7 +72,8 @@ export function group<TEntries extends v.ObjectEntries>(entries: TEntries, expec
         return;
       }
       const unknown = unknownKey(input, Object.keys(entries));
-      if (unknown !== undefined) addIssue({ message: `{where}.${unknown.key} is not an option of {where}${unknown.hint}; the options are ${Object.keys(entries).join(', ')}` });
+      if (unknown !== undefined)
+        addIssue({ message: `{where}.${unknown.key} is not an option of {where}${unknown.hint}; the options are ${Object.keys(entries).join(', ')}` });
     }),
     shape,
   );

@@ -48,7 +48,10 @@ function quotaGroup() {
     {
       entries: off(v.optional(ms('a number of at least 0', (value) => value >= 0)), 'no bound'),
       bytes: off(v.optional(ms('a number of at least 0', (value) => value >= 0)), 'no bound'),
-      historyBytes: off(v.optional(must<number | false>('a number of at least 0, or false', (value) => value === false || (typeof value === 'number' && value >= 0))), 'no bound'),
+      historyBytes: off(
+        v.optional(must<number | false>('a number of at least 0, or false', (value) => value === false || (typeof value === 'number' && value >= 0))),
+        'no bound',
+      ),
     },
     '{ entries?, bytes?, historyBytes? } or a function of the space',
   );
@@ -61,23 +64,48 @@ const RatesRule = group(
     userPushesPerSecond: rate(),
     pullsPerSecond: rate(),
     userPullsPerSecond: rate(),
-    burstMs: v.optional(ms('a number above 0', (value) => value > 0 && value !== Infinity), 1_000),
-    bucketsKept: v.optional(ms('a number above 0', (value) => value > 0 && value !== Infinity), 100_000),
+    burstMs: v.optional(
+      ms('a number above 0', (value) => value > 0 && value !== Infinity),
+      1_000,
+    ),
+    bucketsKept: v.optional(
+      ms('a number above 0', (value) => value > 0 && value !== Infinity),
+      100_000,
+    ),
   },
   'an object (see RateOptions)',
 );
 
-const keptFor = () => must<number | false>('milliseconds above 0, or false (for ever)', (value) => value === false || (typeof value === 'number' && value > 0 && Number.isFinite(value)));
+const keptFor = () =>
+  must<number | false>(
+    'milliseconds above 0, or false (for ever)',
+    (value) => value === false || (typeof value === 'number' && value > 0 && Number.isFinite(value)),
+  );
 const kept = () => v.optional(keptFor(), DEFAULT_RETENTION_MS);
-const RetentionRule = group({ clientGroupsMs: kept(), tombstonesMs: kept(), changesMs: kept(), historyMs: off(v.optional(keptFor()), 'as long as changesMs') }, 'an object', { clientGroups: 'clientGroupsMs', tombstones: 'tombstonesMs' });
+const RetentionRule = group(
+  { clientGroupsMs: kept(), tombstonesMs: kept(), changesMs: kept(), historyMs: off(v.optional(keptFor()), 'as long as changesMs') },
+  'an object',
+  { clientGroups: 'clientGroupsMs', tombstones: 'tombstonesMs' },
+);
 
 const PokesRule = orElse<false, ReturnType<typeof pokeGroup>>((value) => value === false, pokeGroup());
 function pokeGroup() {
   return group(
     {
-      notifier: off(v.optional(must<Notifier>('a notifier (postgresNotifier(sql), redisNotifier(…), storeNotifier(storage))', (value) => isObject(value) && typeof value.subscribe === 'function')), 'the store\'s notifier, in this process'),
+      notifier: off(
+        v.optional(
+          must<Notifier>(
+            'a notifier (postgresNotifier(sql), redisNotifier(…), storeNotifier(storage))',
+            (value) => isObject(value) && typeof value.subscribe === 'function',
+          ),
+        ),
+        "the store's notifier, in this process",
+      ),
       heartbeatMs: v.optional(duration(), 15_000),
-      coalesceMs: v.optional(ms('milliseconds, 0 or more', (value) => value >= 0 && Number.isFinite(value)), 50),
+      coalesceMs: v.optional(
+        ms('milliseconds, 0 or more', (value) => value >= 0 && Number.isFinite(value)),
+        50,
+      ),
       maxStreams: off(v.optional(whole('a whole number above 0', 1)), `${DEFAULT_MAX_STREAMS}, or less to fit the process's descriptor limit (PokeHub)`),
       maxStreamsPerUser: v.optional(whole('a whole number above 0', 1), 100),
       maxStreamAgeMs: v.optional(duration(), 600_000),
@@ -92,8 +120,14 @@ const CorsRule = orElse<false, ReturnType<typeof corsGroup>>((value) => value ==
 function corsGroup() {
   return group(
     {
-      origin: must<'*' | readonly string[] | ((origin: string) => boolean)>("'*', a list of origins or a function of the origin", (value) => value === '*' || typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string'))),
-      maxAgeMs: v.optional(ms('milliseconds, 0 or more', (value) => value >= 0 && Number.isFinite(value)), 86_400_000),
+      origin: must<'*' | readonly string[] | ((origin: string) => boolean)>(
+        "'*', a list of origins or a function of the origin",
+        (value) => value === '*' || typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string')),
+      ),
+      maxAgeMs: v.optional(
+        ms('milliseconds, 0 or more', (value) => value >= 0 && Number.isFinite(value)),
+        86_400_000,
+      ),
     },
     '{ origin, maxAgeMs? }, or false for no CORS headers',
     { maxAge: 'maxAgeMs' },
@@ -104,7 +138,15 @@ const WebhookRule = group(
   {
     url: must<string>('an http(s) URL', (value) => typeof value === 'string' && URL.canParse(value) && /^https?:$/.test(new URL(value).protocol)),
     secret: secret('shared with the receiver only'),
-    spaces: off(v.optional(must<readonly string[] | ((space: string) => boolean)>('a list of spaces or a function of the space', (value) => typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string')))), 'every space'),
+    spaces: off(
+      v.optional(
+        must<readonly string[] | ((space: string) => boolean)>(
+          'a list of spaces or a function of the space',
+          (value) => typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string')),
+        ),
+      ),
+      'every space',
+    ),
     prefixes: off(v.optional(strings()), 'every key'),
     topics: off(v.optional(strings()), 'every event'),
     maxBatch: v.optional(whole('a whole number from 1 to 1,000', 1, 1_000), 100),
@@ -112,7 +154,10 @@ const WebhookRule = group(
     retryForMs: v.optional(duration(), 3 * 24 * 60 * 60 * 1000),
     allowPrivateAddresses: v.optional(flag(), false),
     spacesPerDelivery: v.optional(whole('a whole number from 1 to 1,000', 1, 1_000), 1),
-    gatherMs: v.optional(ms('a number of milliseconds from 0 to 60,000', (value) => value >= 0 && value <= 60_000), 100),
+    gatherMs: v.optional(
+      ms('a number of milliseconds from 0 to 60,000', (value) => value >= 0 && value <= 60_000),
+      100,
+    ),
   },
   '{ url, secret, … }',
 );
@@ -123,7 +168,10 @@ const ChangesRule = group(
     webhooks: off(
       v.optional(
         v.record(
-          v.custom<string>((name) => typeof name === 'string' && /^[\w.-]{1,64}$/.test(name), (issue) => `changes.webhooks: a webhook's name is 1 to 64 letters, digits, _, . or -, got ${JSON.stringify(String(issue.input).slice(0, 80))}`),
+          v.custom<string>(
+            (name) => typeof name === 'string' && /^[\w.-]{1,64}$/.test(name),
+            (issue) => `changes.webhooks: a webhook's name is 1 to 64 letters, digits, _, . or -, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
+          ),
           WebhookRule,
           (issue) => `{where} must be an object of webhooks by name, got ${describe(issue.input)}`,
         ),
@@ -134,7 +182,10 @@ const ChangesRule = group(
   'an object ({} turns the change feed on)',
 );
 
-const HistoryRule = group({ checkpointEvery: v.optional(whole('a whole number of versions of at least 1', 1), CHECKPOINT_EVERY) }, 'an object ({} keeps every version with the defaults)');
+const HistoryRule = group(
+  { checkpointEvery: v.optional(whole('a whole number of versions of at least 1', 1), CHECKPOINT_EVERY) },
+  'an object ({} keeps every version with the defaults)',
+);
 
 const FirstSyncRule = group(
   {
@@ -160,7 +211,8 @@ const StorageRule = v.pipe(
   v.rawCheck<Storage>(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
     const { catchUpMs } = dataset.value;
-    if (catchUpMs !== undefined && !(typeof catchUpMs === 'number' && catchUpMs >= 0 && catchUpMs <= 60_000)) addIssue({ message: `{where}.catchUpMs must be a number of milliseconds from 0 to 60,000, got ${describe(catchUpMs)}` });
+    if (catchUpMs !== undefined && !(typeof catchUpMs === 'number' && catchUpMs >= 0 && catchUpMs <= 60_000))
+      addIssue({ message: `{where}.catchUpMs must be a number of milliseconds from 0 to 60,000, got ${describe(catchUpMs)}` });
   }),
 );
 
@@ -188,7 +240,15 @@ const ENTRIES = {
   space: off(v.optional(fn<(request: Request, userID: string | undefined) => string | Promise<string>>()), "one space, ''"),
   view: off(v.optional(fn<View>()), 'the whole space'),
   indexes: off(v.optional(checkedBy<IndexDefinitions>(checkIndexes)), 'none'),
-  schemaVersion: off(v.optional(must<string | readonly string[] | ((schemaVersion: string) => boolean)>('a string, a list of strings or a function', (value) => typeof value === 'string' || typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string')))), 'every schema version'),
+  schemaVersion: off(
+    v.optional(
+      must<string | readonly string[] | ((schemaVersion: string) => boolean)>(
+        'a string, a list of strings or a function',
+        (value) => typeof value === 'string' || typeof value === 'function' || (Array.isArray(value) && value.every((each) => typeof each === 'string')),
+      ),
+    ),
+    'every schema version',
+  ),
   schema: off(v.optional(checkedBy<SchemaOptions>((value) => checkSchema(value, describe))), 'every schema version'),
   limits: v.optional(LimitsRule, {}),
   quotas: off(v.optional(QuotasRule), 'none'),
@@ -208,14 +268,19 @@ const ENTRIES = {
 
 /** `createContext`'s options: the checks, messages and defaults of every one. */
 export const SyncOptionsSchema = v.pipe(
-  v.custom<v.InferInput<v.ObjectSchema<typeof ENTRIES, undefined>>>(isObject, (issue) => `createContext: the options must be an object, got ${describe(issue.input)}`),
+  v.custom<v.InferInput<v.ObjectSchema<typeof ENTRIES, undefined>>>(
+    isObject,
+    (issue) => `createContext: the options must be an object, got ${describe(issue.input)}`,
+  ),
   onlyKeys<v.InferInput<v.ObjectSchema<typeof ENTRIES, undefined>>>(Object.keys(ENTRIES)),
   v.object(ENTRIES),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
     const o = dataset.value;
-    if (o.schema !== undefined && o.schemaVersion !== undefined) addIssue({ message: 'schema and schemaVersion were both given: schema names the versions served (schema.current and schema.older), give it alone' });
-    else if (o.firstSync !== undefined && o.pokes === false) addIssue({ message: 'firstSync needs pokes (pokes: false turns them off): the client pulls each next page when poked' });
+    if (o.schema !== undefined && o.schemaVersion !== undefined)
+      addIssue({ message: 'schema and schemaVersion were both given: schema names the versions served (schema.current and schema.older), give it alone' });
+    else if (o.firstSync !== undefined && o.pokes === false)
+      addIssue({ message: 'firstSync needs pokes (pokes: false turns them off): the client pulls each next page when poked' });
     // A list is checked now, against the context's limits (each prefix must be a key it could hold).
     else if (o.firstSync?.order !== undefined && typeof o.firstSync.order !== 'function') checkOrder(o.firstSync.order, 'firstSync.order', o.limits);
   }),

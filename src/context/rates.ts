@@ -52,7 +52,12 @@ export function resolveRates(options: (RateOptions & { burstMs: number; bucketsK
     const perSecond = options[field];
     return perSecond === undefined ? undefined : new TokenBuckets(perSecond, Math.max(1, (perSecond * burstMs) / 1000), kept);
   };
-  return { pushes: buckets('pushesPerSecond'), user_pushes: buckets('userPushesPerSecond'), pulls: buckets('pullsPerSecond'), user_pulls: buckets('userPullsPerSecond') };
+  return {
+    pushes: buckets('pushesPerSecond'),
+    user_pushes: buckets('userPushesPerSecond'),
+    pulls: buckets('pullsPerSecond'),
+    user_pulls: buckets('userPullsPerSecond'),
+  };
 }
 
 /**
@@ -68,7 +73,11 @@ export function admit(rates: Rates | undefined, rate: Rate, key: string, now: nu
   countRefusal(`rate.${rate}`);
   const who = rate.startsWith('user_') ? 'This user' : 'This client group';
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-  throw new HTTPError(429, `${who} sent ${rate.endsWith('pulls') ? 'pulls' : 'pushes'} faster than this server allows (rates.${PER_SECOND[rate]}); retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
+  throw new HTTPError(
+    429,
+    `${who} sent ${rate.endsWith('pulls') ? 'pulls' : 'pushes'} faster than this server allows (rates.${PER_SECOND[rate]}); retry in ${seconds} s`,
+    { headers: { 'retry-after': String(seconds) } },
+  );
 }
 
 /** The key of a group's bucket: its user's and its own ID, apart (groups are per user). */

@@ -10,13 +10,24 @@ const MADE = Symbol('viewsync context');
 
 /** The state a context of `options` starts with (options already checked: see createContext). */
 export function newState(options: CheckedOptions): ContextState {
-  return { rates: resolveRates(options.rates), drains: 0, housekeeping: new Map(), pokeKey: undefined, changeListeners: new Set(), feedRecorded: undefined, live: options.inspector === undefined ? undefined : new LiveStats(), inspectorDoor: undefined };
+  return {
+    rates: resolveRates(options.rates),
+    drains: 0,
+    housekeeping: new Map(),
+    pokeKey: undefined,
+    changeListeners: new Set(),
+    feedRecorded: undefined,
+    live: options.inspector === undefined ? undefined : new LiveStats(),
+    inspectorDoor: undefined,
+  };
 }
 
 /** Makes `target` a context holding `state`, as a field a spread leaves behind. */
 export function attachState<T extends object>(target: T, state: ContextState): T & { readonly state: ContextState } {
   Object.defineProperty(target, MADE, { value: true, enumerable: false });
-  return Object.defineProperty(target, 'state', { value: state, enumerable: false, writable: false, configurable: false }) as T & { readonly state: ContextState };
+  return Object.defineProperty(target, 'state', { value: state, enumerable: false, writable: false, configurable: false }) as T & {
+    readonly state: ContextState;
+  };
 }
 
 /** Throws unless `ctx` was made by `createContext`: the first thing every public call does, so a plain object fails at once, saying what to do. */

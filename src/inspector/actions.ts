@@ -21,7 +21,8 @@ export const ACTIONS: Readonly<Record<string, (ctx: SyncContext, body: Body, tel
     return logged('webhook-enable', asked, tell, async (): Promise<EnableResult> => {
       // The webhook need not be this context's (the CLI's inspector names none): its state in the store is what is enabled.
       const enabled = await enableDeliveries(ctx, asked.name, asked.space);
-      if (enabled === undefined) throw new HTTPError(400, `Webhook ${JSON.stringify(asked.name)} never delivered in space ${JSON.stringify(asked.space)}: there is nothing to enable`);
+      if (enabled === undefined)
+        throw new HTTPError(400, `Webhook ${JSON.stringify(asked.name)} never delivered in space ${JSON.stringify(asked.space)}: there is nothing to enable`);
       return { wasDisabled: enabled };
     });
   },
@@ -36,7 +37,12 @@ export const ACTIONS: Readonly<Record<string, (ctx: SyncContext, body: Body, tel
 
   restore: (ctx, body, tell) => {
     const prefix = text(body, 'prefix');
-    const asked = { space: text(body, 'space', true), to: required(whole(body, 'to', 0, Number.MAX_SAFE_INTEGER), 'to'), ...(prefix !== undefined && { prefix }), dryRun: flag(body, 'dryRun') };
+    const asked = {
+      space: text(body, 'space', true),
+      to: required(whole(body, 'to', 0, Number.MAX_SAFE_INTEGER), 'to'),
+      ...(prefix !== undefined && { prefix }),
+      dryRun: flag(body, 'dryRun'),
+    };
     return logged('restore', asked, tell, async () => listed(await restoreSpace(ctx, asked.space, asked)));
   },
 
@@ -102,13 +108,17 @@ function causeOf(raw: unknown): RevertCause {
   if (since !== undefined) cause.since = since;
   if (body.versions !== undefined) {
     const versions = body.versions;
-    if (!Array.isArray(versions) || versions.length !== 2 || !versions.every((each) => Number.isSafeInteger(each) && each >= 0)) throw new HTTPError(400, 'cause.versions must be [from, to], whole numbers');
+    if (!Array.isArray(versions) || versions.length !== 2 || !versions.every((each) => Number.isSafeInteger(each) && each >= 0))
+      throw new HTTPError(400, 'cause.versions must be [from, to], whole numbers');
     cause.versions = [versions[0] as number, versions[1] as number];
   }
   if (body.mutation !== undefined) {
     const mutation = body.mutation as Body;
     if (typeof mutation !== 'object' || mutation === null) throw new HTTPError(400, 'cause.mutation must be {clientID, mutationID}');
-    cause.mutation = { clientID: text(mutation, 'clientID', true), mutationID: required(whole(mutation, 'mutationID', 1, Number.MAX_SAFE_INTEGER), 'cause.mutation.mutationID') };
+    cause.mutation = {
+      clientID: text(mutation, 'clientID', true),
+      mutationID: required(whole(mutation, 'mutationID', 1, Number.MAX_SAFE_INTEGER), 'cause.mutation.mutationID'),
+    };
   }
   if (Object.keys(cause).length === 0) throw new HTTPError(400, 'cause names no change: give a user, client group, mutator, versions, since or mutation');
   return cause;

@@ -51,7 +51,7 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
     const secure = new URL(request.url).protocol === 'https:';
     const signedIn = () => sessions.holds(request, Date.now());
     if (rest === '') return { status: 308, headers: { location: `${base}/` }, body: null };
-    if (request.method === 'GET' && rest === '/') return page(await signedIn() ? INDEX_HTML : LOGIN_HTML.replace('<!--message-->', ''));
+    if (request.method === 'GET' && rest === '/') return page((await signedIn()) ? INDEX_HTML : LOGIN_HTML.replace('<!--message-->', ''));
     if (request.method === 'GET' && rest === '/app.js') return asset(request, APP_JS, 'text/javascript; charset=utf-8');
     if (request.method === 'GET' && rest === '/app.css') return asset(request, APP_CSS, 'text/css; charset=utf-8');
     if (rest === '/login' && request.method === 'POST') {
@@ -76,7 +76,8 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
       const read = request.method === 'GET' && Object.hasOwn(READS, name) ? READS[name] : undefined;
       const act = request.method === 'POST' && Object.hasOwn(ACTIONS, name) ? ACTIONS[name] : undefined;
       if (read === undefined && act === undefined) {
-        if (Object.hasOwn(READS, name) || Object.hasOwn(ACTIONS, name)) throw new HTTPError(405, `${request.method} is not allowed here`, { headers: { allow: Object.hasOwn(READS, name) ? 'GET' : 'POST' } });
+        if (Object.hasOwn(READS, name) || Object.hasOwn(ACTIONS, name))
+          throw new HTTPError(405, `${request.method} is not allowed here`, { headers: { allow: Object.hasOwn(READS, name) ? 'GET' : 'POST' } });
         throw new HTTPError(404, `The inspector's API has no ${JSON.stringify(name.slice(0, 100))}`);
       }
       checkAPIHeader(request);
@@ -93,7 +94,11 @@ export function inspectorDoor(options: InspectorOptions): InspectorDoor {
 /** An error as the page reads it: `{error}` with its status; a failure of ours is told to `onError` and answered 500 without its details. */
 function failure(thrown: unknown, request: Request, ctx: SyncContext): Reply {
   // A store out of reach for a moment (a lost connection, a failover) is no failure of ours: 503, as the endpoints answer it.
-  if (isTemporary(thrown)) return json({ error: 'The store is unavailable for a moment (a lost connection, or a failover under way): try again' }, 503, { 'retry-after': '1', ...PAGE_HEADERS });
+  if (isTemporary(thrown))
+    return json({ error: 'The store is unavailable for a moment (a lost connection, or a failover under way): try again' }, 503, {
+      'retry-after': '1',
+      ...PAGE_HEADERS,
+    });
   if (thrown instanceof HTTPError) {
     if (thrown.status >= 500 && !(thrown instanceof TemporaryError)) reportError(ctx, thrown, { request });
     return json({ error: thrown.message }, thrown.status, { ...thrown.headers, ...PAGE_HEADERS });
@@ -170,4 +175,3 @@ async function jsonBody(request: Request): Promise<Record<string, unknown>> {
 }
 
 const MAX_BODY = 64 * 1024;
-

@@ -28,7 +28,8 @@ export function whole(from: URLSearchParams | Record<string, unknown>, name: str
   const raw = from instanceof URLSearchParams ? (from.get(name) ?? undefined) : from[name];
   if (raw === undefined || raw === null || raw === '') return undefined;
   const value = typeof raw === 'string' ? Number(raw) : raw;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) throw new HTTPError(400, `${name} must be a whole number from ${min} to ${max}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max)
+    throw new HTTPError(400, `${name} must be a whole number from ${min} to ${max}`);
   return value;
 }
 

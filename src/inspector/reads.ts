@@ -48,18 +48,21 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
     }
     // The version and the entries from one snapshot, so the version said is the one shown.
     const keys = new SpaceKeys(space);
-    return ctx.storage.transaction(async (tx): Promise<KeysPage> => {
-      const meta = (await tx.get(keys.meta)) as Meta | undefined;
-      const entries: KeyRow[] = [];
-      const start = { key: keys.entry(after ?? prefix), exclusive: after !== undefined };
-      for await (const page of scanPages(tx, { prefix: keys.entry(prefix), start })) {
-        for (const [key, value] of live(page, keys.entryPrefix.length)) {
-          if (entries.length === limit) return { version: meta?.version ?? 0, entries, next: entries.at(-1)!.key };
-          entries.push(row(key, value));
+    return ctx.storage.transaction(
+      async (tx): Promise<KeysPage> => {
+        const meta = (await tx.get(keys.meta)) as Meta | undefined;
+        const entries: KeyRow[] = [];
+        const start = { key: keys.entry(after ?? prefix), exclusive: after !== undefined };
+        for await (const page of scanPages(tx, { prefix: keys.entry(prefix), start })) {
+          for (const [key, value] of live(page, keys.entryPrefix.length)) {
+            if (entries.length === limit) return { version: meta?.version ?? 0, entries, next: entries.at(-1)!.key };
+            entries.push(row(key, value));
+          }
         }
-      }
-      return { version: meta?.version ?? 0, entries };
-    }, { readOnly: true, space });
+        return { version: meta?.version ?? 0, entries };
+      },
+      { readOnly: true, space },
+    );
   },
 
   key: async (ctx, query): Promise<KeyPage> => {
@@ -78,7 +81,15 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
 
   'view-as': (ctx, query) => {
     const user = text(query, 'user');
-    return viewAs(ctx, text(query, 'space', true), user === '' ? undefined : user, text(query, 'group') || 'inspector', text(query, 'prefix') ?? '', text(query, 'after'), pageLimit(query, 100));
+    return viewAs(
+      ctx,
+      text(query, 'space', true),
+      user === '' ? undefined : user,
+      text(query, 'group') || 'inspector',
+      text(query, 'prefix') ?? '',
+      text(query, 'after'),
+      pageLimit(query, 100),
+    );
   },
 
   live: async (ctx): Promise<LivePage> => {
@@ -93,7 +104,8 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
       // The tail: the last versions the log holds.
       const meta = await ctx.storage.transaction(async (tx) => (await tx.get(new SpaceKeys(space).meta)) as Meta | undefined, { readOnly: true, space });
       const from = feedFrom(meta);
-      if (from === undefined) throw new HTTPError(404, `Space ${JSON.stringify(space)} keeps no whole change log now (the change feed is off, or was off for its last write)`);
+      if (from === undefined)
+        throw new HTTPError(404, `Space ${JSON.stringify(space)} keeps no whole change log now (the change feed is off, or was off for its last write)`);
       after = String(Math.max(from, (meta?.version ?? 0) - TAIL_VERSIONS));
     }
     try {
@@ -111,7 +123,13 @@ export const READS: Readonly<Record<string, (ctx: SyncContext, query: URLSearchP
     const configured = ctx.changes?.webhooks ?? {};
     // The context's webhooks, and any other that delivered in the space (the CLI's inspector names none).
     const names = [...new Set([...Object.keys(configured), ...Object.keys(states)])];
-    return { webhooks: names.map((name) => ({ name, ...(Object.hasOwn(configured, name) && { url: configured[name]!.url }), ...(Object.hasOwn(states, name) && { state: states[name] }) })) };
+    return {
+      webhooks: names.map((name) => ({
+        name,
+        ...(Object.hasOwn(configured, name) && { url: configured[name]!.url }),
+        ...(Object.hasOwn(states, name) && { state: states[name] }),
+      })),
+    };
   },
 
   migrations: async (ctx, query): Promise<MigrationsPage> => ({ migrations: (await migrationsOf(ctx, text(query, 'space', true))) ?? {} }),
@@ -155,7 +173,6 @@ function row(key: string, value: JSONValue): KeyRow {
 }
 
 const PREVIEW = 1_000;
-
 
 /** A history read, its HistoryGoneError a 410 saying why. */
 async function history<T>(fn: () => Promise<T>): Promise<T> {

@@ -25,32 +25,43 @@ const AREAS = 100;
 export async function spacePage(ctx: SyncContext, space: string): Promise<SpacePage> {
   const storage = ctx.storage;
   const keys = new SpaceKeys(space);
-  const read = await storage.transaction(async (tx) => {
-    const meta = (await tx.get(keys.meta)) as Meta | undefined;
-    const [oldest] = await tx.scan({ prefix: keys.logPrefix, limit: 1 });
-    const checkpoints = [...(await checkpointRecords(tx, keys))].map(([version, record]) => ({ version, done: record.done }));
-    const rejectedMutations = await readRejected(tx, keys);
-    // One row of each unfinished import's staging area: the scan skips to the next area each time.
-    const staging: Array<{ started: number }> = [];
-    let after: string | undefined;
-    for (let n = 0; n < AREAS; n++) {
-      const [row] = await tx.scan({ prefix: keys.stagingPrefix, start: after === undefined ? undefined : { key: after, exclusive: true }, limit: 1 });
-      if (row === undefined) break;
-      const name = row[0].slice(keys.stagingPrefix.length).split('/', 1)[0]!;
-      const id = importOfArea(name);
-      if (!staging.some((area) => area.started === stagingStarted(id))) staging.push({ started: stagingStarted(id) });
-      // '0' follows '/': past every row of this area.
-      after = `${keys.stagingPrefix}${name}0`;
-    }
-    return { meta, oldest: oldest?.[1] as LogRow | undefined, checkpoints, rejectedMutations, staging };
-  }, { readOnly: true, space });
-  const [{ groups, more }, migrations, record] = await Promise.all([clientGroups(storage, space, GROUPS), migrationsOf(ctx, space), spaceRecord(ctx, space, read.meta)]);
+  const read = await storage.transaction(
+    async (tx) => {
+      const meta = (await tx.get(keys.meta)) as Meta | undefined;
+      const [oldest] = await tx.scan({ prefix: keys.logPrefix, limit: 1 });
+      const checkpoints = [...(await checkpointRecords(tx, keys))].map(([version, record]) => ({ version, done: record.done }));
+      const rejectedMutations = await readRejected(tx, keys);
+      // One row of each unfinished import's staging area: the scan skips to the next area each time.
+      const staging: Array<{ started: number }> = [];
+      let after: string | undefined;
+      for (let n = 0; n < AREAS; n++) {
+        const [row] = await tx.scan({ prefix: keys.stagingPrefix, start: after === undefined ? undefined : { key: after, exclusive: true }, limit: 1 });
+        if (row === undefined) break;
+        const name = row[0].slice(keys.stagingPrefix.length).split('/', 1)[0]!;
+        const id = importOfArea(name);
+        if (!staging.some((area) => area.started === stagingStarted(id))) staging.push({ started: stagingStarted(id) });
+        // '0' follows '/': past every row of this area.
+        after = `${keys.stagingPrefix}${name}0`;
+      }
+      return { meta, oldest: oldest?.[1] as LogRow | undefined, checkpoints, rejectedMutations, staging };
+    },
+    { readOnly: true, space },
+  );
+  const [{ groups, more }, migrations, record] = await Promise.all([
+    clientGroups(storage, space, GROUPS),
+    migrationsOf(ctx, space),
+    spaceRecord(ctx, space, read.meta),
+  ]);
   const { meta } = read;
   const active = groups.filter((group) => !group.expired);
   const recently = ctx.clock() - (ctx.schema?.activeMs ?? 7 * 24 * 60 * 60 * 1000);
   const byVersion = new Map<string, number>();
-  for (const { lastActive, schemaVersion } of active) if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
-  const lastActivity = active.reduce<number | null>((latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest), null);
+  for (const { lastActive, schemaVersion } of active)
+    if (lastActive !== null && lastActive >= recently) byVersion.set(schemaVersion ?? '?', (byVersion.get(schemaVersion ?? '?') ?? 0) + 1);
+  const lastActivity = active.reduce<number | null>(
+    (latest, { lastActive }) => (lastActive !== null && (latest === null || lastActive > latest) ? lastActive : latest),
+    null,
+  );
   const log = read.oldest !== undefined || meta?.feedFrom !== undefined;
   return {
     ...record,

@@ -25,14 +25,22 @@ export async function spacesPage(ctx: SyncContext, prefix: string, after: string
     found = rows.map(([key, value]) => [spaceOfMeta(key), recordOf<Meta>(value)]);
   } else {
     const names = (await allSpaces(storage)).filter((space) => space.startsWith(prefix) && (after === undefined || space > after)).slice(0, limit + 1);
-    found = await Promise.all(names.map(async (space): Promise<[string, Meta | undefined]> => {
-      const [meta] = await storage.transaction((tx) => getMany(tx, [new SpaceKeys(space).meta]), { readOnly: true, space });
-      return [space, meta as Meta | undefined];
-    }));
+    found = await Promise.all(
+      names.map(async (space): Promise<[string, Meta | undefined]> => {
+        const [meta] = await storage.transaction((tx) => getMany(tx, [new SpaceKeys(space).meta]), { readOnly: true, space });
+        return [space, meta as Meta | undefined];
+      }),
+    );
   }
   const more = found.length > limit;
   const live = ctx.state.live;
-  const spaces = await Promise.all(found.slice(0, limit).map(async ([space, meta]): Promise<SpaceRow> => ({ ...(await spaceRecord(ctx, space, meta)), activity: live?.activity(space) ?? { pushes: 0, pulls: 0 } })));
+  const spaces = await Promise.all(
+    found
+      .slice(0, limit)
+      .map(
+        async ([space, meta]): Promise<SpaceRow> => ({ ...(await spaceRecord(ctx, space, meta)), activity: live?.activity(space) ?? { pushes: 0, pulls: 0 } }),
+      ),
+  );
   return { spaces, ...(more && { next: spaces.at(-1)!.space }) };
 }
 

@@ -9,7 +9,15 @@ import type { ViewAsPage, ViewedKey } from './api-types.js';
  * page of the space's keys is read from the same snapshot, each marked with the prefix that
  * covers it, or none. So "why doesn't Bob see list 7" is answered by the view's own answer.
  */
-export async function viewAs(ctx: SyncContext, space: string, userID: string | undefined, clientGroupID: string, prefix: string, after: string | undefined, limit: number): Promise<ViewAsPage> {
+export async function viewAs(
+  ctx: SyncContext,
+  space: string,
+  userID: string | undefined,
+  clientGroupID: string,
+  prefix: string,
+  after: string | undefined,
+  limit: number,
+): Promise<ViewAsPage> {
   const view = ctx.view;
   return read(ctx, space, async (tx) => {
     let prefixes: Prefixes;

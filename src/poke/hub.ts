@@ -176,7 +176,9 @@ export class PokeHub {
   #admit(user: string | undefined): User | undefined {
     const count = user === undefined ? 0 : this.streamsOf(user);
     if (user !== undefined && count >= this.#maxPerUser) {
-      throw new HTTPError(429, `This user already has ${this.#maxPerUser} poke streams open (pokes.maxStreamsPerUser); close one or try again later`, { headers: REFUSED });
+      throw new HTTPError(429, `This user already has ${this.#maxPerUser} poke streams open (pokes.maxStreamsPerUser); close one or try again later`, {
+        headers: REFUSED,
+      });
     }
     if (this.#streams >= this.#maxStreams) {
       const heaviest = user === undefined ? undefined : this.#heaviest();
@@ -201,11 +203,13 @@ export class PokeHub {
   #subscribe(space: string): Space {
     const entry: Space = { space, streams: new Set(), opening: 0, ready: undefined!, unsubscribe: undefined, timer: undefined, owed: undefined };
     const subscribed = Promise.resolve().then(() => this.#notifier.subscribe(space, (detail) => this.#changed(entry, detail)));
-    entry.ready = subscribed.then((unsubscribe) => (entry.unsubscribe = unsubscribe)).catch((error: unknown) => {
-      // The next stream of this space tries again.
-      if (this.#spaces.get(space) === entry) this.#spaces.delete(space);
-      throw error;
-    });
+    entry.ready = subscribed
+      .then((unsubscribe) => (entry.unsubscribe = unsubscribe))
+      .catch((error: unknown) => {
+        // The next stream of this space tries again.
+        if (this.#spaces.get(space) === entry) this.#spaces.delete(space);
+        throw error;
+      });
     this.#spaces.set(space, entry);
     return entry;
   }
@@ -239,7 +243,11 @@ export class PokeHub {
     this.#spaces.delete(entry.space);
     clearTimeout(entry.timer);
     if (entry.unsubscribe) entry.unsubscribe();
-    else entry.ready.then((unsubscribe: Unsubscribe) => unsubscribe(), () => {});
+    else
+      entry.ready.then(
+        (unsubscribe: Unsubscribe) => unsubscribe(),
+        () => {},
+      );
   }
 
   /**

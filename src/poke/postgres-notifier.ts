@@ -5,7 +5,10 @@ import { localNotifier } from './notifier.js';
 /** A postgres.js client (`postgres(url)`): the part {@link postgresNotifier} uses. */
 export interface PostgresNotifierClient {
   listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): PromiseLike<{ unlisten(): PromiseLike<unknown> }>;
-  begin<T>(options: string, fn: (sql: { unsafe(query: string, params?: never[], options?: { prepare?: boolean }): PromiseLike<unknown> }) => Promise<T>): Promise<unknown>;
+  begin<T>(
+    options: string,
+    fn: (sql: { unsafe(query: string, params?: never[], options?: { prepare?: boolean }): PromiseLike<unknown> }) => Promise<T>,
+  ): Promise<unknown>;
 }
 
 /** Options for {@link postgresNotifier}. */

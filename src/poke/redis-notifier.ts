@@ -153,7 +153,10 @@ export function redisNotifier(redis: RedisNotifierClient, options: RedisNotifier
     });
     // ioredis connects by itself unless `lazyConnect`; node-redis never does.
     if (connection.status === undefined || connection.status === 'wait') {
-      void quietly(() => connection.connect(), (error) => drop(connection, error));
+      void quietly(
+        () => connection.connect(),
+        (error) => drop(connection, error),
+      );
     }
   };
 

@@ -49,7 +49,9 @@ export function storeNotifier(storage: Storage, options: StoreNotifierOptions = 
     // A store made of several runs transactions of one space each: one read per space, and a
     // part that is down leaves its spaces as they were, not the others.
     const values = storage.parts
-      ? (await Promise.allSettled(spaces.map(([space, key]) => storage.transaction((tx) => tx.get(key), { readOnly: true, space })))).map((read) => (read.status === 'fulfilled' ? read.value : UNREAD))
+      ? (await Promise.allSettled(spaces.map(([space, key]) => storage.transaction((tx) => tx.get(key), { readOnly: true, space })))).map((read) =>
+          read.status === 'fulfilled' ? read.value : UNREAD,
+        )
       : await storage.transaction((tx) => getMany(tx, keys), { readOnly: true });
     // The epoch too: a store that was reset (restored, re-imported) starts its versions again.
     return values.map((value) => (value === undefined || value === UNREAD ? value : `${(value as Meta).epoch}:${(value as Meta).version}`));

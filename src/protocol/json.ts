@@ -5,13 +5,7 @@ import { hasLoneSurrogate } from '../base/utf8.js';
  * Any JSON value, read-only. An object member may be `undefined`, which JSON drops, as in the
  * client's `ReadonlyJSONValue`, so values typed for the client type-check here too.
  */
-export type JSONValue =
-  | null
-  | boolean
-  | number
-  | string
-  | readonly JSONValue[]
-  | { readonly [key: string]: JSONValue | undefined };
+export type JSONValue = null | boolean | number | string | readonly JSONValue[] | { readonly [key: string]: JSONValue | undefined };
 
 /**
  * Any JSON value. Bodies come from `JSON.parse`, so every value in them is JSON already; this

@@ -47,7 +47,9 @@ export async function checkDirectory(storage: Router): Promise<DirectoryProblem[
   for (const { records, rows } of held) for (const space of [...records.keys(), ...rows]) spaces.add(space);
   const problems: DirectoryProblem[] = [];
   for (const space of [...spaces].sort(compareUTF8)) {
-    const holdings = new Map<string, Holding>(names.map((name, i) => [name, { record: routeRecordOf(held[i]!.records.get(space), space, name), rows: held[i]!.rows.has(space), listed: undefined }]));
+    const holdings = new Map<string, Holding>(
+      names.map((name, i) => [name, { record: routeRecordOf(held[i]!.records.get(space), space, name), rows: held[i]!.rows.has(space), listed: undefined }]),
+    );
     const problem = problemOf(space, listed.get(space), holdings, names);
     if (problem !== undefined) problems.push(problem);
   }
@@ -71,11 +73,14 @@ export async function repairDirectory(storage: Router): Promise<{ repaired: Dire
     }
     const key = directoryKey(space);
     // Only the row as the check read it: a process that placed or moved the space since knows better.
-    const done = await directory.transaction(async (tx) => {
-      if (JSON.stringify(await tx.get(key)) !== JSON.stringify(problem.listed)) return false;
-      await tx.put(key, inUse);
-      return true;
-    }, { readOnly: false, space });
+    const done = await directory.transaction(
+      async (tx) => {
+        if (JSON.stringify(await tx.get(key)) !== JSON.stringify(problem.listed)) return false;
+        await tx.put(key, inUse);
+        return true;
+      },
+      { readOnly: false, space },
+    );
     if (done) repaired.push(problem);
     else left.push({ ...problem, reason: `had its directory row changed while it was being repaired (a move, or a first use): check again` });
   }
@@ -103,22 +108,56 @@ async function holdingsOf(store: Storage): Promise<{ records: Map<string, Stored
   return { records, rows };
 }
 
-function problemOf(space: string, listed: StoredValue | undefined, holdings: ReadonlyMap<string, Holding>, names: readonly string[]): DirectoryProblem | undefined {
+function problemOf(
+  space: string,
+  listed: StoredValue | undefined,
+  holdings: ReadonlyMap<string, Holding>,
+  names: readonly string[],
+): DirectoryProblem | undefined {
   const { store: inUse, candidates } = copyInUse(holdings);
   const says = listed === undefined ? 'has no directory row' : `is listed in ${JSON.stringify(listed)}`;
   if (candidates.length > 1) {
     const why = candidates.map((name) => describeHolding(name, space, holdings.get(name))).join('; ');
-    return { space, listed, inUse, kind: 'ambiguous', reason: `${says}, but stores ${listNames(candidates)} each hold a copy that could be the one in use (${why}): find out which one the servers use and remove the other; a repair leaves it` };
+    return {
+      space,
+      listed,
+      inUse,
+      kind: 'ambiguous',
+      reason: `${says}, but stores ${listNames(candidates)} each hold a copy that could be the one in use (${why}): find out which one the servers use and remove the other; a repair leaves it`,
+    };
   }
   if (listed === undefined) {
-    return inUse === undefined ? undefined : { space, listed, inUse, kind: 'missing', reason: `has no directory row, while store ${JSON.stringify(inUse)} holds its copy in use (the servers would find it there on first use); a repair writes it` };
+    return inUse === undefined
+      ? undefined
+      : {
+          space,
+          listed,
+          inUse,
+          kind: 'missing',
+          reason: `has no directory row, while store ${JSON.stringify(inUse)} holds its copy in use (the servers would find it there on first use); a repair writes it`,
+        };
   }
   if (typeof listed !== 'string' || !names.includes(listed)) {
-    const fix = inUse === undefined ? `and no store among them holds it: a repair leaves it (add the store back if it holds the space's data)` : `while ${JSON.stringify(inUse)} holds its copy in use: a repair points the row there`;
-    return { space, listed, inUse, kind: 'unknown-store', reason: `is listed in ${JSON.stringify(listed)}, which is not one of the stores (${names.join(', ')}), ${fix}` };
+    const fix =
+      inUse === undefined
+        ? `and no store among them holds it: a repair leaves it (add the store back if it holds the space's data)`
+        : `while ${JSON.stringify(inUse)} holds its copy in use: a repair points the row there`;
+    return {
+      space,
+      listed,
+      inUse,
+      kind: 'unknown-store',
+      reason: `is listed in ${JSON.stringify(listed)}, which is not one of the stores (${names.join(', ')}), ${fix}`,
+    };
   }
   if (inUse !== undefined && inUse !== listed) {
-    return { space, listed, inUse, kind: 'stale', reason: `is listed in ${JSON.stringify(listed)}, while ${JSON.stringify(inUse)} holds its copy in use (found through route records while ${JSON.stringify(listed)} keeps them, lost once it is dropped): a repair points the row there` };
+    return {
+      space,
+      listed,
+      inUse,
+      kind: 'stale',
+      reason: `is listed in ${JSON.stringify(listed)}, while ${JSON.stringify(inUse)} holds its copy in use (found through route records while ${JSON.stringify(listed)} keeps them, lost once it is dropped): a repair points the row there`,
+    };
   }
   return undefined;
 }

@@ -56,18 +56,23 @@ export async function moveSpaceBetween(storage: Router, space: string, to: strin
   const started = performance.now();
   const switchTimeoutMs = options.switchTimeoutMs ?? 2_000;
   // Pushes wait out a switch holding their requests open: a minute is already longer than most clients wait.
-  if (!Number.isFinite(switchTimeoutMs) || switchTimeoutMs < 100 || switchTimeoutMs > 60_000) throw new RangeError(`moveSpace: options.switchTimeoutMs must be from 100 to 60,000 (ms), got ${switchTimeoutMs}`);
+  if (!Number.isFinite(switchTimeoutMs) || switchTimeoutMs < 100 || switchTimeoutMs > 60_000)
+    throw new RangeError(`moveSpace: options.switchTimeoutMs must be from 100 to 60,000 (ms), got ${switchTimeoutMs}`);
   const target = storage.stores[to];
-  if (target === undefined) throw new RangeError(`moveSpace: no store is named ${JSON.stringify(to)} (the stores are ${Object.keys(storage.stores).join(', ')})`);
+  if (target === undefined)
+    throw new RangeError(`moveSpace: no store is named ${JSON.stringify(to)} (the stores are ${Object.keys(storage.stores).join(', ')})`);
   const keys = new SpaceKeys(space);
   const progress = async (phase: MoveProgress['phase'], rows: number) => options.onProgress?.({ phase, rows });
   /** Writes `next` as `store`'s record when its record passes `when`; resolves with whether it did. */
   const swap = (store: Storage, name: string, when: (now: RouteRecord | undefined) => boolean, next: RouteRecord) =>
-    store.transaction(async (tx) => {
-      if (!when(routeRecordOf(await tx.get(keys.route), space, name))) return false;
-      await tx.put(keys.route, next);
-      return true;
-    }, { readOnly: false, space });
+    store.transaction(
+      async (tx) => {
+        if (!when(routeRecordOf(await tx.get(keys.route), space, name))) return false;
+        await tx.put(keys.route, next);
+        return true;
+      },
+      { readOnly: false, space },
+    );
 
   // Where the copy in use is now, checked against where the data is: a move killed after its commit point is finished on the way.
   const from = await locateChecked(storage, space);
@@ -85,15 +90,24 @@ export async function moveSpaceBetween(storage: Router, space: string, to: strin
   // A switch a killed move left: end it, so that the space takes writes while this move copies.
   await swap(source, from, (now) => now?.state === 'moving', { state: 'here' });
   // 1. The target's copy is not in use while it is made: whoever comes to it is sent to the source.
-  await target.transaction(async (tx) => {
-    const previous = routeRecordOf(await tx.get(keys.route), space, to);
-    if (previous?.state === 'here' || previous?.state === 'moving') throw new RouteError(`moveSpace: store ${JSON.stringify(to)} holds a copy of space ${JSON.stringify(space)} that says it is in use, though ${JSON.stringify(from)} does too: is another move of it running?`);
-    // The target is cleared next, and only rows a move left there may go: a half-made copy
-    // (`incoming`), or those of a source a move left (`moved`). Rows with no record are a copy
-    // some router uses: its placement is not this router's.
-    if (previous === undefined && (await holdsRows(tx, keys))) throw new RouteError(`moveSpace: store ${JSON.stringify(to)} holds rows of space ${JSON.stringify(space)} with no route record, which this move would clear, though this router finds its copy in use in ${JSON.stringify(from)}: the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was moved`);
-    await tx.put(keys.route, { state: 'incoming', from, move });
-  }, { readOnly: false, space });
+  await target.transaction(
+    async (tx) => {
+      const previous = routeRecordOf(await tx.get(keys.route), space, to);
+      if (previous?.state === 'here' || previous?.state === 'moving')
+        throw new RouteError(
+          `moveSpace: store ${JSON.stringify(to)} holds a copy of space ${JSON.stringify(space)} that says it is in use, though ${JSON.stringify(from)} does too: is another move of it running?`,
+        );
+      // The target is cleared next, and only rows a move left there may go: a half-made copy
+      // (`incoming`), or those of a source a move left (`moved`). Rows with no record are a copy
+      // some router uses: its placement is not this router's.
+      if (previous === undefined && (await holdsRows(tx, keys)))
+        throw new RouteError(
+          `moveSpace: store ${JSON.stringify(to)} holds rows of space ${JSON.stringify(space)} with no route record, which this move would clear, though this router finds its copy in use in ${JSON.stringify(from)}: the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was moved`,
+        );
+      await tx.put(keys.route, { state: 'incoming', from, move });
+    },
+    { readOnly: false, space },
+  );
   await removeAll(target, space);
   let rows = 0;
   const stillOurs = (tx: StorageTransaction) => checkOurs(tx, keys, ours, space, to);
@@ -113,7 +127,10 @@ export async function moveSpaceBetween(storage: Router, space: string, to: strin
     const until = Date.now() + switchTimeoutMs;
     // No record: `from` is the space's home, where it was found.
     const inUse = (now: RouteRecord | undefined) => now === undefined || now.state === 'here';
-    if (!(await swap(source, from, inUse, { state: 'moving', to, move, until }))) throw new RouteError(`moveSpace: space ${JSON.stringify(space)} left store ${JSON.stringify(from)} while it was being moved: is another move of it running?`);
+    if (!(await swap(source, from, inUse, { state: 'moving', to, move, until })))
+      throw new RouteError(
+        `moveSpace: space ${JSON.stringify(space)} left store ${JSON.stringify(from)} while it was being moved: is another move of it running?`,
+      );
     await progress('switching', rows);
     const endSwitch = () => swap(source, from, (now) => now?.state === 'moving' && now.move === move, { state: 'here' });
     const last = await catchUp(source, target, space, version, async (tx, at) => {
@@ -137,7 +154,10 @@ export async function moveSpaceBetween(storage: Router, space: string, to: strin
       break;
     }
     await endSwitch();
-    if (attempt >= SWITCH_ATTEMPTS) throw new RouteError(`moveSpace: the switch of space ${JSON.stringify(space)} did not finish within ${switchTimeoutMs} ms (options.switchTimeoutMs), ${SWITCH_ATTEMPTS} times; it stays in ${JSON.stringify(from)}`);
+    if (attempt >= SWITCH_ATTEMPTS)
+      throw new RouteError(
+        `moveSpace: the switch of space ${JSON.stringify(space)} did not finish within ${switchTimeoutMs} ms (options.switchTimeoutMs), ${SWITCH_ATTEMPTS} times; it stays in ${JSON.stringify(from)}`,
+      );
   }
   await progress('switched', rows);
   await storage.settle(space, to);
@@ -153,13 +173,17 @@ export async function moveSpaceBetween(storage: Router, space: string, to: strin
  */
 async function locateChecked(storage: Router, space: string): Promise<string> {
   const holdings = await surveySpace(storage.stores, space);
-  if (!exists(holdings)) throw new RouteError(`moveSpace: space ${JSON.stringify(space)} does not exist: no store (${Object.keys(storage.stores).join(', ')}) holds any row of it; nothing was moved or written. Is its name right? (the default space is '')`);
+  if (!exists(holdings))
+    throw new RouteError(
+      `moveSpace: space ${JSON.stringify(space)} does not exist: no store (${Object.keys(storage.stores).join(', ')}) holds any row of it; nothing was moved or written. Is its name right? (the default space is '')`,
+    );
   return locateWhereHeld(storage, space, 'moveSpace', holdings);
 }
 
 /** Throws unless the target's record is still this move's: another move took the space over. */
 async function checkOurs(tx: StorageTransaction, keys: SpaceKeys, ours: (now: RouteRecord | undefined) => boolean, space: string, name: string): Promise<void> {
-  if (!ours(routeRecordOf(await tx.get(keys.route), space, name))) throw new RouteError(`moveSpace: another move of space ${JSON.stringify(space)} took over its copy in ${JSON.stringify(name)}`);
+  if (!ours(routeRecordOf(await tx.get(keys.route), space, name)))
+    throw new RouteError(`moveSpace: another move of space ${JSON.stringify(space)} took over its copy in ${JSON.stringify(name)}`);
 }
 
 /**
@@ -178,10 +202,13 @@ async function cleanUpAfter(storage: Router, space: string, at: string, removed?
     let total = 0;
     await removeAll(source, space, (count) => removed?.((total += count)));
   }
-  await store.transaction(async (tx) => {
-    const still = routeRecordOf(await tx.get(keys.route), space, at);
-    if (still?.state === 'here' && still.move === now.move) await tx.put(keys.route, { state: 'here' });
-  }, { readOnly: false, space });
+  await store.transaction(
+    async (tx) => {
+      const still = routeRecordOf(await tx.get(keys.route), space, at);
+      if (still?.state === 'here' && still.move === now.move) await tx.put(keys.route, { state: 'here' });
+    },
+    { readOnly: false, space },
+  );
 }
 
 /**
@@ -192,10 +219,13 @@ async function forwardHome(storage: Router, space: string, from: string, to: str
   const home = await storage.home(space);
   if (home === from || home === to) return;
   const keys = new SpaceKeys(space);
-  await storage.stores[home]!.transaction(async (tx) => {
-    const now = routeRecordOf(await tx.get(keys.route), space, home);
-    if (now?.state === 'moved') await tx.put(keys.route, { state: 'moved', to, move });
-  }, { readOnly: false, space });
+  await storage.stores[home]!.transaction(
+    async (tx) => {
+      const now = routeRecordOf(await tx.get(keys.route), space, home);
+      if (now?.state === 'moved') await tx.put(keys.route, { state: 'moved', to, move });
+    },
+    { readOnly: false, space },
+  );
 }
 
 /** Catch-up passes before the switch, at most: each copies what changed during the one before. */

@@ -7,11 +7,15 @@ export type Placement = 'hash' | ((space: string) => string);
 /** `placement` as a function, checked: a function's answer must name one of `names`. */
 export function placementOf(placement: Placement, names: readonly string[]): (space: string) => string {
   if (placement === 'hash') return (space) => rendezvous(space, names);
-  if (typeof placement !== 'function') throw new TypeError(`routedStorage: options.place must be 'hash' or a function of the space, got ${JSON.stringify(placement)}`);
+  if (typeof placement !== 'function')
+    throw new TypeError(`routedStorage: options.place must be 'hash' or a function of the space, got ${JSON.stringify(placement)}`);
   const known = new Set(names);
   return (space) => {
     const name = placement(space);
-    if (!known.has(name)) throw new Error(`routedStorage: options.place put space ${JSON.stringify(space)} in ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')})`);
+    if (!known.has(name))
+      throw new Error(
+        `routedStorage: options.place put space ${JSON.stringify(space)} in ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')})`,
+      );
     return name;
   };
 }

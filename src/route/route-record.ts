@@ -33,7 +33,8 @@ export function routeRecordOf(value: unknown, space: string, store: string): Rou
       (state === 'moving' && typeof record.to === 'string' && typeof record.move === 'string' && typeof record.until === 'number') ||
       (state === 'moved' && typeof record.to === 'string' && typeof record.move === 'string') ||
       (state === 'incoming' && typeof record.from === 'string' && typeof record.move === 'string'));
-  if (!ok) throw new Error(`The route record of space ${JSON.stringify(space)} in store ${JSON.stringify(store)} is not one viewsync wrote: ${JSON.stringify(value)}`);
+  if (!ok)
+    throw new Error(`The route record of space ${JSON.stringify(space)} in store ${JSON.stringify(store)} is not one viewsync wrote: ${JSON.stringify(value)}`);
   return record as RouteRecord;
 }
 

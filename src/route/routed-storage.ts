@@ -83,7 +83,9 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     seen.set(store, name);
   }
   if (options.directory !== undefined && !(options.directory in stores)) {
-    throw new TypeError(`routedStorage: options.directory names ${JSON.stringify(options.directory)}, which is not one of options.stores (${names.join(', ')})`);
+    throw new TypeError(
+      `routedStorage: options.directory names ${JSON.stringify(options.directory)}, which is not one of options.stores (${names.join(', ')})`,
+    );
   }
   const place = placementOf(options.place ?? 'hash', names);
   /** Where each space was last found, when that is not its home: most spaces never move. */
@@ -103,7 +105,9 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     const listed = async (tx: StorageTransaction): Promise<string | undefined> => {
       const name = await tx.get(key);
       if (name === undefined || (typeof name === 'string' && name in stores)) return name;
-      throw new RouteError(`The directory (in store ${JSON.stringify(options.directory)}) lists space ${JSON.stringify(space)} in store ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')}): if that store was dropped after the space left it, 'viewsync directory repair' points the row at the store that holds the space`);
+      throw new RouteError(
+        `The directory (in store ${JSON.stringify(options.directory)}) lists space ${JSON.stringify(space)} in store ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')}): if that store was dropped after the space left it, 'viewsync directory repair' points the row at the store that holds the space`,
+      );
     };
     let store = await directory.transaction(listed, { readOnly: true, space });
     if (store === undefined) {
@@ -111,12 +115,15 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
       // before the directory did. It stays there, rather than start again empty where the rule says.
       const placed = (await holderOf(space)) ?? place(space);
       // Placed once, by the first process to use the space; the space's lock orders two first uses.
-      store = await directory.transaction(async (tx) => {
-        const first = await listed(tx);
-        if (first !== undefined) return first;
-        await tx.put(key, placed);
-        return placed;
-      }, { readOnly: false, space });
+      store = await directory.transaction(
+        async (tx) => {
+          const first = await listed(tx);
+          if (first !== undefined) return first;
+          await tx.put(key, placed);
+          return placed;
+        },
+        { readOnly: false, space },
+      );
     }
     remember(homes, space, store);
     return store;
@@ -125,7 +132,9 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
   /** The store holding `space`'s copy in use, found by asking each store, when one has it; the directory's first look. */
   const holderOf = async (space: string): Promise<string | undefined> => {
     const keys = new SpaceKeys(space);
-    const found = await Promise.all(names.map((name) => stores[name]!.transaction((tx) => Promise.all([tx.get(keys.route), tx.get(keys.meta)]), { readOnly: true, space })));
+    const found = await Promise.all(
+      names.map((name) => stores[name]!.transaction((tx) => Promise.all([tx.get(keys.route), tx.get(keys.meta)]), { readOnly: true, space })),
+    );
     const records = found.map(([route], i) => routeRecordOf(route, space, names[i]!));
     const inUse = records.findIndex((record) => record?.state === 'here' || record?.state === 'moving');
     if (inUse >= 0) return names[inUse];
@@ -141,15 +150,21 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     const keys = new SpaceKeys(space);
     const start = await home(space).catch((error: unknown) => {
       // The directory's store, or one asked where a new space's data is, is down: try again later.
-      throw isUnreachable(error) ? new TemporaryError(`The stores could not say where space ${JSON.stringify(space)} is: one is unavailable`, { cause: error }) : error;
+      throw isUnreachable(error)
+        ? new TemporaryError(`The stores could not say where space ${JSON.stringify(space)} is: one is unavailable`, { cause: error })
+        : error;
     });
     let name = found.get(space) ?? start;
     /** The move whose source sent us here, to tell a copy it made complete from one it left half made. */
     let via: { from: string; move: string } | undefined;
     for (let hop = 0; ; hop++) {
-      if (hop >= MAX_HOPS) throw new TemporaryError(`Space ${JSON.stringify(space)} could not be found: its route records lead in a circle (${name}); is a move of it running?`);
+      if (hop >= MAX_HOPS)
+        throw new TemporaryError(`Space ${JSON.stringify(space)} could not be found: its route records lead in a circle (${name}); is a move of it running?`);
       const store = stores[name];
-      if (store === undefined) throw new Error(`A route record of space ${JSON.stringify(space)} names store ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')})`);
+      if (store === undefined)
+        throw new Error(
+          `A route record of space ${JSON.stringify(space)} names store ${JSON.stringify(name)}, which is not one of options.stores (${names.join(', ')})`,
+        );
       const check: RouteCheck = { key: keys.route, space, store: name, home: start, readOnly, now: Date.now(), refused: undefined };
       try {
         const result = await work(store, check);
@@ -159,7 +174,10 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
         else remember(found, space, name);
         return [result, name];
       } catch (error) {
-        if (!(error instanceof Elsewhere)) throw isUnreachable(error) ? new TemporaryError(`Store ${JSON.stringify(name)}, which holds space ${JSON.stringify(space)}, is unavailable`, { cause: error }) : error;
+        if (!(error instanceof Elsewhere))
+          throw isUnreachable(error)
+            ? new TemporaryError(`Store ${JSON.stringify(name)}, which holds space ${JSON.stringify(space)}, is unavailable`, { cause: error })
+            : error;
         const { record } = error;
         if (record === undefined) {
           name = start;
@@ -184,7 +202,9 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     stores,
     directory: options.directory,
     async locate(space) {
-      const [, name] = await run(space, true, (store, check) => store.transaction(async (tx) => checkRoute(check, await tx.get(check.key)), { readOnly: true, space }));
+      const [, name] = await run(space, true, (store, check) =>
+        store.transaction(async (tx) => checkRoute(check, await tx.get(check.key)), { readOnly: true, space }),
+      );
       return name;
     },
     home,
@@ -212,7 +232,9 @@ export function routedStorage(options: RoutedStorageOptions): RoutedStorage {
     stores,
     directory: options.directory,
     // A space may move to any of them: the bound is the tightest.
-    ...(names.some((name) => stores[name]!.maxKeyBytes !== undefined) && { maxKeyBytes: Math.min(...names.map((name) => stores[name]!.maxKeyBytes ?? Infinity)) }),
+    ...(names.some((name) => stores[name]!.maxKeyBytes !== undefined) && {
+      maxKeyBytes: Math.min(...names.map((name) => stores[name]!.maxKeyBytes ?? Infinity)),
+    }),
     ...(names.some((name) => stores[name]!.catchUpMs !== undefined) && { catchUpMs: Math.max(...names.map((name) => stores[name]!.catchUpMs ?? 0)) }),
     async transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
       const space = spaceOf(options);
@@ -247,10 +269,14 @@ const routers = new WeakMap<Storage, Router>();
 
 /** Makes an `incoming` copy whose source has passed its commit point the copy in use (step 5 of a move). */
 async function promote(store: Storage, key: string, record: RouteRecord & { state: 'incoming' }, space: string, name: string): Promise<void> {
-  await store.transaction(async (tx) => {
-    const now = routeRecordOf(await tx.get(key), space, name);
-    if (now?.state === 'incoming' && now.move === record.move && now.complete !== undefined) await tx.put(key, { state: 'here', from: record.from, move: record.move });
-  }, { readOnly: false, space });
+  await store.transaction(
+    async (tx) => {
+      const now = routeRecordOf(await tx.get(key), space, name);
+      if (now?.state === 'incoming' && now.move === record.move && now.complete !== undefined)
+        await tx.put(key, { state: 'here', from: record.from, move: record.move });
+    },
+    { readOnly: false, space },
+  );
 }
 
 function spaceOf(options: { space?: string | undefined }): string {

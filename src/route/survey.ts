@@ -25,10 +25,17 @@ export interface Holding {
 export async function surveySpace(stores: Readonly<Record<string, Storage>>, space: string): Promise<Map<string, Holding>> {
   const keys = new SpaceKeys(space);
   const names = Object.keys(stores);
-  const holdings = await Promise.all(names.map((name) => stores[name]!.transaction(async (tx): Promise<Holding> => {
-    const [route, listed] = await getMany(tx, [keys.route, directoryKey(space)]);
-    return { record: routeRecordOf(route, space, name), rows: await holdsRows(tx, keys), listed };
-  }, { readOnly: true, space })));
+  const holdings = await Promise.all(
+    names.map((name) =>
+      stores[name]!.transaction(
+        async (tx): Promise<Holding> => {
+          const [route, listed] = await getMany(tx, [keys.route, directoryKey(space)]);
+          return { record: routeRecordOf(route, space, name), rows: await holdsRows(tx, keys), listed };
+        },
+        { readOnly: true, space },
+      ),
+    ),
+  );
   return new Map(names.map((name, i) => [name, holdings[i]!]));
 }
 
@@ -61,14 +68,23 @@ export async function locateWhereHeld(storage: Router, space: string, caller: st
       continue;
     }
     const described = (list: readonly string[]) => list.map((name) => describeHolding(name, space, seen.get(name))).join('; ');
-    if (candidates.length > 1) throw new RouteError(`${caller}: stores ${listNames(candidates)} each hold a copy of space ${q(space)} that could be the one in use (${described(candidates)}): was its placement changed without a directory? Find out which copy the servers use and remove the other first (export it and import it as a space of its own to keep it). Nothing was done`);
-    if (store === undefined) throw new RouteError(`${caller}: no store holds a copy of space ${q(space)} in use, only what a move left (${described([...seen.keys()].filter((name) => seen.get(name)!.rows))}). Nothing was done`);
-    throw new RouteError(`${caller}: ${describeHolding(store, space, seen.get(store))}, but this router finds its copy in use in ${q(from)} (by its ${storage.directory === undefined ? 'placement rule' : 'directory'}): the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was done`);
+    if (candidates.length > 1)
+      throw new RouteError(
+        `${caller}: stores ${listNames(candidates)} each hold a copy of space ${q(space)} that could be the one in use (${described(candidates)}): was its placement changed without a directory? Find out which copy the servers use and remove the other first (export it and import it as a space of its own to keep it). Nothing was done`,
+      );
+    if (store === undefined)
+      throw new RouteError(
+        `${caller}: no store holds a copy of space ${q(space)} in use, only what a move left (${described([...seen.keys()].filter((name) => seen.get(name)!.rows))}). Nothing was done`,
+      );
+    throw new RouteError(
+      `${caller}: ${describeHolding(store, space, seen.get(store))}, but this router finds its copy in use in ${q(from)} (by its ${storage.directory === undefined ? 'placement rule' : 'directory'}): the placement given to this router is not the servers'. ${SAME_ROUTER}. Nothing was done`,
+    );
   }
 }
 
 /** What to do when a router is not the servers': said by every refusal that finds so. */
-export const SAME_ROUTER = "Give it the servers' stores, place and directory (CLI: the same --store names, and --directory when the servers keep one; the CLI places by hash, so a space the servers place by a function of their own is moved from the app, by moveSpace with the servers' context)";
+export const SAME_ROUTER =
+  "Give it the servers' stores, place and directory (CLI: the same --store names, and --directory when the servers keep one; the CLI places by hash, so a space the servers place by a function of their own is moved from the app, by moveSpace with the servers' context)";
 
 /** Whether a store holds any row of the space but its route record: its meta record, else one short scan per kind of row until one finds some. */
 export async function holdsRows(tx: StorageTransaction, keys: SpaceKeys): Promise<boolean> {

@@ -35,7 +35,10 @@ export function changesReply(request: Request, ctx: SyncContext): Promise<Reply>
     const waitMs = whole(query.get('waitMs'), 'waitMs', MAX_WAIT_MS) ?? 0;
     try {
       // Every space: no long poll (a change anywhere would have to wake it).
-      if (query.has('all')) return json(await readStoreFeed(ctx.storage, await allSpaces(ctx.storage), query.get('after') ?? undefined, limit), 200, { 'cache-control': 'no-store' });
+      if (query.has('all'))
+        return json(await readStoreFeed(ctx.storage, await allSpaces(ctx.storage), query.get('after') ?? undefined, limit), 200, {
+          'cache-control': 'no-store',
+        });
       const read = () => readSpaceFeed(ctx.storage, space, query.get('after') ?? '0', limit);
       const page = waitMs > 0 ? await waited(ctx, space, read, waitMs, request.signal) : await read();
       return json(page, 200, { 'cache-control': 'no-store' });
@@ -71,7 +74,8 @@ async function waited(ctx: SyncContext, space: string, read: () => Promise<FeedP
 function whole(text: string | null, name: string, max: number): number | undefined {
   if (text === null) return undefined;
   const value = /^\d{1,9}$/.test(text) ? Number(text) : NaN;
-  if (!(value >= (name === 'waitMs' ? 0 : 1) && value <= max)) throw new HTTPError(400, `${name} must be a whole number up to ${max}, got ${JSON.stringify(text.slice(0, 40))}`);
+  if (!(value >= (name === 'waitMs' ? 0 : 1) && value <= max))
+    throw new HTTPError(400, `${name} must be a whole number up to ${max}, got ${JSON.stringify(text.slice(0, 40))}`);
   return value;
 }
 

@@ -36,12 +36,21 @@ export function historyReply(request: Request, ctx: SyncContext): Promise<Reply>
       if (query.version !== undefined) {
         if (query.key !== undefined) throw new HTTPError(400, 'key is for a history of changes (without version); a space as of a version takes prefix');
         const version = whole(query.version, 'version', 0, Number.MAX_SAFE_INTEGER)!;
-        const page = await readAsOf(ctx.storage, space, version, { limit, ...(query.prefix !== undefined && { prefix: query.prefix }), ...(query.after !== undefined && { after: query.after }) });
+        const page = await readAsOf(ctx.storage, space, version, {
+          limit,
+          ...(query.prefix !== undefined && { prefix: query.prefix }),
+          ...(query.after !== undefined && { after: query.after }),
+        });
         return json(page, 200, { 'cache-control': 'no-store' });
       }
       if (query.key !== undefined && query.prefix !== undefined) throw new HTTPError(400, 'Give key or prefix, not both');
       const after = whole(query.after, 'after', 0, Number.MAX_SAFE_INTEGER);
-      const page = await readHistoryPage(ctx.storage, space, { limit, ...(query.key !== undefined && { key: query.key }), ...(query.prefix !== undefined && { prefix: query.prefix }), ...(after !== undefined && { after }) });
+      const page = await readHistoryPage(ctx.storage, space, {
+        limit,
+        ...(query.key !== undefined && { key: query.key }),
+        ...(query.prefix !== undefined && { prefix: query.prefix }),
+        ...(after !== undefined && { after }),
+      });
       return json(page, 200, { 'cache-control': 'no-store' });
     } catch (error) {
       if (error instanceof HistoryGoneError) throw new HTTPError(410, error.message);
@@ -64,7 +73,8 @@ type Params = Partial<Record<(typeof NAMES)[number], string>>;
 function params(search: URLSearchParams): Params {
   const found: Params = {};
   for (const [name, value] of search) {
-    if (!(NAMES as readonly string[]).includes(name)) throw new HTTPError(400, `history takes no parameter ${JSON.stringify(name.slice(0, 40))}: it takes ${NAMES.join(', ')}`);
+    if (!(NAMES as readonly string[]).includes(name))
+      throw new HTTPError(400, `history takes no parameter ${JSON.stringify(name.slice(0, 40))}: it takes ${NAMES.join(', ')}`);
     if (found[name as keyof Params] !== undefined) throw new HTTPError(400, `${name} is given twice`);
     found[name as keyof Params] = value;
   }
@@ -75,6 +85,7 @@ function params(search: URLSearchParams): Params {
 function whole(text: string | undefined, name: string, min: number, max: number): number | undefined {
   if (text === undefined) return undefined;
   const value = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
-  if (!(value >= min && value <= max)) throw new HTTPError(400, `${name} must be a whole number from ${min} to ${max.toLocaleString('en-US')}, got ${JSON.stringify(text.slice(0, 40))}`);
+  if (!(value >= min && value <= max))
+    throw new HTTPError(400, `${name} must be a whole number from ${min} to ${max.toLocaleString('en-US')}, got ${JSON.stringify(text.slice(0, 40))}`);
   return value;
 }

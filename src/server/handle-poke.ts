@@ -51,7 +51,6 @@ export function pokeReply(request: Request, ctx: SyncContext): Promise<Reply> {
   });
 }
 
-
 /**
  * What the stream asks to be poked for, from its query: `clientGroupID` (the group it serves,
  * which `connectPokes` sends) and `topic`, repeated (key prefixes). Checked like a pull's IDs and

@@ -52,7 +52,26 @@ async function pull(request: Request, ctx: SyncContext): Promise<PullFacts> {
     try {
       // Only a hub with streams uses it: without one the view's reads are not recorded.
       const onInterest = pulled && ((found: ViewInterest) => (interest = found));
-      result = await processPull({ storage: ctx.storage, pull: body, space, userID: prepared.userID, clock: { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs }, downgrade: older && downgradeOf(older, ctx.limits.appCodeMs), views, shareReads: ctx.shareReads, onInterest, paging: body.pullVersion === 1 ? paging(ctx, sent, () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] }), request) : undefined });
+      result = await processPull({
+        storage: ctx.storage,
+        pull: body,
+        space,
+        userID: prepared.userID,
+        clock: { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs },
+        downgrade: older && downgradeOf(older, ctx.limits.appCodeMs),
+        views,
+        shareReads: ctx.shareReads,
+        onInterest,
+        paging:
+          body.pullVersion === 1
+            ? paging(
+                ctx,
+                sent,
+                () => announce(ctx, space, { request }, { keys: [], groups: [{ userID: prepared.userID, clientGroupID: body.clientGroupID }] }),
+                request,
+              )
+            : undefined,
+      });
     } finally {
       pulled?.(interest);
     }
@@ -82,7 +101,12 @@ const PULL = {
  * began would be: the answer is under way, so the client learns of it only as a broken
  * response, which it drops, to pull again.
  */
-function reporting<R>(rest: AsyncGenerator<Patch, R, undefined>, start: number, ctx: SyncContext, request: Request): { pages: AsyncGenerator<Patch, R, undefined>; operations: Promise<number> } {
+function reporting<R>(
+  rest: AsyncGenerator<Patch, R, undefined>,
+  start: number,
+  ctx: SyncContext,
+  request: Request,
+): { pages: AsyncGenerator<Patch, R, undefined>; operations: Promise<number> } {
   let whole!: (operations: number) => void;
   const operations = new Promise<number>((resolve) => (whole = resolve));
   async function* pages(): AsyncGenerator<Patch, R, undefined> {

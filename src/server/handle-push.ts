@@ -39,11 +39,21 @@ async function push(request: Request, ctx: SyncContext): Promise<PushFacts> {
     by = requester(ctx, space, body, body.schemaVersion);
     const perMutation = ctx.transactionPerMutation;
     const quota = quotaOf(ctx.quotas, space);
-    const outcome = await processPush(ctx.storage, ctx.mutators, body, { space, userID, limits, perMutation, session: ctx.session, clock: { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs }, quota, older: older && { schemaVersion: body.schemaVersion, steps: older } });
+    const outcome = await processPush(ctx.storage, ctx.mutators, body, {
+      space,
+      userID,
+      limits,
+      perMutation,
+      session: ctx.session,
+      clock: { now: ctx.clock(), touchEveryMs: ctx.touchEveryMs },
+      quota,
+      older: older && { schemaVersion: body.schemaVersion, steps: older },
+    });
     // A refusal answers as a thrown HTTPError would: a 400, no poke, its totals not told.
     if (outcome.kind === 'refused') return failed(request, ctx, outcome.error, by);
     // The pushing group is poked whatever it wrote: it learns its lastMutationIDs by pulling.
-    if (outcome.changed) afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });
+    if (outcome.changed)
+      afterChange(ctx, space, { request }, outcome.touched && { keys: outcome.touched, groups: [{ userID, clientGroupID: body.clientGroupID }] });
     return { kind: 'pushed', by, mutations: body.mutations.length, outcome, mutators: ctx.mutators, reply: replyTo(request, ctx, outcome) };
   } catch (thrown) {
     return failed(request, ctx, thrown, by);
@@ -65,7 +75,9 @@ const PUSH = {
   // The client re-sends every pending mutation and never splits a push: run the first ones now,
   // and the rest, still pending, come again in the next push.
   bound: (raw: Record<string, unknown>, limits: { mutationsPerPush: number }) =>
-    Array.isArray(raw.mutations) && raw.mutations.length > limits.mutationsPerPush ? { ...raw, mutations: raw.mutations.slice(0, limits.mutationsPerPush) } : raw,
+    Array.isArray(raw.mutations) && raw.mutations.length > limits.mutationsPerPush
+      ? { ...raw, mutations: raw.mutations.slice(0, limits.mutationsPerPush) }
+      : raw,
   longID(push: PushRequest, fits: (id: string) => boolean): string | undefined {
     for (const field of ['clientGroupID', 'profileID', 'schemaVersion'] as const) if (!fits(push[field])) return field;
     for (const [i, { clientID, name }] of push.mutations.entries()) {

@@ -38,14 +38,21 @@ export async function requestReply(request: Request, ctx: SyncContext): Promise<
   const route = ROUTES.find(({ suffix }) => path.endsWith(suffix));
   // A route answers every failure of its own requests (respond wraps each once, in the route):
   // here only what no route serves is answered, a preflight, a wrong method, a path unknown.
-  const reply = route !== undefined && request.method === route.method ? await route.reply(request, ctx) : await respond(request, ctx, async () => unrouted(request, ctx, path, route));
+  const reply =
+    route !== undefined && request.method === route.method
+      ? await route.reply(request, ctx)
+      : await respond(request, ctx, async () => unrouted(request, ctx, path, route));
   if (request.method !== 'OPTIONS') Object.assign(reply.headers, corsHeaders(request, ctx.cors));
   return reply;
 }
 
 /** The answer to a request no route takes: a CORS preflight, or a refusal (thrown). */
 function unrouted(request: Request, ctx: SyncContext, path: string, route: (typeof ROUTES)[number] | undefined): Reply {
-  if (route === undefined) throw new HTTPError(404, `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke, /poke-token, /changes, /history or /health`);
+  if (route === undefined)
+    throw new HTTPError(
+      404,
+      `Nothing is served at ${path}; POST to a path ending in /pull or /push, or GET one ending in /poke, /poke-token, /changes, /history or /health`,
+    );
   const allow = ctx.cors === false ? route.method : `${route.method}, OPTIONS`;
   if (request.method === 'OPTIONS' && ctx.cors !== false) {
     // Without an Origin it is no preflight, just a question about the resource.

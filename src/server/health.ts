@@ -40,7 +40,12 @@ export async function checkHealth(ctx: SyncContext, options: HealthOptions = {})
   const timeoutMs = options.timeoutMs ?? 2_000;
   const started = performance.now();
   // Every store probed at once (a routed storage's too), each held to the same time.
-  const probe = (storage: Storage) => within(storage.transaction((tx) => tx.get(PROBE), { readOnly: true, space: '' }), timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
+  const probe = (storage: Storage) =>
+    within(
+      storage.transaction((tx) => tx.get(PROBE), { readOnly: true, space: '' }),
+      timeoutMs,
+      () => new Error(`the store did not answer within ${timeoutMs} ms`),
+    );
   try {
     if (ctx.storage.parts) return await partsHealth(ctx.storage.parts.stores, probe);
     // The default space's meta record: a read every store answers the way a pull starts.
@@ -65,8 +70,14 @@ async function partsHealth(stores: Readonly<Record<string, Storage>>, probe: (st
     }),
   );
   const answered = results.filter(([, health]) => health.ok);
-  if (answered.length === 0) throw new Error(`no store answered: ${results.map(([name, health]) => `${name}: ${health.ok ? 'ok' : health.reason}`).join('; ')}`);
-  return { ok: true, status: 'ok', storeMs: Math.max(...answered.map(([, health]) => (health as { storeMs: number }).storeMs)), stores: Object.fromEntries(results) };
+  if (answered.length === 0)
+    throw new Error(`no store answered: ${results.map(([name, health]) => `${name}: ${health.ok ? 'ok' : health.reason}`).join('; ')}`);
+  return {
+    ok: true,
+    status: 'ok',
+    storeMs: Math.max(...answered.map(([, health]) => (health as { storeMs: number }).storeMs)),
+    stores: Object.fromEntries(results),
+  };
 }
 
 /** {@link checkHealth} as `handleRequest` serves it. The store's own error is not sent: it may name hosts or users. */
@@ -74,7 +85,12 @@ export async function healthReply(request: Request, ctx: SyncContext): Promise<R
   const health = await checkHealth(ctx);
   if (health.status === 'store-unavailable') reportError(ctx, new Error(`Health check failed: ${health.reason}`), { request, operation: 'health' });
   // A store's own error is not sent: it may name hosts or users.
-  const body = health.status === 'store-unavailable' ? { ok: false, status: health.status } : health.ok && health.stores ? { ...health, stores: hideReasons(health.stores) } : health;
+  const body =
+    health.status === 'store-unavailable'
+      ? { ok: false, status: health.status }
+      : health.ok && health.stores
+        ? { ...health, stores: hideReasons(health.stores) }
+        : health;
   return json(body, health.ok ? 200 : 503, { 'cache-control': 'no-store' });
 }
 

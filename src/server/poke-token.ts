@@ -28,7 +28,10 @@ export async function pokeToken(ctx: SyncContext, userID: string): Promise<{ tok
   const signature = new Uint8Array(await crypto.subtle.sign('HMAC', key, signed(payload)));
   const token = `${payload}.${base64url(signature)}`;
   // Refused unread at the stream: a token made for it anyway would fail for ever, unexplained.
-  if (token.length > MAX_TOKEN_LENGTH) throw new RangeError(`pokeToken: the user ID is too long for a poke token (${userID.length} characters; a token holds at most about ${Math.floor((MAX_TOKEN_LENGTH - 60) * 0.75)} bytes of it)`);
+  if (token.length > MAX_TOKEN_LENGTH)
+    throw new RangeError(
+      `pokeToken: the user ID is too long for a poke token (${userID.length} characters; a token holds at most about ${Math.floor((MAX_TOKEN_LENGTH - 60) * 0.75)} bytes of it)`,
+    );
   return { token, expiresAt };
 }
 
@@ -60,7 +63,8 @@ export async function userOfPokeToken(ctx: SyncContext, token: string): Promise<
 export function pokeTokenReply(request: Request, ctx: SyncContext): Promise<Reply> {
   checkContext(ctx);
   return respond(request, ctx, async () => {
-    if (ctx.pokes === false || tokenOptions(ctx).tokenSecret === undefined) throw new HTTPError(404, 'Poke tokens are off on this server: set pokes.tokenSecret to serve them');
+    if (ctx.pokes === false || tokenOptions(ctx).tokenSecret === undefined)
+      throw new HTTPError(404, 'Poke tokens are off on this server: set pokes.tokenSecret to serve them');
     if (!ctx.authenticate) throw new HTTPError(404, 'Poke tokens need authenticate: without it every request is anonymous, and a poke stream needs no token');
     const userID = (await identify(request, ctx))!;
     const reply = json(await pokeToken(ctx, userID));

@@ -96,7 +96,10 @@ export async function identify(request: Request, ctx: SyncContext): Promise<stri
   if (userID === null || userID === undefined) throw new HTTPError(401, 'The Authorization header was missing, expired or not accepted');
   // A bug of the app's (an ID from a database as a number, say), not the client's: a 500, with
   // what to fix in the message `onError` gets.
-  if (typeof userID !== 'string') throw new TypeError(`authenticate returned ${typeof userID === 'object' ? 'an object' : `a ${typeof userID}`}; it must return the user's ID as a string (String(id)), or null to answer 401`);
+  if (typeof userID !== 'string')
+    throw new TypeError(
+      `authenticate returned ${typeof userID === 'object' ? 'an object' : `a ${typeof userID}`}; it must return the user's ID as a string (String(id)), or null to answer 401`,
+    );
   return userID;
 }
 

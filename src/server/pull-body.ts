@@ -35,27 +35,30 @@ export function pullBody(body: { patch: Patch; rest?: AsyncGenerator<Patch, Pull
 
   const encoder = new TextEncoder();
   let first: string | undefined = pieces.join('');
-  const stream = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (first !== undefined) {
-        controller.enqueue(encoder.encode(first));
-        first = undefined;
-        return;
-      }
-      const next = slices.next();
-      if (next.done) {
-        controller.enqueue(encoder.encode(']}'));
-        controller.close();
-        return;
-      }
-      // Encode the slice as it is and turn its brackets into the separators in place: a slice
-      // can be a megabyte, and slicing the string first would copy it twice more.
-      const bytes = encoder.encode(next.value);
-      bytes[0] = 0x2c; // ',' (a slice here always follows another)
-      controller.enqueue(bytes.subarray(0, bytes.length - 1));
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (first !== undefined) {
+          controller.enqueue(encoder.encode(first));
+          first = undefined;
+          return;
+        }
+        const next = slices.next();
+        if (next.done) {
+          controller.enqueue(encoder.encode(']}'));
+          controller.close();
+          return;
+        }
+        // Encode the slice as it is and turn its brackets into the separators in place: a slice
+        // can be a megabyte, and slicing the string first would copy it twice more.
+        const bytes = encoder.encode(next.value);
+        bytes[0] = 0x2c; // ',' (a slice here always follows another)
+        controller.enqueue(bytes.subarray(0, bytes.length - 1));
+      },
+      // No read-ahead: a slice is made only when the reader asks for it.
     },
-    // No read-ahead: a slice is made only when the reader asks for it.
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
   return { status: 200, headers: jsonType(), body: stream };
 }
 
@@ -70,37 +73,40 @@ function readAsSent(start: Patch, rest: AsyncGenerator<Patch, PullEnd, undefined
   const encoder = new TextEncoder();
   let slices: Generator<string, void> = patchSlices(start);
   let head = '{"patch":[';
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        const slice = slices.next();
-        if (!slice.done) {
-          sent.chars += slice.value.length;
-          const bytes = encoder.encode(slice.value);
-          // The slice's brackets become the separators in place (see pullBody).
-          if (head !== '') {
-            controller.enqueue(encoder.encode(head));
-            head = '';
-            controller.enqueue(bytes.subarray(1, bytes.length - 1));
-          } else {
-            bytes[0] = 0x2c; // ','
-            controller.enqueue(bytes.subarray(0, bytes.length - 1));
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          const slice = slices.next();
+          if (!slice.done) {
+            sent.chars += slice.value.length;
+            const bytes = encoder.encode(slice.value);
+            // The slice's brackets become the separators in place (see pullBody).
+            if (head !== '') {
+              controller.enqueue(encoder.encode(head));
+              head = '';
+              controller.enqueue(bytes.subarray(1, bytes.length - 1));
+            } else {
+              bytes[0] = 0x2c; // ','
+              controller.enqueue(bytes.subarray(0, bytes.length - 1));
+            }
+            return;
           }
-          return;
+          const page = await rest.next();
+          if (page.done) {
+            controller.enqueue(encoder.encode(`${head}],${JSON.stringify(page.value).slice(1)}`));
+            controller.close();
+            return;
+          }
+          slices = patchSlices(page.value);
         }
-        const page = await rest.next();
-        if (page.done) {
-          controller.enqueue(encoder.encode(`${head}],${JSON.stringify(page.value).slice(1)}`));
-          controller.close();
-          return;
-        }
-        slices = patchSlices(page.value);
-      }
+      },
+      async cancel() {
+        await rest.return(undefined as never);
+      },
     },
-    async cancel() {
-      await rest.return(undefined as never);
-    },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
   return { status: 200, headers: jsonType(), body: stream };
 }
 

@@ -7,7 +7,12 @@ import { getMany, type StorageReader } from './write-buffer.js';
  * cannot hold (half a surrogate pair has no UTF-8 form); `incarnation` is the store's (see
  * {@link StorageTransaction.incarnation}).
  */
-export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, tx: StorageReader & Partial<StorageTransaction>, writable: boolean, incarnation?: () => Promise<string | undefined>): Promise<T> {
+export async function runChecked<T>(
+  fn: (tx: StorageTransaction) => Promise<T>,
+  tx: StorageReader & Partial<StorageTransaction>,
+  writable: boolean,
+  incarnation?: () => Promise<string | undefined>,
+): Promise<T> {
   let open = true;
   const check = (key: string, write = false): void => {
     if (!open) throw new Error('The storage transaction is already finished');
@@ -40,4 +45,3 @@ export async function runChecked<T>(fn: (tx: StorageTransaction) => Promise<T>, 
     open = false;
   }
 }
-

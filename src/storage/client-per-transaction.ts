@@ -21,7 +21,8 @@ export interface PgClient {
  * const storage = postgresStorage(clientPerTransaction(() => new Client(process.env.DATABASE_URL)));
  */
 export function clientPerTransaction(createClient: () => PgClient): PgPool {
-  if (typeof createClient !== 'function') throw new TypeError('clientPerTransaction takes a function that makes a client, e.g. () => new Client(connectionString)');
+  if (typeof createClient !== 'function')
+    throw new TypeError('clientPerTransaction takes a function that makes a client, e.g. () => new Client(connectionString)');
   return {
     async connect(): Promise<PgPoolClient> {
       const client = createClient();

@@ -34,7 +34,10 @@ export function durableObjectStorage(storage: DurableObjectStorage): Storage {
 export interface DurableObjectStorage {
   /** The object's SQLite database. */
   readonly sql: {
-    exec(query: string, ...bindings: unknown[]): {
+    exec(
+      query: string,
+      ...bindings: unknown[]
+    ): {
       toArray(): unknown[];
       /** The rows as arrays of column values, which workerd makes faster than objects. */
       raw?(): Iterable<unknown[]>;

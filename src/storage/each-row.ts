@@ -5,7 +5,13 @@ import type { Storage, StoredValue } from './types.js';
  * transaction is long, so nothing waits behind it, and the rows are not one snapshot. At most
  * `max` rows.
  */
-export async function eachRow(storage: Storage, prefix: string, each: (key: string, value: StoredValue) => void, space?: string, max = Infinity): Promise<void> {
+export async function eachRow(
+  storage: Storage,
+  prefix: string,
+  each: (key: string, value: StoredValue) => void,
+  space?: string,
+  max = Infinity,
+): Promise<void> {
   let after: string | undefined;
   for (let left = max; left > 0; ) {
     const start = after === undefined ? undefined : { key: after, exclusive: true };

@@ -93,7 +93,10 @@ export class SpaceLocks {
    */
   holdMany<T>(spaces: readonly string[], lane: 'deliveries' | undefined, fn: () => T | Promise<T>): Promise<T> {
     const locks = lane === 'deliveries' ? this.#deliveries : this.#spaces;
-    const held = [...new Set(spaces)].sort().reduceRight<() => Promise<T>>((inner, space) => () => this.#holdOne(locks, space, true, inner), async () => fn());
+    const held = [...new Set(spaces)].sort().reduceRight<() => Promise<T>>(
+      (inner, space) => () => this.#holdOne(locks, space, true, inner),
+      async () => fn(),
+    );
     return this.#all.hold(false, held);
   }
 
@@ -109,8 +112,17 @@ export class SpaceLocks {
  */
 export function manySpacesOf({ readOnly, space, lane, spaces }: TransactionOptions): readonly string[] | undefined {
   if (spaces === undefined) return undefined;
-  if (readOnly || lane !== 'deliveries' || space !== undefined || !Array.isArray(spaces) || spaces.length === 0 || spaces.some((each) => typeof each !== 'string')) {
-    throw new TypeError("A transaction of several spaces is read-write, of the deliveries lane, with a list of one or more spaces and no `space`: { readOnly: false, lane: 'deliveries', spaces }");
+  if (
+    readOnly ||
+    lane !== 'deliveries' ||
+    space !== undefined ||
+    !Array.isArray(spaces) ||
+    spaces.length === 0 ||
+    spaces.some((each) => typeof each !== 'string')
+  ) {
+    throw new TypeError(
+      "A transaction of several spaces is read-write, of the deliveries lane, with a list of one or more spaces and no `space`: { readOnly: false, lane: 'deliveries', spaces }",
+    );
   }
   return spaces;
 }

@@ -84,11 +84,7 @@ export function memoryStorage(): Storage {
 
 type UndoLog = Array<[key: string, previous: StoredValue | undefined]>;
 
-function scan(
-  values: Map<string, StoredValue>,
-  keys: SortedKeys,
-  { prefix, start, limit = Infinity }: ScanOptions,
-): Array<[string, StoredValue]> {
+function scan(values: Map<string, StoredValue>, keys: SortedKeys, { prefix, start, limit = Infinity }: ScanOptions): Array<[string, StoredValue]> {
   const out: Array<[string, StoredValue]> = [];
   if (limit <= 0) return out;
   const fromStart = start !== undefined && compareUTF8(start.key, prefix) >= 0;

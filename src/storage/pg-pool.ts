@@ -121,5 +121,5 @@ function checkOut(pool: PgPool, lost: (error: unknown) => void): Promise<PgPoolC
   });
 }
 
-const PG_CLIENT = 'postgresStorage got a pg Client, one connection: give it a Pool (new Pool({ connectionString })), which hands each transaction a connection of its own';
-
+const PG_CLIENT =
+  'postgresStorage got a pg Client, one connection: give it a Pool (new Pool({ connectionString })), which hands each transaction a connection of its own';

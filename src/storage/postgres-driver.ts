@@ -2,7 +2,6 @@ import type { PostgresDriver, PostgresQuery, TransactionEnd } from './postgres-c
 import { type PgPool, pgPoolDriver } from './pg-pool.js';
 import { type GuardOptions, type PostgresJsClient, postgresJsDriver } from './postgres-js.js';
 
-
 /** A PGlite database (`new PGlite()`): the part the store uses. */
 export interface PGliteClient {
   transaction<T>(fn: (tx: { query(query: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>): Promise<T>;
@@ -40,6 +39,7 @@ export function postgresDriver(client: PostgresClient, postgresJs: Required<Guar
     return driver;
   }
   if ('connect' in client && typeof client.connect === 'function') return pgPoolDriver(client);
-  throw new TypeError('postgresStorage needs a postgres.js client (postgres(url)), a pg-style Pool (pg, Neon serverless, @vercel/postgres) or a PGlite database');
+  throw new TypeError(
+    'postgresStorage needs a postgres.js client (postgres(url)), a pg-style Pool (pg, Neon serverless, @vercel/postgres) or a PGlite database',
+  );
 }
-

@@ -23,14 +23,19 @@ export interface PostgresJsTransaction {
 export function postgresJsDriver(client: PostgresJsClient, options: Required<GuardOptions>): PostgresDriver {
   const transaction = async <T>(mode: string, fn: (query: PostgresQuery) => Promise<TransactionEnd<T>>) => {
     let sent: Array<Promise<unknown>> = [];
-    const result = await beginGuarded(client, mode, async (query) => {
-      const { result, finish, pipelined = false } = await fn(query);
-      sent = finish.map(([text, params]) => query(text, params));
-      // postgres.js sends COMMIT once this resolves: at once, or once the writes are answered.
-      if (pipelined && finish.length <= 1) for (const statement of sent) statement.catch(() => {});
-      else await Promise.all(sent);
-      return result;
-    }, options).catch((error: unknown) => explainPrepared(error, options.prepare));
+    const result = await beginGuarded(
+      client,
+      mode,
+      async (query) => {
+        const { result, finish, pipelined = false } = await fn(query);
+        sent = finish.map(([text, params]) => query(text, params));
+        // postgres.js sends COMMIT once this resolves: at once, or once the writes are answered.
+        if (pipelined && finish.length <= 1) for (const statement of sent) statement.catch(() => {});
+        else await Promise.all(sent);
+        return result;
+      },
+      options,
+    ).catch((error: unknown) => explainPrepared(error, options.prepare));
     // A write that failed made its COMMIT a rollback (or was never sent): nothing was committed.
     await Promise.all(sent).catch((error: unknown) => explainPrepared(error, options.prepare));
     return result;
@@ -39,7 +44,10 @@ export function postgresJsDriver(client: PostgresJsClient, options: Required<Gua
     transaction,
     statement: async (text, params) =>
       client.unsafe
-        ? ((await unlessStuck(client.unsafe(text, params as never[], { prepare: options.prepare }), options.lostAfterMs, client).then(undefined, (error: unknown) => explainPrepared(error, options.prepare))) as Array<Record<string, unknown>>)
+        ? ((await unlessStuck(client.unsafe(text, params as never[], { prepare: options.prepare }), options.lostAfterMs, client).then(
+            undefined,
+            (error: unknown) => explainPrepared(error, options.prepare),
+          )) as Array<Record<string, unknown>>)
         : transaction('READ ONLY', async (query) => ({ result: await query(text, params), finish: [] })),
   };
 }
@@ -53,7 +61,7 @@ function explainPrepared(error: unknown, prepare: boolean): never {
   const code = (error as { code?: unknown } | null)?.code;
   if (prepare && (code === 'invalid_sql_statement_name' || code === '26000' || code === '42P05')) {
     throw new Error(
-      'PostgreSQL does not know a statement this client prepared on another connection, as behind a pooler in transaction mode (PgBouncer): pass `prepare: false` to postgresStorage (or `?prepare=false` in the CLI\'s URL)',
+      "PostgreSQL does not know a statement this client prepared on another connection, as behind a pooler in transaction mode (PgBouncer): pass `prepare: false` to postgresStorage (or `?prepare=false` in the CLI's URL)",
       { cause: error },
     );
   }
@@ -78,7 +86,12 @@ function explainPrepared(error: unknown, prepare: boolean): never {
  * connection, and the next transaction gets a new connection, from the next host in the list
  * or wherever the address leads now. The caller gets the 25006.
  */
-export async function beginGuarded<T>(client: PostgresJsClient, mode: string, body: (query: PostgresQuery) => Promise<T>, { prepare = true, lostAfterMs = LOST_AFTER_MS }: GuardOptions = {}): Promise<T> {
+export async function beginGuarded<T>(
+  client: PostgresJsClient,
+  mode: string,
+  body: (query: PostgresQuery) => Promise<T>,
+  { prepare = true, lostAfterMs = LOST_AFTER_MS }: GuardOptions = {},
+): Promise<T> {
   let lost = false;
   let over = false;
   let readOnly: unknown;
@@ -96,65 +109,68 @@ export async function beginGuarded<T>(client: PostgresJsClient, mode: string, bo
     giveUp(new ConnectionLostError(`postgres.js did not start the transaction within ${lostAfterMs / 1000} s`));
   }, lostAfterMs);
   (timer as { unref?: () => void }).unref?.();
-  const done = client.begin(
-    mode,
-    (tx) => {
-      clearTimeout(timer);
-      if (givenUp) return Promise.reject(new ConnectionLostError());
-      return new Promise<T>((resolve, reject) => {
-        const query: PostgresQuery = async (text, params) => {
-          if (lost || over || readOnly !== undefined) throw new ConnectionLostError();
-          try {
-            const sent = tx.unsafe(text, params as never[], { prepare });
-            lastSent = sent;
-            return (await within(sent, lostAfterMs, () => {
-              // postgres.js 3.4 can lose a statement of a connection it reconnected after a cut
-              // (seen under the suite's network faults: the server had the statement's first
-              // messages and waited for the rest, for ever, in the middle of the transaction,
-              // holding its locks; no server timeout ends that wait). The caller is told at once;
-              // the backend is ended from another connection, which ends the transaction and
-              // frees its locks and postgres.js's connection; the body is never resumed.
-              lost = true;
-              endBackend(client, sent, lostAfterMs);
-              const error = new ConnectionLostError(`postgres.js did not answer a statement of the transaction within ${lostAfterMs / 1000} s`);
-              giveUp(error);
-              return error;
-            })) as Array<Record<string, unknown>>;
-          } catch (error) {
-            if (isUnreachable(error)) lost = true;
-            else if (isTemporary(error)) readOnly ??= error;
-            throw error;
-          }
-        };
-        const settle = (finish: () => void) => {
-          // postgres.js then sends COMMIT or ROLLBACK, which it can lose as any statement (seen:
-          // the backend idle in the transaction for minutes, holding its space's lock): ended
-          // as a lost statement is, should the transaction not end within the bound.
-          ending = setTimeout(() => {
+  const done = client.begin(mode, (tx) => {
+    clearTimeout(timer);
+    if (givenUp) return Promise.reject(new ConnectionLostError());
+    return new Promise<T>((resolve, reject) => {
+      const query: PostgresQuery = async (text, params) => {
+        if (lost || over || readOnly !== undefined) throw new ConnectionLostError();
+        try {
+          const sent = tx.unsafe(text, params as never[], { prepare });
+          lastSent = sent;
+          return (await within(sent, lostAfterMs, () => {
+            // postgres.js 3.4 can lose a statement of a connection it reconnected after a cut
+            // (seen under the suite's network faults: the server had the statement's first
+            // messages and waited for the rest, for ever, in the middle of the transaction,
+            // holding its locks; no server timeout ends that wait). The caller is told at once;
+            // the backend is ended from another connection, which ends the transaction and
+            // frees its locks and postgres.js's connection; the body is never resumed.
+            lost = true;
+            endBackend(client, sent, lostAfterMs);
+            const error = new ConnectionLostError(`postgres.js did not answer a statement of the transaction within ${lostAfterMs / 1000} s`);
+            giveUp(error);
+            return error;
+          })) as Array<Record<string, unknown>>;
+        } catch (error) {
+          if (isUnreachable(error)) lost = true;
+          else if (isTemporary(error)) readOnly ??= error;
+          throw error;
+        }
+      };
+      const settle = (finish: () => void) => {
+        // postgres.js then sends COMMIT or ROLLBACK, which it can lose as any statement (seen:
+        // the backend idle in the transaction for minutes, holding its space's lock): ended
+        // as a lost statement is, should the transaction not end within the bound.
+        ending = setTimeout(
+          () => {
             if (over) return;
             lost = true;
             if (lastSent) endBackend(client, lastSent, lostAfterMs);
             giveUp(new ConnectionLostError(`postgres.js did not end the transaction within ${lostAfterMs / 1000} s`));
-          }, lostAfterMs + (readOnly !== undefined || lost ? LOST_GRACE_MS : 0));
-          (ending as { unref?: () => void }).unref?.();
-          if (readOnly !== undefined && !lost && !over) {
-            // The server closes the session: the failed transaction ends, and a new one that
-            // waits does not wait long (idle_in_transaction_session_timeout), so its FATAL comes
-            // between statements, with the connection still this transaction's; postgres.js then
-            // rejects `begin`. (Not pg_terminate_backend, whose FATAL can come during the
-            // statement: postgres.js 3.4 then fails the next connection's first statement with
-            // it. Nor a bare ROLLBACK, after which postgres.js hands the connection to others.)
-            lost = true;
-            tx.unsafe('ROLLBACK; BEGIN; SET LOCAL idle_in_transaction_session_timeout = 1', []).then(undefined, () => {});
-          }
-          if (!lost && !over) return finish();
-          const timer = setTimeout(() => over || finish(), LOST_GRACE_MS);
-          (timer as { unref?: () => void }).unref?.();
-        };
-        body(query).then((value) => settle(() => resolve(value)), (error: unknown) => settle(() => reject(error)));
-      });
-    },
-  );
+          },
+          lostAfterMs + (readOnly !== undefined || lost ? LOST_GRACE_MS : 0),
+        );
+        (ending as { unref?: () => void }).unref?.();
+        if (readOnly !== undefined && !lost && !over) {
+          // The server closes the session: the failed transaction ends, and a new one that
+          // waits does not wait long (idle_in_transaction_session_timeout), so its FATAL comes
+          // between statements, with the connection still this transaction's; postgres.js then
+          // rejects `begin`. (Not pg_terminate_backend, whose FATAL can come during the
+          // statement: postgres.js 3.4 then fails the next connection's first statement with
+          // it. Nor a bare ROLLBACK, after which postgres.js hands the connection to others.)
+          lost = true;
+          tx.unsafe('ROLLBACK; BEGIN; SET LOCAL idle_in_transaction_session_timeout = 1', []).then(undefined, () => {});
+        }
+        if (!lost && !over) return finish();
+        const timer = setTimeout(() => over || finish(), LOST_GRACE_MS);
+        (timer as { unref?: () => void }).unref?.();
+      };
+      body(query).then(
+        (value) => settle(() => resolve(value)),
+        (error: unknown) => settle(() => reject(error)),
+      );
+    });
+  });
   done.then(undefined, () => {});
   try {
     return (await Promise.race([done, late])) as T;
@@ -218,9 +234,15 @@ export function endBackend(client: PostgresJsClient, statement: PromiseLike<unkn
     "SELECT pg_backend_pid() AS self, ARRAY(SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::bigint AND state_change < now() - make_interval(secs => $2) AND wait_event IS DISTINCT FROM 'SyncRep' AND usename = current_user AND application_name = current_setting('application_name')) AS ended",
     [pid, ms / 2_000] as never[],
   );
-  persist(ended, ms, () => endBackend(client, statement, ms, attempt + 1), attempt, (rows) => {
-    if (pooled(ended, rows)) endStuck(client, ms);
-  });
+  persist(
+    ended,
+    ms,
+    () => endBackend(client, statement, ms, attempt + 1),
+    attempt,
+    (rows) => {
+      if (pooled(ended, rows)) endStuck(client, ms);
+    },
+  );
 }
 
 /** Behind a pooler: ends the backends of `client`'s user and application name stuck in a transaction since `ms / 2` ago (see {@link endBackend}). */
@@ -233,7 +255,13 @@ function endStuck(client: PostgresJsClient, ms: number, attempt = 1): void {
 }
 
 /** Waits for `statement` (one that ends backends) at most `ms`; should it fail or go unanswered, `again` after `ms`, unless this was attempt {@link END_ATTEMPTS}. */
-function persist(statement: PromiseLike<unknown>, ms: number, again: () => void, attempt: number, answered?: (rows: Array<Record<string, unknown>>) => void): void {
+function persist(
+  statement: PromiseLike<unknown>,
+  ms: number,
+  again: () => void,
+  attempt: number,
+  answered?: (rows: Array<Record<string, unknown>>) => void,
+): void {
   unlessStuck(statement, ms).then(
     (rows) => answered?.(rows as Array<Record<string, unknown>>),
     () => {
@@ -269,4 +297,3 @@ const LOST_GRACE_MS = 2_000;
  * range has a LIMIT), and above a wait for a free connection of a pool in ordinary use.
  */
 export const LOST_AFTER_MS = 30_000;
-

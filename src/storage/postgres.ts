@@ -54,12 +54,23 @@ export type { StandbyStats } from './standby-reads.js';
 export function postgresStorage(client: PostgresClient, options: PostgresStorageOptions = {}): PostgresStorage {
   const lostAfterMs = options.lostAfterMs ?? LOST_AFTER_MS;
   const { standbys: standbyClients = [], standbyWaitMs = 50, catchUpMs = 1_000 } = options;
-  if (!Array.isArray(standbyClients)) throw new TypeError('postgresStorage: standbys must be an array of clients, one per standby (postgres.js clients or pg-style pools)');
-  if (typeof standbyWaitMs !== 'number' || !(standbyWaitMs >= 0) || standbyWaitMs > 60_000) throw new TypeError(`postgresStorage: standbyWaitMs must be a number of milliseconds from 0 to 60,000, not ${String(standbyWaitMs)}`);
-  if (typeof catchUpMs !== 'number' || !(catchUpMs >= 0) || catchUpMs > 60_000) throw new TypeError(`postgresStorage: catchUpMs must be a number of milliseconds from 0 to 60,000, not ${String(catchUpMs)}`);
-  if (typeof lostAfterMs !== 'number' || !(lostAfterMs > 0) || !Number.isFinite(lostAfterMs)) throw new TypeError(`postgresStorage: lostAfterMs must be a number of milliseconds above 0, not ${String(lostAfterMs)}`);
+  if (!Array.isArray(standbyClients))
+    throw new TypeError('postgresStorage: standbys must be an array of clients, one per standby (postgres.js clients or pg-style pools)');
+  if (typeof standbyWaitMs !== 'number' || !(standbyWaitMs >= 0) || standbyWaitMs > 60_000)
+    throw new TypeError(`postgresStorage: standbyWaitMs must be a number of milliseconds from 0 to 60,000, not ${String(standbyWaitMs)}`);
+  if (typeof catchUpMs !== 'number' || !(catchUpMs >= 0) || catchUpMs > 60_000)
+    throw new TypeError(`postgresStorage: catchUpMs must be a number of milliseconds from 0 to 60,000, not ${String(catchUpMs)}`);
+  if (typeof lostAfterMs !== 'number' || !(lostAfterMs > 0) || !Number.isFinite(lostAfterMs))
+    throw new TypeError(`postgresStorage: lostAfterMs must be a number of milliseconds above 0, not ${String(lostAfterMs)}`);
   const driver = postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs });
-  const standbys = standbyClients.length === 0 ? undefined : new StandbyReads(driver, standbyClients.map((client) => postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs })), standbyWaitMs);
+  const standbys =
+    standbyClients.length === 0
+      ? undefined
+      : new StandbyReads(
+          driver,
+          standbyClients.map((client) => postgresDriver(client, { prepare: options.prepare ?? true, lostAfterMs })),
+          standbyWaitMs,
+        );
   const prefix = options.tablePrefix ?? 'viewsync_';
   const schema = options.schema === undefined ? '' : `${quoteIdentifier(options.schema)}.`;
   const [kv, meta] = [`${schema}${quoteIdentifier(`${prefix}kv`)}`, `${schema}${quoteIdentifier(`${prefix}schema`)}`];
@@ -101,19 +112,18 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
      * query on every run, 7 ms where the read takes 0.2. Each range's cost here is bounded by its
      * LIMIT, whatever the table's size.
      */
-    readMany: (shapes: readonly RangeShape[], checked = false) =>
-      {
-        // Parameters in order: each range's bounds, then a joining range's prefix and skip.
-        let p = 0;
-        const branches = shapes.map(({ limit, join }, n) => {
-          const bounds = `k.key >= $${++p}::text AND k.key < $${++p}::text`;
-          const joined = join ? `(SELECT j.value FROM ${kv} j WHERE j.key = $${++p}::text || substr(k.key, $${++p}::int + 1))` : 'NULL::text';
-          return `(SELECT ${n} AS i, k.key, k.value, ${joined} AS joined FROM ${kv} k WHERE ${bounds} ORDER BY k.key${limit === null ? '' : ` LIMIT ${limit}`})`;
-        });
-        // On a standby, first a row of the server run the snapshot was taken in (standby-reads.ts).
-        if (checked) branches.unshift(`(SELECT -1 AS i, (${RUN})::text AS key, NULL::text AS value, NULL::text AS joined)`);
-        return `SELECT * FROM (${branches.join(' UNION ALL ')}) r ORDER BY i, key`;
-      },
+    readMany: (shapes: readonly RangeShape[], checked = false) => {
+      // Parameters in order: each range's bounds, then a joining range's prefix and skip.
+      let p = 0;
+      const branches = shapes.map(({ limit, join }, n) => {
+        const bounds = `k.key >= $${++p}::text AND k.key < $${++p}::text`;
+        const joined = join ? `(SELECT j.value FROM ${kv} j WHERE j.key = $${++p}::text || substr(k.key, $${++p}::int + 1))` : 'NULL::text';
+        return `(SELECT ${n} AS i, k.key, k.value, ${joined} AS joined FROM ${kv} k WHERE ${bounds} ORDER BY k.key${limit === null ? '' : ` LIMIT ${limit}`})`;
+      });
+      // On a standby, first a row of the server run the snapshot was taken in (standby-reads.ts).
+      if (checked) branches.unshift(`(SELECT -1 AS i, (${RUN})::text AS key, NULL::text AS value, NULL::text AS joined)`);
+      return `SELECT * FROM (${branches.join(' UNION ALL ')}) r ORDER BY i, key`;
+    },
   };
 
   /**
@@ -139,7 +149,10 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       return keys.map((key) => (found.has(key) ? (JSON.parse(found.get(key)!) as StoredValue) : undefined));
     },
     async scan(options: ScanOptions) {
-      return (await rowsOf(query, options)).map((row): [string, StoredValue] => [fromTextKey(row.key as string), JSON.parse(row.value as string) as StoredValue]);
+      return (await rowsOf(query, options)).map((row): [string, StoredValue] => [
+        fromTextKey(row.key as string),
+        JSON.parse(row.value as string) as StoredValue,
+      ]);
     },
     async scanText(options: ScanOptions) {
       return (await rowsOf(query, options)).map((row): [string, string] => [fromTextKey(row.key as string), row.value as string]);
@@ -169,7 +182,10 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
    * snapshot. On a standby (`started`), the snapshot first shows the server run it was polled in.
    */
   async function readRanges(on: PostgresDriver, ranges: readonly Range[], started: string | undefined): Promise<Array<Record<string, unknown>>> {
-    const statement = (part: readonly Range[], checked = false): [string, unknown[]] => [sql.readMany(part, checked), part.flatMap((r) => (r.join ? [r.lo, r.hi, r.joinPrefix, r.skip] : [r.lo, r.hi]))];
+    const statement = (part: readonly Range[], checked = false): [string, unknown[]] => [
+      sql.readMany(part, checked),
+      part.flatMap((r) => (r.join ? [r.lo, r.hi, r.joinPrefix, r.skip] : [r.lo, r.hi])),
+    ];
     if (ranges.length <= RANGES_PER_STATEMENT) {
       const rows = await on.statement(...statement(ranges, started !== undefined));
       if (started === undefined) return rows;
@@ -177,7 +193,9 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       return rows.slice(1);
     }
     // Many ranges (pulls sharing a read): one snapshot for several statements, sent together.
-    const parts = Array.from({ length: Math.ceil(ranges.length / RANGES_PER_STATEMENT) }, (_, n) => ranges.slice(n * RANGES_PER_STATEMENT, (n + 1) * RANGES_PER_STATEMENT));
+    const parts = Array.from({ length: Math.ceil(ranges.length / RANGES_PER_STATEMENT) }, (_, n) =>
+      ranges.slice(n * RANGES_PER_STATEMENT, (n + 1) * RANGES_PER_STATEMENT),
+    );
     const results = await on.transaction('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (query) => {
       const run = started === undefined ? undefined : query(RUN, []);
       run?.catch(() => {});
@@ -230,14 +248,17 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
       await migrate();
       for (let attempt = 1; ; attempt++) {
         try {
-          if (readOnly) return standbys ? await standbys.read((on, started) => readOnlyTransaction(on, fn, started)) : await readOnlyTransaction(driver, fn, undefined);
+          if (readOnly)
+            return standbys ? await standbys.read((on, started) => readOnlyTransaction(on, fn, started)) : await readOnlyTransaction(driver, fn, undefined);
           return await driver.transaction('ISOLATION LEVEL READ COMMITTED', async (query) => {
             // Not awaited: the statements after it queue behind it on the connection, so the lock
             // costs no round trip of its own; a failure shows in them and below.
             const locked =
-              spaces !== undefined ? query(sql.lockMany, [lockName, JSON.stringify(spaces.map(deliveriesLock)), lockWait])
-              : space === undefined ? query(sql.lockAll, [lockName, lockWait])
-              : lockSpace(query, space, lane);
+              spaces !== undefined
+                ? query(sql.lockMany, [lockName, JSON.stringify(spaces.map(deliveriesLock)), lockWait])
+                : space === undefined
+                  ? query(sql.lockAll, [lockName, lockWait])
+                  : lockSpace(query, space, lane);
             locked.catch(() => {});
             const buffer = new WriteBuffer(reader(query), { cacheReads: true });
             const result = await runChecked(fn, buffer, true, async () => (await locked)[0]?.incarnation as string | undefined);
@@ -247,12 +268,19 @@ export function postgresStorage(client: PostgresClient, options: PostgresStorage
             const upsert = () => [JSON.stringify(puts.map(([key]) => toTextKey(key))), JSON.stringify(puts.map(([, value]) => JSON.stringify(value)))];
             // One statement for all the writes: COMMIT can then go with it (TransactionEnd.pipelined).
             const finish: Array<[string, unknown[]]> =
-              puts.length === 0 ? (dels.length === 0 ? [] : [[sql.del, [JSON.stringify(dels)]]]) : dels.length === 0 ? [[sql.upsert, upsert()]] : [[sql.delThenUpsert, [...upsert(), JSON.stringify(dels)]]];
+              puts.length === 0
+                ? dels.length === 0
+                  ? []
+                  : [[sql.del, [JSON.stringify(dels)]]]
+                : dels.length === 0
+                  ? [[sql.upsert, upsert()]]
+                  : [[sql.delThenUpsert, [...upsert(), JSON.stringify(dels)]]];
             return { result, finish, pipelined: lock?.read_only === 'off' };
           });
         } catch (error) {
           const code = (error as { code?: unknown } | null)?.code;
-          if (code === LOCK_NOT_AVAILABLE) throw new TemporaryError(`The space was busy for longer than ${lockWait} ms (a transaction of it held on): retry`, { cause: error });
+          if (code === LOCK_NOT_AVAILABLE)
+            throw new TemporaryError(`The space was busy for longer than ${lockWait} ms (a transaction of it held on): retry`, { cause: error });
           if (attempt >= RETRIES || !RETRYABLE.has(code as string)) throw error;
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
         }
@@ -318,7 +346,14 @@ export interface PostgresStorage extends Storage {
 
 /** `work`, or a rejection saying what to check once `ms` have passed. */
 function withDeadline(work: Promise<void>, ms: number): Promise<void> {
-  return within(work, ms, () => new Error(`PostgreSQL did not answer within ${ms / 1000} s: check the database URL (host, port, database) and that PostgreSQL listens there; if it does, another process may be holding viewsync's migration lock`));
+  return within(
+    work,
+    ms,
+    () =>
+      new Error(
+        `PostgreSQL did not answer within ${ms / 1000} s: check the database URL (host, port, database) and that PostgreSQL listens there; if it does, another process may be holding viewsync's migration lock`,
+      ),
+  );
 }
 
 const RETRYABLE = new Set(['40001', '40P01']);

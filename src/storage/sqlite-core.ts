@@ -55,7 +55,9 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string, inc
     // the statements a driver caches stay few.
     scan: (after: boolean, bounded: boolean, limit: number) =>
       `SELECT key, value FROM ${name} WHERE key ${after ? '>' : '>='} ?${bounded ? ' AND key < ?' : ''} ORDER BY key LIMIT ${LITERAL_LIMITS.has(limit) ? limit : '?'}`,
-    upsert: inSizes((rows) => `INSERT INTO ${name} (key, value) VALUES ${Array(rows).fill('(?, ?)').join(', ')} ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
+    upsert: inSizes(
+      (rows) => `INSERT INTO ${name} (key, value) VALUES ${Array(rows).fill('(?, ?)').join(', ')} ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    ),
     del: inSizes((rows) => `DELETE FROM ${name} WHERE key IN (${Array(rows).fill('?').join(', ')})`),
   };
   const committed: StorageReader = {
@@ -115,7 +117,10 @@ export function sqliteCoreStorage(db: SQLiteConnection, tablePrefix: string, inc
       const write = async () => {
         const buffer = new WriteBuffer(committed, { cacheReads: true });
         const result = await runChecked(fn, buffer, true, incarnation === undefined ? undefined : async () => incarnation);
-        if (buffer.writes.size > 0) await (spaces === undefined ? committing.hold(space, true, () => commit(buffer.writes)) : committing.holdMany(spaces, undefined, () => commit(buffer.writes)));
+        if (buffer.writes.size > 0)
+          await (spaces === undefined
+            ? committing.hold(space, true, () => commit(buffer.writes))
+            : committing.holdMany(spaces, undefined, () => commit(buffer.writes)));
         return result;
       };
       return spaces === undefined ? writers.holdLane(space, lane, write) : writers.holdMany(spaces, 'deliveries', write);
@@ -135,7 +140,8 @@ function migrate(db: SQLiteConnection, prefix: string): string {
   db.transaction(() => {
     db.run(`CREATE TABLE IF NOT EXISTS ${meta} (version INTEGER NOT NULL)`, []);
     const version = Number(db.values(`SELECT max(version) FROM ${meta}`, [])[0]?.[0] ?? 0);
-    if (version > migrations.length) throw new Error(`The ${prefix}* tables are at schema version ${version}, newer than this viewsync knows (${migrations.length}): upgrade viewsync`);
+    if (version > migrations.length)
+      throw new Error(`The ${prefix}* tables are at schema version ${version}, newer than this viewsync knows (${migrations.length}): upgrade viewsync`);
     for (const statement of migrations.slice(version)) db.run(statement, []);
     if (version < migrations.length) {
       db.run(`DELETE FROM ${meta}`, []);

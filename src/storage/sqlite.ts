@@ -150,8 +150,12 @@ function claimFile(db: SQLiteDatabase): void {
     // Deno's node:sqlite allows no ATTACH without every permission: no claim there (README).
     if (/too many attached databases/.test(message)) return;
     // Anything but a lock held elsewhere (a folder that cannot be written) is said as it is.
-    if (!/locked|busy/i.test(message)) throw new Error(`Cannot claim ${file} for this process: its lock file ${lock} could not be written (${message})`, { cause: error });
-    throw new Error(`${file} is in use by another viewsync store (another process, or another handle in this one): a SQLite file is served by one process, whose locks keep its guarantees. Stop the other, or use PostgreSQL for several instances`, { cause: error });
+    if (!/locked|busy/i.test(message))
+      throw new Error(`Cannot claim ${file} for this process: its lock file ${lock} could not be written (${message})`, { cause: error });
+    throw new Error(
+      `${file} is in use by another viewsync store (another process, or another handle in this one): a SQLite file is served by one process, whose locks keep its guarantees. Stop the other, or use PostgreSQL for several instances`,
+      { cause: error },
+    );
   } finally {
     db.exec('PRAGMA busy_timeout = 5000');
   }

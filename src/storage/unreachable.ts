@@ -14,14 +14,28 @@ export function isUnreachable(error: unknown): boolean {
   return typeof code === 'string' && (LOST_CODES.has(code) || code.startsWith('08') || code.startsWith('57P'));
 }
 
-const LOST_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED']);
+const LOST_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  'CONNECTION_ENDED',
+  'CONNECT_TIMEOUT',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNREFUSED',
+]);
 
 /**
  * pg 8's messages for a lost connection: the socket ended under a statement (a crashed server
  * sends no FATAL: `pg_ctl stop -m immediate` only warns), a connection that timed out as it
  * started, or a pool that found none in time.
  */
-const PG_LOST_MESSAGES = new Set(['Connection terminated unexpectedly', 'Connection terminated due to connection timeout', 'timeout exceeded when trying to connect', 'Client has encountered a connection error and is not queryable']);
+const PG_LOST_MESSAGES = new Set([
+  'Connection terminated unexpectedly',
+  'Connection terminated due to connection timeout',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+]);
 
 /**
  * Whether a request that failed with `error` may succeed if sent again a moment later, without

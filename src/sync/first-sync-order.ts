@@ -32,18 +32,26 @@ export function orderOf(option: FirstSyncOrder, request: FirstSyncOrderRequest, 
 /** Throws unless `order` is a list of prefixes a first sync can send first (see {@link orderOf}). */
 export function checkOrder(order: unknown, source: string, limits: Pick<Limits, 'keyBytes'>): asserts order is readonly string[] {
   // A promise here means an async function: the order is read inside the pull's snapshot, which waits for no app code.
-  if (!Array.isArray(order)) throw new TypeError(`${source} must give an array of key prefixes, got ${order === null ? 'null' : order instanceof Promise ? 'a promise (it must not be async)' : typeof order}`);
-  if (order.length > MAX_ORDER) throw new RangeError(`${source} gave ${order.length} prefixes, more than ${MAX_ORDER}: name what the first screen needs, the rest follows in key order`);
+  if (!Array.isArray(order))
+    throw new TypeError(
+      `${source} must give an array of key prefixes, got ${order === null ? 'null' : order instanceof Promise ? 'a promise (it must not be async)' : typeof order}`,
+    );
+  if (order.length > MAX_ORDER)
+    throw new RangeError(`${source} gave ${order.length} prefixes, more than ${MAX_ORDER}: name what the first screen needs, the rest follows in key order`);
   const seen = new Set<string>();
   for (const [i, prefix] of (order as unknown[]).entries()) {
     if (typeof prefix !== 'string') throw new TypeError(`${source} gave a prefix that is not a string at [${i}]: ${prefix === null ? 'null' : typeof prefix}`);
     const shown = JSON.stringify(prefix.slice(0, 100));
     if (prefix === '') throw new TypeError(`${source} gave '' at [${i}], which covers every key: leave it out (the keys no prefix names follow in key order)`);
     if (hasLoneSurrogate(prefix)) throw new TypeError(`${source} gave the prefix ${shown}, which holds a lone surrogate`);
-    if (!fitsUTF8(prefix, limits.keyBytes)) throw new RangeError(`${source} gave a prefix longer than a key may be (limits.keyBytes, ${limits.keyBytes} bytes) at [${i}]`);
+    if (!fitsUTF8(prefix, limits.keyBytes))
+      throw new RangeError(`${source} gave a prefix longer than a key may be (limits.keyBytes, ${limits.keyBytes} bytes) at [${i}]`);
     // A prefix covered by an earlier one was sent with it: a duplicate or a slip, worth telling.
     const earlier = coveringOf(seen, prefix);
-    if (earlier !== undefined) throw new TypeError(`${source} gave ${shown} at [${i}], ${earlier === prefix ? 'twice' : `after ${JSON.stringify(earlier.slice(0, 100))}, which covers it`}: each prefix once, the narrower first`);
+    if (earlier !== undefined)
+      throw new TypeError(
+        `${source} gave ${shown} at [${i}], ${earlier === prefix ? 'twice' : `after ${JSON.stringify(earlier.slice(0, 100))}, which covers it`}: each prefix once, the narrower first`,
+      );
     seen.add(prefix);
   }
 }

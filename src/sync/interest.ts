@@ -52,7 +52,12 @@ export class ViewReads {
    * `prefix` once the scan ran out. A view that reads one list's todos from `[list]` and stops at
    * the next list's so depends on that list alone, not on every list after it.
    */
-  async *indexScan<T extends readonly [readonly [string, string], JSONValue]>(name: string, prefix: string, start: { secondary: string } | undefined, pages: AsyncIterable<ReadonlyArray<T>>): AsyncGenerator<ReadonlyArray<T>> {
+  async *indexScan<T extends readonly [readonly [string, string], JSONValue]>(
+    name: string,
+    prefix: string,
+    start: { secondary: string } | undefined,
+    pages: AsyncIterable<ReadonlyArray<T>>,
+  ): AsyncGenerator<ReadonlyArray<T>> {
     const from = indexTouch(name, start !== undefined && compareUTF8(start.secondary, prefix) > 0 ? start.secondary : prefix);
     const range: IndexRange = { within: indexTouch(name, prefix), from, to: from };
     if (this.kept) this.ranges.push(range);

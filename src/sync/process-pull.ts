@@ -151,15 +151,23 @@ async function readPull(tx: StorageTransaction, options: PullOptions, waitUntil:
 }
 
 /** The session's answer to the pull's cookie, in the shape the pull's schema version reads, noting in `after` what is to be written after the read. */
-async function askSession({ pull, userID, clock, paging, downgrade }: PullOptions, { session, view, clientGroupID, waitUntil, after }: Asked, group: GroupRef | undefined): Promise<PullResult | 'ClientStateNotFound'> {
+async function askSession(
+  { pull, userID, clock, paging, downgrade }: PullOptions,
+  { session, view, clientGroupID, waitUntil, after }: Asked,
+  group: GroupRef | undefined,
+): Promise<PullResult | 'ClientStateNotFound'> {
   // Asked for only by a reset or a page: most pulls are neither.
-  const order = pull.pullVersion === 1 && paging?.order !== undefined ? askedOnce(paging.order, { userID, clientGroupID, view: view && [...view.prefixes.list] }) : undefined;
+  const order =
+    pull.pullVersion === 1 && paging?.order !== undefined
+      ? askedOnce(paging.order, { userID, clientGroupID, view: view && [...view.prefixes.list] })
+      : undefined;
   const pulled = await session.pull(pull.cookie, group, view, Date.now() < waitUntil, order);
   // Never sent: the pull reads again (readAndSettle), at last without waiting.
   if (pulled === 'CookieAhead') after.ahead = true;
   const result = pulled === 'CookieAhead' ? 'ClientStateNotFound' : pulled;
   // An older version's clients hold entries in their shape: computed in this snapshot, so they go with its lastMutationIDs.
-  if (downgrade !== undefined && result !== 'ClientStateNotFound') result.patch = await downgrade.patch(result.patch, (keys) => session.getMany(keys), coverOf(view?.prefixes));
+  if (downgrade !== undefined && result !== 'ClientStateNotFound')
+    result.patch = await downgrade.patch(result.patch, (keys) => session.getMany(keys), coverOf(view?.prefixes));
   const record = result !== 'ClientStateNotFound' ? result.viewRecord : undefined;
   if (record !== undefined) {
     const { used } = record;
@@ -176,14 +184,19 @@ async function askSession({ pull, userID, clock, paging, downgrade }: PullOption
  * replaced or lost the history since, the group expired, the view changed under the pages
  * read), the answer breaks off: the client drops it and pulls again.
  */
-async function* sendReset(options: PullOptions, start: Answered<PullResponseV1> | Answered<PullResponseV0>, rest: NonNullable<PullResult['rest']>, prefixes: Prefixes | undefined): AsyncGenerator<Patch, PullEnd, undefined> {
+async function* sendReset(
+  options: PullOptions,
+  start: Answered<PullResponseV1> | Answered<PullResponseV0>,
+  rest: NonNullable<PullResult['rest']>,
+  prefixes: Prefixes | undefined,
+): AsyncGenerator<Patch, PullEnd, undefined> {
   const { storage, space, paging, downgrade } = options;
   const { cookie } = start;
   const lastMutationIDChanges = 'lastMutationIDChanges' in start ? start.lastMutationIDChanges : undefined;
   // Pages for version 1 only, whose answers carry lastMutationIDChanges.
   const paged = lastMutationIDChanges && paging;
   const pages = rest(storage, space, paged?.room);
-  const page = yield* (downgrade === undefined ? pages : downgradedPages(downgrade, pages, storage, space, coverOf(prefixes)));
+  const page = yield* downgrade === undefined ? pages : downgradedPages(downgrade, pages, storage, space, coverOf(prefixes));
   if (page !== undefined) {
     // A page of a first sync in pages: its client pulls the next when poked.
     paged!.paged();
@@ -193,13 +206,16 @@ async function* sendReset(options: PullOptions, start: Answered<PullResponseV1> 
   const end = await readAndSettle({ ...options, pull: { ...options.pull, cookie }, paging: undefined });
   const answer = end.answer;
   if ('error' in answer || end.rest !== undefined || answer.patch[0]?.op === 'clear') {
-    throw new TemporaryError('The space changed too much while a full pull was sent (it was replaced, or lost the changes since); pull again', { retryAfterSeconds: 1 });
+    throw new TemporaryError('The space changed too much while a full pull was sent (it was replaced, or lost the changes since); pull again', {
+      retryAfterSeconds: 1,
+    });
   }
   if (answer.patch.length > 0) yield answer.patch;
   if (!('lastMutationIDChanges' in answer)) return { cookie: answer.cookie, lastMutationID: answer.lastMutationID };
   // Those the start read, less what changed since; set by key, as a client ID may be `__proto__`.
   const latest: Record<string, number> = {};
-  for (const lmids of [lastMutationIDChanges!, answer.lastMutationIDChanges]) for (const [clientID, lmid] of Object.entries(lmids)) setOwn(latest, clientID, lmid);
+  for (const lmids of [lastMutationIDChanges!, answer.lastMutationIDChanges])
+    for (const [clientID, lmid] of Object.entries(lmids)) setOwn(latest, clientID, lmid);
   return { cookie: answer.cookie, lastMutationIDChanges: latest };
 }
 
@@ -237,14 +253,23 @@ function coverOf(prefixes: Prefixes | undefined): ((key: string) => boolean) | u
  * pull from the start), so the answer ends consistent. With a view, the pages hold only the
  * entries under it; an old key's value reading one outside it reads none (`covered` false).
  */
-async function* downgradedPages<R>(downgrade: Downgrade, pages: AsyncGenerator<Patch, R, undefined>, storage: Storage, space: string, covers: ((key: string) => boolean) | undefined): AsyncGenerator<Patch, R, undefined> {
+async function* downgradedPages<R>(
+  downgrade: Downgrade,
+  pages: AsyncGenerator<Patch, R, undefined>,
+  storage: Storage,
+  space: string,
+  covers: ((key: string) => boolean) | undefined,
+): AsyncGenerator<Patch, R, undefined> {
   for (;;) {
     const next = await pages.next();
     if (next.done === true) return next.value;
-    yield await storage.transaction((tx) => {
-      const reader = strategy.reader(tx, space);
-      return downgrade.patch(next.value, (keys) => Promise.all(keys.map((key) => reader.get(key))), covers);
-    }, { readOnly: true, space });
+    yield await storage.transaction(
+      (tx) => {
+        const reader = strategy.reader(tx, space);
+        return downgrade.patch(next.value, (keys) => Promise.all(keys.map((key) => reader.get(key))), covers);
+      },
+      { readOnly: true, space },
+    );
   }
 }
 
@@ -271,7 +296,13 @@ const FIRST_CATCH_UP_PAUSE = 10;
  * A view that runs past `limits.appCodeMs` fails the pull as a `TemporaryError` (503): it holds
  * a snapshot, which on some stores holds up the space's commits.
  */
-async function resolveView(session: SpaceReader, view: View, request: ViewRequest, limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>, record: boolean): Promise<ResolvedView & { reads?: ViewReads }> {
+async function resolveView(
+  session: SpaceReader,
+  view: View,
+  request: ViewRequest,
+  limits: Pick<Limits, 'keyBytes' | 'viewPrefixes' | 'appCodeMs'>,
+  record: boolean,
+): Promise<ResolvedView & { reads?: ViewReads }> {
   // What the view reads is part of what its answer depends on (its pokes are filtered by it),
   // when a poke hub will ask.
   const reads = record ? new ViewReads() : undefined;
@@ -285,7 +316,11 @@ async function resolveView(session: SpaceReader, view: View, request: ViewReques
   try {
     // Past the deadline, what the view does next (a read of the closed tx throws) is nobody's.
     const computed = (async () => Prefixes.of(await view(tx, request), limits))();
-    const prefixes = await within(computed, limits.appCodeMs, () => new TemporaryError(`view ran longer than ${limits.appCodeMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 }));
+    const prefixes = await within(
+      computed,
+      limits.appCodeMs,
+      () => new TemporaryError(`view ran longer than ${limits.appCodeMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 }),
+    );
     return { id: await viewID(request.userID, prefixes), prefixes, userID: request.userID, ...(reads && { reads }) };
   } finally {
     tx.close();
@@ -293,10 +328,20 @@ async function resolveView(session: SpaceReader, view: View, request: ViewReques
 }
 
 /** Records a group's activity in a write transaction of its own, unless it expired meanwhile. */
-async function touch(storage: Storage, space: string, userID: string | undefined, clientGroupID: string, clock: SessionClock, schemaVersion: string): Promise<void> {
-  await storage.transaction(async (tx) => {
-    const session = await strategy.open(tx, space, clock);
-    const seen = await session.groupSeen(userID, clientGroupID);
-    if (seen !== 'expired') await session.touchGroup(userID, clientGroupID, seen, schemaVersion);
-  }, { readOnly: false, space, lane: 'data' });
+async function touch(
+  storage: Storage,
+  space: string,
+  userID: string | undefined,
+  clientGroupID: string,
+  clock: SessionClock,
+  schemaVersion: string,
+): Promise<void> {
+  await storage.transaction(
+    async (tx) => {
+      const session = await strategy.open(tx, space, clock);
+      const seen = await session.groupSeen(userID, clientGroupID);
+      if (seen !== 'expired') await session.touchGroup(userID, clientGroupID, seen, schemaVersion);
+    },
+    { readOnly: false, space, lane: 'data' },
+  );
 }

@@ -79,10 +79,19 @@ export async function processPush(storage: Storage, mutators: Mutators, push: Pu
   try {
     for (const batch of batches) {
       // Group commit: pushes to this space that queue behind a running one share a transaction.
-      const reads = strategy.pushReads(options.space, options.userID, push.clientGroupID, batch.map(({ mutation }) => mutation.clientID));
+      const reads = strategy.pushReads(
+        options.space,
+        options.userID,
+        push.clientGroupID,
+        batch.map(({ mutation }) => mutation.clientID),
+      );
       let shared: BatchInfo | undefined;
       // Its reads are learned per group: a client's next push tends to read what its last one did.
-      const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), { reads, name: readAheadName(options.userID, push.clientGroupID), lane: 'data' });
+      const result = await runBatched(storage, options.space, (tx, info) => ((shared = info), applyBatch(run, tx, batch)), {
+        reads,
+        name: readAheadName(options.userID, push.clientGroupID),
+        lane: 'data',
+      });
       totals.waitedMs += shared?.waitedMs ?? 0;
       totals.batchSize = Math.max(totals.batchSize, shared?.size ?? 0);
       if (result.kind === 'refused') return { kind: 'refused', error: result.error, ...totals };
@@ -122,7 +131,11 @@ type MutationResult = 'skipped' | 'processed' | 'failed' | 'stopped' | 'lost';
 type BatchClient = ClientRecord & { dirty: boolean };
 
 /** One batch in a transaction: its result, and whether to commit its writes. */
-async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyArray<{ mutation: Mutation; index: number }>): Promise<{ result: BatchResult; keep: boolean }> {
+async function applyBatch(
+  run: PushRun,
+  tx: StorageTransaction,
+  batch: ReadonlyArray<{ mutation: Mutation; index: number }>,
+): Promise<{ result: BatchResult; keep: boolean }> {
   const { push, options } = run;
   const { userID } = options;
   const group = push.clientGroupID;
@@ -137,7 +150,13 @@ async function applyBatch(run: PushRun, tx: StorageTransaction, batch: ReadonlyA
     if (client === undefined) {
       const stored = await session.getClient(userID, mutation.clientID);
       if (stored !== undefined && stored.clientGroupID !== group) {
-        return { result: { kind: 'refused', error: new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`) }, keep: false };
+        return {
+          result: {
+            kind: 'refused',
+            error: new HTTPError(400, `mutations.${index}: client ${JSON.stringify(mutation.clientID)} belongs to another of your client groups`),
+          },
+          keep: false,
+        };
       }
       // A new client's record starts at 0 and is tied to this group (spec, States).
       client = { clientGroupID: group, lastMutationID: stored?.lastMutationID ?? 0, dirty: stored === undefined };
@@ -177,7 +196,10 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
   const { older } = options;
   try {
     await run.watchdog.run(mutation.name, () => {
-      const { mutator, args } = older === undefined ? { mutator: mutatorNamed(run.mutators, mutation.name), args: mutation.args } : upgradeMutation(older.steps, run.mutators, mutation);
+      const { mutator, args } =
+        older === undefined
+          ? { mutator: mutatorNamed(run.mutators, mutation.name), args: mutation.args }
+          : upgradeMutation(older.steps, run.mutators, mutation);
       return mutator(mtx, args);
     });
   } catch (error) {
@@ -201,7 +223,15 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
     if (older !== undefined) await reject(run, session, mutation, refused);
   } else {
     // Only where the feed is on: the hot path builds no origin for a log it does not keep.
-    if (session.logging) session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: run.push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID: options.userID ?? null });
+    if (session.logging)
+      session.recordAs({
+        kind: 'mutation',
+        name: mutation.name,
+        clientGroupID: run.push.clientGroupID,
+        clientID: mutation.clientID,
+        mutationID: mutation.id,
+        userID: options.userID ?? null,
+      });
     await mtx.flush();
   }
   done(client, mutation);
@@ -216,11 +246,32 @@ async function applyMutation(run: PushRun, session: SpaceSession, client: BatchC
 async function reject(run: PushRun, session: SpaceSession, mutation: Mutation, error: unknown): Promise<void> {
   const { push, options } = run;
   const userID = options.userID ?? null;
-  if (session.logging) session.recordAs({ kind: 'mutation', name: mutation.name, clientGroupID: push.clientGroupID, clientID: mutation.clientID, mutationID: mutation.id, userID });
-  const record = { clientGroupID: push.clientGroupID, clientID: mutation.clientID, id: mutation.id, name: mutation.name, args: mutation.args ?? null, schemaVersion: push.schemaVersion, reason: reasonOf(error), at: options.clock.now, userID };
+  if (session.logging)
+    session.recordAs({
+      kind: 'mutation',
+      name: mutation.name,
+      clientGroupID: push.clientGroupID,
+      clientID: mutation.clientID,
+      mutationID: mutation.id,
+      userID,
+    });
+  const record = {
+    clientGroupID: push.clientGroupID,
+    clientID: mutation.clientID,
+    id: mutation.id,
+    name: mutation.name,
+    args: mutation.args ?? null,
+    schemaVersion: push.schemaVersion,
+    reason: reasonOf(error),
+    at: options.clock.now,
+    userID,
+  };
   // The feed's event is history like any other, held to the space's quota: a client pushing
   // nothing but rejected mutations fills no more than the ring of kept ones.
-  const over = session.logging && options.quota !== undefined && (await overQuota(session, options.space, options.quota, new Map(), undefined, [[REJECTED_TOPIC, valueBytes(record)]])) !== undefined;
+  const over =
+    session.logging &&
+    options.quota !== undefined &&
+    (await overQuota(session, options.space, options.quota, new Map(), undefined, [[REJECTED_TOPIC, valueBytes(record)]])) !== undefined;
   await session.keepRejected(record, !over);
 }
 
@@ -246,7 +297,8 @@ function add(total: PushTotals, batch: PushTotals): void {
     else for (const kind of ['processed', 'failed', 'skipped'] as const) sum[kind] += counts[kind];
   }
   total.changed ||= batch.changed;
-  if (batch.changed) total.touched = total.touched === undefined || batch.touched === undefined ? undefined : [...new Set([...total.touched, ...batch.touched])];
+  if (batch.changed)
+    total.touched = total.touched === undefined || batch.touched === undefined ? undefined : [...new Set([...total.touched, ...batch.touched])];
 }
 
 /** The name a group's pushes learn their reads under (see read-ahead.ts): the group, as the user's. */

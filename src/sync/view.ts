@@ -17,10 +17,7 @@ export interface ViewRequest {
  * key `list/a` and every key under `list/a/`, never `list/ab`; one ending with `/` (`doc/`) covers
  * the keys under it. `''` is the whole space; no prefixes, none of it.
  */
-export type View = (
-  tx: ReadTransaction,
-  request: ViewRequest,
-) => Iterable<string> | AsyncIterable<string> | Promise<Iterable<string> | AsyncIterable<string>>;
+export type View = (tx: ReadTransaction, request: ViewRequest) => Iterable<string> | AsyncIterable<string> | Promise<Iterable<string> | AsyncIterable<string>>;
 
 /**
  * The name of `userID`'s view `prefixes`: a hash of both, so equal views of one user share a

@@ -65,7 +65,16 @@ export function observe(kind: 'pull' | 'push', request: Request, handle: () => P
   if (!op.listening && live === undefined) return handle().then(replyOf);
   const started = live === undefined ? 0 : performance.now();
   return op.run(handle).then((facts) => {
-    if (live !== undefined) guard(() => live.request(kind, facts.reply.status, performance.now() - started, facts.kind === 'unsupported' ? undefined : facts.by?.space, facts.kind === 'pushed' ? facts.mutations : undefined));
+    if (live !== undefined)
+      guard(() =>
+        live.request(
+          kind,
+          facts.reply.status,
+          performance.now() - started,
+          facts.kind === 'unsupported' ? undefined : facts.by?.space,
+          facts.kind === 'pushed' ? facts.mutations : undefined,
+        ),
+      );
     return op.record(facts);
   });
 }
@@ -147,7 +156,10 @@ export class Operation {
         this.#metrics?.patchOperations.record(patch.length);
       } else if (this.#metrics) {
         const histogram = this.#metrics.patchOperations;
-        sentOperations.then((operations) => guard(() => histogram.record(operations)), () => {});
+        sentOperations.then(
+          (operations) => guard(() => histogram.record(operations)),
+          () => {},
+        );
       }
       if (bytes !== undefined) this.#metrics?.bodySize.record(bytes);
       else if (this.#metrics && reply.body instanceof ReadableStream) reply.body = counted(reply.body, this.#metrics.bodySize);
@@ -174,7 +186,8 @@ export class Operation {
         skipped += counts.skipped;
         if (this.#metrics === undefined) continue;
         const mutator = Object.hasOwn(mutators, name) ? name : UNKNOWN_MUTATOR;
-        for (const kind of RESULTS) if (counts[kind] > 0) this.#metrics.mutations.add(counts[kind], { 'viewsync.mutator': mutator, 'viewsync.mutation.result': kind });
+        for (const kind of RESULTS)
+          if (counts[kind] > 0) this.#metrics.mutations.add(counts[kind], { 'viewsync.mutator': mutator, 'viewsync.mutation.result': kind });
       }
       this.span.setAttributes({
         'viewsync.push.mutations': mutations,
@@ -326,7 +339,8 @@ function instruments(): Instruments | undefined {
   guard(() => {
     const meter = provider.getMeter(SCOPE, VERSION);
     if (meter === createNoopMeter()) return;
-    const seconds = (name: string, description: string) => meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: SECONDS } });
+    const seconds = (name: string, description: string) =>
+      meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: SECONDS } });
     made = {
       pullDuration: seconds('viewsync.pull.duration', 'Time from a pull request to its reply'),
       pushDuration: seconds('viewsync.push.duration', 'Time from a push request to its reply, its mutations committed'),
@@ -348,16 +362,32 @@ function instruments(): Instruments | undefined {
       }),
       groupWait: seconds('viewsync.group_commit.wait', "Time a push or backend call waited for its space's transaction to start"),
       pokeStreams: meter.createUpDownCounter('viewsync.poke.streams', { unit: '{stream}', description: 'Poke streams open' }),
-      refusals: meter.createCounter('viewsync.refusals', { unit: '{refusal}', description: "Requests a rate refused (429) and mutations a space's quota refused, by viewsync.refusal" }),
-      webhookDeliveries: meter.createCounter('viewsync.webhook.deliveries', { unit: '{delivery}', description: 'Webhook delivery attempts, by viewsync.webhook and viewsync.outcome (delivered, failed, disabled)' }),
-      webhookLag: meter.createHistogram('viewsync.webhook.lag', { unit: 's', description: "From a delivered batch's first commit to its delivery", advice: { explicitBucketBoundaries: [...SECONDS, 30, 60, 300, 3_600, 86_400] } }),
+      refusals: meter.createCounter('viewsync.refusals', {
+        unit: '{refusal}',
+        description: "Requests a rate refused (429) and mutations a space's quota refused, by viewsync.refusal",
+      }),
+      webhookDeliveries: meter.createCounter('viewsync.webhook.deliveries', {
+        unit: '{delivery}',
+        description: 'Webhook delivery attempts, by viewsync.webhook and viewsync.outcome (delivered, failed, disabled)',
+      }),
+      webhookLag: meter.createHistogram('viewsync.webhook.lag', {
+        unit: 's',
+        description: "From a delivered batch's first commit to its delivery",
+        advice: { explicitBucketBoundaries: [...SECONDS, 30, 60, 300, 3_600, 86_400] },
+      }),
       webhookLagVersions: meter.createHistogram('viewsync.webhook.lag.versions', {
         unit: '{version}',
         description: "Versions the space had moved past a delivered batch's end when it was sent",
         advice: { explicitBucketBoundaries: [0, 1, 10, 100, 1_000, 10_000, 100_000] },
       }),
-      historyOperations: meter.createCounter('viewsync.history.operations', { unit: '{operation}', description: 'Restores, reverts and erasures of a space, by viewsync.operation and viewsync.dry_run' }),
-      historyChanges: meter.createCounter('viewsync.history.changes', { unit: '{change}', description: 'Keys the restores, reverts and erasures changed (or, dry runs, would change), by viewsync.operation and viewsync.dry_run' }),
+      historyOperations: meter.createCounter('viewsync.history.operations', {
+        unit: '{operation}',
+        description: 'Restores, reverts and erasures of a space, by viewsync.operation and viewsync.dry_run',
+      }),
+      historyChanges: meter.createCounter('viewsync.history.changes', {
+        unit: '{change}',
+        description: 'Keys the restores, reverts and erasures changed (or, dry runs, would change), by viewsync.operation and viewsync.dry_run',
+      }),
     };
   });
   return made;
@@ -387,19 +417,22 @@ function startSpan(kind: 'pull' | 'push', request: Request): Span {
 function counted(body: ReadableStream<Uint8Array>, histogram: Histogram): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let bytes = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await reader.read();
-      if (next.done) {
-        guard(() => histogram.record(bytes));
-        controller.close();
-        return;
-      }
-      bytes += next.value.byteLength;
-      controller.enqueue(next.value);
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const next = await reader.read();
+        if (next.done) {
+          guard(() => histogram.record(bytes));
+          controller.close();
+          return;
+        }
+        bytes += next.value.byteLength;
+        controller.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
     },
-    cancel: (reason) => reader.cancel(reason),
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
 }
 
 function errorType(error: unknown): string {

@@ -25,7 +25,8 @@ export function expect<T>(actual: T, message?: string): Matchers<T> {
       },
       toThrow: async (text) => {
         const error = await rejection(actual as PromiseLike<unknown>, fail);
-        if (text !== undefined && !String((error as Error)?.message).includes(text)) fail(`to reject with a message containing ${show(text)}, it rejected with ${show(error)}`);
+        if (text !== undefined && !String((error as Error)?.message).includes(text))
+          fail(`to reject with a message containing ${show(text)}, it rejected with ${show(error)}`);
       },
     },
   };
@@ -68,7 +69,10 @@ function equal(a: unknown, b: unknown): boolean {
   if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, i) => equal(item, (b as unknown[])[i]));
   const defined = (o: object) => Object.keys(o).filter((key) => (o as Record<string, unknown>)[key] !== undefined);
   const [keysA, keysB] = [defined(a), defined(b)];
-  return keysA.length === keysB.length && keysA.every((key) => Object.hasOwn(b, key) && equal((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]));
+  return (
+    keysA.length === keysB.length &&
+    keysA.every((key) => Object.hasOwn(b, key) && equal((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
+  );
 }
 
 function show(value: unknown): string {

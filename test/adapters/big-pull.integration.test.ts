@@ -33,7 +33,10 @@ async function bigSpace() {
     },
   };
   const ctx = createContext({ storage, mutators });
-  await push(ctx, 'filler', [mutation('filler', 1, 'fill', { from: 0, count: ENTRIES / 2 }), mutation('filler', 2, 'fill', { from: ENTRIES / 2, count: ENTRIES / 2 })]);
+  await push(ctx, 'filler', [
+    mutation('filler', 1, 'fill', { from: 0, count: ENTRIES / 2 }),
+    mutation('filler', 2, 'fill', { from: ENTRIES / 2, count: ENTRIES / 2 }),
+  ]);
   return { ctx, reads };
 }
 
@@ -41,7 +44,9 @@ function socketPulling(port: number, stalled: boolean): Promise<Socket> {
   return new Promise((resolve) => {
     const socket = connect({ port, host: '127.0.0.1' }, () => {
       if (stalled) socket.pause();
-      socket.write(`POST /pull HTTP/1.1\r\nhost: x\r\naccept-encoding: identity\r\ncontent-type: application/json\r\ncontent-length: ${PULL.length}\r\n\r\n${PULL}`);
+      socket.write(
+        `POST /pull HTTP/1.1\r\nhost: x\r\naccept-encoding: identity\r\ncontent-type: application/json\r\ncontent-length: ${PULL.length}\r\n\r\n${PULL}`,
+      );
       resolve(socket);
     });
   });

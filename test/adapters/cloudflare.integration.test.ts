@@ -5,7 +5,11 @@ import { runtimeContext } from '../runtime/context.js';
 
 // The wiring that needs no workerd; test/runtime/workerd.e2e.test.ts runs the rest in workerd.
 const pullRequest = (url = 'http://w/pull') =>
-  new Request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }) });
+  new Request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }),
+  });
 
 describe('createWorker', () => {
   it('serves both endpoints with a context', async () => {
@@ -36,6 +40,9 @@ describe('routeToObject', () => {
     const [a, b] = [pullRequest('http://w/pull?space=a'), pullRequest()];
     expect(await (await worker.fetch(a, { SYNC: namespace })).text()).toBe('from the object');
     await worker.fetch(b, { SYNC: namespace });
-    expect(seen).toEqual([['a', a], ['main', b]]);
+    expect(seen).toEqual([
+      ['a', a],
+      ['main', b],
+    ]);
   });
 });

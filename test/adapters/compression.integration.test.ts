@@ -100,7 +100,13 @@ describe('compressed answers from the Node server', () => {
     const pull = await rawPull(server, CHROMIUM);
     expect(pull.headers['content-encoding']).toBeUndefined();
     expect(pull.headers.vary ?? '').not.toMatch(/Accept-Encoding/);
-    const push = await raw(server, 'POST', '/push', CHROMIUM, JSON.stringify({ pushVersion: 1, clientGroupID: 'g', profileID: 'p', schemaVersion: '', mutations: [] }));
+    const push = await raw(
+      server,
+      'POST',
+      '/push',
+      CHROMIUM,
+      JSON.stringify({ pushVersion: 1, clientGroupID: 'g', profileID: 'p', schemaVersion: '', mutations: [] }),
+    );
     expect(push.headers['content-encoding']).toBeUndefined();
     expect(push.body.toString()).toBe('{}');
     const error = await raw(server, 'POST', '/pull', CHROMIUM, '{"pullVersion":');
@@ -112,7 +118,9 @@ describe('compressed answers from the Node server', () => {
   it('refuses levels zlib would refuse at the first large answer, when the listener is made', () => {
     const ctx = runtimeContext(memoryStorage());
     expect(() => createListener(ctx, { compression: { gzipLevel: 42 } })).toThrow('compression.gzipLevel must be a whole number from 1 to 9; it was 42');
-    expect(() => createListener(ctx, { compression: { brotliQuality: 12 } })).toThrow('compression.brotliQuality must be a whole number from 0 to 11; it was 12');
+    expect(() => createListener(ctx, { compression: { brotliQuality: 12 } })).toThrow(
+      'compression.brotliQuality must be a whole number from 0 to 11; it was 12',
+    );
     expect(() => createListener(ctx, { compression: { brotliQuality: Number.NaN } })).toThrow(RangeError);
     expect(() => createListener(ctx, { compression: false })).not.toThrow();
   });
@@ -194,7 +202,14 @@ describe('compressed answers from the Node server', () => {
     const clients = new Clients(() => server.url);
     try {
       const rep = clients.open({ name: uniqueName('compressed'), pullInterval: null });
-      const count = () => rep.query((tx) => tx.scan({ prefix: 'todo/' }).keys().toArray().then((keys) => keys.length));
+      const count = () =>
+        rep.query((tx) =>
+          tx
+            .scan({ prefix: 'todo/' })
+            .keys()
+            .toArray()
+            .then((keys) => keys.length),
+        );
       await waitFor(async () => (await count()) === 20_000, { timeout: 30_000, message: 'the client to hold 20,000 entries' });
       expect(await rep.query((tx) => tx.get('todo/00012345'))).toEqual(row(12_345));
       expect(encodings[0]).toBe('br');
@@ -261,12 +276,19 @@ describe('compressStream', () => {
       },
     });
     const reader = compressStream(failing, 'br', compressionSettings({})!).getReader();
-    await expect((async () => { for (;;) if ((await reader.read()).done) return; })()).rejects.toThrow('the store failed');
+    await expect(
+      (async () => {
+        for (;;) if ((await reader.read()).done) return;
+      })(),
+    ).rejects.toThrow('the store failed');
   });
   it('a compressor that fails lets go of its source', async () => {
     let cancelled: unknown;
     // Chunks zlib refuses: the compressor fails, as it would on a zlib error of its own.
-    const refused = new ReadableStream<Uint8Array>({ pull: (controller) => controller.enqueue(42 as unknown as Uint8Array), cancel: (reason) => void (cancelled = reason) });
+    const refused = new ReadableStream<Uint8Array>({
+      pull: (controller) => controller.enqueue(42 as unknown as Uint8Array),
+      cancel: (reason) => void (cancelled = reason),
+    });
     const reader = compressStream(refused, 'gzip', compressionSettings({})!).getReader();
     await expect(reader.read()).rejects.toThrow(/chunk/);
     await waitFor(() => cancelled !== undefined, { message: 'the source to be cancelled' });
@@ -296,7 +318,13 @@ async function space(entries: number): Promise<SyncContext> {
 /** Twenty values of 0.9 MiB of random text (base64: it compresses to about 3/4), a 19 MiB pull. */
 async function incompressibleSpace(): Promise<SyncContext> {
   const values = Array.from({ length: 20 }, () => randomBytes(700 * 1024).toString('base64'));
-  const ctx: SyncContext = runtimeContext(memoryStorage(), { mutators: { fill: async (tx) => { for (const [i, value] of values.entries()) await tx.set(`k${i}`, value); } } });
+  const ctx: SyncContext = runtimeContext(memoryStorage(), {
+    mutators: {
+      fill: async (tx) => {
+        for (const [i, value] of values.entries()) await tx.set(`k${i}`, value);
+      },
+    },
+  });
   await push(ctx, 'fill', {});
   return ctx;
 }
@@ -304,7 +332,13 @@ async function incompressibleSpace(): Promise<SyncContext> {
 /** Runs one mutation as a client of its own (so always its first, id 1). */
 async function push(ctx: SyncContext, name: string, args: unknown): Promise<void> {
   const clientID = uniqueName(name);
-  const body = JSON.stringify({ pushVersion: 1, clientGroupID: `${clientID}-group`, profileID: 'p', schemaVersion: '', mutations: [{ clientID, id: 1, name, args, timestamp: 0 }] });
+  const body = JSON.stringify({
+    pushVersion: 1,
+    clientGroupID: `${clientID}-group`,
+    profileID: 'p',
+    schemaVersion: '',
+    mutations: [{ clientID, id: 1, name, args, timestamp: 0 }],
+  });
   const response = await handleRequest(new Request('http://x/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), ctx);
   if (response.status !== 200) throw new Error(await response.text());
 }

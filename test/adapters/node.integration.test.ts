@@ -38,19 +38,30 @@ describe('viewsync/node', () => {
         sent += 65_536;
       },
     });
-    const response = await fetch(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+    const response = await fetch(new URL('push', server.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
     expect(response.status).toBe(200);
     const { patch } = await (await pull(server.url)).json();
     expect(patch[1]).toEqual({ op: 'put', key: 'big', value: 'x'.repeat(8 * 1024 * 1024) });
   });
 
-  it("gives authenticate and space a Request that works as one (headers, body, clone, instanceof), and still reads the body after user code did", async () => {
+  it('gives authenticate and space a Request that works as one (headers, body, clone, instanceof), and still reads the body after user code did', async () => {
     const seen: unknown[] = [];
     const server = await start(
       runtimeContext(memoryStorage(), {
         authenticate: async (request) => {
           const body = (await request.clone().json()) as { clientGroupID: string };
-          seen.push(request instanceof Request, request.method, new URL(request.url).pathname, request.headers.get('Authorization'), request.headers.has('content-type'));
+          seen.push(
+            request instanceof Request,
+            request.method,
+            new URL(request.url).pathname,
+            request.headers.get('Authorization'),
+            request.headers.has('content-type'),
+          );
           seen.push([...request.headers.keys()].includes('x-replicache-requestid'), body.clientGroupID, (await request.text()).length > 0);
           return 'user';
         },
@@ -100,17 +111,38 @@ describe('viewsync/node', () => {
     const urls: string[] = [];
     const server = await start(runtimeContext(memoryStorage(), { authenticate: (request) => (urls.push(request.url), 'user') }));
     const body = JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' });
-    for (const [host, target] of [['a.example:8080', '/x/pull'], ['a.example:8080', '/x/pull'], ['B.example', '/x/pull'], ['B.example', '/pull?q=%41'], ['a.example:8080', '/pull?q=%41']]) {
+    for (const [host, target] of [
+      ['a.example:8080', '/x/pull'],
+      ['a.example:8080', '/x/pull'],
+      ['B.example', '/x/pull'],
+      ['B.example', '/pull?q=%41'],
+      ['a.example:8080', '/pull?q=%41'],
+    ]) {
       await new Promise<void>((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port: server.port, path: target, method: 'POST', headers: { host, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-        });
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port: server.port,
+            path: target,
+            method: 'POST',
+            headers: { host, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', resolve);
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
     }
-    expect(urls).toEqual(['http://a.example:8080/x/pull', 'http://a.example:8080/x/pull', 'http://b.example/x/pull', 'http://b.example/pull?q=%41', 'http://a.example:8080/pull?q=%41']);
+    expect(urls).toEqual([
+      'http://a.example:8080/x/pull',
+      'http://a.example:8080/x/pull',
+      'http://b.example/x/pull',
+      'http://b.example/pull?q=%41',
+      'http://a.example:8080/pull?q=%41',
+    ]);
   });
 
   it('survives a client that hangs up mid-body, and keeps serving', async () => {
@@ -133,7 +165,9 @@ describe('viewsync/node', () => {
   it('answers a request line that makes no URL with a 400, not a crash', async () => {
     const server = await start(runtimeContext(memoryStorage()));
     const raw = await new Promise<string>((resolve) => {
-      const socket = connect(server.port, '127.0.0.1', () => socket.write('POST /pull HTTP/1.1\r\nhost: [bad\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}'));
+      const socket = connect(server.port, '127.0.0.1', () =>
+        socket.write('POST /pull HTTP/1.1\r\nhost: [bad\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}'),
+      );
       let text = '';
       socket.on('data', (chunk) => (text += chunk));
       socket.on('end', () => resolve(text));
@@ -146,10 +180,14 @@ describe('viewsync/node', () => {
   it('closes the connection when it answers before reading a body (a 413 by Content-Length)', async () => {
     const server = await start(runtimeContext(memoryStorage()));
     const response = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
-      const req = httpRequest(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': 10_000_000 } }, (res) => {
-        res.resume();
-        resolve({ status: res.statusCode!, connection: res.headers.connection });
-      });
+      const req = httpRequest(
+        new URL('push', server.url),
+        { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': 10_000_000 } },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode!, connection: res.headers.connection });
+        },
+      );
       req.on('error', reject);
       req.write('{"pushVersion":1');
     });
@@ -235,13 +273,25 @@ describe('viewsync/node', () => {
 async function bigSpace(): Promise<SyncContext> {
   const storage = memoryStorage();
   const value = 'x'.repeat(1024 * 1024 - 2);
-  const ctx: SyncContext = runtimeContext(storage, { mutators: { fill: async (tx) => { for (let i = 0; i < 20; i++) await tx.set(`k${i}`, value); } } });
+  const ctx: SyncContext = runtimeContext(storage, {
+    mutators: {
+      fill: async (tx) => {
+        for (let i = 0; i < 20; i++) await tx.set(`k${i}`, value);
+      },
+    },
+  });
   await handleFill(ctx);
   return ctx;
 }
 
 async function handleFill(ctx: SyncContext): Promise<void> {
-  const body = JSON.stringify({ pushVersion: 1, clientGroupID: 'filler', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'f', id: 1, name: 'fill', timestamp: 0 }] });
+  const body = JSON.stringify({
+    pushVersion: 1,
+    clientGroupID: 'filler',
+    profileID: 'p',
+    schemaVersion: '',
+    mutations: [{ clientID: 'f', id: 1, name: 'fill', timestamp: 0 }],
+  });
   const response = await handleRequest(new Request('http://x/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), ctx);
   if (response.status !== 200) throw new Error(await response.text());
 }

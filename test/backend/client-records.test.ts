@@ -29,7 +29,10 @@ describe('client groups in dumps, any of them', () => {
             const head = `{"group":${JSON.stringify(group)},"user":${JSON.stringify(user)},`;
             if (clients === undefined) return `${head}"expired":true}`;
             const named = Object.entries(clients).map(([client, lmid]) => [`${group}:${client}`, lmid] as const);
-            return `${head}"clients":{${named.sort(([a], [b]) => compareUTF8(a, b)).map(([client, lmid]) => `${JSON.stringify(client)}:${lmid}`).join(',')}}}`;
+            return `${head}"clients":{${named
+              .sort(([a], [b]) => compareUTF8(a, b))
+              .map(([client, lmid]) => `${JSON.stringify(client)}:${lmid}`)
+              .join(',')}}}`;
           });
         const dump = ['{"viewsync":"space","format":3}', ...lines, `{"viewsync":"end","entries":0,"groups":${lines.length}}`].join('\n') + '\n';
         const body = (exported: string) => exported.split('\n').slice(1).join('\n');

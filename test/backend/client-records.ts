@@ -16,7 +16,12 @@ const SECOND = 1_000;
 
 /** A format-3 dump made by hand: its header, the entries, the group lines as given, the end line with `groups`. */
 export function dump3(entries: ReadonlyArray<readonly [string, JSONValue]>, groups: readonly object[], end: { groups?: number } = {}): string {
-  const lines = [{ viewsync: 'space', format: 3 }, ...entries.map(([key, value]) => ({ key, value })), ...groups, { viewsync: 'end', entries: entries.length, groups: end.groups ?? groups.length }];
+  const lines = [
+    { viewsync: 'space', format: 3 },
+    ...entries.map(([key, value]) => ({ key, value })),
+    ...groups,
+    { viewsync: 'end', entries: entries.length, groups: end.groups ?? groups.length },
+  ];
   return lines.map((line) => JSON.stringify(line) + '\n').join('');
 }
 
@@ -51,9 +56,15 @@ export function describeClientRecords(name: string, create: () => Storage): void
     }
     const increment = (client: string, id: number, key = `count/${client}`) => mutation(client, id, 'increment', { key, delta: 1 });
     /** The same store, its requests anonymous: their groups' user is null. */
-    const anonymous = (ctx: SyncContext): SyncContext => (createContext({ ...ctx.options, authenticate: undefined }));
+    const anonymous = (ctx: SyncContext): SyncContext => createContext({ ...ctx.options, authenticate: undefined });
     /** The dump's client group lines. */
-    const groupLines = (dump: string) => dump.trimEnd().split('\n').slice(1, -1).map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => 'group' in line);
+    const groupLines = (dump: string) =>
+      dump
+        .trimEnd()
+        .split('\n')
+        .slice(1, -1)
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => 'group' in line);
 
     it('an export writes each client group with its user and its clients’ lastMutationIDs, and expired groups’ markers, after the entries and in the store’s order; the end line counts them', async () => {
       const { ctx, clock } = context();
@@ -69,7 +80,12 @@ export function describeClientRecords(name: string, create: () => Storage): void
       const dump = await text(exportSpace(ctx, ''));
       const lines = dump.trimEnd().split('\n');
       expect(JSON.parse(lines[0]!)).toMatchObject({ viewsync: 'space', format: 3 });
-      expect(lines.slice(1, 8).map((line) => JSON.parse(line) as { key: string }).map(({ key }) => key)).toEqual(['count/10', 'count/9', 'count/c0', 'count/c1', 'count/c2', 'count/c3', 'count/c9']);
+      expect(
+        lines
+          .slice(1, 8)
+          .map((line) => JSON.parse(line) as { key: string })
+          .map(({ key }) => key),
+      ).toEqual(['count/10', 'count/9', 'count/c0', 'count/c1', 'count/c2', 'count/c3', 'count/c9']);
       // In the store's order: anonymous first, then `u` and the user, `/` escaped; clients in UTF-8 order ("10" before "9").
       expect(lines.slice(8)).toEqual([
         '{"group":"z","user":null,"clients":{"c9":1}}',
@@ -88,7 +104,9 @@ export function describeClientRecords(name: string, create: () => Storage): void
       clock.now += 20 * SECOND;
       await collectGarbage(ctx);
       // 2,500 clients of 40-character IDs: more than one line's worth.
-      const many = Array.from({ length: 2_500 }, (_, i) => mutation(`client-${String(i).padStart(4, '0')}-${'x'.repeat(28)}`, 1, 'put', { key: 'k', value: i }));
+      const many = Array.from({ length: 2_500 }, (_, i) =>
+        mutation(`client-${String(i).padStart(4, '0')}-${'x'.repeat(28)}`, 1, 'put', { key: 'k', value: i }),
+      );
       await push(ctx, 'alice', 'big', many);
       await push(anonymous(ctx), '', 'g1', [increment('c1', 1), increment('c1', 2)]);
       const dump = await text(exportSpace(ctx, ''));
@@ -99,7 +117,14 @@ export function describeClientRecords(name: string, create: () => Storage): void
       expect(groupLines(dump)[0]).toEqual({ group: 'g1', user: null, clients: { c1: 2 } });
 
       const target = context().ctx;
-      expect(await importSpace(target, '', chunked(dump, 4_096), { mode: 'replace' })).toEqual({ entries: 3, written: 3, deleted: 0, groups: 3, clients: 2_501, skipped: [] });
+      expect(await importSpace(target, '', chunked(dump, 4_096), { mode: 'replace' })).toEqual({
+        entries: 3,
+        written: 3,
+        deleted: 0,
+        groups: 3,
+        clients: 2_501,
+        skipped: [],
+      });
       const again = await text(exportSpace(target, ''));
       expect(again.slice(again.indexOf('\n'))).toBe(dump.slice(dump.indexOf('\n')));
       // The expired group's clients start over on the target too.
@@ -137,7 +162,14 @@ export function describeClientRecords(name: string, create: () => Storage): void
 
       // Without the client records (clients: false), the same client can only start over.
       const bare = context().ctx;
-      expect(await importSpace(bare, '', [dump], { mode: 'replace', clients: false })).toEqual({ entries: 2, written: 2, deleted: 0, groups: 1, clients: 0, skipped: [] });
+      expect(await importSpace(bare, '', [dump], { mode: 'replace', clients: false })).toEqual({
+        entries: 2,
+        written: 2,
+        deleted: 0,
+        groups: 1,
+        clients: 0,
+        skipped: [],
+      });
       expect(await push(bare, 'alice', 'g1', pending)).toEqual({ error: 'ClientStateNotFound' });
       expect((await pull(bare, 'alice', 'g1', held.cookie)).lastMutationIDChanges).toEqual({});
     });
@@ -155,7 +187,11 @@ export function describeClientRecords(name: string, create: () => Storage): void
       await new Promise((resolve) => setTimeout(resolve, 200));
       for (let next = await reader.read(); !next.done; next = await reader.read()) dump += decoder.decode(next.value);
       await pushed;
-      expect(dump.split('\n').slice(1, -1)).toEqual(['{"key":"count/c1","value":2}', '{"group":"g1","user":"alice","clients":{"c1":2}}', '{"viewsync":"end","entries":1,"groups":1}']);
+      expect(dump.split('\n').slice(1, -1)).toEqual([
+        '{"key":"count/c1","value":2}',
+        '{"group":"g1","user":"alice","clients":{"c1":2}}',
+        '{"viewsync":"end","entries":1,"groups":1}',
+      ]);
     });
 
     it('a lastMutationID is never lowered; a client the space has in another group stays there; a group the space expired stays expired; another user’s group of the same ID is untouched', async () => {
@@ -172,14 +208,21 @@ export function describeClientRecords(name: string, create: () => Storage): void
       clock.now += 6 * SECOND;
       expect(await collectGarbage(ctx)).toMatchObject({ clientGroups: 1 });
       const cookie = (await pull(ctx, 'alice', 'g1', null)).cookie;
-      const dump = dump3([], [
-        { group: 'g1', user: 'alice', clients: { high: 2, low: 7, moved: 9, new: 4 } },
-        { group: 'other', user: 'alice', expired: true },
-        { group: 'old', user: 'carol', clients: { c: 5 } },
-      ]);
+      const dump = dump3(
+        [],
+        [
+          { group: 'g1', user: 'alice', clients: { high: 2, low: 7, moved: 9, new: 4 } },
+          { group: 'other', user: 'alice', expired: true },
+          { group: 'old', user: 'carol', clients: { c: 5 } },
+        ],
+      );
       const result = await importSpace(ctx, '', [dump], { mode: 'merge' });
       expect(result).toEqual({
-        entries: 0, written: 0, deleted: 0, groups: 3, clients: 2,
+        entries: 0,
+        written: 0,
+        deleted: 0,
+        groups: 3,
+        clients: 2,
         skipped: [
           { userID: 'alice', clientGroupID: 'g1', clientID: 'moved', reason: 'the space has the client in group "other", where it stays' },
           { userID: 'carol', clientGroupID: 'old', clientID: 'c', reason: 'the space expired its group (housekeeping): the client starts over in a new group' },
@@ -214,12 +257,17 @@ export function describeClientRecords(name: string, create: () => Storage): void
       const inputs = [...[...cuts].map((cut) => dump.slice(0, cut)), dropped];
       for (const input of inputs) {
         for (const mode of ['replace', 'merge'] as const) {
-          const failure = await importSpace(ctx, '', chunked(input, 16), { mode }).then(() => undefined, (error: unknown) => error);
+          const failure = await importSpace(ctx, '', chunked(input, 16), { mode }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
           expect(failure, `${mode}: …${JSON.stringify(input.slice(-40))}`).toBeInstanceOf(DumpError);
           expect(await rawContents(ctx.storage)).toEqual(before);
         }
       }
-      await expect(importSpace(ctx, '', [dropped], { mode: 'merge' })).rejects.toThrow(`line ${lines.length - 1} of the dump is the dump's end line, which counts 4 client groups, but 3 came before it: lines were lost or added, so nothing was imported`);
+      await expect(importSpace(ctx, '', [dropped], { mode: 'merge' })).rejects.toThrow(
+        `line ${lines.length - 1} of the dump is the dump's end line, which counts 4 client groups, but 3 came before it: lines were lost or added, so nothing was imported`,
+      );
     });
 
     it('a dump refused after its client groups were staged leaves no staging row; one a killed import left is one import to inspect, and housekeeping removes it', async () => {
@@ -233,10 +281,13 @@ export function describeClientRecords(name: string, create: () => Storage): void
       expect(await rawContents(ctx.storage)).toEqual(before);
 
       const id = stagingID(clock.now);
-      await ctx.storage.transaction(async (tx) => {
-        await stage(tx, '', id, [['a', 1]]);
-        await stageGroups(tx, '', id, [{ group: { group: 'g', user: null, clients: { c: 1 } }, index: 0 }]);
-      }, { readOnly: false, space: '' });
+      await ctx.storage.transaction(
+        async (tx) => {
+          await stage(tx, '', id, [['a', 1]]);
+          await stageGroups(tx, '', id, [{ group: { group: 'g', user: null, clients: { c: 1 } }, index: 0 }]);
+        },
+        { readOnly: false, space: '' },
+      );
       expect((await inspect(ctx, '')).staging).toEqual([{ started: clock.now, rows: 2, bytes: expect.any(Number) }]);
       clock.now += 25 * 60 * 60 * SECOND;
       await collectGarbage(ctx);
@@ -247,17 +298,29 @@ export function describeClientRecords(name: string, create: () => Storage): void
       const { ctx } = context();
       await push(ctx, 'alice', 'g1', [increment('c1', 1), increment('c1', 2)]);
       const before = (await pull(ctx, 'alice', 'g1', null)).cookie;
-      const fixture = '{"viewsync":"space","format":2,"space":"","exported":"2026-11-24T00:00:00.000Z"}\n{"key":"a","value":1}\n{"key":"b","value":{"x":[true]}}\n{"viewsync":"end","entries":2}\n';
-      expect(fixture).toBe(dumpOf([['a', 1], ['b', { x: [true] }]], { space: '', exported: '2026-11-24T00:00:00.000Z' }));
+      const fixture =
+        '{"viewsync":"space","format":2,"space":"","exported":"2026-11-24T00:00:00.000Z"}\n{"key":"a","value":1}\n{"key":"b","value":{"x":[true]}}\n{"viewsync":"end","entries":2}\n';
+      expect(fixture).toBe(
+        dumpOf(
+          [
+            ['a', 1],
+            ['b', { x: [true] }],
+          ],
+          { space: '', exported: '2026-11-24T00:00:00.000Z' },
+        ),
+      );
       expect(await importSpace(ctx, '', [fixture], { mode: 'replace' })).toEqual({ entries: 2, written: 2, deleted: 1, groups: 0, clients: 0, skipped: [] });
-      expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual([['a', 1], ['b', { x: [true] }]]);
+      expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual([
+        ['a', 1],
+        ['b', { x: [true] }],
+      ]);
       expect((await pull(ctx, 'alice', 'g1', before)).lastMutationIDChanges).toEqual({});
       await push(ctx, 'alice', 'g1', [increment('c1', 2), increment('c1', 3)]);
       expect(await read(ctx, '', (tx) => tx.get('count/c1'))).toBe(1);
       // Format 2 has no client groups: such a line is not one of its entries.
-      await expect(importSpace(ctx, '', [fixture.replace('{"viewsync":"end"', '{"group":"g","user":null,"clients":{}}\n{"viewsync":"end"')], { mode: 'merge' })).rejects.toThrow(
-        'line 4 of the dump is not an entry: it should be an object with exactly "key" and "value"',
-      );
+      await expect(
+        importSpace(ctx, '', [fixture.replace('{"viewsync":"end"', '{"group":"g","user":null,"clients":{}}\n{"viewsync":"end"')], { mode: 'merge' }),
+      ).rejects.toThrow('line 4 of the dump is not an entry: it should be an object with exactly "key" and "value"');
     });
 
     it('bad client group lines are refused naming the line, with clients: false too, and change nothing', async () => {
@@ -268,7 +331,11 @@ export function describeClientRecords(name: string, create: () => Storage): void
       const cases: Array<[string, number, string | RegExp]> = [
         [dump3([], [{ group: 1, user: null, clients: {} }]), 2, 'line 2 of the dump has a group ID that is not a string (1)'],
         [dump3([], [{ group: 'g', user: 5, clients: {} }]), 2, /has a user ID that is not a string \(5\)/],
-        [dump3([], [{ group: 'g', clients: {} }]), 2, /is not a client group: it should be an object with exactly "group", "user" and "clients" \(or "expired": true\)/],
+        [
+          dump3([], [{ group: 'g', clients: {} }]),
+          2,
+          /is not a client group: it should be an object with exactly "group", "user" and "clients" \(or "expired": true\)/,
+        ],
         [dump3([], [{ ...ok, extra: 1 }]), 2, /is not a client group/],
         [dump3([], [{ group: 'g', user: null, clients: [1] }]), 2, /has "clients" that is not an object/],
         [dump3([], [{ group: 'g', user: null, expired: 1 }]), 2, /has "expired": 1: an expired group's line has "expired": true/],
@@ -276,30 +343,67 @@ export function describeClientRecords(name: string, create: () => Storage): void
         [dump3([], [{ group: 'g', user: 'ü'.repeat(5), clients: {} }]), 2, /has a user ID longer than 9 bytes/],
         [dump3([], [{ group: 'g', user: null, clients: { ['c'.repeat(10)]: 1 } }]), 2, /has a client ID longer than 9 bytes/],
         [dump3([], [{ group: '\ud800', user: null, clients: {} }]), 2, /has a group ID holding a lone surrogate/],
-        ...[-1, 1.5, 2 ** 53, '3', null].map((lmid): [string, number, RegExp] => [dump3([], [{ group: 'g', user: null, clients: { c: lmid } }]), 2, new RegExp(`has client "c" with lastMutationID ${JSON.stringify(lmid)}: it should be a whole number from 0 to 2\\^53 - 1`)]),
+        ...[-1, 1.5, 2 ** 53, '3', null].map((lmid): [string, number, RegExp] => [
+          dump3([], [{ group: 'g', user: null, clients: { c: lmid } }]),
+          2,
+          new RegExp(`has client "c" with lastMutationID ${JSON.stringify(lmid)}: it should be a whole number from 0 to 2\\^53 - 1`),
+        ]),
         [dump3([], [{ group: 'h', user: null, clients: {} }, ok]), 3, /has client group "g" of anonymous requests, which is not after the previous line's/],
         [dump3([], [{ group: 'g', user: 'bob', clients: {} }, ok]), 3, /not after the previous line's/],
         [dump3([], [ok, ok], { groups: 1 }), 3, /has client group "g" of anonymous requests again: a group comes once/],
         [dump3([], [ok, { group: 'g', user: null, expired: true }], { groups: 1 }), 3, /again/],
         [dump3([], [ok, { group: 'g', user: null, clients: { b: 1 } }], { groups: 1 }), 3, /again/],
-        [dump3([], [{ group: 'g', user: null, clients: { a: 1, c: 1 } }, { group: 'g', user: null, clients: { b: 1 } }], { groups: 1 }), 3, /again/],
-        [dump3([], [ok]).replace('\n{"viewsync":"end"', '\n{"key":"z","value":1}\n{"viewsync":"end"'), 3, 'line 3 of the dump is an entry after the client groups: a dump lists its entries first, then its client groups'],
-        [dump3([], [ok]).replace(',"groups":1', ''), 3, 'line 3 of the dump is an end line without a count of client groups: a format-3 dump\'s is {"viewsync":"end","entries":N,"groups":M}'],
+        [
+          dump3(
+            [],
+            [
+              { group: 'g', user: null, clients: { a: 1, c: 1 } },
+              { group: 'g', user: null, clients: { b: 1 } },
+            ],
+            { groups: 1 },
+          ),
+          3,
+          /again/,
+        ],
+        [
+          dump3([], [ok]).replace('\n{"viewsync":"end"', '\n{"key":"z","value":1}\n{"viewsync":"end"'),
+          3,
+          'line 3 of the dump is an entry after the client groups: a dump lists its entries first, then its client groups',
+        ],
+        [
+          dump3([], [ok]).replace(',"groups":1', ''),
+          3,
+          'line 3 of the dump is an end line without a count of client groups: a format-3 dump\'s is {"viewsync":"end","entries":N,"groups":M}',
+        ],
         [dump3([], [ok], { groups: 2 }), 3, /counts 2 client groups, but 1 came before it/],
-        ['{"viewsync":"space","format":5}\n', 1, 'line 1 of the dump is a header of dump format 5; this viewsync reads formats 4, 3 and 2 (and 1, with allowFormat1)'],
+        [
+          '{"viewsync":"space","format":5}\n',
+          1,
+          'line 1 of the dump is a header of dump format 5; this viewsync reads formats 4, 3 and 2 (and 1, with allowFormat1)',
+        ],
       ];
       for (const [input, line, message] of cases) {
         for (const clients of [true, false]) {
-          const failure = await importSpace(ctx, '', [input], { mode: 'replace', clients }).then(() => undefined, (error: unknown) => error);
+          const failure = await importSpace(ctx, '', [input], { mode: 'replace', clients }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
           expect(failure, input).toBeInstanceOf(DumpError);
-          expect([(failure as DumpError).line, (failure as DumpError).message], input).toEqual([line, typeof message === 'string' ? message : expect.stringMatching(message)]);
+          expect([(failure as DumpError).line, (failure as DumpError).message], input).toEqual([
+            line,
+            typeof message === 'string' ? message : expect.stringMatching(message),
+          ]);
           expect(await rawContents(ctx.storage)).toEqual(before);
         }
       }
       // Good lines within the limits are taken: an empty ID, "__proto__", a group on two lines.
-      const good = '{"viewsync":"space","format":3}\n{"group":"","user":null,"clients":{"__proto__":0,"":3}}\n{"group":"g","user":null,"clients":{"a":1}}\n{"group":"g","user":null,"clients":{"b":2}}\n{"viewsync":"end","entries":0,"groups":2}\n';
+      const good =
+        '{"viewsync":"space","format":3}\n{"group":"","user":null,"clients":{"__proto__":0,"":3}}\n{"group":"g","user":null,"clients":{"a":1}}\n{"group":"g","user":null,"clients":{"b":2}}\n{"viewsync":"end","entries":0,"groups":2}\n';
       expect(await importSpace(ctx, '', [good], { mode: 'merge' })).toMatchObject({ groups: 2, clients: 4, skipped: [] });
-      expect(Object.entries((await pull(anonymous(ctx), '', '', null)).lastMutationIDChanges)).toEqual([['', 3], ['__proto__', 0]]);
+      expect(Object.entries((await pull(anonymous(ctx), '', '', null)).lastMutationIDChanges)).toEqual([
+        ['', 3],
+        ['__proto__', 0],
+      ]);
       expect((await pull(anonymous(ctx), '', 'g', null)).lastMutationIDChanges).toEqual({ a: 1, b: 2 });
     });
   });

@@ -58,7 +58,9 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
     const shown = { invoices: {} as Record<string, ReadonlyJSONValue> };
     rep.subscribe((tx) => tx.scan({ prefix: 'invoice/' }).entries().toArray(), { onData: (entries) => (shown.invoices = Object.fromEntries(entries)) });
     const showing = (expected: Record<string, ReadonlyJSONValue>) =>
-      waitFor(() => JSON.stringify(shown.invoices) === JSON.stringify(expected), { message: () => `the screen to show ${JSON.stringify(expected)}; it shows ${JSON.stringify(shown.invoices)}` });
+      waitFor(() => JSON.stringify(shown.invoices) === JSON.stringify(expected), {
+        message: () => `the screen to show ${JSON.stringify(expected)}; it shows ${JSON.stringify(shown.invoices)}`,
+      });
 
     await rep.mutate.put({ key: 'invoice/1', value: { paid: false } });
     await showing({ 'invoice/1': { paid: false } });
@@ -69,7 +71,9 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
     await showing({ 'invoice/1': { paid: true } });
     await mutate(ctx, '', 'put', { key: 'invoice/2', value: { paid: false } });
     await showing({ 'invoice/1': { paid: true }, 'invoice/2': { paid: false } });
-    await importSpace(ctx, '', ['{"viewsync":"space","format":2}\n{"key":"invoice/3","value":{"paid":true}}\n{"viewsync":"end","entries":1}\n'], { mode: 'replace' });
+    await importSpace(ctx, '', ['{"viewsync":"space","format":2}\n{"key":"invoice/3","value":{"paid":true}}\n{"viewsync":"end","entries":1}\n'], {
+      mode: 'replace',
+    });
     await showing({ 'invoice/3': { paid: true } });
     // The client's own mutations still go through: its lastMutationID was left alone.
     await rep.mutate.put({ key: 'invoice/4', value: { paid: false } });
@@ -98,9 +102,15 @@ describe.each(stores)('a backend write reaches the real client: %s', (_, create)
     expect(await importSpace(target, '', [dump], { mode: 'replace' })).toMatchObject({ groups: 1, clients: 1, skipped: [] });
     server = await serve(target, { port });
     await waitFor(confirmed, { timeout: 20_000, message: 'the pending writes to be confirmed by the new store' });
-    await waitFor(async () => (await rep.query((tx) => tx.scan({ prefix: 'todo/' }).entries().toArray())).length === 3, { message: 'the client to show its three writes' });
+    await waitFor(async () => (await rep.query((tx) => tx.scan({ prefix: 'todo/' }).entries().toArray())).length === 3, {
+      message: 'the client to show its three writes',
+    });
     const dumped = await new Response(exportSpace(target, '')).text();
-    expect(dumped.split('\n').slice(1, 4)).toEqual(['{"key":"todo/1","value":"before"}', '{"key":"todo/2","value":"during"}', '{"key":"todo/3","value":"during"}']);
+    expect(dumped.split('\n').slice(1, 4)).toEqual([
+      '{"key":"todo/1","value":"before"}',
+      '{"key":"todo/2","value":"during"}',
+      '{"key":"todo/3","value":"during"}',
+    ]);
     expect(dumped).toMatch(/"clients":\{"[^"]+":3\}\}\n/);
     // Pushes to the stopped server failed meanwhile; what must not happen is a reset.
     expect(rep.logs.filter((entry) => /ClientStateNotFound/.test(entry.message))).toEqual([]);

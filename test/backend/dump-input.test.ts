@@ -33,7 +33,10 @@ async function attempt(ctx: SyncContext, dump: string | Uint8Array, size: number
       controller.enqueue(bytes.slice(at, (at += size)));
     },
   });
-  return importSpace(ctx, '', source, { mode: 'replace' }).then(() => undefined, (error: unknown) => error);
+  return importSpace(ctx, '', source, { mode: 'replace' }).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 }
 
 describe('importSpace against hostile dumps', () => {
@@ -50,28 +53,39 @@ describe('importSpace against hostile dumps', () => {
       fc.constant('\r'),
     );
     await fc.assert(
-      fc.asyncProperty(fc.array(line, { maxLength: 12 }), fc.boolean(), fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.uint8Array({ maxLength: 6 }), async (lines, closed, newline, size, noise) => {
-        const ctx = await seeded();
-        const before = await rawContents(ctx.storage);
-        // Often closed by an end line that counts the lines before it, as an export's would.
-        const text = [...lines, ...(closed ? [end(Math.max(0, lines.length - 1))] : [])].join(newline ? '\r\n' : '\n');
-        const bytes = new Uint8Array([...new TextEncoder().encode(text), ...noise]);
-        const failure = await attempt(ctx, bytes, size);
-        if (failure === undefined) {
-          // Taken: the dump ended with an end line counting its entries, and the space is now exactly them.
-          const [, ...rest] = new TextDecoder().decode(bytes).split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line.trim() !== '');
-          const entries = rest.slice(0, -1);
-          expect(JSON.parse(rest.at(-1)!)).toMatchObject({ viewsync: 'end', entries: entries.length });
-          const expected = entries.map((line) => JSON.parse(line) as { key: string; value: JSONValue }).map(({ key, value }) => [key, value]);
-          expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual(expected);
-          return;
-        }
-        expect(failure).toBeInstanceOf(DumpError);
-        const lineCount = new TextDecoder().decode(bytes).split('\n').length;
-        expect((failure as DumpError).line).toBeGreaterThanOrEqual(1);
-        expect((failure as DumpError).line).toBeLessThanOrEqual(lineCount);
-        expect(await rawContents(ctx.storage)).toEqual(before);
-      }),
+      fc.asyncProperty(
+        fc.array(line, { maxLength: 12 }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 40 }),
+        fc.uint8Array({ maxLength: 6 }),
+        async (lines, closed, newline, size, noise) => {
+          const ctx = await seeded();
+          const before = await rawContents(ctx.storage);
+          // Often closed by an end line that counts the lines before it, as an export's would.
+          const text = [...lines, ...(closed ? [end(Math.max(0, lines.length - 1))] : [])].join(newline ? '\r\n' : '\n');
+          const bytes = new Uint8Array([...new TextEncoder().encode(text), ...noise]);
+          const failure = await attempt(ctx, bytes, size);
+          if (failure === undefined) {
+            // Taken: the dump ended with an end line counting its entries, and the space is now exactly them.
+            const [, ...rest] = new TextDecoder()
+              .decode(bytes)
+              .split('\n')
+              .map((line) => line.replace(/\r$/, ''))
+              .filter((line) => line.trim() !== '');
+            const entries = rest.slice(0, -1);
+            expect(JSON.parse(rest.at(-1)!)).toMatchObject({ viewsync: 'end', entries: entries.length });
+            const expected = entries.map((line) => JSON.parse(line) as { key: string; value: JSONValue }).map(({ key, value }) => [key, value]);
+            expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual(expected);
+            return;
+          }
+          expect(failure).toBeInstanceOf(DumpError);
+          const lineCount = new TextDecoder().decode(bytes).split('\n').length;
+          expect((failure as DumpError).line).toBeGreaterThanOrEqual(1);
+          expect((failure as DumpError).line).toBeLessThanOrEqual(lineCount);
+          expect(await rawContents(ctx.storage)).toEqual(before);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -84,10 +98,15 @@ describe('importSpace against hostile dumps', () => {
       pull(controller) {
         // 64 KiB of one line at a time, for ever: only the bound ends it.
         sent += 65_536;
-        controller.enqueue(new TextEncoder().encode(sent === 65_536 ? `${HEADER}\n{"key":"a","value":"${'x'.repeat(65_536 - HEADER.length - 22)}` : 'x'.repeat(65_536)));
+        controller.enqueue(
+          new TextEncoder().encode(sent === 65_536 ? `${HEADER}\n{"key":"a","value":"${'x'.repeat(65_536 - HEADER.length - 22)}` : 'x'.repeat(65_536)),
+        );
       },
     });
-    const failure = await importSpace(ctx, '', endless, { mode: 'replace' }).then(() => undefined, (error: unknown) => error);
+    const failure = await importSpace(ctx, '', endless, { mode: 'replace' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(failure).toBeInstanceOf(DumpError);
     expect((failure as DumpError).line).toBe(2);
     // A group's line may be 64 KiB (dump.ts), more than an entry within these limits (4,512 characters).

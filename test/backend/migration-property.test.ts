@@ -13,11 +13,7 @@ import { type Counted, countOnce, entriesOf, itemKey, killable, Killed, migratio
 const RUNS = Number(process.env.FC_RUNS ?? 100);
 const KEYS = 12;
 
-type Step =
-  | { kind: 'push'; key: number; n: number }
-  | { kind: 'delete'; key: number }
-  | { kind: 'run'; batches: number }
-  | { kind: 'kill'; after: number };
+type Step = { kind: 'push'; key: number; n: number } | { kind: 'delete'; key: number } | { kind: 'run'; batches: number } | { kind: 'kill'; after: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('push' as const), key: fc.nat(KEYS + 3), n: fc.nat(1000) }),
@@ -46,7 +42,11 @@ test('any interleaving of batches, pushes, stops and kills gives each entry the 
         } else if (s.kind === 'run') {
           const stop = new AbortController();
           let batches = 0;
-          await runMigration(ctx, countOnce, { batch, signal: stop.signal, onProgress: () => void (++batches >= s.batches && stop.abort(new Error('stop'))) }).catch((error: Error) => {
+          await runMigration(ctx, countOnce, {
+            batch,
+            signal: stop.signal,
+            onProgress: () => void (++batches >= s.batches && stop.abort(new Error('stop'))),
+          }).catch((error: Error) => {
             if (error.message !== 'stop') throw error;
           });
         } else {
@@ -60,7 +60,11 @@ test('any interleaving of batches, pushes, stops and kills gives each entry the 
       await runMigration(ctx, countOnce, { batch });
       const entries = await entriesOf(ctx, 's');
       const items = new Map([...entries].filter(([key]) => key.startsWith('item/')));
-      const wanted = new Map([...expected].flatMap(([key, value]): Array<[string, Counted]> => (value === undefined ? [] : [[key, value.done ? { n: value.n, m: 1 } : { n: value.n }]])));
+      const wanted = new Map(
+        [...expected].flatMap(
+          ([key, value]): Array<[string, Counted]> => (value === undefined ? [] : [[key, value.done ? { n: value.n, m: 1 } : { n: value.n }]]),
+        ),
+      );
       expect(Object.fromEntries(items)).toEqual(Object.fromEntries(wanted));
     }),
     { numRuns: RUNS },

@@ -4,23 +4,9 @@
  * their records kept by housekeeping, shown by `inspect`.
  */
 import { describe, expect, test } from 'vitest';
-import {
-  createContext,
-  handlePush,
-  type JSONValue,
-  type Storage,
-  type SyncContext,
-} from '../../src/index.js';
+import { createContext, handlePush, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
 import { readChanges, transact } from '../../src/backend.js';
-import {
-  collectGarbage,
-  defineMigration,
-  importSpace,
-  inspect,
-  type Migration,
-  migrationStatus,
-  runMigration,
-} from '../../src/ops.js';
+import { collectGarbage, defineMigration, importSpace, inspect, type Migration, migrationStatus, runMigration } from '../../src/ops.js';
 import type { StorageTransaction, TransactionOptions } from '../../src/store.js';
 import { applyPatch, mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 import { handlePull } from '../../src/index.js';
@@ -40,7 +26,13 @@ export const countOnce: Migration = defineMigration({
 
 /** A context whose requests' space is their `?space=`. */
 export function migrationContext(storage: Storage, extra: Parameters<typeof createContext>[0] extends infer T ? Partial<T> : never = {}): SyncContext {
-  return createContext({ storage, mutators: testMutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: () => {}, ...extra });
+  return createContext({
+    storage,
+    mutators: testMutators,
+    space: (request) => new URL(request.url).searchParams.get('space') ?? '',
+    onError: () => {},
+    ...extra,
+  });
 }
 
 /** `count` entries `item/0000…` of `space`, each `{n}`, and one entry outside the migration's prefix. */
@@ -70,7 +62,7 @@ export function killable(store: Storage, kill: () => boolean): Storage {
   return {
     ...(store.maxKeyBytes !== undefined && { maxKeyBytes: store.maxKeyBytes }),
     ...(store.parts !== undefined && { parts: store.parts }),
-    transaction: <T,>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions) =>
+    transaction: <T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions) =>
       store.transaction(async (tx) => {
         const result = await fn(tx);
         if (!options.readOnly && kill()) throw new Killed('killed before commit');
@@ -97,7 +89,11 @@ export function describeMigrations(name: string, create: () => Storage | Promise
       expect(await runMigration(ctx, countOnce, { batch: 5 })).toEqual({ migrated: 0, skipped: 3, empty: 0, entries: 0 });
       expect((await entriesOf(ctx, 'a')).get(itemKey(0))).toEqual({ n: 0, m: 1 });
       const status = await migrationStatus(ctx, 'count-once');
-      expect(status.map(({ space, state, entries }) => [space, state, entries])).toEqual([['', 'done', 23], ['a', 'done', 23], ['b', 'done', 23]]);
+      expect(status.map(({ space, state, entries }) => [space, state, entries])).toEqual([
+        ['', 'done', 23],
+        ['a', 'done', 23],
+        ['b', 'done', 23],
+      ]);
       expect((await inspect(ctx, 'a')).migrations?.['count-once']).toMatchObject({ state: 'done', entries: 23 });
     });
 
@@ -135,7 +131,9 @@ export function describeMigrations(name: string, create: () => Storage | Promise
       const ctx = migrationContext(await create());
       await seed(ctx, 's', 30);
       const stop = new AbortController();
-      await expect(runMigration(ctx, countOnce, { batch: 7, signal: stop.signal, onProgress: ({ entries }) => void (entries >= 14 && stop.abort(new Error('stopped'))) })).rejects.toThrow('stopped');
+      await expect(
+        runMigration(ctx, countOnce, { batch: 7, signal: stop.signal, onProgress: ({ entries }) => void (entries >= 14 && stop.abort(new Error('stopped'))) }),
+      ).rejects.toThrow('stopped');
       const [status] = await migrationStatus(ctx, 'count-once');
       expect(status).toMatchObject({ space: 's', state: 'started', entries: 14, after: itemKey(13) });
       expect(await runMigration(ctx, countOnce, { batch: 7 })).toMatchObject({ migrated: 1, entries: 16 });
@@ -168,7 +166,16 @@ export function describeMigrations(name: string, create: () => Storage | Promise
           // Between two batches: one key just done (behind), one not reached yet (ahead), through handlePush.
           const [behind, ahead] = [itemKey(entries - 1), itemKey(entries + 2)];
           pushed.push({ key: behind, behind: true }, { key: ahead, behind: false });
-          const response = await handlePush(post('/push?space=s', pushBody('g', [mutation('c', ++id, 'put', { key: behind, value: { n: 1000 + id } }), mutation('c', ++id, 'put', { key: ahead, value: { n: 1000 + id } })])), ctx);
+          const response = await handlePush(
+            post(
+              '/push?space=s',
+              pushBody('g', [
+                mutation('c', ++id, 'put', { key: behind, value: { n: 1000 + id } }),
+                mutation('c', ++id, 'put', { key: ahead, value: { n: 1000 + id } }),
+              ]),
+            ),
+            ctx,
+          );
           expect(response.status).toBe(200);
         },
       });
@@ -185,27 +192,40 @@ export function describeMigrations(name: string, create: () => Storage | Promise
 
     test('its writes are in the change feed as made by the migration, and poke the space', async () => {
       const notified: string[] = [];
-      const ctx = migrationContext(await create(), { changes: {}, pokes: { notifier: { notify: (space: string) => void notified.push(space), subscribe: () => () => {} } } });
+      const ctx = migrationContext(await create(), {
+        changes: {},
+        pokes: { notifier: { notify: (space: string) => void notified.push(space), subscribe: () => () => {} } },
+      });
       await seed(ctx, 's', 3);
       const { cursor } = await readChanges(ctx, 's', { after: '0' });
       notified.length = 0;
       await runMigration(ctx, countOnce);
       const { changes } = await readChanges(ctx, 's', { after: cursor });
-      expect(changes.map((change) => [change.op, 'key' in change ? change.key : '', change.by])).toEqual([0, 1, 2].map((i) => ['set', itemKey(i), { kind: 'migration', name: 'count-once' }]));
+      expect(changes.map((change) => [change.op, 'key' in change ? change.key : '', change.by])).toEqual(
+        [0, 1, 2].map((i) => ['set', itemKey(i), { kind: 'migration', name: 'count-once' }]),
+      );
       expect(notified).toContain('s');
     });
 
     test('a space migration runs once per space, in one transaction; a failing migration writes nothing and rejects', async () => {
       const ctx = migrationContext(await create());
       for (const space of ['a', 'b']) await seed(ctx, space, 3);
-      const whole = defineMigration({ name: 'whole.v2', space: async (tx, space) => void (await tx.set('meta/space', { space, runs: (((await tx.get('meta/space')) as { runs?: number } | undefined)?.runs ?? 0) + 1 })) });
+      const whole = defineMigration({
+        name: 'whole.v2',
+        space: async (tx, space) =>
+          void (await tx.set('meta/space', { space, runs: (((await tx.get('meta/space')) as { runs?: number } | undefined)?.runs ?? 0) + 1 })),
+      });
       expect(await runMigration(ctx, whole)).toMatchObject({ migrated: 2 });
       expect(await runMigration(ctx, whole)).toMatchObject({ migrated: 0, skipped: 2 });
       expect((await entriesOf(ctx, 'b')).get('meta/space')).toEqual({ space: 'b', runs: 1 });
-      const failing = defineMigration({ name: 'fails', prefix: 'item/', entry: async (tx, key) => {
-        await tx.set(`copy/${key}`, 1);
-        if (key === itemKey(2)) throw new Error('bad entry');
-      } });
+      const failing = defineMigration({
+        name: 'fails',
+        prefix: 'item/',
+        entry: async (tx, key) => {
+          await tx.set(`copy/${key}`, 1);
+          if (key === itemKey(2)) throw new Error('bad entry');
+        },
+      });
       const before = await entriesOf(ctx, 'a');
       await expect(runMigration(ctx, failing, { spaces: ['a'] })).rejects.toThrow('bad entry');
       expect(await entriesOf(ctx, 'a')).toEqual(before);
@@ -218,12 +238,15 @@ export function describeMigrations(name: string, create: () => Storage | Promise
         for (const key of ['a', 'c', 'e', 'g']) await tx.set(key, { seen: 0 });
       });
       const given: string[] = [];
-      const split = defineMigration({ name: 'split', entry: async (tx, key, value) => {
-        given.push(key);
-        const v = value as { seen: number; from?: string };
-        if (v.from === undefined && key.length === 1) await tx.set(`${key}x`, { seen: 0, from: key });
-        await tx.set(key, { ...v, seen: v.seen + 1 });
-      } });
+      const split = defineMigration({
+        name: 'split',
+        entry: async (tx, key, value) => {
+          given.push(key);
+          const v = value as { seen: number; from?: string };
+          if (v.from === undefined && key.length === 1) await tx.set(`${key}x`, { seen: 0, from: key });
+          await tx.set(key, { ...v, seen: v.seen + 1 });
+        },
+      });
       await runMigration(ctx, split, { batch: 2 });
       expect(given).toEqual(['a', 'ax', 'c', 'cx', 'e', 'ex', 'g', 'gx']);
       expect([...(await entriesOf(ctx, 's')).values()].every((value) => (value as unknown as { seen: number }).seen === 1)).toBe(true);
@@ -236,14 +259,18 @@ export function describeMigrations(name: string, create: () => Storage | Promise
       });
       const given: string[] = [];
       // Joins each pair into its first key; a second half whose first half is gone is left alone.
-      const join = defineMigration({ name: 'join', prefix: 'pair/', entry: async (tx, key, value) => {
-        given.push(key);
-        if (key.endsWith('a')) {
-          const other = `${key.slice(0, -1)}b`;
-          await tx.set(key, { halves: [(value as { half: string }).half, ((await tx.get(other)) as { half: string }).half] });
-          await tx.del(other);
-        }
-      } });
+      const join = defineMigration({
+        name: 'join',
+        prefix: 'pair/',
+        entry: async (tx, key, value) => {
+          given.push(key);
+          if (key.endsWith('a')) {
+            const other = `${key.slice(0, -1)}b`;
+            await tx.set(key, { halves: [(value as { half: string }).half, ((await tx.get(other)) as { half: string }).half] });
+            await tx.del(other);
+          }
+        },
+      });
       await runMigration(ctx, join, { batch: 4 });
       expect(given).toEqual(['pair/1a', 'pair/2a', 'pair/3a']);
       expect([...(await entriesOf(ctx, 's')).keys()]).toEqual(['pair/1a', 'pair/2a', 'pair/3a']);
@@ -266,7 +293,13 @@ export function describeMigrations(name: string, create: () => Storage | Promise
       await collectGarbage(ctx);
       expect(await runMigration(ctx, countOnce)).toMatchObject({ skipped: 2, entries: 0 });
       // An import brings data, not records: the space stays done under the name.
-      const dump = [{ viewsync: 'space', format: 2 }, { key: itemKey(0), value: { n: 0 } }, { viewsync: 'end', entries: 1 }].map((line) => JSON.stringify(line)).join('\n');
+      const dump = [
+        { viewsync: 'space', format: 2 },
+        { key: itemKey(0), value: { n: 0 } },
+        { viewsync: 'end', entries: 1 },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join('\n');
       await importSpace(ctx, 'a', dump, { mode: 'replace', clients: false });
       expect((await inspect(ctx, 'a')).migrations?.['count-once']).toMatchObject({ state: 'done', entries: 5 });
       expect(await runMigration(ctx, countOnce, { spaces: ['a'] })).toMatchObject({ skipped: 1 });

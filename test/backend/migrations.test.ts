@@ -5,4 +5,5 @@ import { onEveryStore } from '../support/stores.js';
 import { describeMigrations } from './migrations-suite.js';
 
 onEveryStore('migrations', describeMigrations);
-describe('over several stores', () => describeMigrations('routedStorage (memory, memory)', () => routedStorage({ stores: { a: memoryStorage(), b: memoryStorage() } })));
+describe('over several stores', () =>
+  describeMigrations('routedStorage (memory, memory)', () => routedStorage({ stores: { a: memoryStorage(), b: memoryStorage() } })));

@@ -113,7 +113,10 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       }
       const pusher = async (p: number) => {
         for (let i = 1; i <= rounds; i++) {
-          await push(ctx, `g${p}`, [mutation(`c${p}`, 2 * i - 1, 'increment', { key: 'count', delta: 1 }), mutation(`c${p}`, 2 * i, 'put', { key: `pusher/${p}/${i}`, value: i })]);
+          await push(ctx, `g${p}`, [
+            mutation(`c${p}`, 2 * i - 1, 'increment', { key: 'count', delta: 1 }),
+            mutation(`c${p}`, 2 * i, 'put', { key: `pusher/${p}/${i}`, value: i }),
+          ]);
           await catchUp(`g${p}`);
         }
       };
@@ -140,11 +143,13 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'kept', value: 1 })]);
       const before = await rawContents(ctx.storage);
       const failure = new Error('the webhook was forged');
-      await expect(transact(ctx, '', async (tx) => {
-        await tx.set('kept', 2);
-        await tx.set('new', 2);
-        throw failure;
-      })).rejects.toBe(failure);
+      await expect(
+        transact(ctx, '', async (tx) => {
+          await tx.set('kept', 2);
+          await tx.set('new', 2);
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
       expect(await rawContents(ctx.storage)).toEqual(before);
 
       // Queued together behind a running transaction, they share one storage transaction. Its fn
@@ -157,10 +162,12 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       });
       await held.started;
       const pushed = push(ctx, 'g1', [mutation('c1', 2, 'put', { key: 'pushed', value: 1 })]);
-      const failed = expect(transact(ctx, '', async (tx) => {
-        await tx.set('pushed', 'overwritten');
-        throw failure;
-      })).rejects.toBe(failure);
+      const failed = expect(
+        transact(ctx, '', async (tx) => {
+          await tx.set('pushed', 'overwritten');
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
       held.release();
       await running;
       await pushed;
@@ -174,10 +181,15 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
     });
 
     it('a fn that runs past its time rejects, writes nothing, and frees the space', async (ctx) => {
-      const stuck = transact(ctx, '', async (tx) => {
-        await tx.set('never', 1);
-        await new Promise((resolve) => setTimeout(resolve, 5_000));
-      }, { timeoutMs: 50 });
+      const stuck = transact(
+        ctx,
+        '',
+        async (tx) => {
+          await tx.set('never', 1);
+          await new Promise((resolve) => setTimeout(resolve, 5_000));
+        },
+        { timeoutMs: 50 },
+      );
       await expect(stuck).rejects.toThrow('The transact function ran longer than 50 ms (timeoutMs); its writes were discarded');
       await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'after', value: 1 })]);
       expect((await pull(ctx, 'reader', null)).patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'after', value: 1 }]);
@@ -185,11 +197,16 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
 
     it('a transact of the same space from inside fn waits for fn, which times out and writes nothing; the inner one then runs', async (ctx) => {
       let inner: Promise<void> | undefined;
-      const outer = transact(ctx, '', async (tx) => {
-        await tx.set('outer', 1);
-        inner = transact(ctx, '', (tx2) => tx2.set('inner', 1));
-        await inner;
-      }, { timeoutMs: 200 });
+      const outer = transact(
+        ctx,
+        '',
+        async (tx) => {
+          await tx.set('outer', 1);
+          inner = transact(ctx, '', (tx2) => tx2.set('inner', 1));
+          await inner;
+        },
+        { timeoutMs: 200 },
+      );
       await expect(outer).rejects.toThrow(/ran longer than 200 ms/);
       await inner;
       expect(await read(ctx, '', (tx) => tx.scan().entries().toArray())).toEqual([['inner', 1]]);
@@ -203,16 +220,21 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       let reading = true;
       void pushes.finally(() => (reading = false));
       while (reading) {
-        seen.push(await read(ctx, '', async (tx) => {
-          const a = await tx.get('pair/a');
-          await new Promise((resolve) => setTimeout(resolve, 1));
-          return [a, await tx.get('pair/b')] as [unknown, unknown];
-        }));
+        seen.push(
+          await read(ctx, '', async (tx) => {
+            const a = await tx.get('pair/a');
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            return [a, await tx.get('pair/b')] as [unknown, unknown];
+          }),
+        );
       }
       await pushes;
       expect(seen.length).toBeGreaterThan(3);
       for (const [a, b] of seen) expect(a).toBe(b);
-      expect(await read(ctx, '', (tx) => tx.scan({ prefix: 'pair/' }).entries().toArray())).toEqual([['pair/a', 15], ['pair/b', 15]]);
+      expect(await read(ctx, '', (tx) => tx.scan({ prefix: 'pair/' }).entries().toArray())).toEqual([
+        ['pair/a', 15],
+        ['pair/b', 15],
+      ]);
       // Read-only: the transaction has no set.
       expect(await read(ctx, '', (tx) => 'set' in tx)).toBe(false);
     });
@@ -220,10 +242,18 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
     it('a read that holds its snapshot past its time rejects and lets pushes commit; its tx is closed', async (ctx) => {
       let wake!: () => void;
       let late: Promise<unknown> | undefined;
-      const stuck = read(ctx, '', async (tx) => {
-        await new Promise<void>((resolve) => (wake = resolve));
-        late = tx.get('x').then(() => 'read', (error: unknown) => error);
-      }, { timeoutMs: 100 });
+      const stuck = read(
+        ctx,
+        '',
+        async (tx) => {
+          await new Promise<void>((resolve) => (wake = resolve));
+          late = tx.get('x').then(
+            () => 'read',
+            (error: unknown) => error,
+          );
+        },
+        { timeoutMs: 100 },
+      );
       await expect(stuck).rejects.toThrow('The read function ran longer than 100 ms (timeoutMs); its snapshot was let go');
       await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'after', value: 1 })]);
       expect(await read(ctx, '', (tx) => tx.get('after'))).toBe(1);
@@ -245,7 +275,13 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
 
     it('export then import, into another space of this store (named by `from`), gives the same full pull; merge only sets', async (ctx) => {
       // In UTF-8 order: `z` (0x7a) before `ü` (0xc3 0xbc).
-      const entries: Array<[string, JSONValue]> = [['a', 1], ['b/z', 'line\nbreak'], ['b/ü', { nested: ['🙂', null, true] }], ['c', -0.5], ['\u{10FFFF}', '']];
+      const entries: Array<[string, JSONValue]> = [
+        ['a', 1],
+        ['b/z', 'line\nbreak'],
+        ['b/ü', { nested: ['🙂', null, true] }],
+        ['c', -0.5],
+        ['\u{10FFFF}', ''],
+      ];
       await transact(ctx, 'from', async (tx) => {
         for (const [key, value] of entries) await tx.set(key, value);
         await tx.set('b/gone', 1);
@@ -263,7 +299,12 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       const view = await read(ctx, 'to', (tx) => tx.scan().entries().toArray());
       expect(view).toEqual(entries);
       // The same dump again changes nothing.
-      expect(await importSpace(ctx, 'to', chunked(dump, 1000), { mode: 'replace', from: 'from' })).toEqual({ entries: 5, written: 0, deleted: 0, ...NO_GROUPS });
+      expect(await importSpace(ctx, 'to', chunked(dump, 1000), { mode: 'replace', from: 'from' })).toEqual({
+        entries: 5,
+        written: 0,
+        deleted: 0,
+        ...NO_GROUPS,
+      });
       // Merge sets and keeps the rest.
       await transact(ctx, 'to', (tx) => tx.set('extra', true));
       const merge = `${lines[0]}\n{"key":"a","value":2}\n{"viewsync":"end","entries":1,"groups":0}\n`;
@@ -297,7 +338,10 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
         [`${header}\n\n{"key":"a","value":1}\n["a",1]\n`, 4, /not an entry/],
       ];
       for (const [dump, line, message] of cases) {
-        const failure = await importSpace(ctx, '', [dump], { mode: 'replace' }).then(() => undefined, (error: unknown) => error);
+        const failure = await importSpace(ctx, '', [dump], { mode: 'replace' }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
         expect(failure, dump).toBeInstanceOf(DumpError);
         expect((failure as DumpError).line, dump).toBe(line);
         expect((failure as DumpError).message, dump).toMatch(message);
@@ -329,7 +373,10 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       expect(at).toBe(dump.length);
       for (const cut of [...cuts].sort((a, b) => a - b)) {
         for (const mode of ['replace', 'merge'] as const) {
-          const failure = await importSpace(ctx, '', chunked(dump.slice(0, cut), 16), { mode }).then(() => undefined, (error: unknown) => error);
+          const failure = await importSpace(ctx, '', chunked(dump.slice(0, cut), 16), { mode }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
           expect(failure, `${mode}, cut at ${cut}: ${JSON.stringify(dump.slice(Math.max(0, cut - 30), cut))}`).toBeInstanceOf(DumpError);
           expect(await rawContents(ctx.storage)).toEqual(before);
         }
@@ -341,7 +388,14 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       );
       // The whole dump, with or without its last newline, is taken, and changes nothing either.
       for (const whole of [dump, dump.slice(0, -1)]) {
-        expect(await importSpace(ctx, '', chunked(whole, 16), { mode: 'replace' })).toEqual({ entries: 11, written: 0, deleted: 0, groups: 1, clients: 0, skipped: [] });
+        expect(await importSpace(ctx, '', chunked(whole, 16), { mode: 'replace' })).toEqual({
+          entries: 11,
+          written: 0,
+          deleted: 0,
+          groups: 1,
+          clients: 0,
+          skipped: [],
+        });
       }
       expect(await rawContents(ctx.storage)).toEqual(before);
     });
@@ -349,36 +403,72 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
     it('an end line with the wrong count, lines after it, a format-1 dump and a dump of another space are refused and change nothing; allowFormat1 and from take them', async (ctx) => {
       await transact(ctx, 'acme', (tx) => tx.set('kept', 1));
       const before = await rawContents(ctx.storage);
-      const entries: Array<[string, JSONValue]> = [['a', 1], ['b', 2]];
+      const entries: Array<[string, JSONValue]> = [
+        ['a', 1],
+        ['b', 2],
+      ];
       const dump = dumpOf(entries, { space: 'acme' });
       const [header] = dump.split('\n');
       const format1 = `{"viewsync":"space","format":1,"space":"acme"}\n{"key":"a","value":1}\n{"key":"b","value":2}\n`;
       const cases: Array<[string, 'replace' | 'merge', number, string | RegExp]> = [
-        [dump.replace('"entries":2', '"entries":3'), 'replace', 4, "line 4 of the dump is the dump's end line, which counts 3 entries, but 2 came before it: lines were lost or added, so nothing was imported"],
+        [
+          dump.replace('"entries":2', '"entries":3'),
+          'replace',
+          4,
+          "line 4 of the dump is the dump's end line, which counts 3 entries, but 2 came before it: lines were lost or added, so nothing was imported",
+        ],
         [dump.replace('{"key":"a","value":1}\n', ''), 'merge', 3, /counts 2 entries, but 1 came before it/],
         [dump.replace('"entries":2', '"entries":"2"'), 'replace', 4, /is an end line without a count of entries/],
-        [`${dump}{"key":"c","value":3}\n`, 'merge', 5, "line 5 of the dump comes after the dump's end line (line 4): a dump ends there (were two dumps joined?), so nothing was imported"],
+        [
+          `${dump}{"key":"c","value":3}\n`,
+          'merge',
+          5,
+          "line 5 of the dump comes after the dump's end line (line 4): a dump ends there (were two dumps joined?), so nothing was imported",
+        ],
         [`${dump}\n${dump}`, 'replace', 6, /comes after the dump's end line \(line 4\)/],
         [`${header}\n${dumpOf([]).split('\n')[1]}\n\n${header}\n`, 'replace', 4, /comes after the dump's end line \(line 2\)/],
-        [format1, 'replace', 1, /^line 1 of the dump is the header of a format-1 dump, which has no end line: if it was cut short \(an export that failed midway\), nothing shows it, and a replace would delete every entry after the cut\. Export it again with this viewsync \(format 3\), or, if you know the dump is whole, import it with allowFormat1: true \(CLI: --allow-format-1\)$/],
+        [
+          format1,
+          'replace',
+          1,
+          /^line 1 of the dump is the header of a format-1 dump, which has no end line: if it was cut short \(an export that failed midway\), nothing shows it, and a replace would delete every entry after the cut\. Export it again with this viewsync \(format 3\), or, if you know the dump is whole, import it with allowFormat1: true \(CLI: --allow-format-1\)$/,
+        ],
         [format1, 'merge', 1, /a merge would set only the entries before the cut\. .* allowFormat1: true/],
-        [dumpOf(entries, { space: 'globex' }), 'replace', 1, 'line 1 of the dump is the header of a dump of space "globex", not "acme": to import it into "acme" anyway, pass from: "globex" (CLI: --from "globex")'],
+        [
+          dumpOf(entries, { space: 'globex' }),
+          'replace',
+          1,
+          'line 1 of the dump is the header of a dump of space "globex", not "acme": to import it into "acme" anyway, pass from: "globex" (CLI: --from "globex")',
+        ],
         [dumpOf(entries, { space: 7 }), 'merge', 1, /whose "space" is not a string/],
       ];
       for (const [input, mode, line, message] of cases) {
-        const failure = await importSpace(ctx, 'acme', chunked(input), { mode }).then(() => undefined, (error: unknown) => error);
+        const failure = await importSpace(ctx, 'acme', chunked(input), { mode }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
         expect(failure, input).toBeInstanceOf(DumpError);
-        expect([(failure as DumpError).line, (failure as DumpError).message], input).toEqual([line, typeof message === 'string' ? message : expect.stringMatching(message)]);
+        expect([(failure as DumpError).line, (failure as DumpError).message], input).toEqual([
+          line,
+          typeof message === 'string' ? message : expect.stringMatching(message),
+        ]);
         expect(await rawContents(ctx.storage)).toEqual(before);
       }
       // `from` names the space a dump must come from, which is then the only one taken.
-      await expect(importSpace(ctx, 'acme', [dumpOf(entries, { space: 'globex' })], { mode: 'merge', from: 'initech' })).rejects.toThrow('line 1 of the dump is the header of a dump of space "globex", not "initech" (options.from)');
+      await expect(importSpace(ctx, 'acme', [dumpOf(entries, { space: 'globex' })], { mode: 'merge', from: 'initech' })).rejects.toThrow(
+        'line 1 of the dump is the header of a dump of space "globex", not "initech" (options.from)',
+      );
       expect(await rawContents(ctx.storage)).toEqual(before);
 
       expect(await importSpace(ctx, 'acme', [format1], { mode: 'replace', allowFormat1: true })).toEqual({ entries: 2, written: 2, deleted: 1, ...NO_GROUPS });
       expect(await read(ctx, 'acme', (tx) => tx.scan().entries().toArray())).toEqual(entries);
       // A dump of another space, named; a dump made by hand without a space goes anywhere.
-      expect(await importSpace(ctx, 'acme', [dumpOf([['c', 3]], { space: 'globex' })], { mode: 'merge', from: 'globex' })).toEqual({ entries: 1, written: 1, deleted: 0, ...NO_GROUPS });
+      expect(await importSpace(ctx, 'acme', [dumpOf([['c', 3]], { space: 'globex' })], { mode: 'merge', from: 'globex' })).toEqual({
+        entries: 1,
+        written: 1,
+        deleted: 0,
+        ...NO_GROUPS,
+      });
       expect(await importSpace(ctx, 'initech', [dumpOf(entries)], { mode: 'replace' })).toEqual({ entries: 2, written: 2, deleted: 0, ...NO_GROUPS });
       expect(await importSpace(ctx, 'empty', [dumpOf([])], { mode: 'replace' })).toEqual({ entries: 0, written: 0, deleted: 0, ...NO_GROUPS });
     });
@@ -393,10 +483,23 @@ export function describeBackend(name: string, create: () => Storage | Promise<St
       ]);
       expect(typeof spaces[0]!.lastActivity).toBe('number');
       const detail = await inspect(ctx, '');
-      expect(detail.groups).toEqual([{ userID: null, clientGroupID: 'g1', lastActive: spaces[0]!.lastActivity, expired: false, schemaVersion: '', clients: { c1: 1, c2: 1 } }]);
+      expect(detail.groups).toEqual([
+        { userID: null, clientGroupID: 'g1', lastActive: spaces[0]!.lastActivity, expired: false, schemaVersion: '', clients: { c1: 1, c2: 1 } },
+      ]);
       // The active groups by the schema version they push with (the helpers' is '').
       expect(detail.schemaVersions).toEqual({ '': 1 });
-      expect(await inspect(ctx, 'none')).toEqual({ space: 'none', entries: 0, bytes: 0, history: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [], groups: [], rejectedMutations: [] });
+      expect(await inspect(ctx, 'none')).toEqual({
+        space: 'none',
+        entries: 0,
+        bytes: 0,
+        history: 0,
+        version: 0,
+        clientGroups: 0,
+        lastActivity: null,
+        staging: [],
+        groups: [],
+        rejectedMutations: [],
+      });
     });
   });
 }

@@ -12,7 +12,8 @@ describe('HTTPError.code', () => {
   it('names every status src answers with', () => {
     const files = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts'));
     const statuses = new Set<number>();
-    for (const name of files) for (const [, status] of readFileSync(join(ROOT, 'src', name), 'utf8').matchAll(/new HTTPError\((\d{3})\b/g)) statuses.add(Number(status));
+    for (const name of files)
+      for (const [, status] of readFileSync(join(ROOT, 'src', name), 'utf8').matchAll(/new HTTPError\((\d{3})\b/g)) statuses.add(Number(status));
     expect(statuses.has(410)).toBe(true);
     const unnamed = [...statuses].filter((status) => ['ClientError', 'ServerError'].includes(new HTTPError(status, '').code));
     expect(unnamed).toEqual([]);

@@ -19,7 +19,16 @@ import { TOPOLOGIES } from './topologies.js';
  * minutes (settling four, the last pulls and reads bounded), and reports `not-settled`.
  */
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 18);
-const SEEDS: Record<string, number> = { sqlite: 101, 'postgres-js': 102, 'pg-pool': 103, notifiers: 104, routed: 105, standby: 106, 'standby-async': 107, 'standby-reads': 108 };
+const SEEDS: Record<string, number> = {
+  sqlite: 101,
+  'postgres-js': 102,
+  'pg-pool': 103,
+  notifiers: 104,
+  routed: 105,
+  standby: 106,
+  'standby-async': 107,
+  'standby-reads': 108,
+};
 
 /**
  * Topologies run by hand only (`npm run chaos -- --topology NAME`), for CI's time: `pgbouncer`,
@@ -31,15 +40,19 @@ describe.runIf(!fastLoop)('fault injection', () => {
   for (const name of Object.keys(TOPOLOGIES).filter((topology) => !BY_HAND.has(topology))) {
     const needsPostgres = name !== 'sqlite';
     const webhooks = TOPOLOGIES[name]!.lossAllowed !== true;
-    it.runIf(!needsPostgres || haveServers())(`${name}: ${TOPOLOGIES[name]!.description}: nothing acknowledged lost or applied twice, no cookie or lastMutationID backwards, every client converged, no 500, no process died${webhooks ? ', every change delivered by webhooks in order' : ''}`, async () => {
-      const report = await runChaos({ topology: name, seed: SEEDS[name] ?? 1, durationMs: SECONDS * 1_000, webhooks });
-      console.log(describeReport(report));
-      expect(report.anomalies).toEqual([]);
-      // The run did what it is for: requests answered, mutations checked, faults injected.
-      expect(report.statuses['200']).toBeGreaterThan(50);
-      expect(report.mutationsChecked).toBeGreaterThan(20);
-      expect(Object.keys(report.faults).length).toBeGreaterThan(1);
-      if (webhooks) expect(report.webhooks?.changes).toBeGreaterThan(100);
-    }, 900_000);
+    it.runIf(!needsPostgres || haveServers())(
+      `${name}: ${TOPOLOGIES[name]!.description}: nothing acknowledged lost or applied twice, no cookie or lastMutationID backwards, every client converged, no 500, no process died${webhooks ? ', every change delivered by webhooks in order' : ''}`,
+      async () => {
+        const report = await runChaos({ topology: name, seed: SEEDS[name] ?? 1, durationMs: SECONDS * 1_000, webhooks });
+        console.log(describeReport(report));
+        expect(report.anomalies).toEqual([]);
+        // The run did what it is for: requests answered, mutations checked, faults injected.
+        expect(report.statuses['200']).toBeGreaterThan(50);
+        expect(report.mutationsChecked).toBeGreaterThan(20);
+        expect(Object.keys(report.faults).length).toBeGreaterThan(1);
+        if (webhooks) expect(report.webhooks?.changes).toBeGreaterThan(100);
+      },
+      900_000,
+    );
   }
 });

@@ -12,7 +12,16 @@ let clock = 0;
 
 function push(group: string, mutations: Array<[client: string, id: number]>, status: Exchange['status'] = 200, answer: unknown = {}): Exchange {
   const start = ++clock;
-  return { group, space: 's', kind: 'push', start, end: ++clock, body: { pushVersion: 1, clientGroupID: group, mutations: mutations.map(([clientID, id]) => ({ clientID, id, name: 'inc', args: null })) }, status, answer };
+  return {
+    group,
+    space: 's',
+    kind: 'push',
+    start,
+    end: ++clock,
+    body: { pushVersion: 1, clientGroupID: group, mutations: mutations.map(([clientID, id]) => ({ clientID, id, name: 'inc', args: null })) },
+    status,
+    answer,
+  };
 }
 
 function pull(group: string, cookie: JSONValue, answer: unknown, status: Exchange['status'] = 200): Exchange {
@@ -27,14 +36,29 @@ function applied(client: string, n: number): Array<[string, JSONValue]> {
 
 function history(exchanges: Exchange[], data: Array<[string, JSONValue]>, extra: Partial<History> = {}): History {
   const truth = new Map([['s', new Map(data)]]);
-  return { exchanges, backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], unavailable: [], settled: [{ group: 'g', space: 's', view: new Map(data) }], truth, ...extra };
+  return {
+    exchanges,
+    backend: [],
+    imports: [],
+    faults: [],
+    crashes: [],
+    runnerErrors: [],
+    operatorCommands: [],
+    unavailable: [],
+    settled: [{ group: 'g', space: 's', view: new Map(data) }],
+    truth,
+    ...extra,
+  };
 }
 
 const kinds = (anomalies: Anomaly[]) => anomalies.map(({ kind }) => kind);
 
 describe('the chaos checker', () => {
   const clean = () => [
-    push('g', [['c', 1], ['c', 2]]),
+    push('g', [
+      ['c', 1],
+      ['c', 2],
+    ]),
     pull('g', null, { cookie: { order: 5 }, lastMutationIDChanges: { c: 2 }, patch: [] }),
     push('g', [['c', 3]], 503, 'busy'),
     push('g', [['c', 3]], 'network', 'cut'),
@@ -56,7 +80,19 @@ describe('the chaos checker', () => {
   });
 
   it('a later mutation applied without an earlier one', () => {
-    expect(kinds(check(history([], [['count/c', 1], ['m/c/2', 1]])).anomalies)).toEqual(['out-of-order']);
+    expect(
+      kinds(
+        check(
+          history(
+            [],
+            [
+              ['count/c', 1],
+              ['m/c/2', 1],
+            ],
+          ),
+        ).anomalies,
+      ),
+    ).toEqual(['out-of-order']);
   });
 
   it('a cookie that goes backwards, and changes sent under the cookie the client already has', () => {
@@ -121,20 +157,37 @@ describe('the chaos checker', () => {
   });
 
   it('a process that ended by itself, an operator command that should have been refused, and a failure of the runner', () => {
-    const verdict = check(history([], [], { crashes: ['server 0 ended by itself'], operatorCommands: ['viewsync move never-written --to b exited 0'], runnerErrors: ['boom'] }));
+    const verdict = check(
+      history([], [], { crashes: ['server 0 ended by itself'], operatorCommands: ['viewsync move never-written --to b exited 0'], runnerErrors: ['boom'] }),
+    );
     expect(kinds(verdict.anomalies)).toEqual(['process-died', 'operator-command-accepted', 'runner-error']);
   });
 
   it('backend writes: one acknowledged and missing, and one applied twice', () => {
-    const backend = [{ space: 'b', n: 1, acknowledged: true }, { space: 'b', n: 2, acknowledged: true }];
-    const truth = new Map([['s', new Map()], ['b', new Map<string, JSONValue>([['backend/1', 1], ['backend/count', 2]])]]);
+    const backend = [
+      { space: 'b', n: 1, acknowledged: true },
+      { space: 'b', n: 2, acknowledged: true },
+    ];
+    const truth = new Map([
+      ['s', new Map()],
+      [
+        'b',
+        new Map<string, JSONValue>([
+          ['backend/1', 1],
+          ['backend/count', 2],
+        ]),
+      ],
+    ]);
     expect(kinds(check(history([], [], { backend, truth })).anomalies)).toEqual(['backend-applied-twice', 'backend-lost']);
   });
 
   it('imports: a dump cut short that was imported, and a space that is not its last whole import', () => {
     const entries = { a: 1 };
     const cut = { space: 'i', cut: true, outcome: 'imported' as const, entries, end: 1 };
-    const truth = new Map([['s', new Map()], ['i', new Map<string, JSONValue>([['a', 1]])]]);
+    const truth = new Map([
+      ['s', new Map()],
+      ['i', new Map<string, JSONValue>([['a', 1]])],
+    ]);
     expect(kinds(check(history([], [], { imports: [cut], truth })).anomalies)).toEqual(['cut-import-accepted', 'import-wrong']);
     const whole = { space: 'i', cut: false, outcome: 'imported' as const, entries, end: 2 };
     expect(check(history([], [], { imports: [whole], truth })).anomalies).toEqual([]);
@@ -142,15 +195,25 @@ describe('the chaos checker', () => {
     // space is still the last import's, and one it emptied is caught (the bug the suite found).
     const abandoned = { space: 'i', cut: false, outcome: 'abandoned' as const, entries, end: 3 };
     expect(check(history([], [], { imports: [whole, abandoned], truth })).anomalies).toEqual([]);
-    const emptied = new Map([['s', new Map()], ['i', new Map<string, JSONValue>()]]);
+    const emptied = new Map([
+      ['s', new Map()],
+      ['i', new Map<string, JSONValue>()],
+    ]);
     expect(kinds(check(history([], [], { imports: [whole, abandoned], truth: emptied })).anomalies)).toEqual(['import-wrong']);
   });
 
   it('imports where a failover may lose acknowledged commits: an earlier whole import, or none, but never a mix', () => {
     const first = { space: 'i', cut: false, outcome: 'imported' as const, entries: { a: 1, n: 1 }, end: 1 };
     const second = { space: 'i', cut: false, outcome: 'imported' as const, entries: { a: 1, n: 2 }, end: 2 };
-    const holding = (data: Array<[string, JSONValue]>) => new Map([['s', new Map()], ['i', new Map<string, JSONValue>(data)]]);
-    const earlier = holding([['a', 1], ['n', 1]]);
+    const holding = (data: Array<[string, JSONValue]>) =>
+      new Map([
+        ['s', new Map()],
+        ['i', new Map<string, JSONValue>(data)],
+      ]);
+    const earlier = holding([
+      ['a', 1],
+      ['n', 1],
+    ]);
     expect(kinds(check(history([], [], { imports: [first, second], truth: earlier })).anomalies)).toEqual(['import-wrong']);
     expect(check(history([], [], { imports: [first, second], truth: earlier }), { lossAllowed: true }).anomalies).toEqual([]);
     expect(check(history([], [], { imports: [first, second], truth: holding([]) }), { lossAllowed: true }).anomalies).toEqual([]);
@@ -183,10 +246,12 @@ describe('the chaos checker', () => {
     const earlier = pull('g', null, { ...reset, cookie: { order: 5 } });
     clock += 10_000;
     expect(kinds(check(history([earlier, pull('g', { order: 5 }, reset)], [])).anomalies)).toEqual([]);
-    expect(kinds(check(history([pull('g', null, { ...reset, cookie: { order: 5 } }), pull('g', { order: 5 }, reset)], []), { lossAllowed: true }).anomalies)).toEqual([]);
+    expect(
+      kinds(check(history([pull('g', null, { ...reset, cookie: { order: 5 } }), pull('g', { order: 5 }, reset)], []), { lossAllowed: true }).anomalies),
+    ).toEqual([]);
   });
 
-  it("orders cookies as the real client does: null lowest, objects by order, strings as strings", () => {
+  it('orders cookies as the real client does: null lowest, objects by order, strings as strings', () => {
     expect(compareCookies(null, { order: 0 })).toBeLessThan(0);
     expect(compareCookies({ order: 9 }, { order: 10 })).toBeLessThan(0);
     expect(compareCookies('10', '9')).toBeLessThan(0);

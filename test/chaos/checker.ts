@@ -133,14 +133,19 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
         admittedLosses++;
         continue;
       }
-      add('acknowledged-lost', `mutation ${n} of client ${client} (group ${group}, space ${JSON.stringify(space)}) was acknowledged, and is not in the data${options.lossAllowed ? ', and its group was never told ClientStateNotFound' : ''}`);
+      add(
+        'acknowledged-lost',
+        `mutation ${n} of client ${client} (group ${group}, space ${JSON.stringify(space)}) was acknowledged, and is not in the data${options.lossAllowed ? ', and its group was never told ClientStateNotFound' : ''}`,
+      );
       break;
     }
   }
   for (const [client, { records, count, space }] of clients) {
-    if (count !== records.size) add('applied-twice', `client ${client} (space ${JSON.stringify(space)}): count ${count}, but ${records.size} distinct mutations applied`);
+    if (count !== records.size)
+      add('applied-twice', `client ${client} (space ${JSON.stringify(space)}): count ${count}, but ${records.size} distinct mutations applied`);
     const highest = Math.max(0, ...records);
-    if (highest !== records.size) add('out-of-order', `client ${client} (space ${JSON.stringify(space)}): mutations up to ${highest} applied, but only ${records.size} of them`);
+    if (highest !== records.size)
+      add('out-of-order', `client ${client} (space ${JSON.stringify(space)}): mutations up to ${highest} applied, but only ${records.size} of them`);
   }
 
   for (const { group, space, view, unsettled } of history.settled) {
@@ -168,7 +173,8 @@ export function compareCookies(a: JSONValue, b: JSONValue): number {
   if (a === b) return 0;
   if (a === null) return -1;
   if (b === null) return 1;
-  const order = (cookie: JSONValue): string | number => (typeof cookie === 'object' && cookie !== null && !Array.isArray(cookie) ? ((cookie as { order: string | number }).order) : (cookie as string | number));
+  const order = (cookie: JSONValue): string | number =>
+    typeof cookie === 'object' && cookie !== null && !Array.isArray(cookie) ? (cookie as { order: string | number }).order : (cookie as string | number);
   const [x, y] = [order(a), order(b)];
   if (typeof x === 'string' || typeof y === 'string') {
     const [sx, sy] = [String(x), String(y)];
@@ -233,15 +239,22 @@ function judgeGroup(group: string, exchanges: Exchange[], judging: Judging): voi
     // Tombstones go once a week of the servers' clock has passed (four jumps of two days, 4.5 s
     // or more), so a group that pulled less than that before holds a cookie no reset is due for.
     if (sent !== null && pull.patch[0]?.op === 'clear' && lastPull !== undefined && exchange.start - lastPull < RECENT_MS && !judging.resetsAllowed) {
-      add('reset', `${where}: reset (its patch a clear and ${pull.patch.length - 1} puts), ${(exchange.start - lastPull).toFixed(0)} ms after it sent a pull answered with cookie ${JSON.stringify(sent)}`);
+      add(
+        'reset',
+        `${where}: reset (its patch a clear and ${pull.patch.length - 1} puts), ${(exchange.start - lastPull).toFixed(0)} ms after it sent a pull answered with cookie ${JSON.stringify(sent)}`,
+      );
     }
     lastPull = exchange.start;
     const order = compareCookies(pull.cookie, sent);
     if (order < 0) add('cookie-backwards', `${where}: sent cookie ${JSON.stringify(sent)}, got ${JSON.stringify(pull.cookie)}`);
     if (order === 0 && (pull.patch.length > 0 || Object.keys(pull.lastMutationIDChanges).length > 0)) {
-      add('changes-under-same-cookie', `${where}: cookie ${JSON.stringify(sent)} came back with ${pull.patch.length} patch operations and ${JSON.stringify(pull.lastMutationIDChanges)}`);
+      add(
+        'changes-under-same-cookie',
+        `${where}: cookie ${JSON.stringify(sent)} came back with ${pull.patch.length} patch operations and ${JSON.stringify(pull.lastMutationIDChanges)}`,
+      );
     }
-    if (order > 0 && compareCookies(pull.cookie, cookie) < 0) add('cookie-backwards', `${where}: got ${JSON.stringify(pull.cookie)}, below ${JSON.stringify(cookie)} which it got before`);
+    if (order > 0 && compareCookies(pull.cookie, cookie) < 0)
+      add('cookie-backwards', `${where}: got ${JSON.stringify(pull.cookie)}, below ${JSON.stringify(cookie)} which it got before`);
     if (order > 0) {
       for (const [client, id] of Object.entries(pull.lastMutationIDChanges)) {
         const before = known.get(client) ?? 0;
@@ -267,7 +280,11 @@ function judgeGroup(group: string, exchanges: Exchange[], judging: Judging): voi
       for (const [client, id] of push.ids) {
         if ((known.get(client) ?? 0) >= id) continue;
         if (lost) judging.pushesLost++;
-        else add('push-not-reflected', `${where}: client ${client}'s push up to ${id} was answered 200 at ${push.end.toFixed(0)} ms, and this pull reports lastMutationID ${known.get(client) ?? 0}`);
+        else
+          add(
+            'push-not-reflected',
+            `${where}: client ${client}'s push up to ${id} was answered 200 at ${push.end.toFixed(0)} ms, and this pull reports lastMutationID ${known.get(client) ?? 0}`,
+          );
       }
     }
     awaiting = still;
@@ -328,11 +345,22 @@ function checkImports(history: History, add: (kind: Anomaly['kind'], detail: str
     const expected = new Map(Object.entries(last.get(space)?.entries ?? {}));
     const actual = history.truth.get(space) ?? new Map<string, JSONValue>();
     // An import that got no answer may have been applied or not: either is fine.
-    const uncertain = history.imports.some((attempt) => attempt.space === space && !attempt.cut && (typeof attempt.outcome !== 'string' || attempt.outcome === 'network'));
+    const uncertain = history.imports.some(
+      (attempt) => attempt.space === space && !attempt.cut && (typeof attempt.outcome !== 'string' || attempt.outcome === 'network'),
+    );
     const difference = firstDifference(actual, expected, 'its last whole import has');
     // Where a failover may lose acknowledged commits, the space may hold an earlier whole import
     // (each has a key of its own), or none, but never a mix nor a cut one.
-    const earlier = lossAllowed && (actual.size === 0 || history.imports.some((attempt) => attempt.space === space && !attempt.cut && attempt.outcome !== 'refused' && firstDifference(actual, new Map(Object.entries(attempt.entries)), '') === undefined));
+    const earlier =
+      lossAllowed &&
+      (actual.size === 0 ||
+        history.imports.some(
+          (attempt) =>
+            attempt.space === space &&
+            !attempt.cut &&
+            attempt.outcome !== 'refused' &&
+            firstDifference(actual, new Map(Object.entries(attempt.entries)), '') === undefined,
+        ));
     if (difference !== undefined && !uncertain && !earlier) add('import-wrong', `space ${JSON.stringify(space)} holds ${difference}`);
   }
 }
@@ -341,7 +369,8 @@ function checkImports(history: History, add: (kind: Anomaly['kind'], detail: str
 function firstDifference(view: ReadonlyMap<string, JSONValue>, truth: ReadonlyMap<string, JSONValue>, has: string): string | undefined {
   for (const [key, value] of truth) {
     if (!view.has(key)) return `no ${JSON.stringify(key)} (${has} ${JSON.stringify(value)})`;
-    if (JSON.stringify(view.get(key)) !== JSON.stringify(value)) return `${JSON.stringify(key)} = ${JSON.stringify(view.get(key))} (${has} ${JSON.stringify(value)})`;
+    if (JSON.stringify(view.get(key)) !== JSON.stringify(value))
+      return `${JSON.stringify(key)} = ${JSON.stringify(view.get(key))} (${has} ${JSON.stringify(value)})`;
   }
   for (const key of view.keys()) if (!truth.has(key)) return `${JSON.stringify(key)}, which ${has.replace(/ has$/, '')} does not have`;
   return undefined;

@@ -15,7 +15,11 @@ export interface Writer {
 }
 
 /** Changes out of line, repeats, strangers and reordering in each space's feed, and acknowledged commits it lacks; counts versions skipped ahead in `skips`. */
-export function judgeFeeds(feeds: ReadonlyMap<string, readonly FeedChange[]>, writers: readonly Pick<Writer, 'index' | 'space' | 'next' | 'acknowledged'>[], skips = { count: 0 }): Anomaly[] {
+export function judgeFeeds(
+  feeds: ReadonlyMap<string, readonly FeedChange[]>,
+  writers: readonly Pick<Writer, 'index' | 'space' | 'next' | 'acknowledged'>[],
+  skips = { count: 0 },
+): Anomaly[] {
   const anomalies: Anomaly[] = [];
   const add = (detail: string) => anomalies.push({ kind: 'feed', detail });
   const count = writers.length;
@@ -38,7 +42,14 @@ export function judgeFeeds(feeds: ReadonlyMap<string, readonly FeedChange[]>, wr
       version = change.version;
       const n = change.op === 'set' ? change.after : undefined;
       const writer = typeof n === 'number' ? writers[n % count] : undefined;
-      if (change.op !== 'set' || typeof n !== 'number' || writer === undefined || writer.space !== space || change.key !== `soak/${n % 1000}` || n >= writer.index + count * writer.next) {
+      if (
+        change.op !== 'set' ||
+        typeof n !== 'number' ||
+        writer === undefined ||
+        writer.space !== space ||
+        change.key !== `soak/${n % 1000}` ||
+        n >= writer.index + count * writer.next
+      ) {
         if (strangers++ === 0) add(`the feed of ${space} holds a change no writer made: ${JSON.stringify(change).slice(0, 200)}`);
         continue;
       }
@@ -47,7 +58,8 @@ export function judgeFeeds(feeds: ReadonlyMap<string, readonly FeedChange[]>, wr
       // Order is judged among acknowledged commits: one whose answer was cut off may still have
       // committed after the writer's next request (it was in flight), as with any store.
       if (!acknowledged.has(n)) continue;
-      if ((last.get(writer.index) ?? -1) > n && backwards++ === 0) add(`the feed of ${space} has writer ${writer.index}'s commit ${n} after its ${last.get(writer.index)}`);
+      if ((last.get(writer.index) ?? -1) > n && backwards++ === 0)
+        add(`the feed of ${space} has writer ${writer.index}'s commit ${n} after its ${last.get(writer.index)}`);
       last.set(writer.index, n);
     }
     if (gaps > 1) add(`…and ${gaps - 1} more changes out of line in ${space}`);

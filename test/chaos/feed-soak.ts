@@ -70,7 +70,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const perSpace = options.writersPerSpace ?? 2;
   const burst = options.burst ?? 100;
   const spaces = [...MOVED_SPACES, ...Array.from({ length: Math.max(0, (options.spaces ?? 24) - MOVED_SPACES.length) }, (_, i) => `soak-${i}`)];
-  const writers: Writer[] = Array.from({ length: spaces.length * perSpace }, (_, index) => ({ index, space: spaces[index % spaces.length]!, next: 0, acknowledged: [], unanswered: 0 }));
+  const writers: Writer[] = Array.from({ length: spaces.length * perSpace }, (_, index) => ({
+    index,
+    space: spaces[index % spaces.length]!,
+    next: 0,
+    acknowledged: [],
+    unanswered: 0,
+  }));
   const faults: Record<string, number> = {};
   const crashes: string[] = [];
   const anomalies: Anomaly[] = [];
@@ -86,7 +92,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const record: Recorder = (kind) => void (faults[kind] = (faults[kind] ?? 0) + 1);
   const progress = setInterval(() => {
     const seconds = (performance.now() - started) / 1000;
-    log(`${seconds.toFixed(0)} s: ${acknowledged} commits acknowledged (${(acknowledged / seconds).toFixed(0)}/s), ${receiver.arrivals.length} delivered; ${Object.entries(faults).map(([kind, n]) => `${kind} ×${n}`).join(', ')}`);
+    log(
+      `${seconds.toFixed(0)} s: ${acknowledged} commits acknowledged (${(acknowledged / seconds).toFixed(0)}/s), ${receiver.arrivals.length} delivered; ${Object.entries(
+        faults,
+      )
+        .map(([kind, n]) => `${kind} ×${n}`)
+        .join(', ')}`,
+    );
   }, 15_000);
   try {
     const write = async (writer: Writer) => {
@@ -100,7 +112,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         const asked = burst;
         let answered = 0;
         try {
-          const response = await fetch(`${rng.pick(servers)}chaos/burst?space=${writer.space}&from=${from}&count=${asked}&stride=${writers.length}`, { method: 'POST', signal: AbortSignal.timeout(60_000) });
+          const response = await fetch(`${rng.pick(servers)}chaos/burst?space=${writer.space}&from=${from}&count=${asked}&stride=${writers.length}`, {
+            method: 'POST',
+            signal: AbortSignal.timeout(60_000),
+          });
           if (response.status === 200) {
             const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
             let rest = '';
@@ -110,7 +125,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
               for (const line of lines) {
                 if (line.startsWith('!')) continue;
                 const n = Number(line);
-                if (n !== writer.index + writers.length * (writer.next + answered)) anomalies.push({ kind: 'feed', detail: `writer ${writer.index} was told of commit ${line}, not the next it asked for` });
+                if (n !== writer.index + writers.length * (writer.next + answered))
+                  anomalies.push({ kind: 'feed', detail: `writer ${writer.index} was told of commit ${line}, not the next it asked for` });
                 writer.acknowledged.push(n);
                 answered++;
                 acknowledged++;
@@ -131,8 +147,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const stopping = () => done();
     await Promise.all([
       ...writers.map((writer) => write(writer)),
-      ...(options.faultEveryMs?.[0] === Infinity ? [] : [faultLoop(deployment, rng.fork(), () => !done(), 3_600_000, options.faultEveryMs ?? [1_000, 4_000], record)]),
-      ...(options.moveEveryMs?.[0] === Infinity ? [] : [deployment.background!(rng.fork(), stopping, record, (detail) => anomalies.push({ kind: 'operator-command-accepted', detail }), options.moveEveryMs)]),
+      ...(options.faultEveryMs?.[0] === Infinity
+        ? []
+        : [faultLoop(deployment, rng.fork(), () => !done(), 3_600_000, options.faultEveryMs ?? [1_000, 4_000], record)]),
+      ...(options.moveEveryMs?.[0] === Infinity
+        ? []
+        : [
+            deployment.background!(
+              rng.fork(),
+              stopping,
+              record,
+              (detail) => anomalies.push({ kind: 'operator-command-accepted', detail }),
+              options.moveEveryMs,
+            ),
+          ]),
     ]);
     clearInterval(progress);
     log(`${acknowledged} commits acknowledged in ${((performance.now() - started) / 1000).toFixed(0)} s; healing, then reading the feeds`);
@@ -185,7 +213,17 @@ function sleep(ms: number): Promise<void> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { versions: { type: 'string', default: '1000000' }, seed: { type: 'string' }, 'fault-every': { type: 'string' }, 'move-every': { type: 'string' }, writers: { type: 'string' }, spaces: { type: 'string' }, 'max-minutes': { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      versions: { type: 'string', default: '1000000' },
+      seed: { type: 'string' },
+      'fault-every': { type: 'string' },
+      'move-every': { type: 'string' },
+      writers: { type: 'string' },
+      spaces: { type: 'string' },
+      'max-minutes': { type: 'string' },
+    },
+  });
   const seed = values.seed === undefined ? Math.floor(Math.random() * 1_000_000) : Number(values.seed);
   const report = await runSoak({
     versions: Number(values.versions),

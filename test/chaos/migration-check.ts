@@ -26,7 +26,16 @@ type Control = (env: ClientEnvironment, name: string, query: string, body?: stri
 type Recorder = (kind: string, detail: string, window?: { from?: number }) => void;
 
 /** Seeds the items, then runs migrations in `spaces` until `going` says stop; resolves with what each space began. */
-export async function migrationLoop(env: ClientEnvironment, deployment: Deployment, spaces: readonly string[], control: Control, rng: Random, going: () => boolean, record: Recorder, begun: MigrationsBegun): Promise<void> {
+export async function migrationLoop(
+  env: ClientEnvironment,
+  deployment: Deployment,
+  spaces: readonly string[],
+  control: Control,
+  rng: Random,
+  going: () => boolean,
+  record: Recorder,
+  begun: MigrationsBegun,
+): Promise<void> {
   for (const space of spaces) await retry(() => control(env, 'seed-items', `space=${encodeURIComponent(space)}&count=${ITEMS}`));
   const next = new Map(spaces.map((space) => [space, 1]));
   while (going()) {
@@ -50,7 +59,11 @@ export async function migrationLoop(env: ClientEnvironment, deployment: Deployme
       outcome = response === undefined ? 'network' : response.status === 200 ? 'done' : `status ${response.status}`;
     }
     if (outcome === 'done') next.set(space, next.get(space)! + 1);
-    record(`migrate${cli === undefined ? ' on a server' : cli.exclusive ? ' with the CLI, the servers stopped' : ' with the CLI'}`, `${space} ${name}: ${outcome}`, { from });
+    record(
+      `migrate${cli === undefined ? ' on a server' : cli.exclusive ? ' with the CLI, the servers stopped' : ' with the CLI'}`,
+      `${space} ${name}: ${outcome}`,
+      { from },
+    );
   }
 }
 
@@ -83,7 +96,11 @@ export function judgeMigrations(truth: ReadonlyMap<string, ReadonlyMap<string, J
         continue;
       }
       const wrong = names.filter((name) => value[name] !== 1);
-      if (wrong.length > 0) anomalies.push({ kind: 'migration', detail: `${space}: ${key} shows ${wrong.map((name) => `${name} ${value[name] ?? 0} times`).join(', ')} (each once is right): ${JSON.stringify(value)}` });
+      if (wrong.length > 0)
+        anomalies.push({
+          kind: 'migration',
+          detail: `${space}: ${key} shows ${wrong.map((name) => `${name} ${value[name] ?? 0} times`).join(', ')} (each once is right): ${JSON.stringify(value)}`,
+        });
     }
   }
   return anomalies;
@@ -91,7 +108,11 @@ export function judgeMigrations(truth: ReadonlyMap<string, ReadonlyMap<string, J
 
 /** `viewsync migrate NAME --module … --space SPACE`, killed after `killMs` when given: `done`, `killed`, or `exit N: <last line>`. */
 async function cliMigrate(storeArgs: string[], space: string, name: string, killMs: number | undefined): Promise<string> {
-  const child = spawn(process.execPath, [await bundled('src/cli/bin.ts'), 'migrate', name, '--module', MODULE, '--space', space, '--batch', '10', '--quiet', ...storeArgs], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [await bundled('src/cli/bin.ts'), 'migrate', name, '--module', MODULE, '--space', space, '--batch', '10', '--quiet', ...storeArgs],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   // Only a hang otherwise: a migration of a hundred entries takes a second or two, under faults a few more.
@@ -102,4 +123,3 @@ async function cliMigrate(storeArgs: string[], space: string, name: string, kill
   if (code === null) return killMs === undefined ? 'hung, killed' : `killed after ${killMs} ms`;
   return `exit ${code}: ${stderr.trim().split('\n').at(-1)?.slice(0, 200) ?? ''}`;
 }
-

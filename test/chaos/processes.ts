@@ -25,7 +25,9 @@ export function bundled(entry: string): Promise<string> {
   let made = bundles.get(entry);
   if (made === undefined) {
     const outfile = join(ROOT, 'node_modules/.cache/viewsync-chaos', `${process.pid}-${entry.replaceAll('/', '-').replace(/\.ts$/, '')}.mjs`);
-    made = build({ entryPoints: [join(ROOT, entry)], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile, logLevel: 'warning' }).then(() => outfile);
+    made = build({ entryPoints: [join(ROOT, entry)], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile, logLevel: 'warning' }).then(
+      () => outfile,
+    );
     process.once('exit', () => rmSync(outfile, { force: true }));
     bundles.set(entry, made);
   }
@@ -77,7 +79,8 @@ export class Watched {
       const onData = (text: string) => {
         this.#output = (this.#output + text).slice(-20_000);
         // Kept whole only when asked (CHAOS_LOG_DIR): a stall is read from the servers' own lines.
-        if (LOG_DIR) appendFileSync(join(LOG_DIR, `${this.label.replaceAll(/[^\w.-]/g, '_')}.log`), text.replaceAll(/^(?=.)/gm, `${new Date().toISOString()} `));
+        if (LOG_DIR)
+          appendFileSync(join(LOG_DIR, `${this.label.replaceAll(/[^\w.-]/g, '_')}.log`), text.replaceAll(/^(?=.)/gm, `${new Date().toISOString()} `));
         const match = ready ? this.#output.match(/\{"url":"([^"]+)"/) : null;
         if (match && child === this.#child && !this.#ready) {
           this.#ready = true;

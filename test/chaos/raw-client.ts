@@ -94,7 +94,7 @@ export class RawClient {
     const body = { pullVersion: 1 as const, clientGroupID: this.#group, cookie: this.#cookie, profileID: this.#label, schemaVersion: '' };
     const { status, answer } = await this.#send('pull', body);
     if (status !== 200) return false;
-    if (isLost(answer)) return this.#newGroup(), false;
+    if (isLost(answer)) return (this.#newGroup(), false);
     const pull = answer as PullAnswer;
     // The client's own rule: a cookie equal to its own changes nothing; a lower one is refused.
     if (compareCookies(pull.cookie, this.#cookie) <= 0) return true;
@@ -110,7 +110,13 @@ export class RawClient {
 
   async push(): Promise<void> {
     const mutations = this.#pending.slice(0, 50);
-    const body = { pushVersion: 1 as const, clientGroupID: this.#group, mutations: mutations.map((m) => ({ ...m, timestamp: performance.now() })), profileID: this.#label, schemaVersion: '' };
+    const body = {
+      pushVersion: 1 as const,
+      clientGroupID: this.#group,
+      mutations: mutations.map((m) => ({ ...m, timestamp: performance.now() })),
+      profileID: this.#label,
+      schemaVersion: '',
+    };
     const { status, answer } = await this.#send('push', body);
     if (status !== 200) return;
     if (isLost(answer)) return this.#newGroup();

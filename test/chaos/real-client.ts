@@ -85,7 +85,9 @@ export class RealClient {
       const rep = this.#rep!;
       if (this.#rng.chance(0.7)) {
         const n = this.#rng.int(0, 20);
-        await (this.#rng.chance(0.3) ? rep.mutate.scratch({ n, del: this.#rng.chance(0.4) }) : rep.mutate.inc()).catch((error: unknown) => this.logs.push(`mutate: ${String(error)}`));
+        await (this.#rng.chance(0.3) ? rep.mutate.scratch({ n, del: this.#rng.chance(0.4) }) : rep.mutate.inc()).catch((error: unknown) =>
+          this.logs.push(`mutate: ${String(error)}`),
+        );
       }
       await sleep(this.#rng.int(20, 200));
       if (this.#rng.chance(0.01)) {

@@ -54,7 +54,16 @@ export interface LogRow {
 
 /** The rows the judge reads: every change of `doc/`, and every row of a restore or revert, wherever it is. */
 export function logRowsOf(changes: ReadonlyArray<LogRow & { at?: number }>): LogRow[] {
-  return changes.filter((row) => 'key' in row && (row.key.startsWith(DOC) || row.by.kind === 'restore' || row.by.kind === 'revert')).map(({ version, seq, key, before, after, by }) => ({ version, seq, key, ...(before !== undefined && { before }), ...(after !== undefined && { after }), by }));
+  return changes
+    .filter((row) => 'key' in row && (row.key.startsWith(DOC) || row.by.kind === 'restore' || row.by.kind === 'revert'))
+    .map(({ version, seq, key, before, after, by }) => ({
+      version,
+      seq,
+      key,
+      ...(before !== undefined && { before }),
+      ...(after !== undefined && { after }),
+      by,
+    }));
 }
 
 /** One restore or revert tried, and what came of it. */
@@ -96,24 +105,50 @@ type Control = (env: ClientEnvironment, name: string, query: string, body?: stri
 type Recorder = (kind: string, detail: string, window?: { from?: number }) => void;
 
 /** The editors' writes, each editor one at a time, until `going` says stop. */
-export async function editLoop(env: ClientEnvironment, spaces: readonly string[], control: Control, rng: Random, going: () => boolean, edits: Edit[]): Promise<void> {
+export async function editLoop(
+  env: ClientEnvironment,
+  spaces: readonly string[],
+  control: Control,
+  rng: Random,
+  going: () => boolean,
+  edits: Edit[],
+): Promise<void> {
   let n = 0;
-  await Promise.all(USERS.map(async (user) => {
-    const draw = rng.fork();
-    while (going()) {
-      await sleep(draw.int(40, 200));
-      const edit = { space: draw.pick(spaces), user, n: ++n, key: `${DOC}${draw.int(0, KEYS - 1)}`, del: draw.chance(0.15) };
-      const response = await control(env, 'edit', `space=${encodeURIComponent(edit.space)}&user=${user}&n=${edit.n}&key=${encodeURIComponent(edit.key)}&del=${edit.del ? 1 : 0}`).catch(() => undefined);
-      edits.push({ ...edit, acknowledged: response?.status === 200 });
-    }
-  }));
+  await Promise.all(
+    USERS.map(async (user) => {
+      const draw = rng.fork();
+      while (going()) {
+        await sleep(draw.int(40, 200));
+        const edit = { space: draw.pick(spaces), user, n: ++n, key: `${DOC}${draw.int(0, KEYS - 1)}`, del: draw.chance(0.15) };
+        const response = await control(
+          env,
+          'edit',
+          `space=${encodeURIComponent(edit.space)}&user=${user}&n=${edit.n}&key=${encodeURIComponent(edit.key)}&del=${edit.del ? 1 : 0}`,
+        ).catch(() => undefined);
+        edits.push({ ...edit, acknowledged: response?.status === 200 });
+      }
+    }),
+  );
 }
 
 /** Restores and reverts, one at a time, until `going` says stop. */
-export async function historyLoop(env: ClientEnvironment, deployment: Deployment, spaces: readonly string[], control: Control, rng: Random, going: () => boolean, record: Recorder, attempts: OperationAttempt[], clockOffset: () => number): Promise<void> {
+export async function historyLoop(
+  env: ClientEnvironment,
+  deployment: Deployment,
+  spaces: readonly string[],
+  control: Control,
+  rng: Random,
+  going: () => boolean,
+  record: Recorder,
+  attempts: OperationAttempt[],
+  clockOffset: () => number,
+): Promise<void> {
   // Versions seen in each space, to restore to and to bound reverts' windows: some seconds back.
   const seen = new Map<string, number[]>();
-  const versionOf = (space: string) => control(env, 'version', `space=${encodeURIComponent(space)}`).then(async (response) => (response.status === 200 ? ((await response.json()) as { version: number }).version : undefined)).catch(() => undefined);
+  const versionOf = (space: string) =>
+    control(env, 'version', `space=${encodeURIComponent(space)}`)
+      .then(async (response) => (response.status === 200 ? ((await response.json()) as { version: number }).version : undefined))
+      .catch(() => undefined);
   for (const space of spaces) {
     const version = await versionOf(space);
     if (version !== undefined) seen.set(space, [version]);
@@ -130,7 +165,12 @@ export async function historyLoop(env: ClientEnvironment, deployment: Deployment
     const then = rng.pick(versions);
     const operation: HistoryOperation = rng.chance(0.5)
       ? { kind: 'restore', space, to: then, prefix: rng.chance(0.7) ? DOC : `${DOC}${rng.int(0, KEYS - 1)}` }
-      : { kind: 'revert', space, cause: { userID: rng.pick(USERS), ...(rng.chance(0.5) && then < now && { versions: [then + 1, now] as [number, number] }) }, onConflict: rng.pick(['skip', 'overwrite', 'stop'] as const) };
+      : {
+          kind: 'revert',
+          space,
+          cause: { userID: rng.pick(USERS), ...(rng.chance(0.5) && then < now && { versions: [then + 1, now] as [number, number] }) },
+          onConflict: rng.pick(['skip', 'overwrite', 'stop'] as const),
+        };
     const from = performance.now();
     const operator = deployment.operator !== undefined && rng.chance(deployment.operator.exclusive ? 1 / 6 : 1 / 3) ? deployment.operator : undefined;
     let attempt: OperationAttempt;
@@ -142,14 +182,24 @@ export async function historyLoop(env: ClientEnvironment, deployment: Deployment
       try {
         const response = await control(env, 'history-op', `space=${encodeURIComponent(space)}`, JSON.stringify(operation));
         const text = await response.text();
-        attempt = response.status === 200 ? { operation, via: 'server', outcome: 'done', answer: JSON.parse(text) } : { operation, via: 'server', outcome: response.status === 410 ? 'gone' : 'failed', detail: `${response.status}: ${text.slice(0, 200)}` };
+        attempt =
+          response.status === 200
+            ? { operation, via: 'server', outcome: 'done', answer: JSON.parse(text) }
+            : { operation, via: 'server', outcome: response.status === 410 ? 'gone' : 'failed', detail: `${response.status}: ${text.slice(0, 200)}` };
       } catch (error) {
         attempt = { operation, via: 'server', outcome: 'failed', detail: String(error) };
       }
     }
     attempts.push(attempt);
-    const what = operation.kind === 'restore' ? `restore ${space} ${operation.prefix} to ${operation.to}` : `revert ${space} ${JSON.stringify(operation.cause)} (${operation.onConflict})`;
-    record(`${operation.kind} ${attempt.via === 'server' ? 'on a server' : `by an operator's process${attempt.via === 'operator' ? '' : ', the servers stopped'}`}${attempt.detail?.startsWith('killed') ? ', killed -9' : ''}`, `${what}: ${attempt.outcome}${attempt.answer?.version !== undefined ? ` at ${attempt.answer.version}` : ''}${attempt.detail ? ` (${attempt.detail})` : ''}`, { from });
+    const what =
+      operation.kind === 'restore'
+        ? `restore ${space} ${operation.prefix} to ${operation.to}`
+        : `revert ${space} ${JSON.stringify(operation.cause)} (${operation.onConflict})`;
+    record(
+      `${operation.kind} ${attempt.via === 'server' ? 'on a server' : `by an operator's process${attempt.via === 'operator' ? '' : ', the servers stopped'}`}${attempt.detail?.startsWith('killed') ? ', killed -9' : ''}`,
+      `${what}: ${attempt.outcome}${attempt.answer?.version !== undefined ? ` at ${attempt.answer.version}` : ''}${attempt.detail ? ` (${attempt.detail})` : ''}`,
+      { from },
+    );
   }
 }
 
@@ -157,9 +207,17 @@ export async function historyLoop(env: ClientEnvironment, deployment: Deployment
  * An operator's process (server.ts with OPERATE) running `operation`, killed -9 after `kill.ms`
  * when given: from its start, or (`asItCalls`) from the moment it calls the backend API.
  */
-async function operatorProcess(env: Record<string, string>, operation: HistoryOperation, kill: { asItCalls: boolean; ms: number } | undefined): Promise<OperationAttempt> {
+async function operatorProcess(
+  env: Record<string, string>,
+  operation: HistoryOperation,
+  kill: { asItCalls: boolean; ms: number } | undefined,
+): Promise<OperationAttempt> {
   const via = 'operator' as const;
-  const child = spawn(process.execPath, [await bundled('test/chaos/server.ts')], { cwd: ROOT, env: { ...process.env, ...env, NAME: 'operator', OPERATE: JSON.stringify(operation) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [await bundled('test/chaos/server.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, NAME: 'operator', OPERATE: JSON.stringify(operation) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   let killed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -183,7 +241,12 @@ async function operatorProcess(env: Record<string, string>, operation: HistoryOp
   // Node ends an uncaught error's report with its version: the error's own line says more.
   const lines = output.trim().split('\n');
   const last = (lines.findLast((text) => /Error\b/.test(text)) ?? lines.at(-1) ?? '').slice(0, 200);
-  return { operation, via, outcome: 'failed', detail: killed ? `killed ${kill!.asItCalls ? `${kill!.ms} ms after it called` : `after ${kill!.ms} ms`}` : `exit ${code}: ${last}` };
+  return {
+    operation,
+    via,
+    outcome: 'failed',
+    detail: killed ? `killed ${kill!.asItCalls ? `${kill!.ms} ms after it called` : `after ${kill!.ms} ms`}` : `exit ${code}: ${last}`,
+  };
 }
 
 /** The key of a read as of `version` under `prefix` in {@link HistoryEvidence.reads}. */
@@ -198,14 +261,19 @@ export function readsWanted(logs: HistoryEvidence['logs']): Array<{ space: strin
     for (const { version, by } of rows) {
       if (by.kind !== 'restore' && by.kind !== 'revert') continue;
       wanted.set(readKey(space, version, DOC), { space, version, prefix: DOC });
-      if (by.kind === 'restore' && typeof by.to === 'number' && typeof by.prefix === 'string') wanted.set(readKey(space, by.to, by.prefix), { space, version: by.to, prefix: by.prefix });
+      if (by.kind === 'restore' && typeof by.to === 'number' && typeof by.prefix === 'string')
+        wanted.set(readKey(space, by.to, by.prefix), { space, version: by.to, prefix: by.prefix });
     }
   }
   return [...wanted.values()];
 }
 
 /** Reads each space's log and the reads the judge wants from a server, once every fault is healed. */
-export async function readEvidence(env: ClientEnvironment, control: Control, spaces: readonly string[]): Promise<{ evidence: HistoryEvidence; anomalies: Anomaly[] }> {
+export async function readEvidence(
+  env: ClientEnvironment,
+  control: Control,
+  spaces: readonly string[],
+): Promise<{ evidence: HistoryEvidence; anomalies: Anomaly[] }> {
   const evidence: HistoryEvidence = { logs: new Map(), reads: new Map() };
   const anomalies: Anomaly[] = [];
   for (const space of spaces) {
@@ -258,11 +326,12 @@ export function judgeHistory(record: HistoryRecord, evidence: HistoryEvidence, {
       if (answered === undefined) {
         const i = unexplained.findIndex(({ operation: candidate }) => sameOrigin(candidate, origin));
         if (i < 0) {
-          add(`${space}: version ${version}, a ${origin.kind} (${JSON.stringify(origin)}), is not one any attempt that failed could have made (applied twice?)`);
+          add(
+            `${space}: version ${version}, a ${origin.kind} (${JSON.stringify(origin)}), is not one any attempt that failed could have made (applied twice?)`,
+          );
           continue;
         }
         operation = unexplained.splice(i, 1)[0]!.operation;
-
       } else if (!sameOrigin(answered.operation, origin)) {
         add(`${space}: version ${version} was answered for ${JSON.stringify(answered.operation)}, and its rows are made by ${JSON.stringify(origin)}`);
         continue;
@@ -272,38 +341,77 @@ export function judgeHistory(record: HistoryRecord, evidence: HistoryEvidence, {
       const where = `${space}: ${origin.kind} at version ${version}${answered === undefined ? ' (no answer came)' : ''}`;
       if (answered?.answer !== undefined) {
         const reported = new Map(answered.answer.changes.map((change) => [change.key, change]));
-        const mismatch = made.find((row) => !reported.has(row.key) || !same(reported.get(row.key)!.before, row.before) || !same(reported.get(row.key)!.after, row.after));
-        if (mismatch !== undefined || reported.size !== made.length) add(`${where}: answered ${reported.size} changes, and its version holds ${made.length}${mismatch ? `, among them ${JSON.stringify(mismatch)}` : ''}`);
+        const mismatch = made.find(
+          (row) => !reported.has(row.key) || !same(reported.get(row.key)!.before, row.before) || !same(reported.get(row.key)!.after, row.after),
+        );
+        if (mismatch !== undefined || reported.size !== made.length)
+          add(`${where}: answered ${reported.size} changes, and its version holds ${made.length}${mismatch ? `, among them ${JSON.stringify(mismatch)}` : ''}`);
       }
       if (operation!.kind === 'restore') judgeRestore(where, operation!, version, made, replay, add);
       // A failed revert's policy is not in its origin: that of the attempts that asked for its cause.
-      else judgeRevert(where, operation!.cause, answered === undefined ? policyOf(attempts, origin) : operation!.onConflict, version, made, rows, replay, answered?.answer?.conflicts, add);
+      else
+        judgeRevert(
+          where,
+          operation!.cause,
+          answered === undefined ? policyOf(attempts, origin) : operation!.onConflict,
+          version,
+          made,
+          rows,
+          replay,
+          answered?.answer?.conflicts,
+          add,
+        );
       // The servers read as of the version what the replay has.
       compareRead(where, evidence.reads.get(readKey(space, version, DOC)), replay.at(version, DOC), `at(${version}, ${JSON.stringify(DOC)})`, add);
-      if (operation!.kind === 'restore') compareRead(where, evidence.reads.get(readKey(space, operation!.to, operation!.prefix)), replay.at(operation!.to, operation!.prefix), `at(${operation!.to}, ${JSON.stringify(operation!.prefix)})`, add);
+      if (operation!.kind === 'restore')
+        compareRead(
+          where,
+          evidence.reads.get(readKey(space, operation!.to, operation!.prefix)),
+          replay.at(operation!.to, operation!.prefix),
+          `at(${operation!.to}, ${JSON.stringify(operation!.prefix)})`,
+          add,
+        );
     }
     for (const { operation, answer } of attempts) {
       if (answer === undefined) continue;
-      if (answer.version !== undefined && !byVersion.has(answer.version) && !lossAllowed) add(`${space}: a ${operation.kind} answered with version ${answer.version}, which the log does not hold as one: ${JSON.stringify(operation)}`);
-      if (answer.version === undefined && answer.changes.length > 0 && !answer.stopped) add(`${space}: a ${operation.kind} answered ${answer.changes.length} changes and no version: ${JSON.stringify(operation)}`);
+      if (answer.version !== undefined && !byVersion.has(answer.version) && !lossAllowed)
+        add(`${space}: a ${operation.kind} answered with version ${answer.version}, which the log does not hold as one: ${JSON.stringify(operation)}`);
+      if (answer.version === undefined && answer.changes.length > 0 && !answer.stopped)
+        add(`${space}: a ${operation.kind} answered ${answer.changes.length} changes and no version: ${JSON.stringify(operation)}`);
       if (answer.stopped && (answer.conflicts?.length ?? 0) === 0) add(`${space}: a revert stopped with no conflict: ${JSON.stringify(operation)}`);
     }
   }
   if (!lossAllowed) {
     const written = new Set<string>();
-    for (const [space, { rows }] of evidence.logs) for (const row of rows) if (row.by.kind === 'backend' && row.after !== undefined) written.add(`${space} ${row.key} ${JSON.stringify(row.after)}`);
-    const lost = record.edits.filter((edit) => edit.acknowledged && !edit.del && evidence.logs.has(edit.space) && !written.has(`${edit.space} ${edit.key} ${JSON.stringify({ user: edit.user, n: edit.n })}`));
+    for (const [space, { rows }] of evidence.logs)
+      for (const row of rows) if (row.by.kind === 'backend' && row.after !== undefined) written.add(`${space} ${row.key} ${JSON.stringify(row.after)}`);
+    const lost = record.edits.filter(
+      (edit) =>
+        edit.acknowledged &&
+        !edit.del &&
+        evidence.logs.has(edit.space) &&
+        !written.has(`${edit.space} ${edit.key} ${JSON.stringify({ user: edit.user, n: edit.n })}`),
+    );
     if (lost.length > 0) add(`${lost.length} acknowledged edits are not in their space's log, the first ${JSON.stringify(lost[0])}`);
   }
   return anomalies;
 }
 
 /** A restore to N of prefix P: rows under P alone, and P then as it was at N. */
-function judgeRestore(where: string, operation: Extract<HistoryOperation, { kind: 'restore' }>, version: number, made: LogRow[], replay: Replay, add: (detail: string) => void): void {
+function judgeRestore(
+  where: string,
+  operation: Extract<HistoryOperation, { kind: 'restore' }>,
+  version: number,
+  made: LogRow[],
+  replay: Replay,
+  add: (detail: string) => void,
+): void {
   const outside = made.filter(({ key }) => !key.startsWith(operation.prefix));
-  if (outside.length > 0) add(`${where}: changed ${outside.length} keys outside its prefix ${JSON.stringify(operation.prefix)}, the first ${JSON.stringify(outside[0])}`);
+  if (outside.length > 0)
+    add(`${where}: changed ${outside.length} keys outside its prefix ${JSON.stringify(operation.prefix)}, the first ${JSON.stringify(outside[0])}`);
   const difference = firstDifference(replay.at(version, operation.prefix), replay.at(operation.to, operation.prefix));
-  if (difference !== undefined) add(`${where}: ${JSON.stringify(operation.prefix)} is not as it was at ${operation.to}: ${difference} (a restore applied in part?)`);
+  if (difference !== undefined)
+    add(`${where}: ${JSON.stringify(operation.prefix)} is not as it was at ${operation.to}: ${difference} (a restore applied in part?)`);
 }
 
 /**
@@ -312,7 +420,17 @@ function judgeRestore(where: string, operation: Extract<HistoryOperation, { kind
  * written back by the policy (`stop`: no version at all); no other key changed; no key left
  * holding a value the cause wrote unless a conflict.
  */
-function judgeRevert(where: string, cause: RevertCause, policy: ConflictPolicy | 'any', version: number, made: LogRow[], rows: LogRow[], replay: Replay, reported: RevertConflict[] | undefined, add: (detail: string) => void): void {
+function judgeRevert(
+  where: string,
+  cause: RevertCause,
+  policy: ConflictPolicy | 'any',
+  version: number,
+  made: LogRow[],
+  rows: LogRow[],
+  replay: Replay,
+  reported: RevertConflict[] | undefined,
+  add: (detail: string) => void,
+): void {
   const touched = new Map<string, { first: LogRow; later: number; values: Set<string> }>();
   for (const row of rows) {
     if (row.version >= version || !row.key.startsWith(DOC)) continue;
@@ -326,17 +444,24 @@ function judgeRevert(where: string, cause: RevertCause, policy: ConflictPolicy |
   const after = replay.at(version, DOC);
   const conflicts = [...touched].filter(([key, { first, later }]) => later > 0 && !same(before.get(key), first.before)).map(([key]) => key);
   for (const row of made) if (!touched.has(row.key)) add(`${where}: changed ${JSON.stringify(row.key)}, which its cause never changed`);
-  if (policy === 'stop' && conflicts.length > 0) add(`${where}: its policy is stop, and it met ${conflicts.length} conflicts (${conflicts.slice(0, 3).join(', ')})`);
-  if (reported !== undefined && JSON.stringify(reported.map(({ key }) => key).sort()) !== JSON.stringify([...conflicts].sort())) add(`${where}: reported the conflicts ${JSON.stringify(reported.map(({ key }) => key))}, and the log shows ${JSON.stringify(conflicts)}`);
+  if (policy === 'stop' && conflicts.length > 0)
+    add(`${where}: its policy is stop, and it met ${conflicts.length} conflicts (${conflicts.slice(0, 3).join(', ')})`);
+  if (reported !== undefined && JSON.stringify(reported.map(({ key }) => key).sort()) !== JSON.stringify([...conflicts].sort()))
+    add(`${where}: reported the conflicts ${JSON.stringify(reported.map(({ key }) => key))}, and the log shows ${JSON.stringify(conflicts)}`);
   for (const [key, { first, values }] of touched) {
     const now = after.get(key);
     const conflict = conflicts.includes(key);
-    if (!conflict && !same(now, first.before)) add(`${where}: left ${JSON.stringify(key)} at ${JSON.stringify(now)}, not its value before the cause's first change, ${JSON.stringify(first.before)} (a revert applied in part?)`);
+    if (!conflict && !same(now, first.before))
+      add(
+        `${where}: left ${JSON.stringify(key)} at ${JSON.stringify(now)}, not its value before the cause's first change, ${JSON.stringify(first.before)} (a revert applied in part?)`,
+      );
     if (conflict) {
       const allowed = policy === 'skip' ? [before.get(key)] : policy === 'overwrite' ? [first.before] : [before.get(key), first.before];
-      if (!allowed.some((value) => same(now, value))) add(`${where}: left the conflict ${JSON.stringify(key)} at ${JSON.stringify(now)}, which its policy (${policy}) does not make`);
+      if (!allowed.some((value) => same(now, value)))
+        add(`${where}: left the conflict ${JSON.stringify(key)} at ${JSON.stringify(now)}, which its policy (${policy}) does not make`);
     }
-    if (!conflict && now !== undefined && values.has(JSON.stringify(now))) add(`${where}: ${JSON.stringify(key)} still holds ${JSON.stringify(now)}, which its cause wrote, and was not reported as a conflict`);
+    if (!conflict && now !== undefined && values.has(JSON.stringify(now)))
+      add(`${where}: ${JSON.stringify(key)} still holds ${JSON.stringify(now)}, which its cause wrote, and was not reported as a conflict`);
   }
 }
 
@@ -354,7 +479,11 @@ function sameOrigin(operation: HistoryOperation, by: LogRow['by']): boolean {
 
 /** The policy of the failed attempts that asked to revert `origin`'s cause: theirs, or `any` (a skip or an overwrite) when they differ. */
 function policyOf(attempts: OperationAttempt[], origin: LogRow['by']): ConflictPolicy | 'any' {
-  const policies = new Set(attempts.filter(({ operation, outcome }) => outcome === 'failed' && sameOrigin(operation, origin)).map(({ operation }) => (operation as Extract<HistoryOperation, { kind: 'revert' }>).onConflict));
+  const policies = new Set(
+    attempts
+      .filter(({ operation, outcome }) => outcome === 'failed' && sameOrigin(operation, origin))
+      .map(({ operation }) => (operation as Extract<HistoryOperation, { kind: 'revert' }>).onConflict),
+  );
   return policies.size === 1 ? [...policies][0]! : 'any';
 }
 
@@ -367,7 +496,8 @@ class Replay {
     this.#rows = rows;
     const state = new Map<string, JSONValue>();
     for (const row of rows) {
-      if (this.broken === undefined && !same(state.get(row.key), row.before)) this.broken = `the log's change of ${JSON.stringify(row.key)} at version ${row.version} says it was ${JSON.stringify(row.before)}, and the changes before it left ${JSON.stringify(state.get(row.key))}`;
+      if (this.broken === undefined && !same(state.get(row.key), row.before))
+        this.broken = `the log's change of ${JSON.stringify(row.key)} at version ${row.version} says it was ${JSON.stringify(row.before)}, and the changes before it left ${JSON.stringify(state.get(row.key))}`;
       if (row.after === undefined) state.delete(row.key);
       else state.set(row.key, row.after);
     }
@@ -386,7 +516,13 @@ class Replay {
   }
 }
 
-function compareRead(where: string, read: Array<[string, JSONValue]> | undefined, replayed: Map<string, JSONValue>, what: string, add: (detail: string) => void): void {
+function compareRead(
+  where: string,
+  read: Array<[string, JSONValue]> | undefined,
+  replayed: Map<string, JSONValue>,
+  what: string,
+  add: (detail: string) => void,
+): void {
   if (read === undefined) return;
   const difference = firstDifference(new Map(read), replayed);
   if (difference !== undefined) add(`${where}: a server's ${what} differs from the log replayed: ${difference}`);
@@ -394,7 +530,8 @@ function compareRead(where: string, read: Array<[string, JSONValue]> | undefined
 
 /** The first way `actual` differs from `expected`, if it does. */
 function firstDifference(actual: ReadonlyMap<string, JSONValue>, expected: ReadonlyMap<string, JSONValue>): string | undefined {
-  for (const [key, value] of expected) if (!same(actual.get(key), value)) return `${JSON.stringify(key)} is ${JSON.stringify(actual.get(key))}, not ${JSON.stringify(value)}`;
+  for (const [key, value] of expected)
+    if (!same(actual.get(key), value)) return `${JSON.stringify(key)} is ${JSON.stringify(actual.get(key))}, not ${JSON.stringify(value)}`;
   for (const [key, value] of actual) if (!expected.has(key)) return `${JSON.stringify(key)} is ${JSON.stringify(value)}, and was absent`;
   return undefined;
 }

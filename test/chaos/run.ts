@@ -83,7 +83,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => {});
   const rng = new Random(options.seed);
   const spaces = Array.from({ length: options.spaces ?? 4 }, (_, i) => `space-${i}`);
-  const history: History = { exchanges: [], backend: [], imports: [], faults: [], crashes: [], runnerErrors: [], operatorCommands: [], unavailable: [], settled: [], truth: new Map() };
+  const history: History = {
+    exchanges: [],
+    backend: [],
+    imports: [],
+    faults: [],
+    crashes: [],
+    runnerErrors: [],
+    operatorCommands: [],
+    unavailable: [],
+    settled: [],
+    truth: new Map(),
+  };
   let stopping = false;
   let stopped = false;
   const phases: Record<string, number> = {};
@@ -101,7 +112,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     stopped: () => stopped,
     requestTimeoutMs: 30_000,
   };
-  const onRejection = (error: unknown) => history.runnerErrors.push(`unhandled rejection: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  const onRejection = (error: unknown) =>
+    history.runnerErrors.push(`unhandled rejection: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   process.on('unhandledRejection', onRejection);
   const restoreFetch = installFetch(env, rng.fork());
   log(`${topology.name}: ${topology.description}; seed ${options.seed}`);
@@ -123,10 +135,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const real: RealClient[] = [];
   try {
     const raw = Array.from({ length: options.rawClients ?? 12 }, (_, i) => new RawClient(`raw${i}`, spaces[i % spaces.length]!, rng.fork(), env));
-    const ghosts = Array.from({ length: options.ghosts ?? 2 }, (_, i) => new RawClient(`ghost${i}`, spaces[i % spaces.length]!, rng.fork(), env, { ghost: true }));
+    const ghosts = Array.from(
+      { length: options.ghosts ?? 2 },
+      (_, i) => new RawClient(`ghost${i}`, spaces[i % spaces.length]!, rng.fork(), env, { ghost: true }),
+    );
     real.push(...Array.from({ length: options.realClients ?? 3 }, (_, i) => new RealClient(`real${i}`, spaces[i % spaces.length]!, rng.fork(), env)));
     const source = await seedImportSource(env);
-    const guard = (what: string, work: Promise<unknown>) => work.catch((error: unknown) => history.runnerErrors.push(`${what}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
+    const guard = (what: string, work: Promise<unknown>) =>
+      work.catch((error: unknown) => history.runnerErrors.push(`${what}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
     const clients = [...raw, ...ghosts].map((client) => guard(`client ${client.group}`, client.run()));
     const reals = real.map((client, i) => guard(`real client ${i}`, client.run()));
     const started = performance.now();
@@ -136,22 +152,69 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (options.verbose) log(`${((performance.now() - started) / 1000).toFixed(1)} s: ${kind}${detail ? `: ${detail}` : ''}`);
     };
     const loops = [
-      guard('faults', faultLoop(deployment, rng.fork(), () => performance.now() < deadline, options.durationMs, options.faultEveryMs ?? [300, 2_000], record)),
-      guard('clock', (async () => {
-        while (performance.now() < deadline) {
-          await sleep(options.clockJumpEveryMs ?? 1_500);
-          jumps++;
-          await deployment.setClock(jumps * JUMP_MS).catch(() => {});
-          await control(env, 'housekeep', '').catch(() => {});
-        }
-      })()),
-      guard('backend writes', backendLoop(env, history, () => performance.now() < deadline)),
-      guard('imports', importLoop(env, deployment, history, source, rng.fork(), () => performance.now() < deadline, record)),
-      ...(deployment.background ? [guard('background', deployment.background(rng.fork(), () => performance.now() >= deadline, record, (detail) => history.operatorCommands.push(detail)))] : []),
+      guard(
+        'faults',
+        faultLoop(deployment, rng.fork(), () => performance.now() < deadline, options.durationMs, options.faultEveryMs ?? [300, 2_000], record),
+      ),
+      guard(
+        'clock',
+        (async () => {
+          while (performance.now() < deadline) {
+            await sleep(options.clockJumpEveryMs ?? 1_500);
+            jumps++;
+            await deployment.setClock(jumps * JUMP_MS).catch(() => {});
+            await control(env, 'housekeep', '').catch(() => {});
+          }
+        })(),
+      ),
+      guard(
+        'backend writes',
+        backendLoop(env, history, () => performance.now() < deadline),
+      ),
+      guard(
+        'imports',
+        importLoop(env, deployment, history, source, rng.fork(), () => performance.now() < deadline, record),
+      ),
+      ...(deployment.background
+        ? [
+            guard(
+              'background',
+              deployment.background(
+                rng.fork(),
+                () => performance.now() >= deadline,
+                record,
+                (detail) => history.operatorCommands.push(detail),
+              ),
+            ),
+          ]
+        : []),
       // Not where acknowledged commits may be lost: a lost batch takes its entries' changes and its record alike, but the seed may go too.
-      guard('edits', editLoop(env, spaces, control, rng.fork(), () => performance.now() < deadline, rewinds.edits)),
-      guard('restores and reverts', historyLoop(env, deployment, spaces, control, rng.fork(), () => performance.now() < deadline, record, rewinds.attempts, () => jumps * JUMP_MS)),
-      ...(topology.lossAllowed ? [] : [guard('migrations', migrationLoop(env, deployment, spaces, control, rng.fork(), () => performance.now() < deadline, record, begun))]),
+      guard(
+        'edits',
+        editLoop(env, spaces, control, rng.fork(), () => performance.now() < deadline, rewinds.edits),
+      ),
+      guard(
+        'restores and reverts',
+        historyLoop(
+          env,
+          deployment,
+          spaces,
+          control,
+          rng.fork(),
+          () => performance.now() < deadline,
+          record,
+          rewinds.attempts,
+          () => jumps * JUMP_MS,
+        ),
+      ),
+      ...(topology.lossAllowed
+        ? []
+        : [
+            guard(
+              'migrations',
+              migrationLoop(env, deployment, spaces, control, rng.fork(), () => performance.now() < deadline, record, begun),
+            ),
+          ]),
     ];
     await Promise.all(loops);
     phaseDone('faults');
@@ -177,7 +240,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     log(`${topology.name}: settled; last pulls`);
     for (const [i, client] of real.entries()) {
-      const settled = await within(30_000, client.final()).catch((error: unknown) => (history.runnerErrors.push(`real client ${i} did not settle: ${String(error)}; it logged:\n${client.logs.slice(-10).join('\n')}`), undefined));
+      const settled = await within(30_000, client.final()).catch(
+        (error: unknown) => (
+          history.runnerErrors.push(`real client ${i} did not settle: ${String(error)}; it logged:\n${client.logs.slice(-10).join('\n')}`), undefined
+        ),
+      );
       if (settled) history.settled.push({ group: settled.group, space: client.space, view: settled.view });
     }
     clearTimeout(stopAt);
@@ -188,7 +255,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       try {
         history.truth.set(space, await readSpace(env, space));
       } catch (error) {
-        history.unavailable.push(`space ${JSON.stringify(space)}: no server answered a pull of it once every fault was healed: ${error instanceof Error ? error.message : String(error)}`);
+        history.unavailable.push(
+          `space ${JSON.stringify(space)}: no server answered a pull of it once every fault was healed: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
     log(`${topology.name}: reading the history of restores and reverts`);
@@ -203,7 +272,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           feeds.set(space, await feedOf(env.servers()[0]!, space));
         } catch (error) {
           // A feed with a gap is refused (410): a writer left the log behind.
-          webhookAnomalies.push({ kind: 'webhook', detail: `the feed of ${space} cannot be read whole: ${error instanceof Error ? error.message : String(error)}` });
+          webhookAnomalies.push({
+            kind: 'webhook',
+            detail: `the feed of ${space} cannot be read whole: ${error instanceof Error ? error.message : String(error)}`,
+          });
         }
       }
       feedChanges = [...feeds.values()].reduce((sum, feed) => sum + feed.length, 0);
@@ -238,8 +310,27 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   faults['clock jump and housekeeping'] = jumps;
   const attempts: Record<string, number> = {};
   for (const { operation, outcome } of rewinds.attempts) attempts[`${operation.kind} ${outcome}`] = (attempts[`${operation.kind} ${outcome}`] ?? 0) + 1;
-  const historyReport = { attempts, ...judged, edits: { made: rewinds.edits.length, acknowledged: rewinds.edits.filter(({ acknowledged }) => acknowledged).length } };
-  return { topology: topology.name, seed: options.seed, durationMs: options.durationMs, requests: verdict.requests, statuses, faults, mutationsChecked: verdict.mutationsChecked, resets, admittedLosses: verdict.admittedLosses, pushesLost: verdict.pushesLost, history: historyReport, ...(receiver && { webhooks: { changes: feedChanges, requests: receiver.requests, refused: receiver.refused } }), phases, anomalies: verdict.anomalies };
+  const historyReport = {
+    attempts,
+    ...judged,
+    edits: { made: rewinds.edits.length, acknowledged: rewinds.edits.filter(({ acknowledged }) => acknowledged).length },
+  };
+  return {
+    topology: topology.name,
+    seed: options.seed,
+    durationMs: options.durationMs,
+    requests: verdict.requests,
+    statuses,
+    faults,
+    mutationsChecked: verdict.mutationsChecked,
+    resets,
+    admittedLosses: verdict.admittedLosses,
+    pushesLost: verdict.pushesLost,
+    history: historyReport,
+    ...(receiver && { webhooks: { changes: feedChanges, requests: receiver.requests, refused: receiver.refused } }),
+    phases,
+    anomalies: verdict.anomalies,
+  };
 }
 
 const BACKEND_SPACE = 'backend';
@@ -257,7 +348,14 @@ function lastAnswers(history: History, group: string): string {
 /** Records a fault (or a move, an import) in the history, as injected from `from` (default: now) to now. */
 export type Recorder = (kind: string, detail: string, window?: { from?: number; losesCommits?: boolean }) => void;
 
-export async function faultLoop(deployment: Deployment, rng: Random, going: () => boolean, durationMs: number, [min, max]: [number, number], record: Recorder): Promise<void> {
+export async function faultLoop(
+  deployment: Deployment,
+  rng: Random,
+  going: () => boolean,
+  durationMs: number,
+  [min, max]: [number, number],
+  record: Recorder,
+): Promise<void> {
   const total = deployment.faults.reduce((sum, fault) => sum + fault.weight, 0);
   const inject = async (fault: FaultKind) => {
     const from = performance.now();
@@ -306,7 +404,15 @@ async function seedImportSource(env: ClientEnvironment): Promise<{ dump: string;
  * an operator runs it (its context has no `changes`: the feed's checker judges that its writes
  * are in the feed all the same), around a stop of the servers where they hold the store alone.
  */
-async function importLoop(env: ClientEnvironment, deployment: Deployment, history: History, source: { dump: string; entries: Record<string, JSONValue> }, rng: Random, going: () => boolean, record: Recorder): Promise<void> {
+async function importLoop(
+  env: ClientEnvironment,
+  deployment: Deployment,
+  history: History,
+  source: { dump: string; entries: Record<string, JSONValue> },
+  rng: Random,
+  going: () => boolean,
+  record: Recorder,
+): Promise<void> {
   for (let n = 1; going(); n++) {
     await sleep(rng.int(300, 1_500));
     const space = rng.pick(IMPORTED);
@@ -360,7 +466,10 @@ async function cliImport(storeArgs: string[], space: string, body: string): Prom
 }
 
 async function cliRun(storeArgs: string[], space: string, body: string): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [await bundled('src/cli/bin.ts'), 'import', space, '--from', SOURCE_SPACE, '--skip-clients', '--quiet', ...storeArgs], { cwd: ROOT, stdio: ['pipe', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [await bundled('src/cli/bin.ts'), 'import', space, '--from', SOURCE_SPACE, '--skip-clients', '--quiet', ...storeArgs], {
+    cwd: ROOT,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   child.stdin.on('error', () => {});
@@ -374,12 +483,22 @@ async function cliRun(storeArgs: string[], space: string, body: string): Promise
 
 /** The server's data in `space`: a full pull by a group of its own, retried for half a minute until a server answers. */
 export async function readSpace(env: ClientEnvironment, space: string): Promise<Map<string, JSONValue>> {
-  const response = await retry(() => fetch(`${env.servers()[0]}pull?space=${encodeURIComponent(space)}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: '' },
-    signal: AbortSignal.timeout(env.requestTimeoutMs),
-    body: JSON.stringify({ pullVersion: 1, clientGroupID: `observer-${Math.random().toString(36).slice(2)}`, cookie: null, profileID: 'observer', schemaVersion: '' }),
-  }), 40);
+  const response = await retry(
+    () =>
+      fetch(`${env.servers()[0]}pull?space=${encodeURIComponent(space)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: '' },
+        signal: AbortSignal.timeout(env.requestTimeoutMs),
+        body: JSON.stringify({
+          pullVersion: 1,
+          clientGroupID: `observer-${Math.random().toString(36).slice(2)}`,
+          cookie: null,
+          profileID: 'observer',
+          schemaVersion: '',
+        }),
+      }),
+    40,
+  );
   const answer = (await response.json()) as PullAnswer;
   const data = new Map<string, JSONValue>();
   for (const op of answer.patch) if (op.op === 'put') data.set(op.key, op.value);
@@ -390,24 +509,46 @@ export async function readSpace(env: ClientEnvironment, space: string): Promise<
 export async function control(env: ClientEnvironment, name: string, query: string, body?: string): Promise<Response> {
   const servers = env.servers();
   if (servers.length === 0) throw new Error('no server is up');
-  return fetch(`${servers[Math.floor(Math.random() * servers.length)]}chaos/${name}?${query}`, { method: 'POST', body, signal: AbortSignal.timeout(env.requestTimeoutMs) });
+  return fetch(`${servers[Math.floor(Math.random() * servers.length)]}chaos/${name}?${query}`, {
+    method: 'POST',
+    body,
+    signal: AbortSignal.timeout(env.requestTimeoutMs),
+  });
 }
 
 /** `work`, or a rejection after `ms`. */
 function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms)))]).finally(
+    () => clearTimeout(timer),
+  );
 }
 
 /** A report as a few lines of text. */
 export function describe(report: ChaosReport): string {
-  const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ×${n}`).join(', ');
+  const faults = Object.entries(report.faults)
+    .map(([kind, n]) => `${kind} ×${n}`)
+    .join(', ');
   const lines = [
-    `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses).map(([status, n]) => `${status}: ${n}`).join(', ')}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}${report.pushesLost > 0 ? `, ${report.pushesLost} pushes answered 200 lost to a failover and shown by the next pull` : ''}`,
+    `${report.topology} (seed ${report.seed}, ${(report.durationMs / 1000).toFixed(0)} s): ${report.requests} requests (${Object.entries(report.statuses)
+      .map(([status, n]) => `${status}: ${n}`)
+      .join(
+        ', ',
+      )}), ${report.mutationsChecked} acknowledged mutations checked, ${report.resets} ClientStateNotFound${report.admittedLosses > 0 ? `, ${report.admittedLosses} acknowledged writes lost as the topology admits` : ''}${report.pushesLost > 0 ? `, ${report.pushesLost} pushes answered 200 lost to a failover and shown by the next pull` : ''}`,
     `  faults: ${faults || 'none'}`,
-    `  restores and reverts: ${Object.entries(report.history.attempts).map(([what, n]) => `${what} ×${n}`).join(', ') || 'none'}; versions judged whole: ${report.history.restores} restores, ${report.history.reverts} reverts; ${report.history.edits.acknowledged} of ${report.history.edits.made} editors' writes acknowledged`,
-    ...(report.webhooks ? [`  webhooks: ${report.webhooks.changes} changes in the feeds; ${report.webhooks.requests} delivery requests, ${report.webhooks.refused} answered 500 on purpose`] : []),
-    `  phases: ${Object.entries(report.phases).map(([phase, seconds]) => `${phase} ${seconds} s`).join(', ')}`,
+    `  restores and reverts: ${
+      Object.entries(report.history.attempts)
+        .map(([what, n]) => `${what} ×${n}`)
+        .join(', ') || 'none'
+    }; versions judged whole: ${report.history.restores} restores, ${report.history.reverts} reverts; ${report.history.edits.acknowledged} of ${report.history.edits.made} editors' writes acknowledged`,
+    ...(report.webhooks
+      ? [
+          `  webhooks: ${report.webhooks.changes} changes in the feeds; ${report.webhooks.requests} delivery requests, ${report.webhooks.refused} answered 500 on purpose`,
+        ]
+      : []),
+    `  phases: ${Object.entries(report.phases)
+      .map(([phase, seconds]) => `${phase} ${seconds} s`)
+      .join(', ')}`,
     `  anomalies: ${report.anomalies.length}`,
     ...report.anomalies.slice(0, 20).map((anomaly) => `    ${anomaly.kind}: ${anomaly.detail}`),
   ];
@@ -415,7 +556,17 @@ export function describe(report: ChaosReport): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { topology: { type: 'string', default: 'all' }, duration: { type: 'string', default: '60s' }, seed: { type: 'string' }, 'raw-clients': { type: 'string' }, 'real-clients': { type: 'string' }, verbose: { type: 'boolean' }, webhooks: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: {
+      topology: { type: 'string', default: 'all' },
+      duration: { type: 'string', default: '60s' },
+      seed: { type: 'string' },
+      'raw-clients': { type: 'string' },
+      'real-clients': { type: 'string' },
+      verbose: { type: 'boolean' },
+      webhooks: { type: 'boolean' },
+    },
+  });
   const durationMs = parseDuration(values.duration!);
   const names = values.topology === 'all' ? Object.keys(TOPOLOGIES) : values.topology!.split(',');
   let failed = false;

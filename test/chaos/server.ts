@@ -49,7 +49,14 @@ function postgresClient(driver: 'postgres.js' | 'pg', url: string) {
     closers.push(() => pool.end());
     return pool;
   }
-  const sql = postgres!(url, { max: 6, fetch_types: false, connect_timeout: 5, onnotice: () => {}, connection: { application_name: `chaos-${name}` }, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
+  const sql = postgres!(url, {
+    max: 6,
+    fetch_types: false,
+    connect_timeout: 5,
+    onnotice: () => {},
+    connection: { application_name: `chaos-${name}` },
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
+  });
   closers.push(() => sql.end({ timeout: 1 }));
   return sql;
 }
@@ -59,7 +66,10 @@ const storage: Storage =
     ? sqliteStorage((await import('../support/sqlite-driver.js')).openSQLite(spec.file))
     : spec.kind === 'postgres'
       ? postgresStore(spec.driver, spec.url, spec.standbys)
-      : routedStorage({ stores: Object.fromEntries(Object.entries(spec.stores).map(([store, url]) => [store, postgresStore(spec.driver, url)])), directory: spec.directory });
+      : routedStorage({
+          stores: Object.fromEntries(Object.entries(spec.stores).map(([store, url]) => [store, postgresStore(spec.driver, url)])),
+          directory: spec.directory,
+        });
 
 // An operator's process is told the servers' clock (OFFSET_MS); a server is sent it once started.
 let offsetMs = Number(process.env.OFFSET_MS ?? 0);
@@ -73,7 +83,20 @@ const ctx: SyncContext = createContext({
   retention: { ...RETENTION, historyMs: false, ...(process.env.CHAOS_WEBHOOK_URL && { changesMs: false }) },
   history: { checkpointEvery: 50 },
   ...(process.env.CHAOS_WEBHOOK_URL && {
-    changes: { secret: CHANGES_SECRET, webhooks: { chaos: { url: process.env.CHAOS_WEBHOOK_URL, secret: WEBHOOK_SECRET, allowPrivateAddresses: true, timeoutMs: 5_000, retryForMs: 100 * 365 * DAY, ...(process.env.CHAOS_WEBHOOK_BATCH && { maxBatch: Number(process.env.CHAOS_WEBHOOK_BATCH) }), ...(process.env.CHAOS_WEBHOOK_SPACES && { spacesPerDelivery: Number(process.env.CHAOS_WEBHOOK_SPACES) }) } } },
+    changes: {
+      secret: CHANGES_SECRET,
+      webhooks: {
+        chaos: {
+          url: process.env.CHAOS_WEBHOOK_URL,
+          secret: WEBHOOK_SECRET,
+          allowPrivateAddresses: true,
+          timeoutMs: 5_000,
+          retryForMs: 100 * 365 * DAY,
+          ...(process.env.CHAOS_WEBHOOK_BATCH && { maxBatch: Number(process.env.CHAOS_WEBHOOK_BATCH) }),
+          ...(process.env.CHAOS_WEBHOOK_SPACES && { spacesPerDelivery: Number(process.env.CHAOS_WEBHOOK_SPACES) }),
+        },
+      },
+    },
   }),
   clock: () => Date.now() + offsetMs,
   pokes: await pokes(),
@@ -88,12 +111,19 @@ async function pokes(): Promise<SyncOptions['pokes']> {
   if (kind === 'none') return undefined;
   if (kind === 'store') return { notifier: storeNotifier(storage, { intervalMs: 100 }) };
   if (kind === 'postgres') {
-    const sql = postgres!(process.env.NOTIFY_URL!, { max: 2, fetch_types: false, onnotice: () => {}, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
+    const sql = postgres!(process.env.NOTIFY_URL!, {
+      max: 2,
+      fetch_types: false,
+      onnotice: () => {},
+      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
+    });
     closers.push(() => sql.end({ timeout: 1 }));
     return { notifier: postgresNotifier(sql) };
   }
   const { createClient } = await import('redis');
-  const redis = await createClient({ url: process.env.REDIS_URL, socket: { reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 1_000) } }).on('error', () => {}).connect();
+  const redis = await createClient({ url: process.env.REDIS_URL, socket: { reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 1_000) } })
+    .on('error', () => {})
+    .connect();
   return { notifier: redisNotifier(redis as never) };
 }
 
@@ -109,7 +139,11 @@ async function control(req: IncomingMessage, res: ServerResponse): Promise<void>
   const space = url.searchParams.get('space') ?? '';
   const body = await new Promise<string>((resolve, reject) => {
     let text = '';
-    req.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve(text)).on('error', reject);
+    req
+      .setEncoding('utf8')
+      .on('data', (chunk: string) => (text += chunk))
+      .on('end', () => resolve(text))
+      .on('error', reject);
   });
   try {
     switch (url.pathname) {

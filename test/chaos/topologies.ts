@@ -41,7 +41,13 @@ export interface Deployment {
    * Background work of the deployment's own (moves between stores), run beside the clients until
    * `stopping`; `complain` records an operator's command that should have been refused and was not.
    */
-  background?(rng: Random, stopping: () => boolean, record: (kind: string, detail: string) => void, complain: (detail: string) => void, pauseMs?: [number, number]): Promise<void>;
+  background?(
+    rng: Random,
+    stopping: () => boolean,
+    record: (kind: string, detail: string) => void,
+    complain: (detail: string) => void,
+    pauseMs?: [number, number],
+  ): Promise<void>;
   /** Ends every fault in place: networks resumed, databases and servers up. */
   heal(): Promise<void>;
   stop(): Promise<void>;
@@ -235,7 +241,9 @@ class Database {
       // postgres.js 3.4 can lose a statement on a connection it reconnected after a cut (the
       // server then waits for its rest for ever, mid-transaction, holding the space's lock): the
       // next connection to send anything loses what it sends after its first 0-2 writes.
-      ...(this.#driver === 'postgres.js' ? [{ name: `lose a statement to ${this.#name}`, weight: 1, inject: async (rng: Random) => (this.proxy.swallowNext(rng.int(0, 2)), '') }] : []),
+      ...(this.#driver === 'postgres.js'
+        ? [{ name: `lose a statement to ${this.#name}`, weight: 1, inject: async (rng: Random) => (this.proxy.swallowNext(rng.int(0, 2)), '') }]
+        : []),
     ];
   }
 
@@ -269,7 +277,15 @@ class Database {
 }
 
 /** A deployment of `count` servers over `store`, with the faults of the servers, the databases and `extra`. */
-async function deploy(count: number, store: StoreSpec, env: Record<string, string>, crashes: string[], databases: Database[], cleanups: Array<() => Promise<void>>, extra: Partial<Deployment> = {}): Promise<Deployment> {
+async function deploy(
+  count: number,
+  store: StoreSpec,
+  env: Record<string, string>,
+  crashes: string[],
+  databases: Database[],
+  cleanups: Array<() => Promise<void>>,
+  extra: Partial<Deployment> = {},
+): Promise<Deployment> {
   const fleet = await Fleet.of(count, () => ({ STORE: JSON.stringify(store), ...env }), crashes);
   try {
     await fleet.start();
@@ -305,7 +321,15 @@ function postgresTopology(name: string, driver: 'postgres.js' | 'pg', descriptio
     description,
     async start(crashes) {
       const database = await Database.start('db', driver);
-      return deploy(2, { kind: 'postgres', driver, url: database.url }, { NOTIFIER: 'postgres', NOTIFY_URL: database.url }, crashes, [database], [() => database.stop()], { cli: { args: ['--postgres', database.url] } });
+      return deploy(
+        2,
+        { kind: 'postgres', driver, url: database.url },
+        { NOTIFIER: 'postgres', NOTIFY_URL: database.url },
+        crashes,
+        [database],
+        [() => database.stop()],
+        { cli: { args: ['--postgres', database.url] } },
+      );
     },
   };
 }
@@ -317,7 +341,9 @@ export const TOPOLOGIES: Record<string, Topology> = {
     async start(crashes) {
       const dir = mkdtempSync(join(tmpdir(), 'viewsync-chaos-'));
       const file = join(dir, 'chaos.db');
-      return deploy(1, { kind: 'sqlite', file }, {}, crashes, [], [async () => rmSync(dir, { recursive: true, force: true })], { cli: { args: ['--sqlite', file], exclusive: true } });
+      return deploy(1, { kind: 'sqlite', file }, {}, crashes, [], [async () => rmSync(dir, { recursive: true, force: true })], {
+        cli: { args: ['--sqlite', file], exclusive: true },
+      });
     },
   },
   'postgres-js': postgresTopology('postgres-js', 'postgres.js', 'two server processes on one PostgreSQL server through postgres.js, pokes by LISTEN'),
@@ -335,12 +361,20 @@ export const TOPOLOGIES: Record<string, Topology> = {
       }
       const store: StoreSpec = { kind: 'postgres', driver: 'postgres.js', url: database.url };
       const kinds = ['postgres', redis === undefined ? 'store' : 'redis', 'store'];
-      const fleet = await Fleet.of(3, (i) => ({ STORE: JSON.stringify(store), NOTIFIER: kinds[i]!, NOTIFY_URL: database.url, REDIS_URL: redis?.url ?? '' }), crashes);
+      const fleet = await Fleet.of(
+        3,
+        (i) => ({ STORE: JSON.stringify(store), NOTIFIER: kinds[i]!, NOTIFY_URL: database.url, REDIS_URL: redis?.url ?? '' }),
+        crashes,
+      );
       await fleet.start();
       const faults = [fleet.kill, ...database.faults()];
       if (redis !== undefined) {
         const server = redis;
-        faults.push({ name: 'stop and start Redis', weight: 1, inject: async (rng) => (await server.stop(), await sleep(rng.int(200, 1_500)), await server.start(), '') });
+        faults.push({
+          name: 'stop and start Redis',
+          weight: 1,
+          inject: async (rng) => (await server.stop(), await sleep(rng.int(200, 1_500)), await server.start(), ''),
+        });
       }
       return {
         servers: () => fleet.urls(),
@@ -363,26 +397,44 @@ export const TOPOLOGIES: Record<string, Topology> = {
   },
   routed: {
     name: 'routed',
-    description: 'two server processes over routedStorage on three PostgreSQL servers with a directory, spaces moved by the CLI, movers killed -9 at every phase',
+    description:
+      'two server processes over routedStorage on three PostgreSQL servers with a directory, spaces moved by the CLI, movers killed -9 at every phase',
     async start(crashes, log) {
       const databases = await Promise.all(['a', 'b', 'c'].map((name) => Database.start(name)));
       const stores = Object.fromEntries(databases.map((database, i) => [['a', 'b', 'c'][i]!, database.url]));
       const cli = { args: [...Object.entries(stores).flatMap(([name, url]) => ['--store', `${name}=${url}`]), '--directory', 'a'] };
-      const deployment = await deploy(2, { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' }, { NOTIFIER: 'postgres', NOTIFY_URL: databases[0]!.url }, crashes, databases, databases.map((database) => () => database.stop()), { cli });
+      const deployment = await deploy(
+        2,
+        { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' },
+        { NOTIFIER: 'postgres', NOTIFY_URL: databases[0]!.url },
+        crashes,
+        databases,
+        databases.map((database) => () => database.stop()),
+        { cli },
+      );
       deployment.background = (rng, stopping, record, complain, pauseMs) => moves(stores, rng, stopping, record, complain, log, pauseMs);
       return deployment;
     },
   },
   pgbouncer: {
     name: 'pgbouncer',
-    description: 'two server processes over routedStorage on two PostgreSQL servers reached only through PgBouncer in transaction mode (postgres.js, prepare=false in the URLs), pokes by polling the store, spaces moved by the CLI through it',
+    description:
+      'two server processes over routedStorage on two PostgreSQL servers reached only through PgBouncer in transaction mode (postgres.js, prepare=false in the URLs), pokes by polling the store, spaces moved by the CLI through it',
     async start(crashes, log) {
       const databases = await Promise.all(['a', 'b'].map((name) => Database.start(name)));
       const bouncer = await startPgBouncer({ a: databases[0]!.url, b: databases[1]!.url });
       // The database faults act between PgBouncer and the servers; the servers, the CLI and the movers reach the stores only through PgBouncer.
       const stores = { a: `${bouncer.url('a')}?prepare=false`, b: `${bouncer.url('b')}?prepare=false` };
       const cli = { args: [...Object.entries(stores).flatMap(([name, url]) => ['--store', `${name}=${url}`]), '--directory', 'a'] };
-      const deployment = await deploy(2, { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' }, { NOTIFIER: 'store' }, crashes, databases, [() => bouncer.stop(), ...databases.map((database) => () => database.stop())], { cli });
+      const deployment = await deploy(
+        2,
+        { kind: 'routed', driver: 'postgres.js', stores, directory: 'a' },
+        { NOTIFIER: 'store' },
+        crashes,
+        databases,
+        [() => bouncer.stop(), ...databases.map((database) => () => database.stop())],
+        { cli },
+      );
       deployment.background = (rng, stopping, record, complain, pauseMs) => moves(stores, rng, stopping, record, complain, log, pauseMs);
       return deployment;
     },
@@ -421,7 +473,15 @@ export const MOVED_SPACES = ['space-0', 'space-1', 'space-2', 'space-3'];
  * `--directory` (the CLI then places spaces by hash, unlike the servers), or moves a space that
  * does not exist; such a move must be refused, and never touch a space's data.
  */
-async function moves(stores: Record<string, string>, rng: Random, stopping: () => boolean, record: (kind: string, detail: string) => void, complain: (detail: string) => void, log: (line: string) => void, [least, most]: [number, number] = [500, 3_000]): Promise<void> {
+async function moves(
+  stores: Record<string, string>,
+  rng: Random,
+  stopping: () => boolean,
+  record: (kind: string, detail: string) => void,
+  complain: (detail: string) => void,
+  log: (line: string) => void,
+  [least, most]: [number, number] = [500, 3_000],
+): Promise<void> {
   const storeArgs = Object.entries(stores).flatMap(([name, url]) => ['--store', `${name}=${url}`]);
   const script = await bundled('src/cli/bin.ts');
   for (let n = 1; !stopping(); n++) {
@@ -431,11 +491,21 @@ async function moves(stores: Record<string, string>, rng: Random, stopping: () =
     const space = mistake === 'a space that does not exist' ? `never-written-${n}` : rng.pick(MOVED_SPACES);
     // Without the directory, half the time to the store that holds the space: where a CLI that
     // places by hash would clear the data it takes for a stale copy.
-    const to = mistake === 'no --directory' && rng.chance(0.5) ? ((await listedIn(stores.a!, space)) ?? rng.pick(Object.keys(stores))) : rng.pick(Object.keys(stores));
+    const to =
+      mistake === 'no --directory' && rng.chance(0.5) ? ((await listedIn(stores.a!, space)) ?? rng.pick(Object.keys(stores))) : rng.pick(Object.keys(stores));
     // A third of the movers are killed as they enter a phase drawn from all of them (the CLI says
     // each on stderr), or a moment after they start.
     const kill = mistake === undefined && rng.chance(0.35) ? rng.pick([...MOVE_PHASES, 'at once'] as const) : undefined;
-    const mover = moverProcess(script, ['move', space, '--to', to, ...(mistake === 'no --directory' ? [] : ['--directory', 'a']), '--switch-timeout', '2s', ...storeArgs]);
+    const mover = moverProcess(script, [
+      'move',
+      space,
+      '--to',
+      to,
+      ...(mistake === 'no --directory' ? [] : ['--directory', 'a']),
+      '--switch-timeout',
+      '2s',
+      ...storeArgs,
+    ]);
     if (kill === 'at once') {
       await sleep(rng.int(20, 1_500));
       mover.kill();
@@ -445,12 +515,23 @@ async function moves(stores: Record<string, string>, rng: Random, stopping: () =
     }
     const code = await mover.exited;
     const last = mover.output().trim().split('\n').at(-1) ?? '';
-    const kind = kill !== undefined ? `kill -9 a mover ${kill === 'at once' ? 'at once' : `as it enters ${kill}`}` : mistake === undefined ? 'move' : `move with ${mistake}`;
+    const kind =
+      kill !== undefined
+        ? `kill -9 a mover ${kill === 'at once' ? 'at once' : `as it enters ${kill}`}`
+        : mistake === undefined
+          ? 'move'
+          : `move with ${mistake}`;
     record(kind, `${space} to ${to}: ${kill !== undefined ? `killed after "${last}"` : `exit ${code}: ${last.slice(0, 200)}`}`);
     // Even "nothing to move" is a wrong answer there: the CLI cannot know where the space is.
     if (mistake !== undefined && code === 0) complain(`viewsync move ${space} --to ${to} with ${mistake} exited 0: ${last}`);
     // A move may be refused while another runs or a store is down; anything else is worth a look.
-    if (!kill && mistake === undefined && code !== 0 && !/already|nothing to move|another move|did not finish within|unavailable|Cannot reach|ECONNRE|CONNECTION/i.test(mover.output())) log(`mover ${n}: exit ${code}: ${mover.output().slice(-500)}`);
+    if (
+      !kill &&
+      mistake === undefined &&
+      code !== 0 &&
+      !/already|nothing to move|another move|did not finish within|unavailable|Cannot reach|ECONNRE|CONNECTION/i.test(mover.output())
+    )
+      log(`mover ${n}: exit ${code}: ${mover.output().slice(-500)}`);
   }
 }
 
@@ -471,7 +552,10 @@ async function listedIn(url: string, space: string): Promise<string | undefined>
 const MOVE_PHASES = ['copying', 'catching-up', 'switching', 'committed', 'switched', 'cleaning'] as const;
 
 /** A CLI mover (`viewsync move`): its output and exit, a wait for a line of it, and kill -9. */
-function moverProcess(script: string, args: string[]): { output(): string; reached(text: string): Promise<void>; kill(): void; exited: Promise<number | null> } {
+function moverProcess(
+  script: string,
+  args: string[],
+): { output(): string; reached(text: string): Promise<void>; kill(): void; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const waiting: Array<{ text: string; resolve: () => void }> = [];
@@ -543,7 +627,7 @@ async function standbyReadsDeployment(crashes: string[], log: (line: string) => 
       },
     },
     {
-      name: 'pause the standby\'s replay',
+      name: "pause the standby's replay",
       weight: 2,
       inject: async (rng) => {
         await replay('pause');
@@ -572,12 +656,18 @@ async function standbyReadsDeployment(crashes: string[], log: (line: string) => 
     down = false;
     await replay('resume');
   };
-  const deployment = await deploy(2, store, { NOTIFIER: 'postgres', NOTIFY_URL: pair.primary.url }, crashes, [], [() => pair.stop()], { faults, heal, cli: { args: ['--postgres', pair.primary.url] } });
+  const deployment = await deploy(2, store, { NOTIFIER: 'postgres', NOTIFY_URL: pair.primary.url }, crashes, [], [() => pair.stop()], {
+    faults,
+    heal,
+    cli: { args: ['--postgres', pair.primary.url] },
+  });
   // Healed once the faults are over: the record says how many reads the standby served meanwhile.
   const healAll = deployment.heal.bind(deployment);
   deployment.heal = async () => {
     await healAll();
-    const stats = await Promise.all(deployment.servers().map(async (url) => (await fetch(`${url}chaos/standby-stats`)).json() as Promise<{ standby: number; primary: number } | null>));
+    const stats = await Promise.all(
+      deployment.servers().map(async (url) => (await fetch(`${url}chaos/standby-stats`)).json() as Promise<{ standby: number; primary: number } | null>),
+    );
     const [standby, primary] = [stats.reduce((sum, s) => sum + (s?.standby ?? 0), 0), stats.reduce((sum, s) => sum + (s?.primary ?? 0), 0)];
     log(`reads so far on servers up: ${standby} from the standby, ${primary} from the primary`);
   };

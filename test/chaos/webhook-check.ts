@@ -77,7 +77,10 @@ export class ChaosReceiver {
 export async function feedOf(server: string, space: string): Promise<FeedChange[]> {
   const changes: FeedChange[] = [];
   for (let after = '0', more = true; more; ) {
-    const response = await fetch(`${server}changes?space=${encodeURIComponent(space)}&after=${after}&limit=10000`, { headers: { authorization: `Bearer ${CHANGES_SECRET}` }, signal: AbortSignal.timeout(30_000) });
+    const response = await fetch(`${server}changes?space=${encodeURIComponent(space)}&after=${after}&limit=10000`, {
+      headers: { authorization: `Bearer ${CHANGES_SECRET}` },
+      signal: AbortSignal.timeout(30_000),
+    });
     if (response.status !== 200) throw new Error(`GET changes of ${space} answered ${response.status}: ${await response.text()}`);
     const page = (await response.json()) as { changes: FeedChange[]; cursor: string; more: boolean };
     changes.push(...page.changes);
@@ -87,7 +90,11 @@ export async function feedOf(server: string, space: string): Promise<FeedChange[
 }
 
 /** Judges what `receiver` got against each space's feed and data; the anomalies found. */
-export function judgeWebhooks(receiver: Pick<ChaosReceiver, 'arrivals' | 'deliveriesOf'>, feeds: ReadonlyMap<string, FeedChange[]>, truth: ReadonlyMap<string, Map<string, JSONValue>>): Anomaly[] {
+export function judgeWebhooks(
+  receiver: Pick<ChaosReceiver, 'arrivals' | 'deliveriesOf'>,
+  feeds: ReadonlyMap<string, FeedChange[]>,
+  truth: ReadonlyMap<string, Map<string, JSONValue>>,
+): Anomaly[] {
   const anomalies: Anomaly[] = [];
   const add = (detail: string) => anomalies.push({ kind: 'webhook', detail });
   const inFeed = new Set<string>();
@@ -110,6 +117,7 @@ export function judgeWebhooks(receiver: Pick<ChaosReceiver, 'arrivals' | 'delive
   const phantoms = receiver.arrivals.filter((change) => feeds.has(change.space) && !inFeed.has(change.id));
   if (phantoms.length > 0) add(`${phantoms.length} delivered changes are not in the feed, the first ${phantoms[0]!.id}`);
   const rekeyed = [...receiver.deliveriesOf].filter(([, ids]) => ids.size > 1);
-  if (rekeyed.length > 0) add(`${rekeyed.length} changes came under more than one delivery ID, the first ${rekeyed[0]![0]} under ${[...rekeyed[0]![1]].join(', ')}`);
+  if (rekeyed.length > 0)
+    add(`${rekeyed.length} changes came under more than one delivery ID, the first ${rekeyed[0]![0]} under ${[...rekeyed[0]![1]].join(', ')}`);
   return anomalies;
 }

@@ -37,7 +37,9 @@ function rows(file: string): unknown[] {
 async function filled(name: string, space: string, entries: number): Promise<string> {
   const file = join(work, name);
   const db = new Database(file);
-  const lines = Array.from({ length: entries }, (_, i) => JSON.stringify({ key: `todo/${String(i).padStart(6, '0')}`, value: { title: `Todo ${i}`, done: i % 2 === 0 } }));
+  const lines = Array.from({ length: entries }, (_, i) =>
+    JSON.stringify({ key: `todo/${String(i).padStart(6, '0')}`, value: { title: `Todo ${i}`, done: i % 2 === 0 } }),
+  );
   const dump = [JSON.stringify({ viewsync: 'space', format: 2 }), ...lines, JSON.stringify({ viewsync: 'end', entries })].join('\n');
   await importSpace(createContext({ storage: sqliteStorage(db), mutators: {}, onError: () => {} }), space, dump, { mode: 'replace' });
   db.close();
@@ -50,7 +52,16 @@ async function sqliteFile(name: string): Promise<string> {
   const db = new Database(file);
   const ctx: SyncContext = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {} });
   for (let i = 0; i < 5; i++) {
-    await push(ctx, 'g1', Array.from({ length: 1_000 }, (_, j) => mutation('c1', i * 1_000 + j + 1, 'put', { key: `todo/${String(i * 1_000 + j).padStart(5, '0')}`, value: { title: `Todo ${i}-${j} ✓`, done: j % 2 === 0 } })));
+    await push(
+      ctx,
+      'g1',
+      Array.from({ length: 1_000 }, (_, j) =>
+        mutation('c1', i * 1_000 + j + 1, 'put', {
+          key: `todo/${String(i * 1_000 + j).padStart(5, '0')}`,
+          value: { title: `Todo ${i}-${j} ✓`, done: j % 2 === 0 },
+        }),
+      ),
+    );
   }
   await push(ctx, 'g1', [mutation('c1', 5_001, 'del', { key: 'todo/00003' })]);
   await transact(ctx, 'other', (tx) => tx.set('x', 1));
@@ -64,7 +75,11 @@ function routedFiles(name: string): Record<'a' | 'b' | 'c', string> {
 }
 
 /** Runs `fn` on a context routed over the SQLite `files` as the servers' options say (without claiming the files), then closes them. */
-async function withRouted<T>(files: Record<string, string>, options: { place?: (space: string) => string; directory?: string }, fn: (ctx: SyncContext) => Promise<T>): Promise<T> {
+async function withRouted<T>(
+  files: Record<string, string>,
+  options: { place?: (space: string) => string; directory?: string },
+  fn: (ctx: SyncContext) => Promise<T>,
+): Promise<T> {
   const dbs = Object.entries(files).map(([name, file]) => [name, new Database(file)] as const);
   try {
     const storage = routedStorage({ stores: Object.fromEntries(dbs.map(([name, db]) => [name, sqliteStorage(db, { claim: false })])), ...options });
@@ -77,12 +92,19 @@ async function withRouted<T>(files: Record<string, string>, options: { place?: (
 /** Each of `spaces` given 50 entries by three client groups (their clients' lastMutationIDs 17, 17 and 16). */
 async function seedSpaces(ctx: SyncContext, spaces: readonly string[]): Promise<void> {
   for (const space of spaces) {
-    for (let i = 0; i < 50; i++) await push(createContext({ ...ctx.options, space: () => space }), `g${i % 3}`, [mutation(`c${i % 3}`, Math.floor(i / 3) + 1, 'put', { key: `todo/${i}`, value: i })]);
+    for (let i = 0; i < 50; i++)
+      await push(createContext({ ...ctx.options, space: () => space }), `g${i % 3}`, [
+        mutation(`c${i % 3}`, Math.floor(i / 3) + 1, 'put', { key: `todo/${i}`, value: i }),
+      ]);
   }
 }
 
 /** What servers routed over `files` serve of `space`: a pull's status, and its entries and clients' lastMutationIDs when it is served. */
-async function servedBy(files: Record<string, string>, options: { place?: (space: string) => string; directory?: string }, space: string): Promise<{ status: number; entries?: number; clients?: Record<string, number> }> {
+async function servedBy(
+  files: Record<string, string>,
+  options: { place?: (space: string) => string; directory?: string },
+  space: string,
+): Promise<{ status: number; entries?: number; clients?: Record<string, number> }> {
   return withRouted(files, options, async (ctx) => {
     const { status } = await handlePull(post('/pull', pullBody('reader', null)), createContext({ ...ctx.options, space: () => space }));
     if (status !== 200) return { status };
@@ -116,12 +138,18 @@ describe('the viewsync CLI, run as a process', () => {
       ['viewsync export a b --sqlite x.db', /takes one SPACE/],
       ['viewsync inspect --merge --sqlite x.db', /inspect takes no --merge/],
       ['viewsync inspect --bogus', /Unknown option '--bogus'/],
-      ['viewsync gc --tombstones soon --sqlite x.db', /--tombstones takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d, or 'forever'; got "soon"/],
+      [
+        'viewsync gc --tombstones soon --sqlite x.db',
+        /--tombstones takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d, or 'forever'; got "soon"/,
+      ],
       // A bare number is not guessed at: read as milliseconds, it would remove every tombstone.
       ['viewsync gc --tombstones 30 --sqlite x.db', /--tombstones takes a duration above 0 with its unit/],
       ['env -u DATABASE_URL viewsync inspect', /No store: give --sqlite FILE or --postgres URL, or set DATABASE_URL/],
       ['viewsync inspect --sqlite a.db --postgres postgres://h/d', /not both/],
-      ['viewsync export s --sqlite x.db --idle-timeout 0', /--idle-timeout takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d; got "0"/],
+      [
+        'viewsync export s --sqlite x.db --idle-timeout 0',
+        /--idle-timeout takes a duration above 0 with its unit, such as 500ms, 10s, 5m, 12h or 30d; got "0"/,
+      ],
       ['viewsync export s --sqlite x.db --from t', /export takes no --from/],
       ['viewsync inspect --sqlite x.db --schema app', /--schema is for PostgreSQL: a SQLite file has no schemas/],
       ['viewsync inspect --sqlite x.db --table-prefix 1x', /--table-prefix "1x" cannot begin a table name/],
@@ -140,9 +168,17 @@ describe('the viewsync CLI, run as a process', () => {
     const file = await sqliteFile('app.db');
     const table = sh(`viewsync inspect --sqlite app.db`);
     expect(table.status, table.stderr).toBe(0);
-    expect(table.stdout).toMatch(/^SPACE\s+ENTRIES\s+SIZE\s+VERSION\s+CLIENT GROUPS\s+LAST ACTIVITY\n""\s+4,999\s+[\d.]+ KiB\s+6\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n"other"\s+1\s+/);
+    expect(table.stdout).toMatch(
+      /^SPACE\s+ENTRIES\s+SIZE\s+VERSION\s+CLIENT GROUPS\s+LAST ACTIVITY\n""\s+4,999\s+[\d.]+ KiB\s+6\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n"other"\s+1\s+/,
+    );
     const json = sh(`viewsync inspect '' --sqlite app.db --json`);
-    expect(JSON.parse(json.stdout)).toMatchObject({ space: '', entries: 4_999, version: 6, clientGroups: 1, groups: [{ userID: null, clientGroupID: 'g1', clients: { c1: 5_001 } }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      space: '',
+      entries: 4_999,
+      version: 6,
+      clientGroups: 1,
+      groups: [{ userID: null, clientGroupID: 'g1', clients: { c1: 5_001 } }],
+    });
 
     const exported = sh(`viewsync export '' --sqlite app.db > dump.ndjson`, { VIEWSYNC_PROGRESS_MS: '0' });
     expect(exported.status, exported.stderr).toBe(0);
@@ -151,15 +187,26 @@ describe('the viewsync CLI, run as a process', () => {
     const imported = sh(`viewsync import copy --sqlite copy.db --from '' < dump.ndjson`, { VIEWSYNC_PROGRESS_MS: '0' });
     expect(imported.status, imported.stderr).toBe(0);
     expect(imported.stderr).toMatch(/^import: [\d,]+ entries read and checked…$/m);
-    expect(imported.stderr).toMatch(/^imported 4,999 entries into "copy" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged; 1 client group: 1 client record written$/m);
+    expect(imported.stderr).toMatch(
+      /^imported 4,999 entries into "copy" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged; 1 client group: 1 client record written$/m,
+    );
     // Readers, so that the CLI's imports below may claim the file (a store that writes holds it).
-    const original: SyncContext = createContext({ storage: sqliteStorage(new Database(file, { readonly: false }), { claim: false }), mutators: {}, onError: () => {} });
+    const original: SyncContext = createContext({
+      storage: sqliteStorage(new Database(file, { readonly: false }), { claim: false }),
+      mutators: {},
+      onError: () => {},
+    });
     const copy: SyncContext = createContext({ storage: sqliteStorage(new Database(join(work, 'copy.db')), { claim: false }), mutators: {}, onError: () => {} });
     expect(await fullPull(copy, 'copy')).toEqual(await fullPull(original, ''));
     // Its client group came along, so its client goes on; --skip-clients leaves it out.
     expect((await inspect(copy, 'copy')).groups).toMatchObject([{ userID: null, clientGroupID: 'g1', clients: { c1: 5_001 } }]);
     const bare = sh(`viewsync import bare --sqlite copy.db --from '' --skip-clients < dump.ndjson`);
-    expect([bare.status, bare.stderr]).toEqual([0, expect.stringMatching(/^imported 4,999 entries into "bare" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged; 1 client group: skipped \(--skip-clients\)$/m)]);
+    expect([bare.status, bare.stderr]).toEqual([
+      0,
+      expect.stringMatching(
+        /^imported 4,999 entries into "bare" in [\d.]+ s: 4,999 written, 0 deleted, the rest unchanged; 1 client group: skipped \(--skip-clients\)$/m,
+      ),
+    ]);
     expect((await inspect(copy, 'bare')).groups).toEqual([]);
     // A reader that stops early closes the pipe: the export ends quietly, with status 0.
     const cut = sh(`bash -o pipefail -c "viewsync export '' --sqlite app.db --quiet | head -c 100 > /dev/null"`);
@@ -170,7 +217,9 @@ describe('the viewsync CLI, run as a process', () => {
     const before = (await inspect(copy, 'copy')).entries;
     const bad = sh(`viewsync import copy --sqlite copy.db --quiet < bad.ndjson`);
     expect(bad.status).toBe(1);
-    expect(bad.stderr).toBe('viewsync: line 3 of the dump has key "a", which is not after the previous line\'s "b": a dump lists each key once, in ascending order (UTF-8 bytes)\n');
+    expect(bad.stderr).toBe(
+      'viewsync: line 3 of the dump has key "a", which is not after the previous line\'s "b": a dump lists each key once, in ascending order (UTF-8 bytes)\n',
+    );
     expect((await inspect(copy, 'copy')).entries).toBe(before);
     // --merge sets, and keeps the rest.
     writeFileSync(join(work, 'one.ndjson'), '{"viewsync":"space","format":2}\n{"key":"todo/00000","value":"merged"}\n{"viewsync":"end","entries":1}\n');
@@ -178,11 +227,19 @@ describe('the viewsync CLI, run as a process', () => {
     expect(await inspect(copy, 'copy')).toMatchObject({ entries: 4_999 });
     // A dump of another space is taken only when --from names that space.
     const other = sh(`viewsync import copy --sqlite copy.db --quiet < dump.ndjson`);
-    expect([other.status, other.stderr]).toEqual([1, 'viewsync: line 1 of the dump is the header of a dump of space "", not "copy": to import it into "copy" anyway, pass from: "" (CLI: --from "")\n']);
+    expect([other.status, other.stderr]).toEqual([
+      1,
+      'viewsync: line 1 of the dump is the header of a dump of space "", not "copy": to import it into "copy" anyway, pass from: "" (CLI: --from "")\n',
+    ]);
     // A format-1 dump (viewsync 0.1, no end line) only with --allow-format-1.
     writeFileSync(join(work, 'old.ndjson'), '{"viewsync":"space","format":1,"space":"copy"}\n{"key":"todo/00000","value":"old"}\n');
     const old = sh(`viewsync import copy --sqlite copy.db --merge --quiet < old.ndjson`);
-    expect([old.status, old.stderr]).toEqual([1, expect.stringMatching(/^viewsync: line 1 of the dump is the header of a format-1 dump, which has no end line: .* import it with allowFormat1: true \(CLI: --allow-format-1\)\n$/)]);
+    expect([old.status, old.stderr]).toEqual([
+      1,
+      expect.stringMatching(
+        /^viewsync: line 1 of the dump is the header of a format-1 dump, which has no end line: .* import it with allowFormat1: true \(CLI: --allow-format-1\)\n$/,
+      ),
+    ]);
     expect(sh(`viewsync import copy --sqlite copy.db --merge --allow-format-1 --quiet < old.ndjson`).status).toBe(0);
     expect(await read(copy, 'copy', (tx) => tx.get('todo/00000'))).toBe('old');
 
@@ -197,12 +254,20 @@ describe('the viewsync CLI, run as a process', () => {
   it('runs under Bun (bun:sqlite) and Deno (node:sqlite) on the same SQLite file', async () => {
     const cli = join(project, 'node_modules', 'viewsync', 'dist', 'cli.js');
     const runtimes = { bun: `${ROOT}node_modules/.bin/bun ${cli}`, deno: `${ROOT}node_modules/.bin/deno run --no-remote -A ${cli}` };
-    writeFileSync(join(work, 'runtimes.ndjson'), '{"viewsync":"space","format":2}\n{"key":"a","value":1}\n{"key":"b","value":{"ü":[true]}}\n{"viewsync":"end","entries":2}\n');
+    writeFileSync(
+      join(work, 'runtimes.ndjson'),
+      '{"viewsync":"space","format":2}\n{"key":"a","value":1}\n{"key":"b","value":{"ü":[true]}}\n{"viewsync":"end","entries":2}\n',
+    );
     const imported = sh(`${runtimes.bun} import s --sqlite runtimes.db < runtimes.ndjson`, { DENO_NO_UPDATE_CHECK: '1' });
     expect(imported.status, imported.stderr).toBe(0);
     const exported = sh(`${runtimes.deno} export s --sqlite runtimes.db --quiet`, { DENO_NO_UPDATE_CHECK: '1' });
     expect(exported.status, exported.stderr).toBe(0);
-    expect(exported.stdout.split('\n').slice(1)).toEqual(['{"key":"a","value":1}', '{"key":"b","value":{"ü":[true]}}', '{"viewsync":"end","entries":2,"groups":0}', '']);
+    expect(exported.stdout.split('\n').slice(1)).toEqual([
+      '{"key":"a","value":1}',
+      '{"key":"b","value":{"ü":[true]}}',
+      '{"viewsync":"end","entries":2,"groups":0}',
+      '',
+    ]);
   });
 
   // The better-sqlite3 installed here was built for this Node; the releases .ci/lts installs are others.
@@ -221,7 +286,10 @@ describe('the viewsync CLI, run as a process', () => {
     const a = await sqliteFile('route-a.db');
     new Database(join(work, 'route-b.db')).close();
     const stores = `--store a=${a} --store b=route-b.db --directory a`;
-    const before = JSON.parse(sh(`viewsync inspect '' --json ${stores}`).stdout) as { version: number; groups: Array<{ clientGroupID: string; clients: Record<string, number> }> };
+    const before = JSON.parse(sh(`viewsync inspect '' --json ${stores}`).stdout) as {
+      version: number;
+      groups: Array<{ clientGroupID: string; clients: Record<string, number> }>;
+    };
     const moved = sh(`viewsync move '' --to b ${stores}`);
     expect(moved.status, moved.stderr).toBe(0);
     expect(moved.stdout).toMatch(/^moved "" from "a" to "b": [\d,]+ rows copied in .+; its writes waited \d+ ms for the switch\n$/);
@@ -231,7 +299,10 @@ describe('the viewsync CLI, run as a process', () => {
     expect(after.version).toBe(before.version);
     expect(after.groups.map(({ clientGroupID, clients }) => [clientGroupID, clients])).toEqual([['g1', { c1: 5_001 }]]);
     const all = JSON.parse(sh(`viewsync inspect --json ${stores}`).stdout) as { spaces: Array<{ space: string; store: string }> };
-    expect(all.spaces.map(({ space, store }) => [space, store])).toEqual([['', 'b'], ['other', 'a']]);
+    expect(all.spaces.map(({ space, store }) => [space, store])).toEqual([
+      ['', 'b'],
+      ['other', 'a'],
+    ]);
     expect(sh(`viewsync inspect ${stores}`).stdout).toMatch(/^SPACE\s+STORE\s+ENTRIES/);
     // Of '', a.db keeps its route record and the directory's row (the directory is in a): the rows went.
     expect((rows(a) as Array<{ key: string }>).filter(({ key }) => /^[a-z]\/\//.test(key)).map(({ key }) => key)).toEqual(['d//', 'r//']);
@@ -249,7 +320,10 @@ describe('the viewsync CLI, run as a process', () => {
       expect(run.status, line).toBe(2);
       expect(run.stderr, line).toMatch(message);
     }
-    expect(sh(`viewsync move s --to c ${stores}`)).toMatchObject({ status: 2, stderr: expect.stringMatching(/--to "c" is not one of the --store names \(a, b\)/) });
+    expect(sh(`viewsync move s --to c ${stores}`)).toMatchObject({
+      status: 2,
+      stderr: expect.stringMatching(/--to "c" is not one of the --store names \(a, b\)/),
+    });
   });
 
   it('refuses a move its placement contradicts, either way, and a move of a space no store holds: exit 1, every store as it was', async () => {
@@ -261,13 +335,23 @@ describe('the viewsync CLI, run as a process', () => {
     for (const to of ['b', 'a']) {
       const run = sh(`viewsync move acme --to ${to} ${stores}`);
       expect([run.status, run.stdout], to).toEqual([1, '']);
-      expect(run.stderr, to).toMatch(/^viewsync: moveSpace: store "b" holds rows of space "acme" with no route record, but this router finds its copy in use in "c" \(by its placement rule\): the placement given to this router is not the servers'\. Give it the servers' stores, place and directory .*\. Nothing was done\n$/);
+      expect(run.stderr, to).toMatch(
+        /^viewsync: moveSpace: store "b" holds rows of space "acme" with no route record, but this router finds its copy in use in "c" \(by its placement rule\): the placement given to this router is not the servers'\. Give it the servers' stores, place and directory .*\. Nothing was done\n$/,
+      );
     }
     const typo = sh(`viewsync move acme-typo --to b ${stores}`);
-    expect([typo.status, typo.stderr]).toEqual([1, expect.stringMatching(/^viewsync: moveSpace: space "acme-typo" does not exist: no store \(a, b, c\) holds any row of it; nothing was moved or written\. Is its name right\? \(the default space is ''\)\n$/)]);
+    expect([typo.status, typo.stderr]).toEqual([
+      1,
+      expect.stringMatching(
+        /^viewsync: moveSpace: space "acme-typo" does not exist: no store \(a, b, c\) holds any row of it; nothing was moved or written\. Is its name right\? \(the default space is ''\)\n$/,
+      ),
+    ]);
     // An export or an import of acme by hash would read an empty copy, or write a second one.
     for (const line of [`viewsync export acme ${stores}`, `viewsync import acme ${stores} < /dev/null`]) {
-      expect(sh(line), line).toMatchObject({ status: 1, stderr: expect.stringMatching(/store "b" holds rows of space "acme" with no route record, but this router finds its copy in use in "c"/) });
+      expect(sh(line), line).toMatchObject({
+        status: 1,
+        stderr: expect.stringMatching(/store "b" holds rows of space "acme" with no route record, but this router finds its copy in use in "c"/),
+      });
     }
     expect(Object.values(files).map(rows)).toEqual(before);
     expect(await servedBy(files, { place: () => 'b' }, 'acme')).toEqual(WHOLE);
@@ -278,11 +362,23 @@ describe('the viewsync CLI, run as a process', () => {
     await withRouted(files, { place: () => 'b', directory: 'a' }, (ctx) => seedSpaces(ctx, ['acme']));
     const stores = `--store a=${files.a} --store b=${files.b} --store c=${files.c}`;
     const before = Object.values(files).map(rows);
-    const without = /^viewsync: store "a" keeps a directory of spaces \(rows d\/…\), so the servers find spaces by it: pass --directory a, as they do\. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left\n$/;
-    for (const line of [`viewsync move acme --to c ${stores}`, `viewsync inspect ${stores}`, `viewsync export acme ${stores}`, `viewsync import acme ${stores} < /dev/null`, `viewsync gc ${stores}`]) {
+    const without =
+      /^viewsync: store "a" keeps a directory of spaces \(rows d\/…\), so the servers find spaces by it: pass --directory a, as they do\. Without it the CLI would look for each space where the hash puts it, and a move would leave the directory naming the store the space left\n$/;
+    for (const line of [
+      `viewsync move acme --to c ${stores}`,
+      `viewsync inspect ${stores}`,
+      `viewsync export acme ${stores}`,
+      `viewsync import acme ${stores} < /dev/null`,
+      `viewsync gc ${stores}`,
+    ]) {
       expect(sh(line), line).toMatchObject({ status: 1, stdout: '', stderr: expect.stringMatching(without) });
     }
-    expect(sh(`viewsync move acme --to c ${stores} --directory b`)).toMatchObject({ status: 1, stderr: expect.stringMatching(/^viewsync: --directory "b" names a store that is not the servers' directory: store "a" keeps the directory rows \(rows d\/…\)\. Pass --directory a, as the servers do\n$/) });
+    expect(sh(`viewsync move acme --to c ${stores} --directory b`)).toMatchObject({
+      status: 1,
+      stderr: expect.stringMatching(
+        /^viewsync: --directory "b" names a store that is not the servers' directory: store "a" keeps the directory rows \(rows d\/…\)\. Pass --directory a, as the servers do\n$/,
+      ),
+    });
     expect(Object.values(files).map(rows)).toEqual(before);
     const moved = sh(`viewsync move acme --to c ${stores} --directory a --quiet`);
     expect([moved.status, moved.stdout], moved.stderr).toEqual([0, expect.stringMatching(/^moved "acme" from "b" to "c"/)]);
@@ -304,12 +400,21 @@ describe('the viewsync CLI, run as a process', () => {
 
     const check = sh(`viewsync directory check ${stores}`);
     expect(check.status).toBe(1);
-    expect(check.stdout).toMatch(/^SPACE\s+LISTED IN\s+IN USE IN\s+PROBLEM\n"acme"\s+b\s+c\s+is listed in "b", which is not one of the stores \(a, c\), while "c" holds its copy in use: a repair points the row there\n$/);
-    expect(check.stderr).toBe("viewsync: 1 space's directory row does not lead to its copy in use: 'viewsync directory repair' with the same options repairs what it can\n");
-    expect(JSON.parse(sh(`viewsync directory check ${stores} --json`).stdout)).toEqual({ problems: [{ space: 'acme', listed: 'b', inUse: 'c', kind: 'unknown-store', reason: expect.any(String) }] });
+    expect(check.stdout).toMatch(
+      /^SPACE\s+LISTED IN\s+IN USE IN\s+PROBLEM\n"acme"\s+b\s+c\s+is listed in "b", which is not one of the stores \(a, c\), while "c" holds its copy in use: a repair points the row there\n$/,
+    );
+    expect(check.stderr).toBe(
+      "viewsync: 1 space's directory row does not lead to its copy in use: 'viewsync directory repair' with the same options repairs what it can\n",
+    );
+    expect(JSON.parse(sh(`viewsync directory check ${stores} --json`).stdout)).toEqual({
+      problems: [{ space: 'acme', listed: 'b', inUse: 'c', kind: 'unknown-store', reason: expect.any(String) }],
+    });
     const repair = sh(`viewsync directory repair ${stores}`);
     expect([repair.status, repair.stdout, repair.stderr]).toEqual([0, 'repaired "acme": listed in "c", not "b"\n', '']);
-    expect(sh(`viewsync directory check ${stores}`)).toMatchObject({ status: 0, stdout: 'Every space the stores hold is listed in the directory, in the store holding its copy in use.\n' });
+    expect(sh(`viewsync directory check ${stores}`)).toMatchObject({
+      status: 0,
+      stdout: 'Every space the stores hold is listed in the directory, in the store holding its copy in use.\n',
+    });
     expect(await servedBy(kept, { directory: 'a' }, 'acme')).toEqual(WHOLE);
 
     const usage: Array<[string, RegExp]> = [
@@ -325,11 +430,19 @@ describe('the viewsync CLI, run as a process', () => {
   it('gc removes what the retention lets go', async () => {
     const file = join(work, 'gc.db');
     const db = new Database(file);
-    const ctx: SyncContext = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, clock: () => Date.now() - 10 * 24 * 60 * 60 * 1000 });
+    const ctx: SyncContext = createContext({
+      storage: sqliteStorage(db),
+      mutators: testMutators,
+      onError: () => {},
+      clock: () => Date.now() - 10 * 24 * 60 * 60 * 1000,
+    });
     await push(ctx, 'idle', [mutation('c', 1, 'put', { key: 'k', value: 1 }), mutation('c', 2, 'del', { key: 'k' })]);
     // While a server holds the file, gc (which writes) is refused, saying so; inspect reads.
     const refused = sh(`viewsync gc --sqlite gc.db`);
-    expect([refused.status, refused.stderr]).toEqual([1, expect.stringMatching(/gc\.db is in use by another viewsync store .* \(inspect and export can read it meanwhile\)\n$/)]);
+    expect([refused.status, refused.stderr]).toEqual([
+      1,
+      expect.stringMatching(/gc\.db is in use by another viewsync store .* \(inspect and export can read it meanwhile\)\n$/),
+    ]);
     expect(sh(`viewsync inspect --sqlite gc.db`).status).toBe(0);
     db.close();
     // Kept at 30 days; gone at 5.
@@ -337,7 +450,11 @@ describe('the viewsync CLI, run as a process', () => {
     const run = sh(`viewsync gc --sqlite gc.db --client-groups 5d --tombstones 120h`);
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records, 0 change log rows.\n');
-    expect(await collectGarbage(createContext({ ...ctx.options, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }))).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
+    expect(
+      await collectGarbage(
+        createContext({ ...ctx.options, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }),
+      ),
+    ).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
   });
 
   it('moves a space from a SQLite file to PostgreSQL through a pipe, as the README shows; an unreachable database exits 1', async () => {
@@ -368,13 +485,21 @@ describe('the viewsync CLI, run as a process', () => {
     const target = await filled('target.db', 'acme', 20_000);
     const before = rows(target);
     const stall = '(dd bs=64k count=1 iflag=fullblock 2>/dev/null; sleep 3; cat)';
-    const run = sh(`bash -c 'viewsync export acme --sqlite source.db --idle-timeout 1s | ${stall} | viewsync import acme --sqlite target.db; echo "status \${PIPESTATUS[*]}" >&2'`);
-    expect(run.stderr).toMatch(/^viewsync: export of "acme" failed after [\d,]+ entries: stdout took nothing for 1 s \(--idle-timeout\), and an export does not hold its snapshot longer\. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it$/m);
-    expect(run.stderr).toMatch(/^viewsync: line \d+ of the dump is its last, and not its end line, \{"viewsync":"end","entries":…\}: the dump was cut short \(an export that failed or was stopped midway\?\), so nothing was imported$/m);
+    const run = sh(
+      `bash -c 'viewsync export acme --sqlite source.db --idle-timeout 1s | ${stall} | viewsync import acme --sqlite target.db; echo "status \${PIPESTATUS[*]}" >&2'`,
+    );
+    expect(run.stderr).toMatch(
+      /^viewsync: export of "acme" failed after [\d,]+ entries: stdout took nothing for 1 s \(--idle-timeout\), and an export does not hold its snapshot longer\. What was written lacks the dump's end line: it is not a whole dump, and an import refuses it$/m,
+    );
+    expect(run.stderr).toMatch(
+      /^viewsync: line \d+ of the dump is its last, and not its end line, \{"viewsync":"end","entries":…\}: the dump was cut short \(an export that failed or was stopped midway\?\), so nothing was imported$/m,
+    );
     expect(run.stderr).toMatch(/^status 1 0 1$/m);
     expect(rows(target)).toEqual(before);
     // --merge refuses it as well; with pipefail, the pipeline fails on either side.
-    const merged = sh(`bash -o pipefail -c 'viewsync export acme --sqlite source.db --idle-timeout 1s --quiet | ${stall} | viewsync import acme --sqlite target.db --merge --quiet'`);
+    const merged = sh(
+      `bash -o pipefail -c 'viewsync export acme --sqlite source.db --idle-timeout 1s --quiet | ${stall} | viewsync import acme --sqlite target.db --merge --quiet'`,
+    );
     expect(merged.status).toBe(1);
     expect(rows(target)).toEqual(before);
   });
@@ -382,20 +507,51 @@ describe('the viewsync CLI, run as a process', () => {
   it('a bad --schema or --table-prefix, a port that is not PostgreSQL, an address that never answers: each exits within seconds, saying why, never the password', async () => {
     const silent = createServer((socket) => socket.resume());
     const http = createHTTPServer((_, response) => response.end('hello'));
-    const listen = (server: Server | typeof http) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+    const listen = (server: Server | typeof http) =>
+      new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
     const [silentPort, httpPort] = [await listen(silent), await listen(http)];
     const pg = url ?? 'postgres://someone:secret@127.0.0.1:1/none';
     try {
       const cases: Array<[string, number, RegExp]> = [
-        [`viewsync inspect --postgres '${pg}' --schema 'app;drop'`, 2, /^viewsync: --schema "app;drop" is not a name viewsync takes: 1 to 63 letters, digits and _, not starting with a digit\n/],
-        [`viewsync export s --postgres '${pg}' --table-prefix 'my-app_'`, 2, /^viewsync: --table-prefix "my-app_" cannot begin a table name: up to 57 letters, digits and _, not starting with a digit\n/],
+        [
+          `viewsync inspect --postgres '${pg}' --schema 'app;drop'`,
+          2,
+          /^viewsync: --schema "app;drop" is not a name viewsync takes: 1 to 63 letters, digits and _, not starting with a digit\n/,
+        ],
+        [
+          `viewsync export s --postgres '${pg}' --table-prefix 'my-app_'`,
+          2,
+          /^viewsync: --table-prefix "my-app_" cannot begin a table name: up to 57 letters, digits and _, not starting with a digit\n/,
+        ],
         [`viewsync import s --sqlite bad-prefix.db --table-prefix '${'x'.repeat(58)}' < /dev/null`, 2, /cannot begin a table name: up to 57 letters/],
-        [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:${silentPort}/db --connect-timeout 2s`, 1, new RegExp(`^viewsync: Cannot reach PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/db: nothing answered as PostgreSQL within 2 s \\(--connect-timeout\\): check the host and port, and that PostgreSQL listens there\\n$`)],
-        [`viewsync gc --postgres postgres://someone:secret@127.0.0.1:${httpPort}/db --connect-timeout 2s`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:\d+\/db: nothing answered as PostgreSQL within 2 s/],
-        [`viewsync export s --postgres postgres://someone:secret@10.255.255.1:5432/db --connect-timeout 2s`, 1, /^viewsync: Cannot reach PostgreSQL at 10\.255\.255\.1:5432\/db: /],
-        [`viewsync inspect --postgres postgres://someone:secret@127.0.0.1:1/db`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1\/db: connect ECONNREFUSED/],
+        [
+          `viewsync inspect --postgres postgres://someone:secret@127.0.0.1:${silentPort}/db --connect-timeout 2s`,
+          1,
+          new RegExp(
+            `^viewsync: Cannot reach PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/db: nothing answered as PostgreSQL within 2 s \\(--connect-timeout\\): check the host and port, and that PostgreSQL listens there\\n$`,
+          ),
+        ],
+        [
+          `viewsync gc --postgres postgres://someone:secret@127.0.0.1:${httpPort}/db --connect-timeout 2s`,
+          1,
+          /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:\d+\/db: nothing answered as PostgreSQL within 2 s/,
+        ],
+        [
+          `viewsync export s --postgres postgres://someone:secret@10.255.255.1:5432/db --connect-timeout 2s`,
+          1,
+          /^viewsync: Cannot reach PostgreSQL at 10\.255\.255\.1:5432\/db: /,
+        ],
+        [
+          `viewsync inspect --postgres postgres://someone:secret@127.0.0.1:1/db`,
+          1,
+          /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1\/db: connect ECONNREFUSED/,
+        ],
         // A primary and its standby, as postgres.js takes them: no WHATWG URL, but a store all the same.
-        [`viewsync inspect --postgres 'postgres://someone:secret@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=primary'`, 1, /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1,127\.0\.0\.1:2\/db: /],
+        [
+          `viewsync inspect --postgres 'postgres://someone:secret@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=primary'`,
+          1,
+          /^viewsync: Cannot reach PostgreSQL at 127\.0\.0\.1:1,127\.0\.0\.1:2\/db: /,
+        ],
       ];
       const runs = await Promise.all(cases.map(([line]) => shAsync(line)));
       for (const [i, [line, status, message]] of cases.entries()) {
@@ -414,9 +570,15 @@ describe('the viewsync CLI, run as a process', () => {
   });
 
   it('an import killed while staging into a new space leaves a staging area, which inspect shows and collectGarbage removes a day after', async () => {
-    const child = spawn('viewsync', ['import', 'fresh', '--sqlite', 'killed.db'], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, VIEWSYNC_PROGRESS_MS: '0' }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn('viewsync', ['import', 'fresh', '--sqlite', 'killed.db'], {
+      cwd: work,
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, VIEWSYNC_PROGRESS_MS: '0' },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
-    const staged = new Promise<void>((resolve) => child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text, /read and checked/.test(stderr) && resolve())));
+    const staged = new Promise<void>((resolve) =>
+      child.stderr.setEncoding('utf8').on('data', (text: string) => ((stderr += text), /read and checked/.test(stderr) && resolve())),
+    );
     const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
     // A dump that never ends: the import stages batch after batch, waiting for more.
     child.stdin.write('{"viewsync":"space","format":2}\n');
@@ -427,14 +589,30 @@ describe('the viewsync CLI, run as a process', () => {
 
     const listed = sh('viewsync inspect --sqlite killed.db');
     expect(listed.status, listed.stderr).toBe(0);
-    expect(listed.stdout).toMatch(/\nUnfinished imports: running, or killed \(gc removes one a day after it began\):\nSPACE\s+STARTED\s+STAGED ENTRIES\s+SIZE\n"fresh"\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+[12],000\s+[\d.]+ KiB\n$/);
+    expect(listed.stdout).toMatch(
+      /\nUnfinished imports: running, or killed \(gc removes one a day after it began\):\nSPACE\s+STARTED\s+STAGED ENTRIES\s+SIZE\n"fresh"\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+[12],000\s+[\d.]+ KiB\n$/,
+    );
     expect(JSON.parse(sh('viewsync inspect --sqlite killed.db --json').stdout).spaces).toEqual([
-      { space: 'fresh', entries: 0, bytes: 0, history: 0, version: 0, clientGroups: 0, lastActivity: null, staging: [{ started: expect.any(Number), rows: expect.any(Number), bytes: expect.any(Number) }] },
+      {
+        space: 'fresh',
+        entries: 0,
+        bytes: 0,
+        history: 0,
+        version: 0,
+        clientGroups: 0,
+        lastActivity: null,
+        staging: [{ started: expect.any(Number), rows: expect.any(Number), bytes: expect.any(Number) }],
+      },
     ]);
     // Today it may still be running: gc keeps it. A day later, it goes.
     expect(sh('viewsync gc --sqlite killed.db').status).toBe(0);
     expect(rows(join(work, 'killed.db')).length).toBeGreaterThanOrEqual(1_000);
-    const ctx: SyncContext = createContext({ storage: sqliteStorage(new Database(join(work, 'killed.db'))), mutators: {}, onError: () => {}, clock: () => Date.now() + 25 * 60 * 60 * 1000 });
+    const ctx: SyncContext = createContext({
+      storage: sqliteStorage(new Database(join(work, 'killed.db'))),
+      mutators: {},
+      onError: () => {},
+      clock: () => Date.now() + 25 * 60 * 60 * 1000,
+    });
     await collectGarbage(ctx);
     expect(rows(join(work, 'killed.db'))).toEqual([]);
     expect(sh('viewsync inspect --sqlite killed.db').stdout).toBe('No spaces: the store holds no data.\n');
@@ -459,7 +637,10 @@ describe('viewsync changes', () => {
     close();
     const all = sh(`viewsync changes s --sqlite ${file}`);
     expect(all.status, all.stderr).toBe(0);
-    const lines = all.stdout.trim().split('\n').map((line) => JSON.parse(line) as { op: string; key: string; cursor: string; before?: number; after?: number });
+    const lines = all.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { op: string; key: string; cursor: string; before?: number; after?: number });
     expect(lines.map(({ op, key, before, after }) => ({ op, key, before, after }))).toEqual([
       { op: 'set', key: 'a', before: undefined, after: 1 },
       { op: 'set', key: 'a', before: 1, after: 2 },
@@ -484,7 +665,10 @@ describe('viewsync changes', () => {
     db.close();
     const all = sh(`viewsync changes --all --sqlite ${file}`);
     expect(all.status, all.stderr).toBe(0);
-    const lines = all.stdout.trim().split('\n').map((line) => JSON.parse(line) as { space?: string; viewsync?: string; cursor: string });
+    const lines = all.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { space?: string; viewsync?: string; cursor: string });
     expect(lines.map((line) => line.space ?? line.viewsync)).toEqual(['s', 's', 's', 's', 't', 'cursor']);
     expect(JSON.parse(lines.at(-1)!.cursor)).toEqual({ spaces: { s: '4', t: '1' } });
     const again = sh(`viewsync changes --all --sqlite ${file} --after '${lines.at(-1)!.cursor}'`);
@@ -495,7 +679,11 @@ describe('viewsync changes', () => {
 
   it('--follow writes changes as they come, and ends cleanly on SIGTERM', async () => {
     const { file, write, close } = await withFeed('follow.db');
-    const child = spawn('viewsync', ['changes', 's', '--sqlite', file, '--follow', '--poll', '50ms', '--after', '3'], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('viewsync', ['changes', 's', '--sqlite', file, '--follow', '--poll', '50ms', '--after', '3'], {
+      cwd: work,
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let waiting: (() => void) | undefined;
     child.stdout.setEncoding('utf8').on('data', (text: string) => ((stdout += text), waiting?.()));
@@ -512,15 +700,28 @@ describe('viewsync changes', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     close();
-    expect(stdout.trim().split('\n').map((line) => (JSON.parse(line) as { key: string }).key)).toEqual(['b', 'c']);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { key: string }).key),
+    ).toEqual(['b', 'c']);
   });
 
   it('a space the store does not hold: exit 1 without --follow; with it, said on stderr and followed from its first change', async () => {
     const { file, close } = await withFeed('later.db');
     close();
     const once = sh(`viewsync changes later --sqlite ${file}`);
-    expect([once.status, once.stdout, once.stderr]).toEqual([1, '', expect.stringMatching(/^viewsync: space "later" does not exist: .* holds nothing of it\./)]);
-    const child = spawn('viewsync', ['changes', 'later', '--sqlite', file, '--follow', '--poll', '50ms'], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+    expect([once.status, once.stdout, once.stderr]).toEqual([
+      1,
+      '',
+      expect.stringMatching(/^viewsync: space "later" does not exist: .* holds nothing of it\./),
+    ]);
+    const child = spawn('viewsync', ['changes', 'later', '--sqlite', file, '--follow', '--poll', '50ms'], {
+      cwd: work,
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let [stdout, stderr] = ['', ''];
     const arrived = (stream: 'out' | 'err', pattern: RegExp) =>
       new Promise<void>((resolve) => {
@@ -538,6 +739,11 @@ describe('viewsync changes', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     db.close();
-    expect(stdout.trim().split('\n').map((line) => (JSON.parse(line) as { key: string }).key)).toEqual(['first']);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { key: string }).key),
+    ).toEqual(['first']);
   });
 });

@@ -21,11 +21,17 @@ afterAll(() => receiver.close());
 function server(file: string): SyncContext & { errors: string[]; stop(): void } {
   const db = new Database(file);
   const errors: string[] = [];
-  const ctx = createContext({ storage: sqliteStorage(db), mutators: {}, onError: (error) => errors.push(String(error)), changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } } });
+  const ctx = createContext({
+    storage: sqliteStorage(db),
+    mutators: {},
+    onError: (error) => errors.push(String(error)),
+    changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } },
+  });
   return Object.assign(ctx, { errors, stop: () => db.close() });
 }
 
-const delivered = () => receiver.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => `${change.space}:${'key' in change ? change.key : ''}`));
+const delivered = () =>
+  receiver.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => `${change.space}:${'key' in change ? change.key : ''}`));
 
 describe('the CLI and the change feed', () => {
   it('an export and an import (merge, and a seed of a new space) between two runs of a server leave its webhooks delivering', async () => {
@@ -46,9 +52,20 @@ describe('the CLI and the change feed', () => {
     run.stop();
     const all = sh(`viewsync changes --all --sqlite ${file}`);
     expect([all.status, all.stderr]).toEqual([0, '']);
-    expect(all.stdout.trim().split('\n').map((line) => JSON.parse(line) as { space?: string; key?: string }).filter(({ key }) => key).map(({ space, key }) => `${space}:${key}`)).toEqual(['s:a', 's:a', 's:b', 'trial:a']);
-    expect(sh(`viewsync feed --sqlite ${file}`).stdout).toMatch(/^This store keeps the change feed \(since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\): every write keeps/);
-    expect(sh(`viewsync inspect s --sqlite ${file}`).stdout).toMatch(/WEBHOOK\s+CURSOR\s+VERSIONS BEHIND\s+DELIVERED\s+FAILED\s+STATE\nhook\s+\d+\s+0\s+2\s+0\s+delivering/);
+    expect(
+      all.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { space?: string; key?: string })
+        .filter(({ key }) => key)
+        .map(({ space, key }) => `${space}:${key}`),
+    ).toEqual(['s:a', 's:a', 's:b', 'trial:a']);
+    expect(sh(`viewsync feed --sqlite ${file}`).stdout).toMatch(
+      /^This store keeps the change feed \(since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\): every write keeps/,
+    );
+    expect(sh(`viewsync inspect s --sqlite ${file}`).stdout).toMatch(
+      /WEBHOOK\s+CURSOR\s+VERSIONS BEHIND\s+DELIVERED\s+FAILED\s+STATE\nhook\s+\d+\s+0\s+2\s+0\s+delivering/,
+    );
   });
 
   it('webhook enable takes a webhook a gap stopped past it only with --after-gap; inspect says why it stopped', async () => {
@@ -69,7 +86,12 @@ describe('the CLI and the change feed', () => {
     run.stop();
     expect(sh(`viewsync inspect g --sqlite ${file}`).stdout).toMatch(/\nhook\s+1\s+\d+\s+1\s+0\s+disabled \d{4}-[\d: -]+: the change log no longer holds/);
     const refused = sh(`viewsync webhook enable hook g --sqlite ${file}`);
-    expect([refused.status, refused.stderr]).toEqual([1, expect.stringMatching(/^viewsync: Webhook "hook" cannot go on in space "g" from its cursor 1: .* --after-gap\.\nviewsync: 1 space left disabled: see above\n$/)]);
+    expect([refused.status, refused.stderr]).toEqual([
+      1,
+      expect.stringMatching(
+        /^viewsync: Webhook "hook" cannot go on in space "g" from its cursor 1: .* --after-gap\.\nviewsync: 1 space left disabled: see above\n$/,
+      ),
+    ]);
     expect(sh(`viewsync webhook enable hook --all --sqlite ${file}`).status).toBe(1);
     const enabled = sh(`viewsync webhook enable hook g --after-gap --sqlite ${file}`);
     expect([enabled.status, enabled.stdout]).toEqual([0, 'enabled webhook "hook" in "g" (after the gap, where there was one)\n']);
@@ -77,20 +99,31 @@ describe('the CLI and the change feed', () => {
     run = server(file);
     expect(await deliverWebhooks(run)).toEqual({ delivered: 1, failed: 0, disabled: 0 });
     // A SQLite file opened again is another incarnation: its next write skips versions ahead.
-    expect(receiver.delivered().at(-1)!.delivery).toMatchObject({ space: 'g', gap: { from: '1', to: expect.stringMatching(/^\d+$/) }, changes: [{ key: 'b' }] });
+    expect(receiver.delivered().at(-1)!.delivery).toMatchObject({
+      space: 'g',
+      gap: { from: '1', to: expect.stringMatching(/^\d+$/) },
+      changes: [{ key: 'b' }],
+    });
     run.stop();
   });
 
-  it('feed off turns the store\'s feed off: the CLI\'s writes then leave the log', async () => {
+  it("feed off turns the store's feed off: the CLI's writes then leave the log", async () => {
     const file = join(work, 'off.db');
     const run = server(file);
     await transact(run, 'o', (tx) => tx.set('a', 1));
     run.stop();
     const off = sh(`viewsync feed off --sqlite ${file}`);
-    expect([off.status, off.stdout]).toEqual([0, expect.stringMatching(/^The change feed is off: writes leave the spaces' change logs from now \(1 space kept one until now;/)]);
+    expect([off.status, off.stdout]).toEqual([
+      0,
+      expect.stringMatching(/^The change feed is off: writes leave the spaces' change logs from now \(1 space kept one until now;/),
+    ]);
     expect(sh(`viewsync feed --sqlite ${file}`).stdout).toMatch(/^This store had the change feed turned off at /);
     expect(JSON.parse(sh(`viewsync feed --json --sqlite ${file}`).stdout)).toEqual([{ on: false, since: expect.any(Number) }]);
-    expect(sh(`echo '{"viewsync":"space","format":3}\n{"key":"b","value":2}\n{"viewsync":"end","entries":1,"groups":0}' | viewsync import o --merge --sqlite ${file} --quiet`).status).toBe(0);
+    expect(
+      sh(
+        `echo '{"viewsync":"space","format":3}\n{"key":"b","value":2}\n{"viewsync":"end","entries":1,"groups":0}' | viewsync import o --merge --sqlite ${file} --quiet`,
+      ).status,
+    ).toBe(0);
     const changes = sh(`viewsync changes o --after 1 --sqlite ${file}`);
     expect([changes.status, changes.stderr]).toEqual([1, expect.stringMatching(/were written without the change feed \(it was turned off/)]);
   });

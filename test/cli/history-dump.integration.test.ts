@@ -16,7 +16,12 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'viewsync-history-dump-'));
 
 function viewsync(args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
-  const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/bin.ts'), ...args], { cwd: work, encoding: 'utf8', input, timeout: 60_000 });
+  const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/bin.ts'), ...args], {
+    cwd: work,
+    encoding: 'utf8',
+    input,
+    timeout: 60_000,
+  });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 

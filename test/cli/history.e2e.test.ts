@@ -17,7 +17,14 @@ import { sh, work } from './process.js';
 /** A server on the SQLite file keeping the feed, users named by the `user` header, every request in space `s`; `stop` closes the file. */
 function server(file: string): SyncContext & { stop(): void } {
   const db = new Database(file);
-  const ctx = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, changes: {}, authenticate: (request) => request.headers.get('user'), space: () => 's' });
+  const ctx = createContext({
+    storage: sqliteStorage(db),
+    mutators: testMutators,
+    onError: () => {},
+    changes: {},
+    authenticate: (request) => request.headers.get('user'),
+    space: () => 's',
+  });
   return Object.assign(ctx, { stop: () => db.close() });
 }
 
@@ -29,13 +36,23 @@ async function twoUsers(file: string): Promise<{ before: number; mallory: number
   const run = server(file);
   await push(run, 'g-bob', [mutation('c-bob', 1, 'put', { key: 'a', value: 'first' })], { user: 'bob' });
   const before = (await readHistory(run, 's')).version;
-  await push(run, 'g-mal', [
-    mutation('c-mal', 1, 'put', { key: 'a', value: 'spam' }),
-    mutation('c-mal', 2, 'put', { key: 'b', value: { junk: 1 } }),
-    mutation('c-mal', 3, 'put', { key: 'c', value: 'spam' }),
-  ], { user: 'mallory' });
+  await push(
+    run,
+    'g-mal',
+    [
+      mutation('c-mal', 1, 'put', { key: 'a', value: 'spam' }),
+      mutation('c-mal', 2, 'put', { key: 'b', value: { junk: 1 } }),
+      mutation('c-mal', 3, 'put', { key: 'c', value: 'spam' }),
+    ],
+    { user: 'mallory' },
+  );
   const mallory = (await readHistory(run, 's')).version;
-  await push(run, 'g-bob', [mutation('c-bob', 2, 'put', { key: 'b', value: 'fixed by bob' }), mutation('c-bob', 3, 'put', { key: 'd', value: 'evil \u001b[2J text' })], { user: 'bob' });
+  await push(
+    run,
+    'g-bob',
+    [mutation('c-bob', 2, 'put', { key: 'b', value: 'fixed by bob' }), mutation('c-bob', 3, 'put', { key: 'd', value: 'evil \u001b[2J text' })],
+    { user: 'bob' },
+  );
   const bob = (await readHistory(run, 's')).version;
   run.stop();
   return { before, mallory, bob };
@@ -71,20 +88,41 @@ describe('viewsync history, restore, revert and erase', () => {
     const [head, ...rows] = all.stdout.trimEnd().split('\n');
     expect(head).toMatch(/^VERSION\s+AT\s+OP\s+KEY\s+BY\s+USER\s+CLIENT GROUP\s+MUTATOR\s+BEFORE → AFTER$/);
     expect(rows).toHaveLength(6);
-    expect(rows[1]).toMatch(new RegExp(`^${mallory}\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\s+set\\s+a\\s+mutation c-mal#1\\s+mallory\\s+g-mal\\s+put\\s+"first" → "spam"$`));
+    expect(rows[1]).toMatch(
+      new RegExp(`^${mallory}\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\s+set\\s+a\\s+mutation c-mal#1\\s+mallory\\s+g-mal\\s+put\\s+"first" → "spam"$`),
+    );
     // A client's escape sequence is printed escaped, never sent to the terminal.
     expect(all.stdout).not.toContain('\u001b');
     expect(rows[5]).toMatch(/set\s+d\s+mutation c-bob#3\s+bob\s+g-bob\s+put\s+\(none\) → "evil \\u001b\[2J text"$/);
     const key = sh(`viewsync history s b --sqlite ${file}`);
-    expect(key.stdout.trimEnd().split('\n').slice(1).map((line) => line.split(/\s{2,}/).at(-1))).toEqual(['(none) → {"junk":1}', '{"junk":1} → "fixed by bob"']);
-    const prefix = JSON.parse(sh(`viewsync history s --prefix c --json --sqlite ${file}`).stdout) as { space: string; changes: Array<{ key: string; by: { kind: string; userID: string } }>; more: boolean };
+    expect(
+      key.stdout
+        .trimEnd()
+        .split('\n')
+        .slice(1)
+        .map((line) => line.split(/\s{2,}/).at(-1)),
+    ).toEqual(['(none) → {"junk":1}', '{"junk":1} → "fixed by bob"']);
+    const prefix = JSON.parse(sh(`viewsync history s --prefix c --json --sqlite ${file}`).stdout) as {
+      space: string;
+      changes: Array<{ key: string; by: { kind: string; userID: string } }>;
+      more: boolean;
+    };
     expect(prefix).toMatchObject({ space: 's', changes: [{ key: 'c', by: { kind: 'mutation', userID: 'mallory' } }], more: false });
     const paged = sh(`viewsync history s --limit 1 --sqlite ${file}`);
-    expect([paged.status, paged.stdout.trimEnd().split('\n').length, paged.stderr]).toEqual([0, 2, `viewsync: more changes follow: go on with --after ${before}\n`]);
+    expect([paged.status, paged.stdout.trimEnd().split('\n').length, paged.stderr]).toEqual([
+      0,
+      2,
+      `viewsync: more changes follow: go on with --after ${before}\n`,
+    ]);
     expect(sh(`viewsync history s --after ${mallory} --sqlite ${file}`).stdout.trimEnd().split('\n')).toHaveLength(3);
     const then = sh(`viewsync history s --at ${before} --sqlite ${file}`);
     expect([then.status, then.stdout]).toEqual([0, `KEY  VALUE AT VERSION ${before}\na    "first"\n`]);
-    expect(JSON.parse(sh(`viewsync history s --at ${mallory} --prefix b --json --sqlite ${file}`).stdout)).toEqual({ space: 's', version: mallory, entries: [['b', { junk: 1 }]], more: false });
+    expect(JSON.parse(sh(`viewsync history s --at ${mallory} --prefix b --json --sqlite ${file}`).stdout)).toEqual({
+      space: 's',
+      version: mallory,
+      entries: [['b', { junk: 1 }]],
+      more: false,
+    });
   });
 
   it('restore --dry-run writes nothing; restore makes the space what it was, as a new version the change log says a restore made', async () => {
@@ -93,7 +131,11 @@ describe('viewsync history, restore, revert and erase', () => {
     const was = await now(file);
     const dry = sh(`viewsync restore s --to ${before} --dry-run --sqlite ${file}`);
     expect([dry.status, dry.stderr]).toEqual([0, '']);
-    expect(dry.stdout).toMatch(new RegExp(`^Dry run: restoring "s" to version ${before} would change 4 keys \\(1 set, 3 deleted\\); nothing was written\\.\\n\\nKEY\\s+NOW\\s+BECOMES\\na\\s+"spam"\\s+"first"\\nb\\s+"fixed by bob"\\s+\\(deleted\\)\\n`));
+    expect(dry.stdout).toMatch(
+      new RegExp(
+        `^Dry run: restoring "s" to version ${before} would change 4 keys \\(1 set, 3 deleted\\); nothing was written\\.\\n\\nKEY\\s+NOW\\s+BECOMES\\na\\s+"spam"\\s+"first"\\nb\\s+"fixed by bob"\\s+\\(deleted\\)\\n`,
+      ),
+    );
     expect(await now(file)).toEqual(was);
     const prefix = JSON.parse(sh(`viewsync restore s --to ${before} --prefix c --json --sqlite ${file}`).stdout) as { version: number; changes: unknown[] };
     expect(prefix).toMatchObject({ space: 's', to: before, prefix: 'c', dryRun: false, changes: [{ key: 'c', before: 'spam' }] });
@@ -122,7 +164,9 @@ describe('viewsync history, restore, revert and erase', () => {
     const was = await now(file);
     const stopped = sh(`viewsync revert s --user mallory --since 1h --sqlite ${file}`);
     expect(stopped.status).toBe(3);
-    expect(stopped.stdout).toMatch(/^Reverting what user mallory, since [\d: -]+ did in "s" stopped on 1 conflict, listed below: nothing was changed\.\n\nConflicts: 1 key that a later change of another cause wrote:\n/);
+    expect(stopped.stdout).toMatch(
+      /^Reverting what user mallory, since [\d: -]+ did in "s" stopped on 1 conflict, listed below: nothing was changed\.\n\nConflicts: 1 key that a later change of another cause wrote:\n/,
+    );
     expect(stopped.stdout).toMatch(new RegExp(`\\nb\\s+\\d+\\s+\\(deleted\\)\\s+"fixed by bob"\\s+v${bob} mutation c-bob#2 \\(put\\) by bob group g-bob\\n$`));
     expect(stopped.stderr).toMatch(/^viewsync: the revert stopped on 1 conflict: .* --on-conflict skip leaves those keys/);
     expect(await now(file)).toEqual(was);
@@ -130,7 +174,15 @@ describe('viewsync history, restore, revert and erase', () => {
     expect(sh(`viewsync revert s --user mallory --dry-run --sqlite ${file}`).status).toBe(3);
     const dry = sh(`viewsync revert s --client-group g-mal --on-conflict skip --dry-run --json --sqlite ${file}`);
     expect(dry.status).toBe(0);
-    expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, stopped: false, changes: [{ key: 'a', before: 'spam', after: 'first' }, { key: 'c', before: 'spam' }], conflicts: [{ key: 'b', version: expect.any(Number), current: 'fixed by bob', later: [{ version: bob, by: { kind: 'mutation', userID: 'bob' } }] }] });
+    expect(JSON.parse(dry.stdout)).toMatchObject({
+      dryRun: true,
+      stopped: false,
+      changes: [
+        { key: 'a', before: 'spam', after: 'first' },
+        { key: 'c', before: 'spam' },
+      ],
+      conflicts: [{ key: 'b', version: expect.any(Number), current: 'fixed by bob', later: [{ version: bob, by: { kind: 'mutation', userID: 'bob' } }] }],
+    });
     expect(await now(file)).toEqual(was);
     // Selectors combine: mallory's put of c alone.
     const one = sh(`viewsync revert s --user mallory --mutation c-mal:3 --sqlite ${file}`);
@@ -143,17 +195,24 @@ describe('viewsync history, restore, revert and erase', () => {
     expect(await madeBy(file, 'a')).toEqual(['mutation', 'mutation', 'revert']);
   });
 
-  it('erase takes a key\'s values out of the live data and the history, and says so', async () => {
+  it("erase takes a key's values out of the live data and the history, and says so", async () => {
     const file = join(work, 'erase.db');
     await twoUsers(file);
     const erased = sh(`viewsync erase s --key b --sqlite ${file}`);
     expect([erased.status, erased.stderr]).toEqual([0, '']);
-    expect(erased.stdout).toMatch(/^Erased key "b" from "s": 1 key deleted, 3 changes of its history without their values, 0 checkpoint rows removed, 0 rejected mutations without their args, as version \d+\.\n.*viewsync\.erased event.*\nDeleted: "b"\n$/);
+    expect(erased.stdout).toMatch(
+      /^Erased key "b" from "s": 1 key deleted, 3 changes of its history without their values, 0 checkpoint rows removed, 0 rejected mutations without their args, as version \d+\.\n.*viewsync\.erased event.*\nDeleted: "b"\n$/,
+    );
     expect((await now(file)).entries).not.toHaveProperty('b');
     const history = sh(`viewsync history s b --sqlite ${file}`).stdout;
     expect(history).not.toContain('junk');
     expect(history).not.toContain('fixed by bob');
-    expect(history.trimEnd().split('\n').map((line) => line.split(/\s{2,}/).at(-1))).toEqual(['BEFORE → AFTER', '(none) → (erased)', '(erased) → (erased)', '(erased) → (deleted)']);
+    expect(
+      history
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.split(/\s{2,}/).at(-1)),
+    ).toEqual(['BEFORE → AFTER', '(none) → (erased)', '(erased) → (erased)', '(erased) → (deleted)']);
     const user = JSON.parse(sh(`viewsync erase s --user mallory --json --sqlite ${file}`).stdout) as { deleted: string[] };
     expect(user).toMatchObject({ space: 's', target: { userID: 'mallory' }, deleted: ['a', 'c'] });
   });
@@ -195,11 +254,20 @@ describe('viewsync history, restore, revert and erase', () => {
       expect([line, run.status, run.stdout]).toEqual([line, 2, '']);
       expect(run.stderr, line).toMatch(message);
       // One line, and the pointer to --help where the command line itself was wrong.
-      expect(run.stderr.trimEnd().split('\n').filter((each) => !each.startsWith("Run 'viewsync --help'")), line).toHaveLength(1);
+      expect(
+        run.stderr
+          .trimEnd()
+          .split('\n')
+          .filter((each) => !each.startsWith("Run 'viewsync --help'")),
+        line,
+      ).toHaveLength(1);
     }
     expect(await now(file)).toEqual(was);
     const unknown = sh(`viewsync restore nope --to 0 --sqlite ${file}`);
-    expect([unknown.status, unknown.stderr]).toEqual([1, 'viewsync: Space "nope" holds no data in this store: check its name (\'viewsync inspect\' lists the spaces)\n']);
+    expect([unknown.status, unknown.stderr]).toEqual([
+      1,
+      'viewsync: Space "nope" holds no data in this store: check its name (\'viewsync inspect\' lists the spaces)\n',
+    ]);
     expect(sh(`viewsync --help`).stdout).toMatch(/3 a revert stopped on conflicts/);
     expect(sh(`viewsync revert --help`).stdout).toMatch(/Exit 3 when the revert\nstopped on conflicts/);
   });
@@ -211,7 +279,14 @@ describe('gc and history', () => {
     const db = new Database(file);
     const day = 24 * 60 * 60 * 1000;
     // Written ten days ago, by a server that keeps history for 90 days.
-    const old = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, history: {}, clock: () => Date.now() - 10 * day, space: () => 's' });
+    const old = createContext({
+      storage: sqliteStorage(db),
+      mutators: testMutators,
+      onError: () => {},
+      history: {},
+      clock: () => Date.now() - 10 * day,
+      space: () => 's',
+    });
     await push(old, 'g', [mutation('c', 1, 'put', { key: 'a', value: 'then' }), mutation('c', 2, 'put', { key: 'a', value: 'later' })]);
     db.close();
     const kept = sh(`viewsync gc --sqlite ${file} --changes 1d --keep-history 90d --json`);
@@ -219,6 +294,9 @@ describe('gc and history', () => {
     expect(JSON.parse(kept.stdout)).toMatchObject({ changes: 0 });
     const trimmed = sh(`viewsync gc --sqlite ${file} --changes 1d --json`);
     expect(JSON.parse(trimmed.stdout)).toMatchObject({ changes: 2 });
-    expect(sh(`viewsync gc --sqlite ${file} --keep-history soon`)).toMatchObject({ status: 2, stderr: expect.stringMatching(/--keep-history takes a duration/) });
+    expect(sh(`viewsync gc --sqlite ${file} --keep-history soon`)).toMatchObject({
+      status: 2,
+      stderr: expect.stringMatching(/--keep-history takes a duration/),
+    });
   });
 });

@@ -18,8 +18,12 @@ const work = mkdtempSync(join(tmpdir(), 'viewsync-cli-main-'));
 /** Runs the CLI in process on `argv`: its exit code and what it wrote. */
 async function run(argv: string[], env: Record<string, string | undefined> = {}): Promise<{ status: number; stdout: string; stderr: string; ms: number }> {
   let [stdout, stderr] = ['', ''];
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => ((stdout += String(chunk)), callBack(rest), true));
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => ((stderr += String(chunk)), callBack(rest), true));
+  const out = vi
+    .spyOn(process.stdout, 'write')
+    .mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => ((stdout += String(chunk)), callBack(rest), true));
+  const err = vi
+    .spyOn(process.stderr, 'write')
+    .mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => ((stderr += String(chunk)), callBack(rest), true));
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
   const started = performance.now();
   try {
@@ -81,12 +85,20 @@ describe('the CLI on a command line that does not do what was asked', () => {
     }
   });
 
-  it('a URL that is not PostgreSQL\'s is refused at once, exit 2, its password never quoted', async () => {
+  it("a URL that is not PostgreSQL's is refused at once, exit 2, its password never quoted", async () => {
     const cases: Array<[string[], Record<string, string | undefined>, RegExp]> = [
-      [['inspect', '--postgres', 'http://someone:hunter2@127.0.0.1:9/db'], {}, /^viewsync: --postgres takes a PostgreSQL URL, postgres:\/\/user:password@host:port\/database \(or postgresql:\/\/\), got a http: URL\n/],
+      [
+        ['inspect', '--postgres', 'http://someone:hunter2@127.0.0.1:9/db'],
+        {},
+        /^viewsync: --postgres takes a PostgreSQL URL, postgres:\/\/user:password@host:port\/database \(or postgresql:\/\/\), got a http: URL\n/,
+      ],
       [['inspect'], { DATABASE_URL: 'https://someone:hunter2@127.0.0.1:9/db' }, /^viewsync: DATABASE_URL takes a PostgreSQL URL, .* got a https: URL\n/],
       [['inspect', '--postgres', '127.0.0.1:5432/db'], {}, /^viewsync: --postgres takes a PostgreSQL URL, .* got no scheme\n/],
-      [['inspect', '--store', 'a=http://someone:hunter2@127.0.0.1:9/db', '--store', `b=${join(work, 'b.db')}`], {}, /^viewsync: --store a=… is a http: URL: a store is a postgres:\/\/ URL or a SQLite file\n/],
+      [
+        ['inspect', '--store', 'a=http://someone:hunter2@127.0.0.1:9/db', '--store', `b=${join(work, 'b.db')}`],
+        {},
+        /^viewsync: --store a=… is a http: URL: a store is a postgres:\/\/ URL or a SQLite file\n/,
+      ],
     ];
     for (const [argv, env, message] of cases) {
       const answer = await run(argv, env);
@@ -103,9 +115,14 @@ describe('the CLI on a command line that does not do what was asked', () => {
     for (const command of ['inspect', 'changes']) {
       const typo = await run([command, 'acm', '--sqlite', file]);
       expect([typo.status, typo.stdout], command).toEqual([1, '']);
-      expect(typo.stderr, command).toBe(`viewsync: space "acm" does not exist: ${file} holds nothing of it (did you mean "acme"?). 'viewsync inspect' lists the spaces (quote the default space as '')\n`);
+      expect(typo.stderr, command).toBe(
+        `viewsync: space "acm" does not exist: ${file} holds nothing of it (did you mean "acme"?). 'viewsync inspect' lists the spaces (quote the default space as '')\n`,
+      );
       const none = await run([command, 'nothing-like-it', '--sqlite', file]);
-      expect([none.status, none.stderr], command).toEqual([1, expect.stringMatching(/^viewsync: space "nothing-like-it" does not exist: .* holds nothing of it\. 'viewsync inspect'/)]);
+      expect([none.status, none.stderr], command).toEqual([
+        1,
+        expect.stringMatching(/^viewsync: space "nothing-like-it" does not exist: .* holds nothing of it\. 'viewsync inspect'/),
+      ]);
     }
     // A space the store holds still answers, exit 0.
     const held = await run(['inspect', 'acme', '--sqlite', file, '--json']);
@@ -117,7 +134,9 @@ describe('the CLI on a command line that does not do what was asked', () => {
     const file = await fileWithSpace('ahead.db');
     const ahead = await run(['changes', 's', '--sqlite', file, '--after', '3']);
     expect([ahead.status, ahead.stdout]).toEqual([1, '']);
-    expect(ahead.stderr).toMatch(/^viewsync: The cursor 3 is ahead of space "s", at version 2, so this space's feed has not given it out: it is another space's, or made by hand \(a cursor names the last version read, not the next: "2" reads what comes after version 2\)/);
+    expect(ahead.stderr).toMatch(
+      /^viewsync: The cursor 3 is ahead of space "s", at version 2, so this space's feed has not given it out: it is another space's, or made by hand \(a cursor names the last version read, not the next: "2" reads what comes after version 2\)/,
+    );
     expect(ahead.stderr).not.toMatch(/its store lost commits/);
   });
 });

@@ -23,7 +23,10 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'viewsync-migrate-'));
 const MODULE = join(work, 'migrations.mjs');
 // Not idempotent: an entry done twice shows m: 2.
-writeFileSync(MODULE, `export const migrations = [{ name: 'count-once', prefix: 'item/', entry: async (tx, key, value) => { await tx.set(key, { ...value, m: (value.m ?? 0) + 1 }); } }];\n`);
+writeFileSync(
+  MODULE,
+  `export const migrations = [{ name: 'count-once', prefix: 'item/', entry: async (tx, key, value) => { await tx.set(key, { ...value, m: (value.m ?? 0) + 1 }); } }];\n`,
+);
 
 const SPACES = ['a', 'b', 'c', 'd'];
 const ENTRIES = 1_500;
@@ -34,7 +37,11 @@ const ENTRIES = 1_500;
  * unless it ended first: resolves with its exit code (null: killed).
  */
 function migrate(store: string[], killMs: number, batch: number): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/bin.ts'), 'migrate', 'count-once', '--module', MODULE, '--batch', String(batch), ...store], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VIEWSYNC_PROGRESS_MS: '0' } });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'src/cli/bin.ts'), 'migrate', 'count-once', '--module', MODULE, '--batch', String(batch), ...store],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VIEWSYNC_PROGRESS_MS: '0' } },
+  );
   let stderr = '';
   let timer: ReturnType<typeof setTimeout> | undefined;
   child.stderr.setEncoding('utf8').on('data', (text: string) => {
@@ -100,7 +107,8 @@ class Pusher {
   }
 }
 
-const context = (storage: Storage) => createContext({ storage, mutators: testMutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: () => {} });
+const context = (storage: Storage) =>
+  createContext({ storage, mutators: testMutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: () => {} });
 
 describe('viewsync migrate, killed at random points', () => {
   it('on SQLite: every entry migrated exactly once, and the pushes between the runs kept', async () => {
@@ -131,26 +139,30 @@ describe('viewsync migrate, killed at random points', () => {
   }, 300_000);
 
   const url = process.env.DATABASE_URL;
-  it.skipIf(url === undefined)('on PostgreSQL, pushed to meanwhile: every entry migrated exactly once, every acknowledged push kept', async () => {
-    const sql = postgres(url!, { onnotice: () => {}, max: 4 });
-    const schema = `migrate_kill_${process.pid}`;
-    afterAll(async () => {
-      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await sql.end();
-    });
-    await sql.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    const ctx = context(postgresStorage(sql, { schema }));
-    for (const space of SPACES) await seed(ctx, space, ENTRIES);
-    const pusher = new Pusher(ctx);
-    let done = false;
-    const load = (async () => {
-      while (!done) await pusher.pushOnce();
-    })();
-    const { kills } = await killUntilDone(['--postgres', url!, '--schema', schema], 25, 0, () => entriesDone(ctx));
-    done = true;
-    await load;
-    expect(kills).toBeGreaterThanOrEqual(2);
-    await checkOnce(ctx);
-    expect([...(await entriesOf(ctx, 'a')).keys()].filter((key) => key.startsWith('note/'))).toHaveLength(pusher.acknowledged);
-  }, 300_000);
+  it.skipIf(url === undefined)(
+    'on PostgreSQL, pushed to meanwhile: every entry migrated exactly once, every acknowledged push kept',
+    async () => {
+      const sql = postgres(url!, { onnotice: () => {}, max: 4 });
+      const schema = `migrate_kill_${process.pid}`;
+      afterAll(async () => {
+        await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await sql.end();
+      });
+      await sql.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      const ctx = context(postgresStorage(sql, { schema }));
+      for (const space of SPACES) await seed(ctx, space, ENTRIES);
+      const pusher = new Pusher(ctx);
+      let done = false;
+      const load = (async () => {
+        while (!done) await pusher.pushOnce();
+      })();
+      const { kills } = await killUntilDone(['--postgres', url!, '--schema', schema], 25, 0, () => entriesDone(ctx));
+      done = true;
+      await load;
+      expect(kills).toBeGreaterThanOrEqual(2);
+      await checkOnce(ctx);
+      expect([...(await entriesOf(ctx, 'a')).keys()].filter((key) => key.startsWith('note/'))).toHaveLength(pusher.acknowledged);
+    },
+    300_000,
+  );
 });

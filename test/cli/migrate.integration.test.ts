@@ -17,10 +17,18 @@ import { entriesOf, migrationContext, seed } from '../backend/migrations-suite.j
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'viewsync-migrate-cli-'));
 const file = join(work, 'app.db');
-writeFileSync(join(work, 'migrations.mjs'), `export default { name: 'count-once', prefix: 'item/', entry: async (tx, key, value) => { await tx.set(key, { ...value, m: (value.m ?? 0) + 1 }); } };\n`);
+writeFileSync(
+  join(work, 'migrations.mjs'),
+  `export default { name: 'count-once', prefix: 'item/', entry: async (tx, key, value) => { await tx.set(key, { ...value, m: (value.m ?? 0) + 1 }); } };\n`,
+);
 
 function viewsync(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/bin.ts'), ...args], { cwd: work, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 });
+  const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/bin.ts'), ...args], {
+    cwd: work,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 60_000,
+  });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -45,7 +53,16 @@ describe('viewsync migrate', () => {
     expect(run.stderr).not.toContain('\r');
 
     const status = viewsync(['migrate', 'count-once', '--status', '--json', '--sqlite', file]);
-    expect(JSON.parse(status.stdout)).toMatchObject({ name: 'count-once', done: 2, started: 0, pending: 0, spaces: [{ space: 'a', state: 'done', entries: 40 }, { space: 'b', state: 'done', entries: 40 }] });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      name: 'count-once',
+      done: 2,
+      started: 0,
+      pending: 0,
+      spaces: [
+        { space: 'a', state: 'done', entries: 40 },
+        { space: 'b', state: 'done', entries: 40 },
+      ],
+    });
     expect(viewsync(['inspect', 'a', '--sqlite', file]).stdout).toMatch(/MIGRATION\s+STATE\s+ENTRIES\s+STARTED\s+FINISHED\ncount-once\s+done\s+40\s/);
     const again = viewsync(['migrate', 'count-once', '--module', 'migrations.mjs', '--quiet', '--sqlite', file]);
     expect([again.status, again.stderr]).toEqual([0, '']);
@@ -58,7 +75,11 @@ describe('viewsync migrate', () => {
   });
 
   it.each([
-    [['migrate', 'nope', '--module', 'migrations.mjs'], 1, /^viewsync: --module "migrations.mjs" exports no migration named "nope" \(it exports "count-once"\)\n$/],
+    [
+      ['migrate', 'nope', '--module', 'migrations.mjs'],
+      1,
+      /^viewsync: --module "migrations.mjs" exports no migration named "nope" \(it exports "count-once"\)\n$/,
+    ],
     [['migrate', 'count-once', '--module', 'missing.mjs'], 1, /^viewsync: --module "missing.mjs" could not be loaded: /],
     [['migrate', 'count-once'], 2, /^viewsync: migrate needs --module FILE, the module that exports the migration \(or --status, to see where it stands\)\n/],
     [['migrate', 'count-once', '--status', '--module', 'migrations.mjs'], 2, /^viewsync: migrate --status only reads: it takes no --module or --batch\n/],

@@ -17,14 +17,23 @@ export const work = mkdtempSync(join(tmpdir(), 'viewsync-cli-'));
 
 /** Runs a shell command line in the work folder with the bin on the PATH. */
 export function sh(line: string, env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const run = spawnSync('sh', ['-c', line], { cwd: work, encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env }, timeout: 120_000 });
+  const run = spawnSync('sh', ['-c', line], {
+    cwd: work,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env },
+    timeout: 120_000,
+  });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
 /** Runs a shell command line as {@link sh} does, without blocking this process (which may serve it): also how long it took. */
 export function shAsync(line: string, env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string; ms: number }> {
   const started = performance.now();
-  const child = spawn('sh', ['-c', line], { cwd: work, env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('sh', ['-c', line], {
+    cwd: work,
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let [stdout, stderr] = ['', ''];
   child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
@@ -32,4 +41,3 @@ export function shAsync(line: string, env: Record<string, string> = {}): Promise
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
   return new Promise((resolve) => child.once('close', (status) => (clearTimeout(timer), resolve({ status, stdout, stderr, ms: performance.now() - started }))));
 }
-

@@ -127,10 +127,14 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
     // handler), B the moment a label with that text enters its list.
     await a.evaluate(() => {
       const sent: Record<string, number> = ((window as unknown as { sent: Record<string, number> }).sent = {});
-      document.addEventListener('keydown', (event) => {
-        const input = event.target as HTMLInputElement;
-        if (event.key === 'Enter' && input.matches('.new-todo')) sent[input.value.trim()] = Date.now();
-      }, true);
+      document.addEventListener(
+        'keydown',
+        (event) => {
+          const input = event.target as HTMLInputElement;
+          if (event.key === 'Enter' && input.matches('.new-todo')) sent[input.value.trim()] = Date.now();
+        },
+        true,
+      );
     });
     await b.evaluate(() => {
       const seen: Record<string, number> = ((window as unknown as { seen: Record<string, number> }).seen = {});
@@ -183,7 +187,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
     // Long enough for A's push to fail and back off at least once.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await startServer();
-    await expect.poll(() => labels(b), { timeout: 20_000, interval: 100 }).toEqual(['Before the restart', 'After the restart', 'Added while the server was down']);
+    await expect
+      .poll(() => labels(b), { timeout: 20_000, interval: 100 })
+      .toEqual(['Before the restart', 'After the restart', 'Added while the server was down']);
     await snap('6-back-online');
   }, 40_000);
 
@@ -219,6 +225,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the TodoMVC demo in two browsers', () =>
     const unexpected = errors.filter((error) => !(error.serverDown && expected.test(error.text)));
     expect(unexpected).toEqual([]);
     // A server the test stopped says so, and nothing else.
-    for (const output of [...serverOutput, server.output()]) expect(output.trim()).toMatch(/^TodoMVC on viewsync: \S+ \(SQLite store: [^\n]+\)\nThe inspector: \S+\/api\/_inspect\/ \(log in with the secret [\w-]{32}, made for this run\)(\nStopping: answering the requests in flight…)?$/);
+    for (const output of [...serverOutput, server.output()])
+      expect(output.trim()).toMatch(
+        /^TodoMVC on viewsync: \S+ \(SQLite store: [^\n]+\)\nThe inspector: \S+\/api\/_inspect\/ \(log in with the secret [\w-]{32}, made for this run\)(\nStopping: answering the requests in flight…)?$/,
+      );
   });
 });

@@ -35,7 +35,15 @@ describe.skipIf(!existsSync(CHROMIUM))('a first sync in pages in Chromium', () =
     await push(ctx, 'filler-group', fills);
     const sync: SyncServer = await serve(ctx, { port: 0 });
     closing.push(() => sync.stop());
-    const bundle = await build({ entryPoints: [new URL('../../bench/first-sync-client.ts', import.meta.url).pathname], bundle: true, write: false, format: 'iife', globalName: 'bench', platform: 'browser', logLevel: 'warning' });
+    const bundle = await build({
+      entryPoints: [new URL('../../bench/first-sync-client.ts', import.meta.url).pathname],
+      bundle: true,
+      write: false,
+      format: 'iife',
+      globalName: 'bench',
+      platform: 'browser',
+      logLevel: 'warning',
+    });
     const page: Server = createServer((req, res) => {
       if (req.url === '/client.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle.outputFiles[0]!.contents);
       else res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><script src="/client.js"></script>');
@@ -47,8 +55,13 @@ describe.skipIf(!existsSync(CHROMIUM))('a first sync in pages in Chromium', () =
     const tab = await browser.newPage();
     await tab.goto(`http://127.0.0.1:${(page.address() as AddressInfo).port}/`);
     const base = sync.url.href.replace(/\/$/, '');
-    const run = (await tab.evaluate(({ base, entries }) => (globalThis as unknown as { bench: { firstSync: typeof firstSync } }).bench.firstSync(base, 'big', entries), { base, entries: ENTRIES })) as FirstSyncRun;
-    console.log(`Chromium: ${run.held} entries in ${run.ms} ms, ${run.pulls} pulls (${run.pages} pages), largest answer ${run.largest} bytes; filled ${run.progress.map(([, entries]) => entries).join(', ')}`);
+    const run = (await tab.evaluate(
+      ({ base, entries }) => (globalThis as unknown as { bench: { firstSync: typeof firstSync } }).bench.firstSync(base, 'big', entries),
+      { base, entries: ENTRIES },
+    )) as FirstSyncRun;
+    console.log(
+      `Chromium: ${run.held} entries in ${run.ms} ms, ${run.pulls} pulls (${run.pages} pages), largest answer ${run.largest} bytes; filled ${run.progress.map(([, entries]) => entries).join(', ')}`,
+    );
     expect(run.held).toBe(ENTRIES);
     expect(run.pages).toBeGreaterThanOrEqual(4);
     expect(run.largest).toBeLessThan(2 ** 20 + 8_192);

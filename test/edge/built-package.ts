@@ -6,6 +6,8 @@ import { ROOT } from '../package/packed.js';
 export const builtPackage: Plugin = {
   name: 'viewsync-dist',
   setup(pluginBuild) {
-    pluginBuild.onResolve({ filter: /^viewsync(\/.*)?$/ }, ({ path }) => ({ path: join(ROOT, 'dist', `${path === 'viewsync' ? 'index' : path.slice('viewsync/'.length)}.js`) }));
+    pluginBuild.onResolve({ filter: /^viewsync(\/.*)?$/ }, ({ path }) => ({
+      path: join(ROOT, 'dist', `${path === 'viewsync' ? 'index' : path.slice('viewsync/'.length)}.js`),
+    }));
   },
 };

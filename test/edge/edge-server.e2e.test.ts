@@ -15,7 +15,12 @@ it('a stop ends while a client keeps reusing a kept-alive connection that was bu
   const client = (async () => {
     while (!stopped) {
       busy = true;
-      answered.push(await fetch(server.url).then(async (response) => (await response.text(), response.status), () => 0));
+      answered.push(
+        await fetch(server.url).then(
+          async (response) => (await response.text(), response.status),
+          () => 0,
+        ),
+      );
       busy = false;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

@@ -31,9 +31,11 @@ async function syncThrough(base: URL): Promise<void> {
     await a.mutate.put({ key: 'greeting', value: 'hello from a' });
     await waitFor(async () => (await snapshot(b)).greeting === 'hello from a', { timeout: 15_000, message: 'b to see a’s write' });
     const tabs = [a, b, clients.open({ name: uniqueName('edge-c'), pullInterval: 100 })];
-    await Promise.all(tabs.map(async (tab) => {
-      for (let i = 0; i < 5; i++) await tab.mutate.increment({ key: 'count', delta: 1 });
-    }));
+    await Promise.all(
+      tabs.map(async (tab) => {
+        for (let i = 0; i < 5; i++) await tab.mutate.increment({ key: 'count', delta: 1 });
+      }),
+    );
     await waitFor(async () => (await Promise.all(tabs.map(pendingCount))).every((n) => n === 0), { timeout: 30_000, message: 'every push to be confirmed' });
     expect(await serverData(base)).toMatchObject({ count: 15, greeting: 'hello from a' });
   } finally {
@@ -112,7 +114,16 @@ describe.skipIf(url === undefined)('the edge examples, on the real PostgreSQL se
   }, 60_000);
 
   async function inEdgeRuntime(entry: string, databaseURL: string): Promise<{ url: URL; close(): Promise<void> }> {
-    const result = await build({ stdin: { contents: entry, resolveDir: ROOT, loader: 'ts' }, bundle: true, platform: 'browser', format: 'iife', target: 'es2022', write: false, plugins: [builtPackage], logLevel: 'silent' });
+    const result = await build({
+      stdin: { contents: entry, resolveDir: ROOT, loader: 'ts' },
+      bundle: true,
+      platform: 'browser',
+      format: 'iife',
+      target: 'es2022',
+      write: false,
+      plugins: [builtPackage],
+      logLevel: 'silent',
+    });
     // Vercel gives edge code the project's environment as process.env; the Edge Runtime has none.
     const env = { DATABASE_URL: databaseURL, NEON_LOCAL_PROXY: relay.address };
     const runtime = new EdgeRuntime({ initialCode: `globalThis.process = { env: ${JSON.stringify(env)} };\n${result.outputFiles[0]!.text}` });
@@ -128,7 +139,9 @@ addEventListener('fetch', (event) => event.respondWith(handler(event.request)));
     const migrated = await runCommand(tsx, ['examples/edge/migrate.ts'], { cwd: ROOT, env: { DATABASE_URL: database } });
     expect(migrated).toEqual({ code: 0, output: 'viewsync: tables ready\n' });
     const made = postgres(database, { max: 1 });
-    expect(await made`SELECT to_regclass('viewsync_kv') IS NOT NULL AS kv, to_regclass('viewsync_schema') IS NOT NULL AS schema`).toEqual([{ kv: true, schema: true }]);
+    expect(await made`SELECT to_regclass('viewsync_kv') IS NOT NULL AS kv, to_regclass('viewsync_schema') IS NOT NULL AS schema`).toEqual([
+      { kv: true, schema: true },
+    ]);
     await made.end();
     expect(await connections(database)).toBe(0);
     const server = await inEdgeRuntime(vercelEntry, database);
@@ -155,7 +168,10 @@ addEventListener('fetch', (event) => event.respondWith(handler(event.request)));
       const writer = clients.open({ name: uniqueName('edge-poker'), pullInterval: null });
       await writer.mutate.put({ key: 'greeting', value: 'poke' });
       await readUntil(body, /data: poke\n\n/);
-      await waitFor(async () => (await connections(database)) === 0, { timeout: 5_000, message: 'a moment with no connection after the push, the stream still open' });
+      await waitFor(async () => (await connections(database)) === 0, {
+        timeout: 5_000,
+        message: 'a moment with no connection after the push, the stream still open',
+      });
     } finally {
       streaming.abort();
       await clients.closeAll();
@@ -165,9 +181,12 @@ addEventListener('fetch', (event) => event.respondWith(handler(event.request)));
 
   it('Next.js route handler (app/api/sync/[...path]/route.ts, runtime edge), in the Edge Runtime on Neon’s driver', async () => {
     const database = await freshDatabase();
-    const server = await inEdgeRuntime(`import * as route from './examples/edge/next-route.ts';
+    const server = await inEdgeRuntime(
+      `import * as route from './examples/edge/next-route.ts';
 if (route.runtime !== 'edge') throw new Error('not an edge route');
-addEventListener('fetch', (event) => event.respondWith(route[event.request.method](event.request)));`, database);
+addEventListener('fetch', (event) => event.respondWith(route[event.request.method](event.request)));`,
+      database,
+    );
     try {
       await syncCountingConnections(new URL('api/sync/', server.url), database);
     } finally {
@@ -180,14 +199,24 @@ addEventListener('fetch', (event) => event.respondWith(route[event.request.metho
 
   it('Netlify Edge Function (netlify/edge-functions/sync.ts), in Deno on Neon’s driver', async () => {
     const database = await freshDatabase();
-    const started = await startCommand(deno, [...DENO, 'test/edge/netlify-harness.js'], { cwd: ROOT, env: { DATABASE_URL: database, NEON_LOCAL_PROXY: relay.address, DENO_NO_UPDATE_CHECK: '1' }, ready: /\{"url":"([^"]+)"\}/, timeoutMs: 60_000 });
+    const started = await startCommand(deno, [...DENO, 'test/edge/netlify-harness.js'], {
+      cwd: ROOT,
+      env: { DATABASE_URL: database, NEON_LOCAL_PROXY: relay.address, DENO_NO_UPDATE_CHECK: '1' },
+      ready: /\{"url":"([^"]+)"\}/,
+      timeoutMs: 60_000,
+    });
     running.push(started);
     await syncCountingConnections(new URL(started.match[1]!), database);
   }, 120_000);
 
   it('Supabase Edge Function (supabase/functions/sync/index.ts), in Deno on postgres.js over TCP with prepare: false', async () => {
     const port = await freePort();
-    const started = await startCommand(deno, [...DENO, 'examples/edge/supabase-edge-function.ts'], { cwd: ROOT, env: { SUPABASE_DB_URL: await freshDatabase(), PORT: String(port), DENO_NO_UPDATE_CHECK: '1' }, ready: /sync on (http:\S+)/, timeoutMs: 60_000 });
+    const started = await startCommand(deno, [...DENO, 'examples/edge/supabase-edge-function.ts'], {
+      cwd: ROOT,
+      env: { SUPABASE_DB_URL: await freshDatabase(), PORT: String(port), DENO_NO_UPDATE_CHECK: '1' },
+      ready: /sync on (http:\S+)/,
+      timeoutMs: 60_000,
+    });
     running.push(started);
     await syncThrough(new URL(started.match[1]!));
   }, 120_000);

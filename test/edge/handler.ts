@@ -28,7 +28,13 @@ const ctx: SyncContext = createContext({
   mutators: runtimeMutators,
   pokes: { notifier: storeNotifier(storage, { intervalMs: 100 }) },
   inspector: { secret: RUNTIME_INSPECTOR_SECRET, onAction: () => {} },
-  ...(EDGE_CONFIG.requireAuth !== undefined && { authenticate: (request: Request) => (request.headers.get('authorization') === EDGE_CONFIG.requireAuth ? 'interop-user' : null) }),
+  ...(EDGE_CONFIG.requireAuth !== undefined && {
+    authenticate: (request: Request) => (request.headers.get('authorization') === EDGE_CONFIG.requireAuth ? 'interop-user' : null),
+  }),
 });
 
-(globalThis as unknown as { addEventListener(type: 'fetch', listener: (event: { request: Request; respondWith(response: Promise<Response>): void }) => void): void }).addEventListener('fetch', (event) => event.respondWith(handleRequest(event.request, ctx)));
+(
+  globalThis as unknown as {
+    addEventListener(type: 'fetch', listener: (event: { request: Request; respondWith(response: Promise<Response>): void }) => void): void;
+  }
+).addEventListener('fetch', (event) => event.respondWith(handleRequest(event.request, ctx)));

@@ -21,7 +21,7 @@ import { serveEdgeRuntime } from './edge-server.js';
 
 const url = process.env.DATABASE_URL;
 
-describe.skipIf(url === undefined)('the Vercel Edge Runtime on Neon\'s serverless driver', () => {
+describe.skipIf(url === undefined)("the Vercel Edge Runtime on Neon's serverless driver", () => {
   let bundle = '';
   let relay: Awaited<ReturnType<typeof startRelay>>;
   const sql = url === undefined ? undefined : postgres(url, { onnotice: () => {}, max: 1 });
@@ -34,7 +34,17 @@ describe.skipIf(url === undefined)('the Vercel Edge Runtime on Neon\'s serverles
 
   beforeAll(async () => {
     // platform browser: a Node built-in anywhere in the graph fails the build.
-    const result = await build({ entryPoints: [join(ROOT, 'test/edge/handler.ts')], bundle: true, platform: 'browser', format: 'iife', target: 'es2022', write: false, minify: true, plugins: [builtPackage], logLevel: 'silent' });
+    const result = await build({
+      entryPoints: [join(ROOT, 'test/edge/handler.ts')],
+      bundle: true,
+      platform: 'browser',
+      format: 'iife',
+      target: 'es2022',
+      write: false,
+      minify: true,
+      plugins: [builtPackage],
+      logLevel: 'silent',
+    });
     bundle = result.outputFiles[0]!.text;
     const target = new URL(url!);
     relay = await startRelay({ host: target.hostname, port: Number(target.port || 5432) });
@@ -56,17 +66,34 @@ describe.skipIf(url === undefined)('the Vercel Edge Runtime on Neon\'s serverles
   it('the handler bundles for the edge, Neon driver and all, with no Node built-in', () => {
     expect(bundle).not.toMatch(/\brequire\(["']node:/);
     const gzipped = gzipSync(bundle).length;
-    console.log(`edge bundle (core, PostgreSQL store, Neon driver), minified: ${(bundle.length / 1024).toFixed(0)} KiB, gzipped ${(gzipped / 1024).toFixed(1)} KiB`);
+    console.log(
+      `edge bundle (core, PostgreSQL store, Neon driver), minified: ${(bundle.length / 1024).toFixed(0)} KiB, gzipped ${(gzipped / 1024).toFixed(1)} KiB`,
+    );
     expect(gzipped).toBeLessThan(200 * 1024);
   });
 
-  describeInterop('the Vercel Edge Runtime, on Neon\'s serverless Pool', (options) => startEdge(options));
+  describeInterop("the Vercel Edge Runtime, on Neon's serverless Pool", (options) => startEdge(options));
 
   it('serves the inspector at the edge: a login (WebCrypto HMAC) and a space read over Neon', async () => {
     const server = await startEdge();
     try {
-      await fetch(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pushVersion: 1, clientGroupID: 'edge-inspected', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'edge-inspected', id: 1, name: 'put', args: { key: 'seen', value: 1 }, timestamp: 1 }] }) });
-      const login = await fetch(new URL('_inspect/login', server.url), { method: 'POST', redirect: 'manual', headers: { origin: server.url.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${RUNTIME_INSPECTOR_SECRET}` });
+      await fetch(new URL('push', server.url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          pushVersion: 1,
+          clientGroupID: 'edge-inspected',
+          profileID: 'p',
+          schemaVersion: '',
+          mutations: [{ clientID: 'edge-inspected', id: 1, name: 'put', args: { key: 'seen', value: 1 }, timestamp: 1 }],
+        }),
+      });
+      const login = await fetch(new URL('_inspect/login', server.url), {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin: server.url.origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `secret=${RUNTIME_INSPECTOR_SECRET}`,
+      });
       expect(login.status).toBe(303);
       const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
       const keys = await fetch(new URL('_inspect/api/keys?space=', server.url), { headers: { cookie, 'x-viewsync-inspector': '1' } });
@@ -82,9 +109,11 @@ describe.skipIf(url === undefined)('the Vercel Edge Runtime on Neon\'s serverles
     const clients = new Clients(() => server.url);
     try {
       const tabs = Array.from({ length: 6 }, (_, i) => clients.open({ name: uniqueName(`edge-${i}`), pullInterval: 100 }));
-      await Promise.all(tabs.map(async (tab) => {
-        for (let i = 0; i < 10; i++) await tab.mutate.increment({ key: 'count', delta: 1 });
-      }));
+      await Promise.all(
+        tabs.map(async (tab) => {
+          for (let i = 0; i < 10; i++) await tab.mutate.increment({ key: 'count', delta: 1 });
+        }),
+      );
       await waitFor(async () => (await Promise.all(tabs.map(pendingCount))).every((n) => n === 0), { timeout: 30_000, message: 'every push to be confirmed' });
       expect(await serverData(server.url)).toMatchObject({ count: 60 });
       const port = Number(server.url.port);

@@ -30,7 +30,13 @@ describe.runIf(haveAutoFailover() && !fastLoop)('under pg_auto_failover', () => 
 
   beforeAll(async () => {
     formation = await startFormation();
-    sql = postgres(formation.url, { max: 6, fetch_types: false, onnotice: () => {}, connect_timeout: 2, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5) });
+    sql = postgres(formation.url, {
+      max: 6,
+      fetch_types: false,
+      onnotice: () => {},
+      connect_timeout: 2,
+      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+    });
     // A frozen primary answers nothing: a statement unanswered for 3 s is a lost connection (503).
     const storage = postgresStorage(sql, { lostAfterMs: 3_000 });
     await storage.migrate();
@@ -88,20 +94,26 @@ describe.runIf(haveAutoFailover() && !fastLoop)('under pg_auto_failover', () => 
 
   it('the primary killed: the secondary takes over, nothing acknowledged lost, no 500', async () => {
     const old = await formation.primary();
-    const load = await through(async () => formation.kill(old), async () => {
-      formation.start(old);
-      await formation.waitForHealthy();
-    });
+    const load = await through(
+      async () => formation.kill(old),
+      async () => {
+        formation.start(old);
+        await formation.waitForHealthy();
+      },
+    );
     expect(await formation.primary()).not.toBe(old);
     expect(load.stats.pushesAfterMark).toBeGreaterThanOrEqual(10);
   }, 180_000);
 
   it('the primary frozen (a partition): failed over, and it rejoins as the secondary once it runs again; nothing acknowledged lost, no 500', async () => {
     const old = await formation.primary();
-    const load = await through(async () => formation.pause(old), async () => {
-      formation.resume(old);
-      await formation.waitForHealthy();
-    });
+    const load = await through(
+      async () => formation.pause(old),
+      async () => {
+        formation.resume(old);
+        await formation.waitForHealthy();
+      },
+    );
     expect(await formation.primary()).not.toBe(old);
     // Pushes waited on the frozen primary and were answered 503, not left hanging.
     expect(load.stats.push.get(503) ?? 0).toBeGreaterThan(0);
@@ -115,10 +127,14 @@ describe.runIf(haveAutoFailover() && !fastLoop)('under pg_auto_failover', () => 
     // connections made before: a client that saw the new primary's state and then reads the old
     // one's is told ClientStateNotFound (its cookie is ahead of what it reads), never shown the
     // old state. See docs/known-limits.md.
-    await through(async () => void (formation.pauseHalf(old), await formation.waitForPrimary((name) => name !== old)), async () => {
-      formation.resume(old);
-      await formation.waitForHealthy();
-    }, { resets: true });
+    await through(
+      async () => void (formation.pauseHalf(old), await formation.waitForPrimary((name) => name !== old)),
+      async () => {
+        formation.resume(old);
+        await formation.waitForHealthy();
+      },
+      { resets: true },
+    );
     expect(await formation.primary()).not.toBe(old);
   }, 180_000);
 
@@ -126,10 +142,13 @@ describe.runIf(haveAutoFailover() && !fastLoop)('under pg_auto_failover', () => 
     const primary = await formation.primary();
     const secondary = primary === 'a' ? 'b' : 'a';
     // Once the monitor has let the primary go on alone (wait_primary: no synchronous standby), pushes sent from then on must be acknowledged.
-    await through(async () => (formation.pause(secondary), await formation.waitForState(primary, 'wait_primary')), async () => {
-      formation.resume(secondary);
-      await formation.waitForHealthy();
-    });
+    await through(
+      async () => (formation.pause(secondary), await formation.waitForState(primary, 'wait_primary')),
+      async () => {
+        formation.resume(secondary);
+        await formation.waitForHealthy();
+      },
+    );
     expect(await formation.primary()).toBe(primary);
   }, 180_000);
 });

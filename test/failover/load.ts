@@ -93,7 +93,15 @@ export interface Load {
  */
 export function startLoad(served: SyncContext, options: LoadOptions = {}): Load {
   const { writers = 4, observers = 3, batch = 3, pauseMs = 10, retryMs = 20, prefix = '' } = options;
-  const stats: LoadStats = { push: new Map(), pull: new Map(), failures: [], unavailable: new Map(), firstPushAfterMark: undefined, pushesAfterMark: 0, pullsAfterMark: 0 };
+  const stats: LoadStats = {
+    push: new Map(),
+    pull: new Map(),
+    failures: [],
+    unavailable: new Map(),
+    firstPushAfterMark: undefined,
+    pushesAfterMark: 0,
+    pullsAfterMark: 0,
+  };
   const report = served.onError;
   const errors = new WeakMap<Request, unknown>();
   // The load's own context over the same options, its onError recording what failed.
@@ -112,7 +120,16 @@ export function startLoad(served: SyncContext, options: LoadOptions = {}): Load 
   ];
   const renew = (group: Group) => {
     const n = group.generations.length;
-    group.generations.push({ groupID: `${group.name}-g${n}`, clientID: group.writes ? `${group.name}-c${n}` : undefined, next: 1, acknowledged: 0, cookie: null, lastMutationID: 0, view: new Map(), backwards: [] });
+    group.generations.push({
+      groupID: `${group.name}-g${n}`,
+      clientID: group.writes ? `${group.name}-c${n}` : undefined,
+      next: 1,
+      acknowledged: 0,
+      cookie: null,
+      lastMutationID: 0,
+      view: new Map(),
+      backwards: [],
+    });
   };
   for (const group of groups) renew(group);
   const count = (map: Map<number, number>, status: number) => map.set(status, (map.get(status) ?? 0) + 1);
@@ -132,9 +149,18 @@ export function startLoad(served: SyncContext, options: LoadOptions = {}): Load 
     while (running) {
       const life = group.generations.at(-1)!;
       const size = 1 + Math.floor(Math.random() * batch);
-      const mutations = Array.from({ length: size }, (_, k) => ({ clientID: life.clientID!, id: life.next + k, name: 'add', args: null, timestamp: Date.now() }));
+      const mutations = Array.from({ length: size }, (_, k) => ({
+        clientID: life.clientID!,
+        id: life.next + k,
+        name: 'add',
+        args: null,
+        timestamp: Date.now(),
+      }));
       const sentAt = performance.now();
-      const [status, body] = await send(handlePush, post('/push', { pushVersion: 1, clientGroupID: life.groupID, mutations, profileID: 'p', schemaVersion: '' }));
+      const [status, body] = await send(
+        handlePush,
+        post('/push', { pushVersion: 1, clientGroupID: life.groupID, mutations, profileID: 'p', schemaVersion: '' }),
+      );
       count(stats.push, status);
       if (group.generations.at(-1) !== life) continue;
       if (status === 200 && (body as { error?: string }).error === 'ClientStateNotFound') {
@@ -157,7 +183,10 @@ export function startLoad(served: SyncContext, options: LoadOptions = {}): Load 
     while (running) {
       const life = group.generations.at(-1)!;
       const sentAt = performance.now();
-      const [status, body] = await send(handlePull, post('/pull', { pullVersion: 1, clientGroupID: life.groupID, cookie: life.cookie, profileID: 'p', schemaVersion: '' }));
+      const [status, body] = await send(
+        handlePull,
+        post('/pull', { pullVersion: 1, clientGroupID: life.groupID, cookie: life.cookie, profileID: 'p', schemaVersion: '' }),
+      );
       count(stats.pull, status);
       if (group.generations.at(-1) === life && status === 200) {
         if ((body as { error?: string }).error === 'ClientStateNotFound') {
@@ -215,7 +244,10 @@ export function take(life: Generation, answer: PullAnswer): void {
 export async function pullOnce(ctx: SyncContext, life: Pick<Generation, 'groupID' | 'cookie'>, timeoutMs = 30_000): Promise<PullAnswer | { error: string }> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const response = await handlePull(post('/pull', { pullVersion: 1, clientGroupID: life.groupID, cookie: life.cookie, profileID: 'p', schemaVersion: '' }), ctx);
+    const response = await handlePull(
+      post('/pull', { pullVersion: 1, clientGroupID: life.groupID, cookie: life.cookie, profileID: 'p', schemaVersion: '' }),
+      ctx,
+    );
     const text = await response.text();
     if (response.status === 200) return JSON.parse(text) as PullAnswer | { error: string };
     if (response.status !== 503 || performance.now() > deadline) throw new Error(`pull for ${life.groupID}: ${response.status} ${text}`);

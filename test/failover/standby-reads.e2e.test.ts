@@ -119,7 +119,13 @@ describe.runIf(haveServerBinaries() && !fastLoop)('pulls from standbys', () => {
   it('never shows a client its cookie or lastMutationIDs going back, nor misses its own push, whatever the standby lags (property)', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.oneof(fc.record({ act: fc.constantFrom('push', 'pull'), group: fc.constantFrom('p', 'q') }), fc.record({ act: fc.constantFrom('pause', 'resume') })), { minLength: 5, maxLength: 25 }),
+        fc.array(
+          fc.oneof(
+            fc.record({ act: fc.constantFrom('push', 'pull'), group: fc.constantFrom('p', 'q') }),
+            fc.record({ act: fc.constantFrom('pause', 'resume') }),
+          ),
+          { minLength: 5, maxLength: 25 },
+        ),
         async (steps) => {
           // What each group has been told, and what it pushed.
           const seen = new Map<string, { order: number; lmid: number; cookie: JSONValue }>();
@@ -257,7 +263,8 @@ describe.runIf(haveServerBinaries() && !fastLoop)('pulls from standbys', () => {
   it('refuses options that are not standbys', () => {
     expect(() => postgresStorage(primary, { standbys: standby as never })).toThrow(/standbys must be an array/);
     expect(() => postgresStorage(primary, { standbys: [standby], standbyWaitMs: -1 })).toThrow(/standbyWaitMs must be a number/);
-    for (const catchUpMs of [-1, Infinity, NaN]) expect(() => postgresStorage(primary, { standbys: [standby], catchUpMs })).toThrow(/catchUpMs must be a number of milliseconds from 0 to 60,000/);
+    for (const catchUpMs of [-1, Infinity, NaN])
+      expect(() => postgresStorage(primary, { standbys: [standby], catchUpMs })).toThrow(/catchUpMs must be a number of milliseconds from 0 to 60,000/);
     expect(postgresStorage(primary).standbyStats()).toBeUndefined();
     // Without standbys every read is the primary's, which shows each commit once it returns: no wait.
     expect(postgresStorage(primary).catchUpMs).toBeUndefined();

@@ -114,7 +114,7 @@ if (!haveServerBinaries() || fastLoop) {
   // lost commits gave clients: a group that pulls only once new commits have passed its cookie
   // would be answered a patch from a state it never had. The promoted server is a new
   // incarnation, so its first write skips ahead in versions instead, and such a cookie is lost.
-  it('asynchronous: a group away while the promoted server made more commits than were lost gets the server\'s data, not a patch from the lost ones; the client that lost mutations is told ClientStateNotFound on push and pull', async () => {
+  it("asynchronous: a group away while the promoted server made more commits than were lost gets the server's data, not a patch from the lost ones; the client that lost mutations is told ClientStateNotFound on push and pull", async () => {
     const pair = await startStandbyPair();
     const sql = postgres(pair.hosts('primary', 'target_session_attrs=primary'), { max: 2, fetch_types: false, onnotice: () => {}, backoff });
     try {
@@ -127,7 +127,16 @@ if (!haveServerBinaries() || fastLoop) {
           await sleep(50);
         }
       };
-      const life = (groupID: string, clientID?: string): Generation => ({ groupID, clientID, next: 1, acknowledged: 0, cookie: null, lastMutationID: 0, view: new Map(), backwards: [] });
+      const life = (groupID: string, clientID?: string): Generation => ({
+        groupID,
+        clientID,
+        next: 1,
+        acknowledged: 0,
+        cookie: null,
+        lastMutationID: 0,
+        view: new Map(),
+        backwards: [],
+      });
       for (let id = 1; id <= 5; id++) await pushed('a', id);
       await pair.caughtUp();
       pair.stallReplication();
@@ -172,7 +181,8 @@ if (!haveServerBinaries() || fastLoop) {
     for (const driver of DRIVERS) {
       it(`${driver}, one connection, behind an address moved to the standby too early: its push answers 503, and once the address is back on the primary the next is answered 200`, async () => {
         const address = await startFaultProxy(pair.primary.port);
-        const client = driver === 'postgres.js' ? singlePostgresJs(address.url(pair.primary.url)) : await pgPool(driver, address, pair.primary.url, 1, 'read-only-probe');
+        const client =
+          driver === 'postgres.js' ? singlePostgresJs(address.url(pair.primary.url)) : await pgPool(driver, address, pair.primary.url, 1, 'read-only-probe');
         try {
           const storage = postgresStorage(client.pool);
           await storage.migrate();
@@ -229,8 +239,17 @@ function context(storage: PostgresStorage): SyncContext & { errors: unknown[] } 
 /** Pushes mutation `id` of client `name`; its status, the code of the store's error behind a 503, and a protocol error answered 200. */
 async function push(ctx: SyncContext & { errors: unknown[] }, name: string, id: number): Promise<{ status: number; cause: unknown; error?: string }> {
   ctx.errors.length = 0;
-  const body = { pushVersion: 1, clientGroupID: `${name}-g`, mutations: [{ clientID: `${name}-c`, id, name: 'add', args: null, timestamp: id }], profileID: 'p', schemaVersion: '' };
-  const response = await handlePush(new Request('http://localhost/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), ctx);
+  const body = {
+    pushVersion: 1,
+    clientGroupID: `${name}-g`,
+    mutations: [{ clientID: `${name}-c`, id, name: 'add', args: null, timestamp: id }],
+    profileID: 'p',
+    schemaVersion: '',
+  };
+  const response = await handlePush(
+    new Request('http://localhost/push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    ctx,
+  );
   const text = await response.text();
   if (response.status !== 200 && response.status !== 503) throw new Error(`push: ${response.status} ${text}: ${String(ctx.errors[0])}`);
   const error = response.status === 200 ? (JSON.parse(text) as { error?: string }).error : undefined;
@@ -276,7 +295,9 @@ async function until(load: Load, done: () => boolean, timeoutMs: number): Promis
   const deadline = performance.now() + timeoutMs;
   while (!done()) {
     if (performance.now() > deadline) {
-      throw new Error(`The load was not answered after the failover within ${timeoutMs / 1000} s: ${JSON.stringify({ push: [...load.stats.push], pull: [...load.stats.pull], unavailable: [...load.stats.unavailable], failures: load.stats.failures.slice(0, 5), groups: load.groups.map((group) => [group.name, group.answeredAfterMark]) })}`);
+      throw new Error(
+        `The load was not answered after the failover within ${timeoutMs / 1000} s: ${JSON.stringify({ push: [...load.stats.push], pull: [...load.stats.pull], unavailable: [...load.stats.unavailable], failures: load.stats.failures.slice(0, 5), groups: load.groups.map((group) => [group.name, group.answeredAfterMark]) })}`,
+      );
     }
     await sleep(50);
   }
@@ -302,7 +323,10 @@ async function check(driver: Driver, pair: StandbyPair, ctx: SyncContext, load: 
     const answer = (await pullOnce(ctx, { groupID: life.groupID, cookie: null })) as PullAnswer;
     const lastMutationID = answer.lastMutationIDChanges[c] ?? 0;
     // Exactly once: the counter, the entries and the lastMutationID agree, with no gap.
-    const ids = [...view.keys()].filter((key) => key.startsWith(`m/${c}/`)).map((key) => Number(key.slice(`m/${c}/`.length))).sort((a, b) => a - b);
+    const ids = [...view.keys()]
+      .filter((key) => key.startsWith(`m/${c}/`))
+      .map((key) => Number(key.slice(`m/${c}/`.length)))
+      .sort((a, b) => a - b);
     expect(ids, c).toEqual(Array.from({ length: lastMutationID }, (_, i) => i + 1));
     expect(view.get(`count/${c}`) ?? 0, c).toBe(lastMutationID);
     if (life.acknowledged > lastMutationID) {

@@ -81,7 +81,11 @@ describe.each(stores)('webhook deliveries and writes of one space on %s', (_, op
   it('a delivery goes through while a transact of its space holds its transaction open', async () => {
     const receiver = await startReceiver();
     cleanup.push(() => receiver.close());
-    const ctx = createContext({ storage: open(), mutators: testMutators, changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } } });
+    const ctx = createContext({
+      storage: open(),
+      mutators: testMutators,
+      changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } },
+    });
     await transact(ctx, 'a', (tx) => tx.set('x', 1));
     await feedRecorded(ctx.storage);
     const { gate, release } = opened();
@@ -103,13 +107,22 @@ describe.each(stores)('webhook deliveries and writes of one space on %s', (_, op
     cleanup.push(() => receiver.close());
     const { gate, release } = opened();
     const store = heldDeliveries(open(), gate);
-    const ctx = createContext({ storage: store.storage, mutators: testMutators, changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } } });
+    const ctx = createContext({
+      storage: store.storage,
+      mutators: testMutators,
+      changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } },
+    });
     await transact(ctx, 'a', (tx) => tx.set('x', 1));
     await feedRecorded(ctx.storage);
     const delivering = deliverWebhooks(ctx, { space: 'a' });
     cleanup.push(() => (release(), delivering));
     await expect.poll(store.held).toBe(1);
-    expect(await within(transact(ctx, 'a', (tx) => tx.set('y', 2)), 5_000)).toBeUndefined();
+    expect(
+      await within(
+        transact(ctx, 'a', (tx) => tx.set('y', 2)),
+        5_000,
+      ),
+    ).toBeUndefined();
     release();
     expect((await delivering).failed).toBe(0);
     await deliverWebhooks(ctx, { space: 'a' });
@@ -120,7 +133,12 @@ describe.each(stores)('webhook deliveries and writes of one space on %s', (_, op
     const store = heldDeliveries(open(), gate);
     const receiver = await startReceiver();
     cleanup.push(() => receiver.close());
-    const ctx = createContext({ storage: store.storage, mutators: testMutators, retention: { changesMs: 1, historyMs: 1 }, changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } } });
+    const ctx = createContext({
+      storage: store.storage,
+      mutators: testMutators,
+      retention: { changesMs: 1, historyMs: 1 },
+      changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true } } },
+    });
     await transact(ctx, 'a', (tx) => tx.set('x', 1));
     await feedRecorded(ctx.storage);
     const delivering = deliverWebhooks(ctx, { space: 'a' });

@@ -17,14 +17,20 @@ describe('delivery records', () => {
     const keys = new SpaceKeys('s');
     for (let i = 0; i < 12; i++) {
       await transact(ctx, 's', (tx) => tx.set(`k${i}`, i));
-      await storage.transaction(async (tx) => {
-        const claim = await claimDelivery(tx, 's', rule, 'me', 1);
-        if (claim.kind !== 'deliver') throw new Error(`nothing to deliver: ${claim.kind}`);
-        // Retention for ever: only the bound trims.
-        expect(await finishDelivery(tx, 's', rule, 'me', claim.batch, { ok: true }, 1, false)).toBe('delivered');
-      }, { readOnly: false, space: 's' });
+      await storage.transaction(
+        async (tx) => {
+          const claim = await claimDelivery(tx, 's', rule, 'me', 1);
+          if (claim.kind !== 'deliver') throw new Error(`nothing to deliver: ${claim.kind}`);
+          // Retention for ever: only the bound trims.
+          expect(await finishDelivery(tx, 's', rule, 'me', claim.batch, { ok: true }, 1, false)).toBe('delivered');
+        },
+        { readOnly: false, space: 's' },
+      );
     }
-    const [records, state] = await storage.transaction(async (tx) => [await tx.scan({ prefix: keys.deliveryLog('hook') }), (await tx.get(keys.delivery('hook'))) as unknown as DeliveryState], { readOnly: true, space: 's' });
+    const [records, state] = await storage.transaction(
+      async (tx) => [await tx.scan({ prefix: keys.deliveryLog('hook') }), (await tx.get(keys.delivery('hook'))) as unknown as DeliveryState],
+      { readOnly: true, space: 's' },
+    );
     expect(state).toMatchObject({ delivered: 12, records: 5 });
     expect(records.map(([, record]) => (record as { to: string }).to)).toEqual(['8', '9', '10', '11', '12']);
   });

@@ -6,15 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createContext, memoryStorage, type Storage, type SyncContext } from '../../src/index.js';
-import {
-  changeFeedStatus,
-  ChangesGoneError,
-  type FeedChange,
-  mutate,
-  readChanges,
-  transact,
-  turnOffChangeFeed,
-} from '../../src/backend.js';
+import { changeFeedStatus, ChangesGoneError, type FeedChange, mutate, readChanges, transact, turnOffChangeFeed } from '../../src/backend.js';
 import { exportSpace, importSpace, routedStorage } from '../../src/ops.js';
 import { FEED_RECORD } from '../../src/sync/feed/feed-record.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
@@ -48,14 +40,28 @@ async function wholeFeed(ctx: SyncContext, space: string): Promise<FeedChange[]>
 }
 
 const dumpOf = (entries: Record<string, unknown>) =>
-  [JSON.stringify({ viewsync: 'space', format: 3 }), ...Object.entries(entries).map(([key, value]) => JSON.stringify({ key, value })), JSON.stringify({ viewsync: 'end', entries: Object.keys(entries).length, groups: 0 })].join('\n');
+  [
+    JSON.stringify({ viewsync: 'space', format: 3 }),
+    ...Object.entries(entries).map(([key, value]) => JSON.stringify({ key, value })),
+    JSON.stringify({ viewsync: 'end', entries: Object.keys(entries).length, groups: 0 }),
+  ].join('\n');
 
 /** A storage that counts the transactions reading the store's feed record. */
 function counting(storage: Storage): Storage & { recordReads: number } {
   const counted = {
     recordReads: 0,
     transaction: <T>(fn: Parameters<Storage['transaction']>[0], options: Parameters<Storage['transaction']>[1]) =>
-      storage.transaction((tx) => fn({ ...tx, get: (key) => (key === FEED_RECORD && counted.recordReads++, tx.get(key)), scan: (o) => tx.scan(o), put: (k, v) => tx.put(k, v), del: (k) => tx.del(k) }), options) as Promise<T>,
+      storage.transaction(
+        (tx) =>
+          fn({
+            ...tx,
+            get: (key) => (key === FEED_RECORD && counted.recordReads++, tx.get(key)),
+            scan: (o) => tx.scan(o),
+            put: (k, v) => tx.put(k, v),
+            del: (k) => tx.del(k),
+          }),
+        options,
+      ) as Promise<T>,
   };
   return counted;
 }
@@ -74,7 +80,9 @@ describe('the change feed, kept by every writer', () => {
     await push(cli, 'g', [mutation('c1', 1, 'put', { key: 'e', value: 6 })], { 'x-space': 's' });
     await transact(ctx, 's', (tx) => tx.set('f', 7));
     const feed = await wholeFeed(ctx, 's');
-    expect(feed.map((change) => [change.version, change.op, 'key' in change ? change.key : '', change.by.kind === 'backend' ? change.by.call : change.by.kind])).toEqual([
+    expect(
+      feed.map((change) => [change.version, change.op, 'key' in change ? change.key : '', change.by.kind === 'backend' ? change.by.call : change.by.kind]),
+    ).toEqual([
       [1, 'set', 'a', 'transact'],
       [2, 'set', 'a', 'import'],
       [3, 'set', 'b', 'import'],
@@ -114,7 +122,10 @@ describe('the change feed, kept by every writer', () => {
     await transact(ctx, 'one', (tx) => tx.set('x', 1));
     await recorded(ctx);
     const cli = plain(routedStorage({ stores }));
-    expect(await changeFeedStatus(cli)).toEqual([{ store: 'a', on: true, since: expect.any(Number) }, { store: 'b', on: true, since: expect.any(Number) }]);
+    expect(await changeFeedStatus(cli)).toEqual([
+      { store: 'a', on: true, since: expect.any(Number) },
+      { store: 'b', on: true, since: expect.any(Number) },
+    ]);
     for (const space of ['p', 'q', 'r', 's', 't']) await transact(cli, space, (tx) => tx.set('k', space));
     for (const space of ['p', 'q', 'r', 's', 't']) expect((await wholeFeed(ctx, space)).map((change) => change.version)).toEqual([1]);
   });
@@ -146,11 +157,15 @@ describe('the change feed, kept by every writer', () => {
   it('a log an older viewsync left behind restarts where the store keeps the feed, and is marked off where it does not', async () => {
     const storage = counting(memoryStorage());
     // What a write by viewsync before this rule left: the version on, the log behind.
-    const olderWrite = (space: string) => storage.transaction(async (tx) => {
-      const key = new SpaceKeys(space).meta;
-      const meta = (await tx.get(key)) as Meta;
-      await tx.put(key, { ...meta, version: meta.version + 1 });
-    }, { readOnly: false, space });
+    const olderWrite = (space: string) =>
+      storage.transaction(
+        async (tx) => {
+          const key = new SpaceKeys(space).meta;
+          const meta = (await tx.get(key)) as Meta;
+          await tx.put(key, { ...meta, version: meta.version + 1 });
+        },
+        { readOnly: false, space },
+      );
     const ctx = server(storage);
     await transact(ctx, 's', (tx) => tx.set('a', 1));
     await transact(ctx, 'old', (tx) => tx.set('a', 1));

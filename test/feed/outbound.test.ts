@@ -6,7 +6,33 @@ import { checkTarget, isPrivateAddress, OutboundTargetError } from '../../src/ba
 
 describe('outbound targets', () => {
   it('tells private addresses from public ones, in every form an address takes', () => {
-    const private_ = ['127.0.0.1', '127.1.2.3', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '0.0.0.0', '100.64.0.1', '198.18.0.1', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fe80::1%eth0', 'fc00::1', 'fd12:3456::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:169.254.169.254', '64:ff9b::10.0.0.1', 'ff02::1', '2001:db8::1', 'not an address'];
+    const private_ = [
+      '127.0.0.1',
+      '127.1.2.3',
+      '10.1.2.3',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.169.254',
+      '0.0.0.0',
+      '100.64.0.1',
+      '198.18.0.1',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fe80::1',
+      'fe80::1%eth0',
+      'fc00::1',
+      'fd12:3456::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:169.254.169.254',
+      '64:ff9b::10.0.0.1',
+      'ff02::1',
+      '2001:db8::1',
+      'not an address',
+    ];
     const public_ = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2001:4860:4860::8888', '64:ff9b::8.8.8.8'];
     expect(private_.filter((address) => !isPrivateAddress(address))).toEqual([]);
     expect(public_.filter((address) => isPrivateAddress(address))).toEqual([]);
@@ -22,15 +48,38 @@ describe('outbound targets', () => {
     ['NAT64 (RFC 6052)', ['64:ff9b::7f00:1', '64:ff9b::169.254.169.254'], ['64:ff9b::808:808']],
     ['local-use NAT64 (RFC 8215), and the rest of 64:ff9b::/32', ['64:ff9b:1::8.8.8.8', '64:ff9b:1:ffff::1', '64:ff9b::1:808:808'], []],
     ['6to4 (RFC 3056)', ['2002:7f00:1::', '2002:a9fe:a9fe::1', '2002:a00:1:5::1'], ['2002:808:808::1']],
-    ['Teredo (RFC 4380)', ['2001:0:a00:1:0:0:f7f7:f7f7', '2001:0:4136:e378:8000:63bf:f5ff:fffe', '2001::4136:e378:8000:63bf:80ff:fffe'], ['2001:0:4136:e378:8000:63bf:f7f7:f7f7']],
-    ['ISATAP (RFC 5214)', ['2606:4700::5efe:10.0.0.1', '2606:4700::200:5efe:a9fe:a9fe', '2606:4700:1::100:5efe:7f00:1', 'fe80::5efe:8.8.8.8'], ['2606:4700::200:5efe:808:808']],
+    [
+      'Teredo (RFC 4380)',
+      ['2001:0:a00:1:0:0:f7f7:f7f7', '2001:0:4136:e378:8000:63bf:f5ff:fffe', '2001::4136:e378:8000:63bf:80ff:fffe'],
+      ['2001:0:4136:e378:8000:63bf:f7f7:f7f7'],
+    ],
+    [
+      'ISATAP (RFC 5214)',
+      ['2606:4700::5efe:10.0.0.1', '2606:4700::200:5efe:a9fe:a9fe', '2606:4700:1::100:5efe:7f00:1', 'fe80::5efe:8.8.8.8'],
+      ['2606:4700::200:5efe:808:808'],
+    ],
   ])('tells private from public %s addresses by the IPv4 address they embed', (_, private_, public_) => {
     expect(private_.filter((address) => !isPrivateAddress(address))).toEqual([]);
     expect(public_.filter((address) => isPrivateAddress(address))).toEqual([]);
   });
 
   it('refuses URLs to them, as the URL parser spells them too (decimal, hex, short forms), and names that resolve to them', async () => {
-    for (const url of ['http://127.0.0.1:8080/hook', 'http://2130706433/', 'http://0x7f.1/', 'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::127.0.0.1]/', 'http://[::ffff:0:127.0.0.1]/', 'http://[2002:7f00:1::]/', 'http://[64:ff9b::169.254.169.254]/', 'http://[2606:4700::5efe:10.0.0.1]/', 'http://localhost/', 'http://api.localhost/', 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.5/']) {
+    for (const url of [
+      'http://127.0.0.1:8080/hook',
+      'http://2130706433/',
+      'http://0x7f.1/',
+      'http://[::1]/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://[::127.0.0.1]/',
+      'http://[::ffff:0:127.0.0.1]/',
+      'http://[2002:7f00:1::]/',
+      'http://[64:ff9b::169.254.169.254]/',
+      'http://[2606:4700::5efe:10.0.0.1]/',
+      'http://localhost/',
+      'http://api.localhost/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://10.0.0.5/',
+    ]) {
       await expect(checkTarget(new URL(url), false), url).rejects.toBeInstanceOf(OutboundTargetError);
     }
     // A name is resolved, and judged by every address it has: this machine's own name resolves to its own addresses.

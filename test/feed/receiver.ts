@@ -59,7 +59,13 @@ export async function startReceiver(): Promise<Receiver> {
     let body = '';
     for await (const chunk of request) body += chunk;
     const answered = receiver.answer;
-    receiver.received.push({ id: String(request.headers['viewsync-delivery']), body, delivery: JSON.parse(body) as WebhookDelivery, signature: String(request.headers['viewsync-signature']), answered });
+    receiver.received.push({
+      id: String(request.headers['viewsync-delivery']),
+      body,
+      delivery: JSON.parse(body) as WebhookDelivery,
+      signature: String(request.headers['viewsync-signature']),
+      answered,
+    });
     if (answered === 'stall') {
       stalled.push(response);
       // A request the deliverer gave up on (its timeout) is stalled no longer.

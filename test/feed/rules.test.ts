@@ -4,16 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createContext, memoryStorage } from '../../src/index.js';
-import {
-  ChangeCursorError,
-  ChangesGoneError,
-  type FeedChange,
-  mutate,
-  readAllChanges,
-  readChanges,
-  transact,
-  turnOffChangeFeed,
-} from '../../src/backend.js';
+import { ChangeCursorError, ChangesGoneError, type FeedChange, mutate, readAllChanges, readChanges, transact, turnOffChangeFeed } from '../../src/backend.js';
 import { collectGarbage, exportSpace, importSpace, inspect } from '../../src/ops.js';
 import { mutation, push, testContext, testMutators } from '../support/helpers.js';
 
@@ -27,7 +18,11 @@ function plain(changes: readonly FeedChange[]) {
 describe('the change log', () => {
   it('holds each change of a push in order, with its value before and after and the mutation that made it', async () => {
     const ctx = testContext({ changes: {}, authenticate: () => 'alice' });
-    await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'a', value: 1 }), mutation('c1', 2, 'put', { key: 'a', value: 2 }), mutation('c1', 3, 'del', { key: 'a' })]);
+    await push(ctx, 'g1', [
+      mutation('c1', 1, 'put', { key: 'a', value: 1 }),
+      mutation('c1', 2, 'put', { key: 'a', value: 2 }),
+      mutation('c1', 3, 'del', { key: 'a' }),
+    ]);
     const page = await readChanges(ctx, '');
     const by = (mutationID: number, name: string) => ({ kind: 'mutation', name, clientGroupID: 'g1', clientID: 'c1', mutationID, userID: 'alice' });
     // One push, one commit, one version: the three changes in the order they were made, none coalesced.
@@ -106,7 +101,7 @@ describe('cursors', () => {
     await expect(readChanges(ctx, '', { limit: 0 })).rejects.toThrow(RangeError);
   });
 
-  it('ahead of the space (another space\'s, made by hand, or its store lost commits) are refused, never answered with nothing', async () => {
+  it("ahead of the space (another space's, made by hand, or its store lost commits) are refused, never answered with nothing", async () => {
     const ctx = testContext({ changes: {} });
     await transact(ctx, '', (tx) => tx.set('a', 1));
     await expect(readChanges(ctx, '', { after: '5' })).rejects.toThrow(/ahead of space/);
@@ -115,9 +110,14 @@ describe('cursors', () => {
   it('one ahead is told as the likely mistake it is (the next version for the last one read), not as lost commits', async () => {
     const ctx = testContext({ changes: {} });
     await transact(ctx, '', (tx) => tx.set('a', 1));
-    const oneAhead = await readChanges(ctx, '', { after: '2' }).then(() => undefined, (error: Error) => error);
+    const oneAhead = await readChanges(ctx, '', { after: '2' }).then(
+      () => undefined,
+      (error: Error) => error,
+    );
     expect(oneAhead).toBeInstanceOf(ChangesGoneError);
-    expect(oneAhead!.message).toMatch(/^The cursor 2 is ahead of space "", at version 1, so this space's feed has not given it out: it is another space's, or made by hand \(a cursor names the last version read, not the next: "1" reads what comes after version 1\)\. If this space's feed did give it out/);
+    expect(oneAhead!.message).toMatch(
+      /^The cursor 2 is ahead of space "", at version 1, so this space's feed has not given it out: it is another space's, or made by hand \(a cursor names the last version read, not the next: "1" reads what comes after version 1\)\. If this space's feed did give it out/,
+    );
     expect(oneAhead!.message).not.toMatch(/its store lost commits/);
     // Further ahead, no hint about the next version: it would be a guess.
     await expect(readChanges(ctx, '', { after: '5' })).rejects.toThrow(/made by hand\. If this space's feed/);
@@ -208,15 +208,20 @@ describe('the feed of every space', () => {
     await transact(ctx, 'trimmed', (tx) => tx.set('b', 2));
     await collectGarbage(ctx);
     await transact(ctx, 'new', (tx) => tx.set('a', 1));
-    for (const bad of ['x', '[]', '{"spaces":{"a":"x"}}', '{"spaces":{},"next":1}']) await expect(readAllChanges(ctx, { after: bad }), bad).rejects.toBeInstanceOf(ChangeCursorError);
+    for (const bad of ['x', '[]', '{"spaces":{"a":"x"}}', '{"spaces":{},"next":1}'])
+      await expect(readAllChanges(ctx, { after: bad }), bad).rejects.toBeInstanceOf(ChangeCursorError);
     // A reader new to the store: each space from what its log holds (none of old's, one of trimmed's).
     const fresh = await readAllChanges(ctx);
     expect(fresh.changes.map(({ space, version }) => `${space}${version}`)).toEqual(['new1', 'trimmed2']);
     expect(JSON.parse(fresh.cursor)).toEqual({ spaces: { new: '1', old: '1', trimmed: '2' } });
     // A space it names whose changes are gone is refused, saying how the others go on.
     const behind = JSON.stringify({ spaces: { new: '1', old: '1', trimmed: '0' } });
-    await expect(readAllChanges(ctx, { after: behind })).rejects.toThrow(/space "trimmed" after cursor 0 are gone.*take "trimmed" out of the cursor's "spaces"/);
+    await expect(readAllChanges(ctx, { after: behind })).rejects.toThrow(
+      /space "trimmed" after cursor 0 are gone.*take "trimmed" out of the cursor's "spaces"/,
+    );
     await transact(ctx, 'old', (tx) => tx.set('b', 2));
-    expect((await readAllChanges(ctx, { after: JSON.stringify({ spaces: { new: '1', old: '1' } }) })).changes.map(({ space, version }) => `${space}${version}`)).toEqual(['old2', 'trimmed2']);
+    expect(
+      (await readAllChanges(ctx, { after: JSON.stringify({ spaces: { new: '1', old: '1' } }) })).changes.map(({ space, version }) => `${space}${version}`),
+    ).toEqual(['old2', 'trimmed2']);
   });
 });

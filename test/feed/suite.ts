@@ -22,7 +22,6 @@ const mutators: Mutators = {
   },
 };
 
-
 const keyArb = fc.constantFrom('a', 'b', 'c/1', 'c/2', 'd');
 const valueArb = fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constant(null), fc.record({ n: fc.integer({ min: 0, max: 3 }) }));
 
@@ -32,9 +31,30 @@ type Step =
   | { kind: 'import'; entries: Array<[string, JSONValue]> };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('push' as const), mutations: fc.array(fc.record({ name: fc.constantFrom('put' as const, 'del' as const, 'putThenFail' as const, 'note' as const), key: keyArb, value: valueArb }), { minLength: 1, maxLength: 4 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('transact' as const), writes: fc.array(fc.tuple(keyArb, fc.option(valueArb, { nil: undefined })), { minLength: 1, maxLength: 4 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('import' as const), entries: fc.uniqueArray(fc.tuple(keyArb, valueArb), { selector: ([key]) => key, maxLength: 4 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('push' as const),
+      mutations: fc.array(
+        fc.record({ name: fc.constantFrom('put' as const, 'del' as const, 'putThenFail' as const, 'note' as const), key: keyArb, value: valueArb }),
+        { minLength: 1, maxLength: 4 },
+      ),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('transact' as const),
+      writes: fc.array(fc.tuple(keyArb, fc.option(valueArb, { nil: undefined })), { minLength: 1, maxLength: 4 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('import' as const),
+      entries: fc.uniqueArray(fc.tuple(keyArb, valueArb), { selector: ([key]) => key, maxLength: 4 }),
+    }),
+  },
 );
 
 /** The space's live entries, read in one snapshot (no stream: workerd ties a stream to the object that made it). */
@@ -63,13 +83,16 @@ export function describeFeed(store: string, create: () => Storage, runs: number)
               await push(ctx, 'g', sent);
               // Sent again, as a client does until a pull confirms them: nothing twice.
               await push(ctx, 'g', sent);
-            }
-            else if (step.kind === 'transact') {
+            } else if (step.kind === 'transact') {
               await transact(ctx, space, async (tx) => {
                 for (const [key, value] of step.writes) await (value === undefined ? tx.del(key) : tx.set(key, value));
               });
             } else {
-              const dump = ['{"viewsync":"space","format":3}', ...[...step.entries].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, value]) => JSON.stringify({ key, value })), JSON.stringify({ viewsync: 'end', entries: step.entries.length, groups: 0 })].join('\n');
+              const dump = [
+                '{"viewsync":"space","format":3}',
+                ...[...step.entries].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, value]) => JSON.stringify({ key, value })),
+                JSON.stringify({ viewsync: 'end', entries: step.entries.length, groups: 0 }),
+              ].join('\n');
               await importSpace(ctx, space, dump, { mode: 'replace', clients: false });
             }
           }
@@ -107,4 +130,3 @@ export function describeFeed(store: string, create: () => Storage, runs: number)
     }, 240_000);
   });
 }
-

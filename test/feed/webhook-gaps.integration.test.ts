@@ -30,7 +30,14 @@ async function receiver(): Promise<Receiver> {
 function server(storage: Storage, url: string, retention?: { changesMs: number }): SyncContext & { errors: string[]; time: { now: number } } {
   const errors: string[] = [];
   const time = { now: Date.UTC(2026, 10, 1) };
-  const ctx = createContext({ storage, mutators: testMutators, clock: () => time.now, retention, onError: (error) => errors.push(String(error)), changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true } } } });
+  const ctx = createContext({
+    storage,
+    mutators: testMutators,
+    clock: () => time.now,
+    retention,
+    onError: (error) => errors.push(String(error)),
+    changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true } } },
+  });
   return Object.assign(ctx, { errors, time });
 }
 
@@ -39,11 +46,14 @@ const cli = (storage: Storage) => createContext({ storage, mutators: {}, pokes: 
 
 /** What a write by viewsync before the feed was the store's left: the version on, the log behind. */
 const olderWrite = (storage: Storage, space: string) =>
-  storage.transaction(async (tx) => {
-    const key = new SpaceKeys(space).meta;
-    const meta = (await tx.get(key)) as Meta;
-    await tx.put(key, { ...meta, version: meta.version + 1 });
-  }, { readOnly: false, space });
+  storage.transaction(
+    async (tx) => {
+      const key = new SpaceKeys(space).meta;
+      const meta = (await tx.get(key)) as Meta;
+      await tx.put(key, { ...meta, version: meta.version + 1 });
+    },
+    { readOnly: false, space },
+  );
 
 const keysOf = (at: Receiver) => at.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => ('key' in change ? change.key : change.topic)));
 
@@ -72,7 +82,11 @@ describe('webhooks across the change log', () => {
     await olderWrite(storage, 's');
     await transact(ctx, 's', (tx) => tx.set('b', 2));
     expect(await deliverWebhooks(ctx)).toEqual({ delivered: 0, failed: 0, disabled: 1 });
-    expect(ctx.errors).toEqual([expect.stringMatching(/Webhook "hook" is disabled in space "s": the change log no longer holds the changes to deliver: .* viewsync webhook enable NAME SPACE --after-gap/)]);
+    expect(ctx.errors).toEqual([
+      expect.stringMatching(
+        /Webhook "hook" is disabled in space "s": the change log no longer holds the changes to deliver: .* viewsync webhook enable NAME SPACE --after-gap/,
+      ),
+    ]);
     // Said once, not at every round.
     expect(await deliverWebhooks(ctx)).toEqual({ delivered: 0, failed: 0, disabled: 0 });
     expect(ctx.errors).toHaveLength(1);

@@ -33,7 +33,13 @@ function hooked(slow: Receiver, fast: Receiver): SyncContext & { time: { offset:
   const time = { offset: 0 };
   const hook = (at: Receiver) => ({ url: at.url, secret: SECRET, allowPrivateAddresses: true });
   const webhooks = { slow: { ...hook(slow), timeoutMs: MINUTE }, fast: hook(fast) };
-  const ctx = createContext({ storage: memoryStorage(), mutators: testMutators, clock: () => Date.now() + time.offset, onError: () => {}, changes: { webhooks } });
+  const ctx = createContext({
+    storage: memoryStorage(),
+    mutators: testMutators,
+    clock: () => Date.now() + time.offset,
+    onError: () => {},
+    changes: { webhooks },
+  });
   return Object.assign(ctx, { time });
 }
 
@@ -61,7 +67,13 @@ async function hangingBeside(options: { runner: boolean }) {
 }
 
 /** How many spaces' deliveries to `at` held `key`. */
-const spacesHolding = (at: Receiver, key: string) => new Set(at.delivered().filter(({ delivery }) => delivery.changes.some((change) => change.op !== 'event' && change.key === key)).map(({ delivery }) => delivery.space)).size;
+const spacesHolding = (at: Receiver, key: string) =>
+  new Set(
+    at
+      .delivered()
+      .filter(({ delivery }) => delivery.changes.some((change) => change.op !== 'event' && change.key === key))
+      .map(({ delivery }) => delivery.space),
+  ).size;
 
 /** The keys delivered to `at` in each space, each once, in the order they first came. */
 function keysBySpace(at: Receiver): Record<string, string[]> {

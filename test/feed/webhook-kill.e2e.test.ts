@@ -29,7 +29,9 @@ describe.skipIf(database === undefined)('webhook deliverers killed mid-delivery'
       await receiver.close();
     });
     /** The distinct changes delivered (answered 2xx), in the order they first came. */
-    const deliveredChanges = () => [...new Map(receiver.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => [change.id, change] as const))).values()];
+    const deliveredChanges = () => [
+      ...new Map(receiver.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => [change.id, change] as const))).values(),
+    ];
     const write = async (from: number, to: number) => {
       for (let i = from; i < to; i++) await transact(ctx, 's', (tx) => tx.set(`k${String(i).padStart(2, '0')}`, i));
     };
@@ -60,12 +62,15 @@ describe.skipIf(database === undefined)('webhook deliverers killed mid-delivery'
     await third.start();
     await expect.poll(() => deliveredChanges().length, { timeout: 20_000 }).toBe(8);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(deliveredChanges().map((change) => change.op !== 'event' && change.key)).toEqual(Array.from({ length: 8 }, (_, i) => `k${String(i).padStart(2, '0')}`));
+    expect(deliveredChanges().map((change) => change.op !== 'event' && change.key)).toEqual(
+      Array.from({ length: 8 }, (_, i) => `k${String(i).padStart(2, '0')}`),
+    );
     // A batch sent again (the one in flight at the first kill; maybe one the second process sent
     // and was killed before recording) came under the ID it had, with the same changes; no change
     // came under two IDs.
     const bodies = new Map<string, string>();
-    for (const { id, delivery } of receiver.received) expect(JSON.stringify(delivery.changes), id).toBe(bodies.get(id) ?? (bodies.set(id, JSON.stringify(delivery.changes)), JSON.stringify(delivery.changes)));
+    for (const { id, delivery } of receiver.received)
+      expect(JSON.stringify(delivery.changes), id).toBe(bodies.get(id) ?? (bodies.set(id, JSON.stringify(delivery.changes)), JSON.stringify(delivery.changes)));
     const idsOf = new Map<string, Set<string>>();
     for (const { id, delivery } of receiver.received) for (const change of delivery.changes) idsOf.set(change.id, (idsOf.get(change.id) ?? new Set()).add(id));
     expect([...idsOf.values()].filter((ids) => ids.size > 1)).toEqual([]);

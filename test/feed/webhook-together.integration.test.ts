@@ -17,7 +17,12 @@ const SPACES = ['a', 'b', 'c', 'd', 'e', 'f'];
 const { cleanup, receiver } = receiversOfTests();
 
 function hooked(url: string, hook: Partial<WebhookOptions> = {}, storage: Storage = memoryStorage()): SyncContext {
-  return createContext({ storage, mutators: testMutators, onError: () => {}, changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } } });
+  return createContext({
+    storage,
+    mutators: testMutators,
+    onError: () => {},
+    changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } },
+  });
 }
 
 /** Three changes in each space, written before a runner starts: all due at its first sweep. */
@@ -36,7 +41,10 @@ function refusing(storage: Storage, refused: (key: string) => boolean): Storage 
     ...storage,
     manySpaces: storage.manySpaces,
     transaction: (fn, options) =>
-      storage.transaction((tx) => fn({ ...tx, put: (key, value) => (refused(key) ? Promise.reject(new Error(`the store refused ${key}`)) : tx.put(key, value)) }), options),
+      storage.transaction(
+        (tx) => fn({ ...tx, put: (key, value) => (refused(key) ? Promise.reject(new Error(`the store refused ${key}`)) : tx.put(key, value)) }),
+        options,
+      ),
   };
 }
 
@@ -72,7 +80,9 @@ describe('webhooks: spacesPerDelivery', () => {
     await expect.poll(() => at.received.length).toBe(1);
     at.answer = 'ok';
     // The retry comes after its backoff (about a second).
-    await expect.poll(() => at.delivered().flatMap(({ body }) => (JSON.parse(body) as WebhookDeliveries).deliveries).length, { timeout: 10_000 }).toBe(SPACES.length);
+    await expect
+      .poll(() => at.delivered().flatMap(({ body }) => (JSON.parse(body) as WebhookDeliveries).deliveries).length, { timeout: 10_000 })
+      .toBe(SPACES.length);
     const ids = (body: WebhookDeliveries) => body.deliveries.map(({ delivery }) => delivery).sort();
     const [failed, ...retries] = bodies(at);
     expect(retries.flatMap(ids).sort()).toEqual(ids(failed!));
@@ -109,7 +119,12 @@ describe('webhooks: spacesPerDelivery', () => {
     const errors: unknown[] = [];
     // The store refuses to record anything of space c: the group's transaction fails, and so does c's alone.
     const storage = refusing(memoryStorage(), (key) => key.startsWith('h/c/'));
-    const ctx = createContext({ storage, mutators: testMutators, onError: (error) => errors.push(error), changes: { webhooks: { hook: { url: at.url, secret: SECRET, allowPrivateAddresses: true, spacesPerDelivery: 10 } } } });
+    const ctx = createContext({
+      storage,
+      mutators: testMutators,
+      onError: (error) => errors.push(error),
+      changes: { webhooks: { hook: { url: at.url, secret: SECRET, allowPrivateAddresses: true, spacesPerDelivery: 10 } } },
+    });
     await written(ctx);
     const runner = startWebhooks(ctx, { sweepMs: HOUR, concurrency: 1 });
     cleanup.push(() => runner.stop());
@@ -130,19 +145,22 @@ describe('webhooks: spacesPerDelivery', () => {
   it.each([
     [60_000, 1],
     [0, 2],
-  ])('a request not full waits gatherMs (%i) for more spaces from when its first was due: %i request(s) for two spaces written apart', async (gatherMs, requests) => {
-    const at = await receiver();
-    const ctx = hooked(at.url, { spacesPerDelivery: 2, gatherMs });
-    const runner = startWebhooks(ctx, { sweepMs: HOUR, concurrency: 1 });
-    cleanup.push(() => runner.stop());
-    await transact(ctx, 'a', (tx) => tx.set('k', 1));
-    // Written once the first request (with gatherMs 0) has gone, or while the second waits.
-    await (gatherMs === 0 ? expect.poll(() => at.received.length).toBe(1) : new Promise((resolve) => setTimeout(resolve, 200)));
-    expect(at.received).toHaveLength(gatherMs === 0 ? 1 : 0);
-    await transact(ctx, 'b', (tx) => tx.set('k', 1));
-    await expect.poll(() => bodies(at).flatMap(({ deliveries }) => deliveries).length, { timeout: 10_000 }).toBe(2);
-    expect(at.received).toHaveLength(requests);
-  });
+  ])(
+    'a request not full waits gatherMs (%i) for more spaces from when its first was due: %i request(s) for two spaces written apart',
+    async (gatherMs, requests) => {
+      const at = await receiver();
+      const ctx = hooked(at.url, { spacesPerDelivery: 2, gatherMs });
+      const runner = startWebhooks(ctx, { sweepMs: HOUR, concurrency: 1 });
+      cleanup.push(() => runner.stop());
+      await transact(ctx, 'a', (tx) => tx.set('k', 1));
+      // Written once the first request (with gatherMs 0) has gone, or while the second waits.
+      await (gatherMs === 0 ? expect.poll(() => at.received.length).toBe(1) : new Promise((resolve) => setTimeout(resolve, 200)));
+      expect(at.received).toHaveLength(gatherMs === 0 ? 1 : 0);
+      await transact(ctx, 'b', (tx) => tx.set('k', 1));
+      await expect.poll(() => bodies(at).flatMap(({ deliveries }) => deliveries).length, { timeout: 10_000 }).toBe(2);
+      expect(at.received).toHaveLength(requests);
+    },
+  );
 
   it('a full request goes at once, whatever gatherMs', async () => {
     const at = await receiver();

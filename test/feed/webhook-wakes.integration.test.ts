@@ -22,7 +22,13 @@ const IDLE = 1_200;
 const { cleanup, receiver } = receiversOfTests();
 
 function hooked(storage: Storage, url: string, hook: Partial<WebhookOptions> = {}, pokes?: Parameters<typeof createContext>[0]['pokes']): SyncContext {
-  return createContext({ storage, mutators: testMutators, onError: (error) => cleanup.push(() => expect.fail(String(error))), changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } }, ...(pokes !== undefined && { pokes }) });
+  return createContext({
+    storage,
+    mutators: testMutators,
+    onError: (error) => cleanup.push(() => expect.fail(String(error))),
+    changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } },
+    ...(pokes !== undefined && { pokes }),
+  });
 }
 
 /** `storage`, its transactions counted, and its write transactions. */
@@ -69,7 +75,9 @@ describe('webhook wakes', () => {
     await transact(writer, 's', (tx) => tx.set('a', 1));
     // Another instance's claim: its lease holds the batch for leaseMs (25 s).
     const [hook] = hooksOf(writer, 's');
-    expect((await storage.transaction((tx) => claimDelivery(tx, 's', hook!.rule, 'another-instance', Date.now()), { readOnly: false, space: 's' })).kind).toBe('deliver');
+    expect((await storage.transaction((tx) => claimDelivery(tx, 's', hook!.rule, 'another-instance', Date.now()), { readOnly: false, space: 's' })).kind).toBe(
+      'deliver',
+    );
     const runner = startWebhooks(deliverer, { sweepMs: HOUR });
     cleanup.push(() => runner.stop());
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -142,6 +150,8 @@ describe.skipIf(database === undefined)('webhook wakes on PostgreSQL', () => {
     cleanup.push(() => runner.stop());
     await new Promise((resolve) => setTimeout(resolve, 300));
     await transact(instances[1]!, 'elsewhere', (tx) => tx.set('a', 1));
-    await expect.poll(() => at.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => change.op !== 'event' && change.key)), { timeout: 10_000 }).toEqual(['a']);
+    await expect
+      .poll(() => at.delivered().flatMap(({ delivery }) => delivery.changes.map((change) => change.op !== 'event' && change.key)), { timeout: 10_000 })
+      .toEqual(['a']);
   });
 });

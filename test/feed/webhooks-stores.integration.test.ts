@@ -30,7 +30,10 @@ afterEach(async () => {
 const stores: Array<[string, () => Storage[]]> = [
   ['memoryStorage (one store, three contexts)', () => Array(3).fill(memoryStorage()) as Storage[]],
   // A SQLite file is served by one process (the store refuses a second handle): three contexts share it.
-  ['sqliteStorage (one file, three contexts)', () => Array(3).fill(sqliteStorage(openSQLite(join(mkdtempSync(join(tmpdir(), 'viewsync-hooks-')), 'hooks.db')))) as Storage[]],
+  [
+    'sqliteStorage (one file, three contexts)',
+    () => Array(3).fill(sqliteStorage(openSQLite(join(mkdtempSync(join(tmpdir(), 'viewsync-hooks-')), 'hooks.db')))) as Storage[],
+  ],
 ];
 const database = testDatabase('hooks');
 if (database !== undefined) {
@@ -64,7 +67,14 @@ describe.each(stores)('webhooks: %s', (_, open) => {
   it.each([1, 10])('three instances deliver every change once, in order per space, each delivery once (spacesPerDelivery %i)', async (spacesPerDelivery) => {
     const receiver = await startReceiver();
     cleanup.push(() => receiver.close());
-    const contexts = open().map((storage) => createContext({ storage, mutators: testMutators, onError: (error) => cleanup.push(() => expect.fail(String(error))), changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true, maxBatch: 5, spacesPerDelivery } } } }));
+    const contexts = open().map((storage) =>
+      createContext({
+        storage,
+        mutators: testMutators,
+        onError: (error) => cleanup.push(() => expect.fail(String(error))),
+        changes: { webhooks: { hook: { url: receiver.url, secret: SECRET, allowPrivateAddresses: true, maxBatch: 5, spacesPerDelivery } } },
+      }),
+    );
     const runners = contexts.map((ctx) => startWebhooks(ctx, { sweepMs: 100 }));
     cleanup.push(() => Promise.all(runners.map((runner) => runner.stop())));
     const spaces = ['a', 'b', 'c'];
@@ -78,16 +88,22 @@ describe.each(stores)('webhooks: %s', (_, open) => {
         }
       }),
     );
-    for (const ctx of contexts) for (const space of spaces) for (const [key] of await transact(ctx, space, async (tx) => tx.scan({ prefix: '' }).entries().toArray())) written.get(space)!.includes(key) || written.get(space)!.push(key);
+    for (const ctx of contexts)
+      for (const space of spaces)
+        for (const [key] of await transact(ctx, space, async (tx) => tx.scan({ prefix: '' }).entries().toArray()))
+          written.get(space)!.includes(key) || written.get(space)!.push(key);
     // Each space's batch: a request's body, or an entry of one that carries several spaces.
-    const entries = () => receiver.delivered().flatMap(({ body }) => (JSON.parse(body) as { deliveries?: WebhookDelivery[] }).deliveries ?? [JSON.parse(body) as WebhookDelivery]);
+    const entries = () =>
+      receiver.delivered().flatMap(({ body }) => (JSON.parse(body) as { deliveries?: WebhookDelivery[] }).deliveries ?? [JSON.parse(body) as WebhookDelivery]);
     await expect.poll(() => entries().reduce((sum, { changes }) => sum + changes.length, 0), { timeout: 30_000 }).toBe(60);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const ids = receiver.received.map(({ id }) => id);
     expect(ids.length).toBe(new Set(ids).size);
     expect(new Set(entries().map(({ delivery }) => delivery)).size).toBe(entries().length);
     for (const space of spaces) {
-      const changes = entries().filter((delivery) => delivery.space === space).flatMap(({ changes }) => changes);
+      const changes = entries()
+        .filter((delivery) => delivery.space === space)
+        .flatMap(({ changes }) => changes);
       expect(changes.map(({ version }) => version)).toEqual([...changes.map(({ version }) => version)].sort((x, y) => x - y));
       expect(new Set(changes.map((change) => change.op !== 'event' && change.key))).toEqual(new Set(written.get(space)));
       expect(changes).toHaveLength(20);

@@ -4,14 +4,7 @@
  * every store, with several instances).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  createContext,
-  emit,
-  memoryStorage,
-  type Mutators,
-  type Storage,
-  type SyncContext,
-} from '../../src/index.js';
+import { createContext, emit, memoryStorage, type Mutators, type Storage, type SyncContext } from '../../src/index.js';
 import {
   deliverWebhooks,
   eraseData,
@@ -35,12 +28,19 @@ const { cleanup, receiver } = receiversOfTests();
 function hooked(url: string, hook: Partial<WebhookOptions> = {}, storage: Storage = memoryStorage()): SyncContext & { time: { now: number } } {
   const clock = { now: Date.UTC(2026, 10, 1) };
   const mutators: Mutators = { ...testMutators, note: async (tx, args) => emit(tx, 'noted', args ?? null) };
-  const ctx = createContext({ storage, mutators, clock: () => clock.now, onError: () => {}, changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } } });
+  const ctx = createContext({
+    storage,
+    mutators,
+    clock: () => clock.now,
+    onError: () => {},
+    changes: { webhooks: { hook: { url, secret: SECRET, allowPrivateAddresses: true, ...hook } } },
+  });
   return Object.assign(ctx, { time: clock });
 }
 
 const write = (ctx: SyncContext, key: string, value: number, space = 's') => transact(ctx, space, (tx) => tx.set(key, value));
-const keysOf = (received: readonly { delivery: { changes: Array<{ op: string; key?: string }> } }[]) => received.flatMap(({ delivery }) => delivery.changes.map((change) => change.key));
+const keysOf = (received: readonly { delivery: { changes: Array<{ op: string; key?: string }> } }[]) =>
+  received.flatMap(({ delivery }) => delivery.changes.map((change) => change.key));
 
 describe('webhooks', () => {
   it('POST the changes in order, in batches, signed, each with IDs a receiver can keep', async () => {
@@ -50,7 +50,14 @@ describe('webhooks', () => {
     expect(await deliverWebhooks(ctx)).toEqual({ delivered: 3, failed: 0, disabled: 0 });
     expect(keysOf(at.received)).toEqual(['k0', 'k1', 'k2', 'k3', 'k4']);
     expect(at.received.map(({ id }) => id)).toEqual(['s:0..2.0', 's:2.0..4.0', 's:4.0..5']);
-    expect(at.received[0]!.delivery).toMatchObject({ webhook: 'hook', space: 's', delivery: 's:0..2.0', from: '0', to: '2.0', changes: [{ id: 's:1:0', op: 'set', key: 'k0', after: 0 }, { id: 's:2:0' }] });
+    expect(at.received[0]!.delivery).toMatchObject({
+      webhook: 'hook',
+      space: 's',
+      delivery: 's:0..2.0',
+      from: '0',
+      to: '2.0',
+      changes: [{ id: 's:1:0', op: 'set', key: 'k0', after: 0 }, { id: 's:2:0' }],
+    });
     await at.verifyAll(SECRET);
     // A body changed, another secret, an old signature: refused.
     const { body, signature } = at.received[0]!;
@@ -77,7 +84,12 @@ describe('webhooks', () => {
     expect(failedIDs).toEqual(new Set(['s:0..1']));
     expect(at.received.length).toBeGreaterThan(5);
     expect(at.received.length).toBeLessThan(20);
-    expect((await inspect(ctx, 's')).webhooks?.hook).toMatchObject({ cursor: '0', lagVersions: 60, lagMs: 60 * MINUTE, pending: { delivery: 's:0..1', error: 'the receiver answered 500' } });
+    expect((await inspect(ctx, 's')).webhooks?.hook).toMatchObject({
+      cursor: '0',
+      lagVersions: 60,
+      lagMs: 60 * MINUTE,
+      pending: { delivery: 's:0..1', error: 'the receiver answered 500' },
+    });
     at.answer = 'ok';
     // The longest backoff is 10 min and a fifth more (12 min), from an attempt as late as minute 59.
     ctx.time.now += 12 * MINUTE;
@@ -101,7 +113,10 @@ describe('webhooks', () => {
     at.answer = 'ok';
     ctx.time.now += MINUTE;
     expect(await deliverWebhooks(ctx)).toEqual({ delivered: 1, failed: 0, disabled: 0 });
-    expect(at.received.map(({ id, answered }) => [id, answered])).toEqual([['s:0..1', 'stall'], ['s:0..1', 'ok']]);
+    expect(at.received.map(({ id, answered }) => [id, answered])).toEqual([
+      ['s:0..1', 'stall'],
+      ['s:0..1', 'ok'],
+    ]);
   });
 
   it('a redirect is a failure, not followed; a private address is refused unless allowed, nothing sent', async () => {
@@ -178,10 +193,21 @@ describe('webhooks', () => {
     await deliverWebhooks(ctx);
     const replayed = at.received.find(({ id }, i) => i > 0 && id === first!.id)!;
     expect(replayed.body).not.toContain('ann@example.com');
-    expect(replayed.delivery.changes.map((change) => [change.op, 'key' in change ? change.key : undefined])).toEqual([['erased', 'user/ann'], ['set', 'other']]);
+    expect(replayed.delivery.changes.map((change) => [change.op, 'key' in change ? change.key : undefined])).toEqual([
+      ['erased', 'user/ann'],
+      ['set', 'other'],
+    ]);
     // The erasure's own version: its delete, erased too, and the event that tells receivers.
-    expect(at.received.at(-1)!.delivery.changes.map((change) => [change.op, 'key' in change ? change.key : change.topic])).toEqual([['erased', 'user/ann'], ['event', 'viewsync.erased']]);
-    expect(at.received.map(({ body }) => body).slice(1).join('\n')).not.toContain('ann@example.com');
+    expect(at.received.at(-1)!.delivery.changes.map((change) => [change.op, 'key' in change ? change.key : change.topic])).toEqual([
+      ['erased', 'user/ann'],
+      ['event', 'viewsync.erased'],
+    ]);
+    expect(
+      at.received
+        .map(({ body }) => body)
+        .slice(1)
+        .join('\n'),
+    ).not.toContain('ann@example.com');
   });
 
   it('sends only what a webhook wants: its spaces, its prefixes (whole segments), its topics', async () => {
@@ -197,7 +223,10 @@ describe('webhooks', () => {
     await write(ctx, 'todo/2', 4, 'elsewhere');
     await write(ctx, 'user/2', 5);
     await deliverWebhooks(ctx);
-    expect(at.received.flatMap(({ delivery }) => delivery.changes.map((change) => (change.op === 'event' ? change.topic : change.key)))).toEqual(['todo/1', 'noted']);
+    expect(at.received.flatMap(({ delivery }) => delivery.changes.map((change) => (change.op === 'event' ? change.topic : change.key)))).toEqual([
+      'todo/1',
+      'noted',
+    ]);
     // The range of changes it did not want moved its cursor on all the same.
     expect((await inspect(ctx, 's')).webhooks?.hook).toMatchObject({ cursor: '2', lagVersions: 0 });
     expect((await inspect(ctx, 'elsewhere')).webhooks).toBeUndefined();

@@ -16,7 +16,11 @@ import { buildCheckpoint, everything, historyContext, metaOf, Recorder, stateAt 
 /** A space of a dozen versions by two users, a key erased, and a checkpoint (which the dump leaves out). */
 async function source(ctx: SyncContext, space = 'src'): Promise<Recorder> {
   const r = new Recorder(ctx, space);
-  for (let i = 0; i < 12; i++) await r.modelled({ [`k${i % 4}`]: { i, text: `v${i}` }, ...(i === 3 && { secret: 'SECRET' }), ...(i % 5 === 4 && { [`k${(i + 1) % 4}`]: undefined }) }, i % 2 === 0 ? 'ann' : 'bob');
+  for (let i = 0; i < 12; i++)
+    await r.modelled(
+      { [`k${i % 4}`]: { i, text: `v${i}` }, ...(i === 3 && { secret: 'SECRET' }), ...(i % 5 === 4 && { [`k${(i + 1) % 4}`]: undefined }) },
+      i % 2 === 0 ? 'ann' : 'bob',
+    );
   await buildCheckpoint(ctx, space);
   await eraseData(ctx, space, { key: 'secret' });
   await r.settle();
@@ -29,7 +33,6 @@ async function answers(ctx: SyncContext, space: string, versions: number) {
   const { changes, kept } = await readHistory(ctx, space);
   return { states, changes, from: kept.from };
 }
-
 
 onEveryStore('hdump', (name, create) => {
   describe(`a dump with history: ${name}`, () => {

@@ -36,7 +36,9 @@ describe('erasure', () => {
     expect(all).not.toContain('example.com');
     expect(all).toContain('keep me');
     const feed = (await readChanges(ctx, '')).changes;
-    expect(feed.map((change) => [change.version, change.op, 'key' in change ? change.key : change.topic, 'erased' in change ? change.erased : undefined])).toEqual([
+    expect(
+      feed.map((change) => [change.version, change.op, 'key' in change ? change.key : change.topic, 'erased' in change ? change.erased : undefined]),
+    ).toEqual([
       [1, 'erased', 'user/ann/email', 'after'],
       [1, 'set', 'other', undefined],
       [2, 'erased', 'user/ann/email', 'both'],
@@ -66,8 +68,19 @@ describe('erasure', () => {
 
   it("of a user reaches what they wrote and the values that followed from it, leaves others' values, and empties their events and rejected mutations' args", async () => {
     const schema: SchemaOptions = { current: '2', older: [{ version: '1', mutators: { legacy: null } }] };
-    const ctx = Object.assign(createContext({ storage: memoryStorage(), mutators: { put: async (tx, { key, value }: { key: string; value: string }) => void (await tx.set(key, value)) }, schema, changes: {}, authenticate: (request) => request.headers.get('x-user'), onError: () => {} }), {});
-    const pushAs = async (user: string, group: string, schemaVersion: string, mutations: ReturnType<typeof mutation>[]) => expect((await handlePush(post('/push', pushBody(group, mutations, { schemaVersion }), asUser(user)), ctx)).status).toBe(200);
+    const ctx = Object.assign(
+      createContext({
+        storage: memoryStorage(),
+        mutators: { put: async (tx, { key, value }: { key: string; value: string }) => void (await tx.set(key, value)) },
+        schema,
+        changes: {},
+        authenticate: (request) => request.headers.get('x-user'),
+        onError: () => {},
+      }),
+      {},
+    );
+    const pushAs = async (user: string, group: string, schemaVersion: string, mutations: ReturnType<typeof mutation>[]) =>
+      expect((await handlePush(post('/push', pushBody(group, mutations, { schemaVersion }), asUser(user)), ctx)).status).toBe(200);
     await pushAs('ann', 'ga', '2', [mutation('ca', 1, 'put', { key: 'a', value: 'ann-secret' }), mutation('ca', 2, 'put', { key: 'b', value: 'ann-b' })]);
     await pushAs('bob', 'gb', '2', [mutation('cb', 1, 'put', { key: 'b', value: 'bob-b' })]);
     await pushAs('ann', 'ga', '1', [mutation('ca', 3, 'legacy', { note: 'ann-legacy-args' })]);

@@ -38,11 +38,26 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .record({ kind: fc.constant('revert' as const), user: fc.option(fc.constantFrom(...USERS), { nil: undefined }), window: fc.option(fc.tuple(fraction, fraction), { nil: undefined }), policy: fc.constantFrom<ConflictPolicy>('skip', 'overwrite', 'stop') })
+      .record({
+        kind: fc.constant('revert' as const),
+        user: fc.option(fc.constantFrom(...USERS), { nil: undefined }),
+        window: fc.option(fc.tuple(fraction, fraction), { nil: undefined }),
+        policy: fc.constantFrom<ConflictPolicy>('skip', 'overwrite', 'stop'),
+      })
       .filter((revert) => revert.user !== undefined || revert.window !== undefined)
       .map((revert) => ({ ...revert, window: revert.window && ([Math.min(...revert.window), Math.max(...revert.window)] as [number, number]) })),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('erase' as const), target: fc.oneof(fc.record({ key: fc.constantFrom(...KEYS) }), fc.record({ prefix: fc.constantFrom('a/', 'b/') }), fc.record({ userID: fc.constantFrom(...USERS) })) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('erase' as const),
+      target: fc.oneof(
+        fc.record({ key: fc.constantFrom(...KEYS) }),
+        fc.record({ prefix: fc.constantFrom('a/', 'b/') }),
+        fc.record({ userID: fc.constantFrom(...USERS) }),
+      ),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'housekeeping' as const }) },
 );
 
@@ -132,13 +147,27 @@ describe('history against a model', () => {
             const now = await at(ctx, '', model.version, { prefix: step.prefix });
             expect(now.entries).toEqual((await at(ctx, '', to, { prefix: step.prefix })).entries);
           } else if (step.kind === 'revert') {
-            const cause: RevertCause = { ...(step.user !== undefined && { userID: step.user }), ...(step.window !== undefined && { versions: [Math.floor(step.window[0] * model.version) + 1, Math.max(1, Math.floor(step.window[1] * model.version))] as [number, number] }) };
+            const cause: RevertCause = {
+              ...(step.user !== undefined && { userID: step.user }),
+              ...(step.window !== undefined && {
+                versions: [Math.floor(step.window[0] * model.version) + 1, Math.max(1, Math.floor(step.window[1] * model.version))] as [number, number],
+              }),
+            };
             if (cause.versions !== undefined && cause.versions[0] > cause.versions[1]) cause.versions = [cause.versions[1], cause.versions[1]];
             const expected = modelRevert(model, cause, step.policy);
             const result = await revertChanges(ctx, '', cause, { onConflict: step.policy });
             expect(result.stopped).toBe(expected.stopped);
             expect(result.changes).toEqual(expected.changes);
-            expect(result.conflicts.map(({ key, version, later, erased, current, revertTo }) => ({ key, version, later: later.map((change) => change.version), erased: erased === true, current, revertTo }))).toEqual(expected.conflicts);
+            expect(
+              result.conflicts.map(({ key, version, later, erased, current, revertTo }) => ({
+                key,
+                version,
+                later: later.map((change) => change.version),
+                erased: erased === true,
+                current,
+                revertTo,
+              })),
+            ).toEqual(expected.conflicts);
             if (expected.changes.length > 0) {
               const next = new Map(model.now);
               for (const { key, after } of expected.changes) after === undefined ? next.delete(key) : next.set(key, after as string);
@@ -147,7 +176,12 @@ describe('history against a model', () => {
             expect(result.version).toBe(expected.changes.length > 0 ? model.version : undefined);
           } else if (step.kind === 'erase') {
             const { target } = step;
-            const gone = 'userID' in target ? [...model.authors].filter(([, user]) => user === target.userID).map(([value]) => value) : [...model.valuesAt].filter(([key]) => ('key' in target ? key === target.key : key.startsWith(target.prefix))).flatMap(([, values]) => [...values]);
+            const gone =
+              'userID' in target
+                ? [...model.authors].filter(([, user]) => user === target.userID).map(([value]) => value)
+                : [...model.valuesAt]
+                    .filter(([key]) => ('key' in target ? key === target.key : key.startsWith(target.prefix)))
+                    .flatMap(([, values]) => [...values]);
             for (const value of gone) model.erased.add(value);
             const result = await eraseData(ctx, '', target);
             const next = new Map([...model.now].filter(([, value]) => !model.erased.has(value)));
@@ -169,7 +203,9 @@ describe('history against a model', () => {
 
 /** The model's revert: each key the cause changed goes back to its value before the cause's first change, conflicts where another's change came later or that value was erased. */
 function modelRevert(model: Model, cause: RevertCause, policy: ConflictPolicy) {
-  const selected = (change: ModelChange) => (cause.userID === undefined || change.user === cause.userID) && (cause.versions === undefined || (change.version >= cause.versions[0] && change.version <= cause.versions[1]));
+  const selected = (change: ModelChange) =>
+    (cause.userID === undefined || change.user === cause.userID) &&
+    (cause.versions === undefined || (change.version >= cause.versions[0] && change.version <= cause.versions[1]));
   const touched = new Map<string, { first: ModelChange; later: ModelChange[] }>();
   for (const change of model.changes) {
     const seen = touched.get(change.key);

@@ -25,7 +25,10 @@ connectPokes(rep, '/api/poke', { minDelayMs: 100, maxDelayMs: 500 });
 const app = {
   user,
   /** The to-dos' texts, by id. */
-  todos: () => rep.query(async (tx) => Object.fromEntries((await tx.scan({ prefix: 'todo/' }).entries().toArray()).map(([key, value]) => [key.slice(5), (value as { text: string }).text]))),
+  todos: () =>
+    rep.query(async (tx) =>
+      Object.fromEntries((await tx.scan({ prefix: 'todo/' }).entries().toArray()).map(([key, value]) => [key.slice(5), (value as { text: string }).text])),
+    ),
   set: (id: string, text: string) => rep.mutate.setTodo({ id, text }),
   remove: (id: string) => rep.mutate.removeTodo({ id }),
   pending: async () => (await rep.experimentalPendingMutations()).length,

@@ -4,7 +4,7 @@ import { HistoryGoneError, readHistory, transact } from '../../src/backend.js';
 import { testContext } from '../support/helpers.js';
 
 describe('readHistory after a version', () => {
-  it('reads on from a kept version, and refuses one past the space\'s (a reader of another history) as gone, never answering an empty page that goes back', async () => {
+  it("reads on from a kept version, and refuses one past the space's (a reader of another history) as gone, never answering an empty page that goes back", async () => {
     const ctx = testContext({ changes: {} });
     await transact(ctx, 's', (tx) => tx.set('a', 1));
     await transact(ctx, 's', (tx) => tx.set('a', 2));

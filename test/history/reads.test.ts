@@ -25,12 +25,32 @@ describe('a space as of a version', () => {
     await transact(ctx, '', async (tx) => (await tx.set('a/1', 10), await tx.del('b')));
     await transact(ctx, '', async (tx) => (await tx.del('a/2'), await tx.set('c', 4)));
     expect((await at(ctx, '', 0)).entries).toEqual([]);
-    expect((await at(ctx, '', 1)).entries).toEqual([['a/1', 1], ['a/2', 2], ['b', 3]]);
-    expect((await at(ctx, '', 2)).entries).toEqual([['a/1', 10], ['a/2', 2]]);
-    expect((await at(ctx, '', 3)).entries).toEqual([['a/1', 10], ['c', 4]]);
-    expect((await at(ctx, '', 1, { prefix: 'a/' })).entries).toEqual([['a/1', 1], ['a/2', 2]]);
+    expect((await at(ctx, '', 1)).entries).toEqual([
+      ['a/1', 1],
+      ['a/2', 2],
+      ['b', 3],
+    ]);
+    expect((await at(ctx, '', 2)).entries).toEqual([
+      ['a/1', 10],
+      ['a/2', 2],
+    ]);
+    expect((await at(ctx, '', 3)).entries).toEqual([
+      ['a/1', 10],
+      ['c', 4],
+    ]);
+    expect((await at(ctx, '', 1, { prefix: 'a/' })).entries).toEqual([
+      ['a/1', 1],
+      ['a/2', 2],
+    ]);
     const first = await at(ctx, '', 1, { limit: 2 });
-    expect(first).toMatchObject({ entries: [['a/1', 1], ['a/2', 2]], more: true, next: 'a/2' });
+    expect(first).toMatchObject({
+      entries: [
+        ['a/1', 1],
+        ['a/2', 2],
+      ],
+      more: true,
+      next: 'a/2',
+    });
     expect(await at(ctx, '', 1, { after: first.next! })).toMatchObject({ entries: [['b', 3]], more: false });
   });
 
@@ -85,10 +105,16 @@ describe("a key's history", () => {
     expect(page).toMatchObject({ kept: { from: 0, to: 3 }, more: false, version: 3 });
     // Two rows a version: a page of 1 still ends with its version whole, and the next goes on after it.
     const first = await readHistory(ctx, '', { limit: 1 });
-    expect(first.changes.map(({ key, version }) => [key, version])).toEqual([['a', 1], ['b', 1]]);
+    expect(first.changes.map(({ key, version }) => [key, version])).toEqual([
+      ['a', 1],
+      ['b', 1],
+    ]);
     expect(first.more).toBe(true);
     const second = await readHistory(ctx, '', { limit: 1, after: first.version });
-    expect(second.changes.map(({ key, version }) => [key, version])).toEqual([['a', 2], ['b', 2]]);
+    expect(second.changes.map(({ key, version }) => [key, version])).toEqual([
+      ['a', 2],
+      ['b', 2],
+    ]);
     expect((await readHistory(ctx, '', { prefix: 'b' })).changes).toHaveLength(2);
     await expect(readHistory(ctx, '', { limit: 10_001 })).rejects.toThrow(TypeError);
     await expect(readHistory(ctx, '', { key: 'a', prefix: 'b' })).rejects.toThrow(/key or prefix, not both/);
@@ -166,7 +192,7 @@ describe('checkpoints', () => {
     await collectGarbage(ctx, '');
     const keys = new SpaceKeys('');
     const recount = () => ctx.storage.transaction((tx) => countHistory(tx, keys), { readOnly: true });
-    const summary = (await inspect(ctx, ''));
+    const summary = await inspect(ctx, '');
     expect(summary.changes?.checkpoints).toEqual([{ version: 20, rows: 4, done: true }]);
     expect(summary.history).toBe(await recount());
     // Trimmed up to its version, the log still starts at it: a read at 20 reads it whole.

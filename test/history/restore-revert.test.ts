@@ -14,18 +14,47 @@ const context = (overrides = {}) => testContext({ changes: {}, authenticate: (re
 describe('restore', () => {
   it('makes the space what it was, in one new version that a client pulls as a patch, no reset', async () => {
     const ctx = context();
-    await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'todo/1', value: 'buy milk' }), mutation('c1', 2, 'put', { key: 'todo/2', value: 'call mum' })], asUser('ann'));
+    await push(
+      ctx,
+      'g1',
+      [mutation('c1', 1, 'put', { key: 'todo/1', value: 'buy milk' }), mutation('c1', 2, 'put', { key: 'todo/2', value: 'call mum' })],
+      asUser('ann'),
+    );
     const synced = await pull(ctx, 'g1', null, asUser('ann'));
-    await push(ctx, 'g1', [mutation('c1', 3, 'del', { key: 'todo/1' }), mutation('c1', 4, 'put', { key: 'todo/2', value: 'oops' }), mutation('c1', 5, 'put', { key: 'todo/3', value: 'new' })], asUser('ann'));
+    await push(
+      ctx,
+      'g1',
+      [
+        mutation('c1', 3, 'del', { key: 'todo/1' }),
+        mutation('c1', 4, 'put', { key: 'todo/2', value: 'oops' }),
+        mutation('c1', 5, 'put', { key: 'todo/3', value: 'new' }),
+      ],
+      asUser('ann'),
+    );
     const dry = await restoreSpace(ctx, '', { to: 1, dryRun: true });
-    expect(dry).toEqual({ to: 1, prefix: '', dryRun: true, version: undefined, changes: [{ key: 'todo/1', after: 'buy milk' }, { key: 'todo/2', before: 'oops', after: 'call mum' }, { key: 'todo/3', before: 'new' }] });
+    expect(dry).toEqual({
+      to: 1,
+      prefix: '',
+      dryRun: true,
+      version: undefined,
+      changes: [
+        { key: 'todo/1', after: 'buy milk' },
+        { key: 'todo/2', before: 'oops', after: 'call mum' },
+        { key: 'todo/3', before: 'new' },
+      ],
+    });
     // The dry run wrote nothing: the feed has no new version.
     expect((await readChanges(ctx, '')).version).toBe(2);
     const done = await restoreSpace(ctx, '', { to: 1 });
     expect(done).toMatchObject({ version: 3, changes: dry.changes, dryRun: false });
     const next = await pull(ctx, 'g1', synced.cookie, asUser('ann'));
     expect(next.patch.some((op) => op.op === 'clear')).toBe(false);
-    expect(applyPatch(applyPatch(new Map(), synced.patch), next.patch)).toEqual(new Map([['todo/1', 'buy milk'], ['todo/2', 'call mum']]));
+    expect(applyPatch(applyPatch(new Map(), synced.patch), next.patch)).toEqual(
+      new Map([
+        ['todo/1', 'buy milk'],
+        ['todo/2', 'call mum'],
+      ]),
+    );
     expect((next.cookie as { order: number }).order).toBeGreaterThan((synced.cookie as { order: number }).order);
     const feed = (await readChanges(ctx, '', { after: '2' })).changes;
     expect(feed.map((change) => [change.version, change.op, change.by])).toEqual([
@@ -42,7 +71,10 @@ describe('restore', () => {
     await transact(ctx, '', async (tx) => (await tx.set('doc/1/title', 'a'), await tx.set('doc/2/title', 'b')));
     await transact(ctx, '', async (tx) => (await tx.set('doc/1/title', 'A'), await tx.set('doc/2/title', 'B'), await tx.set('doc/1/body', 'x')));
     const { changes } = await restoreSpace(ctx, '', { to: 1, prefix: 'doc/1/' });
-    expect(changes).toEqual([{ key: 'doc/1/body', before: 'x' }, { key: 'doc/1/title', before: 'A', after: 'a' }]);
+    expect(changes).toEqual([
+      { key: 'doc/1/body', before: 'x' },
+      { key: 'doc/1/title', before: 'A', after: 'a' },
+    ]);
     expect(await transact(ctx, '', (tx) => tx.get('doc/2/title'))).toBe('B');
   });
 
@@ -67,7 +99,16 @@ describe('revert', () => {
   async function vandalised() {
     const ctx = context();
     await push(ctx, 'ga', [mutation('ca', 1, 'put', { key: 'a', value: 'ann' }), mutation('ca', 2, 'put', { key: 'b', value: 'ann' })], asUser('ann'));
-    await push(ctx, 'gm', [mutation('cm', 1, 'put', { key: 'a', value: 'junk' }), mutation('cm', 2, 'put', { key: 'b', value: 'junk' }), mutation('cm', 3, 'put', { key: 'm', value: 'junk' })], asUser('mallory'));
+    await push(
+      ctx,
+      'gm',
+      [
+        mutation('cm', 1, 'put', { key: 'a', value: 'junk' }),
+        mutation('cm', 2, 'put', { key: 'b', value: 'junk' }),
+        mutation('cm', 3, 'put', { key: 'm', value: 'junk' }),
+      ],
+      asUser('mallory'),
+    );
     await push(ctx, 'gb', [mutation('cb', 1, 'put', { key: 'b', value: 'bob fixed it' })], asUser('bob'));
     return ctx;
   }
@@ -75,8 +116,19 @@ describe('revert', () => {
   it("undoes one user's changes, reports a later write by another as a conflict, and treats it as told (skip)", async () => {
     const ctx = await vandalised();
     const result = await revertChanges(ctx, '', { userID: 'mallory' }, { onConflict: 'skip' });
-    expect(result.changes).toEqual([{ key: 'a', before: 'junk', after: 'ann' }, { key: 'm', before: 'junk' }]);
-    expect(result.conflicts).toEqual([{ key: 'b', version: 2, revertTo: 'ann', current: 'bob fixed it', later: [{ version: 3, by: expect.objectContaining({ kind: 'mutation', userID: 'bob' }) }] }]);
+    expect(result.changes).toEqual([
+      { key: 'a', before: 'junk', after: 'ann' },
+      { key: 'm', before: 'junk' },
+    ]);
+    expect(result.conflicts).toEqual([
+      {
+        key: 'b',
+        version: 2,
+        revertTo: 'ann',
+        current: 'bob fixed it',
+        later: [{ version: 3, by: expect.objectContaining({ kind: 'mutation', userID: 'bob' }) }],
+      },
+    ]);
     expect(result.version).toBe(4);
     expect(await transact(ctx, '', async (tx) => [await tx.get('a'), await tx.get('b'), await tx.get('m')])).toEqual(['ann', 'bob fixed it', undefined]);
     expect((await readChanges(ctx, '', { after: '3' })).changes.every((change) => change.by.kind === 'revert')).toBe(true);
@@ -90,7 +142,11 @@ describe('revert', () => {
     expect((await readChanges(stopped, '')).version).toBe(3);
     const overwritten = await vandalised();
     const result = await revertChanges(overwritten, '', { userID: 'mallory' }, { onConflict: 'overwrite' });
-    expect(result.changes.map(({ key, after }) => [key, after])).toEqual([['a', 'ann'], ['b', 'ann'], ['m', undefined]]);
+    expect(result.changes.map(({ key, after }) => [key, after])).toEqual([
+      ['a', 'ann'],
+      ['b', 'ann'],
+      ['m', undefined],
+    ]);
     expect(await transact(overwritten, '', (tx) => tx.get('b'))).toBe('ann');
   });
 
@@ -103,7 +159,8 @@ describe('revert', () => {
 
   it('selects by one mutation, a client group, a mutator, a window of versions and a time', async () => {
     const ctx = await vandalised();
-    const keys = async (cause: Parameters<typeof revertChanges>[2]) => (await revertChanges(ctx, '', cause, { onConflict: 'skip', dryRun: true })).changes.map(({ key }) => key);
+    const keys = async (cause: Parameters<typeof revertChanges>[2]) =>
+      (await revertChanges(ctx, '', cause, { onConflict: 'skip', dryRun: true })).changes.map(({ key }) => key);
     expect(await keys({ mutation: { clientID: 'cm', mutationID: 3 } })).toEqual(['m']);
     expect(await keys({ clientGroupID: 'ga' })).toEqual([]);
     expect((await revertChanges(ctx, '', { clientGroupID: 'ga' }, { onConflict: 'skip', dryRun: true })).conflicts.map(({ key }) => key)).toEqual(['a', 'b']);

@@ -7,15 +7,7 @@
 import { FEED_RECORD } from '../../src/sync/feed/feed-record.js';
 import { describe, expect, test } from 'vitest';
 import { createContext, type JSONValue, type Storage, type SyncContext } from '../../src/index.js';
-import {
-  at,
-  eraseData,
-  readChanges,
-  readHistory,
-  restoreSpace,
-  revertChanges,
-  transact,
-} from '../../src/backend.js';
+import { at, eraseData, readChanges, readHistory, restoreSpace, revertChanges, transact } from '../../src/backend.js';
 import { collectGarbage, exportSpace, inspect } from '../../src/ops.js';
 import { countHistory } from '../../src/sync/history/history-bytes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
@@ -45,13 +37,21 @@ export function metaOf(ctx: SyncContext, space: string): Promise<Meta | undefine
 export class Recorder {
   readonly states = new Map<number, State>([[0, {}]]);
   #model: State = {};
-  constructor(readonly ctx: SyncContext, readonly space: string) {}
+  constructor(
+    readonly ctx: SyncContext,
+    readonly space: string,
+  ) {}
 
   /** One commit: sets (a value) and deletes (undefined), made for `userID`. */
   async write(changes: Record<string, JSONValue | undefined>, userID?: string): Promise<number> {
-    await transact(this.ctx, this.space, async (tx) => {
-      for (const [key, value] of Object.entries(changes)) await (value === undefined ? tx.del(key) : tx.set(key, value));
-    }, { userID });
+    await transact(
+      this.ctx,
+      this.space,
+      async (tx) => {
+        for (const [key, value] of Object.entries(changes)) await (value === undefined ? tx.del(key) : tx.set(key, value));
+      },
+      { userID },
+    );
     return this.settle();
   }
 
@@ -65,9 +65,14 @@ export class Recorder {
 
   /** A write the recorder models itself: the state it records is what the model says, not a read. */
   async modelled(changes: Record<string, JSONValue | undefined>, userID?: string): Promise<number> {
-    await transact(this.ctx, this.space, async (tx) => {
-      for (const [key, value] of Object.entries(changes)) await (value === undefined ? tx.del(key) : tx.set(key, value));
-    }, { userID });
+    await transact(
+      this.ctx,
+      this.space,
+      async (tx) => {
+        for (const [key, value] of Object.entries(changes)) await (value === undefined ? tx.del(key) : tx.set(key, value));
+      },
+      { userID },
+    );
     const next: State = { ...this.#model };
     for (const [key, value] of Object.entries(changes)) {
       if (value === undefined) delete next[key];
@@ -124,10 +129,12 @@ export async function everything(storage: Storage): Promise<string> {
 export function describeHistory(name: string, create: () => Storage | Promise<Storage>, within: Within = async (body) => body(await create())): void {
   describe(`history: ${name}`, () => {
     const it = (title: string, body: (ctx: SyncContext, clock: { now: number }) => Promise<void>) =>
-      test(title, () => within(async (storage) => {
-        const { ctx, clock } = historyContext(storage);
-        await body(ctx, clock);
-      }));
+      test(title, () =>
+        within(async (storage) => {
+          const { ctx, clock } = historyContext(storage);
+          await body(ctx, clock);
+        }),
+      );
 
     it('at() at every kept version equals what the space held then, from the live entries and from a checkpoint, in pages that join up', async (ctx) => {
       const space = 'at';
@@ -161,9 +168,13 @@ export function describeHistory(name: string, create: () => Storage | Promise<St
       // Versions 5 and 7 are one version from the checkpoint, 15 and 13 from the live entries:
       // without the log of versions 10 to 19, only a read from the checkpoint gets them right.
       const keys = new SpaceKeys(space);
-      await ctx.storage.transaction(async (tx) => {
-        for (const [row] of await tx.scan({ prefix: keys.logPrefix, start: { key: keys.logRow(10, 0) } })) if (keys.logPlace(row).version < 20) await tx.del(row);
-      }, { readOnly: false, space });
+      await ctx.storage.transaction(
+        async (tx) => {
+          for (const [row] of await tx.scan({ prefix: keys.logPrefix, start: { key: keys.logRow(10, 0) } }))
+            if (keys.logPlace(row).version < 20) await tx.del(row);
+        },
+        { readOnly: false, space },
+      );
       expect(await stateAt(ctx, space, 5)).toEqual(r.at(5));
       expect(await stateAt(ctx, space, 7)).toEqual(r.at(7));
     });
@@ -176,7 +187,9 @@ export function describeHistory(name: string, create: () => Storage | Promise<St
       const v3 = await r.modelled({ doc: 'two' }, 'bob');
       const v4 = await r.modelled({ doc: undefined, 'doc/x': 'x' });
       const page = await readHistory(ctx, space, { key: 'doc' });
-      expect(page.changes.map(({ version, key, before, after, by }) => ({ version, key, before, after, user: 'userID' in by ? by.userID : undefined }))).toEqual([
+      expect(
+        page.changes.map(({ version, key, before, after, by }) => ({ version, key, before, after, user: 'userID' in by ? by.userID : undefined })),
+      ).toEqual([
         { version: v1, key: 'doc', before: undefined, after: 'one', user: 'ann' },
         { version: v3, key: 'doc', before: 'one', after: 'two', user: 'bob' },
         { version: v4, key: 'doc', before: 'two', after: undefined, user: null },
@@ -187,7 +200,11 @@ export function describeHistory(name: string, create: () => Storage | Promise<St
       expect(first.changes.map(({ version }) => version)).toEqual([v1]);
       expect(first.more).toBe(true);
       const rest = await readHistory(ctx, space, { prefix: 'doc', after: first.version });
-      expect(rest.changes.map(({ version, key }) => [version, key])).toEqual([[v3, 'doc'], [v4, 'doc'], [v4, 'doc/x']]);
+      expect(rest.changes.map(({ version, key }) => [version, key])).toEqual([
+        [v3, 'doc'],
+        [v4, 'doc'],
+        [v4, 'doc/x'],
+      ]);
       expect((await readHistory(ctx, space, { after: v1, key: 'other' })).changes.map(({ version }) => version)).toEqual([v2]);
     });
 
@@ -201,8 +218,15 @@ export function describeHistory(name: string, create: () => Storage | Promise<St
       const raw = await everything(ctx.storage);
       const dry = await restoreSpace(ctx, space, { to: good, prefix: 'todo/', dryRun: true });
       expect(dry).toEqual({
-        to: good, prefix: 'todo/', dryRun: true, version: undefined,
-        changes: [{ key: 'todo/1', before: 'BAD', after: 'buy' }, { key: 'todo/2', after: 'sell' }, { key: 'todo/4', before: 'BAD' }],
+        to: good,
+        prefix: 'todo/',
+        dryRun: true,
+        version: undefined,
+        changes: [
+          { key: 'todo/1', before: 'BAD', after: 'buy' },
+          { key: 'todo/2', after: 'sell' },
+          { key: 'todo/4', before: 'BAD' },
+        ],
       });
       expect(await everything(ctx.storage)).toBe(raw);
       expect((await metaOf(ctx, space))!.version).toBe(bad);
@@ -214,7 +238,9 @@ export function describeHistory(name: string, create: () => Storage | Promise<St
       // History goes on: the version before the restore reads as it was, and the restore is in the log.
       expect(await stateAt(ctx, space, bad)).toEqual(r.at(bad));
       const logged = await readHistory(ctx, space, { after: bad });
-      expect(logged.changes.map(({ key, by }) => [key, by])).toEqual(['todo/1', 'todo/2', 'todo/4'].map((key) => [key, { kind: 'restore', to: good, prefix: 'todo/' }]));
+      expect(logged.changes.map(({ key, by }) => [key, by])).toEqual(
+        ['todo/1', 'todo/2', 'todo/4'].map((key) => [key, { kind: 'restore', to: good, prefix: 'todo/' }]),
+      );
       // The whole space, and again: nothing left to change.
       expect((await restoreSpace(ctx, space, { to: good })).changes).toEqual([{ key: 'note', before: 'n2', after: 'n1' }]);
       expect(await restoreSpace(ctx, space, { to: good })).toMatchObject({ version: undefined, changes: [] });
@@ -232,7 +258,15 @@ export function describeHistory(name: string, create: () => Storage | Promise<St
         const later = await r.modelled({ b: 'fixed by bob', c: 'bob' }, 'bob');
         const now = (await metaOf(ctx, space))!.version;
         const raw = await everything(ctx.storage);
-        const conflicts = [{ key: 'b', version: first, revertTo: 'base', current: 'fixed by bob', later: [{ version: later, by: { kind: 'backend', call: 'transact', userID: 'bob' } }] }];
+        const conflicts = [
+          {
+            key: 'b',
+            version: first,
+            revertTo: 'base',
+            current: 'fixed by bob',
+            later: [{ version: later, by: { kind: 'backend', call: 'transact', userID: 'bob' } }],
+          },
+        ];
         const dry = await revertChanges(ctx, space, { userID: 'rogue', since }, { onConflict: policy, dryRun: true });
         expect(await everything(ctx.storage)).toBe(raw);
         const done = await revertChanges(ctx, space, { userID: 'rogue', since }, { onConflict: policy });

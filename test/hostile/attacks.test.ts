@@ -116,10 +116,15 @@ describe('whatever is stored can be served', () => {
   it(`the depth limit is exactly ${MAX_VALUE_DEPTH} levels, cold and after the JIT has warmed (was: 1660 cold, 6153 warm)`, async () => {
     const deepest = nested(MAX_VALUE_DEPTH);
     const tooDeep = nested(MAX_VALUE_DEPTH + 1);
-    const ctx = testContext({ mutators: { put: testMutators.put!, both: async (tx) => {
-      await tx.set('deepest', deepest);
-      await expect(tx.set('too-deep', tooDeep)).rejects.toThrow(RangeError);
-    } } });
+    const ctx = testContext({
+      mutators: {
+        put: testMutators.put!,
+        both: async (tx) => {
+          await tx.set('deepest', deepest);
+          await expect(tx.set('too-deep', tooDeep)).rejects.toThrow(RangeError);
+        },
+      },
+    });
     for (let i = 1; i <= 300; i++) await push(ctx, 'g', [mutation('c', i, 'both')]);
     expect(ctx.errors).toEqual([]);
     const { patch } = await pull(ctx, 'g', null);
@@ -141,7 +146,11 @@ describe('whatever is stored can be served', () => {
     expect(new TextEncoder().encode(JSON.stringify(exact)).length).toBe(max);
     const over = { s: exact.s + 'x' };
     const escaped = '\n'.repeat(max / 2); // 2 bytes each in JSON
-    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'exact', value: exact }), mutation('c', 2, 'put', { key: 'over', value: over }), mutation('c', 3, 'put', { key: 'escaped', value: escaped })]);
+    await push(ctx, 'g', [
+      mutation('c', 1, 'put', { key: 'exact', value: exact }),
+      mutation('c', 2, 'put', { key: 'over', value: over }),
+      mutation('c', 3, 'put', { key: 'escaped', value: escaped }),
+    ]);
     expect(ctx.errors.map((e) => (e as Error).message)).toEqual([
       `The value is larger than the limit of ${max} bytes of JSON (limits.valueBytes)`,
       `The value is larger than the limit of ${max} bytes of JSON (limits.valueBytes)`,
@@ -154,7 +163,11 @@ describe('whatever is stored can be served', () => {
     const ctx = testContext();
     const values = Array.from({ length: 3000 }, (_, i) => ({ i, text: `entry ${i} ${'é'.repeat(i % 700)}` }));
     for (let i = 0; i < values.length; i += 500) {
-      await push(ctx, 'g', values.slice(i, i + 500).map((value, j) => mutation('c', i + j + 1, 'put', { key: `k${String(i + j).padStart(5, '0')}`, value })));
+      await push(
+        ctx,
+        'g',
+        values.slice(i, i + 500).map((value, j) => mutation('c', i + j + 1, 'put', { key: `k${String(i + j).padStart(5, '0')}`, value })),
+      );
     }
     const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
     const chunks = await readChunks(response.body!);
@@ -166,25 +179,33 @@ describe('whatever is stored can be served', () => {
     expect(body.lastMutationIDChanges).toEqual({ c: 3000 });
   });
 
-  it.skipIf(fastLoop)('a space of more JSON than the longest string V8 can make (~512 MiB) is served (was: every full pull 500)', async () => {
-    const size = 1_000_000;
-    const ctx = testContext({ mutators: { fill: async (tx, { from, to }: { from: number; to: number }) => {
-      const value = 'x'.repeat(size);
-      for (let i = from; i < to; i++) await tx.set(`k${i}`, value);
-    } } });
-    for (let i = 0; i < 560; i += 140) await push(ctx, 'g', [mutation('c', i / 140 + 1, 'fill', { from: i, to: i + 140 })]);
-    const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
-    expect(response.status).toBe(200);
-    let bytes = 0;
-    let puts = 0;
-    for (const chunk of await readChunks(response.body!)) {
-      bytes += chunk.byteLength;
-      for (let i = chunk.indexOf(0x22); i >= 0; i = chunk.indexOf(0x22, i + 1)) if (chunk[i + 1] === 0x6b && chunk[i - 1] === 0x3a) puts++; // :"k
-    }
-    expect(bytes).toBeGreaterThan(560 * size);
-    expect(bytes).toBeGreaterThan(2 ** 29);
-    expect(puts).toBe(560);
-  }, 120_000);
+  it.skipIf(fastLoop)(
+    'a space of more JSON than the longest string V8 can make (~512 MiB) is served (was: every full pull 500)',
+    async () => {
+      const size = 1_000_000;
+      const ctx = testContext({
+        mutators: {
+          fill: async (tx, { from, to }: { from: number; to: number }) => {
+            const value = 'x'.repeat(size);
+            for (let i = from; i < to; i++) await tx.set(`k${i}`, value);
+          },
+        },
+      });
+      for (let i = 0; i < 560; i += 140) await push(ctx, 'g', [mutation('c', i / 140 + 1, 'fill', { from: i, to: i + 140 })]);
+      const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
+      expect(response.status).toBe(200);
+      let bytes = 0;
+      let puts = 0;
+      for (const chunk of await readChunks(response.body!)) {
+        bytes += chunk.byteLength;
+        for (let i = chunk.indexOf(0x22); i >= 0; i = chunk.indexOf(0x22, i + 1)) if (chunk[i + 1] === 0x6b && chunk[i - 1] === 0x3a) puts++; // :"k
+      }
+      expect(bytes).toBeGreaterThan(560 * size);
+      expect(bytes).toBeGreaterThan(2 ** 29);
+      expect(puts).toBe(560);
+    },
+    120_000,
+  );
 });
 
 describe('a mutator that never finishes', () => {
@@ -223,12 +244,23 @@ describe('a mutator that never finishes', () => {
     expect(ctx.errors).toEqual([expect.objectContaining({ name: 'MutatorTimeoutError' })]);
     // The mutation before it is kept, the hung one is not processed and left no write.
     expect(pulled.lastMutationIDChanges).toEqual({ c: 2 });
-    expect(await serverView(ctx)).toEqual(new Map([['before', 1], ['kept', 1]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['before', 1],
+        ['kept', 1],
+      ]),
+    );
     // The space is free: another client pushes at once; the hung mutator waking changes nothing.
     await push(ctx, 'g', [mutation('d', 1, 'put', { key: 'after', value: 1 })]);
     wake();
     await sleep(10);
-    expect(await serverView(ctx)).toEqual(new Map([['before', 1], ['kept', 1], ['after', 1]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['before', 1],
+        ['kept', 1],
+        ['after', 1],
+      ]),
+    );
   });
 
   it('the default deadline is 10 s', async () => {
@@ -294,11 +326,17 @@ describe('requests a browser could forge from another site', () => {
 
 describe('a flood from one tenant is refused before it costs the others anything', () => {
   it('5,000 pushes from one user, each under a new invented client group ID, get 429 past the user rate; another user pushes and pulls as before, and the buckets stay bounded', async () => {
-    const ctx = testContext({ authenticate: (request) => request.headers.get('authorization') || null, rates: { pushesPerSecond: 5, userPushesPerSecond: 20, pullsPerSecond: 5, bucketsKept: 500 } });
+    const ctx = testContext({
+      authenticate: (request) => request.headers.get('authorization') || null,
+      rates: { pushesPerSecond: 5, userPushesPerSecond: 20, pullsPerSecond: 5, bucketsKept: 500 },
+    });
     const statuses = new Map<number, number>();
     const started = performance.now();
     for (let i = 0; i < 5_000; i++) {
-      const response = await handlePush(post('/push', pushBody(`invented-${i}`, [mutation(`c${i}`, 1, 'put', { key: `flood/${i}`, value: i })]), { authorization: 'mallory' }), ctx);
+      const response = await handlePush(
+        post('/push', pushBody(`invented-${i}`, [mutation(`c${i}`, 1, 'put', { key: `flood/${i}`, value: i })]), { authorization: 'mallory' }),
+        ctx,
+      );
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       if (response.status === 429) expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     }

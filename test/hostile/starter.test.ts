@@ -54,7 +54,11 @@ describe("the starter's mutators", () => {
 /** A client's read transaction over what it holds: `scan({prefix}).toArray()`, in key order. */
 function clientRead(held: ReadonlyMap<string, JSONValue>): ReadTransaction {
   const scan = ({ prefix }: { prefix: string }) => ({
-    toArray: async () => [...held].filter(([key]) => key.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : 1)).map(([, value]) => value),
+    toArray: async () =>
+      [...held]
+        .filter(([key]) => key.startsWith(prefix))
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([, value]) => value),
   });
   return { scan } as unknown as ReadTransaction;
 }

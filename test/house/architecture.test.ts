@@ -47,7 +47,7 @@ const ADAPTER_INTERNALS: Record<string, string> = {
   'src/base/drained.ts': 'waiting for a Node stream to take more, as the CLI does',
   'src/base/direct-stream.ts': 'DirectStream: the Node adapter writes a poke stream straight to its socket',
   'src/base/request-stand-in.ts': "BODY_BYTES and FETCH_REQUEST: the Node adapter's stand-in for a small body's Request",
-  'src/base/renamed.ts': 'refuseRenamed, for the adapters\' own renamed options',
+  'src/base/renamed.ts': "refuseRenamed, for the adapters' own renamed options",
   'src/context/drain.ts': 'isDraining, which a server stopping consults',
   'src/context/state.ts': 'checkContext, at server start',
   'src/storage/durable-object.ts': 'the Durable Object store, re-exported by the Cloudflare adapter',
@@ -128,7 +128,11 @@ describe('the layers', () => {
     expect(room('src/sync/batching/extra')).toBe('src/sync/batching');
     expect(rank('lib/extra')).toBeUndefined();
     // A room of sync has a rank of its own: below the sync root, above the storage layer.
-    expect(rank('src/storage')! < rank('src/sync/batching')! && rank('src/sync/version')! < rank('src/sync/session')! && rank('src/sync/session')! < rank('src/sync')!).toBe(true);
+    expect(
+      rank('src/storage')! < rank('src/sync/batching')! &&
+        rank('src/sync/version')! < rank('src/sync/session')! &&
+        rank('src/sync/session')! < rank('src/sync')!,
+    ).toBe(true);
     // A bare import of the package, and a source that is not TypeScript, are read.
     expect(bareImports("import { x } from 'viewsync';\nexport * from 'viewsync/node';\nimport 'node:fs';")).toEqual(['viewsync', 'viewsync/node']);
     expect(SOURCE.test('a.mts') && SOURCE.test('b.js') && SOURCE.test('c.tsx') && !SOURCE.test('d.d.ts') && !SOURCE.test('e.md')).toBe(true);

@@ -55,13 +55,16 @@ describe('secrets the shipped text prints', () => {
     const make = (options: object) => () => createContext({ storage: memoryStorage(), mutators: testMutators, ...options });
     const what = /is a secret printed in viewsync's documentation, so anyone may have it: generate one of your own \(openssl rand -base64 32\)/;
     expect(make({ changes: { secret } })).toThrow(new RegExp(`^changes\\.secret ${what.source}`));
-    expect(make({ changes: { webhooks: { mailer: { url: 'https://mail.example/hooks', secret } } } })).toThrow(new RegExp(`^changes\\.webhooks\\.mailer\\.secret ${what.source}`));
+    expect(make({ changes: { webhooks: { mailer: { url: 'https://mail.example/hooks', secret } } } })).toThrow(
+      new RegExp(`^changes\\.webhooks\\.mailer\\.secret ${what.source}`),
+    );
     expect(make({ pokes: { tokenSecret: `${secret}\n` } })).toThrow(new RegExp(`^pokes\\.tokenSecret ${what.source}`));
     expect(make({ changes: { secret: `${secret}, but mine` }, pokes: { tokenSecret: `mine: ${secret}` } })).not.toThrow();
   });
 
   it('verifyWebhook refuses them too: whoever read the docs could sign a delivery', async () => {
-    for (const secret of PUBLISHED_SECRETS) await expect(verifyWebhook('{}', 't=1,v1=00', secret)).rejects.toThrow(/^verifyWebhook's secret is a secret printed in viewsync's documentation/);
+    for (const secret of PUBLISHED_SECRETS)
+      await expect(verifyWebhook('{}', 't=1,v1=00', secret)).rejects.toThrow(/^verifyWebhook's secret is a secret printed in viewsync's documentation/);
   });
 });
 
@@ -74,11 +77,15 @@ describe('secrets the shipped text prints', () => {
 function secretLiterals(text: string): { handed: string[]; named: string[] } {
   const quoted = `(['"\`])([^'"\`\\n$]+)`;
   const handed = [
-    ...[...text.matchAll(new RegExp(`\\b\\w*(?:secret|password)\\w*\\s*[:=]\\s*(?:[\\w.$[\\]'"!]+\\s*(?:\\?\\?|\\|\\|)\\s*)?${quoted}\\1`, 'gi'))].map((match) => match[2]!),
+    ...[...text.matchAll(new RegExp(`\\b\\w*(?:secret|password)\\w*\\s*[:=]\\s*(?:[\\w.$[\\]'"!]+\\s*(?:\\?\\?|\\|\\|)\\s*)?${quoted}\\1`, 'gi'))].map(
+      (match) => match[2]!,
+    ),
     ...[...text.matchAll(new RegExp(`verifyWebhook[^;\\n]*?,\\s*${quoted}\\1\\s*[,)]`, 'g'))].map((match) => match[2]!),
     ...[...text.matchAll(/\b[A-Z][A-Z0-9_]*(?:SECRET|PASSWORD|TOKEN)[A-Z0-9_]*=(?!\$)(['"]?)([^\s'"]+)\1/g)].map((match) => match[2]!),
   ];
-  const named = [...text.matchAll(new RegExp(`${quoted}\\1`, 'g'))].map((match) => match[2]!).filter((literal) => /secret/i.test(literal) && !/\s/.test(literal) && literal.length >= 16 && !/^[A-Za-z_$][\w$]*(\.[\w$]+)*$/.test(literal));
+  const named = [...text.matchAll(new RegExp(`${quoted}\\1`, 'g'))]
+    .map((match) => match[2]!)
+    .filter((literal) => /secret/i.test(literal) && !/\s/.test(literal) && literal.length >= 16 && !/^[A-Za-z_$][\w$]*(\.[\w$]+)*$/.test(literal));
   return { handed, named };
 }
 

@@ -8,7 +8,17 @@
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type WriteTransaction, createContext } from '../../src/index.js';
+import {
+  handlePull,
+  handlePush,
+  type JSONValue,
+  memoryStorage,
+  type Mutators,
+  type Storage,
+  type SyncContext,
+  type WriteTransaction,
+  createContext,
+} from '../../src/index.js';
 import { collectGarbage } from '../../src/ops.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { openSQLite } from '../support/sqlite-driver.js';
@@ -123,11 +133,17 @@ const counted: Mutators = Object.fromEntries(
 
 describe('model-based housekeeping: time passes, garbage is collected', () => {
   it('every pull either brings the client to exactly the server view or answers ClientStateNotFound', async () => {
-    await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps, memoryStorage())), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(sequences, (steps) => run(steps, memoryStorage())),
+      { numRuns: RUNS },
+    );
   });
 
   it('the same on SQLite', async () => {
-    await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 5) });
+    await fc.assert(
+      fc.asyncProperty(sequences, (steps) => run(steps, sqliteStorage(openSQLite()))),
+      { numRuns: Math.ceil(RUNS / 5) },
+    );
   });
 
   it('the property can fail: a mutation re-sent long after its group expired is what it catches', async () => {

@@ -14,7 +14,13 @@ const SECOND = 1_000;
 
 /** A dump (format 2) of `keys`, each holding its own name. */
 function dumpOf(keys: readonly string[]): string {
-  return ['{"viewsync":"space","format":2}', ...keys.map((key) => JSON.stringify({ key, value: key })), JSON.stringify({ viewsync: 'end', entries: keys.length })].join('\n') + '\n';
+  return (
+    [
+      '{"viewsync":"space","format":2}',
+      ...keys.map((key) => JSON.stringify({ key, value: key })),
+      JSON.stringify({ viewsync: 'end', entries: keys.length }),
+    ].join('\n') + '\n'
+  );
 }
 
 export function describeHousekeeping(name: string, create: () => Storage | Promise<Storage>): void {
@@ -22,7 +28,14 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
     /** A context at time `clock.now`, keeping groups and tombstones 10 s. */
     async function context(retention: SyncOptions['retention'] = { clientGroupsMs: 10 * SECOND, tombstonesMs: 10 * SECOND }, more: Partial<SyncOptions> = {}) {
       const clock = { now: 1_800_000_000_000 };
-      const ctx: SyncContext = createContext({ storage: await create(), mutators: testMutators, retention, clock: () => clock.now, onError: () => {}, ...more });
+      const ctx: SyncContext = createContext({
+        storage: await create(),
+        mutators: testMutators,
+        retention,
+        clock: () => clock.now,
+        onError: () => {},
+        ...more,
+      });
       return { ctx, clock };
     }
     const put = (client: string, id: number, key: string, value: JSONValue) => mutation(client, id, 'put', { key, value });
@@ -50,21 +63,37 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       expect(reset.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'c', value: 3 }]);
       expect((reset.cookie as { order: number }).order).toBeGreaterThan((old.cookie as { order: number }).order);
       // Newer than the removed tombstone: the ordinary patch, and it still hears of `b`.
-      expect(middle.patch).toEqual([{ op: 'del', key: 'a' }, { op: 'del', key: 'b' }]);
+      expect(middle.patch).toEqual([
+        { op: 'del', key: 'a' },
+        { op: 'del', key: 'b' },
+      ]);
       await push(ctx, 'writer', [put('w', 6, 'd', 4)]);
       const next = await pull(ctx, 'reader', middle.cookie);
       expect(next.patch).toEqual([{ op: 'put', key: 'd', value: 4 }]);
-      expect(applyPatch(new Map([['c', 3]]), next.patch)).toEqual(new Map([['c', 3], ['d', 4]]));
+      expect(applyPatch(new Map([['c', 3]]), next.patch)).toEqual(
+        new Map([
+          ['c', 3],
+          ['d', 4],
+        ]),
+      );
     });
 
     it('the staging area a crashed import left is removed a day after the import began; a running one stays', async () => {
       const { ctx, clock } = await context();
       await push(ctx, 'writer', [put('w', 1, 'kept', 1)]);
       const [crashed, running] = [stagingID(clock.now - 25 * 60 * 60 * SECOND), stagingID(clock.now - 60 * SECOND)];
-      await ctx.storage.transaction(async (tx) => {
-        await stage(tx, '', crashed, Array.from({ length: 150 }, (_, i) => [`k${i}`, i] as const));
-        await stage(tx, '', running, [['k', 1]]);
-      }, { readOnly: false, space: '' });
+      await ctx.storage.transaction(
+        async (tx) => {
+          await stage(
+            tx,
+            '',
+            crashed,
+            Array.from({ length: 150 }, (_, i) => [`k${i}`, i] as const),
+          );
+          await stage(tx, '', running, [['k', 1]]);
+        },
+        { readOnly: false, space: '' },
+      );
       await collectGarbage(ctx);
       const rows = await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true });
       expect(rows.map(([row]) => row)).toEqual([`i//${running}/k`]);
@@ -79,7 +108,9 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         for (const key of keys) await tx.set(key, key);
       });
       // A dump made by hand (exportSpace's stream cannot cross Durable Objects in workerd).
-      const lines = dumpOf(keys).split('\n').map((line) => line + '\n');
+      const lines = dumpOf(keys)
+        .split('\n')
+        .map((line) => line + '\n');
       // The dump's first thousand entries are staged (one staging transaction), then the reader
       // waits while a day passes and housekeeping runs, then the rest comes.
       let resume!: () => void;
@@ -95,7 +126,10 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
           yield line;
         }
       }
-      const importing = importSpace(ctx, space, source(), { mode: 'replace' }).then(() => undefined, (error: unknown) => error);
+      const importing = importSpace(ctx, space, source(), { mode: 'replace' }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       await atPause;
       clock.now += 25 * 60 * 60 * SECOND;
       await collectGarbage(ctx);
@@ -129,7 +163,10 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
         },
       };
       const onProgress = ({ phase }: { phase: string }) => void (armed ||= phase === 'reading');
-      const failure = await importSpace(createContext({ ...ctx.options, storage }), '', [dump], { mode: 'replace', onProgress }).then(() => undefined, (error: unknown) => error);
+      const failure = await importSpace(createContext({ ...ctx.options, storage }), '', [dump], { mode: 'replace', onProgress }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(failure).toBeInstanceOf(StagingLostError);
       expect(await read(ctx, '', (tx) => tx.scan().keys().toArray())).toEqual(keys);
       expect(await ctx.storage.transaction((tx) => tx.scan({ prefix: 'i/' }), { readOnly: true })).toEqual([]);
@@ -182,13 +219,21 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       clock.now += 3 * SECOND;
       expect(await collectGarbage(ctx)).toEqual({ clientGroups: 1, clients: 2, tombstones: 0, views: 0, changes: 0 });
 
-      expect(await answer(ctx, { pullVersion: 1, clientGroupID: 'idle', cookie, profileID: 'p', schemaVersion: '' }, '/pull')).toEqual({ error: 'ClientStateNotFound' });
+      expect(await answer(ctx, { pullVersion: 1, clientGroupID: 'idle', cookie, profileID: 'p', schemaVersion: '' }, '/pull')).toEqual({
+        error: 'ClientStateNotFound',
+      });
       expect(await answer(ctx, pushBody('idle', [put('i1', 2, 'x', 2)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
       // Even a client it never had: the group is gone.
       expect(await answer(ctx, pushBody('idle', [put('i3', 1, 'x', 3)]), '/push')).toEqual({ error: 'ClientStateNotFound' });
       // Nothing of those pushes was applied; the busy group is untouched.
       const view = await pull(ctx, 'busy', null);
-      expect(applyPatch(new Map(), view.patch)).toEqual(new Map([['x', 1], ['y', 1], ['z', 1]]));
+      expect(applyPatch(new Map(), view.patch)).toEqual(
+        new Map([
+          ['x', 1],
+          ['y', 1],
+          ['z', 1],
+        ]),
+      );
       expect(view.lastMutationIDChanges).toEqual({ b: 1 });
     });
 
@@ -231,7 +276,9 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       }
       // The reopened tab (or the real client's mutation recovery) sends the pending mutation again.
       expect(await answer(ctx, pushBody('closed', [pay]), '/push')).toEqual({ error: 'ClientStateNotFound' });
-      expect(await answer(ctx, { pullVersion: 1, clientGroupID: 'closed', cookie: null, profileID: 'p', schemaVersion: '' }, '/pull')).toEqual({ error: 'ClientStateNotFound' });
+      expect(await answer(ctx, { pullVersion: 1, clientGroupID: 'closed', cookie: null, profileID: 'p', schemaVersion: '' }, '/pull')).toEqual({
+        error: 'ClientStateNotFound',
+      });
       expect(applyPatch(new Map(), (await pull(ctx, 'observer', null)).patch)).toEqual(new Map([['balance', 100]]));
       // What a marker costs: one small record per expired group, nothing else of it.
       const rows = await ctx.storage.transaction((tx) => tx.scan({ prefix: '' }), { readOnly: true });
@@ -264,9 +311,20 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
       const { ctx: plain, clock } = await context();
       const storage = plain.storage;
       let transactions = 0;
-      const ctx = createContext({ ...plain.options, storage: { transaction: (fn, options) => (options.readOnly || transactions++, storage.transaction(fn, options)) } });
-      await push(ctx, 'writer', Array.from({ length: 300 }, (_, i) => put('w', i + 1, `k${i}`, i)));
-      await push(ctx, 'writer', Array.from({ length: 300 }, (_, i) => del('w', 301 + i, `k${i}`)));
+      const ctx = createContext({
+        ...plain.options,
+        storage: { transaction: (fn, options) => (options.readOnly || transactions++, storage.transaction(fn, options)) },
+      });
+      await push(
+        ctx,
+        'writer',
+        Array.from({ length: 300 }, (_, i) => put('w', i + 1, `k${i}`, i)),
+      );
+      await push(
+        ctx,
+        'writer',
+        Array.from({ length: 300 }, (_, i) => del('w', 301 + i, `k${i}`)),
+      );
       for (let g = 0; g < 39; g++) await push(ctx, `group${g}`, [put(`client${g}`, 1, `g${g}`, g)]);
       clock.now += 11 * SECOND;
       transactions = 0;
@@ -304,7 +362,10 @@ export function describeHousekeeping(name: string, create: () => Storage | Promi
     });
 
     it('view records no pull issued for the group retention go; a cookie naming one gets a reset once its view changed', async () => {
-      const { ctx, clock } = await context(undefined, { authenticate: (request: Request) => request.headers.get('authorization') || null, view: membershipView });
+      const { ctx, clock } = await context(undefined, {
+        authenticate: (request: Request) => request.headers.get('authorization') || null,
+        view: membershipView,
+      });
       await write(ctx, 'admin', { 'member/alice/1': '1', 'member/bob/1': '1', 'doc/1/x': 1, 'doc/2/x': 2 });
       const alice = new ViewClient(ctx, 'alice');
       const bob = new ViewClient(ctx, 'bob');

@@ -24,7 +24,16 @@ export const mutators = {
 
 /** A context of the app on `storage`; `webhook`: where its webhook delivers (a local receiver). */
 /** `webhookRetryForMs`: how long the webhook retries a batch before it is disabled in the space (default a minute). */
-export function inspectorApp(storage: Storage, options: { webhook?: string; webhookRetryForMs?: number; readOnly?: boolean; onAction?: NonNullable<SyncOptions['inspector']>['onAction']; onError?: SyncOptions['onError'] } = {}): SyncContext {
+export function inspectorApp(
+  storage: Storage,
+  options: {
+    webhook?: string;
+    webhookRetryForMs?: number;
+    readOnly?: boolean;
+    onAction?: NonNullable<SyncOptions['inspector']>['onAction'];
+    onError?: SyncOptions['onError'];
+  } = {},
+): SyncContext {
   return createContext({
     storage,
     mutators,
@@ -37,7 +46,10 @@ export function inspectorApp(storage: Storage, options: { webhook?: string; webh
       for await (const key of tx.scan({ prefix: `member/${userID}/` }).keys()) lists.push(`list/${key.slice(`member/${userID}/`.length)}`);
       return [`member/${userID}/`, ...lists];
     },
-    changes: options.webhook === undefined ? {} : { webhooks: { search: { url: options.webhook, secret: HOOK_SECRET, allowPrivateAddresses: true, retryForMs: options.webhookRetryForMs ?? 60_000 } } },
+    changes:
+      options.webhook === undefined
+        ? {}
+        : { webhooks: { search: { url: options.webhook, secret: HOOK_SECRET, allowPrivateAddresses: true, retryForMs: options.webhookRetryForMs ?? 60_000 } } },
     history: {},
     pokes: {},
     inspector: { secret: SECRET, ...(options.readOnly !== undefined && { readOnly: options.readOnly }), onAction: options.onAction ?? (() => {}) },
@@ -49,7 +61,13 @@ export function inspectorApp(storage: Storage, options: { webhook?: string; webh
 const sentBy = new WeakMap<object, Map<string, number>>();
 
 /** Pushes `mutations` as `user` into `space` through the context's handler (a real push body). */
-export async function pushAs(handle: (request: Request) => Promise<Response>, space: string, user: string, mutations: Array<{ name: 'put' | 'del'; args: JSONValue }>, base = 'http://localhost'): Promise<void> {
+export async function pushAs(
+  handle: (request: Request) => Promise<Response>,
+  space: string,
+  user: string,
+  mutations: Array<{ name: 'put' | 'del'; args: JSONValue }>,
+  base = 'http://localhost',
+): Promise<void> {
   const clientGroupID = `group-${user}`;
   const client = `${space}\0${user}`;
   let sent = sentBy.get(handle);
@@ -59,8 +77,20 @@ export async function pushAs(handle: (request: Request) => Promise<Response>, sp
     sent.set(client, id);
     return id;
   };
-  const body = { pushVersion: 1, clientGroupID, profileID: 'p', schemaVersion: '', mutations: mutations.map(({ name, args }) => ({ clientID: `client-${user}`, id: ids(), name, args, timestamp: Date.now() })) };
-  const response = await handle(new Request(`${base}/push?space=${encodeURIComponent(space)}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body: JSON.stringify(body) }));
+  const body = {
+    pushVersion: 1,
+    clientGroupID,
+    profileID: 'p',
+    schemaVersion: '',
+    mutations: mutations.map(({ name, args }) => ({ clientID: `client-${user}`, id: ids(), name, args, timestamp: Date.now() })),
+  };
+  const response = await handle(
+    new Request(`${base}/push?space=${encodeURIComponent(space)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+      body: JSON.stringify(body),
+    }),
+  );
   if (response.status !== 200) throw new Error(`push answered ${response.status}: ${await response.text()}`);
 }
 
@@ -70,6 +100,9 @@ export function seedAcme(handle: (request: Request) => Promise<Response>): Promi
     { name: 'put', args: { key: 'member/ann/1', value: true } },
     { name: 'put', args: { key: 'member/ann/2', value: true } },
     { name: 'put', args: { key: 'member/bob/2', value: true } },
-    ...Array.from({ length: 30 }, (_, i) => ({ name: 'put' as const, args: { key: `list/${1 + (i % 3)}/todo/${i}`, value: { title: `Todo ${i}`, done: i % 4 === 0 } } })),
+    ...Array.from({ length: 30 }, (_, i) => ({
+      name: 'put' as const,
+      args: { key: `list/${1 + (i % 3)}/todo/${i}`, value: { title: `Todo ${i}`, done: i % 4 === 0 } },
+    })),
   ]);
 }

@@ -52,20 +52,28 @@ const STORES: Store[] = [
       return { storage: sqliteStorage(db), close: async () => (db.close(), rmSync(dir, { recursive: true, force: true })) };
     },
   },
-  ...(url === undefined ? [] : [{
-    name: 'PostgreSQL',
-    open: async () => {
-      const schema = `inspector_browser_${process.pid}`;
-      const sql = postgres(url, { onnotice: () => {}, max: 8 });
-      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      return { storage: postgresStorage(sql, { schema }), close: async () => (await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`), await sql.end()) };
-    },
-  }]),
+  ...(url === undefined
+    ? []
+    : [
+        {
+          name: 'PostgreSQL',
+          open: async () => {
+            const schema = `inspector_browser_${process.pid}`;
+            const sql = postgres(url, { onnotice: () => {}, max: 8 });
+            await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+            return {
+              storage: postgresStorage(sql, { schema }),
+              close: async () => (await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`), await sql.end()),
+            };
+          },
+        },
+      ]),
 ];
 
 /** The client's mutators: the app's (app.ts), on the client's transaction. */
 const clientMutators = {
-  put: async (tx: WriteTransaction, { key, value }: { key: string; value: string | number | boolean | null | Record<string, unknown> }) => void (await tx.set(key, value as never)),
+  put: async (tx: WriteTransaction, { key, value }: { key: string; value: string | number | boolean | null | Record<string, unknown> }) =>
+    void (await tx.set(key, value as never)),
   del: async (tx: WriteTransaction, { key }: { key: string }) => void (await tx.del(key)),
 };
 
@@ -94,7 +102,11 @@ function liveClient(base: URL, space: string, user: string): LiveClient {
     kvStore: 'idb',
     // The stock pusher's request, timed: the acknowledgement is where "within a second" starts.
     pusher: async (body: PushRequest, requestID: string) => {
-      const response = await fetch(pushURL, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}`, 'x-replicache-requestid': requestID }, body: JSON.stringify(body) });
+      const response = await fetch(pushURL, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user}`, 'x-replicache-requestid': requestID },
+        body: JSON.stringify(body),
+      });
       const text = await response.text();
       if (response.ok) {
         const at = performance.now();
@@ -135,7 +147,16 @@ async function serveApp(ctx: SyncContext): Promise<{ base: URL; inspector: URL; 
   const listener = createListener(ctx);
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
-    if (req.url?.startsWith('/_inspect')) res.once('finish', () => seen.push({ method: req.method!, path: req.url!.split('?')[0]!, status: res.statusCode, origin: req.headers.origin, cookie: req.headers.cookie !== undefined }));
+    if (req.url?.startsWith('/_inspect'))
+      res.once('finish', () =>
+        seen.push({
+          method: req.method!,
+          path: req.url!.split('?')[0]!,
+          status: res.statusCode,
+          origin: req.headers.origin,
+          cookie: req.headers.cookie !== undefined,
+        }),
+      );
     listener(req, res);
   });
   await listen(server);
@@ -165,13 +186,16 @@ async function startReceiver(): Promise<{ url: string; got: Received[]; failing:
   const failing = new Set<string>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = '';
-    req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => {
-      const { space, delivery } = JSON.parse(body) as { space: string; delivery: string };
-      const status = failing.has(space) ? 500 : 200;
-      expect(req.headers['viewsync-delivery']).toBe(delivery);
-      got.push({ space, delivery, status });
-      res.writeHead(status).end();
-    });
+    req
+      .setEncoding('utf8')
+      .on('data', (chunk: string) => (body += chunk))
+      .on('end', () => {
+        const { space, delivery } = JSON.parse(body) as { space: string; delivery: string };
+        const status = failing.has(space) ? 500 : 200;
+        expect(req.headers['viewsync-delivery']).toBe(delivery);
+        got.push({ space, delivery, status });
+        res.writeHead(status).end();
+      });
   });
   await listen(server);
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, failing, close: () => close(server) };
@@ -235,14 +259,23 @@ function polls(page: Page, name: string): Array<{ asked: number; body: Promise<u
   page.on('request', (request) => {
     if (request.method() !== 'GET' || !new URL(request.url()).pathname.endsWith(`/api/${name}`)) return;
     const asked = performance.now();
-    seen.push({ asked, body: request.response().then((response) => response?.json()).catch(() => undefined) });
+    seen.push({
+      asked,
+      body: request
+        .response()
+        .then((response) => response?.json())
+        .catch(() => undefined),
+    });
   });
   return seen;
 }
 
 /** The median time between the page's polls, in ms: about a second (it asks on a 1 s interval); a median, so a busy machine's late timer does not count. */
 function medianGap(seen: ReadonlyArray<{ asked: number }>): number {
-  const gaps = seen.slice(1).map((poll, i) => poll.asked - seen[i]!.asked).sort((a, b) => a - b);
+  const gaps = seen
+    .slice(1)
+    .map((poll, i) => poll.asked - seen[i]!.asked)
+    .sort((a, b) => a - b);
   return gaps[Math.floor(gaps.length / 2)] ?? Infinity;
 }
 
@@ -328,7 +361,12 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
         onAction: (action) => actions.push(action),
         onError: (error) => serverErrors.push(error),
       });
-      readOnlyCtx = inspectorApp(storage, { webhook: receiver.url, readOnly: true, onAction: (action) => actions.push(action), onError: (error) => serverErrors.push(error) });
+      readOnlyCtx = inspectorApp(storage, {
+        webhook: receiver.url,
+        readOnly: true,
+        onAction: (action) => actions.push(action),
+        onError: (error) => serverErrors.push(error),
+      });
       app = await serveApp(ctx);
       readOnlyApp = await serveApp(readOnlyCtx);
       evil = await startEvilSite();
@@ -341,7 +379,10 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       ]);
       firstVersion = ((await inspect(ctx, 'acme')) as SpaceDetail).version;
       await pushAs(handle, 'acme', 'ann', [
-        ...Array.from({ length: 24 }, (_, i) => ({ name: 'put' as const, args: { key: `list/${1 + (i % 3)}/todo/${i}`, value: { title: `Todo ${i}`, done: false } } })),
+        ...Array.from({ length: 24 }, (_, i) => ({
+          name: 'put' as const,
+          args: { key: `list/${1 + (i % 3)}/todo/${i}`, value: { title: `Todo ${i}`, done: false } },
+        })),
         { name: 'put', args: { key: 'list/1/todo/live-ann', value: { n: 0 } } },
         { name: 'put', args: { key: 'list/2/todo/live-bob', value: { n: 0 } } },
       ]);
@@ -350,10 +391,16 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       // restore-me: v1 {a: 1}, then {a: 2, b: 'x'}; revert-me: ann's {a: 1}, then mallory's vandalism; csrf-target: as restore-me.
       for (const space of ['restore-me', 'csrf-target']) {
         await pushAs(handle, space, 'ann', [{ name: 'put', args: { key: 'doc/a', value: 1 } }]);
-        await pushAs(handle, space, 'ann', [{ name: 'put', args: { key: 'doc/a', value: 2 } }, { name: 'put', args: { key: 'doc/b', value: 'x' } }]);
+        await pushAs(handle, space, 'ann', [
+          { name: 'put', args: { key: 'doc/a', value: 2 } },
+          { name: 'put', args: { key: 'doc/b', value: 'x' } },
+        ]);
       }
       await pushAs(handle, 'revert-me', 'ann', [{ name: 'put', args: { key: 'doc/a', value: 1 } }]);
-      await pushAs(handle, 'revert-me', 'mallory', [{ name: 'put', args: { key: 'doc/a', value: 'JUNK' } }, { name: 'put', args: { key: 'doc/m', value: 'SPAM' } }]);
+      await pushAs(handle, 'revert-me', 'mallory', [
+        { name: 'put', args: { key: 'doc/a', value: 'JUNK' } },
+        { name: 'put', args: { key: 'doc/m', value: 'SPAM' } },
+      ]);
       await pushAs(handle, 'broken', 'ann', [{ name: 'put', args: { key: 'doc/a', value: 1 } }]);
 
       webhooks = startWebhooks(ctx, { sweepMs: 500 });
@@ -405,7 +452,10 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       // The client groups with their clients' lastMutationIDs: the seed's, and each live client's.
       const groups = await rows(page.getByRole('table', { name: /^Client groups/ }));
       expect(groups.find(([, group]) => group === 'group-ann')?.[5]).toBe('client-ann: 30');
-      for (const [client, user] of [[ann, 'ann'], [bob, 'bob']] as const) {
+      for (const [client, user] of [
+        [ann, 'ann'],
+        [bob, 'bob'],
+      ] as const) {
         const row = groups.find(([, , , , , clients]) => clients!.startsWith(`${client.rep.clientID}: `));
         expect(row?.[0]).toBe(user);
         expect(Number(row![5]!.split(': ')[1])).toBeGreaterThanOrEqual(0);
@@ -457,7 +507,19 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       await loaded(page, 'Live');
       await hasCount(page.locator('figure figcaption'), 6);
       // Once drawn, the pushes so far are counted (the live clients push 4 a second).
-      await expect.poll(() => page.getByRole('table', { name: /^Latency/ }).locator('tbody tr').first().locator('td').last().textContent(), soon).not.toBe('0');
+      await expect
+        .poll(
+          () =>
+            page
+              .getByRole('table', { name: /^Latency/ })
+              .locator('tbody tr')
+              .first()
+              .locator('td')
+              .last()
+              .textContent(),
+          soon,
+        )
+        .not.toBe('0');
     });
 
     /** The numbers a chart's caption gives: the last whole second and this second so far. */
@@ -479,13 +541,23 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
         await expect.poll(() => caption('Pushes'), soon).toEqual({ last: 0, now: 0 });
         const points = await page.locator('figure', { hasText: 'Pushes a second' }).locator('polyline').getAttribute('points');
         const acked = await ann.put('list/1/todo/live-ann', { n: -1 });
-        await expect.poll(async () => {
-          const { last, now } = await caption('Pushes');
-          return last + now;
-        }, { ...soon, interval: 20 }).toBeGreaterThanOrEqual(1);
+        await expect
+          .poll(
+            async () => {
+              const { last, now } = await caption('Pushes');
+              return last + now;
+            },
+            { ...soon, interval: 20 },
+          )
+          .toBeGreaterThanOrEqual(1);
         // One of the first two polls the page asked after the push was acknowledged carried it (the
         // first may have been on its way as the push landed), and the page asks once a second.
-        const next = await Promise.all(asked.filter((poll) => poll.asked > acked).slice(0, 2).map(async (poll) => (await poll.body) as LivePage));
+        const next = await Promise.all(
+          asked
+            .filter((poll) => poll.asked > acked)
+            .slice(0, 2)
+            .map(async (poll) => (await poll.body) as LivePage),
+        );
         expect(next.some(({ seconds }) => seconds.reduce((sum, second) => sum + second.pushes, 0) >= 1)).toBe(true);
         expect(medianGap(asked)).toBeLessThan(2_000);
         // And in the chart itself: its line moved off the floor.
@@ -505,7 +577,12 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       const acked = await ann.put(key, { probe: true });
       await visible(feed.getByRole('link', { name: key, exact: true }));
       // As the live chart's: one of the first two polls asked after the acknowledgement carried the change, and the page asks once a second.
-      const next = await Promise.all(asked.filter((poll) => poll.asked > acked).slice(0, 2).map(async (poll) => (await poll.body) as FeedTail));
+      const next = await Promise.all(
+        asked
+          .filter((poll) => poll.asked > acked)
+          .slice(0, 2)
+          .map(async (poll) => (await poll.body) as FeedTail),
+      );
       expect(next.some(({ changes }) => changes.some((change) => 'key' in change && change.key === key))).toBe(true);
       expect(medianGap(asked)).toBeLessThan(2_000);
 
@@ -528,11 +605,21 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       const table = page.getByRole('table', { name: /as user bob sees them/ });
       await visible(table);
       const entries = await rows(table);
-      const received = entries.filter(([, yes]) => yes === 'yes').map(([key]) => key!).sort();
+      const received = entries
+        .filter(([, yes]) => yes === 'yes')
+        .map(([key]) => key!)
+        .sort();
       // A real pull of bob's, from no cookie: the whole of his view.
-      const response = await fetch(new URL('pull?space=acme', app.base), { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer bob' }, body: JSON.stringify({ pullVersion: 1, clientGroupID: uniqueName('bob-observer'), cookie: null, profileID: 'p', schemaVersion: '' }) });
+      const response = await fetch(new URL('pull?space=acme', app.base), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer bob' },
+        body: JSON.stringify({ pullVersion: 1, clientGroupID: uniqueName('bob-observer'), cookie: null, profileID: 'p', schemaVersion: '' }),
+      });
       expect(response.status).toBe(200);
-      const pulled = ((await response.json()) as { patch: Array<{ op: string; key?: string }> }).patch.filter(({ op }) => op === 'put').map(({ key }) => key!).sort();
+      const pulled = ((await response.json()) as { patch: Array<{ op: string; key?: string }> }).patch
+        .filter(({ op }) => op === 'put')
+        .map(({ key }) => key!)
+        .sort();
       expect(received).toEqual(pulled);
       expect(received).toContain('member/bob/2');
       expect(received).toContain('list/2/todo/live-bob');
@@ -570,7 +657,16 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       await page.getByRole('region', { name: 'Webhook search actions' }).getByRole('button', { name: 'Enable' }).click();
       await hasText(page.getByRole('status'), 'Webhook search enabled.');
       expect(actions.at(-1)).toMatchObject({ action: 'webhook-enable', details: { name: 'search', space: 'broken' }, outcome: 'ok' });
-      await expect.poll(() => receiver.got.filter(({ space }) => space === 'broken').slice(failed).map(({ status }) => status), soon).toEqual([200]);
+      await expect
+        .poll(
+          () =>
+            receiver.got
+              .filter(({ space }) => space === 'broken')
+              .slice(failed)
+              .map(({ status }) => status),
+          soon,
+        )
+        .toEqual([200]);
       await expect.poll(async () => ((await inspect(ctx, 'broken')) as SpaceDetail).webhooks?.search?.disabled, soon).toBeUndefined();
     });
 
@@ -584,7 +680,10 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       expect(await box.getByRole('button', { name: 'Restore', exact: true }).isDisabled()).toBe(true);
       await box.getByRole('button', { name: 'Dry run' }).click();
       await visible(box.getByText('Dry run: 2 keys would change.'));
-      expect(await rows(box.getByRole('table', { name: 'Changes (2)' }))).toEqual([['doc/a', '2 → 1'], ['doc/b', '"x" → (deleted)']]);
+      expect(await rows(box.getByRole('table', { name: 'Changes (2)' }))).toEqual([
+        ['doc/a', '2 → 1'],
+        ['doc/b', '"x" → (deleted)'],
+      ]);
       // The dry run has answered: had it written, it would show now.
       expect(await values()).toEqual({ a: 2, b: 'x' });
       expect(((await inspect(ctx, 'restore-me')) as SpaceDetail).version).toBe(before);
@@ -620,10 +719,12 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
         const other = await newPage(stranger);
         await other.goto(new URL('#/space/acme', app.inspector).href);
         await visible(other.getByLabel('Inspector secret'));
-        expect(await other.evaluate(async () => {
-          const response = await fetch('api/spaces', { headers: { 'x-viewsync-inspector': '1' } });
-          return [response.status, await response.json()];
-        })).toEqual([401, { error: expect.stringContaining('Log in') }]);
+        expect(
+          await other.evaluate(async () => {
+            const response = await fetch('api/spaces', { headers: { 'x-viewsync-inspector': '1' } });
+            return [response.status, await response.json()];
+          }),
+        ).toEqual([401, { error: expect.stringContaining('Log in') }]);
       } finally {
         await stranger.close();
       }
@@ -639,7 +740,15 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
         const evilPage = await newPage(context);
         await evilPage.goto(`${origin}/?target=${encodeURIComponent(app.inspector.href)}&space=csrf-target`);
         // The server answered all three (a login form, a restore form, a no-cors fetch), each refused.
-        await expect.poll(() => app.seen.filter((seen) => seen.origin === origin).map(({ method, path }) => `${method} ${path}`).sort(), soon)
+        await expect
+          .poll(
+            () =>
+              app.seen
+                .filter((seen) => seen.origin === origin)
+                .map(({ method, path }) => `${method} ${path}`)
+                .sort(),
+            soon,
+          )
           .toEqual(['POST /_inspect/api/restore', 'POST /_inspect/api/restore', 'POST /_inspect/login']);
         const seen = app.seen.filter((each) => each.origin === origin);
         expect(seen.map(({ status }) => status)).toEqual([403, 403, 403]);
@@ -669,7 +778,11 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
         await hasText(ro.getByRole('button'), ['Log out']);
         const told = actions.length;
         const answer = await ro.evaluate(async () => {
-          const response = await fetch('api/restore', { method: 'POST', headers: { 'x-viewsync-inspector': '1', 'content-type': 'application/json' }, body: JSON.stringify({ space: 'restore-me', to: 1, dryRun: false }) });
+          const response = await fetch('api/restore', {
+            method: 'POST',
+            headers: { 'x-viewsync-inspector': '1', 'content-type': 'application/json' },
+            body: JSON.stringify({ space: 'restore-me', to: 1, dryRun: false }),
+          });
           return [response.status, await response.json()];
         });
         expect(answer).toEqual([403, { error: expect.stringContaining('read-only') }]);
@@ -682,7 +795,10 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
 
     it('passes axe on every page, logged out and in, normal and read-only', async () => {
       const found: Record<string, string[]> = {};
-      for (const [which, server] of [['normal', app], ['read-only', readOnlyApp]] as const) {
+      for (const [which, server] of [
+        ['normal', app],
+        ['read-only', readOnlyApp],
+      ] as const) {
         // axe is injected as an inline script, which the page's CSP (script-src 'self') refuses: bypassed here only.
         const audit = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 800 } });
         try {
@@ -745,10 +861,11 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
         await kb.keyboard.press('Enter');
         await loaded(kb, 'Spaces');
 
-        const focused = () => kb.evaluate(() => {
-          const el = document.activeElement;
-          return el === null ? null : `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}:${(el.textContent ?? '').trim().slice(0, 30)}`;
-        });
+        const focused = () =>
+          kb.evaluate(() => {
+            const el = document.activeElement;
+            return el === null ? null : `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}:${(el.textContent ?? '').trim().slice(0, 30)}`;
+          });
         await kb.keyboard.press('Tab');
         expect(await focused()).toBe('a:Skip to content');
         expect((await kb.getByRole('link', { name: 'Skip to content' }).boundingBox())!.x).toBeGreaterThanOrEqual(0);
@@ -789,7 +906,7 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       }
     });
 
-    it('logged no errors in the pages, nor on the server (but the disabled webhook\'s)', () => {
+    it("logged no errors in the pages, nor on the server (but the disabled webhook's)", () => {
       expect(pageErrors).toEqual([]);
       expect(serverErrors.map(String).filter((error) => !/Webhook "search" is disabled in space "broken"/.test(error))).toEqual([]);
     });
@@ -803,7 +920,8 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       dir = mkdtempSync(join(tmpdir(), 'inspector-cli-'));
       const db = openSQLite(join(dir, 'store.db'));
       const seed = inspectorApp(sqliteStorage(db));
-      for (const space of ['cli-one', 'cli-two']) await pushAs((request) => handleRequest(request, seed), space, 'ann', [{ name: 'put', args: { key: `note/${space}`, value: space } }]);
+      for (const space of ['cli-one', 'cli-two'])
+        await pushAs((request) => handleRequest(request, seed), space, 'ann', [{ name: 'put', args: { key: `note/${space}`, value: space } }]);
       db.close();
     });
 
@@ -814,7 +932,11 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
 
     it('serves the inspector of a SQLite file on a port of its own, with a secret made for the run', async () => {
       const { VIEWSYNC_INSPECTOR_SECRET: _, ...env } = process.env;
-      const run = spawn('viewsync', ['inspect', '--web', '--port', '0', '--sqlite', join(dir, 'store.db')], { cwd: work, env: { ...env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const run = spawn('viewsync', ['inspect', '--web', '--port', '0', '--sqlite', join(dir, 'store.db')], {
+        cwd: work,
+        env: { ...env, PATH: `${bin}:${process.env.PATH}` },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child = run;
       let out = '';
       let err = '';
@@ -831,11 +953,16 @@ describe.skipIf(!hasChromium('the inspector browser test'))('the inspector in Ch
       try {
         const cliPage = await newPage(cliContext);
         await logIn(cliPage, inspector, secret);
-        expect((await rows(cliPage.getByRole('table', { name: /^Spaces/ }))).map(([space, version]) => [space, version])).toEqual([['cli-one', '1'], ['cli-two', '1']]);
+        expect((await rows(cliPage.getByRole('table', { name: /^Spaces/ }))).map(([space, version]) => [space, version])).toEqual([
+          ['cli-one', '1'],
+          ['cli-two', '1'],
+        ]);
         await cliPage.getByRole('link', { name: 'cli-two' }).click();
         await cliPage.getByRole('link', { name: 'Keys', exact: true }).click();
         await loaded(cliPage, 'Keys of cli-two');
-        expect((await rows(cliPage.getByRole('table', { name: /^Keys at version/ }))).map(([key, , value]) => [key, value])).toEqual([['note/cli-two', '"cli-two"']]);
+        expect((await rows(cliPage.getByRole('table', { name: /^Keys at version/ }))).map(([key, , value]) => [key, value])).toEqual([
+          ['note/cli-two', '"cli-two"'],
+        ]);
       } finally {
         await cliContext.close();
       }

@@ -21,7 +21,13 @@ function app(options: { readOnly?: boolean } = {}) {
 }
 
 function login(handle: (request: Request) => Promise<Response>, secret = SECRET, headers: Record<string, string> = { origin: ORIGIN }) {
-  return handle(new Request(`${ORIGIN}/api/_inspect/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams({ secret }) }));
+  return handle(
+    new Request(`${ORIGIN}/api/_inspect/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams({ secret }),
+    }),
+  );
 }
 
 /** The session cookie a login sets, as a `Cookie` header. */
@@ -31,12 +37,23 @@ async function session(handle: (request: Request) => Promise<Response>): Promise
   return response.headers.get('set-cookie')!.split(';')[0]!;
 }
 
-function get(handle: (request: Request) => Promise<Response>, path: string, cookie?: string, headers: Record<string, string> = { 'x-viewsync-inspector': '1' }) {
+function get(
+  handle: (request: Request) => Promise<Response>,
+  path: string,
+  cookie?: string,
+  headers: Record<string, string> = { 'x-viewsync-inspector': '1' },
+) {
   return handle(new Request(`${ORIGIN}/api/_inspect/api/${path}`, { headers: { ...headers, ...(cookie && { cookie }) } }));
 }
 
 function act(handle: (request: Request) => Promise<Response>, path: string, body: unknown, cookie: string, headers: Record<string, string> = {}) {
-  return handle(new Request(`${ORIGIN}/api/_inspect/api/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-viewsync-inspector': '1', origin: ORIGIN, cookie, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) }));
+  return handle(
+    new Request(`${ORIGIN}/api/_inspect/api/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-viewsync-inspector': '1', origin: ORIGIN, cookie, ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    }),
+  );
 }
 
 afterEach(() => void vi.useRealTimers());
@@ -90,13 +107,25 @@ describe('logging in', () => {
     const cookie = response.headers.get('set-cookie')!;
     expect(cookie).toMatch(/^viewsync_inspector=\d+\.[\w-]+; Path=\/api\/_inspect\/; Max-Age=43200; HttpOnly; SameSite=Strict$/);
     expect(actions.map(({ action, outcome }) => [action, outcome])).toEqual([['login', 'ok']]);
-    const secure = await handle(new Request('https://inspect.test/_inspect/login', { method: 'POST', headers: { origin: 'https://inspect.test', 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${SECRET}` }));
+    const secure = await handle(
+      new Request('https://inspect.test/_inspect/login', {
+        method: 'POST',
+        headers: { origin: 'https://inspect.test', 'content-type': 'application/x-www-form-urlencoded' },
+        body: `secret=${SECRET}`,
+      }),
+    );
     expect(secure.headers.get('set-cookie')).toMatch(/; Secure$/);
   });
 
   it('scopes the cookie to the path it is served under, whatever that path holds', async () => {
     const { handle } = app();
-    const response = await handle(new Request(`${ORIGIN}/a;Domain=evil.test,b/_inspect/login`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${SECRET}` }));
+    const response = await handle(
+      new Request(`${ORIGIN}/a;Domain=evil.test,b/_inspect/login`, {
+        method: 'POST',
+        headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `secret=${SECRET}`,
+      }),
+    );
     expect(response.headers.get('set-cookie')).toMatch(/; Path=\/a%3BDomain=evil\.test%2Cb\/_inspect\/; Max-Age=43200; HttpOnly; SameSite=Strict$/);
   });
 
@@ -117,7 +146,7 @@ describe('logging in', () => {
     expect(actions).toEqual([]);
   });
 
-  it('never opens with the app users\' auth, a forged or an expired cookie', async () => {
+  it("never opens with the app users' auth, a forged or an expired cookie", async () => {
     const { handle } = app();
     expect((await get(handle, 'overview', undefined, { 'x-viewsync-inspector': '1', authorization: 'Bearer ann' })).status).toBe(401);
     const cookie = await session(handle);
@@ -150,7 +179,9 @@ describe('logging in', () => {
   });
 
   it('is checked at createContext: a short or published secret is refused', () => {
-    expect(() => createContext({ storage: memoryStorage(), mutators: {}, inspector: { secret: 'short' } })).toThrow(/inspector.secret must be a string of 32 characters or more/);
+    expect(() => createContext({ storage: memoryStorage(), mutators: {}, inspector: { secret: 'short' } })).toThrow(
+      /inspector.secret must be a string of 32 characters or more/,
+    );
     expect(() => createContext({ storage: memoryStorage(), mutators: {}, inspector: { secret: SECRET, readonly: true } as never })).toThrow(/inspector/);
   });
 });
@@ -172,7 +203,17 @@ describe('the API', () => {
     const restore = { space: 'acme', to: 1, dryRun: false };
     expect((await act(handle, 'restore', restore, cookie, { origin: 'https://evil.test' })).status).toBe(403);
     expect((await act(handle, 'restore', restore, cookie, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
-    expect((await handle(new Request(`${ORIGIN}/_inspect/api/restore`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-viewsync-inspector': '1', cookie }, body: JSON.stringify(restore) }))).status).toBe(403);
+    expect(
+      (
+        await handle(
+          new Request(`${ORIGIN}/_inspect/api/restore`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-viewsync-inspector': '1', cookie },
+            body: JSON.stringify(restore),
+          }),
+        )
+      ).status,
+    ).toBe(403);
     expect((await act(handle, 'restore', restore, cookie, { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(415);
     expect(await storedValue(ctx, 'acme', 'a')).toBe(2);
     const done = await act(handle, 'restore', restore, cookie);
@@ -210,12 +251,31 @@ describe('the API', () => {
     const { handle, errors } = app();
     const cookie = await session(handle);
     const long = 'x'.repeat(5000);
-    for (const path of ['space', `space?space=${long}`, 'keys?space=a&limit=0', 'keys?space=a&limit=1001', 'keys?space=a&version=-1', 'keys?space=a&version=1.5', 'key?space=a', `view-as?space=a&user=${long}`, 'feed?space=a&after=zz']) {
+    for (const path of [
+      'space',
+      `space?space=${long}`,
+      'keys?space=a&limit=0',
+      'keys?space=a&limit=1001',
+      'keys?space=a&version=-1',
+      'keys?space=a&version=1.5',
+      'key?space=a',
+      `view-as?space=a&user=${long}`,
+      'feed?space=a&after=zz',
+    ]) {
       const response = await get(handle, path, cookie);
       expect([400, 404], path).toContain(response.status);
       expect((await response.json()).error, path).toEqual(expect.any(String));
     }
-    for (const [path, body] of [['restore', '{'], ['restore', '[]'], ['restore', { space: 'a' }], ['restore', { space: 'a', to: 1, dryRun: 'yes' }], ['revert', { space: 'a', cause: {}, dryRun: true }], ['revert', { space: 'a', cause: { versions: [1] }, dryRun: true }], ['revert', { space: 'a', cause: { userID: 'x' }, onConflict: 'maybe', dryRun: true }], ['webhooks/enable', { space: 'a' }]] as const) {
+    for (const [path, body] of [
+      ['restore', '{'],
+      ['restore', '[]'],
+      ['restore', { space: 'a' }],
+      ['restore', { space: 'a', to: 1, dryRun: 'yes' }],
+      ['revert', { space: 'a', cause: {}, dryRun: true }],
+      ['revert', { space: 'a', cause: { versions: [1] }, dryRun: true }],
+      ['revert', { space: 'a', cause: { userID: 'x' }, onConflict: 'maybe', dryRun: true }],
+      ['webhooks/enable', { space: 'a' }],
+    ] as const) {
       const response = await act(handle, path, body, cookie);
       expect(response.status, JSON.stringify(body)).toBe(400);
     }
@@ -240,7 +300,8 @@ describe('a store out of reach', () => {
     const storage = memoryStorage();
     let down = false;
     const flaky: typeof storage = Object.assign(Object.create(storage) as typeof storage, {
-      transaction: (fn: never, options: never) => (down ? Promise.reject(Object.assign(new Error('socket closed'), { code: 'ECONNRESET' })) : storage.transaction(fn, options)),
+      transaction: (fn: never, options: never) =>
+        down ? Promise.reject(Object.assign(new Error('socket closed'), { code: 'ECONNRESET' })) : storage.transaction(fn, options),
     });
     const errors: unknown[] = [];
     const ctx = inspectorApp(flaky, { onError: (error) => errors.push(error) });
@@ -248,7 +309,11 @@ describe('a store out of reach', () => {
     const cookie = await session(handle);
     down = true;
     const response = await get(handle, 'spaces', cookie);
-    expect([response.status, response.headers.get('retry-after'), (await response.json()).error]).toEqual([503, '1', expect.stringContaining('unavailable for a moment')]);
+    expect([response.status, response.headers.get('retry-after'), (await response.json()).error]).toEqual([
+      503,
+      '1',
+      expect.stringContaining('unavailable for a moment'),
+    ]);
     down = false;
     expect((await get(handle, 'spaces', cookie)).status).toBe(200);
     expect(errors).toEqual([]);

@@ -38,14 +38,18 @@ describe('LiveStats', () => {
     for (let i = 1; i <= 100; i++) live.request('push', 200, i, undefined);
     const { p50, p90, p99, count } = live.latency('push');
     expect(count).toBe(100);
-    for (const [got, want] of [[p50, 50], [p90, 90], [p99, 99]] as const) {
+    for (const [got, want] of [
+      [p50, 50],
+      [p90, 90],
+      [p99, 99],
+    ] as const) {
       expect(got!).toBeGreaterThanOrEqual(want);
       expect(got!).toBeLessThanOrEqual(want * 1.25);
     }
     expect(live.latency('pull').count).toBe(0);
   });
 
-  it('keeps each space\'s activity for a half-minute to a minute, and at most MAX_SPACES spaces', () => {
+  it("keeps each space's activity for a half-minute to a minute, and at most MAX_SPACES spaces", () => {
     const c = clock();
     const live = new LiveStats(c.fn);
     live.request('push', 200, 1, 'a');

@@ -15,9 +15,19 @@ const ORIGIN = 'http://inspect.test';
 
 /** The test app on a memory store, logged in: `api(path)` reads the API. */
 async function app() {
-  const ctx = inspectorApp(memoryStorage(), { onError: (error) => { throw error; } });
+  const ctx = inspectorApp(memoryStorage(), {
+    onError: (error) => {
+      throw error;
+    },
+  });
   const handle = (request: Request) => handleRequest(request, ctx);
-  const login = await handle(new Request(`${ORIGIN}/_inspect/login`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${SECRET}` }));
+  const login = await handle(
+    new Request(`${ORIGIN}/_inspect/login`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `secret=${SECRET}`,
+    }),
+  );
   const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
   const api = async <T>(path: string): Promise<T> => {
     const response = await handle(new Request(`${ORIGIN}/_inspect/api/${path}`, { headers: { cookie, 'x-viewsync-inspector': '1' } }));
@@ -55,10 +65,21 @@ describe('the spaces list', () => {
 });
 
 describe('the key browser', () => {
-  it('pages through a space\'s keys now, and as of a version kept in history', async () => {
+  it("pages through a space's keys now, and as of a version kept in history", async () => {
     const { handle, api } = await app();
-    await pushAs(handle, 'acme', 'ann', Array.from({ length: 12 }, (_, i) => ({ name: 'put' as const, args: { key: `k/${String(i).padStart(2, '0')}`, value: { i, text: 'x'.repeat(i === 3 ? 2000 : 1) } } })));
-    await pushAs(handle, 'acme', 'ann', [{ name: 'put', args: { key: 'k/00', value: 'changed' } }, { name: 'del', args: { key: 'k/01' } }]);
+    await pushAs(
+      handle,
+      'acme',
+      'ann',
+      Array.from({ length: 12 }, (_, i) => ({
+        name: 'put' as const,
+        args: { key: `k/${String(i).padStart(2, '0')}`, value: { i, text: 'x'.repeat(i === 3 ? 2000 : 1) } },
+      })),
+    );
+    await pushAs(handle, 'acme', 'ann', [
+      { name: 'put', args: { key: 'k/00', value: 'changed' } },
+      { name: 'del', args: { key: 'k/01' } },
+    ]);
     const first = await api<KeysPage>('keys?space=acme&prefix=k/&limit=5');
     expect(first.version).toBe(2);
     expect(first.entries.map(({ key }) => key)).toEqual(['k/00', 'k/02', 'k/03', 'k/04', 'k/05']);
@@ -71,13 +92,16 @@ describe('the key browser', () => {
     expect(then).toMatchObject({ version: 1, entries: [{ key: 'k/00', json: '{"i":0,"text":"x"}' }, { key: 'k/01' }] });
   });
 
-  it('shows a key\'s value and its history, or why there is none', async () => {
+  it("shows a key's value and its history, or why there is none", async () => {
     const { handle, api } = await app();
     await pushAs(handle, 'acme', 'ann', [{ name: 'put', args: { key: 'a', value: 1 } }]);
     await pushAs(handle, 'acme', 'bob', [{ name: 'put', args: { key: 'a', value: 2 } }]);
     const page = await api<KeyPage>('key?space=acme&key=a');
     expect(page.value).toBe(2);
-    expect(page.history!.changes.map(({ version, before, after, by }) => [version, before, after, by.kind === 'mutation' && by.userID])).toEqual([[2, 1, 2, 'bob'], [1, undefined, 1, 'ann']]);
+    expect(page.history!.changes.map(({ version, before, after, by }) => [version, before, after, by.kind === 'mutation' && by.userID])).toEqual([
+      [2, 1, 2, 'bob'],
+      [1, undefined, 1, 'ann'],
+    ]);
     expect(page.history!.older).toBe(false);
     expect((await api<KeyPage>('key?space=acme&key=none')).value).toBeUndefined();
   });
@@ -98,18 +122,44 @@ describe('the key browser', () => {
 });
 
 describe('view as a user', () => {
-  it('marks exactly the keys that user\'s pull gets, each with the prefix that lets it through', async () => {
-    const keys = fc.constantFrom('list/1/a', 'list/1/b', 'list/10/a', 'list/1', 'list/2/a', 'list/12', 'member/ann/1', 'member/ann/2', 'member/bob/2', 'member/bob/10', 'other');
-    await fc.assert(fc.asyncProperty(fc.uniqueArray(keys, { maxLength: 11 }), fc.constantFrom('ann', 'bob', 'carol'), async (present, user) => {
-      const { handle, api } = await app();
-      if (present.length > 0) await pushAs(handle, 'acme', 'writer', present.map((key) => ({ name: 'put' as const, args: { key, value: key } })));
-      const pulled = await pullKeys(handle, 'acme', user);
-      const page = await api<ViewAsPage>(`view-as?space=acme&user=${user}&limit=100`);
-      expect(page.entries.map(({ key }) => key).toSorted()).toEqual(present.toSorted());
-      expect(page.entries.filter(({ received }) => received).map(({ key }) => key).toSorted()).toEqual(pulled.toSorted());
-      for (const entry of page.entries) if (entry.received) expect(page.prefixes).toContain(entry.because);
-      expect(page.received).toBe(pulled.length);
-    }), { numRuns: Math.min(RUNS, 100) });
+  it("marks exactly the keys that user's pull gets, each with the prefix that lets it through", async () => {
+    const keys = fc.constantFrom(
+      'list/1/a',
+      'list/1/b',
+      'list/10/a',
+      'list/1',
+      'list/2/a',
+      'list/12',
+      'member/ann/1',
+      'member/ann/2',
+      'member/bob/2',
+      'member/bob/10',
+      'other',
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(keys, { maxLength: 11 }), fc.constantFrom('ann', 'bob', 'carol'), async (present, user) => {
+        const { handle, api } = await app();
+        if (present.length > 0)
+          await pushAs(
+            handle,
+            'acme',
+            'writer',
+            present.map((key) => ({ name: 'put' as const, args: { key, value: key } })),
+          );
+        const pulled = await pullKeys(handle, 'acme', user);
+        const page = await api<ViewAsPage>(`view-as?space=acme&user=${user}&limit=100`);
+        expect(page.entries.map(({ key }) => key).toSorted()).toEqual(present.toSorted());
+        expect(
+          page.entries
+            .filter(({ received }) => received)
+            .map(({ key }) => key)
+            .toSorted(),
+        ).toEqual(pulled.toSorted());
+        for (const entry of page.entries) if (entry.received) expect(page.prefixes).toContain(entry.because);
+        expect(page.received).toBe(pulled.length);
+      }),
+      { numRuns: Math.min(RUNS, 100) },
+    );
   });
 
   it('shows a view that refuses, with its message', async () => {
@@ -125,7 +175,10 @@ describe('view as a user', () => {
 describe('live numbers and the feed', () => {
   it('count a push in its second, with its mutations and latency', async () => {
     const { handle, api } = await app();
-    await pushAs(handle, 'acme', 'ann', [{ name: 'put', args: { key: 'a', value: 1 } }, { name: 'put', args: { key: 'b', value: 1 } }]);
+    await pushAs(handle, 'acme', 'ann', [
+      { name: 'put', args: { key: 'a', value: 1 } },
+      { name: 'put', args: { key: 'b', value: 1 } },
+    ]);
     await pullKeys(handle, 'acme', 'ann');
     const live = await api<LivePage>('live');
     expect(live.seconds).toHaveLength(60);
@@ -147,24 +200,42 @@ describe('live numbers and the feed', () => {
 
 /** The keys a first pull of `user` gets. */
 async function pullKeys(handle: (request: Request) => Promise<Response>, space: string, user: string): Promise<string[]> {
-  const response = await handle(new Request(`${ORIGIN}/pull?space=${space}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body: JSON.stringify({ pullVersion: 1, clientGroupID: `pull-${user}`, cookie: null, profileID: 'p', schemaVersion: '' }) }));
+  const response = await handle(
+    new Request(`${ORIGIN}/pull?space=${space}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+      body: JSON.stringify({ pullVersion: 1, clientGroupID: `pull-${user}`, cookie: null, profileID: 'p', schemaVersion: '' }),
+    }),
+  );
   const body = (await response.json()) as { patch: Array<{ op: string; key?: string }> };
   return body.patch.filter(({ op }) => op === 'put').map(({ key }) => key!);
 }
 
 describe("a space's page", () => {
-  it('says what inspect says, read from the space\'s record and bounded: client groups past 1,000 are cut, said so', async () => {
+  it("says what inspect says, read from the space's record and bounded: client groups past 1,000 are cut, said so", async () => {
     const { ctx, handle, api } = await app();
     for (const user of ['ann', 'bob']) await pushAs(handle, 'acme', user, [{ name: 'put', args: { key: `k/${user}`, value: 1 } }]);
     await pushAs(handle, 'acme', 'ann', [{ name: 'put', args: { key: 'k/2', value: 2 } }]);
     const page = await api<SpacePage>('space?space=acme');
     const detail = await inspect(ctx, 'acme');
-    expect(page).toMatchObject({ version: detail.version, entries: detail.entries, bytes: detail.bytes, history: detail.history, clientGroups: 2, lastActivity: detail.lastActivity, groupsCut: false, schemaVersions: detail.schemaVersions, staging: [] });
+    expect(page).toMatchObject({
+      version: detail.version,
+      entries: detail.entries,
+      bytes: detail.bytes,
+      history: detail.history,
+      clientGroups: 2,
+      lastActivity: detail.lastActivity,
+      groupsCut: false,
+      schemaVersions: detail.schemaVersions,
+      staging: [],
+    });
     expect(page.groups).toEqual(detail.groups);
     expect(page.changes).toEqual({ from: 0, oldest: detail.changes!.oldest, checkpoints: [] });
     // Many groups: a store of its own, written through the backend door's pushes.
     const crowd = await app();
-    await Promise.all(Array.from({ length: 1_010 }, (_, i) => pushAs(crowd.handle, 'crowd', `u${String(i).padStart(4, '0')}`, [{ name: 'put', args: { key: 'k', value: i } }])));
+    await Promise.all(
+      Array.from({ length: 1_010 }, (_, i) => pushAs(crowd.handle, 'crowd', `u${String(i).padStart(4, '0')}`, [{ name: 'put', args: { key: 'k', value: i } }])),
+    );
     const crowded = await crowd.api<SpacePage>('space?space=crowd');
     expect(crowded.groupsCut).toBe(true);
     expect(crowded.groups).toHaveLength(1_000);

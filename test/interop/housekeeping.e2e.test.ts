@@ -54,7 +54,9 @@ it('an idle tab whose group expired recovers: ClientStateNotFound, a new group, 
   await back.mutate.put({ key: 'gc/again', value: 4 });
   await waitFor(async () => (await pendingCount(back)) === 0, { message: 'the new group to push' });
   // The client announces ClientStateNotFound itself, at error level; nothing else is an error.
-  expect(idle.logs.filter((entry) => entry.level === 'error').map(({ message }) => message.replace(/: \w+$/, ''))).toEqual(['Client state not found on server, clientGroupID']);
+  expect(idle.logs.filter((entry) => entry.level === 'error').map(({ message }) => message.replace(/: \w+$/, ''))).toEqual([
+    'Client state not found on server, clientGroupID',
+  ]);
   for (const rep of [other, back]) expect(rep.logs.filter((entry) => entry.level === 'error')).toEqual([]);
 });
 
@@ -95,10 +97,15 @@ it('a tab reopened months later never applies a mutation twice: mutation recover
     }
     const sent = recorder.requests.length;
     const reopened = tabs.open({ name, schemaVersion: '2', pullInterval: null });
-    const recovery = () => recorder.requests.slice(sent).filter((request) => request.url.endsWith('/push') && (request.body as { clientGroupID?: string })?.clientGroupID === group);
-    await waitFor(() => recovery().some((request) => request.status !== 'network-error' && request.responseText !== ''), { message: 'the new tab to recover the old group’s mutation' });
+    const recovery = () =>
+      recorder.requests.slice(sent).filter((request) => request.url.endsWith('/push') && (request.body as { clientGroupID?: string })?.clientGroupID === group);
+    await waitFor(() => recovery().some((request) => request.status !== 'network-error' && request.responseText !== ''), {
+      message: 'the new tab to recover the old group’s mutation',
+    });
     expect(await reopened.clientGroupID).not.toBe(group);
-    expect(recovery().map((request) => [(request.body as { mutations: Array<{ id: number }> }).mutations.map(({ id }) => id), request.status, request.responseText])).toEqual([[[1], 200, '{"error":"ClientStateNotFound"}']]);
+    expect(
+      recovery().map((request) => [(request.body as { mutations: Array<{ id: number }> }).mutations.map(({ id }) => id), request.status, request.responseText]),
+    ).toEqual([[[1], 200, '{"error":"ClientStateNotFound"}']]);
     expect(await serverData(laterServer.url, 'pay/')).toEqual({ 'pay/balance': 100 });
   } finally {
     recorder.restore();

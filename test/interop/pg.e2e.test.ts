@@ -24,7 +24,8 @@ if (url === undefined) {
   describeInterop('node on a pg Pool', ({ port = 0, requireAuth } = {}) => {
     const schema = `interop_pg_${process.pid}_${schemas.length}`;
     schemas.push(schema);
-    const authenticate = requireAuth === undefined ? undefined : (request: Request) => (request.headers.get('authorization') === requireAuth ? 'interop-user' : null);
+    const authenticate =
+      requireAuth === undefined ? undefined : (request: Request) => (request.headers.get('authorization') === requireAuth ? 'interop-user' : null);
     return serve(runtimeContext(postgresStorage(pool, { schema }), authenticate && { authenticate }), { port });
   });
 }

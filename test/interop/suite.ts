@@ -126,7 +126,7 @@ export function describeInterop(name: string, start: StartServer, options: Inter
       );
       await drained(reps);
       // Each group sees the others' writes; then one deletes a key another group wrote.
-      await waitFor(async () => (await reps[0]!.query((tx) => tx.has(`${p}doomed/1`))), { message: `group 0 to see group 1's ${p}doomed/1` });
+      await waitFor(async () => await reps[0]!.query((tx) => tx.has(`${p}doomed/1`)), { message: `group 0 to see group 1's ${p}doomed/1` });
       await reps[0]!.mutate.del({ key: `${p}doomed/1` });
       await drained(reps);
       const onServer = await serverData(server.url, p);
@@ -257,7 +257,8 @@ export function describeInterop(name: string, start: StartServer, options: Inter
         await drained([good]);
         expect(await snapshot(good, p)).toEqual({ [`${p}good`]: 1 });
         // Answered ones: a periodic pull may be in flight as this runs.
-        for (const request of recorder.from(good.clientID).filter(({ status }) => status !== 'pending')) expect([request.authorization, request.status]).toEqual(['Bearer t', 200]);
+        for (const request of recorder.from(good.clientID).filter(({ status }) => status !== 'pending'))
+          expect([request.authorization, request.status]).toEqual(['Bearer t', 200]);
 
         // A stale token is refused with 401, and the client then asks getAuth for a new one.
         let getAuthCalls = 0;
@@ -360,10 +361,15 @@ export function describeInterop(name: string, start: StartServer, options: Inter
             try {
               const group = await probe.clientGroupID;
               let first: { cookie?: unknown } | undefined;
-              await waitFor(() => (first = recorder!.from(probe.clientID).find((r) => r.url.endsWith('/pull') && (r.body as { clientGroupID?: string }).clientGroupID === group)?.body as never) !== undefined, {
-                timeout: 2_000,
-                message: 'the probe’s first pull',
-              });
+              await waitFor(
+                () =>
+                  (first = recorder!.from(probe.clientID).find((r) => r.url.endsWith('/pull') && (r.body as { clientGroupID?: string }).clientGroupID === group)
+                    ?.body as never) !== undefined,
+                {
+                  timeout: 2_000,
+                  message: 'the probe’s first pull',
+                },
+              );
               return first!.cookie !== null;
             } finally {
               await probe.close();
@@ -388,11 +394,19 @@ export function describeInterop(name: string, start: StartServer, options: Inter
         const reloaded = restartClients.open({ name, onClientStateNotFound: () => reloadedNotFound++ });
         await reloaded.mutate.put({ key: 'reload/x', value: 1 });
         const group = await reloaded.clientGroupID;
-        await waitFor(() => recorder!.from(reloaded.clientID).some((r) => r.url.endsWith('/pull') && (r.body as { clientGroupID?: string }).clientGroupID === group && r.status === 200), {
-          message: 'the reloaded instance’s first pull',
-        });
+        await waitFor(
+          () =>
+            recorder!
+              .from(reloaded.clientID)
+              .some((r) => r.url.endsWith('/pull') && (r.body as { clientGroupID?: string }).clientGroupID === group && r.status === 200),
+          {
+            message: 'the reloaded instance’s first pull',
+          },
+        );
         await new Promise((resolve) => setTimeout(resolve, 200));
-        const firstPull = recorder.from(reloaded.clientID).find((r) => r.url.endsWith('/pull') && (r.body as { clientGroupID?: string }).clientGroupID === group)!;
+        const firstPull = recorder
+          .from(reloaded.clientID)
+          .find((r) => r.url.endsWith('/pull') && (r.body as { clientGroupID?: string }).clientGroupID === group)!;
         expect(reloadedNotFound, `first pull ${JSON.stringify(firstPull.body)} was answered ${firstPull.responseText}`).toBe(0);
         await drained([reloaded], 3_000);
       } finally {

@@ -17,7 +17,9 @@ describe('viewsync inspect --quota-*', () => {
 
   it('shows the share of each bound a space uses', () => {
     const size = (bytes: number) => `${bytes} B`;
-    expect(quotaCell({ entries: 450, bytes: 50, history: 20, quota: { entries: 1000, bytes: 100 } }, size)).toBe('45% of 1,000 entries, 50% of 100 B, 20% of 100 B of history');
+    expect(quotaCell({ entries: 450, bytes: 50, history: 20, quota: { entries: 1000, bytes: 100 } }, size)).toBe(
+      '45% of 1,000 entries, 50% of 100 B, 20% of 100 B of history',
+    );
     expect(quotaCell({ entries: 450, bytes: 50, history: 20, quota: { bytes: 100, historyBytes: 400 } }, size)).toBe('50% of 100 B, 5% of 400 B of history');
     expect(quotaCell({ entries: 450, bytes: 50, history: 20, quota: { bytes: 100, historyBytes: false } }, size)).toBe('50% of 100 B');
     expect(quotaCell({ entries: 3, bytes: 50, history: 0, quota: { entries: 2 } }, size)).toBe('150% of 2 entries');

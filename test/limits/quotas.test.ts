@@ -38,7 +38,12 @@ onEveryStore('quotas', (store, create) => {
   describe(`quotas: ${store}`, () => {
     function context(quotas: SyncContext['quotas']) {
       const errors: Array<{ error: unknown; mutationID: number | undefined }> = [];
-      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, quotas, onError: (error, info) => errors.push({ error, mutationID: info.mutation?.id }) });
+      const ctx: SyncContext = createContext({
+        storage: create(),
+        mutators: testMutators,
+        quotas,
+        onError: (error, info) => errors.push({ error, mutationID: info.mutation?.id }),
+      });
       return { ctx, errors };
     }
     const put = (id: number, key: string, value: JSONValue) => mutation('c', id, 'put', { key, value });
@@ -54,7 +59,9 @@ onEveryStore('quotas', (store, create) => {
       expect(errors).toHaveLength(1);
       expect(errors[0]!.mutationID).toBe(3);
       expect(errors[0]!.error).toBeInstanceOf(QuotaExceededError);
-      expect(String((errors[0]!.error as Error).message)).toBe('QuotaExceeded: space "" would hold 3 entries, over its quota of 2 (quotas.entries); deletes and shrinking writes are still allowed');
+      expect(String((errors[0]!.error as Error).message)).toBe(
+        'QuotaExceeded: space "" would hold 3 entries, over its quota of 2 (quotas.entries); deletes and shrinking writes are still allowed',
+      );
     });
 
     it('a byte quota refuses a growing write and allows a shrinking one; keys and JSON values count in UTF-8', async () => {
@@ -104,47 +111,86 @@ onEveryStore('quotas', (store, create) => {
       expect(await counters(ctx.storage)).toEqual({ entries: 3, bytes: 13 });
       // ccc grows by 5 and d (1 + 4) is new: 23. Keys of different lengths, one of them new, so
       // that a value counted against the wrong key would give another sum.
-      await expect(transact(ctx, '', async (tx) => {
-        await tx.set('ccc', 'yyyyyyyy');
-        await tx.set('d', 'zz');
-      })).rejects.toThrow(/would hold 23 bytes of keys and values, over its quota of 20/);
+      await expect(
+        transact(ctx, '', async (tx) => {
+          await tx.set('ccc', 'yyyyyyyy');
+          await tx.set('d', 'zz');
+        }),
+      ).rejects.toThrow(/would hold 23 bytes of keys and values, over its quota of 20/);
     });
 
     it('counters (history too, with the change log on or off) equal a recount after any puts, overwrites and deletes, by pushes and backend calls', async () => {
       const key = fc.constantFrom('a', 'b', 'c', 'é', '🙂', 'd/1');
-      const value = fc.oneof(fc.integer(), fc.string({ unit: 'binary', maxLength: 8 }), fc.dictionary(fc.string({ maxLength: 3 }), fc.boolean(), { maxKeys: 3 }), fc.constant(null));
+      const value = fc.oneof(
+        fc.integer(),
+        fc.string({ unit: 'binary', maxLength: 8 }),
+        fc.dictionary(fc.string({ maxLength: 3 }), fc.boolean(), { maxKeys: 3 }),
+        fc.constant(null),
+      );
       const write = fc.oneof(fc.record({ key, value }), fc.record({ key, value: fc.constant(undefined) }));
       await fc.assert(
-        fc.asyncProperty(fc.array(fc.record({ by: fc.constantFrom('push', 'transact'), writes: fc.array(write, { minLength: 1, maxLength: 4 }) }), { maxLength: 8 }), fc.boolean(), async (steps, feed) => {
-          const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, onError: () => {}, ...(feed && { changes: {} }) });
-          let id = 0;
-          for (const { by, writes } of steps) {
-            if (by === 'transact') {
-              await transact(ctx, '', async (tx) => {
-                for (const w of writes) await (w.value === undefined ? tx.del(w.key) : tx.set(w.key, w.value));
-              });
-            } else {
-              await push(ctx, 'g', writes.map((w) => (w.value === undefined ? del(++id, w.key) : put(++id, w.key, w.value))));
+        fc.asyncProperty(
+          fc.array(fc.record({ by: fc.constantFrom('push', 'transact'), writes: fc.array(write, { minLength: 1, maxLength: 4 }) }), { maxLength: 8 }),
+          fc.boolean(),
+          async (steps, feed) => {
+            const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, onError: () => {}, ...(feed && { changes: {} }) });
+            let id = 0;
+            for (const { by, writes } of steps) {
+              if (by === 'transact') {
+                await transact(ctx, '', async (tx) => {
+                  for (const w of writes) await (w.value === undefined ? tx.del(w.key) : tx.set(w.key, w.value));
+                });
+              } else {
+                await push(
+                  ctx,
+                  'g',
+                  writes.map((w) => (w.value === undefined ? del(++id, w.key) : put(++id, w.key, w.value))),
+                );
+              }
             }
-          }
-          if (steps.length > 0) await expectExact(ctx);
-        }),
+            if (steps.length > 0) await expectExact(ctx);
+          },
+        ),
         { numRuns: store === 'memoryStorage' ? RUNS : Math.ceil(RUNS / 5) },
       );
     });
 
     it('counters stay exact through importSpace (replace and merge), events and housekeeping', async () => {
       const clock = { now: 1_800_000_000_000 };
-      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, clock: () => clock.now, retention: { tombstonesMs: 1_000, clientGroupsMs: 1_000, changesMs: 1_000 }, onError: () => {}, changes: {} });
+      const ctx: SyncContext = createContext({
+        storage: create(),
+        mutators: testMutators,
+        clock: () => clock.now,
+        retention: { tombstonesMs: 1_000, clientGroupsMs: 1_000, changesMs: 1_000 },
+        onError: () => {},
+        changes: {},
+      });
       await transact(ctx, '', async (tx) => void (await emit(tx, 'noted', { by: 'backend', é: '🙂' })));
       await push(ctx, 'g', [put(1, 'a', 'one'), put(2, 'b', { two: 2 }), put(3, 'c', 3)]);
       const dump = (entries: Array<[string, JSONValue]>) => [
         `{"viewsync":"space","format":2}\n${entries.map(([k, v]) => JSON.stringify({ key: k, value: v }) + '\n').join('')}{"viewsync":"end","entries":${entries.length}}\n`,
       ];
-      await importSpace(ctx, '', dump([['a', 'ONE!'], ['d', [1, 2]], ['é', 'x']]), { mode: 'replace' });
+      await importSpace(
+        ctx,
+        '',
+        dump([
+          ['a', 'ONE!'],
+          ['d', [1, 2]],
+          ['é', 'x'],
+        ]),
+        { mode: 'replace' },
+      );
       await expectExact(ctx);
       expect((await inspect(ctx, '')).entries).toBe(3);
-      await importSpace(ctx, '', dump([['a', 1], ['z', 'zz']]), { mode: 'merge' });
+      await importSpace(
+        ctx,
+        '',
+        dump([
+          ['a', 1],
+          ['z', 'zz'],
+        ]),
+        { mode: 'merge' },
+      );
       await expectExact(ctx);
       await push(ctx, 'g', [del(4, 'z')]);
       clock.now += 5_000;
@@ -159,7 +205,15 @@ onEveryStore('quotas', (store, create) => {
       const clock = { now: 1_800_000_000_000 };
       const errors: unknown[] = [];
       const MiB = 2 ** 20;
-      const ctx: SyncContext = createContext({ storage: create(), mutators: testMutators, clock: () => clock.now, changes: {}, quotas: { bytes: MiB }, retention: { changesMs: 1_000, tombstonesMs: 1_000 }, onError: (error) => errors.push(error) });
+      const ctx: SyncContext = createContext({
+        storage: create(),
+        mutators: testMutators,
+        clock: () => clock.now,
+        changes: {},
+        quotas: { bytes: MiB },
+        retention: { changesMs: 1_000, tombstonesMs: 1_000 },
+        onError: (error) => errors.push(error),
+      });
       const big = (n: number) => `${n}`.padEnd(200_000, '.');
       // The issue's case: 100 overwrites of one 200 KB key, each kept before and after in the log.
       for (let id = 1; id <= 100; id++) await push(ctx, 'g', [put(id, 'k', big(id))]);
@@ -169,7 +223,9 @@ onEveryStore('quotas', (store, create) => {
       // 200 KB, then 400 KB a write: the fourth would pass 1 MiB.
       expect(errors).toHaveLength(97);
       expect(errors[0]).toMatchObject({ name: 'QuotaExceededError', quota: 'historyBytes', limit: MiB });
-      expect(String((errors[0] as Error).message)).toMatch(/^QuotaExceeded: space "" would keep 1,4\d\d,\d\d\d bytes of history \(its change log's values before and after, and tombstones, kept until retention lets them go\), over its quota of 1,048,576 \(quotas.historyBytes\); deletes are still allowed/);
+      expect(String((errors[0] as Error).message)).toMatch(
+        /^QuotaExceeded: space "" would keep 1,4\d\d,\d\d\d bytes of history \(its change log's values before and after, and tombstones, kept until retention lets them go\), over its quota of 1,048,576 \(quotas.historyBytes\); deletes are still allowed/,
+      );
       // A new key adds to the history too: refused; a delete goes through.
       await push(ctx, 'g', [put(101, 'other', big(101).slice(0, 50_000)), del(102, 'k')]);
       expect(errors).toHaveLength(98);
@@ -186,7 +242,8 @@ onEveryStore('quotas', (store, create) => {
 
     it('tombstones are history with the log off: create-and-delete cycles stop at historyBytes; false lifts the bound', async () => {
       const cycle = async (ctx: SyncContext, from: number) => {
-        for (let i = 0; i < 20; i++) await push(ctx, 'g', [put(from + 2 * i + 1, `key-${i}`.padEnd(100, '-'), 1), del(from + 2 * i + 2, `key-${i}`.padEnd(100, '-'))]);
+        for (let i = 0; i < 20; i++)
+          await push(ctx, 'g', [put(from + 2 * i + 1, `key-${i}`.padEnd(100, '-'), 1), del(from + 2 * i + 2, `key-${i}`.padEnd(100, '-'))]);
       };
       const bounded = context({ historyBytes: 2_000 });
       await cycle(bounded.ctx, 0);
@@ -203,7 +260,13 @@ onEveryStore('quotas', (store, create) => {
     it('events a mutation emits count as history', async () => {
       const errors: unknown[] = [];
       const mutators = { ...testMutators, shout: async (tx: WriteTransaction, { size }: { size: number }) => emit(tx, 'shout', 'x'.repeat(size)) };
-      const ctx: SyncContext = createContext({ storage: create(), mutators, changes: {}, quotas: { historyBytes: 10_000 }, onError: (error) => errors.push(error) });
+      const ctx: SyncContext = createContext({
+        storage: create(),
+        mutators,
+        changes: {},
+        quotas: { historyBytes: 10_000 },
+        onError: (error) => errors.push(error),
+      });
       await push(ctx, 'g', [mutation('c', 1, 'shout', { size: 6_000 }), mutation('c', 2, 'shout', { size: 6_000 })]);
       expect(errors).toMatchObject([{ quota: 'historyBytes' }]);
       await expectExact(ctx);
@@ -213,10 +276,13 @@ onEveryStore('quotas', (store, create) => {
       const { ctx, errors } = context({ entries: 3 });
       await push(ctx, 'g', [put(1, 'a', 1), put(2, 'b', 2), put(3, 'c', 3)]);
       // As viewsync before counters left the meta record.
-      await ctx.storage.transaction(async (tx) => {
-        const { entries: _entries, bytes: _bytes, history: _history, ...old } = (await tx.get(new SpaceKeys('').meta)) as Meta;
-        await tx.put(new SpaceKeys('').meta, old);
-      }, { readOnly: false });
+      await ctx.storage.transaction(
+        async (tx) => {
+          const { entries: _entries, bytes: _bytes, history: _history, ...old } = (await tx.get(new SpaceKeys('').meta)) as Meta;
+          await tx.put(new SpaceKeys('').meta, old);
+        },
+        { readOnly: false },
+      );
       await push(ctx, 'g', [put(4, 'd', 4), del(5, 'a'), put(6, 'd', 4)]);
       expect(errors.map(({ mutationID }) => mutationID)).toEqual([4]);
       await expectExact(ctx);

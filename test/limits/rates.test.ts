@@ -10,7 +10,15 @@ import { countingStorage, mutation, post, pullBody, pushBody, testMutators } fro
 /** A context whose clock the test moves, authenticating the Authorization header as the user. */
 function context(rates: SyncOptions['rates'], overrides: Partial<SyncOptions> = {}) {
   const clock = { now: 1_800_000_000_000 };
-  const ctx: SyncContext = createContext({ storage: countingStorage({ count: 0 }), mutators: testMutators, rates, clock: () => clock.now, authenticate: (r) => r.headers.get('authorization') || 'anyone', onError: () => {}, ...overrides });
+  const ctx: SyncContext = createContext({
+    storage: countingStorage({ count: 0 }),
+    mutators: testMutators,
+    rates,
+    clock: () => clock.now,
+    authenticate: (r) => r.headers.get('authorization') || 'anyone',
+    onError: () => {},
+    ...overrides,
+  });
   return { ctx, clock };
 }
 
@@ -25,16 +33,26 @@ describe('rates', () => {
     ids = 0;
     // A burst of one second's worth: two pushes, then refusals.
     expect((await pushFrom(ctx, 'flood')).status).toBe(200);
-    const second = await handlePush(post('/push', pushBody('flood', [mutation('flood-c', 1, 'put', { key: 'k', value: 1 }), mutation('flood-c', 2, 'put', { key: 'k', value: 2 })]), { authorization: 'ann' }), ctx);
+    const second = await handlePush(
+      post('/push', pushBody('flood', [mutation('flood-c', 1, 'put', { key: 'k', value: 1 }), mutation('flood-c', 2, 'put', { key: 'k', value: 2 })]), {
+        authorization: 'ann',
+      }),
+      ctx,
+    );
     expect(second.status).toBe(200);
     const refused = await handlePush(post('/push', pushBody('flood', [mutation('flood-c', 3, 'put', { key: 'k', value: 3 })]), { authorization: 'ann' }), ctx);
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
-    expect(await refused.json()).toEqual({ error: 'TooManyRequests', message: expect.stringMatching(/This client group sent pushes faster than this server allows \(rates\.pushesPerSecond\)/) });
+    expect(await refused.json()).toEqual({
+      error: 'TooManyRequests',
+      message: expect.stringMatching(/This client group sent pushes faster than this server allows \(rates\.pushesPerSecond\)/),
+    });
     expect((await pushFrom(ctx, 'neighbour', 'bob')).status).toBe(200);
     expect((await pushFrom(ctx, 'neighbour2', 'ann')).status).toBe(200);
     clock.now += 500;
-    expect((await handlePush(post('/push', pushBody('flood', [mutation('flood-c', 3, 'put', { key: 'k', value: 3 })]), { authorization: 'ann' }), ctx)).status).toBe(200);
+    expect(
+      (await handlePush(post('/push', pushBody('flood', [mutation('flood-c', 3, 'put', { key: 'k', value: 3 })]), { authorization: 'ann' }), ctx)).status,
+    ).toBe(200);
   });
 
   it('Retry-After says when a token comes back, in whole seconds of at least 1', async () => {
@@ -51,7 +69,10 @@ describe('rates', () => {
     for (let i = 0; i < 5; i++) statuses.push((await pushFrom(ctx, `tab-${i}`, 'mallory')).status);
     expect(statuses).toEqual([200, 200, 200, 429, 429]);
     const refused = await pushFrom(ctx, 'tab-9', 'mallory');
-    expect(await refused.json()).toMatchObject({ error: 'TooManyRequests', message: expect.stringMatching(/^This user sent pushes .*rates\.userPushesPerSecond/) });
+    expect(await refused.json()).toMatchObject({
+      error: 'TooManyRequests',
+      message: expect.stringMatching(/^This user sent pushes .*rates\.userPushesPerSecond/),
+    });
     expect((await pushFrom(ctx, 'tab-0', 'alice')).status).toBe(200);
   });
 
@@ -74,7 +95,10 @@ describe('rates', () => {
     expect(statuses.filter((status) => status === 429)).toHaveLength(198);
     const refused = await pullFrom(ctx, 'invented-x', 'mallory');
     expect(refused.headers.get('retry-after')).toBe('1');
-    expect(await refused.json()).toMatchObject({ error: 'TooManyRequests', message: expect.stringMatching(/^This user sent pulls .*rates\.userPullsPerSecond/) });
+    expect(await refused.json()).toMatchObject({
+      error: 'TooManyRequests',
+      message: expect.stringMatching(/^This user sent pulls .*rates\.userPullsPerSecond/),
+    });
     expect((await pullFrom(ctx, 'mine', 'alice')).status).toBe(200);
     // Pushes have their own rates.
     expect((await pushFrom(ctx, 'invented-0', 'mallory')).status).toBe(200);

@@ -10,9 +10,13 @@ import { ROOT } from './packed.js';
 
 const json = (path: string) => JSON.parse(readFileSync(join(ROOT, path), 'utf8'));
 
-it("allowScripts names every package in the lock file with an install script, and only those", () => {
+it('allowScripts names every package in the lock file with an install script, and only those', () => {
   const { allowScripts } = json('package.json') as { allowScripts: Record<string, boolean> };
   const { packages } = json('package-lock.json') as { packages: Record<string, { hasInstallScript?: boolean }> };
-  const scripted = new Set(Object.entries(packages).filter(([, entry]) => entry.hasInstallScript).map(([path]) => path.split('node_modules/').at(-1)!));
+  const scripted = new Set(
+    Object.entries(packages)
+      .filter(([, entry]) => entry.hasInstallScript)
+      .map(([path]) => path.split('node_modules/').at(-1)!),
+  );
   expect(new Set(Object.keys(allowScripts))).toEqual(scripted);
 });

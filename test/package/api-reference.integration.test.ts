@@ -28,7 +28,14 @@ const api = text('docs/api.md');
 /** Every option of `SyncOptions`, with the fields of each object it may be (none for a function, a record, a list or the store). */
 function optionsOfType(): Map<string, string[]> {
   const file = join(ROOT, OPTIONS_ENTRY);
-  const program = ts.createProgram([file], { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, noEmit: true, skipLibCheck: true, types: [] });
+  const program = ts.createProgram([file], {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+  });
   const checker = program.getTypeChecker();
   const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!).find((symbol) => symbol.name === 'SyncOptions');
   expect(exported, `${OPTIONS_ENTRY} exports SyncOptions`).toBeDefined();
@@ -43,7 +50,10 @@ function optionsOfType(): Map<string, string[]> {
       return name !== 'Array' && name !== 'ReadonlyArray';
     });
     // The store is a seam of its own (docs/storage.md), not a bag of options.
-    options.set(option.name, option.name === 'storage' ? [] : [...new Set(objects.flatMap((kind) => checker.getPropertiesOfType(kind).map((field) => field.name)))]);
+    options.set(
+      option.name,
+      option.name === 'storage' ? [] : [...new Set(objects.flatMap((kind) => checker.getPropertiesOfType(kind).map((field) => field.name)))],
+    );
   }
   return options;
 }
@@ -67,7 +77,9 @@ describe('docs/api.md', () => {
     const rows = optionRows();
     const missing = [...options.keys()].filter((option) => !rows.has(option));
     const notOptions = [...rows.keys()].filter((row) => !options.has(row));
-    const fieldsLeftOut = [...options].flatMap(([option, fields]) => fields.filter((field) => rows.has(option) && !new RegExp(`\\b${field}\\b`).test(rows.get(option)!)).map((field) => `${option}.${field}`));
+    const fieldsLeftOut = [...options].flatMap(([option, fields]) =>
+      fields.filter((field) => rows.has(option) && !new RegExp(`\\b${field}\\b`).test(rows.get(option)!)).map((field) => `${option}.${field}`),
+    );
     expect({ missing, notOptions, fieldsLeftOut }).toEqual({ missing: [], notOptions: [], fieldsLeftOut: [] });
   });
 
@@ -77,10 +89,25 @@ describe('docs/api.md', () => {
     expect(paths).toEqual(expect.arrayContaining(['/pull', '/push', '/poke', '/poke-token', '/changes', '/history', '/health', '/_inspect']));
     // Each is served (anything but 404) by a context with every endpoint on, and a path that is none is not.
     const secret = 'a test secret of 32 characters or more, not real';
-    const ctx = createContext({ storage: memoryStorage(), mutators: {}, changes: { secret }, pokes: { tokenSecret: secret }, inspector: { secret }, authenticate: () => 'u', onError: () => {} });
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: {},
+      changes: { secret },
+      pokes: { tokenSecret: secret },
+      inspector: { secret },
+      authenticate: () => 'u',
+      onError: () => {},
+    });
     const status = async (path: string) => {
       const method = path === '/pull' || path === '/push' ? 'POST' : 'GET';
-      const response = await handleRequest(new Request(`http://localhost/api${path}${path === '/_inspect' ? '/' : ''}`, { method, headers: { 'content-type': 'application/json' }, ...(method === 'POST' && { body: '{}' }) }), ctx);
+      const response = await handleRequest(
+        new Request(`http://localhost/api${path}${path === '/_inspect' ? '/' : ''}`, {
+          method,
+          headers: { 'content-type': 'application/json' },
+          ...(method === 'POST' && { body: '{}' }),
+        }),
+        ctx,
+      );
       await response.body?.cancel();
       return response.status;
     };
@@ -105,7 +132,9 @@ describe("the full pull's cost", () => {
     // Every run of 100,000 entries against the memory store: bench:postgres's two, and bench:big-pull's tables.
     const postgres = [...(/^\| full pull of 100k entries \(10 MiB\) \|.*\*\*(\d\.\d+) \/ (\d\.\d+)x\*\*/m.exec(benchmarks) ?? []).slice(1)].map(Number);
     const runs = (store: string) => [
-      ...[...benchmarks.matchAll(new RegExp(`^\\| ${store} \\| 100,000 \\|.*\\| (\\d\\.\\d+)x \\(\\d\\.\\d+x\\) \\|$`, 'gm'))].map(([, ratio]) => Number(ratio)),
+      ...[...benchmarks.matchAll(new RegExp(`^\\| ${store} \\| 100,000 \\|.*\\| (\\d\\.\\d+)x \\(\\d\\.\\d+x\\) \\|$`, 'gm'))].map(([, ratio]) =>
+        Number(ratio),
+      ),
       ...[...benchmarks.matchAll(new RegExp(`^\\s+\\| ${store} \\| \\d+ ms \\| (\\d\\.\\d+)x \\|`, 'gm'))].map(([, ratio]) => Number(ratio)),
     ];
     const pg = [...postgres, ...runs('PostgreSQL')];
@@ -113,7 +142,10 @@ describe("the full pull's cost", () => {
     expect([pg.length, sqlite.length]).toEqual([4, 2]);
     const range = (ratios: number[]) => `${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x`;
     const quoted = {
-      readme: text('README.md').split('\n').find((line) => line.startsWith('| full pull of 100k entries |')) ?? '',
+      readme:
+        text('README.md')
+          .split('\n')
+          .find((line) => line.startsWith('| full pull of 100k entries |')) ?? '',
       knownLimits: /^- A full pull of 100k entries takes[\s\S]*?(?=\n- )/m.exec(text('docs/known-limits.md'))?.[0] ?? '',
       benchmarks: /^\*\*The full pull's cost, as README[\s\S]*?\n\n/m.exec(benchmarks)?.[0] ?? '',
     };

@@ -11,10 +11,22 @@ import { describe, expect, it } from 'vitest';
 const dist = new URL('../../dist/', import.meta.url).pathname;
 
 async function roundTrip(api: typeof import('../../src/index.js')) {
-  const ctx = api.createContext({ storage: api.memoryStorage(), mutators: { put: (tx: import('../../src/index.js').WriteTransaction, a: { key: string }) => tx.set(a.key, 1) } });
+  const ctx = api.createContext({
+    storage: api.memoryStorage(),
+    mutators: { put: (tx: import('../../src/index.js').WriteTransaction, a: { key: string }) => tx.set(a.key, 1) },
+  });
   const request = (path: string, body: unknown) =>
     new Request(`http://x${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  await api.handleRequest(request('/push', { pushVersion: 1, clientGroupID: 'g', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'c', id: 1, name: 'put', args: { key: 'k' } }] }), ctx);
+  await api.handleRequest(
+    request('/push', {
+      pushVersion: 1,
+      clientGroupID: 'g',
+      profileID: 'p',
+      schemaVersion: '',
+      mutations: [{ clientID: 'c', id: 1, name: 'put', args: { key: 'k' } }],
+    }),
+    ctx,
+  );
   return (await api.handleRequest(request('/pull', { pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }), ctx)).json();
 }
 

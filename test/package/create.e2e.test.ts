@@ -47,7 +47,20 @@ describe('npm create viewsync', () => {
   it('is a package of its own: the viewsync tarball leaves it out', () => {
     expect(execFileSync('tar', ['tzf', tarball()], { encoding: 'utf8' })).not.toContain('create-viewsync');
     expect(execFileSync('tar', ['tzf', starter], { encoding: 'utf8' }).split('\n').filter(Boolean).sort()).toEqual(
-      ['index.js', 'package.json', 'README.md', 'template/client.ts', 'template/gitignore', 'template/index.html', 'template/mutators.ts', 'template/README.md', 'template/server.ts', 'template/tsconfig.json'].map((file) => `package/${file}`).sort(),
+      [
+        'index.js',
+        'package.json',
+        'README.md',
+        'template/client.ts',
+        'template/gitignore',
+        'template/index.html',
+        'template/mutators.ts',
+        'template/README.md',
+        'template/server.ts',
+        'template/tsconfig.json',
+      ]
+        .map((file) => `package/${file}`)
+        .sort(),
     );
   });
 
@@ -69,7 +82,16 @@ describe('npm create viewsync', () => {
     expect(code, output).toBe(0);
     expect(output).toContain('cd my-viewsync-app && npm install && npm run dev');
     app = join(parent, 'my-viewsync-app');
-    expect(readdirSync(app).sort()).toEqual(['.gitignore', 'README.md', 'client.ts', 'index.html', 'mutators.ts', 'package.json', 'server.ts', 'tsconfig.json']);
+    expect(readdirSync(app).sort()).toEqual([
+      '.gitignore',
+      'README.md',
+      'client.ts',
+      'index.html',
+      'mutators.ts',
+      'package.json',
+      'server.ts',
+      'tsconfig.json',
+    ]);
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
     expect(manifest).toMatchObject({ name: 'my-viewsync-app', type: 'module', scripts: { dev: 'tsx watch server.ts', start: 'tsx server.ts' } });
     expect(Object.keys(manifest.dependencies).sort()).toEqual(['esbuild', 'replicache', 'tsx', 'valibot', 'viewsync']);
@@ -78,7 +100,9 @@ describe('npm create viewsync', () => {
     const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(semver.satisfies(root.version, manifest.dependencies.viewsync), `viewsync ${root.version} in ${manifest.dependencies.viewsync}`).toBe(true);
     // But @types/node, which follows the starter's Node floor, not the Node this repository types against.
-    const others = Object.entries<string>({ ...manifest.dependencies, ...manifest.devDependencies }).filter(([name]) => name !== 'viewsync' && name !== '@types/node');
+    const others = Object.entries<string>({ ...manifest.dependencies, ...manifest.devDependencies }).filter(
+      ([name]) => name !== 'viewsync' && name !== '@types/node',
+    );
     for (const [name, range] of others) {
       const { version } = JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
       expect(semver.satisfies(version, range), `${name} ${version} in ${range}`).toBe(true);
@@ -86,14 +110,16 @@ describe('npm create viewsync', () => {
     expect(readFileSync(join(app, '.gitignore'), 'utf8')).toMatch(/^data\/$/m);
   }, 60_000);
 
-  it('installs with npm, the packed viewsync in place of the registry\'s, and type-checks (strict, no skipLibCheck)', async () => {
+  it("installs with npm, the packed viewsync in place of the registry's, and type-checks (strict, no skipLibCheck)", async () => {
     expect(app, 'the test above wrote the project').not.toBe('');
     const installed = await runCommand('npm', ['install', tarball()], { cwd: app, env: npmEnv });
     expect(installed.code, installed.output).toBe(0);
     // Every install script in the app's tree is one its allowScripts names (npm 11 warns of others).
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as { allowScripts: Record<string, boolean> };
     const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
-    const scripted = Object.entries(lock.packages).filter(([, entry]) => entry.hasInstallScript).map(([path]) => path.split('node_modules/').at(-1)!);
+    const scripted = Object.entries(lock.packages)
+      .filter(([, entry]) => entry.hasInstallScript)
+      .map(([path]) => path.split('node_modules/').at(-1)!);
     expect([...new Set(scripted)].sort()).toEqual(Object.keys(manifest.allowScripts).sort());
     const typecheck = await runCommand('npm', ['run', 'typecheck'], { cwd: app });
     expect(typecheck.code, typecheck.output).toBe(0);
@@ -161,7 +187,12 @@ describe('npm create viewsync', () => {
 
 /** Starts `npm run dev` (or another of the app's scripts) on a free port, as `server` and `url`. */
 async function startApp(script: 'dev' | 'start' = 'dev'): Promise<void> {
-  server = await startCommand('npm', ['run', script], { cwd: app, env: { PORT: String(await freePort()) }, ready: /viewsync app on (http:\S+)/, timeoutMs: 60_000 });
+  server = await startCommand('npm', ['run', script], {
+    cwd: app,
+    env: { PORT: String(await freePort()) },
+    ready: /viewsync app on (http:\S+)/,
+    timeoutMs: 60_000,
+  });
   url = new URL(server.match[1]!);
 }
 

@@ -10,9 +10,15 @@ import { ROOT } from './packed.js';
  * GitHub names it), the index links every page, and the API reference's export tables name every
  * export of every entry point, and nothing else. Reads the sources only: no build, no package.
  */
-const pages = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)].filter((page) =>
-  existsSync(join(ROOT, page)),
-);
+const pages = [
+  'README.md',
+  'CONTRIBUTING.md',
+  'CHANGELOG.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+].filter((page) => existsSync(join(ROOT, page)));
 const text = (page: string) => readFileSync(join(ROOT, page), 'utf8');
 
 /** The lines of a page outside fenced code blocks. */
@@ -54,7 +60,9 @@ function links(page: string): string[] {
 
 describe('the documentation', () => {
   it('has its pages', () => {
-    expect(pages).toEqual(expect.arrayContaining(['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'docs/README.md', 'docs/api.md', 'docs/troubleshooting.md', 'docs/stability.md']));
+    expect(pages).toEqual(
+      expect.arrayContaining(['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'docs/README.md', 'docs/api.md', 'docs/troubleshooting.md', 'docs/stability.md']),
+    );
   });
 
   it.each(pages)('%s: every relative link reaches a file, and every #anchor a heading there', (page) => {
@@ -93,7 +101,13 @@ describe('the documentation', () => {
         return [subpath === '.' ? 'viewsync' : `viewsync/${name}`, entries[name]!];
       }),
     );
-    const program = ts.createProgram(Object.values(sources), { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, noEmit: true, types: ['node'] });
+    const program = ts.createProgram(Object.values(sources), {
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      noEmit: true,
+      types: ['node'],
+    });
     const checker = program.getTypeChecker();
 
     // The tables: one per entry point, under "### `viewsync/…`" in "## Every export, by entry point".
@@ -117,7 +131,11 @@ describe('the documentation', () => {
       expect(source, file).toBeDefined();
       const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(source!)!).map((symbol) => symbol.name);
       const listed = documented.get(entry)!;
-      expect({ entry, missing: exported.filter((name) => !listed.has(name)).sort(), notExported: [...listed].filter((name) => !exported.includes(name)).sort() }).toEqual({ entry, missing: [], notExported: [] });
+      expect({
+        entry,
+        missing: exported.filter((name) => !listed.has(name)).sort(),
+        notExported: [...listed].filter((name) => !exported.includes(name)).sort(),
+      }).toEqual({ entry, missing: [], notExported: [] });
     }
   });
 });

@@ -39,7 +39,7 @@ describe('the supported Node floor', () => {
     expect(readFileSync(join(ROOT, 'docs', 'production.md'), 'utf8')).toContain(`\`engines\`: \`${manifest.engines.node}\``);
   });
 
-  it('covers every Node release CI tests on besides the machine\'s own', () => {
+  it("covers every Node release CI tests on besides the machine's own", () => {
     const releases = Object.values(lts.devDependencies).map((spec) => spec.replace(/^npm:node@/, ''));
     expect(releases.length).toBeGreaterThan(0);
     for (const release of releases) expect(semver.satisfies(release, manifest.engines.node), release).toBe(true);

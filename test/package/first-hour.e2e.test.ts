@@ -41,12 +41,19 @@ describe.skipIf(!hasNodeSQLite)('npm start with no native build', () => {
     const url = new URL(server.match[1]!);
     expect(server.output()).toContain(`SQLite store: ${join(data, 'todo.db')}`);
     // Nothing that reads as an error: Node 22's ExperimentalWarning for node:sqlite is silenced.
-    const printed = server.output().split('\n').filter((line) => !line.startsWith('>'));
+    const printed = server
+      .output()
+      .split('\n')
+      .filter((line) => !line.startsWith('>'));
     expect(printed.filter((line) => /warning|error/i.test(line))).toEqual([]);
     const page = await fetch(url);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('todoapp');
-    const pull = await fetch(new URL('api/pull', url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }) });
+    const pull = await fetch(new URL('api/pull', url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' }),
+    });
     expect(pull.status, await pull.clone().text()).toBe(200);
     expect(await pull.json()).toMatchObject({ lastMutationIDChanges: {}, patch: expect.any(Array) });
     expect(existsSync(join(data, 'todo.db'))).toBe(true);

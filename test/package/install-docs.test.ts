@@ -25,7 +25,10 @@ describe('the version', () => {
   it('is taken by the pins the starter writes and the demo declares', () => {
     const starter = /\bviewsync: '([^']+)'/.exec(readFileSync(join(ROOT, 'create-viewsync', 'index.js'), 'utf8'))?.[1];
     const demo = (json('examples/todo/package.json') as { dependencies: Record<string, string> }).dependencies.viewsync;
-    for (const [who, range] of [['the starter', starter], ['examples/todo', demo]] as const) {
+    for (const [who, range] of [
+      ['the starter', starter],
+      ['examples/todo', demo],
+    ] as const) {
       expect(range, who).toBeDefined();
       expect(semver.satisfies(version, range!), `${who} pins ${range}, which ${version} is not in`).toBe(true);
     }

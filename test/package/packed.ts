@@ -34,7 +34,9 @@ export function userProject(dependencies: readonly string[] = [], files: Record<
     symlinkSync(join(ROOT, 'node_modules', name), join(modules, name), 'dir');
   }
   // Listed as a user's would be: Deno resolves bare imports through package.json.
-  const listed = Object.fromEntries(['viewsync', ...RUNTIME_DEPENDENCIES, ...dependencies.filter((name) => !name.startsWith('@types'))].map((name) => [name, '*']));
+  const listed = Object.fromEntries(
+    ['viewsync', ...RUNTIME_DEPENDENCIES, ...dependencies.filter((name) => !name.startsWith('@types'))].map((name) => [name, '*']),
+  );
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module', dependencies: listed }));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;

@@ -35,7 +35,7 @@ it('pastes every block of the Quick start: these and no others', () => {
   for (const file of ['mutators.ts', 'server.ts', 'client.ts']) expect(snippet(file), file).toBeDefined();
 });
 
-it('the Quick start works as written: a new folder, the README\'s commands in order, its files pasted', async () => {
+it("the Quick start works as written: a new folder, the README's commands in order, its files pasted", async () => {
   const setup = block('setup');
   const project = /^mkdir (\S+)/m.exec(setup)?.[1];
   expect(project, 'the setup block makes the project folder').toBeDefined();
@@ -58,47 +58,56 @@ it('the Quick start works as written: a new folder, the README\'s commands in or
   dir = folder;
 }, 180_000);
 
-it.skipIf(!hasChromium("the Quick start's page in a browser"))('its page, served by the README\'s one command, syncs what is typed in one browser to another', async () => {
-  expect(dir, 'the test above installed the project and started its server').toBeDefined();
-  writeFileSync(join(dir!, 'index.html'), block('index.html'));
-  const client = snippet('client.ts')!;
-  expect(client).toContain('http://localhost:8787');
-  writeFileSync(join(dir!, 'client.ts'), client.replaceAll('localhost:8787', `localhost:${serverPort}`));
+it.skipIf(!hasChromium("the Quick start's page in a browser"))(
+  "its page, served by the README's one command, syncs what is typed in one browser to another",
+  async () => {
+    expect(dir, 'the test above installed the project and started its server').toBeDefined();
+    writeFileSync(join(dir!, 'index.html'), block('index.html'));
+    const client = snippet('client.ts')!;
+    expect(client).toContain('http://localhost:8787');
+    writeFileSync(join(dir!, 'client.ts'), client.replaceAll('localhost:8787', `localhost:${serverPort}`));
 
-  const command = block('page').trim();
-  expect(command.split('\n')).toHaveLength(1);
-  const readmePort = /--serve=(\d+)/.exec(command)?.[1];
-  expect(readme).toContain(`http://localhost:${readmePort}/`);
-  const pagePort = await freePort();
-  const page = await startCommand('bash', ['-c', `exec ${command.replace(`--serve=${readmePort}`, `--serve=${pagePort}`)}`], { cwd: dir!, ready: /Local:\s+http/, timeoutMs: 60_000, openStdin: true });
-  running.push(page);
+    const command = block('page').trim();
+    expect(command.split('\n')).toHaveLength(1);
+    const readmePort = /--serve=(\d+)/.exec(command)?.[1];
+    expect(readme).toContain(`http://localhost:${readmePort}/`);
+    const pagePort = await freePort();
+    const page = await startCommand('bash', ['-c', `exec ${command.replace(`--serve=${readmePort}`, `--serve=${pagePort}`)}`], {
+      cwd: dir!,
+      ready: /Local:\s+http/,
+      timeoutMs: 60_000,
+      openStdin: true,
+    });
+    running.push(page);
 
-  const browser = await launchChromium();
-  try {
-    const errors: string[] = [];
-    // Two contexts: two client groups, as two browsers are.
-    const open = async (name: string) => {
-      const tab = await (await browser.newContext()).newPage();
-      tab.on('console', (message) => void (message.type() === 'error' && errors.push(`${name}: ${message.text()}`)));
-      tab.on('pageerror', (error) => errors.push(`${name}: ${error.message}`));
-      await tab.goto(`http://localhost:${pagePort}/`);
-      return tab;
-    };
-    const [a, b] = [await open('A'), await open('B')];
-    const shown = (tab: Page) => tab.locator('output').textContent();
-    // Within this, or the poke (or the pull after it) went missing: the client's own pull comes each 60 s.
-    const soon = { timeout: 10_000, interval: 50 };
+    const browser = await launchChromium();
+    try {
+      const errors: string[] = [];
+      // Two contexts: two client groups, as two browsers are.
+      const open = async (name: string) => {
+        const tab = await (await browser.newContext()).newPage();
+        tab.on('console', (message) => void (message.type() === 'error' && errors.push(`${name}: ${message.text()}`)));
+        tab.on('pageerror', (error) => errors.push(`${name}: ${error.message}`));
+        await tab.goto(`http://localhost:${pagePort}/`);
+        return tab;
+      };
+      const [a, b] = [await open('A'), await open('B')];
+      const shown = (tab: Page) => tab.locator('output').textContent();
+      // Within this, or the poke (or the pull after it) went missing: the client's own pull comes each 60 s.
+      const soon = { timeout: 10_000, interval: 50 };
 
-    await type(a, 'typed on A');
-    await expect.poll(() => shown(b), soon).toBe('typed on A');
-    expect(await shown(a)).toBe('typed on A');
-    await type(b, 'and then on B');
-    await expect.poll(() => shown(a), soon).toBe('and then on B');
-    expect(errors).toEqual([]);
-  } finally {
-    await browser.close();
-  }
-}, 120_000);
+      await type(a, 'typed on A');
+      await expect.poll(() => shown(b), soon).toBe('typed on A');
+      expect(await shown(a)).toBe('typed on A');
+      await type(b, 'and then on B');
+      await expect.poll(() => shown(a), soon).toBe('and then on B');
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  },
+  120_000,
+);
 
 /** What a user does: types into the page's field and presses Enter. */
 async function type(page: Page, text: string): Promise<void> {

@@ -33,14 +33,30 @@ import { ROOT, userProject } from './packed.js';
  */
 const run = promisify(execFile);
 // README.md first: its Quick start holds the Node server that the `client` snippets run against.
-const pages = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]
+const pages = [
+  'README.md',
+  'CONTRIBUTING.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+]
   .filter((page) => existsSync(join(ROOT, page)))
   .map((page) => ({ page, text: readFileSync(join(ROOT, page), 'utf8') }));
 const snippets = pages.flatMap(({ page, text }) =>
-  [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([\s\S]*?)```\n/g)].map(([, file, runner, language, code]) => ({ page, file: file!, runner: runner!, language: language!, code: code! })),
+  [...text.matchAll(/<!-- snippet: (\S+) (\S+) -->\n```(\w+)\n([\s\S]*?)```\n/g)].map(([, file, runner, language, code]) => ({
+    page,
+    file: file!,
+    runner: runner!,
+    language: language!,
+    code: code!,
+  })),
 );
 const OTEL = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'];
-const dir = userProject(['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', 'ws', ...OTEL], Object.fromEntries(snippets.map(({ file, code }) => [file, code])));
+const dir = userProject(
+  ['replicache', 'fake-indexeddb', '@types', 'better-sqlite3', 'postgres', 'fast-check', 'ws', ...OTEL],
+  Object.fromEntries(snippets.map(({ file, code }) => [file, code])),
+);
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 const byRunner = (runner: string) => snippets.filter((snippet) => snippet.runner === runner);
 
@@ -51,7 +67,12 @@ afterEach(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function start(command: string, args: string[], port: number, ready: RegExp, env: Record<string, string> = {}): Promise<Started> {
-  const started = await startCommand(command, args, { cwd: dir, env: { PORT: String(port), WRANGLER_SEND_METRICS: 'false', DENO_NO_UPDATE_CHECK: '1', ...env }, ready, timeoutMs: 60_000 });
+  const started = await startCommand(command, args, {
+    cwd: dir,
+    env: { PORT: String(port), WRANGLER_SEND_METRICS: 'false', DENO_NO_UPDATE_CHECK: '1', ...env },
+    ready,
+    timeoutMs: 60_000,
+  });
   running.push(started);
   return started;
 }
@@ -63,7 +84,8 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
       const fenced = [...text.matchAll(/```(ts|toml|js|tsx)\n/g)].length;
       expect(snippets.filter((snippet) => snippet.page === page).length, page).toBe(fenced);
     }
-    for (const runner of ['module', 'node', 'node-otel', 'node-postgres', 'node-test', 'browser', 'fetch', 'deno', 'bun', 'wrangler', 'config']) expect(byRunner(runner), runner).not.toEqual([]);
+    for (const runner of ['module', 'node', 'node-otel', 'node-postgres', 'node-test', 'browser', 'fetch', 'deno', 'bun', 'wrangler', 'config'])
+      expect(byRunner(runner), runner).not.toEqual([]);
   });
 
   it('names a file of its own in every snippet: the pages share one project', () => {
@@ -77,7 +99,22 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
     // whose types a Node project has not: running them in their runtime, below, is their test.
     const files = snippets.filter(({ language, runner }) => language === 'ts' && runner !== 'deno' && runner !== 'bun').map(({ file }) => file);
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const args = ['--strict', '--noEmit', '--allowImportingTsExtensions', '--target', 'es2022', '--lib', 'es2022,dom,dom.iterable', '--types', 'node', '--module', 'nodenext', '--moduleResolution', 'nodenext', ...files];
+    const args = [
+      '--strict',
+      '--noEmit',
+      '--allowImportingTsExtensions',
+      '--target',
+      'es2022',
+      '--lib',
+      'es2022,dom,dom.iterable',
+      '--types',
+      'node',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      ...files,
+    ];
     const result = await run(process.execPath, [tsc, ...args], { cwd: dir }).catch((error: { stdout: string }) => error);
     expect(result.stdout).toBe('');
   });
@@ -120,54 +157,69 @@ describe('the snippets of README.md, CONTRIBUTING.md and docs/*.md', () => {
     await expect.poll(() => view(port), { timeout: 15_000, interval: 100 }).toEqual({ hello: 'world' });
   });
 
-  it.runIf(process.env.DATABASE_URL).each(byRunner('node-postgres').map(({ file }) => file))('%s serves in Node on PostgreSQL (a database of its own)', async (file) => {
-    const admin = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 1 });
-    const database = `readme_${process.pid}`;
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.unsafe(`CREATE DATABASE ${database}`);
-    try {
-      const url = new URL(process.env.DATABASE_URL!);
-      url.pathname = `/${database}`;
-      const port = await freePort();
-      const started = await start(bin('tsx'), [file], port, /push:/, { DATABASE_URL: url.href });
-      await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
-      // A second one on the same port: one line saying so, not an EADDRINUSE stack.
-      const second = await runCommand(bin('tsx'), [file], { cwd: dir, env: { DATABASE_URL: url.href, PORT: String(port) } });
-      expect(second.code).not.toBe(0);
-      expect(second.output.trim()).toBe(`Port ${port} is in use: set PORT to another`);
-      await started.stop();
-    } finally {
+  it.runIf(process.env.DATABASE_URL).each(byRunner('node-postgres').map(({ file }) => file))(
+    '%s serves in Node on PostgreSQL (a database of its own)',
+    async (file) => {
+      const admin = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 1 });
+      const database = `readme_${process.pid}`;
       await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
-    }
-  });
-
-  it.each(byRunner('node-postgres').map(({ file }) => file))('%s with DATABASE_URL unset, refused, or naming a server that is not PostgreSQL: exits at startup saying what to check', async (file) => {
-    const notPostgres = createServer((_request, response) => response.end('not PostgreSQL')).listen(0, '127.0.0.1');
-    await new Promise((resolve) => notPostgres.once('listening', resolve));
-    try {
-      // With about what each takes here on 2 cores under a load of 5 (1.6 to 2.1 s of tsx's
-      // start-up; 11.9 s with the example's 10 s wait).
-      const cases: Array<[Record<string, string>, RegExp, number]> = [
-        [{}, /Set DATABASE_URL/, 2_000],
-        [{ DATABASE_URL: `postgres://u@127.0.0.1:${await freePort()}/app` }, /ECONNREFUSED/, 2_000],
-        [{ DATABASE_URL: `postgres://u@127.0.0.1:${(notPostgres.address() as AddressInfo).port}/app` }, /PostgreSQL did not answer within 10 s: check the database URL/, 12_000],
-      ];
-      for (const [env, expected, took] of cases) {
-        const started = performance.now();
-        const { code, output } = await runCommand('env', ['-u', 'DATABASE_URL', ...Object.entries(env).map(([name, value]) => `${name}=${value}`), bin('tsx'), file], { cwd: dir });
-        expect(code, output).not.toBe(0);
-        expect(output).toMatch(expected);
-        expect(output).not.toContain('push:');
-        // One line, not a driver's error object or a stack trace.
-        expect(output.trim().split('\n'), output).toHaveLength(1);
-        // Only catches a hang, or a wait far past the example's 10 s: ten times what it took here.
-        expect(performance.now() - started).toBeLessThan(took * 10);
+      await admin.unsafe(`CREATE DATABASE ${database}`);
+      try {
+        const url = new URL(process.env.DATABASE_URL!);
+        url.pathname = `/${database}`;
+        const port = await freePort();
+        const started = await start(bin('tsx'), [file], port, /push:/, { DATABASE_URL: url.href });
+        await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
+        // A second one on the same port: one line saying so, not an EADDRINUSE stack.
+        const second = await runCommand(bin('tsx'), [file], { cwd: dir, env: { DATABASE_URL: url.href, PORT: String(port) } });
+        expect(second.code).not.toBe(0);
+        expect(second.output.trim()).toBe(`Port ${port} is in use: set PORT to another`);
+        await started.stop();
+      } finally {
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+        await admin.end();
       }
-    } finally {
-      notPostgres.close();
-    }
-  }, 240_000);
+    },
+  );
+
+  it.each(byRunner('node-postgres').map(({ file }) => file))(
+    '%s with DATABASE_URL unset, refused, or naming a server that is not PostgreSQL: exits at startup saying what to check',
+    async (file) => {
+      const notPostgres = createServer((_request, response) => response.end('not PostgreSQL')).listen(0, '127.0.0.1');
+      await new Promise((resolve) => notPostgres.once('listening', resolve));
+      try {
+        // With about what each takes here on 2 cores under a load of 5 (1.6 to 2.1 s of tsx's
+        // start-up; 11.9 s with the example's 10 s wait).
+        const cases: Array<[Record<string, string>, RegExp, number]> = [
+          [{}, /Set DATABASE_URL/, 2_000],
+          [{ DATABASE_URL: `postgres://u@127.0.0.1:${await freePort()}/app` }, /ECONNREFUSED/, 2_000],
+          [
+            { DATABASE_URL: `postgres://u@127.0.0.1:${(notPostgres.address() as AddressInfo).port}/app` },
+            /PostgreSQL did not answer within 10 s: check the database URL/,
+            12_000,
+          ],
+        ];
+        for (const [env, expected, took] of cases) {
+          const started = performance.now();
+          const { code, output } = await runCommand(
+            'env',
+            ['-u', 'DATABASE_URL', ...Object.entries(env).map(([name, value]) => `${name}=${value}`), bin('tsx'), file],
+            { cwd: dir },
+          );
+          expect(code, output).not.toBe(0);
+          expect(output).toMatch(expected);
+          expect(output).not.toContain('push:');
+          // One line, not a driver's error object or a stack trace.
+          expect(output.trim().split('\n'), output).toHaveLength(1);
+          // Only catches a hang, or a wait far past the example's 10 s: ten times what it took here.
+          expect(performance.now() - started).toBeLessThan(took * 10);
+        }
+      } finally {
+        notPostgres.close();
+      }
+    },
+    240_000,
+  );
 
   it.each(byRunner('node-test').map(({ file }) => file))('%s passes under node:test', async (file) => {
     const { code, output } = await runCommand(bin('tsx'), ['--test', file], { cwd: dir });
@@ -216,7 +268,11 @@ function freshDatabaseFiles(): void {
 
 /** The server's whole view, by a full pull of a group of its own. */
 async function view(port: number): Promise<Record<string, unknown>> {
-  const response = await fetch(`http://127.0.0.1:${port}/pull`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pullBody('reader', null)) });
+  const response = await fetch(`http://127.0.0.1:${port}/pull`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(pullBody('reader', null)),
+  });
   const { patch } = (await response.json()) as { patch: Array<{ op: string; key?: string; value?: unknown }> };
   return Object.fromEntries(patch.filter((op) => op.op === 'put').map((op) => [op.key, op.value]));
 }

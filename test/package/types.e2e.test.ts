@@ -88,24 +88,48 @@ const MODES = [
 
 // Each check takes seconds (without skipLibCheck, tsc checks valibot's and Node's declarations too).
 describe.concurrent('the packed package in a strict project without skipLibCheck', () => {
-  it.each(MODES)('TypeScript %s, module %s, moduleResolution %s', async (version, module, moduleResolution) => {
-    const dir = userProject(['replicache', '@types', 'postgres'], { 'consumer.ts': CONSUMER });
-    if (module === 'commonjs') writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true }));
-    const tsc = join(ROOT, 'node_modules', version === '5.4' ? 'oldest-typescript' : 'typescript', 'bin', 'tsc');
-    // better-sqlite3's own types need esModuleInterop for a default import from CommonJS.
-    const interop = module === 'commonjs' ? ['--esModuleInterop'] : [];
-    const args = [...interop, '--strict', '--noEmit', '--target', 'es2022', '--lib', 'es2022,dom,dom.iterable', '--types', 'node', '--module', module, '--moduleResolution', moduleResolution, 'consumer.ts'];
-    const result = await run(process.execPath, [tsc, ...args], { cwd: dir }).catch((error: { stdout: string }) => error);
-    expect(result.stdout).toBe('');
-    // Four compiles at once on 2 cores: about 30 s each on a quiet machine, twice that on a busy one.
-  }, 180_000);
+  it.each(MODES)(
+    'TypeScript %s, module %s, moduleResolution %s',
+    async (version, module, moduleResolution) => {
+      const dir = userProject(['replicache', '@types', 'postgres'], { 'consumer.ts': CONSUMER });
+      if (module === 'commonjs') writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true }));
+      const tsc = join(ROOT, 'node_modules', version === '5.4' ? 'oldest-typescript' : 'typescript', 'bin', 'tsc');
+      // better-sqlite3's own types need esModuleInterop for a default import from CommonJS.
+      const interop = module === 'commonjs' ? ['--esModuleInterop'] : [];
+      const args = [
+        ...interop,
+        '--strict',
+        '--noEmit',
+        '--target',
+        'es2022',
+        '--lib',
+        'es2022,dom,dom.iterable',
+        '--types',
+        'node',
+        '--module',
+        module,
+        '--moduleResolution',
+        moduleResolution,
+        'consumer.ts',
+      ];
+      const result = await run(process.execPath, [tsc, ...args], { cwd: dir }).catch((error: { stdout: string }) => error);
+      expect(result.stdout).toBe('');
+      // Four compiles at once on 2 cores: about 30 s each on a quiet machine, twice that on a busy one.
+    },
+    180_000,
+  );
 });
 
 describe('what npm publishes', () => {
   it('the tarball holds the build, README and LICENSE, and no source maps', async () => {
     const { stdout } = await run('tar', ['tzf', tarball()]);
-    const files = stdout.trim().split('\n').map((file) => file.replace(/^package\//, ''));
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/node.d.ts']));
+    const files = stdout
+      .trim()
+      .split('\n')
+      .map((file) => file.replace(/^package\//, ''));
+    expect(files).toEqual(
+      expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/node.d.ts']),
+    );
     expect(files.filter((file) => file.endsWith('.map'))).toEqual([]);
     expect(files.every((file) => /^(dist\/|LICENSE$|README\.md$|package\.json$)/.test(file))).toBe(true);
   });
@@ -114,7 +138,13 @@ describe('what npm publishes', () => {
     const { stdout } = await run('tar', ['xzf', tarball(), '-O', 'package/package.json']);
     const manifest = JSON.parse(stdout);
     for (const field of ['scripts', 'devDependencies', 'optionalDependencies', 'allowScripts', 'overrides']) expect(manifest).not.toHaveProperty(field);
-    expect(manifest).toMatchObject({ license: 'MIT', repository: expect.any(Object), homepage: expect.any(String), bugs: expect.any(Object), dependencies: { valibot: expect.any(String) } });
+    expect(manifest).toMatchObject({
+      license: 'MIT',
+      repository: expect.any(Object),
+      homepage: expect.any(String),
+      bugs: expect.any(Object),
+      dependencies: { valibot: expect.any(String) },
+    });
     // Packing left the repository's own package.json as it was.
     expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))).toHaveProperty('devDependencies');
   });

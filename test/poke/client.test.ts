@@ -13,7 +13,14 @@ afterEach(async () => {
 
 /** A stand-in for a Replicache instance: counts pulls, and has `auth` and `closed`. */
 function fakeClient(auth?: string) {
-  return { pulls: 0, auth, closed: false, pull() { this.pulls++; } };
+  return {
+    pulls: 0,
+    auth,
+    closed: false,
+    pull() {
+      this.pulls++;
+    },
+  };
 }
 
 async function until(test: () => boolean, ms = 5_000): Promise<void> {
@@ -41,7 +48,11 @@ function connect(...args: Parameters<typeof connectPokes>): PokeConnection {
 let next = 0;
 async function pushPut(url: URL, headers: Record<string, string> = {}): Promise<void> {
   const body = pushBody(`g${next}`, [mutation(`c${next++}`, 1, 'put', { key: 'k', value: next })]);
-  const response = await fetch(new URL('push', url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(new URL('push', url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   expect(response.status).toBe(200);
 }
 
@@ -61,7 +72,7 @@ describe('connectPokes', () => {
     await until(() => rep.pulls === 3);
   });
 
-  test('names the client\'s group on the stream (clientGroupID, a Promise on Replicache), keeping the URL\'s own query', async () => {
+  test("names the client's group on the stream (clientGroupID, a Promise on Replicache), keeping the URL's own query", async () => {
     const urls: string[] = [];
     const fetchStream: typeof fetch = async (input) => {
       urls.push(String(input));
@@ -77,9 +88,13 @@ describe('connectPokes', () => {
     expect(bare[0]).toBe('/poke');
   });
 
-  test('sends the client\'s auth as its Authorization header, and keeps trying while refused', async () => {
+  test("sends the client's auth as its Authorization header, and keeps trying while refused", async () => {
     let token = 'old';
-    const ctx: SyncContext = createContext({ storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === token ? 'u' : null) });
+    const ctx: SyncContext = createContext({
+      storage: memoryStorage(),
+      mutators: testMutators,
+      authenticate: (request) => (request.headers.get('authorization') === token ? 'u' : null),
+    });
     const server = await start(ctx);
     const rep = fakeClient('new');
     const connection = connect(rep, new URL('poke', server.url), { minDelayMs: 20, maxDelayMs: 50 });
@@ -157,7 +172,12 @@ describe('connectPokes', () => {
 });
 
 describe('connectPokes, when the stream cannot be had', () => {
-  const authed = (): SyncContext => (createContext({ storage: memoryStorage(), mutators: testMutators, authenticate: (request) => (request.headers.get('authorization') === 'good' ? 'alice' : null) }));
+  const authed = (): SyncContext =>
+    createContext({
+      storage: memoryStorage(),
+      mutators: testMutators,
+      authenticate: (request) => (request.headers.get('authorization') === 'good' ? 'alice' : null),
+    });
 
   test('tells onError of every failure, with the status and whether retrying can fix it; a wrong URL is permanent', async () => {
     const server = await start(createContext({ storage: memoryStorage(), mutators: testMutators }));
@@ -196,7 +216,11 @@ describe('connectPokes, when the stream cannot be had', () => {
     connect(fakeClient(), `http://127.0.0.1:${away}/poke`, { minDelayMs: 10, maxDelayMs: 20, fetch: (input, init) => (requests++, fetch(input, init)) });
     await until(() => requests >= 10);
     expect(warnedAt).toEqual([5]);
-    expect(String(warn.mock.calls[0]![0])).toMatch(new RegExp(`The poke stream at http://127.0.0.1:${away}/poke could not be opened: .*\\(5 tries, and it never opened: is the URL right\\?\\); live updates are off`));
+    expect(String(warn.mock.calls[0]![0])).toMatch(
+      new RegExp(
+        `The poke stream at http://127.0.0.1:${away}/poke could not be opened: .*\\(5 tries, and it never opened: is the URL right\\?\\); live updates are off`,
+      ),
+    );
   });
 
   test('by default, no warning for a server away after the stream opened (a restart, a deploy)', async () => {
@@ -204,7 +228,11 @@ describe('connectPokes, when the stream cannot be had', () => {
     cleanup.push(() => warn.mockRestore());
     const server = await start(createContext({ storage: memoryStorage(), mutators: testMutators }));
     let requests = 0;
-    const connection = connect(fakeClient(), new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 20, fetch: (input, init) => (requests++, fetch(input, init)) });
+    const connection = connect(fakeClient(), new URL('poke', server.url), {
+      minDelayMs: 10,
+      maxDelayMs: 20,
+      fetch: (input, init) => (requests++, fetch(input, init)),
+    });
     await until(() => connection.connected);
     await server.stop();
     await until(() => requests >= 10);
@@ -213,7 +241,14 @@ describe('connectPokes, when the stream cannot be had', () => {
 
   test('a 401 asks getAuth, as the client does on pull and push, and the stream opens with the new auth', async () => {
     const server = await start(authed());
-    const rep = { ...fakeClient('stale'), asked: 0, getAuth() { this.asked++; return 'good'; } };
+    const rep = {
+      ...fakeClient('stale'),
+      asked: 0,
+      getAuth() {
+        this.asked++;
+        return 'good';
+      },
+    };
     const errors: PokeStreamError[] = [];
     const connection = connect(rep, new URL('poke', server.url), { minDelayMs: 10_000, onError: (error) => errors.push(error) });
     // Within the first reconnect delay: the new auth was tried at once.
@@ -224,7 +259,11 @@ describe('connectPokes, when the stream cannot be had', () => {
   test('a 401 with no getAuth, or one that gives nothing, is reported as permanent', async () => {
     const server = await start(authed());
     const errors: PokeStreamError[] = [];
-    connect({ ...fakeClient('stale'), getAuth: () => null }, new URL('poke', server.url), { minDelayMs: 10, maxDelayMs: 20, onError: (error) => errors.push(error) });
+    connect({ ...fakeClient('stale'), getAuth: () => null }, new URL('poke', server.url), {
+      minDelayMs: 10,
+      maxDelayMs: 20,
+      onError: (error) => errors.push(error),
+    });
     await until(() => errors.length >= 1);
     expect(errors[0]).toMatchObject({ status: 401, permanent: true });
   });

@@ -74,7 +74,10 @@ class Page {
   }
 
   async push(name: string, args: JSONValue): Promise<void> {
-    const response = await handleRequest(post('/push', pushBody(this.group, [mutation(`${this.group}-c`, ++this.#id, name, args)]), { authorization: this.user }), this.ctx);
+    const response = await handleRequest(
+      post('/push', pushBody(this.group, [mutation(`${this.group}-c`, ++this.#id, name, args)]), { authorization: this.user }),
+      this.ctx,
+    );
     expect(response.status).toBe(200);
     // Past the coalescing window (0 ms, a timer set before this one): the next push pokes alone.
     await new Promise((resolve) => setTimeout(resolve, 2));
@@ -285,7 +288,7 @@ describe('no page misses a change that concerns it', () => {
 });
 
 describe('the hub', () => {
-  test('records no pull\'s interest until a stream was opened on it: a context that serves no pokes pays nothing for its views\' reads', async () => {
+  test("records no pull's interest until a stream was opened on it: a context that serves no pokes pays nothing for its views' reads", async () => {
     const hub = new PokeHub(localNotifier(), resolvePokes({ coalesceMs: 0 }));
     expect(hub.pulling('s', 'bob', 'g')).toBeUndefined();
     const stream = await hub.open('s', 'bob', { group: 'g' });

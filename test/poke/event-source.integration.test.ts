@@ -117,7 +117,11 @@ test('an EventSource, which cannot send an Authorization header, opens its userâ
   await until(() => messages.includes('open'));
   // Without the token: a 401, which ends an EventSource for good.
   await until(() => refused.readyState === EventSource.CLOSED);
-  const pushed = await fetch(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer alice' }, body: JSON.stringify(pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])) });
+  const pushed = await fetch(new URL('push', server.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer alice' },
+    body: JSON.stringify(pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])),
+  });
   expect(pushed.status).toBe(200);
   await until(() => messages.includes('poke'));
 });

@@ -51,10 +51,23 @@ test('the stock client syncs a big space page by page, poked for each, and ends 
   cleanup.push(() => connection.close());
   // What the app sees as the space fills: the count its subscription is told each time.
   const seen: number[] = [];
-  cleanup.push(rep.subscribe((tx) => tx.scan({ prefix: 'todo/' }).keys().toArray().then((keys) => keys.length), (count) => void seen.push(count)));
+  cleanup.push(
+    rep.subscribe(
+      (tx) =>
+        tx
+          .scan({ prefix: 'todo/' })
+          .keys()
+          .toArray()
+          .then((keys) => keys.length),
+      (count) => void seen.push(count),
+    ),
+  );
   // The app writes while the pages come.
   await rep.mutate.put({ key: 'todo/999999', value: { title: 'mine', done: true } });
-  await waitFor(async () => seen.at(-1) === ENTRIES + 1 && (await pendingCount(rep)) === 0, { timeout: 60_000, message: 'the client to hold every entry and its own' });
+  await waitFor(async () => seen.at(-1) === ENTRIES + 1 && (await pendingCount(rep)) === 0, {
+    timeout: 60_000,
+    message: 'the client to hold every entry and its own',
+  });
 
   const pulls = recorder.requests.filter((request) => request.url.endsWith('/pull') && request.status === 200);
   const pages = pulls.filter((request) => JSON.parse(request.responseText).cookie?.page !== undefined);

@@ -6,11 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { createListener } from '../../adapters/node.js';
 import { memoryStorage, createContext } from '../../src/index.js';
 
-const listener = createListener(createContext({
-  storage: memoryStorage(),
-  mutators: { put: async (tx, args) => void (await tx.set('k', args ?? null)) },
-  authenticate: (request) => request.headers.get('authorization') || null,
-}));
+const listener = createListener(
+  createContext({
+    storage: memoryStorage(),
+    mutators: { put: async (tx, args) => void (await tx.set('k', args ?? null)) },
+    authenticate: (request) => request.headers.get('authorization') || null,
+  }),
+);
 const server = createServer((req, res) => {
   if (req.url !== '/heap') return listener(req, res);
   (globalThis as { gc?: () => void }).gc?.();

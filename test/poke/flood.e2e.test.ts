@@ -17,10 +17,14 @@ afterAll(async () => {
 
 /** The server, under a file-descriptor limit of `descriptors`. */
 async function startServer(descriptors: number): Promise<{ url: URL; pid: number }> {
-  const server = await startCommand('bash', ['-c', `ulimit -n ${descriptors} && exec "${process.execPath}" --expose-gc --import tsx test/poke/flood-server.ts`], {
-    cwd: root,
-    ready: /\{"url":"([^"]+)","pid":(\d+)\}/,
-  });
+  const server = await startCommand(
+    'bash',
+    ['-c', `ulimit -n ${descriptors} && exec "${process.execPath}" --expose-gc --import tsx test/poke/flood-server.ts`],
+    {
+      cwd: root,
+      ready: /\{"url":"([^"]+)","pid":(\d+)\}/,
+    },
+  );
   started.push(server);
   return { url: new URL(server.match[1]!), pid: Number(server.match[2]) };
 }
@@ -38,15 +42,17 @@ async function flood(url: URL, user: string, count: number): Promise<void> {
   const request = `GET /poke HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: ${user}\r\n\r\n`;
   for (let i = 0; i < count; i += 100) {
     await Promise.all(
-      Array.from({ length: Math.min(100, count - i) }, () =>
-        new Promise<void>((resolve, reject) => {
-          const socket = connect(Number(url.port), url.hostname, () => {
-            socket.pause();
-            socket.write(request, () => resolve());
-          });
-          socket.once('error', reject);
-          sockets.push(socket);
-        }),
+      Array.from(
+        { length: Math.min(100, count - i) },
+        () =>
+          new Promise<void>((resolve, reject) => {
+            const socket = connect(Number(url.port), url.hostname, () => {
+              socket.pause();
+              socket.write(request, () => resolve());
+            });
+            socket.once('error', reject);
+            sockets.push(socket);
+          }),
       ),
     );
   }
@@ -64,7 +70,11 @@ async function timeStream(url: URL, user: string): Promise<{ ms: number; status:
 async function timePull(url: URL, user: string): Promise<{ ms: number; status: number }> {
   const start = performance.now();
   const body = { pullVersion: 1, clientGroupID: `g-${user}`, cookie: null, profileID: 'p', schemaVersion: '' };
-  const response = await fetch(new URL('pull', url), { method: 'POST', headers: { authorization: user, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(new URL('pull', url), {
+    method: 'POST',
+    headers: { authorization: user, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   await response.text();
   return { ms: performance.now() - start, status: response.status };
 }
@@ -95,7 +105,9 @@ describe('one account flooding the poke endpoint', () => {
     await flood(url, 'mallory', 2_000);
     const after = { descriptors: await settle(pid, (held) => held <= before.descriptors + 110), heap: await heap(url) };
     const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-    console.log(`two floods of 2,000 unread streams: descriptors ${before.descriptors} -> ${mid.descriptors} -> ${after.descriptors}, heap ${mib(before.heap)} -> ${mib(mid.heap)} -> ${mib(after.heap)}; alice's stream ${alice.ms.toFixed(0)} ms, pull ${pull.ms.toFixed(0)} ms`);
+    console.log(
+      `two floods of 2,000 unread streams: descriptors ${before.descriptors} -> ${mid.descriptors} -> ${after.descriptors}, heap ${mib(before.heap)} -> ${mib(mid.heap)} -> ${mib(after.heap)}; alice's stream ${alice.ms.toFixed(0)} ms, pull ${pull.ms.toFixed(0)} ms`,
+    );
     expect([alice.status, pull.status]).toEqual([200, 200]);
     // At once, not after the flood: 5 ms each here, on 2 cores under a load of 5.
     expect(alice.ms).toBeLessThan(1_000);
@@ -114,7 +126,9 @@ describe('one account flooding the poke endpoint', () => {
     const held = await settle(pid, () => false, 1_500);
     const alice = await timeStream(url, 'alice');
     const pull = await timePull(url, 'alice');
-    console.log(`12 accounts x 100 unread streams under ulimit -n 1000: ${held} descriptors; alice's stream ${alice.ms.toFixed(0)} ms, pull ${pull.ms.toFixed(0)} ms`);
+    console.log(
+      `12 accounts x 100 unread streams under ulimit -n 1000: ${held} descriptors; alice's stream ${alice.ms.toFixed(0)} ms, pull ${pull.ms.toFixed(0)} ms`,
+    );
     expect(held).toBeLessThan(750);
     expect([alice.status, pull.status]).toEqual([200, 200]);
     // At once: 12 ms here, on 2 cores under a load of 5.

@@ -87,7 +87,7 @@ describe('poke streams through the Node adapter', () => {
     await until(() => streams.every(({ res }) => res.destroyed || res.complete));
   });
 
-  test('a client that never reads, whose kernel takes every heartbeat, is closed at its stream\'s age: stream and connection', async () => {
+  test("a client that never reads, whose kernel takes every heartbeat, is closed at its stream's age: stream and connection", async () => {
     const ctx = testContext({ pokes: { heartbeatMs: 50, maxStreamAgeMs: 400 } });
     const server = await serve(ctx, { port: 0 });
     servers.push(server);

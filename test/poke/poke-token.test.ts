@@ -52,7 +52,10 @@ describe('poke tokens', () => {
     expect(spacesSeen.at(-1)).toEqual(['alice', 'home-alice']);
     const reader = new EventReader(stream.body!);
     await reader.until(() => reader.otherMessages.includes('data: open'));
-    const pushed = await handleRequest(post('/sync/push?space=home-alice', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]), { authorization: 'Bearer alice' }), ctx);
+    const pushed = await handleRequest(
+      post('/sync/push?space=home-alice', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]), { authorization: 'Bearer alice' }),
+      ctx,
+    );
     expect(pushed.status).toBe(200);
     await reader.until(() => reader.pokes === 1);
     await reader.cancel();
@@ -91,7 +94,10 @@ describe('poke tokens', () => {
   it('a token opens poke streams only: a pull or a push with it and no Authorization header is a 401', async () => {
     const { ctx } = app();
     const token = await tokenFor(ctx, 'Bearer alice');
-    const push = await handleRequest(post(`/sync/push?poke_token=${encodeURIComponent(token)}`, pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
+    const push = await handleRequest(
+      post(`/sync/push?poke_token=${encodeURIComponent(token)}`, pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])),
+      ctx,
+    );
     expect(push.status).toBe(401);
     const pull = await handleRequest(post(`/sync/pull?poke_token=${encodeURIComponent(token)}`, pullBody('g', null)), ctx);
     expect(pull.status).toBe(401);

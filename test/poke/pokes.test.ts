@@ -174,7 +174,7 @@ describe('the poke stream', () => {
     await Promise.all([again.cancel(), open2[1]!.cancel()]);
   });
 
-  test('contexts over one store poke each other\'s streams (the default notifier is per store)', async () => {
+  test("contexts over one store poke each other's streams (the default notifier is per store)", async () => {
     const a = testContext();
     const b = createContext({ ...a.options });
     const reader = await open(a);
@@ -261,7 +261,7 @@ describe('who may hold streams', () => {
     }
   });
 
-  test("the default maxStreams fits the file-descriptor limit adapters read, for that hub alone, not the process", async () => {
+  test('the default maxStreams fits the file-descriptor limit adapters read, for that hub alone, not the process', async () => {
     const hub = new PokeHub(localNotifier(), resolvePokes({}));
     hub.fitToDescriptors(1_024);
     const streams = [];

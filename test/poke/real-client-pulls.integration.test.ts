@@ -22,7 +22,12 @@ const view: View = async (tx, { userID }) => [`list/${userID}`, ...(((await tx.g
 
 /** A server of lists that counts each user's pulls. */
 async function start(): Promise<{ url: URL; pulls: Map<string, number> }> {
-  const ctx = createContext({ storage: memoryStorage(), mutators: testMutators, view, authenticate: (request) => request.headers.get('authorization') || null });
+  const ctx = createContext({
+    storage: memoryStorage(),
+    mutators: testMutators,
+    view,
+    authenticate: (request) => request.headers.get('authorization') || null,
+  });
   const listener = createListener(ctx);
   const pulls = new Map<string, number>();
   const server: Server = createServer((req, res) => {

@@ -137,7 +137,10 @@ describe('storeNotifier when the store fails', () => {
   it('a failed read is reported, and the next one pokes what changed meanwhile', async () => {
     const storage = memoryStorage();
     let failing = false;
-    const flaky: Storage = { ...storage, transaction: (fn, options) => (failing && options.readOnly ? Promise.reject(new Error('the store is away')) : storage.transaction(fn, options)) };
+    const flaky: Storage = {
+      ...storage,
+      transaction: (fn, options) => (failing && options.readOnly ? Promise.reject(new Error('the store is away')) : storage.transaction(fn, options)),
+    };
     const errors: unknown[] = [];
     const b = instance(flaky, storeNotifier(flaky, { intervalMs: INTERVAL, onError: (error) => errors.push(error) }));
     const a = instance(storage);
@@ -159,7 +162,9 @@ describe('on a routed storage', () => {
   it("reads each watched space in its own store: a commit pokes its space's streams on another instance, and a store that is down stops only its own", async () => {
     let down = false;
     const inner = memoryStorage();
-    const flaky: Storage = { transaction: (fn, options) => (down ? Promise.reject(Object.assign(new Error('gone'), { code: 'ECONNREFUSED' })) : inner.transaction(fn, options)) };
+    const flaky: Storage = {
+      transaction: (fn, options) => (down ? Promise.reject(Object.assign(new Error('gone'), { code: 'ECONNREFUSED' })) : inner.transaction(fn, options)),
+    };
     const members = { up: memoryStorage(), flaky };
     const place = (space: string) => (space === 'lost' ? 'flaky' : 'up');
     const [a, b] = [instance(routedStorage({ stores: members, place })), instance(routedStorage({ stores: members, place }))];

@@ -11,7 +11,8 @@ import { runtimeMutators } from '../runtime/app.js';
 const urls = JSON.parse(process.env.STORES!) as Record<string, string>;
 // postgres.js waits up to 20 s between reconnects after a server went away (backoff, growing
 // with each failure): a bounded one lets a store's spaces recover within a second of its return.
-const client = (url: string) => postgres(url, { max: 6, fetch_types: false, connect_timeout: 2, onnotice: () => {}, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
+const client = (url: string) =>
+  postgres(url, { max: 6, fetch_types: false, connect_timeout: 2, onnotice: () => {}, backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) });
 const storage = routedStorage({ stores: Object.fromEntries(Object.entries(urls).map(([name, url]) => [name, postgresStorage(client(url))])) });
 const server = await serve(
   createContext({

@@ -38,9 +38,15 @@ if (!haveServers() || fastLoop) {
       clusters = { a: cluster('a'), b: cluster('b'), c: cluster('c') };
       for (const name of NAMES) urls[name] = clusters[name].url;
       const notify = process.env.DATABASE_URL ?? cluster('notify').url;
-      servers = await Promise.all([0, 1].map(() =>
-        startCommand(process.execPath, ['--import', 'tsx', 'test/route/cluster-server.ts'], { cwd: ROOT, env: { STORES: JSON.stringify(urls), NOTIFY_URL: notify }, ready: /\{"url":"([^"]+)"/ }),
-      ));
+      servers = await Promise.all(
+        [0, 1].map(() =>
+          startCommand(process.execPath, ['--import', 'tsx', 'test/route/cluster-server.ts'], {
+            cwd: ROOT,
+            env: { STORES: JSON.stringify(urls), NOTIFY_URL: notify },
+            ready: /\{"url":"([^"]+)"/,
+          }),
+        ),
+      );
       bases = servers.map((server) => new URL(server.match[1]!));
     }, 120_000);
 
@@ -50,8 +56,7 @@ if (!haveServers() || fastLoop) {
     });
 
     /** Runs the CLI's move of `space` to `to`, over the three servers as the instances name them. */
-    const move = (space: string, to: Name) =>
-      ['move', space, '--to', to, ...NAMES.flatMap((name) => ['--store', `${name}=${urls[name]}`])];
+    const move = (space: string, to: Name) => ['move', space, '--to', to, ...NAMES.flatMap((name) => ['--store', `${name}=${urls[name]}`])];
 
     it('moves five of 30 spaces under load, one move killed -9 and run again: every counter exact, no reset, pokes after', async () => {
       const spaces = Array.from({ length: 30 }, (_, i) => `space-${i}`);
@@ -87,13 +92,15 @@ if (!haveServers() || fastLoop) {
       const resetsOrLosses: string[] = [];
       const issued = spaces.map(() => 0);
       let loading = true;
-      const load = Promise.all(reps.map(async (rep, i) => {
-        while (loading) {
-          await rep.mutate.increment({ key: 'count', delta: 1 });
-          issued[i]!++;
-          await sleep(80);
-        }
-      }));
+      const load = Promise.all(
+        reps.map(async (rep, i) => {
+          while (loading) {
+            await rep.mutate.increment({ key: 'count', delta: 1 });
+            issued[i]!++;
+            await sleep(80);
+          }
+        }),
+      );
 
       try {
         await sleep(1_000);
@@ -127,7 +134,12 @@ if (!haveServers() || fastLoop) {
         }
         expect(issued.reduce((sum, n) => sum + n, 0)).toBeGreaterThan(30 * 20);
         // No client was reset: no pull with a cookie was answered from scratch.
-        const resets = recorder.requests.filter((request) => request.url.includes('/pull') && (request.body as { cookie?: unknown }).cookie != null && /^\{[^[]*"patch":\[\{"op":"clear"/.test(request.responseText));
+        const resets = recorder.requests.filter(
+          (request) =>
+            request.url.includes('/pull') &&
+            (request.body as { cookie?: unknown }).cookie != null &&
+            /^\{[^[]*"patch":\[\{"op":"clear"/.test(request.responseText),
+        );
         expect(resets.map((request) => request.url)).toEqual([]);
         expect(resetsOrLosses).toEqual([]);
       } finally {
@@ -150,29 +162,37 @@ if (!haveServers() || fastLoop) {
       const spaces = Array.from({ length: 60 }, (_, i) => `outage-${i}`);
       const onC = spaces.filter((space) => rendezvous(space, NAMES) === 'c').slice(0, 3);
       const elsewhere = spaces.filter((space) => rendezvous(space, NAMES) !== 'c').slice(0, 6);
-      const pushers = [...onC, ...elsewhere].map((space) => ({ space, next: 1, acknowledged: 0, statuses: new Map<number, number>(), latencies: { before: [] as number[], during: [] as number[], after: [] as number[] } }));
+      const pushers = [...onC, ...elsewhere].map((space) => ({
+        space,
+        next: 1,
+        acknowledged: 0,
+        statuses: new Map<number, number>(),
+        latencies: { before: [] as number[], during: [] as number[], after: [] as number[] },
+      }));
       let phase: 'before' | 'during' | 'after' = 'before';
       let running = true;
-      const load = Promise.all(pushers.map(async (pusher, i) => {
-        while (running) {
-          const started = performance.now();
-          // The same mutation until it is acknowledged: a refused one was not applied.
-          const response = await rawPush(bases[i % 2]!, pusher.space, 'g', 'c', pusher.next, 'increment', { key: 'count', delta: 1 }).catch(() => undefined);
-          const ms = performance.now() - started;
-          const status = response?.status ?? 0;
-          await response?.arrayBuffer().catch(() => {});
-          pusher.statuses.set(status, (pusher.statuses.get(status) ?? 0) + 1);
-          if (status === 200) {
-            pusher.next++;
-            pusher.acknowledged++;
-            pusher.latencies[phase].push(ms);
-          } else {
-            pusher.latencies[phase].push(ms);
-            await sleep(50);
+      const load = Promise.all(
+        pushers.map(async (pusher, i) => {
+          while (running) {
+            const started = performance.now();
+            // The same mutation until it is acknowledged: a refused one was not applied.
+            const response = await rawPush(bases[i % 2]!, pusher.space, 'g', 'c', pusher.next, 'increment', { key: 'count', delta: 1 }).catch(() => undefined);
+            const ms = performance.now() - started;
+            const status = response?.status ?? 0;
+            await response?.arrayBuffer().catch(() => {});
+            pusher.statuses.set(status, (pusher.statuses.get(status) ?? 0) + 1);
+            if (status === 200) {
+              pusher.next++;
+              pusher.acknowledged++;
+              pusher.latencies[phase].push(ms);
+            } else {
+              pusher.latencies[phase].push(ms);
+              await sleep(50);
+            }
+            await sleep(20);
           }
-          await sleep(20);
-        }
-      }));
+        }),
+      );
       const c = pushers.slice(0, onC.length);
       const others = pushers.slice(onC.length);
       try {
@@ -184,7 +204,10 @@ if (!haveServers() || fastLoop) {
         // Every push to c's spaces was answered, and not with a 500 nor a hang: the slowest took
         // 0.25 to 0.7 s here (2 cores under a load of 4 to 7; connect_timeout is 2 s).
         for (const pusher of c) {
-          expect([...pusher.statuses.keys()].filter((status) => status !== 200 && status !== 503), pusher.space).toEqual([]);
+          expect(
+            [...pusher.statuses.keys()].filter((status) => status !== 200 && status !== 503),
+            pusher.space,
+          ).toEqual([]);
           expect(pusher.statuses.get(503) ?? 0, pusher.space).toBeGreaterThan(0);
           expect(Math.max(...pusher.latencies.during), pusher.space).toBeLessThan(10_000);
         }
@@ -209,7 +232,9 @@ if (!haveServers() || fastLoop) {
       const during = p95(others.flatMap((pusher) => pusher.latencies.during));
       // What a server down costs the others' latency is measured by `npm run bench:route` (its
       // outage section), not bounded here: on a busy machine the p95s say more of it than of c.
-      console.log(`other servers' spaces, push p95: ${before.toFixed(1)} ms before, ${during.toFixed(1)} ms while c was down (${others.reduce((sum, pusher) => sum + pusher.latencies.during.length, 0)} pushes)`);
+      console.log(
+        `other servers' spaces, push p95: ${before.toFixed(1)} ms before, ${during.toFixed(1)} ms while c was down (${others.reduce((sum, pusher) => sum + pusher.latencies.during.length, 0)} pushes)`,
+      );
       for (const pusher of others) expect([...pusher.statuses.keys()], pusher.space).toEqual([200]);
       for (const pusher of pushers) expect((await serverData(bases[0]!, pusher.space)).count, pusher.space).toBe(pusher.acknowledged);
     }, 120_000);
@@ -220,7 +245,13 @@ function rawPush(base: URL, space: string, group: string, client: string, id: nu
   return fetch(`${new URL('push', base).href}?space=${space}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ pushVersion: 1, clientGroupID: group, mutations: [{ clientID: client, id, name, args, timestamp: Date.now() }], profileID: 'p', schemaVersion: '' }),
+    body: JSON.stringify({
+      pushVersion: 1,
+      clientGroupID: group,
+      mutations: [{ clientID: client, id, name, args, timestamp: Date.now() }],
+      profileID: 'p',
+      schemaVersion: '',
+    }),
   });
 }
 

@@ -76,7 +76,15 @@ describe('checkDirectory and repairDirectory', () => {
     ]);
     const router = routed({ stores: dropped, directory: 'a' });
     const [problem] = await checkDirectory(router);
-    expect(problem).toEqual({ space: 'acme', listed: 'b', inUse: 'c', kind: 'unknown-store', reason: expect.stringMatching(/^is listed in "b", which is not one of the stores \(a, c\), while "c" holds its copy in use: a repair points the row there$/) });
+    expect(problem).toEqual({
+      space: 'acme',
+      listed: 'b',
+      inUse: 'c',
+      kind: 'unknown-store',
+      reason: expect.stringMatching(
+        /^is listed in "b", which is not one of the stores \(a, c\), while "c" holds its copy in use: a repair points the row there$/,
+      ),
+    });
     expect(await repairDirectory(router)).toEqual({ repaired: [problem], left: [] });
     expect(await checkDirectory(router)).toEqual([]);
 
@@ -108,14 +116,37 @@ describe('checkDirectory and repairDirectory', () => {
     const router = routed({ stores: members, directory: 'a' });
     const problems = await checkDirectory(router);
     expect(problems).toEqual([
-      { space: 'gone', listed: 'z', inUse: undefined, kind: 'unknown-store', reason: expect.stringMatching(/no store among them holds it: a repair leaves it/) },
-      { space: 'old', listed: undefined, inUse: 'b', kind: 'missing', reason: expect.stringMatching(/^has no directory row, while store "b" holds its copy in use/) },
-      { space: 'split', listed: undefined, inUse: undefined, kind: 'ambiguous', reason: expect.stringMatching(/stores "b" and "c" each hold a copy that could be the one in use \(store "b" holds rows of space "split" with no route record; store "c" holds rows/) },
+      {
+        space: 'gone',
+        listed: 'z',
+        inUse: undefined,
+        kind: 'unknown-store',
+        reason: expect.stringMatching(/no store among them holds it: a repair leaves it/),
+      },
+      {
+        space: 'old',
+        listed: undefined,
+        inUse: 'b',
+        kind: 'missing',
+        reason: expect.stringMatching(/^has no directory row, while store "b" holds its copy in use/),
+      },
+      {
+        space: 'split',
+        listed: undefined,
+        inUse: undefined,
+        kind: 'ambiguous',
+        reason: expect.stringMatching(
+          /stores "b" and "c" each hold a copy that could be the one in use \(store "b" holds rows of space "split" with no route record; store "c" holds rows/,
+        ),
+      },
     ]);
     const { repaired, left } = await repairDirectory(router);
     expect([repaired.map(({ space }) => space), left.map(({ space }) => space)]).toEqual([['old'], ['gone', 'split']]);
     const rows = await members.a.transaction((tx) => tx.scan({ prefix: 'd/' }), { readOnly: true });
-    expect(rows).toEqual([['d/gone/', 'z'], ['d/old/', 'b']]);
+    expect(rows).toEqual([
+      ['d/gone/', 'z'],
+      ['d/old/', 'b'],
+    ]);
   });
 
   it('tell which stores keep a directory, and refuse a router without one', async () => {

@@ -57,15 +57,17 @@ describe('a migration while its space moves', () => {
     await seed(ctx, 's', 200);
     const stop = new AbortController();
     let move: Promise<unknown> | undefined;
-    await expect(runMigration(ctx, countOnce, {
-      batch: 7,
-      signal: stop.signal,
-      onProgress: async () => {
-        move ??= moveSpace(ctx, 's', 'y', { onProgress: async ({ phase }) => void (phase === 'copying' && (await sleep(5))) });
-        await sleep(1);
-        if ((await migrationStatus(ctx, 'count-once'))[0]!.entries >= 70) stop.abort(new Error('stopped'));
-      },
-    })).rejects.toThrow('stopped');
+    await expect(
+      runMigration(ctx, countOnce, {
+        batch: 7,
+        signal: stop.signal,
+        onProgress: async () => {
+          move ??= moveSpace(ctx, 's', 'y', { onProgress: async ({ phase }) => void (phase === 'copying' && (await sleep(5))) });
+          await sleep(1);
+          if ((await migrationStatus(ctx, 'count-once'))[0]!.entries >= 70) stop.abort(new Error('stopped'));
+        },
+      }),
+    ).rejects.toThrow('stopped');
     await move;
     const [status] = await migrationStatus(ctx, 'count-once');
     expect(status).toMatchObject({ state: 'started' });

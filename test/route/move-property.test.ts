@@ -27,7 +27,11 @@ const op = fc.record({
   value: fc.integer({ min: 0, max: 9 }),
 });
 
-async function full(ctx: SyncContext, group: string, cookie: JSONValue = null): Promise<{ cookie: JSONValue; lmids: Record<string, number>; patch: Parameters<typeof applyPatch>[1] }> {
+async function full(
+  ctx: SyncContext,
+  group: string,
+  cookie: JSONValue = null,
+): Promise<{ cookie: JSONValue; lmids: Record<string, number>; patch: Parameters<typeof applyPatch>[1] }> {
   const response = await pullFrom(ctx, 's', group, cookie);
   expect(response.status, await response.clone().text()).toBe(200);
   const body = (await response.json()) as { cookie: JSONValue; lastMutationIDChanges: Record<string, number>; patch: Parameters<typeof applyPatch>[1] };
@@ -64,7 +68,8 @@ describe('moveSpace, as a property', () => {
         const apply = async (step: (typeof ops)[number]) => {
           const id = ++next[step.group]!;
           const args = step.name === 'increment' ? { key: step.key, delta: step.value } : { key: step.key, value: step.value };
-          for (const ctx of [routed, alone]) expect((await pushTo(ctx, 's', `g${step.group}`, [mutation(`c${step.group}`, id, step.name, args)])).status).toBe(200);
+          for (const ctx of [routed, alone])
+            expect((await pushTo(ctx, 's', `g${step.group}`, [mutation(`c${step.group}`, id, step.name, args)])).status).toBe(200);
         };
         // At least one push before the move: a move of a space no store holds is refused (move-refusals.test.ts).
         const split = 1 + (at % ops.length);

@@ -55,7 +55,9 @@ describe('a move refuses, and changes nothing,', () => {
     const before = await everything(members);
     // The CLI's router, by hash: it takes the empty c for the copy in use.
     const byHash = spaceContext(routedStorage({ stores: members }));
-    await expect(moveSpace(byHash, 'acme', 'b')).rejects.toThrow(/store "b" holds rows of space "acme".*this router finds its copy in use in "c".*placement.*not the servers'/);
+    await expect(moveSpace(byHash, 'acme', 'b')).rejects.toThrow(
+      /store "b" holds rows of space "acme".*this router finds its copy in use in "c".*placement.*not the servers'/,
+    );
     expect(await everything(members)).toEqual(before);
     expect(await served(servers, 'acme')).toEqual(WHOLE);
   });
@@ -86,7 +88,9 @@ describe('a move refuses, and changes nothing,', () => {
     await seed(spaceContext(routedStorage({ stores: members, place: () => 'b' })), 'acme');
     await seed(spaceContext(routedStorage({ stores: members, place: () => 'c' })), 'acme');
     const before = await everything(members);
-    await expect(moveSpace(spaceContext(routedStorage({ stores: members })), 'acme', 'a')).rejects.toThrow(/stores "b" and "c" each hold a copy of space "acme" that could be the one in use/);
+    await expect(moveSpace(spaceContext(routedStorage({ stores: members })), 'acme', 'a')).rejects.toThrow(
+      /stores "b" and "c" each hold a copy of space "acme" that could be the one in use/,
+    );
     expect(await everything(members)).toEqual(before);
   });
 
@@ -97,9 +101,13 @@ describe('a move refuses, and changes nothing,', () => {
     const before = await everything(members);
     // It finds the space where it is, and would move it, but the directory would go on naming b.
     const without = spaceContext(routedStorage({ stores: members, place: () => 'b' }));
-    await expect(moveSpace(without, 'acme', 'c')).rejects.toThrow(/store "a" keeps a directory, which lists space "acme" in "b", but this router has none: give it directory: 'a' as the servers do \(CLI: --directory a\)/);
+    await expect(moveSpace(without, 'acme', 'c')).rejects.toThrow(
+      /store "a" keeps a directory, which lists space "acme" in "b", but this router has none: give it directory: 'a' as the servers do \(CLI: --directory a\)/,
+    );
     const other = spaceContext(routedStorage({ stores: members, directory: 'c', place: () => 'b' }));
-    await expect(moveSpace(other, 'acme', 'a')).rejects.toThrow(/store "a" keeps a directory, which lists space "acme" in "b", but this router's directory is "c"/);
+    await expect(moveSpace(other, 'acme', 'a')).rejects.toThrow(
+      /store "a" keeps a directory, which lists space "acme" in "b", but this router's directory is "c"/,
+    );
     expect(await everything(members)).toEqual(before);
     expect(await served(servers, 'acme')).toEqual(WHOLE);
   });
@@ -110,7 +118,9 @@ describe('a move refuses, and changes nothing,', () => {
     await seed(servers, 'acme');
     const before = await everything(members);
     for (const ctx of [servers, spaceContext(routedStorage({ stores: members }))]) {
-      await expect(moveSpace(ctx, 'acme-typo', 'b')).rejects.toThrow(/space "acme-typo" does not exist: no store \(a, b, c\) holds any row of it; nothing was moved or written/);
+      await expect(moveSpace(ctx, 'acme-typo', 'b')).rejects.toThrow(
+        /space "acme-typo" does not exist: no store \(a, b, c\) holds any row of it; nothing was moved or written/,
+      );
     }
     expect(await everything(members)).toEqual(before);
   });
@@ -119,7 +129,11 @@ describe('a move refuses, and changes nothing,', () => {
     const members = { a: memoryStorage(), b: memoryStorage(), c: memoryStorage() };
     const servers = spaceContext(routedStorage({ stores: members, place: () => 'b' }));
     await seed(servers, 'acme');
-    const killed = moveSpace(servers, 'acme', 'c', { onProgress: ({ phase }) => { if (phase === 'catching-up') throw new Error('killed'); } });
+    const killed = moveSpace(servers, 'acme', 'c', {
+      onProgress: ({ phase }) => {
+        if (phase === 'catching-up') throw new Error('killed');
+      },
+    });
     await expect(killed).rejects.toThrow('killed');
     expect(await moveSpace(servers, 'acme', 'c')).toMatchObject({ from: 'b', to: 'c', moved: true });
     // Back to b, whose rows a move left (its route record says the space went to c): cleared and filled again.

@@ -29,7 +29,11 @@ function stores() {
 class Pushers {
   readonly next = new Map<string, number>();
   acknowledged = 0;
-  constructor(readonly ctx: SyncContext & { errors: unknown[] }, readonly space: string, readonly groups: number) {}
+  constructor(
+    readonly ctx: SyncContext & { errors: unknown[] },
+    readonly space: string,
+    readonly groups: number,
+  ) {}
 
   async pushOnce(group: number, ctx = this.ctx): Promise<void> {
     const client = `c${group}`;
@@ -42,13 +46,20 @@ class Pushers {
 
   /** Pushes from every group, one after another per group, until `stop` says so. */
   async run(stop: () => boolean): Promise<void> {
-    await Promise.all(Array.from({ length: this.groups }, async (_, group) => {
-      while (!stop()) await this.pushOnce(group);
-    }));
+    await Promise.all(
+      Array.from({ length: this.groups }, async (_, group) => {
+        while (!stop()) await this.pushOnce(group);
+      }),
+    );
   }
 }
 
-async function pulled(ctx: SyncContext, space: string, group: string, cookie: JSONValue): Promise<{ cookie: JSONValue; lastMutationIDChanges: Record<string, number>; patch: Array<{ op: string; key?: string; value?: JSONValue }> }> {
+async function pulled(
+  ctx: SyncContext,
+  space: string,
+  group: string,
+  cookie: JSONValue,
+): Promise<{ cookie: JSONValue; lastMutationIDChanges: Record<string, number>; patch: Array<{ op: string; key?: string; value?: JSONValue }> }> {
   const response = await pullFrom(ctx, space, group, cookie);
   expect(response.status, `${await response.clone().text()} ${String((ctx as { errors?: unknown[] }).errors?.at(-1))}`).toBe(200);
   return response.json();
@@ -209,7 +220,9 @@ describe('moveSpace', () => {
     const ctx = spaceContext(routedStorage({ stores: members, place: () => 'x' }));
     for (let i = 0; i < 200; i++) await pushTo(ctx, 's', 'seed', [mutation('seed', i + 1, 'put', { key: `old/${i}`, value: i })]);
     const lines = Array.from({ length: 5_000 }, (_, i) => JSON.stringify({ key: `new/${String(i).padStart(5, '0')}`, value: i }));
-    const dump = [JSON.stringify({ viewsync: 'space', format: 2 }), ...lines, JSON.stringify({ viewsync: 'end', entries: lines.length })].map((line) => `${line}\n`);
+    const dump = [JSON.stringify({ viewsync: 'space', format: 2 }), ...lines, JSON.stringify({ viewsync: 'end', entries: lines.length })].map(
+      (line) => `${line}\n`,
+    );
     /** The dump a line at a time, with a pause now and then, so that the move runs between its batches. */
     async function* slowly() {
       for (const [i, line] of dump.entries()) {
@@ -233,7 +246,8 @@ describe('moveSpace', () => {
   it('refuses a store it does not know, a switch timeout out of bounds, and a context with one store', async () => {
     const ctx = spaceContext(routedStorage({ stores: stores(), place: () => 'x' }));
     await expect(moveSpace(ctx, 's', 'nowhere')).rejects.toThrow(/no store is named "nowhere"/);
-    for (const switchTimeoutMs of [50, 600_000, Number.NaN]) await expect(moveSpace(ctx, 's', 'y', { switchTimeoutMs })).rejects.toThrow(/switchTimeoutMs must be from 100 to 60,000/);
+    for (const switchTimeoutMs of [50, 600_000, Number.NaN])
+      await expect(moveSpace(ctx, 's', 'y', { switchTimeoutMs })).rejects.toThrow(/switchTimeoutMs must be from 100 to 60,000/);
     await expect(moveSpace(spaceContext(memoryStorage()), 's', 'x')).rejects.toThrow(/single store/);
   });
 });

@@ -27,10 +27,18 @@ describe('routedStorage', () => {
     const stores = { x: memoryStorage(), y: memoryStorage() };
     const ctx = spaceContext(routedStorage({ stores, place: (space) => (space.startsWith('eu-') ? 'y' : 'x') }));
     for (const space of ['eu-1', 'us-1']) expect((await pushTo(ctx, space, 'g', [mutation('c', 1, 'put', { key: 'k', value: space })])).status).toBe(200);
-    expect([await holds(stores.x, 'us-1'), await holds(stores.x, 'eu-1'), await holds(stores.y, 'eu-1'), await holds(stores.y, 'us-1')]).toEqual([true, false, true, false]);
+    expect([await holds(stores.x, 'us-1'), await holds(stores.x, 'eu-1'), await holds(stores.y, 'eu-1'), await holds(stores.y, 'us-1')]).toEqual([
+      true,
+      false,
+      true,
+      false,
+    ]);
     const pulled = await (await pullFrom(ctx, 'eu-1', 'g', null)).json();
     expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 'eu-1' }] });
-    expect((await inspect(ctx)).spaces.map(({ space, store }) => [space, store])).toEqual([['eu-1', 'y'], ['us-1', 'x']]);
+    expect((await inspect(ctx)).spaces.map(({ space, store }) => [space, store])).toEqual([
+      ['eu-1', 'y'],
+      ['us-1', 'x'],
+    ]);
     await expect(collectGarbage(ctx)).resolves.toMatchObject({ clientGroups: 0 });
   });
 
@@ -70,9 +78,15 @@ describe('routedStorage', () => {
     expect((await pushTo(before, 's', 'g', [mutation('c', 1, 'put', { key: 'k', value: 'kept' })])).status).toBe(200);
     // The rule sends new spaces to the fresh store; s is found where it was, not started again there.
     const ctx = spaceContext(routedStorage({ stores, directory: 'dir', place: () => 'fresh' }));
-    expect(await (await pullFrom(ctx, 's', 'g', null)).json()).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 'kept' }] });
+    expect(await (await pullFrom(ctx, 's', 'g', null)).json()).toMatchObject({
+      lastMutationIDChanges: { c: 1 },
+      patch: [{ op: 'clear' }, { op: 'put', key: 'k', value: 'kept' }],
+    });
     expect((await pushTo(ctx, 's', 'g', [mutation('c', 2, 'put', { key: 'k', value: 'still' })])).status).toBe(200);
-    expect([await holds(stores.fresh, 's'), (await (await pullFrom(before, 's', 'g', null)).json()).patch]).toEqual([false, [{ op: 'clear' }, { op: 'put', key: 'k', value: 'still' }]]);
+    expect([await holds(stores.fresh, 's'), (await (await pullFrom(before, 's', 'g', null)).json()).patch]).toEqual([
+      false,
+      [{ op: 'clear' }, { op: 'put', key: 'k', value: 'still' }],
+    ]);
   });
 
   it("runs the backend door in each space's store: transact, read, export and import", async () => {
@@ -88,24 +102,39 @@ describe('routedStorage', () => {
   it("serves views from each space's store, and a view's cookie stays good after its space moves", async () => {
     const stores = { x: memoryStorage(), y: memoryStorage() };
     const ctx = spaceContext(routedStorage({ stores, place: () => 'x' }), { view: async () => ['doc/'] });
-    expect((await pushTo(ctx, 's', 'g', [mutation('c', 1, 'put', { key: 'doc/1', value: 1 }), mutation('c', 2, 'put', { key: 'other/1', value: 1 })])).status).toBe(200);
+    expect(
+      (await pushTo(ctx, 's', 'g', [mutation('c', 1, 'put', { key: 'doc/1', value: 1 }), mutation('c', 2, 'put', { key: 'other/1', value: 1 })])).status,
+    ).toBe(200);
     const first = await (await pullFrom(ctx, 's', 'g', null)).json();
     expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'doc/1', value: 1 }]);
     await moveSpace(ctx, 's', 'y');
-    expect((await pushTo(ctx, 's', 'g', [mutation('c', 3, 'put', { key: 'doc/2', value: 2 }), mutation('c', 4, 'put', { key: 'other/2', value: 2 })])).status).toBe(200);
-    expect(await (await pullFrom(ctx, 's', 'g', first.cookie)).json()).toMatchObject({ lastMutationIDChanges: { c: 4 }, patch: [{ op: 'put', key: 'doc/2', value: 2 }] });
+    expect(
+      (await pushTo(ctx, 's', 'g', [mutation('c', 3, 'put', { key: 'doc/2', value: 2 }), mutation('c', 4, 'put', { key: 'other/2', value: 2 })])).status,
+    ).toBe(200);
+    expect(await (await pullFrom(ctx, 's', 'g', first.cookie)).json()).toMatchObject({
+      lastMutationIDChanges: { c: 4 },
+      patch: [{ op: 'put', key: 'doc/2', value: 2 }],
+    });
   });
 
   it('is healthy while any store answers, and says which do not (without their errors)', async () => {
     const broken: Storage = { transaction: () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:5432'), { code: 'ECONNREFUSED' })) };
     const ctx = spaceContext(routedStorage({ stores: { up: memoryStorage(), down: broken } }));
-    expect(await checkHealth(ctx)).toMatchObject({ ok: true, status: 'ok', stores: { up: { ok: true }, down: { ok: false, reason: expect.stringMatching(/ECONNREFUSED/) } } });
+    expect(await checkHealth(ctx)).toMatchObject({
+      ok: true,
+      status: 'ok',
+      stores: { up: { ok: true }, down: { ok: false, reason: expect.stringMatching(/ECONNREFUSED/) } },
+    });
     const served = await handleRequest(new Request('http://localhost/health'), ctx);
     expect(served.status).toBe(200);
     const body = await served.json();
     expect(body.stores.down).toEqual({ ok: false });
     const none = spaceContext(routedStorage({ stores: { down: broken } }));
-    expect(await checkHealth(none)).toMatchObject({ ok: false, status: 'store-unavailable', reason: expect.stringMatching(/no store answered: down: connect ECONNREFUSED/) });
+    expect(await checkHealth(none)).toMatchObject({
+      ok: false,
+      status: 'store-unavailable',
+      reason: expect.stringMatching(/no store answered: down: connect ECONNREFUSED/),
+    });
     expect((await handleRequest(new Request('http://localhost/health'), none)).status).toBe(503);
   });
 
@@ -132,7 +161,10 @@ describe('routedStorage', () => {
     expect(await (await pullFrom(stale, 's', 'g', cookie)).json()).toMatchObject({ patch: [] });
     await moveSpace(ctx, 's', 'y');
     expect((await pushTo(ctx, 's', 'g', [mutation('c', 2, 'put', { key: 'k', value: 2 })])).status).toBe(200);
-    expect(await (await pullFrom(stale, 's', 'g', cookie)).json()).toMatchObject({ lastMutationIDChanges: { c: 2 }, patch: [{ op: 'put', key: 'k', value: 2 }] });
+    expect(await (await pullFrom(stale, 's', 'g', cookie)).json()).toMatchObject({
+      lastMutationIDChanges: { c: 2 },
+      patch: [{ op: 'put', key: 'k', value: 2 }],
+    });
   });
 
   it('on PostgreSQL through a pg Pool, a routed up-to-date pull is still one statement', async () => {
@@ -156,7 +188,8 @@ describe('routedStorage', () => {
     let down = false;
     const flaky = memoryStorage();
     const failing: Storage = {
-      transaction: (fn, options) => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })) : flaky.transaction(fn, options)),
+      transaction: (fn, options) =>
+        down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })) : flaky.transaction(fn, options),
     };
     const ctx = spaceContext(routedStorage({ stores: { up: memoryStorage(), down: failing }, place: (space) => space }));
     down = true;

@@ -4,7 +4,16 @@ import { type mutation, post, pullBody, pushBody, testMutators } from '../suppor
 
 export function spaceContext(storage: Storage, overrides: Partial<SyncOptions> = {}): SyncContext & { errors: unknown[] } {
   const errors: unknown[] = [];
-  return Object.assign(createContext({ storage, mutators: testMutators, space: (request) => new URL(request.url).searchParams.get('space') ?? '', onError: (error) => errors.push(error), ...overrides }), { errors });
+  return Object.assign(
+    createContext({
+      storage,
+      mutators: testMutators,
+      space: (request) => new URL(request.url).searchParams.get('space') ?? '',
+      onError: (error) => errors.push(error),
+      ...overrides,
+    }),
+    { errors },
+  );
 }
 
 export async function pushTo(ctx: SyncContext, space: string, group: string, mutations: ReturnType<typeof mutation>[]): Promise<Response> {
@@ -14,4 +23,3 @@ export async function pushTo(ctx: SyncContext, space: string, group: string, mut
 export async function pullFrom(ctx: SyncContext, space: string, group: string, cookie: unknown): Promise<Response> {
   return handlePull(post(`/pull?space=${encodeURIComponent(space)}`, pullBody(group, cookie as never)), ctx);
 }
-

@@ -38,5 +38,13 @@ export const RUNTIME_INSPECTOR_SECRET = 'runtime-inspector-secret-5e8d1c0b9a7f';
 
 /** The app's options over `storage`: a server makes its context of them with the package as it loads it (a context is its own copy's: see context.ts here for Node). */
 export function runtimeOptions(storage: Storage, options: Partial<SyncOptions> = {}): SyncOptions {
-  return { storage, mutators: runtimeMutators, view: runtimeView, limits: { bodyBytes: MAX_BODY_BYTES }, onError: () => {}, inspector: { secret: RUNTIME_INSPECTOR_SECRET, onAction: () => {} }, ...options };
+  return {
+    storage,
+    mutators: runtimeMutators,
+    view: runtimeView,
+    limits: { bodyBytes: MAX_BODY_BYTES },
+    onError: () => {},
+    inspector: { secret: RUNTIME_INSPECTOR_SECRET, onAction: () => {} },
+    ...options,
+  };
 }

@@ -16,7 +16,13 @@ test('bun: a poke stream idle for longer than Bun’s default idle timeout stays
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let text = (await reader.read()).value ?? '';
     await new Promise((resolve) => setTimeout(resolve, 11_000));
-    const body = { pushVersion: 1, clientGroupID: 'idle', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'idle', id: 1, name: 'put', args: { key: 'idle', value: 1 }, timestamp: 1 }] };
+    const body = {
+      pushVersion: 1,
+      clientGroupID: 'idle',
+      profileID: 'p',
+      schemaVersion: '',
+      mutations: [{ clientID: 'idle', id: 1, name: 'put', args: { key: 'idle', value: 1 }, timestamp: 1 }],
+    };
     const pushed = await fetch(new URL('push', server.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect(pushed.status).toBe(200);
     while (!text.includes('data: poke\n\n')) text += (await reader.read()).value ?? '';

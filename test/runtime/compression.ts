@@ -67,13 +67,23 @@ let nextID = 0;
 /** Over 1 MiB of rows, in pushes under the app's 64 KiB body limit. */
 async function fill(url: URL): Promise<void> {
   for (let batch = 0; batch < 36; batch++) {
-    await push(url, Array.from({ length: 60 }, (_, i) => ({ key: `row/${String(batch * 60 + i).padStart(5, '0')}`, value: Array.from({ length: 150 }, (_, j) => ((batch * 60 + i) * j) % 1000) })));
+    await push(
+      url,
+      Array.from({ length: 60 }, (_, i) => ({
+        key: `row/${String(batch * 60 + i).padStart(5, '0')}`,
+        value: Array.from({ length: 150 }, (_, j) => ((batch * 60 + i) * j) % 1000),
+      })),
+    );
   }
 }
 
 async function push(url: URL, puts: Array<{ key: string; value: unknown }>): Promise<void> {
   const mutations = puts.map((args) => ({ clientID: 'compression-filler', id: ++nextID, name: 'put', args, timestamp: 0 }));
-  const { status, body } = await post(url, 'push', JSON.stringify({ pushVersion: 1, clientGroupID: 'compression-fill', profileID: 'p', schemaVersion: '', mutations }));
+  const { status, body } = await post(
+    url,
+    'push',
+    JSON.stringify({ pushVersion: 1, clientGroupID: 'compression-fill', profileID: 'p', schemaVersion: '', mutations }),
+  );
   if (status !== 200 || body.toString() !== '{}') throw new Error(`push answered ${status}: ${body.toString().slice(0, 300)}`);
 }
 

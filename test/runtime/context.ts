@@ -6,4 +6,3 @@ import { runtimeOptions } from './app.js';
 export function runtimeContext(storage: Storage, options: Partial<SyncOptions> = {}): SyncContext {
   return createContext(runtimeOptions(storage, options));
 }
-

@@ -59,7 +59,12 @@ describe('examples', () => {
   ] as const)('%s to %s: poke streams end with a reconnect hint, the database is closed, the server exits', async (signal, _, command, args) => {
     const port = await freePort();
     const dataDir = tempFolder();
-    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, PORT: String(port), DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(port), DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
     child.stderr.setEncoding('utf8').on('data', (text: string) => (output += text));
@@ -70,7 +75,11 @@ describe('examples', () => {
       const poke = await fetch(new URL('poke', url));
       const reader = poke.body!.pipeThrough(new TextDecoderStream()).getReader();
       let text = (await reader.read()).value ?? '';
-      const pushed = await fetch(new URL('push', url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pushBody('g', [mutation('c', 1, 'createTodo', { id: 't1', text: 'Ship it', sort: 1 })])) });
+      const pushed = await fetch(new URL('push', url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(pushBody('g', [mutation('c', 1, 'createTodo', { id: 't1', text: 'Ship it', sort: 1 })])),
+      });
       expect(pushed.status).toBe(200);
       if (signal === 'SIGTERM') process.kill(child.pid!, signal);
       else process.kill(-child.pid!, signal);
@@ -91,9 +100,13 @@ describe('examples', () => {
     }
   });
 
-  it('examples import only what a user can: viewsync\'s public entries, packages, node: modules and files of their own folder', () => {
-    const publicEntries = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> }).exports).map((entry) => entry.replace(/^\./, 'viewsync'));
-    const files = (readdirSync(join(ROOT, 'examples'), { recursive: true }) as string[]).filter((file) => /\.tsx?$/.test(file) && !file.includes('node_modules'));
+  it("examples import only what a user can: viewsync's public entries, packages, node: modules and files of their own folder", () => {
+    const publicEntries = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> }).exports).map(
+      (entry) => entry.replace(/^\./, 'viewsync'),
+    );
+    const files = (readdirSync(join(ROOT, 'examples'), { recursive: true }) as string[]).filter(
+      (file) => /\.tsx?$/.test(file) && !file.includes('node_modules'),
+    );
     const bad: string[] = [];
     for (const file of files) {
       const source = readFileSync(join(ROOT, 'examples', file), 'utf8');
@@ -128,7 +141,9 @@ describe('examples', () => {
     const first = await start(bin('tsx'), ['examples/todo/server.ts'], /TodoMVC on viewsync: (\S+)/, ROOT, { PORT: String(port), DATA_DIR: dataDir });
     const second = await runCommand(bin('tsx'), ['examples/todo/server.ts'], { cwd: ROOT, env: { PORT: String(await freePort()), DATA_DIR: dataDir } });
     expect(second.code).toBe(1);
-    expect(second.output.trim()).toBe(`${join(dataDir, 'todo.db')} is in use by another viewsync store (another process, or another handle in this one): a SQLite file is served by one process, whose locks keep its guarantees. Stop the other, or use PostgreSQL for several instances`);
+    expect(second.output.trim()).toBe(
+      `${join(dataDir, 'todo.db')} is in use by another viewsync store (another process, or another handle in this one): a SQLite file is served by one process, whose locks keep its guarantees. Stop the other, or use PostgreSQL for several instances`,
+    );
     await expectTodoApp(new URL(first.match[1]!));
   });
 
@@ -163,7 +178,10 @@ describe('examples', () => {
 
   it('Deno, from the source, honouring PORT', async () => {
     const port = await freePort();
-    await start(bin('deno'), ['run', '--no-remote', '--allow-net', '--allow-env', '--config', 'examples/deno.json', 'examples/deno.ts'], /pushURL:/, ROOT, { PORT: String(port), DENO_NO_UPDATE_CHECK: '1' });
+    await start(bin('deno'), ['run', '--no-remote', '--allow-net', '--allow-env', '--config', 'examples/deno.json', 'examples/deno.ts'], /pushURL:/, ROOT, {
+      PORT: String(port),
+      DENO_NO_UPDATE_CHECK: '1',
+    });
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`));
   });
 
@@ -175,7 +193,10 @@ describe('examples', () => {
 
   it('Cloudflare: `wrangler dev` in examples/cloudflare serves a Durable Object per space', async () => {
     const port = await freePort();
-    await start(bin('wrangler'), ['dev', '--port', String(port), '--ip', '127.0.0.1'], /Ready on/, join(ROOT, 'examples', 'cloudflare'), { WRANGLER_SEND_METRICS: 'false', CI: '1' });
+    await start(bin('wrangler'), ['dev', '--port', String(port), '--ip', '127.0.0.1'], /Ready on/, join(ROOT, 'examples', 'cloudflare'), {
+      WRANGLER_SEND_METRICS: 'false',
+      CI: '1',
+    });
     await pushAndPull(new URL(`http://127.0.0.1:${port}/`), '?space=test');
   });
 });
@@ -185,7 +206,10 @@ async function expectTodoApp(base: URL): Promise<void> {
   const page = await fetch(base);
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   expect(await page.text()).toContain('<section class="todoapp">');
-  for (const [path, type] of [['client.js', /^text\/javascript/], ['todomvc.css', /^text\/css/]] as const) {
+  for (const [path, type] of [
+    ['client.js', /^text\/javascript/],
+    ['todomvc.css', /^text\/css/],
+  ] as const) {
     const asset = await fetch(new URL(path, base));
     expect([asset.status, asset.headers.get('content-type')]).toEqual([200, expect.stringMatching(type)]);
     await asset.arrayBuffer();
@@ -196,7 +220,10 @@ async function expectTodoApp(base: URL): Promise<void> {
   const pushed = await send('push', pushBody('g', [mutation('c', 1, 'createTodo', todo)]));
   expect(pushed.status, await pushed.clone().text()).toBe(200);
   const pulled = await (await send('pull', pullBody('g', null))).json();
-  expect(pulled).toMatchObject({ lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'todo/t1', value: { ...todo, completed: false } }] });
+  expect(pulled).toMatchObject({
+    lastMutationIDChanges: { c: 1 },
+    patch: [{ op: 'clear' }, { op: 'put', key: 'todo/t1', value: { ...todo, completed: false } }],
+  });
   const pokes = new AbortController();
   const stream = await fetch(new URL('api/poke', base), { signal: pokes.signal });
   expect([stream.status, stream.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/event-stream/)]);

@@ -29,8 +29,7 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       call(path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: '', ...headers }, body: JSON.stringify(body) });
     const push = (group: string, mutations: unknown[]) =>
       postJSON('push', { pushVersion: 1, clientGroupID: group, mutations, profileID: 'p', schemaVersion: '' });
-    const pull = (group: string, cookie: unknown) =>
-      postJSON('pull', { pullVersion: 1, clientGroupID: group, cookie, profileID: 'p', schemaVersion: '' });
+    const pull = (group: string, cookie: unknown) => postJSON('pull', { pullVersion: 1, clientGroupID: group, cookie, profileID: 'p', schemaVersion: '' });
 
     it('pushes and pulls: a round trip through the server', async () => {
       const pushed = await push(`${name}-g1`, [
@@ -44,7 +43,12 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       expect(pulled.status).toBe(200);
       const body = await pulled.json();
       expect(body.lastMutationIDChanges).toEqual({ [`${name}-c1`]: 2 });
-      expect(body.patch).toEqual(expect.arrayContaining([{ op: 'put', key: `${name}/a`, value: { unicode: 'ü🙂' } }, { op: 'put', key: `${name}/n`, value: 2 }]));
+      expect(body.patch).toEqual(
+        expect.arrayContaining([
+          { op: 'put', key: `${name}/a`, value: { unicode: 'ü🙂' } },
+          { op: 'put', key: `${name}/n`, value: 2 },
+        ]),
+      );
       const again = await (await pull(`${name}-g1`, body.cookie)).json();
       expect(again).toEqual({ cookie: body.cookie, lastMutationIDChanges: {}, patch: [] });
     });
@@ -57,14 +61,21 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: `${name}/v/a/1`, value: 1 }]);
       await push(`${name}-vg`, [put(4, `views/${group}`, [`${name}/v/b/`])]);
       const moved = await (await pull(group, first.cookie)).json();
-      expect(moved.patch).toEqual(expect.arrayContaining([{ op: 'del', key: `${name}/v/a/1` }, { op: 'put', key: `${name}/v/b/1`, value: 2 }]));
+      expect(moved.patch).toEqual(
+        expect.arrayContaining([
+          { op: 'del', key: `${name}/v/a/1` },
+          { op: 'put', key: `${name}/v/b/1`, value: 2 },
+        ]),
+      );
       expect(moved.patch).toHaveLength(2);
       expect(moved.cookie.view).not.toBe(first.cookie.view);
     });
 
     it('serves concurrent pushes without losing one', async () => {
       const responses = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => push(`${name}-cg${i}`, [{ clientID: `${name}-cc${i}`, id: 1, name: 'increment', args: { key: `${name}/count`, delta: 1 }, timestamp: 1 }])),
+        Array.from({ length: 20 }, (_, i) =>
+          push(`${name}-cg${i}`, [{ clientID: `${name}-cc${i}`, id: 1, name: 'increment', args: { key: `${name}/count`, delta: 1 }, timestamp: 1 }]),
+        ),
       );
       expect(responses.map((r) => r.status)).toEqual(Array(20).fill(200));
       const { patch } = await (await pull(`${name}-counter`, null)).json();
@@ -91,7 +102,9 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
       let text = (await reader.read()).value ?? '';
       expect(text).toMatch(/^retry: /);
-      expect((await push(`${name}-poker`, [{ clientID: `${name}-poker`, id: 1, name: 'put', args: { key: `${name}/poked`, value: 1 }, timestamp: 1 }])).status).toBe(200);
+      expect(
+        (await push(`${name}-poker`, [{ clientID: `${name}-poker`, id: 1, name: 'put', args: { key: `${name}/poked`, value: 1 }, timestamp: 1 }])).status,
+      ).toBe(200);
       while (!text.includes('data: poke\n\n')) text += (await reader.read()).value ?? '';
       await reader.cancel();
     });
@@ -107,7 +120,13 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       const poke = await fetch(new URL('poke', own.url));
       const reader = poke.body!.pipeThrough(new TextDecoderStream()).getReader();
       let text = (await reader.read()).value ?? '';
-      const body = { pushVersion: 1, clientGroupID: `${name}-stop`, profileID: 'p', schemaVersion: '', mutations: [{ clientID: `${name}-stop`, id: 1, name: 'slowPut', args: { key: 'slow', ms: 700 }, timestamp: 1 }] };
+      const body = {
+        pushVersion: 1,
+        clientGroupID: `${name}-stop`,
+        profileID: 'p',
+        schemaVersion: '',
+        mutations: [{ clientID: `${name}-stop`, id: 1, name: 'slowPut', args: { key: 'slow', ms: 700 }, timestamp: 1 }],
+      };
       const pushed = fetch(new URL('push', own.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       await new Promise((resolve) => setTimeout(resolve, 300));
       // Exits on its own, or `stop` throws: see spawnServer.
@@ -126,7 +145,12 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       expect(await page.text()).toContain('name="secret"');
       expect((await call('_inspect/app.js')).headers.get('content-type')).toMatch(/javascript/);
       const origin = server.url.origin;
-      const login = await call('_inspect/login', { method: 'POST', redirect: 'manual', headers: { origin, 'content-type': 'application/x-www-form-urlencoded' }, body: `secret=${RUNTIME_INSPECTOR_SECRET}` });
+      const login = await call('_inspect/login', {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `secret=${RUNTIME_INSPECTOR_SECRET}`,
+      });
       expect(login.status).toBe(303);
       const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
       await push(`${name}-inspected`, [{ clientID: `${name}-inspected`, id: 1, name: 'put', args: { key: 'seen', value: 1 }, timestamp: 1 }]);
@@ -143,7 +167,11 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
     it('answers a CORS preflight', async () => {
       const response = await call('push', {
         method: 'OPTIONS',
-        headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-replicache-requestid' },
+        headers: {
+          origin: 'https://app.example',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization, content-type, x-replicache-requestid',
+        },
       });
       expect(response.status).toBe(204);
       expect(response.headers.get('access-control-allow-origin')).toBe('*');
@@ -164,9 +192,12 @@ export function describeRuntime(name: string, start: () => Promise<RunningServer
       });
       // A server may answer 413 and close before the client has sent the rest (workerd does, now
       // and then): undici then reports the reset of its write rather than the answer.
-      const chunked = await call('push', { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit).catch(
-        (error: { cause?: { code?: string } }) => error,
-      );
+      const chunked = await call('push', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit).catch((error: { cause?: { code?: string } }) => error);
       if (chunked instanceof Response) expect(chunked.status).toBe(413);
       else expect(chunked.cause?.code).toBe('ECONNRESET');
       // The server is still up and serving after refusing.

@@ -21,7 +21,13 @@ describe('runtime: workerd, one Durable Object per space', () => {
     return response.json();
   };
   const push = (space: string, value: string) =>
-    post(`push?space=${space}`, { pushVersion: 1, clientGroupID: 'g', profileID: 'p', schemaVersion: '', mutations: [{ clientID: 'c', id: 1, name: 'put', args: { key: 'k', value }, timestamp: 1 }] });
+    post(`push?space=${space}`, {
+      pushVersion: 1,
+      clientGroupID: 'g',
+      profileID: 'p',
+      schemaVersion: '',
+      mutations: [{ clientID: 'c', id: 1, name: 'put', args: { key: 'k', value }, timestamp: 1 }],
+    });
   const pull = (space: string) => post(`pull?space=${space}`, { pullVersion: 1, clientGroupID: 'g', cookie: null, profileID: 'p', schemaVersion: '' });
 
   it('routes by ?space=: the same client group and key live apart in each space', async () => {

@@ -69,7 +69,10 @@ describe.skipIf(!hasChromium('the schema browser test'))('the real client across
       const entry: Sent = { device: name, from: request.frame().url(), path, body: request.postDataJSON() };
       sent.push(entry);
       // No answer is kept for a request whose page went away before it was read.
-      void request.response().then(async (response) => (entry.answer = await response?.json())).catch(() => {});
+      void request
+        .response()
+        .then(async (response) => (entry.answer = await response?.json()))
+        .catch(() => {});
     });
     return context;
   };
@@ -84,8 +87,7 @@ describe.skipIf(!hasChromium('the schema browser test'))('the real client across
     return page;
   };
   const ready = (page: Page) => page.waitForFunction(() => 'app' in globalThis, undefined, { timeout: 15_000 });
-  const app = <T>(page: Page, fn: (app: App) => T | Promise<T>): Promise<T> =>
-    page.evaluate(`(${fn.toString()})(globalThis.app)`) as Promise<T>;
+  const app = <T>(page: Page, fn: (app: App) => T | Promise<T>): Promise<T> => page.evaluate(`(${fn.toString()})(globalThis.app)`) as Promise<T>;
   const entries = (page: Page) => app(page, (app) => app.entries());
   const todo = (text: string, count = 0) => ({ text, done: false, count });
   const task = (title: string, count = 0) => ({ title, done: false, count });
@@ -136,7 +138,15 @@ describe.skipIf(!hasChromium('the schema browser test'))('the real client across
     expect(await transact(ctx, '', async (tx) => tx.scan().keys().toArray())).toEqual(['task/a1', 'task/a2']);
     // B's poke stream reconnects, and its pull after the migration reads version 1's shape.
     const pulledAfter = sent.length;
-    await expect.poll(() => sent.slice(pulledAfter).some(({ device, path, answer }) => device === 'B' && path === 'pull' && (answer as { cookie?: unknown }).cookie !== undefined), soon).toBe(true);
+    await expect
+      .poll(
+        () =>
+          sent
+            .slice(pulledAfter)
+            .some(({ device, path, answer }) => device === 'B' && path === 'pull' && (answer as { cookie?: unknown }).cookie !== undefined),
+        soon,
+      )
+      .toBe(true);
     expect(await entries(b)).toEqual({ 'todo/a1': todo('Milk'), 'todo/a2': todo('Eggs') });
   });
 
@@ -150,7 +160,12 @@ describe.skipIf(!hasChromium('the schema browser test'))('the real client across
     await expect.poll(() => entries(b), soon).toEqual(Object.fromEntries(Object.entries(all).map(([id, [text, count]]) => [`todo/${id}`, todo(text, count)])));
     // The version 2 page pushed the old group's mutations under version 1, then pulled once under it.
     const recovery = () => sent.filter(({ device, from, body }) => device === 'A' && from.includes('v=2') && body.clientGroupID === groupA1);
-    await expect.poll(() => recovery().map(({ path, body, answer }) => [path, body.schemaVersion, answer !== undefined]), soon).toEqual([['push', '1', true], ['pull', '1', true]]);
+    await expect
+      .poll(() => recovery().map(({ path, body, answer }) => [path, body.schemaVersion, answer !== undefined]), soon)
+      .toEqual([
+        ['push', '1', true],
+        ['pull', '1', true],
+      ]);
     expect(recovery()[0]!.body.mutations!.map(({ name, args }) => [name, args])).toEqual([
       ['addTodo', { id: 'a3', text: 'Bread' }],
       ['bump', { id: 'a1' }],
@@ -192,13 +207,21 @@ describe.skipIf(!hasChromium('the schema browser test'))('the real client across
     await b.waitForURL(/v=2/, { timeout: 15_000 });
     await ready(b);
     disrupted = false;
-    const want = { 'task/a1': task('Milk', 1), 'task/a2': task('Eggs'), 'task/a3': task('Bread'), 'task/a4': task('Jam'), 'task/a5': task('Butter'), 'task/b1': task('Tea') };
+    const want = {
+      'task/a1': task('Milk', 1),
+      'task/a2': task('Eggs'),
+      'task/a3': task('Bread'),
+      'task/a4': task('Jam'),
+      'task/a5': task('Butter'),
+      'task/b1': task('Tea'),
+    };
     await expect.poll(() => entries(b), soon).toEqual(want);
     await expect.poll(() => entries(a), soon).toEqual(want);
     // The version 2 client recovers the old group, whose pull is refused now: the client marks
     // that group disabled in IndexedDB, and must not ask for an update again.
     await expect.poll(() => app(b, (app) => app.persisted('"disabled":true')), soon).toBe(true);
-    const recoveryPulls = () => sent.slice(closedAt).filter(({ device, from, path, body }) => device === 'B' && from.includes('v=2') && path === 'pull' && body.schemaVersion === '1');
+    const recoveryPulls = () =>
+      sent.slice(closedAt).filter(({ device, from, path, body }) => device === 'B' && from.includes('v=2') && path === 'pull' && body.schemaVersion === '1');
     await expect.poll(() => recoveryPulls().map(({ answer }) => answer), soon).toEqual([{ error: 'VersionNotSupported', versionType: 'schema' }]);
     // Once more from the start, as after any reload: still no call.
     await b.reload();
@@ -211,7 +234,8 @@ describe.skipIf(!hasChromium('the schema browser test'))('the real client across
   it('logged no unexpected errors in the pages, nor on the server', () => {
     // Chromium logs a failed request as a console error: offline, a server stopped, a poke stream
     // cut as it stops. Expected only while the test had a device offline or the server stopped.
-    const expected = /net::(ERR_INTERNET_DISCONNECTED|ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING|ERR_NETWORK_CHANGED)|Failed to fetch|status of 503/;
+    const expected =
+      /net::(ERR_INTERNET_DISCONNECTED|ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING|ERR_NETWORK_CHANGED)|Failed to fetch|status of 503/;
     expect(pageErrors.filter((error) => !(error.disrupted && expected.test(error.text)))).toEqual([]);
     // A poke stream opened while a deploy stops the server gets its 503 ("shutting down; reconnect
     // to another"), which onError hears of as of any 5xx; the test stops the server at each deploy.

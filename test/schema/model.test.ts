@@ -21,7 +21,11 @@ const RUNS = Math.max(Number(process.env.FC_RUNS ?? 0), 4_000);
 
 /** A to-do as both versions hold it, in neither's shape. */
 type Todo = { text: string; done: boolean; count: number };
-type Op = { kind: 'add'; id: string; text: string } | { kind: 'done'; id: string; done: boolean } | { kind: 'bump'; id: string } | { kind: 'remove'; id: string };
+type Op =
+  | { kind: 'add'; id: string; text: string }
+  | { kind: 'done'; id: string; done: boolean }
+  | { kind: 'bump'; id: string }
+  | { kind: 'remove'; id: string };
 
 const ids = fc.constantFrom('a', 'b');
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -64,7 +68,9 @@ function apply(todos: Map<string, Todo>, op: Op): void {
 
 /** What a client of `version` holds of the model. */
 function shaped(todos: Map<string, Todo>, version: '1' | '2'): Record<string, JSONValue> {
-  const entries = [...todos].map(([id, { text, done, count }]) => (version === '1' ? [`todo/${id}`, { text, done, count }] : [`task/${id}`, { title: text, done, count }]));
+  const entries = [...todos].map(([id, { text, done, count }]) =>
+    version === '1' ? [`todo/${id}`, { text, done, count }] : [`task/${id}`, { title: text, done, count }],
+  );
   return Object.fromEntries(entries.sort(([a], [b]) => (a! < b! ? -1 : 1)));
 }
 
@@ -85,13 +91,22 @@ describe('a deploy from schema version 1 to 2, against a model', () => {
       fc.asyncProperty(fc.array(step, { maxLength: 80 }), fc.boolean(), async (steps, perMutation) => {
         const storage = memoryStorage();
         const errors: unknown[] = [];
-        const serve = (mutators: object, schema: typeof schemaV2) => createContext({ storage, mutators: mutators as Mutators, schema, transactionPerMutation: perMutation, onError: (error) => errors.push(error) });
+        const serve = (mutators: object, schema: typeof schemaV2) =>
+          createContext({ storage, mutators: mutators as Mutators, schema, transactionPerMutation: perMutation, onError: (error) => errors.push(error) });
         let ctx: SyncContext = serve(mutatorsV1, { current: '1' });
         let stage: 'v1' | 'v2' | 'closed' = 'v1';
         const model = new Map<string, Todo>();
         const applied = new Map<string, number>();
         // Clients 0 and 1 are on version 1 from the start; 2 and 3 open on version 2 after the deploy.
-        const clients: Client[] = Array.from({ length: CLIENTS }, (_, i) => ({ group: `g${i}`, id: `c${i}`, version: i < 2 ? '1' : '2', pending: [], next: 1, cookie: null, view: new Map() }));
+        const clients: Client[] = Array.from({ length: CLIENTS }, (_, i) => ({
+          group: `g${i}`,
+          id: `c${i}`,
+          version: i < 2 ? '1' : '2',
+          pending: [],
+          next: 1,
+          cookie: null,
+          view: new Map(),
+        }));
         const usable = (client: Client) => client.version === '1' || stage !== 'v1';
 
         const push = async (client: Client) => {

@@ -34,7 +34,15 @@ const app = {
   version,
   clientGroupID: () => rep.clientGroupID,
   /** The entries under the version's own prefix, by key. */
-  entries: () => rep.query(async (tx) => Object.fromEntries(await tx.scan({ prefix: version === '1' ? 'todo/' : 'task/' }).entries().toArray())),
+  entries: () =>
+    rep.query(async (tx) =>
+      Object.fromEntries(
+        await tx
+          .scan({ prefix: version === '1' ? 'todo/' : 'task/' })
+          .entries()
+          .toArray(),
+      ),
+    ),
   add: (id: string, text: string) => (version === '1' ? rep.mutate.addTodo!({ id, text }) : rep.mutate.addTodo!({ id, title: text })),
   bump: (id: string) => (version === '1' ? rep.mutate.bump!({ id }) : rep.mutate.bump!({ id, by: 1 })),
   pending: async () => (await rep.experimentalPendingMutations()).map(({ name, args }) => ({ name, args })),

@@ -19,7 +19,8 @@ import { migrateV1Entries, mutatorsV1, mutatorsV2, schemaV2 } from './app.js';
 describe('a deploy from schema version 1 to 2, with the real client', () => {
   const storage = memoryStorage();
   const errors: unknown[] = [];
-  const serving = (mutators: object, schema: SchemaOptions): SyncContext => createContext({ storage, mutators: mutators as Mutators, schema, onError: (error) => errors.push(error) });
+  const serving = (mutators: object, schema: SchemaOptions): SyncContext =>
+    createContext({ storage, mutators: mutators as Mutators, schema, onError: (error) => errors.push(error) });
   /** What answers requests now: a version of the server, or nothing (the network is down). */
   let listener: ((req: IncomingMessage, res: ServerResponse) => void) | 'offline' = createListener(serving(mutatorsV1, { current: '1' }));
   let server: Server;
@@ -60,15 +61,22 @@ describe('a deploy from schema version 1 to 2, with the real client', () => {
     const a2 = clients.open({ name: app, schemaVersion: '2', mutators: mutatorsV2 });
     const expected = { 'task/eggs': { title: 'Eggs', done: false, count: 0 }, 'task/milk': { title: 'Milk', done: false, count: 1 } };
     let held = {};
-    await waitFor(async () => JSON.stringify((held = await snapshot(a2))) === JSON.stringify(expected), { message: () => `the v1 work to land; the app holds ${JSON.stringify(held)}`, timeout: 15_000 });
+    await waitFor(async () => JSON.stringify((held = await snapshot(a2))) === JSON.stringify(expected), {
+      message: () => `the v1 work to land; the app holds ${JSON.stringify(held)}`,
+      timeout: 15_000,
+    });
     // The device still on version 1 holds the same to-dos, in its own shape.
     const inV1 = { 'todo/eggs': { text: 'Eggs', done: false, count: 0 }, 'todo/milk': { text: 'Milk', done: false, count: 1 } };
     await waitFor(async () => JSON.stringify(await snapshot(b)) === JSON.stringify(inV1), { message: 'the v1 device to read the v1 shape' });
     // What version 2 writes reaches it, in its shape; what it writes lands, upgraded.
     await a2.mutate.addTodo({ id: 'tea', title: 'Tea' });
-    await waitFor(async () => JSON.stringify((await snapshot(b))['todo/tea']) === JSON.stringify({ text: 'Tea', done: false, count: 0 }), { message: 'a v2 to-do to reach the v1 device' });
+    await waitFor(async () => JSON.stringify((await snapshot(b))['todo/tea']) === JSON.stringify({ text: 'Tea', done: false, count: 0 }), {
+      message: 'a v2 to-do to reach the v1 device',
+    });
     await b.mutate.bump({ id: 'tea' });
-    await waitFor(async () => JSON.stringify((await snapshot(a2))['task/tea']) === JSON.stringify({ title: 'Tea', done: false, count: 1 }), { message: 'the v1 device’s bump to reach v2' });
+    await waitFor(async () => JSON.stringify((await snapshot(a2))['task/tea']) === JSON.stringify({ title: 'Tea', done: false, count: 1 }), {
+      message: 'the v1 device’s bump to reach v2',
+    });
 
     // The window closes while the device has a mutation pending: its push still lands.
     listener = 'offline';
@@ -83,7 +91,9 @@ describe('a deploy from schema version 1 to 2, with the real client', () => {
     b.onUpdateNeeded = reopen;
     listener = createListener(serving(mutatorsV2, { ...schemaV2, minimum: '2' }));
     await waitFor(() => b2 !== undefined, { message: 'onUpdateNeeded on the v1 device' });
-    await waitFor(async () => JSON.stringify((await snapshot(b2!))['task/tea']) === JSON.stringify({ title: 'Tea', done: false, count: 2 }), { message: 'the device, reopened as v2, to hold its last bump, applied once' });
+    await waitFor(async () => JSON.stringify((await snapshot(b2!))['task/tea']) === JSON.stringify({ title: 'Tea', done: false, count: 2 }), {
+      message: 'the device, reopened as v2, to hold its last bump, applied once',
+    });
     // Its recovery of the old group and its own pulls for a while: no second update, nothing applied twice.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(updates).toBe(1);

@@ -16,13 +16,18 @@ onEveryStore('schema', (store, create) => {
   describe(store, () => {
     it('upgrades, rejects and reads in the old shape', async () => {
       const ctx = createContext({ storage: create(), mutators: mutatorsV2 as unknown as Mutators, schema, onError: () => {} });
-      const pushAs = async (schemaVersion: string, group: string, mutations: ReturnType<typeof mutation>[]) => expect((await handlePush(post('/push', pushBody(group, mutations, { schemaVersion })), ctx)).status).toBe(200);
-      const pullAs = async (schemaVersion: string, group: string, cookie: JSONValue) => (await (await handlePull(post('/pull', pullBody(group, cookie, { schemaVersion })), ctx)).json()) as PullOK;
+      const pushAs = async (schemaVersion: string, group: string, mutations: ReturnType<typeof mutation>[]) =>
+        expect((await handlePush(post('/push', pushBody(group, mutations, { schemaVersion })), ctx)).status).toBe(200);
+      const pullAs = async (schemaVersion: string, group: string, cookie: JSONValue) =>
+        (await (await handlePull(post('/pull', pullBody(group, cookie, { schemaVersion })), ctx)).json()) as PullOK;
       await pushAs('1', 'old', [mutation('c1', 1, 'addTodo', { id: 'a', text: 'Milk' }), mutation('c1', 2, 'removeTodo', { id: 'a' })]);
       await pushAs('2', 'new', [mutation('c2', 1, 'addTodo', { id: 'b', title: 'Eggs' })]);
       const first = await pullAs('1', 'old', null);
       expect(first.lastMutationIDChanges).toEqual({ c1: 2 });
-      expect(Object.fromEntries(applyPatch(new Map(), first.patch))).toEqual({ 'todo/a': { text: 'Milk', done: false, count: 0 }, 'todo/b': { text: 'Eggs', done: false, count: 0 } });
+      expect(Object.fromEntries(applyPatch(new Map(), first.patch))).toEqual({
+        'todo/a': { text: 'Milk', done: false, count: 0 },
+        'todo/b': { text: 'Eggs', done: false, count: 0 },
+      });
       await pushAs('2', 'new', [mutation('c2', 2, 'setDone', { id: 'a', done: true }), mutation('c2', 3, 'removeTodo', { id: 'b' })]);
       expect((await pullAs('1', 'old', first.cookie)).patch).toEqual([
         { op: 'put', key: 'todo/a', value: { text: 'Milk', done: true, count: 0 } },

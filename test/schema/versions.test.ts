@@ -5,7 +5,17 @@
  * pulls, get VersionNotSupported.
  */
 import { describe, expect, it } from 'vitest';
-import { createContext, handlePull, handlePush, memoryStorage, type JSONValue, type Mutators, type SchemaOptions, type Storage, type SyncOptions } from '../../src/index.js';
+import {
+  createContext,
+  handlePull,
+  handlePush,
+  memoryStorage,
+  type JSONValue,
+  type Mutators,
+  type SchemaOptions,
+  type Storage,
+  type SyncOptions,
+} from '../../src/index.js';
 import { readChanges } from '../../src/backend.js';
 import { inspect } from '../../src/ops.js';
 import { applyPatch, mutation, post, pullBody, pushBody, type PullOK } from '../support/helpers.js';
@@ -15,7 +25,13 @@ import { collectGarbage } from '../../src/ops.js';
 
 function contexts(storage: Storage = memoryStorage(), options: Partial<SyncOptions> = {}) {
   const errors: unknown[] = [];
-  const v1 = createContext({ storage, mutators: mutatorsV1 as unknown as Mutators, schema: { current: '1' }, onError: (error) => errors.push(error), ...options });
+  const v1 = createContext({
+    storage,
+    mutators: mutatorsV1 as unknown as Mutators,
+    schema: { current: '1' },
+    onError: (error) => errors.push(error),
+    ...options,
+  });
   const v2 = createContext({ storage, mutators: mutatorsV2 as unknown as Mutators, schema: schemaV2, onError: (error) => errors.push(error), ...options });
   return { storage, v1, v2, errors };
 }
@@ -26,7 +42,12 @@ async function pushAs(ctx: ReturnType<typeof createContext>, schemaVersion: stri
   return response.json();
 }
 
-async function pullAs(ctx: ReturnType<typeof createContext>, schemaVersion: string, group: string, cookie: JSONValue): Promise<PullOK | { error: string; versionType?: string }> {
+async function pullAs(
+  ctx: ReturnType<typeof createContext>,
+  schemaVersion: string,
+  group: string,
+  cookie: JSONValue,
+): Promise<PullOK | { error: string; versionType?: string }> {
   const response = await handlePull(post('/pull', pullBody(group, cookie, { schemaVersion })), ctx);
   expect(response.status).toBe(200);
   return response.json() as Promise<PullOK>;
@@ -41,7 +62,11 @@ async function pulled(ctx: ReturnType<typeof createContext>, schemaVersion: stri
 describe('versioned mutators', () => {
   it('a version 1 mutation pushed to version 2 runs through its upgrade: new args, new layout', async () => {
     const { v2 } = contexts();
-    await pushAs(v2, '1', 'g1', [mutation('c1', 1, 'addTodo', { id: 'a', text: 'Milk' }), mutation('c1', 2, 'bump', { id: 'a' }), mutation('c1', 3, 'setDone', { id: 'a', done: true })]);
+    await pushAs(v2, '1', 'g1', [
+      mutation('c1', 1, 'addTodo', { id: 'a', text: 'Milk' }),
+      mutation('c1', 2, 'bump', { id: 'a' }),
+      mutation('c1', 3, 'setDone', { id: 'a', done: true }),
+    ]);
     const view = applyPatch(new Map(), (await pulled(v2, '2', 'reader', null)).patch);
     expect(Object.fromEntries(view)).toEqual({ 'task/a': { title: 'Milk', done: true, count: 1 } });
   });
@@ -51,10 +76,21 @@ describe('versioned mutators', () => {
       current: '3',
       older: [
         { version: '2', mutators: { put: 'write' } },
-        { version: '1', mutators: { set: { name: 'put', args: (args) => ({ key: `v1/${(args as { k: string }).k}`, value: (args as { v: JSONValue }).v }) }, legacy: { run: async (tx) => void (await tx.set('legacy', true)) } } },
+        {
+          version: '1',
+          mutators: {
+            set: { name: 'put', args: (args) => ({ key: `v1/${(args as { k: string }).k}`, value: (args as { v: JSONValue }).v }) },
+            legacy: { run: async (tx) => void (await tx.set('legacy', true)) },
+          },
+        },
       ],
     };
-    const ctx = createContext({ storage: memoryStorage(), mutators: { write: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)) }, schema, onError: () => {} });
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: { write: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)) },
+      schema,
+      onError: () => {},
+    });
     await pushAs(ctx, '1', 'g1', [mutation('c1', 1, 'set', { k: 'x', v: 1 }), mutation('c1', 2, 'legacy')]);
     await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'y', value: 2 })]);
     await pushAs(ctx, '3', 'g3', [mutation('c3', 1, 'write', { key: 'z', value: 3 })]);
@@ -63,7 +99,23 @@ describe('versioned mutators', () => {
   });
 
   it('a mutation that cannot be upgraded is kept as rejected (inspect, the feed, onError), and its client moves on', async () => {
-    const schema: SchemaOptions = { ...schemaV2, older: [{ ...schemaV2.older![0]!, mutators: { ...schemaV2.older![0]!.mutators, removeTodo: null, setDone: { args: () => { throw new Error('no mapping for setDone'); } } } }] };
+    const schema: SchemaOptions = {
+      ...schemaV2,
+      older: [
+        {
+          ...schemaV2.older![0]!,
+          mutators: {
+            ...schemaV2.older![0]!.mutators,
+            removeTodo: null,
+            setDone: {
+              args: () => {
+                throw new Error('no mapping for setDone');
+              },
+            },
+          },
+        },
+      ],
+    };
     const { v2, errors } = contexts(memoryStorage(), { schema, changes: {}, clock: () => 1_000 });
     await pushAs(v2, '1', 'g1', [
       mutation('c1', 1, 'addTodo', { id: 'a', text: 'Milk' }),
@@ -80,7 +132,17 @@ describe('versioned mutators', () => {
     expect(Object.fromEntries(applyPatch(new Map(), answer.patch))).toEqual({ 'todo/a': { text: 'Milk', done: false, count: 1 } });
     const detail = await inspect(v2, '');
     expect(detail.rejected).toBe(4);
-    expect(detail.rejectedMutations.map(({ clientGroupID, clientID, id, name, args, schemaVersion, at }) => ({ clientGroupID, clientID, id, name, args, schemaVersion, at }))).toEqual([
+    expect(
+      detail.rejectedMutations.map(({ clientGroupID, clientID, id, name, args, schemaVersion, at }) => ({
+        clientGroupID,
+        clientID,
+        id,
+        name,
+        args,
+        schemaVersion,
+        at,
+      })),
+    ).toEqual([
       { clientGroupID: 'g1', clientID: 'c1', id: 2, name: 'removeTodo', args: { id: 'a' }, schemaVersion: '1', at: 1_000 },
       { clientGroupID: 'g1', clientID: 'c1', id: 3, name: 'setDone', args: { id: 'a', done: true }, schemaVersion: '1', at: 1_000 },
       { clientGroupID: 'g1', clientID: 'c1', id: 4, name: 'gone', args: {}, schemaVersion: '1', at: 1_000 },
@@ -93,7 +155,11 @@ describe('versioned mutators', () => {
       expect.stringMatching(/^TypeError: addTodo: title must be a string/),
     ]);
     const feed = await readChanges(v2, '');
-    expect(feed.changes.filter((change) => change.op === 'event').map((change) => change.op === 'event' && [change.topic, (change.payload as { id: number }).id, change.by])).toEqual([
+    expect(
+      feed.changes
+        .filter((change) => change.op === 'event')
+        .map((change) => change.op === 'event' && [change.topic, (change.payload as { id: number }).id, change.by]),
+    ).toEqual([
       ['viewsync.rejected', 2, expect.objectContaining({ kind: 'mutation', mutationID: 2, clientID: 'c1' })],
       ['viewsync.rejected', 3, expect.objectContaining({ kind: 'mutation', mutationID: 3 })],
       ['viewsync.rejected', 4, expect.objectContaining({ kind: 'mutation', mutationID: 4 })],
@@ -111,7 +177,12 @@ describe('versioned mutators', () => {
   it('the feed’s events of rejected mutations are held to the space’s history quota; the kept ring is not', async () => {
     const schema: SchemaOptions = { current: '2', older: [{ version: '1', mutators: { x: null } }] };
     const ctx = createContext({ storage: memoryStorage(), mutators: {}, schema, changes: {}, quotas: { historyBytes: 4_000 }, onError: () => {} });
-    await pushAs(ctx, '1', 'g1', Array.from({ length: 50 }, (_, i) => mutation('c1', i + 1, 'x', { note: 'y'.repeat(200) })));
+    await pushAs(
+      ctx,
+      '1',
+      'g1',
+      Array.from({ length: 50 }, (_, i) => mutation('c1', i + 1, 'x', { note: 'y'.repeat(200) })),
+    );
     const events = (await readChanges(ctx, '', { limit: 1_000 })).changes.filter((change) => change.op === 'event');
     expect(events.length).toBeGreaterThan(0);
     expect(events.length).toBeLessThan(50);
@@ -124,7 +195,12 @@ describe('versioned mutators', () => {
     const schema: SchemaOptions = { current: '2', older: [{ version: '1', mutators: { x: null } }] };
     const ctx = createContext({ storage: memoryStorage(), mutators: {}, schema, onError: () => {} });
     for (let round = 0; round < 11; round++) {
-      await pushAs(ctx, '1', 'g1', Array.from({ length: 100 }, (_, i) => mutation('c1', round * 100 + i + 1, 'x', { i: round * 100 + i + 1 })));
+      await pushAs(
+        ctx,
+        '1',
+        'g1',
+        Array.from({ length: 100 }, (_, i) => mutation('c1', round * 100 + i + 1, 'x', { i: round * 100 + i + 1 })),
+      );
     }
     const detail = await inspect(ctx, '');
     expect(detail.rejected).toBe(1_000);
@@ -160,20 +236,32 @@ describe('versioned reads', () => {
     // Version 2 keeps a user's profile in two entries; version 1 held one.
     const schema: SchemaOptions = {
       current: '2',
-      older: [{
-        version: '1',
-        read: {
-          keys: (key) => (key.startsWith('name/') ? [`user/${key.slice(5)}`] : key.startsWith('email/') ? [`user/${key.slice(6)}`] : []),
-          value: async (key, get) => {
-            const id = key.slice(5);
-            const [name, email] = [await get(`name/${id}`), await get(`email/${id}`)];
-            return name === undefined && email === undefined ? undefined : { name: name ?? null, email: email ?? null };
+      older: [
+        {
+          version: '1',
+          read: {
+            keys: (key) => (key.startsWith('name/') ? [`user/${key.slice(5)}`] : key.startsWith('email/') ? [`user/${key.slice(6)}`] : []),
+            value: async (key, get) => {
+              const id = key.slice(5);
+              const [name, email] = [await get(`name/${id}`), await get(`email/${id}`)];
+              return name === undefined && email === undefined ? undefined : { name: name ?? null, email: email ?? null };
+            },
           },
         },
-      }],
+      ],
     };
-    const ctx = createContext({ storage: memoryStorage(), mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)), del: async (tx, args) => void (await tx.del((args as { key: string }).key)) }, schema });
-    await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'name/1', value: 'Ada' }), mutation('c2', 2, 'put', { key: 'email/1', value: 'ada@example.com' })]);
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: {
+        put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)),
+        del: async (tx, args) => void (await tx.del((args as { key: string }).key)),
+      },
+      schema,
+    });
+    await pushAs(ctx, '2', 'g2', [
+      mutation('c2', 1, 'put', { key: 'name/1', value: 'Ada' }),
+      mutation('c2', 2, 'put', { key: 'email/1', value: 'ada@example.com' }),
+    ]);
     const first = await pulled(ctx, '1', 'g1', null);
     expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'user/1', value: { name: 'Ada', email: 'ada@example.com' } }]);
     await pushAs(ctx, '2', 'g2', [mutation('c2', 3, 'put', { key: 'email/1', value: 'ada@lovelace.org' })]);
@@ -188,26 +276,69 @@ describe('versioned reads', () => {
     const schema: SchemaOptions = {
       current: '3',
       older: [
-        { version: '2', read: { keys: (key) => (key.startsWith('item/') ? [`todo/${key.slice(5)}`] : []), value: async (key, get) => { const item = (await get(`item/${key.slice(5)}`)) as { name: string } | undefined; return item && { name: item.name }; } } },
-        { version: '1', read: { keys: (key) => (key.startsWith('todo/') ? [`t/${key.slice(5)}`] : []), value: async (key, get) => ((await get(`todo/${key.slice(2)}`)) as { name: string } | undefined)?.name } },
+        {
+          version: '2',
+          read: {
+            keys: (key) => (key.startsWith('item/') ? [`todo/${key.slice(5)}`] : []),
+            value: async (key, get) => {
+              const item = (await get(`item/${key.slice(5)}`)) as { name: string } | undefined;
+              return item && { name: item.name };
+            },
+          },
+        },
+        {
+          version: '1',
+          read: {
+            keys: (key) => (key.startsWith('todo/') ? [`t/${key.slice(5)}`] : []),
+            value: async (key, get) => ((await get(`todo/${key.slice(2)}`)) as { name: string } | undefined)?.name,
+          },
+        },
       ],
     };
-    const ctx = createContext({ storage: memoryStorage(), mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)), del: async (tx, args) => void (await tx.del((args as { key: string }).key)) }, schema });
-    await pushAs(ctx, '3', 'g3', [mutation('c3', 1, 'put', { key: 'item/1', value: { name: 'Milk', tags: [] } }), mutation('c3', 2, 'put', { key: 'item/2', value: { name: 'Eggs', tags: ['x'] } })]);
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: {
+        put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)),
+        del: async (tx, args) => void (await tx.del((args as { key: string }).key)),
+      },
+      schema,
+    });
+    await pushAs(ctx, '3', 'g3', [
+      mutation('c3', 1, 'put', { key: 'item/1', value: { name: 'Milk', tags: [] } }),
+      mutation('c3', 2, 'put', { key: 'item/2', value: { name: 'Eggs', tags: ['x'] } }),
+    ]);
     const first = await pulled(ctx, '1', 'g1', null);
     expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 't/1', value: 'Milk' }, { op: 'put', key: 't/2', value: 'Eggs' }]);
-    await pushAs(ctx, '3', 'g3', [mutation('c3', 3, 'put', { key: 'item/1', value: { name: 'Oat milk', tags: [] } }), mutation('c3', 4, 'del', { key: 'item/2' })]);
-    expect((await pulled(ctx, '1', 'g1', first.cookie)).patch).toEqual([{ op: 'put', key: 't/1', value: 'Oat milk' }, { op: 'del', key: 't/2' }]);
-    expect((await pulled(ctx, '2', 'g2', first.cookie)).patch).toEqual([{ op: 'put', key: 'todo/1', value: { name: 'Oat milk' } }, { op: 'del', key: 'todo/2' }]);
+    await pushAs(ctx, '3', 'g3', [
+      mutation('c3', 3, 'put', { key: 'item/1', value: { name: 'Oat milk', tags: [] } }),
+      mutation('c3', 4, 'del', { key: 'item/2' }),
+    ]);
+    expect((await pulled(ctx, '1', 'g1', first.cookie)).patch).toEqual([
+      { op: 'put', key: 't/1', value: 'Oat milk' },
+      { op: 'del', key: 't/2' },
+    ]);
+    expect((await pulled(ctx, '2', 'g2', first.cookie)).patch).toEqual([
+      { op: 'put', key: 'todo/1', value: { name: 'Oat milk' } },
+      { op: 'del', key: 'todo/2' },
+    ]);
     // The rule holds at each step: version 1's step reading a version 2 key it does not map from fails.
-    const wrong = createContext({ ...ctx.options, schema: { ...schema, older: [schema.older![0]!, { version: '1', read: { value: async (_key, get) => get('todo/elsewhere') } }] }, onError: () => {} });
+    const wrong = createContext({
+      ...ctx.options,
+      schema: { ...schema, older: [schema.older![0]!, { version: '1', read: { value: async (_key, get) => get('todo/elsewhere') } }] },
+      onError: () => {},
+    });
     expect((await handlePull(post('/pull', pullBody('g1', null, { schemaVersion: '1' })), wrong)).status).toBe(500);
   });
 
   it('a read of a key its keys do not map to fails the pull with a DowngradeError told to onError, and a 500 that reveals nothing', async () => {
     const errors: unknown[] = [];
     const schema: SchemaOptions = { current: '2', older: [{ version: '1', read: { value: async (_key, get) => get('elsewhere') } }] };
-    const ctx = createContext({ storage: memoryStorage(), mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, 1)) }, schema, onError: (error) => errors.push(error) });
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, 1)) },
+      schema,
+      onError: (error) => errors.push(error),
+    });
     await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'a' })]);
     const response = await handlePull(post('/pull', pullBody('g1', null, { schemaVersion: '1' })), ctx);
     expect(response.status).toBe(500);
@@ -218,7 +349,13 @@ describe('versioned reads', () => {
 
   it('a read.value that never ends fails the pull with a 503 after limits.appCodeMs, not a pull held for ever', async () => {
     const schema: SchemaOptions = { current: '2', older: [{ version: '1', read: { value: () => new Promise(() => {}) } }] };
-    const ctx = createContext({ storage: memoryStorage(), mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, 1)) }, schema, limits: { appCodeMs: 200 }, onError: () => {} });
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, 1)) },
+      schema,
+      limits: { appCodeMs: 200 },
+      onError: () => {},
+    });
     await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'a' })]);
     const response = await handlePull(post('/pull', pullBody('g1', null, { schemaVersion: '1' })), ctx);
     expect(response.status).toBe(503);
@@ -228,9 +365,22 @@ describe('versioned reads', () => {
   it('with a view, an old client reads only what its view covers, and a read outside it reads none', async () => {
     const schema: SchemaOptions = {
       current: '2',
-      older: [{ version: '1', read: { keys: (key) => (key.startsWith('doc/') ? [`d/${key.slice(4)}`] : key.startsWith('secret/') ? [`d/${key.slice(7)}`] : []), value: async (key, get) => ({ doc: (await get(`doc/${key.slice(2)}`)) ?? null, secret: (await get(`secret/${key.slice(2)}`)) ?? null }) } }],
+      older: [
+        {
+          version: '1',
+          read: {
+            keys: (key) => (key.startsWith('doc/') ? [`d/${key.slice(4)}`] : key.startsWith('secret/') ? [`d/${key.slice(7)}`] : []),
+            value: async (key, get) => ({ doc: (await get(`doc/${key.slice(2)}`)) ?? null, secret: (await get(`secret/${key.slice(2)}`)) ?? null }),
+          },
+        },
+      ],
     };
-    const ctx = createContext({ storage: memoryStorage(), mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)) }, schema, view: () => ['doc/'] });
+    const ctx = createContext({
+      storage: memoryStorage(),
+      mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)) },
+      schema,
+      view: () => ['doc/'],
+    });
     await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'doc/1', value: 'hello' }), mutation('c2', 2, 'put', { key: 'secret/1', value: 'hidden' })]);
     const { patch } = await pulled(ctx, '1', 'g1', null);
     expect(patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'd/1', value: { doc: 'hello', secret: null } }]);
@@ -241,7 +391,21 @@ describe('versioned reads', () => {
     const ctx = createContext({
       storage: memoryStorage(),
       mutators: { put: async (tx, args) => void (await tx.set((args as { key: string }).key, (args as { value: JSONValue }).value)) },
-      schema: { current: '2', older: [{ version: '1', read: { keys: (key) => (key.startsWith('task/') ? [`todo/${key.slice(5)}`] : []), value: async (key, get) => { const task = (await get(`task/${key.slice(5)}`)) as { title: string } | undefined; return task && { text: task.title }; } } }] },
+      schema: {
+        current: '2',
+        older: [
+          {
+            version: '1',
+            read: {
+              keys: (key) => (key.startsWith('task/') ? [`todo/${key.slice(5)}`] : []),
+              value: async (key, get) => {
+                const task = (await get(`task/${key.slice(5)}`)) as { title: string } | undefined;
+                return task && { text: task.title };
+              },
+            },
+          },
+        ],
+      },
       indexes: { byList: { prefix: 'task/', jsonPointer: '/list' } },
       view: async (tx) => {
         const keys: string[] = [];
@@ -249,11 +413,17 @@ describe('versioned reads', () => {
         return keys;
       },
     });
-    await pushAs(ctx, '2', 'g2', [mutation('c2', 1, 'put', { key: 'task/1', value: { title: 'Milk', list: 'mine' } }), mutation('c2', 2, 'put', { key: 'task/2', value: { title: 'Secret', list: 'theirs' } })]);
+    await pushAs(ctx, '2', 'g2', [
+      mutation('c2', 1, 'put', { key: 'task/1', value: { title: 'Milk', list: 'mine' } }),
+      mutation('c2', 2, 'put', { key: 'task/2', value: { title: 'Secret', list: 'theirs' } }),
+    ]);
     const first = await pulled(ctx, '1', 'g1', null);
     expect(first.patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'todo/1', value: { text: 'Milk' } }]);
     // Moved into the view: it appears; moved out: it goes.
-    await pushAs(ctx, '2', 'g2', [mutation('c2', 3, 'put', { key: 'task/2', value: { title: 'Shared', list: 'mine' } }), mutation('c2', 4, 'put', { key: 'task/1', value: { title: 'Milk', list: 'theirs' } })]);
+    await pushAs(ctx, '2', 'g2', [
+      mutation('c2', 3, 'put', { key: 'task/2', value: { title: 'Shared', list: 'mine' } }),
+      mutation('c2', 4, 'put', { key: 'task/1', value: { title: 'Milk', list: 'theirs' } }),
+    ]);
     const next = await pulled(ctx, '1', 'g1', first.cookie);
     expect(Object.fromEntries(applyPatch(applyPatch(new Map(), first.patch), next.patch))).toEqual({ 'todo/2': { text: 'Shared' } });
   });
@@ -295,7 +465,9 @@ describe('the window', () => {
       now = 2_000;
       expect(await pullAs(ctx, '1', group, null)).toEqual({ error: 'VersionNotSupported', versionType: 'schema' });
       expect(await pushAs(ctx, '1', group, [mutation(`${group}c`, 1, 'addTodo', { id: group, text: 'recovered' })])).toEqual({});
-      expect(Object.fromEntries(applyPatch(new Map(), (await pulled(ctx, '2', 'reader', null)).patch))).toMatchObject({ [`task/${group}`]: { title: 'recovered' } });
+      expect(Object.fromEntries(applyPatch(new Map(), (await pulled(ctx, '2', 'reader', null)).patch))).toMatchObject({
+        [`task/${group}`]: { title: 'recovered' },
+      });
     }
   });
 
@@ -306,7 +478,11 @@ describe('the window', () => {
     await pushAs(v2, '2', 'new', [mutation('c2', 1, 'addTodo', { id: 'b', title: 'Eggs' })]);
     await pushAs(v2, '2', 'newer', [mutation('c3', 1, 'addTodo', { id: 'c', title: 'Tea' })]);
     expect((await inspect(v2)).spaces[0]!.schemaVersions).toEqual({ '1': 1, '2': 2 });
-    expect((await inspect(v2, '')).groups.map(({ clientGroupID, schemaVersion }) => [clientGroupID, schemaVersion]).sort()).toEqual([['new', '2'], ['newer', '2'], ['old', '1']]);
+    expect((await inspect(v2, '')).groups.map(({ clientGroupID, schemaVersion }) => [clientGroupID, schemaVersion]).sort()).toEqual([
+      ['new', '2'],
+      ['newer', '2'],
+      ['old', '1'],
+    ]);
     // A week on, with only version 2 active: version 1's window can close.
     now += 8 * 24 * 3_600_000;
     await pushAs(v2, '2', 'new', [mutation('c2', 2, 'bump', { id: 'b', by: 1 })]);
@@ -319,8 +495,12 @@ describe('the window', () => {
     expect(() => createContext({ ...base, schema: { current: 2 } as never })).toThrow(/schema.current must be/);
     expect(() => createContext({ ...base, schema: { current: '2', older: [{ version: '2' }] } })).toThrow(/listed twice/);
     expect(() => createContext({ ...base, schema: { current: '2', minimum: '0' } })).toThrow(/schema.minimum must name/);
-    expect(() => createContext({ ...base, schema: { current: '2', older: [{ version: '1', mutators: { a: 3 as never } }] } })).toThrow(/schema.older\[0\].mutators.a must be/);
-    expect(() => createContext({ ...base, schema: { current: '2', older: [{ version: '1', read: { key: () => [] } as never }] } })).toThrow(/read.key is not an option/);
+    expect(() => createContext({ ...base, schema: { current: '2', older: [{ version: '1', mutators: { a: 3 as never } }] } })).toThrow(
+      /schema.older\[0\].mutators.a must be/,
+    );
+    expect(() => createContext({ ...base, schema: { current: '2', older: [{ version: '1', read: { key: () => [] } as never }] } })).toThrow(
+      /read.key is not an option/,
+    );
     expect(() => createContext({ ...base, schema: { current: '2', older: [{ version: '1', closesAt: 'soon' as never }] } })).toThrow(/closesAt must be a time/);
   });
 });

@@ -6,26 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { serve } from '../../adapters/node.js';
-import {
-  createContext,
-  handlePoke,
-  handlePull,
-  handlePush,
-  handleRequest,
-  memoryStorage,
-  type SyncContext,
-  type SyncOptions,
-} from '../../src/index.js';
+import { createContext, handlePoke, handlePull, handlePush, handleRequest, memoryStorage, type SyncContext, type SyncOptions } from '../../src/index.js';
 import { mutate, read, transact } from '../../src/backend.js';
-import {
-  checkHealth,
-  collectGarbage,
-  drain,
-  exportSpace,
-  importSpace,
-  inspect,
-  moveSpace,
-} from '../../src/ops.js';
+import { checkHealth, collectGarbage, drain, exportSpace, importSpace, inspect, moveSpace } from '../../src/ops.js';
 import { mutation, post, pullBody, pushBody, testMutators } from '../support/helpers.js';
 
 const NOT_A_CONTEXT = /not a context made by createContext\(\).*Make it once, at startup/s;
@@ -36,7 +19,8 @@ describe('the context, made once', () => {
   it('five pushes at 1 a second: 200 then 429s with one context; a new literal per request is refused at once, never served unlimited', async () => {
     const ctx = createContext({ storage: memoryStorage(), mutators: testMutators, rates: { pushesPerSecond: 1 }, onError: () => {} });
     const statuses: number[] = [];
-    for (let id = 1; id <= 5; id++) statuses.push((await handlePush(post('/push', pushBody('g', [mutation('c', id, 'put', { key: 'k', value: id })])), ctx)).status);
+    for (let id = 1; id <= 5; id++)
+      statuses.push((await handlePush(post('/push', pushBody('g', [mutation('c', id, 'put', { key: 'k', value: id })])), ctx)).status);
     expect(statuses).toEqual([200, 429, 429, 429, 429]);
 
     for (let id = 1; id <= 5; id++) {

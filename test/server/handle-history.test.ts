@@ -33,7 +33,14 @@ async function answer(ctx: Parameters<typeof handleRequest>[1], query: string): 
 describe('GET …/history', () => {
   it('with version, answers the space as it was then, a page at a time', async () => {
     const ctx = await fourVersions();
-    expect(await answer(ctx, 'space=s&version=1')).toEqual({ version: 1, entries: [['a', 1], ['b', 1]], more: false });
+    expect(await answer(ctx, 'space=s&version=1')).toEqual({
+      version: 1,
+      entries: [
+        ['a', 1],
+        ['b', 1],
+      ],
+      more: false,
+    });
     expect(await answer(ctx, 'space=s&version=2&limit=1')).toEqual({ version: 2, entries: [['a', 2]], more: true, next: 'a' });
     expect(await answer(ctx, 'space=s&version=2&limit=1&after=a')).toEqual({ version: 2, entries: [['b', 1]], more: false });
     expect(await answer(ctx, 'space=s&version=4&prefix=c%2F')).toEqual({ version: 4, entries: [['c/x', 3]], more: false });
@@ -49,7 +56,8 @@ describe('GET …/history', () => {
       { version: 1, seq: 0, at: expect.any(Number), key: 'a', after: 1, by: { kind: 'backend', call: 'transact', userID: null } },
       { version: 2, seq: 0, at: expect.any(Number), key: 'a', before: 1, after: 2, by: { kind: 'backend', call: 'transact', userID: 'alice' } },
     ]);
-    const keysOf = async (query: string) => ((await answer(ctx, query)) as typeof history).changes.map(({ version, key }) => `${String(version)}:${String(key)}`);
+    const keysOf = async (query: string) =>
+      ((await answer(ctx, query)) as typeof history).changes.map(({ version, key }) => `${String(version)}:${String(key)}`);
     expect(await keysOf('space=s')).toEqual(['1:a', '1:b', '2:a', '3:b', '4:c/x']);
     expect(await keysOf('space=s&prefix=b')).toEqual(['1:b', '3:b']);
     expect(await keysOf('space=s&after=2')).toEqual(['3:b', '4:c/x']);

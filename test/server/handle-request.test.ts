@@ -49,8 +49,7 @@ describe('handleRequest', () => {
   it('limits origins when configured', async () => {
     for (const origin of [['https://app.example'], (o: string) => o.endsWith('.example')] as const) {
       const ctx = testContext({ cors: { origin } });
-      const preflight = (from: string) =>
-        handleRequest(new Request('http://localhost/push', { method: 'OPTIONS', headers: { origin: from } }), ctx);
+      const preflight = (from: string) => handleRequest(new Request('http://localhost/push', { method: 'OPTIONS', headers: { origin: from } }), ctx);
       const allowed = await preflight('https://app.example');
       expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
       expect(allowed.headers.get('vary')).toBe('origin');

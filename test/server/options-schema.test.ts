@@ -30,7 +30,17 @@ describe('the options schema', () => {
       }
     };
     list(OPTION_ENTRIES, '');
-    expect(seen).toEqual(expect.arrayContaining(['limits.bodyBytes', 'pokes.maxStreams', 'cors.maxAgeMs', 'quotas.historyBytes', 'changes.webhooks.gatherMs', 'inspector.readOnly', 'retention.historyMs']));
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'limits.bodyBytes',
+        'pokes.maxStreams',
+        'cors.maxAgeMs',
+        'quotas.historyBytes',
+        'changes.webhooks.gatherMs',
+        'inspector.readOnly',
+        'retention.historyMs',
+      ]),
+    );
   });
 
   it('a context made of no options but the two required has every field resolved, each default filled in', () => {
@@ -40,7 +50,15 @@ describe('the options schema', () => {
     expect(ctx.retention).toEqual({ clientGroupsMs: days30, tombstonesMs: days30, changesMs: days30, historyMs: days30, checkpointEvery: undefined });
     expect(ctx.pokes).toEqual({ heartbeatMs: 15_000, coalesceMs: 50, maxStreamsPerUser: 100, maxStreamAgeMs: 600_000, tokenTtlMs: 3_600_000 });
     expect(ctx.cors).toEqual({ origin: '*', maxAgeMs: 86_400_000 });
-    expect([ctx.transactionPerMutation, ctx.shareReads, ctx.rates, ctx.changes, ctx.history, ctx.firstSync, ctx.inspector]).toEqual([false, true, undefined, undefined, undefined, undefined, undefined]);
+    expect([ctx.transactionPerMutation, ctx.shareReads, ctx.rates, ctx.changes, ctx.history, ctx.firstSync, ctx.inspector]).toEqual([
+      false,
+      true,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(typeof ctx.clock()).toBe('number');
     expect(typeof ctx.onError).toBe('function');
     expect(ctx.touchEveryMs).toBe(days30 / 10);
@@ -71,7 +89,14 @@ describe('the options schema', () => {
     expect(ctx.retention.historyMs).toBe(1_000);
     expect(ctx.retention.checkpointEvery).toBeGreaterThan(0);
     expect(ctx.notifier).toBe(notifier);
-    expect(ctx.changes?.webhooks?.mail).toMatchObject({ maxBatch: 100, timeoutMs: 15_000, retryForMs: 3 * 24 * 60 * 60 * 1000, allowPrivateAddresses: false, spacesPerDelivery: 1, gatherMs: 100 });
+    expect(ctx.changes?.webhooks?.mail).toMatchObject({
+      maxBatch: 100,
+      timeoutMs: 15_000,
+      retryForMs: 3 * 24 * 60 * 60 * 1000,
+      allowPrivateAddresses: false,
+      spacesPerDelivery: 1,
+      gatherMs: 100,
+    });
     expect(ctx.firstSync?.pageBytes).toBe(4 * 1024 * 1024);
     expect(ctx.inspector?.readOnly).toBe(false);
     expect(ctx.cors).toEqual({ origin: ['https://app.example'], maxAgeMs: 86_400_000 });
@@ -87,9 +112,18 @@ describe('the options schema', () => {
       [{ firstSync: {}, pokes: false }, /^firstSync needs pokes/],
       [{ schema: { current: '1' }, schemaVersion: '1' }, /^schema and schemaVersion were both given/],
       [{ changes: { webhooks: { 'a b': { url: 'https://x.example', secret: SECRET } } } }, /^changes\.webhooks: a webhook's name is 1 to 64/],
-      [{ changes: { webhooks: { mail: { url: 'ftp://x.example', secret: SECRET } } } }, /^changes\.webhooks\.mail\.url must be an http\(s\) URL, got "ftp:\/\/x\.example"$/],
-      [{ changes: { webhooks: { mail: { url: 'https://x.example', secret: SECRET, maxBach: 1 } } } }, /^changes\.webhooks\.mail\.maxBach is not an option of changes\.webhooks\.mail \(did you mean maxBatch\?\)/],
-      [{ storage: { ...memoryStorage(), transaction: () => {}, catchUpMs: 120_000 } }, /^storage\.catchUpMs must be a number of milliseconds from 0 to 60,000, got 120000$/],
+      [
+        { changes: { webhooks: { mail: { url: 'ftp://x.example', secret: SECRET } } } },
+        /^changes\.webhooks\.mail\.url must be an http\(s\) URL, got "ftp:\/\/x\.example"$/,
+      ],
+      [
+        { changes: { webhooks: { mail: { url: 'https://x.example', secret: SECRET, maxBach: 1 } } } },
+        /^changes\.webhooks\.mail\.maxBach is not an option of changes\.webhooks\.mail \(did you mean maxBatch\?\)/,
+      ],
+      [
+        { storage: { ...memoryStorage(), transaction: () => {}, catchUpMs: 120_000 } },
+        /^storage\.catchUpMs must be a number of milliseconds from 0 to 60,000, got 120000$/,
+      ],
       [{ inspector: { secret: SECRET, readonly: true } }, /^inspector\.readonly is not an option of inspector \(did you mean readOnly\?\)/],
       [{ quotas: 3 }, /^quotas must be \{ entries\?, bytes\?, historyBytes\? \} or a function of the space, got 3$/],
     ];
@@ -113,7 +147,9 @@ describe('the options schema', () => {
       const wrongKind = messageOf(() => createContext({ ...base(), ...options(number) } as SyncOptions));
       expect(wrongKind).toMatch(/, got a number$/);
       expect(wrongKind).not.toContain('1234');
-      expect(messageOf(() => createContext({ ...base(), ...options('a-long-random-secret-only-the-backend-knows') } as SyncOptions))).toMatch(new RegExp(`^${where.replaceAll('.', '\\.')} is a secret printed in viewsync's documentation`));
+      expect(messageOf(() => createContext({ ...base(), ...options('a-long-random-secret-only-the-backend-knows') } as SyncOptions))).toMatch(
+        new RegExp(`^${where.replaceAll('.', '\\.')} is a secret printed in viewsync's documentation`),
+      );
     }
   });
 });

@@ -14,13 +14,15 @@ function poisoned(inner: Storage): Storage {
     transaction: (fn, options) =>
       inner.transaction(async (tx) => {
         let poison = false;
-        const result = await fn(new Proxy(tx, {
-          get(target, property) {
-            if (property === 'put') return (key: string, value: unknown) => ((poison ||= key.includes('poison')), target.put(key, value as never));
-            const member = Reflect.get(target, property, target) as unknown;
-            return typeof member === 'function' ? member.bind(target) : member;
-          },
-        }) as StorageTransaction);
+        const result = await fn(
+          new Proxy(tx, {
+            get(target, property) {
+              if (property === 'put') return (key: string, value: unknown) => ((poison ||= key.includes('poison')), target.put(key, value as never));
+              const member = Reflect.get(target, property, target) as unknown;
+              return typeof member === 'function' ? member.bind(target) : member;
+            },
+          }) as StorageTransaction,
+        );
         if (poison) throw new Error('the store refused a row');
         return result;
       }, options),
@@ -45,7 +47,7 @@ async function pushTogether(ctx: ReturnType<typeof testContext>, others: Array<{
 
 onEveryStore('storefail', (store, create) => {
   describe(store, () => {
-    it("a push whose write the store refuses fails alone: the pushes that shared its transaction commit", async () => {
+    it('a push whose write the store refuses fails alone: the pushes that shared its transaction commit', async () => {
       const ctx = testContext({ storage: poisoned(create()), mutators: holdingMutators });
       const statuses = await pushTogether(ctx, [
         { group: 'a', key: 'a' },
@@ -53,7 +55,12 @@ onEveryStore('storefail', (store, create) => {
         { group: 'b', key: 'b' },
       ]);
       expect(statuses).toEqual([200, 500, 200]);
-      expect(await serverView(ctx)).toEqual(new Map([['a', 'a'], ['b', 'b']]));
+      expect(await serverView(ctx)).toEqual(
+        new Map([
+          ['a', 'a'],
+          ['b', 'b'],
+        ]),
+      );
       expect((await pull(ctx, 'a', null)).lastMutationIDChanges).toEqual({ 'a-c': 1 });
       expect((await pull(ctx, 'bad', null)).lastMutationIDChanges).toEqual({});
       // Its retry fails again, alone; the others' retries are skipped as processed.
@@ -80,7 +87,12 @@ onEveryStore('keyroom', (store, create) => {
         { group: 'b', key: 'b' },
       ]);
       expect(statuses).toEqual([200, 200, 200]);
-      expect(await serverView(ctx)).toEqual(new Map([['a', 'a'], ['b', 'b']]));
+      expect(await serverView(ctx)).toEqual(
+        new Map([
+          ['a', 'a'],
+          ['b', 'b'],
+        ]),
+      );
       expect((await pull(ctx, 'long', null)).lastMutationIDChanges).toEqual({ 'long-c': 1 });
       expect(ctx.errors.map(String)).toEqual([expect.stringContaining('storage.maxKeyBytes')]);
     });
@@ -109,7 +121,10 @@ describe('a store that lost its connection', () => {
     ['a killed backend (57P01)', () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' })],
     ["postgres.js's closed connection", () => Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' })],
     ['a refused connection', () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })],
-    ['a standby reached during a failover (25006)', () => Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006', severity: 'ERROR' })],
+    [
+      'a standby reached during a failover (25006)',
+      () => Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006', severity: 'ERROR' }),
+    ],
   ] as const;
   for (const [what, error] of lost) {
     it(`${what}: pulls and pushes answer 503 with Retry-After, onError is told, and the push applies once the store is back`, async () => {
@@ -129,7 +144,13 @@ describe('a store that lost its connection', () => {
   }
 
   it('any other failure of the store is still a 500 that reveals nothing', async () => {
-    const ctx = testContext({ storage: failingWith(memoryStorage(), () => Object.assign(new Error('relation "viewsync_kv" does not exist'), { code: '42P01' }), () => true) });
+    const ctx = testContext({
+      storage: failingWith(
+        memoryStorage(),
+        () => Object.assign(new Error('relation "viewsync_kv" does not exist'), { code: '42P01' }),
+        () => true,
+      ),
+    });
     const pushed = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'k', value: 1 })])), ctx);
     expect(pushed.status).toBe(500);
     expect(await pushed.text()).not.toContain('viewsync_kv');

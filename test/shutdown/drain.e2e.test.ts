@@ -157,4 +157,3 @@ describe('connectPokes and the reconnect hint', () => {
     expect(at[1]! - at[0]!).toBeLessThan(400);
   });
 });
-

@@ -41,7 +41,9 @@ if (kind === 'sqlite') {
 
 // A space per client (`?space=`): each client's pushes then run side by side, none queued behind another's.
 const space = (request: Request) => new URL(request.url).searchParams.get('space') ?? '';
-const server = await serve(createContext({ storage, mutators, pokes, space, onError: (error) => console.error(String(error)) }), { port: Number(process.env.PORT ?? 0) });
+const server = await serve(createContext({ storage, mutators, pokes, space, onError: (error) => console.error(String(error)) }), {
+  port: Number(process.env.PORT ?? 0),
+});
 process.once('SIGTERM', async () => {
   const started = Date.now();
   await server.stop();

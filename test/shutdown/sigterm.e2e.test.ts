@@ -23,7 +23,11 @@ interface Server {
 }
 
 async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/shutdown/server.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/shutdown/server.ts'], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   cleanup.push(() => kill(child));
@@ -32,7 +36,7 @@ async function startServer(env: Record<string, string>): Promise<Server> {
     const onData = (text: string) => {
       output += text;
       const match = /\{"url":"([^"]+)"\}/.exec(output);
-      if (match) (clearTimeout(timer), resolve(new URL(match[1]!)));
+      if (match) clearTimeout(timer), resolve(new URL(match[1]!));
     };
     child.stdout!.setEncoding('utf8').on('data', onData);
     child.stderr!.setEncoding('utf8').on('data', onData);
@@ -90,7 +94,13 @@ class Client {
       const url = new URL(`push?space=${this.name}`, this.urls()[this.#target % this.urls().length]);
       const sentAt = Date.now();
       this.sentAt = sentAt;
-      const body = { pushVersion: 1, clientGroupID: `${this.name}-group`, profileID: 'p', schemaVersion: '', mutations: this.#pending.map((id) => ({ clientID: this.clientID, id, name: 'add', args: { ms: 100 }, timestamp: id })) };
+      const body = {
+        pushVersion: 1,
+        clientGroupID: `${this.name}-group`,
+        profileID: 'p',
+        schemaVersion: '',
+        mutations: this.#pending.map((id) => ({ clientID: this.clientID, id, name: 'add', args: { ms: 100 }, timestamp: id })),
+      };
       const status = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
         async (response) => (await response.arrayBuffer(), response.status),
         () => 0,
@@ -137,7 +147,11 @@ function acrossSignal(clients: readonly Client[], host: string): number {
 /** Each client's view through one pull: every mutation applied once, in order, none lost. */
 async function expectExactlyOnce(url: URL, clients: readonly Client[]): Promise<void> {
   for (const client of clients) {
-    const response = await fetch(new URL(`pull?space=${client.name}`, url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pullVersion: 1, clientGroupID: `${client.name}-group`, cookie: null, profileID: 'p', schemaVersion: '' }) });
+    const response = await fetch(new URL(`pull?space=${client.name}`, url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pullVersion: 1, clientGroupID: `${client.name}-group`, cookie: null, profileID: 'p', schemaVersion: '' }),
+    });
     const body = (await response.json()) as { lastMutationIDChanges: Record<string, number>; patch: Array<{ op: string; key: string; value: unknown }> };
     expect(client.acknowledged).toBe(client.lastID);
     expect(body.lastMutationIDChanges).toEqual({ [client.clientID]: client.lastID });
@@ -158,7 +172,12 @@ describe('SIGTERM under a stream of pushes', () => {
     let signalAt = 0;
     let producing = true;
     const clients = Array.from({ length: 6 }, (_, i) => new Client(`sqlite-${i}`, () => [url]));
-    const running = clients.map((client) => client.run(() => producing, () => signalAt));
+    const running = clients.map((client) =>
+      client.run(
+        () => producing,
+        () => signalAt,
+      ),
+    );
 
     await pushesInFlight(clients);
     signalAt = Date.now();
@@ -179,35 +198,44 @@ describe('SIGTERM under a stream of pushes', () => {
     await expectExactlyOnce(url, clients);
   }, 90_000);
 
-  it.runIf(process.env.DATABASE_URL)('two instances on PostgreSQL: one stops, the other serves on, and nothing is lost or applied twice', async () => {
-    const schema = `sigterm_${process.pid}`;
-    const admin = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 1 });
-    cleanup.push(async () => {
-      await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await admin.end();
-    });
-    const env = { STORE: `postgres:${schema}` };
-    const [a, b] = [await startServer(env), await startServer(env)];
-    cleanup.push(() => b.terminate());
-    let alive = [a.url, b.url];
-    let signalAt = 0;
-    let producing = true;
-    // Half the clients start on each instance; a client that gets no answer moves to the other.
-    const clients = Array.from({ length: 6 }, (_, i) => new Client(`pg-${i}`, () => (i % 2 === 0 ? alive : [...alive].reverse())));
-    const running = clients.map((client) => client.run(() => producing, () => signalAt));
+  it.runIf(process.env.DATABASE_URL)(
+    'two instances on PostgreSQL: one stops, the other serves on, and nothing is lost or applied twice',
+    async () => {
+      const schema = `sigterm_${process.pid}`;
+      const admin = postgres(process.env.DATABASE_URL!, { onnotice: () => {}, max: 1 });
+      cleanup.push(async () => {
+        await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await admin.end();
+      });
+      const env = { STORE: `postgres:${schema}` };
+      const [a, b] = [await startServer(env), await startServer(env)];
+      cleanup.push(() => b.terminate());
+      let alive = [a.url, b.url];
+      let signalAt = 0;
+      let producing = true;
+      // Half the clients start on each instance; a client that gets no answer moves to the other.
+      const clients = Array.from({ length: 6 }, (_, i) => new Client(`pg-${i}`, () => (i % 2 === 0 ? alive : [...alive].reverse())));
+      const running = clients.map((client) =>
+        client.run(
+          () => producing,
+          () => signalAt,
+        ),
+      );
 
-    await pushesInFlight(clients);
-    signalAt = Date.now();
-    const stopped = await a.terminate();
-    expect(stopped.code).toBe(0);
-    alive = [b.url];
-    expect(acrossSignal(clients, a.url.host)).toBeGreaterThan(0);
-    await sleep(1_000);
-    producing = false;
-    await Promise.all(running);
-    // B answered throughout, for the clients that had been on A too.
-    const fromB = clients.map((client) => client.answeredAfterSignal.get(b.url.host) ?? 0);
-    expect(fromB.every((count) => count > 0)).toBe(true);
-    await expectExactlyOnce(b.url, clients);
-  }, 90_000);
+      await pushesInFlight(clients);
+      signalAt = Date.now();
+      const stopped = await a.terminate();
+      expect(stopped.code).toBe(0);
+      alive = [b.url];
+      expect(acrossSignal(clients, a.url.host)).toBeGreaterThan(0);
+      await sleep(1_000);
+      producing = false;
+      await Promise.all(running);
+      // B answered throughout, for the clients that had been on A too.
+      const fromB = clients.map((client) => client.answeredAfterSignal.get(b.url.host) ?? 0);
+      expect(fromB.every((count) => count > 0)).toBe(true);
+      await expectExactlyOnce(b.url, clients);
+    },
+    90_000,
+  );
 });

@@ -10,7 +10,10 @@ describe('authentication rules 1 to 4: authenticate, and client groups that belo
   it('authenticate gets the Authorization header as sent; null means 401 on both endpoints', async () => {
     const seen: Array<string | null> = [];
     const ctx = testContext({ authenticate: (r) => (seen.push(r.headers.get('authorization')), authenticate(r)) });
-    for (const [handler, body] of [[handlePull, pullBody('g', null)], [handlePush, pushBody('g', [])]] as const) {
+    for (const [handler, body] of [
+      [handlePull, pullBody('g', null)],
+      [handlePush, pushBody('g', [])],
+    ] as const) {
       const response = await handler(post('/x', body, { authorization: 'Basic nope' }), ctx);
       expect(response.status).toBe(401);
       expect(await response.json()).toMatchObject({ error: 'Unauthorized' });
@@ -21,13 +24,20 @@ describe('authentication rules 1 to 4: authenticate, and client groups that belo
   it('an authenticate that returns anything but a string or null is the app’s bug: a 500 on every endpoint, and onError says what to fix', async () => {
     for (const wrong of [42, { id: 'alice' }, true]) {
       const ctx = testContext({ authenticate: () => wrong as never });
-      for (const request of [post('/pull', pullBody('g', null)), post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])), new Request('http://localhost/poke')]) {
+      for (const request of [
+        post('/pull', pullBody('g', null)),
+        post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])),
+        new Request('http://localhost/poke'),
+      ]) {
         const response = await handleRequest(request, ctx);
         expect(response.status).toBe(500);
         expect(await response.json()).toEqual({ error: 'InternalServerError', message: 'The server failed to handle the request; nothing was changed' });
       }
       expect(ctx.errors).toHaveLength(3);
-      for (const error of ctx.errors) expect(String(error)).toMatch(/^TypeError: authenticate returned an? (number|object|boolean); it must return the user's ID as a string \(String\(id\)\), or null to answer 401$/);
+      for (const error of ctx.errors)
+        expect(String(error)).toMatch(
+          /^TypeError: authenticate returned an? (number|object|boolean); it must return the user's ID as a string \(String\(id\)\), or null to answer 401$/,
+        );
       expect(await serverView(createContext({ ...ctx.options, authenticate: undefined }))).toEqual(new Map());
     }
   });
@@ -108,7 +118,11 @@ describe('authentication rules 1 to 4: authenticate, and client groups that belo
   });
 
   it('a throwing authenticate is a 500 that reveals nothing and is reported', async () => {
-    const ctx = testContext({ authenticate: () => { throw new Error('db password is hunter2'); } });
+    const ctx = testContext({
+      authenticate: () => {
+        throw new Error('db password is hunter2');
+      },
+    });
     const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
     expect(response.status).toBe(500);
     expect(await response.text()).not.toMatch(/hunter2/);

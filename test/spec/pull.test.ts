@@ -125,7 +125,7 @@ describe('global version rules 2 and 3, pull rules 4 and 5: a patch of what chan
     expect(reads.count).toBeLessThan(10);
   });
 
-  it('a new client group forking another group\'s cookie gets an ordinary incremental patch', async () => {
+  it("a new client group forking another group's cookie gets an ordinary incremental patch", async () => {
     const ctx = testContext();
     await push(ctx, 'g1', [mutation('c1', 1, 'put', { key: 'a', value: 1 })]);
     const { cookie } = await pull(ctx, 'g1', null);
@@ -169,7 +169,7 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
     expect(await pullResponse(ctx, pullBody('g', ahead))).toEqual({ status: 200, body: { error: 'ClientStateNotFound' } });
   });
 
-  it('a cookie from an earlier incarnation of the store gets a reset, since the newer incarnation\'s cookies sort higher', async () => {
+  it("a cookie from an earlier incarnation of the store gets a reset, since the newer incarnation's cookies sort higher", async () => {
     // A reloaded page forks the lost cookie into each new client group it starts: answering
     // ClientStateNotFound would reload it again, forever. It must get a reset it accepts.
     await withClock(async () => {
@@ -250,7 +250,11 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
     const { cookie: current } = await pull(ctx, 'g', null);
     const order = (current as { order: number }).order;
     for (const cookie of [order, { ...(current as object), extra: 1 }]) {
-      expect(await pull(ctx, 'g', cookie)).toEqual({ cookie: current, lastMutationIDChanges: { c: 1 }, patch: [{ op: 'clear' }, { op: 'put', key: 'a', value: 1 }] });
+      expect(await pull(ctx, 'g', cookie)).toEqual({
+        cookie: current,
+        lastMutationIDChanges: { c: 1 },
+        patch: [{ op: 'clear' }, { op: 'put', key: 'a', value: 1 }],
+      });
     }
   });
 
@@ -262,7 +266,7 @@ describe('Errors, ClientStateNotFound: a cookie the server cannot have issued me
 });
 
 describe('pull rules 2 and 7: lastMutationIDs, read with the patch; an unknown client', () => {
-  it('v1 returns the group\'s clients whose lastMutationID changed since the cookie, and no others', async () => {
+  it("v1 returns the group's clients whose lastMutationID changed since the cookie, and no others", async () => {
     const ctx = testContext();
     await push(ctx, 'g', [mutation('c1', 1, 'put', { key: 'a', value: 1 }), mutation('c2', 1, 'put', { key: 'b', value: 1 })]);
     await push(ctx, 'other', [mutation('x', 1, 'put', { key: 'c', value: 1 })]);
@@ -283,7 +287,7 @@ describe('pull rules 2 and 7: lastMutationIDs, read with the patch; an unknown c
     expect(result.lastMutationIDChanges).toEqual({ c: 1 });
   });
 
-  it('v0 returns the requesting client\'s lastMutationID with the patch', async () => {
+  it("v0 returns the requesting client's lastMutationID with the patch", async () => {
     const ctx = testContext();
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 })]);
     const { status, body } = await pullResponse(ctx, pullBodyV0('c', null, 0));

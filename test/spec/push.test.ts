@@ -36,7 +36,17 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
     // would block the client for ever, or hide the loss; it starts a new group instead.
     const ctx = testContext();
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 })]);
-    const response = await handlePush(post('/push', pushBody('g', [mutation('other', 1, 'put', { key: 'x', value: 1 }), mutation('c', 3, 'put', { key: 'b', value: 1 }), mutation('c', 4, 'put', { key: 'c', value: 1 })])), ctx);
+    const response = await handlePush(
+      post(
+        '/push',
+        pushBody('g', [
+          mutation('other', 1, 'put', { key: 'x', value: 1 }),
+          mutation('c', 3, 'put', { key: 'b', value: 1 }),
+          mutation('c', 4, 'put', { key: 'c', value: 1 }),
+        ]),
+      ),
+      ctx,
+    );
     expect([response.status, await response.json()]).toEqual([200, { error: 'ClientStateNotFound' }]);
     expect(await serverView(ctx)).toEqual(new Map([['a', 1]]));
     expect(await lmids(ctx)).toEqual({ c: 1 });
@@ -48,7 +58,10 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
     const ctx = testContext();
     await push(ctx, 'g', [mutation('known', 1, 'put', { key: 'a', value: 1 })]);
     const before = await pull(ctx, 'g', null);
-    const response = await handlePush(post('/push', pushBody('g', [mutation('known', 2, 'put', { key: 'a', value: 2 }), mutation('lost', 7, 'put', { key: 'b', value: 1 })])), ctx);
+    const response = await handlePush(
+      post('/push', pushBody('g', [mutation('known', 2, 'put', { key: 'a', value: 2 }), mutation('lost', 7, 'put', { key: 'b', value: 1 })])),
+      ctx,
+    );
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ error: 'ClientStateNotFound' });
     expect(await pull(ctx, 'g', null)).toEqual(before);
@@ -62,7 +75,12 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
       mutation('tab1', 2, 'put', { key: 'a', value: 2 }),
       mutation('tab2', 2, 'put', { key: 'b', value: 3 }),
     ]);
-    expect(await serverView(ctx)).toEqual(new Map([['a', 2], ['b', 3]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['a', 2],
+        ['b', 3],
+      ]),
+    );
     expect(await lmids(ctx)).toEqual({ tab1: 2, tab2: 2 });
   });
 
@@ -89,7 +107,7 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
     expect(await pull(ctx, 'g2', null)).toEqual(before);
   });
 
-  it('a mutation\'s effects and its lastMutationID commit together: a failing store commits neither', async () => {
+  it("a mutation's effects and its lastMutationID commit together: a failing store commits neither", async () => {
     const inner = memoryStorage();
     let fail = false;
     const storage: Storage = {
@@ -111,12 +129,22 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
     expect(await lmids(ctx)).toEqual({ c: 1 });
     expect(ctx.errors).toHaveLength(1);
   });
-  it('a store that fails while a mutation\'s writes are applied fails the push (500, nothing committed), never skips the mutation', async () => {
+  it("a store that fails while a mutation's writes are applied fails the push (500, nothing committed), never skips the mutation", async () => {
     const inner = memoryStorage();
     let fail = false;
     const storage: Storage = {
       transaction: (fn, options) =>
-        inner.transaction((tx) => fn({ ...tx, get: tx.get, scan: tx.scan, del: tx.del, put: (key, value) => (fail && key.startsWith('e/') ? Promise.reject(new Error('disk full')) : tx.put(key, value)) }), options),
+        inner.transaction(
+          (tx) =>
+            fn({
+              ...tx,
+              get: tx.get,
+              scan: tx.scan,
+              del: tx.del,
+              put: (key, value) => (fail && key.startsWith('e/') ? Promise.reject(new Error('disk full')) : tx.put(key, value)),
+            }),
+          options,
+        ),
     };
     const ctx = testContext({ storage });
     fail = true;
@@ -130,7 +158,7 @@ describe('push rules 2, 3, 4 and 8, States: mutations in order, each exactly onc
   });
 });
 
-describe('push rule 6: a permanent error discards all of a mutation\'s writes, and it still counts', () => {
+describe("push rule 6: a permanent error discards all of a mutation's writes, and it still counts", () => {
   it('a throwing mutator inside a batch leaves no write, while the mutations around it apply', async () => {
     const ctx = testContext();
     await push(ctx, 'g', [
@@ -138,12 +166,17 @@ describe('push rule 6: a permanent error discards all of a mutation\'s writes, a
       mutation('c', 2, 'putThenFail', { key: 'b', value: 'must not exist' }),
       mutation('c', 3, 'put', { key: 'c', value: 3 }),
     ]);
-    expect(await serverView(ctx)).toEqual(new Map([['a', 1], ['c', 3]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['a', 1],
+        ['c', 3],
+      ]),
+    );
     expect(await lmids(ctx)).toEqual({ c: 3 });
     expect(ctx.errors).toEqual([expect.objectContaining({ message: 'permanent failure after a write' })]);
   });
 
-  it('a failing mutator\'s deletes are discarded too', async () => {
+  it("a failing mutator's deletes are discarded too", async () => {
     const ctx = testContext({
       mutators: { ...testMutators, delThenFail: async (tx, { key }: { key: string }) => (await tx.del(key), Promise.reject(new Error('no'))) },
     });
@@ -164,7 +197,7 @@ describe('push rule 6: a permanent error discards all of a mutation\'s writes, a
     expect(ctx.errors.map((e) => (e as Error).constructor)).toEqual([UnknownMutatorError, UnknownMutatorError, UnknownMutatorError]);
   });
 
-  it('args that fail a typed mutator\'s schema are a permanent error before the mutator runs', async () => {
+  it("args that fail a typed mutator's schema are a permanent error before the mutator runs", async () => {
     let ran = 0;
     const ctx = testContext({
       mutators: {
@@ -187,7 +220,7 @@ describe('push rule 6: a permanent error discards all of a mutation\'s writes, a
     expect((ctx.errors[0] as Error).message).toMatch(/count/);
   });
 
-  it('defineMutator takes any Standard Schema: a zod schema\'s output (transforms too) reaches the mutator typed, and args that fail it are the same permanent error', async () => {
+  it("defineMutator takes any Standard Schema: a zod schema's output (transforms too) reaches the mutator typed, and args that fail it are the same permanent error", async () => {
     const seen: Array<{ key: string; length: number }> = [];
     const ctx = testContext({
       mutators: {
@@ -198,9 +231,21 @@ describe('push rule 6: a permanent error discards all of a mutation\'s writes, a
         }),
       },
     });
-    await push(ctx, 'g', [mutation('c', 1, 'setLength', { key: 'a', text: 'four' }), mutation('c', 2, 'setLength', { key: 'b', text: 7 }), mutation('c', 3, 'setLength', { key: 'c', text: 'xy' })]);
-    expect(seen).toEqual([{ key: 'a', length: 4 }, { key: 'c', length: 2 }]);
-    expect(await serverView(ctx)).toEqual(new Map([['a', 4], ['c', 2]]));
+    await push(ctx, 'g', [
+      mutation('c', 1, 'setLength', { key: 'a', text: 'four' }),
+      mutation('c', 2, 'setLength', { key: 'b', text: 7 }),
+      mutation('c', 3, 'setLength', { key: 'c', text: 'xy' }),
+    ]);
+    expect(seen).toEqual([
+      { key: 'a', length: 4 },
+      { key: 'c', length: 2 },
+    ]);
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['a', 4],
+        ['c', 2],
+      ]),
+    );
     expect(await lmids(ctx)).toEqual({ c: 3 });
     expect(ctx.errors).toHaveLength(1);
     expect(ctx.errors[0]).toBeInstanceOf(InvalidArgsError);
@@ -227,12 +272,15 @@ describe('push rule 7: a temporary error stops the push without advancing', () =
   it('keeps the mutations before it, drops its writes, stops, and answers 503 with Retry-After', async () => {
     const ctx = testContext();
     const response = await handlePush(
-      post('/push', pushBody('g', [
-        mutation('c', 1, 'put', { key: 'a', value: 1 }),
-        mutation('c', 2, 'putThenTemporary', { key: 'b', value: 2 }),
-        mutation('c', 3, 'put', { key: 'c', value: 3 }),
-        mutation('d', 1, 'put', { key: 'd', value: 4 }),
-      ])),
+      post(
+        '/push',
+        pushBody('g', [
+          mutation('c', 1, 'put', { key: 'a', value: 1 }),
+          mutation('c', 2, 'putThenTemporary', { key: 'b', value: 2 }),
+          mutation('c', 3, 'put', { key: 'c', value: 3 }),
+          mutation('d', 1, 'put', { key: 'd', value: 4 }),
+        ]),
+      ),
       ctx,
     );
     expect(response.status).toBe(503);
@@ -257,7 +305,12 @@ describe('push rule 7: a temporary error stops the push without advancing', () =
     expect((await handlePush(post('/push', body), ctx)).status).toBe(503);
     down = false;
     expect((await handlePush(post('/push', body), ctx)).status).toBe(200);
-    expect(await serverView(ctx)).toEqual(new Map<string, unknown>([['after', 1], ['flaky', 'done']]));
+    expect(await serverView(ctx)).toEqual(
+      new Map<string, unknown>([
+        ['after', 1],
+        ['flaky', 'done'],
+      ]),
+    );
   });
 });
 
@@ -274,9 +327,7 @@ describe('push rule 5: the whole push is one transaction', () => {
     const ctx = testContext();
     await push(ctx, 'g0', [mutation('c0', 1, 'increment', { key: 'n', delta: 1 })]);
     const { cookie: versionOne } = await pull(ctx, 'reader', null);
-    await Promise.all(
-      Array.from({ length: 29 }, (_, i) => push(ctx, `g${i + 1}`, [mutation(`c${i + 1}`, 1, 'increment', { key: 'n', delta: 1 })])),
-    );
+    await Promise.all(Array.from({ length: 29 }, (_, i) => push(ctx, `g${i + 1}`, [mutation(`c${i + 1}`, 1, 'increment', { key: 'n', delta: 1 })])));
     const result = await pull(ctx, 'reader', null);
     expect(result.patch).toContainEqual({ op: 'put', key: 'n', value: 30 });
     expect(versionOf(result.cookie, versionOne)).toBe(30);
@@ -288,24 +339,49 @@ describe('push rule 5: transactionPerMutation, one transaction per mutation', ()
     const inner = memoryStorage();
     const modes: boolean[] = [];
     const ctx = testContext({ transactionPerMutation: true, storage: { transaction: (fn, o) => (modes.push(o.readOnly), inner.transaction(fn, o)) } });
-    await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 }), mutation('c', 3, 'increment', { key: 'n', delta: 1 })]);
+    await push(ctx, 'g', [
+      mutation('c', 1, 'put', { key: 'a', value: 1 }),
+      mutation('c', 2, 'put', { key: 'b', value: 2 }),
+      mutation('c', 3, 'increment', { key: 'n', delta: 1 }),
+    ]);
     expect(modes).toEqual([false, false, false]);
-    expect(await serverView(ctx)).toEqual(new Map<string, unknown>([['a', 1], ['b', 2], ['n', 1]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map<string, unknown>([
+        ['a', 1],
+        ['b', 2],
+        ['n', 1],
+      ]),
+    );
     expect(await lmids(ctx)).toEqual({ c: 3 });
   });
 
   it('keeps the mutations before one that refuses the push (a client of another group)', async () => {
     const ctx = testContext({ transactionPerMutation: true });
     await push(ctx, 'other', [mutation('x', 1, 'put', { key: 'x', value: 1 })]);
-    const response = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('x', 2, 'put', { key: 'x', value: 2 })])), ctx);
+    const response = await handlePush(
+      post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('x', 2, 'put', { key: 'x', value: 2 })])),
+      ctx,
+    );
     expect(response.status).toBe(400);
-    expect(await serverView(ctx)).toEqual(new Map([['a', 1], ['x', 1]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['a', 1],
+        ['x', 1],
+      ]),
+    );
   });
 
   it('still discards all writes of a mutator that throws, and stops at a temporary error', async () => {
     const ctx = testContext({ transactionPerMutation: true });
     const response = await handlePush(
-      post('/push', pushBody('g', [mutation('c', 1, 'putThenFail', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 }), mutation('c', 3, 'putThenTemporary', { key: 'c', value: 3 })])),
+      post(
+        '/push',
+        pushBody('g', [
+          mutation('c', 1, 'putThenFail', { key: 'a', value: 1 }),
+          mutation('c', 2, 'put', { key: 'b', value: 2 }),
+          mutation('c', 3, 'putThenTemporary', { key: 'c', value: 3 }),
+        ]),
+      ),
       ctx,
     );
     expect(response.status).toBe(503);

@@ -10,7 +10,11 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../package/packed.js';
 
 const SECTIONS = ['States', 'Errors', 'Limits', 'Versioning'];
-const rows = [...readFileSync(join(ROOT, 'test/spec/README.md'), 'utf8').matchAll(/^\| ((?:pull|push|global version|authentication) rule \d+|States|Errors|Limits|Versioning) \| [^|]+ \| (.+) \|$/gm)].map(([, rule, where]) => ({
+const rows = [
+  ...readFileSync(join(ROOT, 'test/spec/README.md'), 'utf8').matchAll(
+    /^\| ((?:pull|push|global version|authentication) rule \d+|States|Errors|Limits|Versioning) \| [^|]+ \| (.+) \|$/gm,
+  ),
+].map(([, rule, where]) => ({
   rule: rule!,
   file: /^`(test\/[^`]+)`$/.exec(where!)?.[1],
 }));
@@ -31,7 +35,8 @@ describe('the spec rule index (test/spec/README.md)', () => {
 
   it('says why for each rule without a test file', () => {
     const text = readFileSync(join(ROOT, 'test/spec/README.md'), 'utf8');
-    for (const { rule } of rows.filter(({ file }) => file === undefined)) expect(text, rule).toMatch(new RegExp(`^\\| ${rule} \\| [^|]+ \\| not tested[^|]*: [^|]+ \\|$`, 'm'));
+    for (const { rule } of rows.filter(({ file }) => file === undefined))
+      expect(text, rule).toMatch(new RegExp(`^\\| ${rule} \\| [^|]+ \\| not tested[^|]*: [^|]+ \\|$`, 'm'));
   });
 });
 

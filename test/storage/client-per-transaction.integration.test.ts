@@ -23,7 +23,16 @@ afterAll(async () => {
 
 // Fewer property cases than the pool's run: each transaction here forks a backend, and the driver
 // behind this seam is the pool's own, checked in full in postgres.integration.test.ts.
-if (url !== undefined) describeStorageConformance('postgresStorage (a pg Client per transaction, a real server)', () => postgresStorage(clientPerTransaction(() => new pg.Client({ connectionString: url })), { schema: schema() }), { runs: 10 });
+if (url !== undefined)
+  describeStorageConformance(
+    'postgresStorage (a pg Client per transaction, a real server)',
+    () =>
+      postgresStorage(
+        clientPerTransaction(() => new pg.Client({ connectionString: url })),
+        { schema: schema() },
+      ),
+    { runs: 10 },
+  );
 
 describe.runIf(server)('clientPerTransaction', () => {
   const named = (name: string) => clientPerTransaction(() => new pg.Client({ connectionString: url, application_name: name }));
@@ -44,11 +53,16 @@ describe.runIf(server)('clientPerTransaction', () => {
     const entered = new Promise<void>((resolve) => (inside = resolve));
     let leave!: () => void;
     const left = new Promise<void>((resolve) => (leave = resolve));
-    const held = Array.from({ length: 3 }, (_, i) => store.transaction(async (tx) => {
-      await tx.put(`k${i}`, i);
-      if (i === 2) inside();
-      await left;
-    }, { readOnly: false, space: `s${i}` }));
+    const held = Array.from({ length: 3 }, (_, i) =>
+      store.transaction(
+        async (tx) => {
+          await tx.put(`k${i}`, i);
+          if (i === 2) inside();
+          await left;
+        },
+        { readOnly: false, space: `s${i}` },
+      ),
+    );
     await entered;
     await until(async () => (await open(name)) === 3);
     leave();
@@ -62,11 +76,14 @@ describe.runIf(server)('clientPerTransaction', () => {
     const unreachable = new URL(url!);
     unreachable.port = '1';
     let first = true;
-    const store = postgresStorage(clientPerTransaction(() => {
-      const client = new pg.Client({ connectionString: first ? unreachable.href : url });
-      first = false;
-      return client;
-    }), { schema: schema() });
+    const store = postgresStorage(
+      clientPerTransaction(() => {
+        const client = new pg.Client({ connectionString: first ? unreachable.href : url });
+        first = false;
+        return client;
+      }),
+      { schema: schema() },
+    );
     await expect(store.migrate()).rejects.toThrow(/ECONNREFUSED/);
     await store.migrate();
   });

@@ -18,9 +18,17 @@ import type { StorageObject } from './durable-object.worker.js';
 describeStorageConformance('durableObjectStorage', () => objectStorage(newObject()), { lanesApart: true });
 describeHousekeeping('durableObjectStorage', () => objectStorage(newObject()));
 describeFeed('durableObjectStorage', () => objectStorage(newObject()), 20);
-describeBackend('durableObjectStorage', () => objectStorage(newObject()), (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)));
+describeBackend(
+  'durableObjectStorage',
+  () => objectStorage(newObject()),
+  (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)),
+);
 // Inside the object: an export's stream cannot cross Durable Objects in workerd.
-describeHistory('durableObjectStorage', () => objectStorage(newObject()), (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)));
+describeHistory(
+  'durableObjectStorage',
+  () => objectStorage(newObject()),
+  (body) => runInDurableObject(newObject(), ({ storage }: StorageObject) => body(storage)),
+);
 
 describe('durableObjectStorage in a Durable Object', () => {
   it('a read-only transaction does not wait for a read-write one that is awaiting, nor see its writes', async () => {
@@ -44,9 +52,11 @@ describe('durableObjectStorage in a Durable Object', () => {
   it('any scan inside a read-write transaction returns its writes merged with the table, in UTF-8 order', async () => {
     const stub = newObject();
     const base = new Map(KEYS.filter((_, i) => i % 2 === 0).map((key) => [key, `base ${key}`] as [string, StoredValue]));
-    await runInDurableObject(stub, ({ storage }: StorageObject) => storage.transaction(async (tx) => {
-      for (const [key, value] of base) await tx.put(key, value);
-    }, RW));
+    await runInDurableObject(stub, ({ storage }: StorageObject) =>
+      storage.transaction(async (tx) => {
+        for (const [key, value] of base) await tx.put(key, value);
+      }, RW),
+    );
     const op = fc.record({ key: fc.constantFrom(...KEYS), value: fc.option(fc.nat(9), { nil: undefined, freq: 2 }) });
     const bound = fc.constantFrom('', 'a', 'a\uD7FF', 'a\uFFFF', 'a\u{10FFFF}', '\u{10FFFF}', 'b', ...KEYS);
     const options = fc.record({
@@ -62,10 +72,12 @@ describe('durableObjectStorage in a Durable Object', () => {
           else model.set(key, value);
         }
         const got = await runInDurableObject(stub, ({ storage }: StorageObject) =>
-          storage.transaction(async (tx) => {
-            for (const { key, value } of ops) await (value === undefined ? tx.del(key) : tx.put(key, value));
-            throw new Rollback(await tx.scan(scan));
-          }, RW).catch((error: unknown) => (error as Rollback).entries),
+          storage
+            .transaction(async (tx) => {
+              for (const { key, value } of ops) await (value === undefined ? tx.del(key) : tx.put(key, value));
+              throw new Rollback(await tx.scan(scan));
+            }, RW)
+            .catch((error: unknown) => (error as Rollback).entries),
         );
         expect(got).toEqual(expectedScan(model, scan));
       }),
@@ -86,11 +98,13 @@ describe('durableObjectStorage in a Durable Object', () => {
 
   it('commits reach SQLite: an object restarted from its storage reads them back', async () => {
     const id = env.STORAGE.newUniqueId();
-    await runInDurableObject(env.STORAGE.get(id), ({ storage }: StorageObject) => storage.transaction(async (tx) => {
-      await tx.put('kept', { nested: ['ü🙂'] });
-      await tx.put('gone', 1);
-      await tx.del('gone');
-    }, RW));
+    await runInDurableObject(env.STORAGE.get(id), ({ storage }: StorageObject) =>
+      storage.transaction(async (tx) => {
+        await tx.put('kept', { nested: ['ü🙂'] });
+        await tx.put('gone', 1);
+        await tx.del('gone');
+      }, RW),
+    );
     await abortAllDurableObjects();
     const after = await runInDurableObject(env.STORAGE.get(id), async ({ storage, state }: StorageObject) => ({
       entries: await storage.transaction((tx) => tx.scan({ prefix: '' }), RO),
@@ -118,7 +132,21 @@ describe('durableObjectStorage in a Durable Object', () => {
 });
 
 /** Keys at the edges of the prefix ranges: U+D7FF before U+E000, U+FFFF, U+10FFFF, pairs. */
-const KEYS = ['a', 'a\uD7FF', 'a\uD7FFz', 'a\uE000', 'a\uFFFF', 'a\uFFFFz', 'a😀', 'a\u{10FFFF}', 'a\u{10FFFF}z', 'a\u{10FFFF}\u{10FFFF}', 'b', '\u{10FFFF}', '\u{10FFFF}a'];
+const KEYS = [
+  'a',
+  'a\uD7FF',
+  'a\uD7FFz',
+  'a\uE000',
+  'a\uFFFF',
+  'a\uFFFFz',
+  'a😀',
+  'a\u{10FFFF}',
+  'a\u{10FFFF}z',
+  'a\u{10FFFF}\u{10FFFF}',
+  'b',
+  '\u{10FFFF}',
+  '\u{10FFFF}a',
+];
 
 const RUNS = Number(process.env.FC_RUNS ?? 200);
 const RW = { readOnly: false };

@@ -11,7 +11,7 @@ import { withPostgres } from '../support/stores.js';
 
 const url = process.env.DATABASE_URL;
 
-describe.runIf(url !== undefined && withPostgres)('ending a lost statement\'s backend', () => {
+describe.runIf(url !== undefined && withPostgres)("ending a lost statement's backend", () => {
   const clients: postgres.Sql[] = [];
   const connect = (application: string) => {
     const sql = postgres(url!, { max: 1, fetch_types: false, onnotice: () => {}, connection: { application_name: application } });
@@ -26,7 +26,7 @@ describe.runIf(url !== undefined && withPostgres)('ending a lost statement\'s ba
   const idlePid = async (sql: postgres.Sql) => Number((await sql`SELECT pg_backend_pid() AS pid`)[0]!.pid);
   const alive = async (by: postgres.Sql, pid: number) => Number((await by`SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ${pid}`)[0]!.n) === 1;
 
-  it('ends a backend of its own application, and leaves another application\'s with that ID alone', async () => {
+  it("ends a backend of its own application, and leaves another application's with that ID alone", async () => {
     const ender = connect('viewsync-app');
     const own = connect('viewsync-app');
     const bystander = connect('someone-else');
@@ -41,7 +41,7 @@ describe.runIf(url !== undefined && withPostgres)('ending a lost statement\'s ba
     expect(Number((await bystander`SELECT 1 AS one`)[0]!.one)).toBe(1);
   }, 30_000);
 
-  it('asks about a process ID past an integer\'s range (a pooler\'s key, any 32-bit number) without an error', async () => {
+  it("asks about a process ID past an integer's range (a pooler's key, any 32-bit number) without an error", async () => {
     const sql = connect('viewsync-app');
     const sent: Array<PromiseLike<unknown>> = [];
     const ender = { begin: sql.begin, unsafe: (query: string, params?: never[]) => (sent.push(sql.unsafe(query, params)), sent.at(-1)!) };

@@ -62,8 +62,19 @@ for (let tries = 0; tries < 50 && acknowledged < kills; tries++) {
   if (pushed.status === 200) acknowledged++;
   await pushed.text();
 }
-const final = (await (await handlePull(post('/pull', pullBody('g', null)), ctx)).json()) as { lastMutationIDChanges: Record<string, number>; patch: Array<{ key?: string; value?: unknown }> };
-console.log(JSON.stringify({ accepted: proxy.accepted, statuses, acknowledged, count: final.patch.find((op) => op.key === 'count')?.value ?? 0, lastMutationID: final.lastMutationIDChanges.c ?? 0 }));
+const final = (await (await handlePull(post('/pull', pullBody('g', null)), ctx)).json()) as {
+  lastMutationIDChanges: Record<string, number>;
+  patch: Array<{ key?: string; value?: unknown }>;
+};
+console.log(
+  JSON.stringify({
+    accepted: proxy.accepted,
+    statuses,
+    acknowledged,
+    count: final.patch.find((op) => op.key === 'count')?.value ?? 0,
+    lastMutationID: final.lastMutationIDChanges.c ?? 0,
+  }),
+);
 await pool.end();
 await relay?.close();
 await proxy.close();

@@ -30,7 +30,10 @@ describe.runIf(url)('backends killed under pushes (a real PostgreSQL server)', (
     for (let run = 0; run < 2; run++) {
       const schema = `killed_${process.pid}_${run}`;
       schemas.push(schema);
-      const { code, output } = await runCommand(process.execPath, ['--import', 'tsx', 'test/storage/killed-backends.ts'], { cwd: root, env: { SCHEMA: schema, KILLS: '30' } });
+      const { code, output } = await runCommand(process.execPath, ['--import', 'tsx', 'test/storage/killed-backends.ts'], {
+        cwd: root,
+        env: { SCHEMA: schema, KILLS: '30' },
+      });
       expect(code, output).toBe(0);
       const outcome = JSON.parse(output.trim().split('\n').at(-1)!) as Outcome;
       console.log(`run ${run}: ${outcome.killed} backends killed; answers ${JSON.stringify(outcome.statuses)}`);
@@ -52,9 +55,18 @@ describe.runIf(url)('connections killed as a pg-style pool hands them out (a fau
     it(`${pool === 'pg' ? "pg's Pool" : "Neon's Pool over WebSocket"}: the process outlives every kill, each request killed answers 503, and every mutation is applied once`, async () => {
       const schema = `handed_${pool}_${process.pid}`;
       schemas.push(schema);
-      const { code, output } = await runCommand(process.execPath, ['--import', 'tsx', 'test/storage/handed-out.ts'], { cwd: root, env: { SCHEMA: schema, POOL: pool, KILLS: '10' } });
+      const { code, output } = await runCommand(process.execPath, ['--import', 'tsx', 'test/storage/handed-out.ts'], {
+        cwd: root,
+        env: { SCHEMA: schema, POOL: pool, KILLS: '10' },
+      });
       expect(code, output).toBe(0);
-      const outcome = JSON.parse(output.trim().split('\n').at(-1)!) as { accepted: number; statuses: Record<string, number>; acknowledged: number; count: number; lastMutationID: number };
+      const outcome = JSON.parse(output.trim().split('\n').at(-1)!) as {
+        accepted: number;
+        statuses: Record<string, number>;
+        acknowledged: number;
+        count: number;
+        lastMutationID: number;
+      };
       // Each of the 20 requests met a connection killed as it was handed out: a lost connection is temporary.
       expect(outcome.statuses).toEqual({ 503: 20 });
       expect(outcome.accepted).toBeGreaterThanOrEqual(20);

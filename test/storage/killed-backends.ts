@@ -11,7 +11,13 @@ const url = process.env.DATABASE_URL!;
 const schema = process.env.SCHEMA!;
 const kills = Number(process.env.KILLS ?? 50);
 const app = `victim_${process.pid}`;
-const sql = postgres(url, { onnotice: () => {}, max: 6, connection: { application_name: app }, fetch_types: process.env.FETCH_TYPES === 'on', backoff: () => 0.05 });
+const sql = postgres(url, {
+  onnotice: () => {},
+  max: 6,
+  connection: { application_name: app },
+  fetch_types: process.env.FETCH_TYPES === 'on',
+  backoff: () => 0.05,
+});
 const admin = postgres(url, { onnotice: () => {}, max: 1 });
 const ctx: SyncContext = createContext({
   storage: postgresStorage(sql, { schema }),
@@ -65,10 +71,15 @@ stop = true;
 await Promise.all(running);
 // Every acknowledged mutation applied exactly once, none lost: each client's count is its
 // lastMutationID, and at least what it was told.
-const { lastMutationIDChanges } = (await (await handlePull(post('/pull', pullBody('checker', null)), ctx)).json()) as { lastMutationIDChanges: Record<string, number> };
+const { lastMutationIDChanges } = (await (await handlePull(post('/pull', pullBody('checker', null)), ctx)).json()) as {
+  lastMutationIDChanges: Record<string, number>;
+};
 const counts: number[] = [];
 for (let c = 0; c < clients; c++) {
-  const groups = (await (await handlePull(post('/pull', pullBody(`g${c}`, null)), ctx)).json()) as { lastMutationIDChanges: Record<string, number>; patch: Array<{ key?: string; value?: unknown }> };
+  const groups = (await (await handlePull(post('/pull', pullBody(`g${c}`, null)), ctx)).json()) as {
+    lastMutationIDChanges: Record<string, number>;
+    patch: Array<{ key?: string; value?: unknown }>;
+  };
   counts.push(groups.patch.find((op) => op.key === `count/c${c}`)?.value as number);
   lastMutationIDChanges[`c${c}`] = groups.lastMutationIDChanges[`c${c}`]!;
 }

@@ -54,7 +54,10 @@ describe.runIf(url)('a statement postgres.js never sends in full (a fault proxy 
         },
         { readOnly: false, space: 's' },
       )
-      .then(() => 'committed', (error: unknown) => error);
+      .then(
+        () => 'committed',
+        (error: unknown) => error,
+      );
     // The connection that lost the statement, noted while it waits (it closes once its backend ends).
     await expect.poll(() => proxy.swallowing.length, { timeout: 10_000 }).toBe(1);
     const lost = proxy.swallowing;
@@ -65,12 +68,18 @@ describe.runIf(url)('a statement postgres.js never sends in full (a fault proxy 
     expect(performance.now() - started).toBeLessThan(lostAfterMs * 10);
 
     // The backend is ended: its lock is free, and another server's transaction of the space commits.
-    await expect.poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 }).toBe(0);
+    await expect
+      .poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 })
+      .toBe(0);
     await other.transaction(async (tx) => void tx.put('k', 3), { readOnly: false, space: 's' });
     expect(await other.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' })).toBe(3);
     // And the proxied client works on: its pool got its connection back (after, at most, one
     // more lost connection: postgres.js 3.4 may fail a statement with the ended backend's FATAL).
-    await expect.poll(() => store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' }).catch((error: unknown) => (isUnreachable(error) ? 'lost' : error)), { timeout: 10_000 }).toBe(3);
+    await expect
+      .poll(() => store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' }).catch((error: unknown) => (isUnreachable(error) ? 'lost' : error)), {
+        timeout: 10_000,
+      })
+      .toBe(3);
   }, 60_000);
 
   // The holder loses a statement of its body, or the COMMIT postgres.js sends after it (which no
@@ -93,24 +102,40 @@ describe.runIf(url)('a statement postgres.js never sends in full (a fault proxy 
           },
           { readOnly: false, space: 's' },
         )
-        .then(() => 'committed', (error: unknown) => error);
+        .then(
+          () => 'committed',
+          (error: unknown) => error,
+        );
       await expect.poll(() => proxy.swallowing.length, { timeout: 10_000 }).toBe(1);
       const lost = proxy.swallowing;
       // The pool's other connection: a transaction of the space, waiting on the lost one's lock.
       // Were it to wait as long as the holder's bound, the holder's backend would be ended from a
       // connection of the pool when none is free, and it would keep the lock for ever.
-      const waiter = store.transaction(async (tx) => void tx.put('k', 2), { readOnly: false, space: 's' }).then(() => 'committed', (error: unknown) => error);
+      const waiter = store
+        .transaction(async (tx) => void tx.put('k', 2), { readOnly: false, space: 's' })
+        .then(
+          () => 'committed',
+          (error: unknown) => error,
+        );
       const waited = await waiter;
       expect(waited).toBeInstanceOf(TemporaryError);
       expect((waited as Error).message).toMatch(/busy for longer than 1000 ms/);
       const error = await holder;
       expect(isUnreachable(error), String(error)).toBe(true);
-      expect((error as Error).message).toMatch(losing === 'a statement' ? /did not answer a statement of the transaction within 2 s/ : /did not end the transaction within 2 s/);
+      expect((error as Error).message).toMatch(
+        losing === 'a statement' ? /did not answer a statement of the transaction within 2 s/ : /did not end the transaction within 2 s/,
+      );
 
-      await expect.poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 }).toBe(0);
+      await expect
+        .poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 })
+        .toBe(0);
       await other.transaction(async (tx) => void tx.put('k', 3), { readOnly: false, space: 's' });
       expect(await other.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' })).toBe(3);
-      await expect.poll(() => store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' }).catch((error: unknown) => (isUnreachable(error) ? 'lost' : error)), { timeout: 10_000 }).toBe(3);
+      await expect
+        .poll(() => store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' }).catch((error: unknown) => (isUnreachable(error) ? 'lost' : error)), {
+          timeout: 10_000,
+        })
+        .toBe(3);
     }, 60_000);
   }
 
@@ -124,17 +149,30 @@ describe.runIf(url)('a statement postgres.js never sends in full (a fault proxy 
       // A statement new to the connection: postgres.js sends its Parse and Describe, waits for the
       // server's answer, then its Bind and Execute.
       proxy.swallowNext(passing);
-      const read = store.readMany!([{ prefix: 'v/s/', limit: 10 }], { space: 's' }).then(() => 'answered', (error: unknown) => error);
+      const read = store.readMany!([{ prefix: 'v/s/', limit: 10 }], { space: 's' }).then(
+        () => 'answered',
+        (error: unknown) => error,
+      );
       await expect.poll(() => proxy.swallowing.length, { timeout: 10_000 }).toBe(1);
       const lost = proxy.swallowing;
       const error = await read;
       expect(isUnreachable(error), String(error)).toBe(true);
       expect((error as Error).message).toMatch(/did not answer the statement within 2 s/);
       // The backend the lost statement waited on is ended (idle or not), and with it the connection.
-      await expect.poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 }).toBe(0);
+      await expect
+        .poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 })
+        .toBe(0);
       // Both connections serve again (reads enough to need each). postgres.js 3.4 may fail one
       // statement more with the ended backend's FATAL: a lost connection too (503), never another error.
-      const reads = () => Promise.all(Array.from({ length: 8 }, () => store.readMany!([{ prefix: 'v/s/', limit: 10 }], { space: 's' }).then((rows) => rows[0]!.length, (error: unknown) => (isUnreachable(error) ? 'lost' : error))));
+      const reads = () =>
+        Promise.all(
+          Array.from({ length: 8 }, () =>
+            store.readMany!([{ prefix: 'v/s/', limit: 10 }], { space: 's' }).then(
+              (rows) => rows[0]!.length,
+              (error: unknown) => (isUnreachable(error) ? 'lost' : error),
+            ),
+          ),
+        );
       const seen: unknown[] = [];
       await expect.poll(async () => (seen.push(...(await reads())), seen.slice(-8)), { timeout: 10_000 }).toEqual(Array(8).fill(1));
       expect(seen.filter((outcome) => outcome !== 1 && outcome !== 'lost')).toEqual([]);

@@ -14,8 +14,7 @@ describe('memoryStorage with many keys', () => {
     const keys = Array.from({ length: 20_000 }, (_, i) => `${chars[i % chars.length]}${(i * 7919) % 20_000}/${i}`);
     const sorted = [...keys].sort(compareBytes);
     const rw = { readOnly: false };
-    const scanKeys = (options: StorageScanOptions) =>
-      storage.transaction(async (tx) => (await tx.scan(options)).map(([key]) => key), { readOnly: true });
+    const scanKeys = (options: StorageScanOptions) => storage.transaction(async (tx) => (await tx.scan(options)).map(([key]) => key), { readOnly: true });
 
     await storage.transaction(async (tx) => {
       for (const key of shuffled(keys)) await tx.put(key, key);
@@ -45,14 +44,22 @@ describe('memoryStorage with many keys', () => {
     const storage = memoryStorage();
     const keys = Array.from({ length: 10_000 }, (_, i) => `k/${(i * 7919) % 10_000}`);
     const before = keys.slice(0, 5_000).map((key) => [key, key] as const);
-    await storage.transaction(async (tx) => {
-      for (const [key, value] of before) await tx.put(key, value);
-    }, { readOnly: false });
-    await expect(storage.transaction(async (tx) => {
-      for (const key of keys) await tx.put(key, 'new');
-      for (const key of keys.slice(2_500, 7_500)) await tx.del(key);
-      throw new Error('roll back');
-    }, { readOnly: false })).rejects.toThrow('roll back');
+    await storage.transaction(
+      async (tx) => {
+        for (const [key, value] of before) await tx.put(key, value);
+      },
+      { readOnly: false },
+    );
+    await expect(
+      storage.transaction(
+        async (tx) => {
+          for (const key of keys) await tx.put(key, 'new');
+          for (const key of keys.slice(2_500, 7_500)) await tx.del(key);
+          throw new Error('roll back');
+        },
+        { readOnly: false },
+      ),
+    ).rejects.toThrow('roll back');
     const entries = await storage.transaction((tx) => tx.scan({ prefix: '' }), { readOnly: true });
     expect(entries).toEqual([...before].sort(([a], [b]) => compareBytes(a, b)));
   });

@@ -48,7 +48,16 @@ describe('postgres.js: COMMIT with the closing write', () => {
   });
 
   it('without it (a read-only server, or more than one closing statement), COMMIT waits for the writes', async () => {
-    for (const end of [{ finish: [['WRITE', []]] as const, pipelined: false }, { finish: [['PUT', []], ['DELETE', []]] as const, pipelined: true }]) {
+    for (const end of [
+      { finish: [['WRITE', []]] as const, pipelined: false },
+      {
+        finish: [
+          ['PUT', []],
+          ['DELETE', []],
+        ] as const,
+        pipelined: true,
+      },
+    ]) {
       const { client, sent, answer } = wire();
       const done = driverOn(client).transaction('ISOLATION LEVEL READ COMMITTED', async () => ({ result: 'kept', ...end }));
       await settled();

@@ -53,7 +53,11 @@ describe.runIf(url !== undefined && withPostgres && havePgBouncer())('a statemen
   // false`, postgres.js sends a statement's Parse and Describe, then its Bind and Execute once
   // answered: the backend waits in the middle of the statement, as the suite's stall showed), or
   // its COMMIT.
-  for (const [losing, passing] of [['a statement', 0], ['the rest of a statement', 1], ['its COMMIT', 0]] as const) {
+  for (const [losing, passing] of [
+    ['a statement', 0],
+    ['the rest of a statement', 1],
+    ['its COMMIT', 0],
+  ] as const) {
     it(`a transaction that loses ${losing} while it holds the space's lock fails as a lost connection, its backend is ended, and the space takes writes again`, async () => {
       const { admin, proxy, store } = await pooledStore(`pooled_lost_${process.pid}_${losing.length}`, 2_000);
       const holder = store
@@ -65,20 +69,40 @@ describe.runIf(url !== undefined && withPostgres && havePgBouncer())('a statemen
           },
           { readOnly: false, space: 's' },
         )
-        .then(() => 'committed', (error: unknown) => error);
+        .then(
+          () => 'committed',
+          (error: unknown) => error,
+        );
       await expect.poll(() => proxy.swallowing.length, { timeout: 10_000 }).toBe(1);
       const lost = proxy.swallowing;
       // Its backend waits on its client, holding the lock, as the suite saw it.
-      await expect.poll(async () => (await admin`SELECT state FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]?.state, { timeout: 1_500 }).toBe(passing === 1 ? 'active' : 'idle in transaction');
+      await expect
+        .poll(async () => (await admin`SELECT state FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]?.state, { timeout: 1_500 })
+        .toBe(passing === 1 ? 'active' : 'idle in transaction');
       const error = await holder;
       expect(isUnreachable(error), String(error)).toBe(true);
-      expect((error as Error).message).toMatch(losing === 'its COMMIT' ? /did not end the transaction within 2 s/ : /did not answer a statement of the transaction within 2 s/);
+      expect((error as Error).message).toMatch(
+        losing === 'its COMMIT' ? /did not end the transaction within 2 s/ : /did not answer a statement of the transaction within 2 s/,
+      );
 
       // That backend (PgBouncer's connection to the server) is ended.
-      await expect.poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 }).toBe(0);
+      await expect
+        .poll(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE client_port = ANY(${lost}::int[])`)[0]!.n, { timeout: 10_000 })
+        .toBe(0);
       // The space's lock is free: a write of it commits (a 503 at most while PgBouncer and
       // postgres.js learn that the connection is gone).
-      await expect.poll(() => store.transaction(async (tx) => void tx.put('k', 3), { readOnly: false, space: 's' }).then(() => 'committed', (error: unknown) => (isUnreachable(error) || error instanceof TemporaryError ? 'retry' : error)), { timeout: 10_000 }).toBe('committed');
+      await expect
+        .poll(
+          () =>
+            store
+              .transaction(async (tx) => void tx.put('k', 3), { readOnly: false, space: 's' })
+              .then(
+                () => 'committed',
+                (error: unknown) => (isUnreachable(error) || error instanceof TemporaryError ? 'retry' : error),
+              ),
+          { timeout: 10_000 },
+        )
+        .toBe('committed');
       expect(await store.transaction((tx) => tx.get('k'), { readOnly: true, space: 's' })).toBe(3);
     }, 60_000);
   }

@@ -101,7 +101,9 @@ describe.runIf(admin)('instances sharing one PostgreSQL database', () => {
     expect(truth.get('counter')).toBe(800);
     for (const view of views) expect(view).toEqual(truth);
     for (let c = 0; c < 16; c++) {
-      const { lastMutationIDChanges } = (await (await send(instances[1]!.server, 'pull', pullBody(`group-${c}`, null))).json()) as { lastMutationIDChanges: Record<string, number> };
+      const { lastMutationIDChanges } = (await (await send(instances[1]!.server, 'pull', pullBody(`group-${c}`, null))).json()) as {
+        lastMutationIDChanges: Record<string, number>;
+      };
       expect(lastMutationIDChanges).toEqual({ [`client-${c}`]: 50 });
     }
   }, 120_000);
@@ -114,7 +116,17 @@ describe.runIf(admin)('instances sharing one PostgreSQL database', () => {
     const body = pushBody('g', [mutation('c', 1, 'put', { key: 'before', value: 1 }), mutation('c', 2, 'waitThenPut', { key: 'k', value: 2 })]);
     const pushing = send(server, 'push', body);
     // Wait until the transaction is open (it holds the space's advisory lock), then kill it.
-    await expect.poll(async () => (await admin!.unsafe(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND a.application_name = 'victim'`))[0]!.n, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(
+        async () =>
+          (
+            await admin!.unsafe(
+              `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND a.application_name = 'victim'`,
+            )
+          )[0]!.n,
+        { timeout: 10_000 },
+      )
+      .toBeGreaterThan(0);
     await admin!.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim'`);
     release();
     // A lost connection is temporary: 503, and the client sends the push again.
@@ -123,13 +135,22 @@ describe.runIf(admin)('instances sharing one PostgreSQL database', () => {
     expect(await view()).toEqual(new Map());
     gate = Promise.resolve();
     expect((await send(server, 'push', body)).status).toBe(200);
-    expect(await view()).toEqual(new Map<string, JSONValue>([['before', 1], ['k', 2], ['k/first', 2]]));
+    expect(await view()).toEqual(
+      new Map<string, JSONValue>([
+        ['before', 1],
+        ['k', 2],
+        ['k/first', 2],
+      ]),
+    );
   }, 60_000);
 
   it('restarting an instance loses nothing: its clients carry on where they were', async () => {
     const schema = newSchema();
     const first = await instance(schema);
-    expect((await send(first.server, 'push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 })]))).status).toBe(200);
+    expect(
+      (await send(first.server, 'push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'put', { key: 'b', value: 2 })])))
+        .status,
+    ).toBe(200);
     const before = (await (await send(first.server, 'pull', pullBody('g', null))).json()) as { cookie: JSONValue };
     await first.stop();
 
@@ -139,8 +160,17 @@ describe.runIf(admin)('instances sharing one PostgreSQL database', () => {
     // The client's next mutation continues its sequence: no ClientStateNotFound.
     const next = await send(second.server, 'push', pushBody('g', [mutation('c', 3, 'put', { key: 'c', value: 3 })]));
     expect(await next.json()).toEqual({});
-    const full = (await (await send(second.server, 'pull', pullBody('g', null))).json()) as { patch: PatchOperation[]; lastMutationIDChanges: Record<string, number> };
-    expect(applyPatch(new Map(), full.patch)).toEqual(new Map([['a', 1], ['b', 2], ['c', 3]]));
+    const full = (await (await send(second.server, 'pull', pullBody('g', null))).json()) as {
+      patch: PatchOperation[];
+      lastMutationIDChanges: Record<string, number>;
+    };
+    expect(applyPatch(new Map(), full.patch)).toEqual(
+      new Map([
+        ['a', 1],
+        ['b', 2],
+        ['c', 3],
+      ]),
+    );
     expect(full.lastMutationIDChanges).toEqual({ c: 3 });
   }, 60_000);
   it('a push on one instance pokes the streams of its space on the others; a dropped LISTEN connection, once back, pokes them all', async () => {

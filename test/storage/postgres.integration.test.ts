@@ -35,7 +35,8 @@ afterAll(async () => {
   await lite.close();
 }, 60_000);
 
-if (server) describeStorageConformance('postgresStorage (postgres.js, a real server)', () => postgresStorage(server, { schema: schema() }), { lanesApart: true });
+if (server)
+  describeStorageConformance('postgresStorage (postgres.js, a real server)', () => postgresStorage(server, { schema: schema() }), { lanesApart: true });
 if (pool) describeStorageConformance('postgresStorage (a pg Pool, a real server)', () => postgresStorage(pool, { schema: schema() }), { lanesApart: true });
 // Neon's serverless Pool, in Node over WebSocket through a local relay to the same server.
 const neonPool = await (async () => {
@@ -53,9 +54,10 @@ const neonPool = await (async () => {
   });
   return neon;
 })();
-if (neonPool) describeStorageConformance('postgresStorage (Neon\'s serverless Pool over WebSocket, a real server)', () => postgresStorage(neonPool, { schema: schema() }));
+if (neonPool)
+  describeStorageConformance("postgresStorage (Neon's serverless Pool over WebSocket, a real server)", () => postgresStorage(neonPool, { schema: schema() }));
 // History on the third driver too (the other stores run it in test/history/stores.test.ts).
-if (neonPool) describeHistory('postgresStorage (Neon\'s serverless Pool over WebSocket, a real server)', () => postgresStorage(neonPool, { schema: schema() }));
+if (neonPool) describeHistory("postgresStorage (Neon's serverless Pool over WebSocket, a real server)", () => postgresStorage(neonPool, { schema: schema() }));
 else it.skip('postgresStorage on a real server: set DATABASE_URL (scripts/start-postgres.sh starts one)', () => {});
 describeStorageConformance('postgresStorage (PGlite)', () => postgresStorage(lite, { schema: schema() }), { oneAtATime: true });
 
@@ -82,12 +84,15 @@ describe.runIf(server)('postgresStorage on a pg Pool', () => {
       const inside = new Promise<void>((resolve) => (entered = resolve));
       let proceed!: () => void;
       const resumed = new Promise<void>((resolve) => (proceed = resolve));
-      const failing = store.transaction(async (tx) => {
-        await tx.get('a');
-        entered();
-        await resumed;
-        await tx.put('a', 1);
-      }, { readOnly: false, space: 's' });
+      const failing = store.transaction(
+        async (tx) => {
+          await tx.get('a');
+          entered();
+          await resumed;
+          await tx.put('a', 1);
+        },
+        { readOnly: false, space: 's' },
+      );
       await inside;
       await server!.unsafe('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
       // The error reaches the idle-in-transaction connection as an event, between statements.
@@ -108,7 +113,9 @@ describe.runIf(server)('postgresStorage on a real server', () => {
     const name = schema();
     const clients = [postgres(url!, { onnotice: () => {}, max: 1 }), postgres(url!, { onnotice: () => {}, max: 1 })];
     try {
-      await Promise.all(clients.map((client, i) => postgresStorage(client, { schema: name }).transaction((tx) => tx.put(`from ${i}`, i), { readOnly: false, space: 's' })));
+      await Promise.all(
+        clients.map((client, i) => postgresStorage(client, { schema: name }).transaction((tx) => tx.put(`from ${i}`, i), { readOnly: false, space: 's' })),
+      );
       const tables = await server!.unsafe(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`, [name]);
       expect(tables.map((row) => row.table_name)).toEqual(['viewsync_kv', 'viewsync_schema']);
       expect(await server!.unsafe(`SELECT version FROM "${name}".viewsync_schema`)).toEqual([{ version: 1 }]);
@@ -120,7 +127,10 @@ describe.runIf(server)('postgresStorage on a real server', () => {
   it('keys are text in the C collation, values text: byte order, and JSON exactly as written', async () => {
     const name = schema();
     await postgresStorage(server!, { schema: name }).migrate();
-    const columns = await server!.unsafe(`SELECT column_name, data_type, collation_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'viewsync_kv' ORDER BY ordinal_position`, [name]);
+    const columns = await server!.unsafe(
+      `SELECT column_name, data_type, collation_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'viewsync_kv' ORDER BY ordinal_position`,
+      [name],
+    );
     expect(columns.map((row) => ({ ...row }))).toEqual([
       { column_name: 'key', data_type: 'text', collation_name: 'C' },
       { column_name: 'value', data_type: 'text', collation_name: null },
@@ -145,7 +155,9 @@ describe.runIf(server)('postgresStorage on a real server', () => {
     const name = schema();
     await postgresStorage(server!, { schema: name }).migrate();
     await server!.unsafe(`UPDATE "${name}".viewsync_schema SET version = 7`);
-    await expect(postgresStorage(server!, { schema: name }).migrate()).rejects.toThrow(/schema version 7, newer than this viewsync knows \(1\): upgrade viewsync/);
+    await expect(postgresStorage(server!, { schema: name }).migrate()).rejects.toThrow(
+      /schema version 7, newer than this viewsync knows \(1\): upgrade viewsync/,
+    );
   });
 });
 
@@ -167,7 +179,12 @@ describe.runIf(server)('a write waiting on its space held by another transaction
       await holdsNow;
       try {
         const started = performance.now();
-        const error = await waiting.transaction((tx) => tx.put('k', 'waiter'), { readOnly: false, space: 's' }).then(() => 'committed', (error: unknown) => error);
+        const error = await waiting
+          .transaction((tx) => tx.put('k', 'waiter'), { readOnly: false, space: 's' })
+          .then(
+            () => 'committed',
+            (error: unknown) => error,
+          );
         expect(error, String(error)).toBeInstanceOf(TemporaryError);
         expect((error as TemporaryError).status).toBe(503);
         expect((error as Error).message).toMatch(/busy for longer than 1000 ms/);
@@ -196,7 +213,9 @@ describe.runIf(pool)('postgresStorage.readMany on a real server', () => {
       async connect() {
         const client = await pool!.connect();
         return Object.assign(Object.create(client) as typeof client, {
-          query: (text: string, params: unknown[] = []) => (text.startsWith('SELECT * FROM ((SELECT 0 AS i') && seen.push({ text, params }), client.query(text, params)),
+          query: (text: string, params: unknown[] = []) => (
+            text.startsWith('SELECT * FROM ((SELECT 0 AS i') && seen.push({ text, params }), client.query(text, params)
+          ),
           release: (destroy?: boolean) => client.release(destroy),
         });
       },
@@ -204,14 +223,23 @@ describe.runIf(pool)('postgresStorage.readMany on a real server', () => {
     const name = schema();
     const storage = postgresStorage(watched, { schema: name });
     // Enough rows that a join could take the whole table (hash it) for a lookup per row.
-    await storage.transaction(async (tx) => {
-      for (let i = 0; i < 5_000; i++) {
-        await tx.put(`e/item${i}`, { i });
-        await tx.put(`v/0${i % 9}/item${i}`, null);
-      }
-    }, { readOnly: false });
+    await storage.transaction(
+      async (tx) => {
+        for (let i = 0; i < 5_000; i++) {
+          await tx.put(`e/item${i}`, { i });
+          await tx.put(`v/0${i % 9}/item${i}`, null);
+        }
+      },
+      { readOnly: false },
+    );
     await pool!.query(`ANALYZE "${name}".viewsync_kv`);
-    const [meta, changes] = await storage.readMany!([{ prefix: 'e/item1', limit: 1 }, { prefix: 'v/', start: { key: 'v/08' }, limit: 128, join: { prefix: 'e/', skip: 3 } }], {});
+    const [meta, changes] = await storage.readMany!(
+      [
+        { prefix: 'e/item1', limit: 1 },
+        { prefix: 'v/', start: { key: 'v/08' }, limit: 128, join: { prefix: 'e/', skip: 3 } },
+      ],
+      {},
+    );
     expect(meta).toEqual([['e/item1', { i: 1 }, undefined]]);
     expect(changes).toHaveLength(128);
     for (const [key, , joined] of changes!) expect(joined).toEqual({ i: Number(key.slice('v/08/item'.length)) });
@@ -235,11 +263,14 @@ describe.runIf(server)('a commit whose writes the server refuses, COMMIT sent wi
     await storage.transaction(async (tx) => (await tx.put('kept', 1), tx.put('doomed', 1)), { readOnly: false, space: 's' });
     // Past the btree's 2,704 bytes, and incompressible: the index refuses the row (54000).
     const long = Array.from(crypto.getRandomValues(new Uint8Array(3_000)), (byte) => String.fromCharCode(33 + (byte % 90))).join('');
-    const refused = storage.transaction(async (tx) => {
-      await tx.put('kept', 2);
-      await tx.put(long, 'too long');
-      await tx.del('doomed');
-    }, { readOnly: false, space: 's' });
+    const refused = storage.transaction(
+      async (tx) => {
+        await tx.put('kept', 2);
+        await tx.put(long, 'too long');
+        await tx.del('doomed');
+      },
+      { readOnly: false, space: 's' },
+    );
     await expect(refused).rejects.toMatchObject({ code: '54000' });
     const read = () => storage.transaction(async (tx) => [await tx.get('kept'), await tx.get('doomed')], { readOnly: true, space: 's' });
     expect(await read()).toEqual([1, 1]);

@@ -13,9 +13,12 @@ describe('records in a store', () => {
   it('a record written with toStored reads back, by recordOf, as it was', async () => {
     const storage = memoryStorage();
     const kept: Kept = { at: 1, name: 'a', parts: [{ key: 'k', value: null }] };
-    await storage.transaction(async (tx) => {
-      await tx.put('r/1', toStored(kept));
-    }, { readOnly: false });
+    await storage.transaction(
+      async (tx) => {
+        await tx.put('r/1', toStored(kept));
+      },
+      { readOnly: false },
+    );
     const read = await storage.transaction(async (tx) => tx.get('r/1'), { readOnly: true });
     expect(recordOf<Kept>(read!)).toEqual(kept);
   });

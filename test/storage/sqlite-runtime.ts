@@ -9,10 +9,15 @@ import { storageConformance } from '../../src/testing/conformance.ts';
 
 declare const Bun: unknown;
 const dir = process.argv[process.argv.length - 1]!;
-const Database = (typeof Bun !== 'undefined' ? (await import('bun:sqlite' as string)).Database : (await import('node:sqlite')).DatabaseSync) as new (path: string) => SQLiteDatabase;
+const Database = (typeof Bun !== 'undefined' ? (await import('bun:sqlite' as string)).Database : (await import('node:sqlite')).DatabaseSync) as new (
+  path: string,
+) => SQLiteDatabase;
 let files = 0;
 const results: Array<{ name: string; error?: string }> = [];
-for (const [where, open] of [['memory', () => new Database(':memory:')], ['file', () => new Database(`${dir}/db-${++files}.sqlite`)]] as const) {
+for (const [where, open] of [
+  ['memory', () => new Database(':memory:')],
+  ['file', () => new Database(`${dir}/db-${++files}.sqlite`)],
+] as const) {
   for (const check of storageConformance(() => sqliteStorage(open()), { runs: 50 })) {
     try {
       await check.run();

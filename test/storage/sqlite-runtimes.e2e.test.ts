@@ -16,7 +16,10 @@ describe.concurrent('sqliteStorage conforms in every runtime with a SQLite of it
     const [bin, ...args] = RUNTIMES[runtime];
     const dir = mkdtempSync(join(tmpdir(), 'viewsync-sqlite-runtime-'));
     try {
-      const { code, output } = await runCommand(join(ROOT, 'node_modules', '.bin', bin), [...args, 'test/storage/sqlite-runtime.ts', dir], { cwd: ROOT, env: { DENO_NO_UPDATE_CHECK: '1' } });
+      const { code, output } = await runCommand(join(ROOT, 'node_modules', '.bin', bin), [...args, 'test/storage/sqlite-runtime.ts', dir], {
+        cwd: ROOT,
+        env: { DENO_NO_UPDATE_CHECK: '1' },
+      });
       expect(code, output).toBe(0);
       const results = JSON.parse(output.trim().split('\n').at(-1)!) as Array<{ name: string; error?: string }>;
       expect(results.filter((result) => result.error !== undefined)).toEqual([]);

@@ -91,8 +91,20 @@ describe('sqliteStorage', () => {
     };
     const storage = sqliteStorage(watched);
     await storage.transaction(async (tx) => (await tx.put('a', 1), tx.put('b', { c: [2] })), { readOnly: false });
-    const read = await storage.transaction(async (tx) => [await tx.get('a'), await tx.scan({ prefix: '' }), await tx.scanText!({ prefix: '' })], { readOnly: true });
-    expect(read).toEqual([1, [['a', 1], ['b', { c: [2] }]], [['a', '1'], ['b', '{"c":[2]}']]]);
+    const read = await storage.transaction(async (tx) => [await tx.get('a'), await tx.scan({ prefix: '' }), await tx.scanText!({ prefix: '' })], {
+      readOnly: true,
+    });
+    expect(read).toEqual([
+      1,
+      [
+        ['a', 1],
+        ['b', { c: [2] }],
+      ],
+      [
+        ['a', '1'],
+        ['b', '{"c":[2]}'],
+      ],
+    ]);
     expect(arrays.length).toBeGreaterThan(0);
     expect(arrays.every((query) => query.trimStart().startsWith('SELECT'))).toBe(true);
     db.close();
@@ -122,7 +134,10 @@ describe('sqliteStorage', () => {
     const [a, b] = [sqliteStorage(db, { tablePrefix: 'app_a_' }), sqliteStorage(db, { tablePrefix: 'app_b_' })];
     await a.transaction((tx) => tx.put('k', 'a'), { readOnly: false });
     expect(await b.transaction((tx) => tx.get('k'), { readOnly: true })).toBeUndefined();
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all().map((row) => (row as { name: string }).name);
+    const tables = db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      .all()
+      .map((row) => (row as { name: string }).name);
     expect(tables).toEqual(['app_a_kv', 'app_a_schema', 'app_b_kv', 'app_b_schema']);
     expect(sqliteStorage(db, { tablePrefix: 'app_a_' })).toBe(a);
     expect(() => sqliteStorage(db, { tablePrefix: 'x"; DROP TABLE app_a_kv; --' })).toThrow(/letters, digits and _/);

@@ -32,7 +32,10 @@ describe('a postgres.js call that never starts or never answers', () => {
     vi.useFakeTimers();
     const { client, held, statements, tx } = stuckClient();
     const body = vi.fn(async () => 'ran');
-    const outcome = beginGuarded(client, 'ISOLATION LEVEL READ COMMITTED', body).then(() => 'resolved', (error: unknown) => error);
+    const outcome = beginGuarded(client, 'ISOLATION LEVEL READ COMMITTED', body).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     await vi.advanceTimersByTimeAsync(29_000);
     expect(await Promise.race([outcome, 'pending'])).toBe('pending');
     await vi.advanceTimersByTimeAsync(1_000);
@@ -60,7 +63,10 @@ describe('a postgres.js call that never starts or never answers', () => {
     const outcome = beginGuarded(client, 'ISOLATION LEVEL READ COMMITTED', async (query) => {
       await query('SELECT lock', []);
       return 'committed';
-    }).then(() => 'resolved', (error: unknown) => error);
+    }).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     await vi.advanceTimersByTimeAsync(29_000);
     expect(await Promise.race([outcome, 'pending'])).toBe('pending');
     await vi.advanceTimersByTimeAsync(1_000);
@@ -69,7 +75,9 @@ describe('a postgres.js call that never starts or never answers', () => {
     expect((error as Error).message).toMatch(/did not answer a statement of the transaction within 30 s/);
     expect(inside).toEqual(['SELECT lock']);
     // Unless it started something since: a pid the server has given to a working backend is left alone.
-    expect(outside).toEqual([[expect.stringMatching(/pg_terminate_backend\(pid\).*WHERE pid = \$1::bigint AND state_change < now\(\) - make_interval\(secs => \$2\)/), [4242, 15]]]);
+    expect(outside).toEqual([
+      [expect.stringMatching(/pg_terminate_backend\(pid\).*WHERE pid = \$1::bigint AND state_change < now\(\) - make_interval\(secs => \$2\)/), [4242, 15]],
+    ]);
     // And nothing more is sent on the stuck connection: no ROLLBACK written behind the lost statement.
     await vi.advanceTimersByTimeAsync(60_000);
     expect(inside).toHaveLength(1);
@@ -79,8 +87,15 @@ describe('a postgres.js call that never starts or never answers', () => {
     vi.useFakeTimers();
     const sent: unknown[] = [];
     // The first attempt meets a cut, the second is lost, the third is answered.
-    const answers = [() => Promise.reject(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })), () => new Promise<never>(() => {}), () => Promise.resolve([{ pg_terminate_backend: true }])];
-    const client: PostgresJsClient = { begin: () => new Promise(() => {}), unsafe: (_query, params) => (sent.push(params), (answers.shift() ?? (() => Promise.resolve([])))()) };
+    const answers = [
+      () => Promise.reject(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })),
+      () => new Promise<never>(() => {}),
+      () => Promise.resolve([{ pg_terminate_backend: true }]),
+    ];
+    const client: PostgresJsClient = {
+      begin: () => new Promise(() => {}),
+      unsafe: (_query, params) => (sent.push(params), (answers.shift() ?? (() => Promise.resolve([])))()),
+    };
     const lost = Object.assign(new Promise<never>(() => {}), { state: { pid: 77, secret: 1 } });
     void unlessStuck(lost, 30_000, client).catch(() => {});
     await vi.advanceTimersByTimeAsync(30_000);

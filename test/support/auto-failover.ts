@@ -104,10 +104,17 @@ const asRoot = process.getuid?.() === 0;
 /** Starts a monitor, a primary and a synchronous secondary; resolves once the secondary is `secondary`. */
 export async function startFormation(): Promise<Formation> {
   const bin = binDir();
-  if (bin === undefined || !existsSync('/usr/bin/pg_autoctl')) throw new Error('No pg_autoctl (scripts/install-ha.sh installs Debian\'s postgresql-NN-auto-failover)');
+  if (bin === undefined || !existsSync('/usr/bin/pg_autoctl'))
+    throw new Error("No pg_autoctl (scripts/install-ha.sh installs Debian's postgresql-NN-auto-failover)");
   const dir = mkdtempSync(join(tmpdir(), 'viewsync-formation-'));
   if (asRoot) chownSync(dir, ...postgresUser());
-  const env = { PATH: `${bin}:/usr/sbin:/usr/bin:/sbin:/bin`, XDG_CONFIG_HOME: join(dir, 'config'), XDG_DATA_HOME: join(dir, 'share'), XDG_RUNTIME_DIR: join(dir, 'run'), PG_AUTOCTL_DEBUG: '' };
+  const env = {
+    PATH: `${bin}:/usr/sbin:/usr/bin:/sbin:/bin`,
+    XDG_CONFIG_HOME: join(dir, 'config'),
+    XDG_DATA_HOME: join(dir, 'share'),
+    XDG_RUNTIME_DIR: join(dir, 'run'),
+    PG_AUTOCTL_DEBUG: '',
+  };
   const [monitorPort, portA, portB] = [await freePort(), await freePort(), await freePort()];
   const ports: Record<NodeName, number> = { a: portA, b: portB };
   const monitorURL = `postgres://autoctl_node@127.0.0.1:${monitorPort}/pg_auto_failover?sslmode=disable`;
@@ -116,15 +123,23 @@ export async function startFormation(): Promise<Formation> {
 
   const autoctl = (args: string[]) =>
     new Promise<string>((resolve, reject) => {
-      const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'pg_autoctl', ...args]] : ['pg_autoctl', args];
-      execFile(file, argv as string[], { cwd: '/', env: asRoot ? process.env : { ...process.env, ...env }, timeout: 120_000 }, (error, stdout, stderr) => (error ? reject(new Error(`pg_autoctl ${args.join(' ')} failed: ${error.message}\n${stdout}${stderr}`)) : resolve(stdout)));
+      const [file, argv] = asRoot
+        ? ['runuser', ['-u', 'postgres', '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'pg_autoctl', ...args]]
+        : ['pg_autoctl', args];
+      execFile(file, argv as string[], { cwd: '/', env: asRoot ? process.env : { ...process.env, ...env }, timeout: 120_000 }, (error, stdout, stderr) =>
+        error ? reject(new Error(`pg_autoctl ${args.join(' ')} failed: ${error.message}\n${stdout}${stderr}`)) : resolve(stdout),
+      );
     });
   /** Runs `pg_autoctl run` on `pgdata`, its own process group, its output to `<pgdata>.log`. */
   const run = (name: string) => {
     const pgdata = join(dir, name);
     const command = `exec pg_autoctl run --pgdata '${pgdata}' >> '${pgdata}.log' 2>&1`;
     const child = asRoot
-      ? spawn('runuser', ['-u', 'postgres', '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'sh', '-c', command], { cwd: '/', detached: true, stdio: 'ignore' })
+      ? spawn('runuser', ['-u', 'postgres', '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'sh', '-c', command], {
+          cwd: '/',
+          detached: true,
+          stdio: 'ignore',
+        })
       : spawn('sh', ['-c', command], { cwd: '/', detached: true, stdio: 'ignore', env: { ...process.env, ...env } });
     child.unref();
     running.set(name, child);
@@ -159,12 +174,15 @@ export async function startFormation(): Promise<Formation> {
   process.once('exit', onExit);
   watch(dir);
 
-  const monitorSQL = () => postgres(`postgres://postgres@127.0.0.1:${monitorPort}/pg_auto_failover`, { max: 1, fetch_types: false, onnotice: () => {}, connect_timeout: 5 });
+  const monitorSQL = () =>
+    postgres(`postgres://postgres@127.0.0.1:${monitorPort}/pg_auto_failover`, { max: 1, fetch_types: false, onnotice: () => {}, connect_timeout: 5 });
   /** Each node's reported and assigned state, by name. */
   const states = async (): Promise<Map<string, { reported: string; assigned: string }>> => {
     const sql = monitorSQL();
     try {
-      const rows = await sql<Array<{ nodename: string; reportedstate: string; goalstate: string }>>`SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node`;
+      const rows = await sql<
+        Array<{ nodename: string; reportedstate: string; goalstate: string }>
+      >`SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node`;
       return new Map(rows.map((row) => [row.nodename, { reported: row.reportedstate, assigned: row.goalstate }]));
     } finally {
       await sql.end({ timeout: 1 });
@@ -188,7 +206,25 @@ export async function startFormation(): Promise<Formation> {
     }
   };
   const createNode = async (name: NodeName) => {
-    await autoctl(['create', 'postgres', '--pgdata', join(dir, name), '--pgport', String(ports[name]), '--pgctl', join(bin, 'pg_ctl'), '--hostname', '127.0.0.1', '--name', name, '--auth', 'trust', '--no-ssl', '--monitor', monitorURL]);
+    await autoctl([
+      'create',
+      'postgres',
+      '--pgdata',
+      join(dir, name),
+      '--pgport',
+      String(ports[name]),
+      '--pgctl',
+      join(bin, 'pg_ctl'),
+      '--hostname',
+      '127.0.0.1',
+      '--name',
+      name,
+      '--auth',
+      'trust',
+      '--no-ssl',
+      '--monitor',
+      monitorURL,
+    ]);
     for (const [key, value] of Object.entries(KEEPER_TUNING)) await autoctl(['config', 'set', '--pgdata', join(dir, name), key, value]);
     run(name);
   };
@@ -198,30 +234,46 @@ export async function startFormation(): Promise<Formation> {
     url: `postgres://postgres@127.0.0.1:${portA},127.0.0.1:${portB}/postgres?target_session_attrs=primary`,
     nodeURL: (name) => `postgres://postgres@127.0.0.1:${ports[name]}/postgres`,
     primary: (timeoutMs = 60_000) =>
-      until('No node was primary', async () => {
-        for (const [name, state] of await states()) if (state.reported === 'primary' && state.assigned === 'primary') return name as NodeName;
-        return undefined;
-      }, timeoutMs),
+      until(
+        'No node was primary',
+        async () => {
+          for (const [name, state] of await states()) if (state.reported === 'primary' && state.assigned === 'primary') return name as NodeName;
+          return undefined;
+        },
+        timeoutMs,
+      ),
     waitForPrimary: (accept, timeoutMs = 60_000) =>
-      until('No new primary took writes', async () => {
-        for (const name of ['a', 'b'] as const) {
-          if (!accept(name)) continue;
-          const [row] = await query(name, "SELECT NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'off' AS writable");
-          if (row?.writable === true) return name;
-        }
-        return undefined;
-      }, timeoutMs),
+      until(
+        'No new primary took writes',
+        async () => {
+          for (const name of ['a', 'b'] as const) {
+            if (!accept(name)) continue;
+            const [row] = await query(name, "SELECT NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'off' AS writable");
+            if (row?.writable === true) return name;
+          }
+          return undefined;
+        },
+        timeoutMs,
+      ),
     waitForHealthy: (timeoutMs = 90_000) =>
-      until('The formation was not back to a primary and a secondary', async () => {
-        const all = [...(await states()).values()];
-        const settled = all.length === 2 && all.every((state) => state.reported === state.assigned);
-        return settled && all.some((state) => state.reported === 'primary') && all.some((state) => state.reported === 'secondary') ? true : undefined;
-      }, timeoutMs).then(() => undefined),
+      until(
+        'The formation was not back to a primary and a secondary',
+        async () => {
+          const all = [...(await states()).values()];
+          const settled = all.length === 2 && all.every((state) => state.reported === state.assigned);
+          return settled && all.some((state) => state.reported === 'primary') && all.some((state) => state.reported === 'secondary') ? true : undefined;
+        },
+        timeoutMs,
+      ).then(() => undefined),
     waitForState: (name, state, timeoutMs = 60_000) =>
-      until(`Node ${name} was not ${state}`, async () => {
-        const now = (await states()).get(name);
-        return now?.reported === state && now.assigned === state ? true : undefined;
-      }, timeoutMs).then(() => undefined),
+      until(
+        `Node ${name} was not ${state}`,
+        async () => {
+          const now = (await states()).get(name);
+          return now?.reported === state && now.assigned === state ? true : undefined;
+        },
+        timeoutMs,
+      ).then(() => undefined),
     kill: (name) => signal(name, 'SIGKILL'),
     pause: (name) => signal(name, 'SIGSTOP'),
     pauseHalf: (name) => signal(name, 'SIGSTOP', (command) => !command.startsWith('postgres: ')),
@@ -231,7 +283,11 @@ export async function startFormation(): Promise<Formation> {
     state() {
       try {
         const args = ['show', 'state', '--pgdata', join(dir, 'monitor')];
-        return execFileSync(asRoot ? 'runuser' : 'pg_autoctl', asRoot ? ['-u', 'postgres', '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'pg_autoctl', ...args] : args, { encoding: 'utf8', cwd: '/', timeout: 10_000 });
+        return execFileSync(
+          asRoot ? 'runuser' : 'pg_autoctl',
+          asRoot ? ['-u', 'postgres', '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'pg_autoctl', ...args] : args,
+          { encoding: 'utf8', cwd: '/', timeout: 10_000 },
+        );
       } catch (error) {
         return `(pg_autoctl show state failed: ${(error as Error).message})`;
       }
@@ -245,7 +301,21 @@ export async function startFormation(): Promise<Formation> {
   };
 
   try {
-    await autoctl(['create', 'monitor', '--pgdata', join(dir, 'monitor'), '--pgport', String(monitorPort), '--pgctl', join(bin, 'pg_ctl'), '--hostname', '127.0.0.1', '--auth', 'trust', '--no-ssl']);
+    await autoctl([
+      'create',
+      'monitor',
+      '--pgdata',
+      join(dir, 'monitor'),
+      '--pgport',
+      String(monitorPort),
+      '--pgctl',
+      join(bin, 'pg_ctl'),
+      '--hostname',
+      '127.0.0.1',
+      '--auth',
+      'trust',
+      '--no-ssl',
+    ]);
     run('monitor');
     await until('The monitor did not answer', async () => ((await states()) ? true : undefined), 60_000);
     const sql = monitorSQL();
@@ -272,7 +342,8 @@ export async function startFormation(): Promise<Formation> {
  * postmaster's backends, in sessions of their own, end when they see it gone.
  */
 function watch(dir: string): void {
-  const script = 'while kill -0 "$OWNER" 2>/dev/null && [ -d "$DIR" ]; do sleep 1; done; for group in $(cat "$DIR/groups" 2>/dev/null); do kill -9 -- "-$group" 2>/dev/null; done; rm -rf "$DIR"';
+  const script =
+    'while kill -0 "$OWNER" 2>/dev/null && [ -d "$DIR" ]; do sleep 1; done; for group in $(cat "$DIR/groups" 2>/dev/null); do kill -9 -- "-$group" 2>/dev/null; done; rm -rf "$DIR"';
   spawn('sh', ['-c', script], { cwd: '/', detached: true, stdio: 'ignore', env: { PATH: process.env.PATH, OWNER: String(process.pid), DIR: dir } }).unref();
 }
 
@@ -287,7 +358,7 @@ function tree(root: number, only: (command: string) => boolean = () => true): nu
   const found = new Set([root]);
   for (let grew = true; grew; ) {
     grew = false;
-    for (const row of rows) if (found.has(row.ppid) && !found.has(row.pid)) (found.add(row.pid), (grew = true));
+    for (const row of rows) if (found.has(row.ppid) && !found.has(row.pid)) found.add(row.pid), (grew = true);
   }
   return rows.filter((row) => found.has(row.pid) && only(row.command)).map((row) => row.pid);
 }

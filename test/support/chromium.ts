@@ -13,5 +13,8 @@ export function hasChromium(test: string): boolean {
 
 /** Chromium headless as the browser tests run it: no sandbox (root in CI), nothing fetched in the background; `args`: more switches. */
 export function launchChromium(args: readonly string[] = []): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', ...args] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', ...args],
+  });
 }

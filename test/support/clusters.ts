@@ -69,7 +69,11 @@ export function startCluster(name: string, port?: number): Cluster {
   for (let attempt = 1; ; attempt++) {
     chosen = port ?? freePort();
     try {
-      url = execFileSync(join(ROOT, 'scripts/start-postgres.sh'), { env: { ...process.env, PGPORT_TEST: String(chosen), PGBASE_TEST: dir }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+      url = execFileSync(join(ROOT, 'scripts/start-postgres.sh'), {
+        env: { ...process.env, PGPORT_TEST: String(chosen), PGBASE_TEST: dir },
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).trim();
       break;
     } catch (error) {
       // Another process took the port between the OS's pick and PostgreSQL's bind: pick again.
@@ -132,7 +136,12 @@ function remove(dir: string): void {
 function watch(dir: string, bin: string): void {
   const stop = `${asRoot ? 'runuser -u postgres -- ' : ''}"$PG_CTL" -D "$DIR/data" stop -m immediate -w`;
   const script = `while kill -0 "$OWNER" 2>/dev/null && [ -d "$DIR" ]; do sleep 1; done; [ -f "$DIR/data/postmaster.pid" ] && ${stop} >/dev/null 2>&1; rm -rf "$DIR"`;
-  const child = spawn('sh', ['-c', script], { cwd: '/', detached: true, stdio: 'ignore', env: { PATH: process.env.PATH, OWNER: String(process.pid), DIR: dir, PG_CTL: join(bin, 'pg_ctl') } });
+  const child = spawn('sh', ['-c', script], {
+    cwd: '/',
+    detached: true,
+    stdio: 'ignore',
+    env: { PATH: process.env.PATH, OWNER: String(process.pid), DIR: dir, PG_CTL: join(bin, 'pg_ctl') },
+  });
   child.unref();
 }
 

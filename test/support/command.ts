@@ -18,10 +18,19 @@ export interface Started {
  * with its output, when it exits first or prints no match within `timeoutMs`. Its whole process group is stopped, so
  * a wrapper (npx, wrangler) takes its children down with it.
  */
-export function startCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready?: RegExp; timeoutMs?: number; openStdin?: boolean }): Promise<Started> {
+export function startCommand(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string>; ready?: RegExp; timeoutMs?: number; openStdin?: boolean },
+): Promise<Started> {
   // `openStdin`: a standard input that stays open, as a terminal's does (esbuild's serve mode stops when it closes).
   const stdin = options.openStdin ? 'pipe' : 'ignore';
-  const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env }, stdio: [stdin, 'pipe', 'pipe'], detached: true });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: { ...process.env, NO_COLOR: '1', ...options.env },
+    stdio: [stdin, 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   const exited = new Promise<string>((resolve) => {
     child.once('error', (error) => resolve(`could not start: ${error.message}`));
@@ -36,13 +45,16 @@ export function startCommand(command: string, args: string[], options: { cwd: st
   };
   return new Promise<Started>((resolve, reject) => {
     const fail = (why: string) => (void stop(), reject(new Error(`${command} ${args.join(' ')}: ${why}\n--- output ---\n${output}`)));
-    const timer = setTimeout(() => fail(`printed nothing matching ${options.ready} within ${(options.timeoutMs ?? 30_000) / 1000} s`), options.timeoutMs ?? 30_000);
+    const timer = setTimeout(
+      () => fail(`printed nothing matching ${options.ready} within ${(options.timeoutMs ?? 30_000) / 1000} s`),
+      options.timeoutMs ?? 30_000,
+    );
     const onData = (text: string) => {
       output += text;
       const match = options.ready && output.match(options.ready);
-      if (match) (clearTimeout(timer), resolve({ output: () => output, match, stop, kill: (signal) => kill(child, signal) }));
+      if (match) clearTimeout(timer), resolve({ output: () => output, match, stop, kill: (signal) => kill(child, signal) });
     };
-    if (options.ready === undefined) (clearTimeout(timer), resolve({ output: () => output, match: [], stop, kill: (signal) => kill(child, signal) }));
+    if (options.ready === undefined) clearTimeout(timer), resolve({ output: () => output, match: [], stop, kill: (signal) => kill(child, signal) });
     child.stdout!.setEncoding('utf8').on('data', onData);
     child.stderr!.setEncoding('utf8').on('data', onData);
     void exited.then((why) => (clearTimeout(timer), fail(why)));
@@ -50,7 +62,11 @@ export function startCommand(command: string, args: string[], options: { cwd: st
 }
 
 /** Runs a command to its end: its exit code and output. */
-export function runCommand(command: string, args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<{ code: number | null; output: string }> {
+export function runCommand(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string> },
+): Promise<{ code: number | null; output: string }> {
   const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));

@@ -200,7 +200,12 @@ class FatalAtReady {
 /** ErrorResponse: severity FATAL, code 57P01, as PostgreSQL sends when `pg_terminate_backend` ends a backend. */
 const FATAL_57P01 = (() => {
   const fields = Buffer.concat([
-    ...[['S', 'FATAL'], ['V', 'FATAL'], ['C', '57P01'], ['M', 'terminating connection due to administrator command']].map(([tag, text]) => Buffer.from(`${tag}${text}\0`, 'utf8')),
+    ...[
+      ['S', 'FATAL'],
+      ['V', 'FATAL'],
+      ['C', '57P01'],
+      ['M', 'terminating connection due to administrator command'],
+    ].map(([tag, text]) => Buffer.from(`${tag}${text}\0`, 'utf8')),
     Buffer.from([0]),
   ]);
   const header = Buffer.alloc(5);

@@ -15,7 +15,11 @@ export default function setup(): void {
   console.log('Packing viewsync for the e2e project (npm pack: builds dist/, then the tarball)…');
   rmSync(PACK_DIR, { recursive: true, force: true });
   mkdirSync(PACK_DIR, { recursive: true });
-  execFileSync('npm', ['pack', '--silent', '--pack-destination', PACK_DIR], { cwd: root, stdio: 'pipe', env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false' } });
+  execFileSync('npm', ['pack', '--silent', '--pack-destination', PACK_DIR], {
+    cwd: root,
+    stdio: 'pipe',
+    env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false' },
+  });
   if (readdirSync(PACK_DIR).filter((file) => file.endsWith('.tgz')).length !== 1) throw new Error(`npm pack left no tarball in ${PACK_DIR}`);
   console.log(`Packed in ${Math.round((Date.now() - started) / 1000)} s.`);
 }

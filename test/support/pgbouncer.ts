@@ -91,7 +91,9 @@ export async function startPgBouncer(servers: Record<string, string>): Promise<P
     const [uid, gid] = postgresUser();
     for (const file of [dir, config, join(dir, 'userlist.txt')]) chownSync(file, uid, gid);
   }
-  const child: ChildProcess = asRoot ? spawn('runuser', ['-u', 'postgres', '--', BINARY, config], { stdio: 'ignore' }) : spawn(BINARY, [config], { stdio: 'ignore' });
+  const child: ChildProcess = asRoot
+    ? spawn('runuser', ['-u', 'postgres', '--', BINARY, config], { stdio: 'ignore' })
+    : spawn(BINARY, [config], { stdio: 'ignore' });
   const logFile = join(dir, 'pgbouncer.log');
   const log = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
   let stopped = false;

@@ -128,7 +128,14 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
     let current = 0;
     const primary = () => servers[current]!;
     const standby = () => servers[1 - current]!;
-    const common = { listen_addresses: '127.0.0.1', unix_socket_directories: dir, fsync: 'off', max_connections: '100', wal_receiver_status_interval: '1', ...options.settings };
+    const common = {
+      listen_addresses: '127.0.0.1',
+      unix_socket_directories: dir,
+      fsync: 'off',
+      max_connections: '100',
+      wal_receiver_status_interval: '1',
+      ...options.settings,
+    };
     // A promoted standby is a primary with no standby: it must not wait for one, so only the
     // server started as the primary is told to (and the promoted one once it has one, by rejoin).
     const primarySettings = { ...common, ...(synchronous && { synchronous_standby_names: 'standby' }) };
@@ -144,12 +151,26 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
       for (const deadline = Date.now() + 30_000; ; ) {
         const [row] = await pair.query(primary(), "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = 'standby'");
         if (row?.state === 'streaming' && (!sync || row.sync_state === 'sync')) return;
-        if (Date.now() > deadline) throw new Error(`The standby was not streaming${sync ? ' as a synchronous standby' : ''} after 30 s (${JSON.stringify(row)}; see ${standby().dataDir}.log)`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `The standby was not streaming${sync ? ' as a synchronous standby' : ''} after 30 s (${JSON.stringify(row)}; see ${standby().dataDir}.log)`,
+          );
         await sleep(50);
       }
     };
     const makeStandby = async () => {
-      await run(bin, 'pg_basebackup', ['--no-sync', '-D', standby().dataDir, '-R', '-X', 'stream', '-c', 'fast', '-d', `host=127.0.0.1 port=${replication.port} user=postgres application_name=standby`]);
+      await run(bin, 'pg_basebackup', [
+        '--no-sync',
+        '-D',
+        standby().dataDir,
+        '-R',
+        '-X',
+        'stream',
+        '-c',
+        'fast',
+        '-d',
+        `host=127.0.0.1 port=${replication.port} user=postgres application_name=standby`,
+      ]);
       await start(standby(), common);
       await streaming(false);
     };
@@ -195,9 +216,12 @@ export async function startStandbyPair(options: StandbyPairOptions = {}): Promis
         const [{ lsn }] = (await pair.query(primary(), 'SELECT pg_current_wal_lsn()::text AS lsn')) as [{ lsn: string }];
         const deadline = Date.now() + timeoutMs;
         for (;;) {
-          const [{ done }] = (await pair.query(standby(), `SELECT coalesce(pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn, false) AS done`)) as [{ done: boolean }];
+          const [{ done }] = (await pair.query(standby(), `SELECT coalesce(pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn, false) AS done`)) as [
+            { done: boolean },
+          ];
           if (done) return;
-          if (Date.now() > deadline) throw new Error(`The standby had not replayed the primary's WAL up to ${lsn} after ${timeoutMs / 1000} s (see ${standby().dataDir}.log)`);
+          if (Date.now() > deadline)
+            throw new Error(`The standby had not replayed the primary's WAL up to ${lsn} after ${timeoutMs / 1000} s (see ${standby().dataDir}.log)`);
           await sleep(50);
         }
       },
@@ -344,18 +368,21 @@ function removeOrphans(): void {
 
 /** The `postgres` user's uid and gid, from /etc/passwd. */
 function postgresUser(): [number, number] {
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((entry) => entry.startsWith('postgres:'));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith('postgres:'));
   if (line === undefined) throw new Error('Running as root needs a `postgres` user to run the servers (the postgresql package makes one)');
   const [, , uid, gid] = line.split(':');
   return [Number(uid), Number(gid)];
 }
 
-
 /** The newest PostgreSQL's server binaries under /usr/lib/postgresql. */
 function binDir(): string | undefined {
   try {
     const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
-    return versions.map((version) => `/usr/lib/postgresql/${version}/bin`).find((dir) => existsSync(join(dir, 'pg_ctl')) && existsSync(join(dir, 'pg_basebackup')));
+    return versions
+      .map((version) => `/usr/lib/postgresql/${version}/bin`)
+      .find((dir) => existsSync(join(dir, 'pg_ctl')) && existsSync(join(dir, 'pg_basebackup')));
   } catch {
     return undefined;
   }

@@ -20,15 +20,23 @@ function laggingStore(catchUpMs?: number) {
   const owed: Array<Array<[string, StoredValue | undefined]>> = [];
   const state = { lagging: false };
   /** Gives `behind` the commits it is owed, all but the last `keep` of them. */
-  const catchUp = (keep = 0) => behind.transaction(async (tx) => {
-    for (const writes of owed.splice(0, Math.max(0, owed.length - keep))) for (const [key, value] of writes) await (value === undefined ? tx.del(key) : tx.put(key, value));
-  }, { readOnly: false });
+  const catchUp = (keep = 0) =>
+    behind.transaction(
+      async (tx) => {
+        for (const writes of owed.splice(0, Math.max(0, owed.length - keep)))
+          for (const [key, value] of writes) await (value === undefined ? tx.del(key) : tx.put(key, value));
+      },
+      { readOnly: false },
+    );
   const storage: Storage = {
     ...(catchUpMs !== undefined && { catchUpMs }),
     async transaction<T>(fn: (tx: StorageTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
       if (options.readOnly) return (state.lagging ? behind : ahead).transaction(fn, options);
       const writes: Array<[string, StoredValue | undefined]> = [];
-      const result = await ahead.transaction((tx) => fn({ ...tx, put: (key, value) => (writes.push([key, value]), tx.put(key, value)), del: (key) => (writes.push([key, undefined]), tx.del(key)) }), options);
+      const result = await ahead.transaction(
+        (tx) => fn({ ...tx, put: (key, value) => (writes.push([key, value]), tx.put(key, value)), del: (key) => (writes.push([key, undefined]), tx.del(key)) }),
+        options,
+      );
       owed.push(writes);
       return result;
     },
@@ -162,7 +170,8 @@ describe('a pull whose cookie is ahead of what the store shows', () => {
           // Behind by at most one commit: a space's commits wait for their standby one at a time.
           if (s.kind === 'pull behind') await store.catchUp(1);
           store.state.lagging = s.kind === 'pull behind';
-          const caughtUp = s.kind === 'pull behind' ? new Promise((resolve) => setTimeout(() => void store.catchUp().then(resolve), s.catchUpAfterMs)) : undefined;
+          const caughtUp =
+            s.kind === 'pull behind' ? new Promise((resolve) => setTimeout(() => void store.catchUp().then(resolve), s.catchUpAfterMs)) : undefined;
           const body = (await (await handlePull(post('/pull', pullBody('client', cookie)), ctx)).json()) as PullOK & { error?: string };
           await caughtUp;
           expect(body.error).toBeUndefined();
@@ -189,7 +198,9 @@ describe('a pull whose cookie is ahead of what the store shows', () => {
 
   test('catchUpMs is checked when the context is made', () => {
     for (const catchUpMs of [-1, Infinity, 60_001, '100']) {
-      expect(() => createContext({ storage: { ...memoryStorage(), catchUpMs } as unknown as Storage, mutators: testMutators })).toThrow(`storage.catchUpMs must be a number of milliseconds from 0 to 60,000`);
+      expect(() => createContext({ storage: { ...memoryStorage(), catchUpMs } as unknown as Storage, mutators: testMutators })).toThrow(
+        `storage.catchUpMs must be a number of milliseconds from 0 to 60,000`,
+      );
     }
   });
 });

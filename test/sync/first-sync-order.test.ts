@@ -6,7 +6,17 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { createContext, handlePull, handlePush, type JSONValue, memoryStorage, type Mutators, type Storage, type SyncContext, type SyncOptions } from '../../src/index.js';
+import {
+  createContext,
+  handlePull,
+  handlePush,
+  type JSONValue,
+  memoryStorage,
+  type Mutators,
+  type Storage,
+  type SyncContext,
+  type SyncOptions,
+} from '../../src/index.js';
 import { compareUTF8 } from '../../src/base/utf8.js';
 import { coversKey, Prefixes } from '../../src/sync/version/prefixes.js';
 import { SpaceKeys } from '../../src/sync/version/keys.js';
@@ -51,7 +61,10 @@ function expectOrdered(keys: readonly string[], order: readonly string[], view?:
 // Segments that sort around `/` (`!` before it, `0` just after) and an empty one (`a//b`, `a/`): the edges of the ranges.
 const segment = fc.constantFrom('a', 'b', 'a!', 'ab', 'a0', 'c', '');
 const path = fc.array(segment, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/'));
-const prefix = fc.tuple(path, fc.boolean()).map(([p, slash]) => (slash ? `${p}/` : p)).filter((p) => p !== '');
+const prefix = fc
+  .tuple(path, fc.boolean())
+  .map(([p, slash]) => (slash ? `${p}/` : p))
+  .filter((p) => p !== '');
 
 /** The prefixes drawn, less those an order may not hold (covered by one before it). */
 const validOrder = (drawn: readonly string[]) => drawn.filter((p, i) => !drawn.slice(0, i).some((before) => coversKey(before, p)));
@@ -67,7 +80,10 @@ describe('the ranges of a first sync in an order', () => {
         async (keys, order, viewPrefixes, pageChars) => {
           const storage = memoryStorage();
           const ctx = createContext({ storage, mutators });
-          await fill(ctx, keys.map((key, i) => [key, 'x'.repeat(i % 7)]));
+          await fill(
+            ctx,
+            keys.map((key, i) => [key, 'x'.repeat(i % 7)]),
+          );
           const view = viewPrefixes && Prefixes.canonical(viewPrefixes);
           const spaceKeys = new SpaceKeys('');
           const sent: string[] = [];
@@ -135,7 +151,13 @@ const PAGE_BYTES = 2 ** 20;
 
 async function seeded(options: Partial<SyncOptions> = {}, storage: Storage = memoryStorage()) {
   const errors: unknown[] = [];
-  const ctx = createContext({ storage, mutators, onError: (error) => errors.push(error), authenticate: (request) => request.headers.get('authorization') || 'anon', ...options });
+  const ctx = createContext({
+    storage,
+    mutators,
+    onError: (error) => errors.push(error),
+    authenticate: (request) => request.headers.get('authorization') || 'anon',
+    ...options,
+  });
   return { ctx, errors, storage };
 }
 
@@ -155,7 +177,9 @@ describe('a first sync in an order the app chose', () => {
   test('a function chooses per user; a prefix outside the user’s view sends nothing, and writes between pages still arrive', async () => {
     const asked: unknown[] = [];
     const view = (_tx: unknown, { userID }: { userID: string | undefined }) => ['issue/', 'comment/', `team/${userID}/`];
-    const order = (request: { userID: string | undefined; view: readonly string[] | undefined }) => (asked.push(request), [`team/${request.userID}/`, 'team/b/', 'issue/', 'description/']);
+    const order = (request: { userID: string | undefined; view: readonly string[] | undefined }) => (
+      asked.push(request), [`team/${request.userID}/`, 'team/b/', 'issue/', 'description/']
+    );
     const { ctx } = await seeded({ view, firstSync: { pageBytes: PAGE_BYTES, order } });
     await fill(ctx, SPACE);
     let wrote = false;
@@ -164,7 +188,10 @@ describe('a first sync in an order the app chose', () => {
       between: async () => {
         if (wrote) return;
         wrote = true;
-        const response = await handlePush(post('/push', pushBody('writer', [mutation('writer-client', 1, 'put', { key: 'comment/000', value: 'changed' })]), { authorization: 'a' }), ctx);
+        const response = await handlePush(
+          post('/push', pushBody('writer', [mutation('writer-client', 1, 'put', { key: 'comment/000', value: 'changed' })]), { authorization: 'a' }),
+          ctx,
+        );
         expect(response.status).toBe(200);
       },
     });
@@ -200,7 +227,12 @@ describe('a first sync in an order the app chose', () => {
     expect(carried.pages[0]!.patch[0]).not.toEqual({ op: 'clear' });
     const keys = [...old.patch.flatMap((op) => (op.op === 'put' ? [op.key] : [])), ...carried.keys];
     expectOrdered(keys, []);
-    expect(applyPatch(applyPatch(new Map(), old.patch), carried.pages.flatMap((page) => page.patch))).toEqual(new Map(SPACE));
+    expect(
+      applyPatch(
+        applyPatch(new Map(), old.patch),
+        carried.pages.flatMap((page) => page.patch),
+      ),
+    ).toEqual(new Map(SPACE));
 
     const issuesFirst = await pullPage(ordered, 'reorder', null);
     expect(JSON.parse((issuesFirst.cookie as { page: string }).page)).toHaveLength(4);
@@ -213,7 +245,12 @@ describe('a first sync in an order the app chose', () => {
 
   test('an order function that throws or gives junk is told to onError, and that sync goes in key order', async () => {
     for (const [bad, message] of [
-      [() => { throw new Error('order broke'); }, /order broke/],
+      [
+        () => {
+          throw new Error('order broke');
+        },
+        /order broke/,
+      ],
       [() => 'issue/', /must give an array of key prefixes, got string/],
       [async () => ['issue/'], /a promise \(it must not be async\)/],
       [() => ['issue/', 'issue/'], /gave "issue\/" at \[1\], twice/],
@@ -235,7 +272,11 @@ describe('a first sync in an order the app chose', () => {
     const first = await pullPage(ctx, 'forger', null);
     const cookie = first.cookie as { page: string };
     const [number, range, after] = JSON.parse(cookie.page) as [number, number, string];
-    for (const page of [[number, range, after, 'short'], [number, range, after, 7], [number, range, after, 'x'.repeat(16), 'more']]) {
+    for (const page of [
+      [number, range, after, 'short'],
+      [number, range, after, 7],
+      [number, range, after, 'x'.repeat(16), 'more'],
+    ]) {
       const answer = await pullPage(ctx, 'forger', { ...cookie, page: JSON.stringify(page) });
       expect(answer.patch[0]).toEqual({ op: 'clear' });
     }

@@ -16,7 +16,10 @@ const anyJSON = fc.jsonValue({ stringUnit: unit, depthSize: 'small' });
 
 describe('the size of a value is its UTF-8 JSON, counted exactly', () => {
   it('jsonStringBytes(s) is the UTF-8 length of JSON.stringify(s), for any string', () => {
-    fc.assert(fc.property(anyString, (text) => jsonStringBytes(text) === bytesOf(JSON.stringify(text))), { numRuns: RUNS });
+    fc.assert(
+      fc.property(anyString, (text) => jsonStringBytes(text) === bytesOf(JSON.stringify(text))),
+      { numRuns: RUNS },
+    );
   });
 
   it('utf8Length(s) is the UTF-8 length of any well-formed string, and fitsUTF8 agrees with it', () => {

@@ -30,7 +30,14 @@ function readCounting(): { storage: Storage; gets: string[]; getManys: string[][
       options.readOnly
         ? inner.transaction(fn, options)
         : inner.transaction(async (tx) => {
-            const buffer = new WriteBuffer({ get: (key) => (gets.push(key), tx.get(key)), getMany: async (keys) => (getManys.push([...keys]), Promise.all(keys.map((key) => tx.get(key)))), scan: (o) => tx.scan(o) }, { cacheReads: true });
+            const buffer = new WriteBuffer(
+              {
+                get: (key) => (gets.push(key), tx.get(key)),
+                getMany: async (keys) => (getManys.push([...keys]), Promise.all(keys.map((key) => tx.get(key)))),
+                scan: (o) => tx.scan(o),
+              },
+              { cacheReads: true },
+            );
             const result = await fn(buffer);
             await buffer.flushTo(tx);
             return result;
@@ -42,12 +49,20 @@ function readCounting(): { storage: Storage; gets: string[]; getManys: string[][
 describe('group commit: pushes to a space that queue behind a running one share its next transaction', () => {
   it('50 concurrent pushes to one space take a few transactions, and every increment lands once', async () => {
     const { storage, writes } = counting();
-    const ctx = testContext({ storage, mutators: { ...testMutators, slowIncrement: async (tx, args: { key: string }) => {
-      const n = ((await tx.get(args.key)) as number | undefined) ?? 0;
-      await tick();
-      await tx.set(args.key, n + 1);
-    } } });
-    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => handlePush(post('/push', pushBody(`g${i}`, [mutation(`c${i}`, 1, 'slowIncrement', { key: 'n' })])), ctx)));
+    const ctx = testContext({
+      storage,
+      mutators: {
+        ...testMutators,
+        slowIncrement: async (tx, args: { key: string }) => {
+          const n = ((await tx.get(args.key)) as number | undefined) ?? 0;
+          await tick();
+          await tx.set(args.key, n + 1);
+        },
+      },
+    });
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => handlePush(post('/push', pushBody(`g${i}`, [mutation(`c${i}`, 1, 'slowIncrement', { key: 'n' })])), ctx)),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(50).fill(200));
     expect(await serverView(ctx)).toEqual(new Map([['n', 50]]));
     // The first push runs alone; the 49 that queued behind it run together.
@@ -62,9 +77,21 @@ describe('group commit: pushes to a space that queue behind a running one share 
     // The first push holds the space while the others queue, so the four share one transaction.
     const first = handlePush(post('/push', pushBody('g0', [mutation('c0', 1, 'gate')])), ctx);
     const [refused, lost, temporary, fine] = await Promise.all([
-      handlePush(post('/push', pushBody('g1', [mutation('c1', 1, 'put', { key: 'refused', value: 1 }), mutation('shared', 2, 'put', { key: 'refused2', value: 1 })])), ctx),
-      handlePush(post('/push', pushBody('g2', [mutation('c2', 1, 'put', { key: 'lost', value: 1 }), mutation('gone', 7, 'put', { key: 'lost2', value: 1 })])), ctx),
-      handlePush(post('/push', pushBody('g3', [mutation('c3', 1, 'put', { key: 'kept', value: 1 }), mutation('c3', 2, 'putThenTemporary', { key: 'dropped', value: 1 })])), ctx),
+      handlePush(
+        post('/push', pushBody('g1', [mutation('c1', 1, 'put', { key: 'refused', value: 1 }), mutation('shared', 2, 'put', { key: 'refused2', value: 1 })])),
+        ctx,
+      ),
+      handlePush(
+        post('/push', pushBody('g2', [mutation('c2', 1, 'put', { key: 'lost', value: 1 }), mutation('gone', 7, 'put', { key: 'lost2', value: 1 })])),
+        ctx,
+      ),
+      handlePush(
+        post(
+          '/push',
+          pushBody('g3', [mutation('c3', 1, 'put', { key: 'kept', value: 1 }), mutation('c3', 2, 'putThenTemporary', { key: 'dropped', value: 1 })]),
+        ),
+        ctx,
+      ),
       handlePush(post('/push', pushBody('g4', [mutation('c4', 1, 'put', { key: 'fine', value: 1 })])), ctx),
     ]);
     expect((await first).status).toBe(200);
@@ -73,7 +100,13 @@ describe('group commit: pushes to a space that queue behind a running one share 
     expect(temporary.status).toBe(503);
     expect(fine.status).toBe(200);
     expect(writes()).toBe(3); // the setup push, the first, then the four together
-    expect(await serverView(ctx)).toEqual(new Map([['x', 0], ['kept', 1], ['fine', 1]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['x', 0],
+        ['kept', 1],
+        ['fine', 1],
+      ]),
+    );
     expect((await pull(ctx, 'g1', null)).lastMutationIDChanges).toEqual({});
     expect((await pull(ctx, 'g2', null)).lastMutationIDChanges).toEqual({});
     expect((await pull(ctx, 'g3', null)).lastMutationIDChanges).toEqual({ c3: 1 });
@@ -84,12 +117,21 @@ describe('group commit: pushes to a space that queue behind a running one share 
     const inner = memoryStorage();
     let failing = false;
     const ctx = testContext({
-      storage: { transaction: (fn, o) => inner.transaction(async (tx) => { const r = await fn(tx); if (failing && !o.readOnly) throw new Error('disk full'); return r; }, o) },
+      storage: {
+        transaction: (fn, o) =>
+          inner.transaction(async (tx) => {
+            const r = await fn(tx);
+            if (failing && !o.readOnly) throw new Error('disk full');
+            return r;
+          }, o),
+      },
       mutators: { ...testMutators, gate: () => tick() },
     });
     const first = handlePush(post('/push', pushBody('g0', [mutation('c0', 1, 'gate')])), ctx);
     failing = true;
-    const rest = await Promise.all([1, 2, 3].map((i) => handlePush(post('/push', pushBody(`g${i}`, [mutation(`c${i}`, 1, 'put', { key: `k${i}`, value: i })])), ctx)));
+    const rest = await Promise.all(
+      [1, 2, 3].map((i) => handlePush(post('/push', pushBody(`g${i}`, [mutation(`c${i}`, 1, 'put', { key: `k${i}`, value: i })])), ctx)),
+    );
     expect((await first).status).toBe(500);
     expect(rest.map((r) => r.status)).toEqual([500, 500, 500]);
     failing = false;
@@ -120,7 +162,7 @@ describe('group commit: pushes to a space that queue behind a running one share 
   });
 });
 
-describe('read-ahead: a group\'s push reads what its last push read with the batch\'s first getMany', () => {
+describe("read-ahead: a group's push reads what its last push read with the batch's first getMany", () => {
   it("the second push of a group reads its mutator's key ahead, in the one getMany, with no get of its own; and the value is the one committed", async () => {
     const { storage, gets, getManys } = readCounting();
     const ctx = testContext({ storage });
@@ -148,7 +190,12 @@ describe('read-ahead: a group\'s push reads what its last push read with the bat
     gets.length = 0;
     await push(ctx, 'g', [mutation('c', 3, 'increment', { key: 'b', delta: 5 })]);
     expect(gets).toEqual([]);
-    expect(await serverView(ctx)).toEqual(new Map([['a', 1], ['b', 10]]));
+    expect(await serverView(ctx)).toEqual(
+      new Map([
+        ['a', 1],
+        ['b', 10],
+      ]),
+    );
   });
 
   it('learns only keys the store read: a key it refused is not read ahead, so it fails no later batch', async () => {
@@ -156,12 +203,21 @@ describe('read-ahead: a group\'s push reads what its last push read with the bat
     // A store that refuses one key, as a database may refuse a key it cannot hold.
     const storage: Storage = {
       transaction: (fn, options) =>
-        options.readOnly ? inner.storage.transaction(fn, options) : inner.storage.transaction(async (tx) => {
-          const refuse = (key: string) => {
-            if (key.endsWith('refused')) throw new Error(`the store cannot hold ${key}`);
-          };
-          return fn({ ...tx, get: async (key) => (refuse(key), tx.get(key)), getMany: async (keys) => (keys.forEach(refuse), tx.getMany!(keys)), put: (k, v) => tx.put(k, v), del: (k) => tx.del(k), scan: (o) => tx.scan(o) });
-        }, options),
+        options.readOnly
+          ? inner.storage.transaction(fn, options)
+          : inner.storage.transaction(async (tx) => {
+              const refuse = (key: string) => {
+                if (key.endsWith('refused')) throw new Error(`the store cannot hold ${key}`);
+              };
+              return fn({
+                ...tx,
+                get: async (key) => (refuse(key), tx.get(key)),
+                getMany: async (keys) => (keys.forEach(refuse), tx.getMany!(keys)),
+                put: (k, v) => tx.put(k, v),
+                del: (k) => tx.del(k),
+                scan: (o) => tx.scan(o),
+              });
+            }, options),
     };
     const ctx = testContext({ storage, mutators: { ...testMutators, readKey: async (tx, { key }: { key: string }) => void (await tx.get(key)) } });
     // Its mutator fails (a permanent error: skipped, the push answered 200).
@@ -175,7 +231,15 @@ describe('read-ahead: a group\'s push reads what its last push read with the bat
   it('learns at most KEYS_PER_JOB keys of a push, so a mutator that reads much keeps little here', async () => {
     const { storage, gets, getManys } = readCounting();
     const keys = Array.from({ length: 40 }, (_, i) => `k${String(i).padStart(2, '0')}`);
-    const ctx = testContext({ storage, mutators: { ...testMutators, readAll: async (tx) => { for (const key of keys) await tx.get(key); } } });
+    const ctx = testContext({
+      storage,
+      mutators: {
+        ...testMutators,
+        readAll: async (tx) => {
+          for (const key of keys) await tx.get(key);
+        },
+      },
+    });
     await push(ctx, 'g', [mutation('c', 1, 'readAll')]);
     gets.length = 0;
     getManys.length = 0;

@@ -49,10 +49,16 @@ async function put(ctx: SyncContext, group: string, client: string, key: string)
   const response = await handlePush(post('/push', pushBody(group, [mutation(client, ids[client]!, 'put', { key, value: key })])), ctx);
   return { status: response.status, body: (await response.json()) as unknown };
 }
-const pullAs = async (ctx: SyncContext, group: string, cookie: JSONValue) => (await handlePull(post('/pull', pullBody(group, cookie)), ctx)).json() as Promise<{ cookie: JSONValue; patch: Parameters<typeof applyPatch>[1]; lastMutationIDChanges: Record<string, number>; error?: string }>;
+const pullAs = async (ctx: SyncContext, group: string, cookie: JSONValue) =>
+  (await handlePull(post('/pull', pullBody(group, cookie)), ctx)).json() as Promise<{
+    cookie: JSONValue;
+    patch: Parameters<typeof applyPatch>[1];
+    lastMutationIDChanges: Record<string, number>;
+    error?: string;
+  }>;
 
 describe('a store restored with fewer commits than it acknowledged', () => {
-  it('a group holding a lost commit\'s cookie is told ClientStateNotFound once new commits pass its version, and a new group forking that cookie gets a reset to the data as it is', async () => {
+  it("a group holding a lost commit's cookie is told ClientStateNotFound once new commits pass its version, and a new group forking that cookie gets a reset to the data as it is", async () => {
     ids = {};
     const s = store();
     for (const key of ['a/0', 'a/1']) await put(s.ctx, 'ga', 'a', key);
@@ -114,7 +120,15 @@ describe('the skipped ranges a space keeps', () => {
     const kept = keptGaps(ranges, { floor: 0 });
     expect(kept.gaps).toEqual(ranges.slice(2));
     expect(kept.floor).toBe(150);
-    expect(keptGaps([[10, 20], [30, 40]], { floor: 25 })).toEqual({ gaps: [[30, 40]] });
+    expect(
+      keptGaps(
+        [
+          [10, 20],
+          [30, 40],
+        ],
+        { floor: 25 },
+      ),
+    ).toEqual({ gaps: [[30, 40]] });
   });
 
   it('a write skips only when the store is in another incarnation than the last write named, and only forward', () => {

@@ -17,11 +17,7 @@ import { applyPatch, post, pullBody, pullBodyV0, pushBody, testContext, testMuta
 const RUNS = Number(process.env.FC_RUNS ?? 1500);
 const CLOCK = Date.UTC(2026, 10, 21);
 
-const GROUPS = [
-  ['c0', 'c1'],
-  ['c2', 'c3'],
-  ['c4'],
-] as const;
+const GROUPS = [['c0', 'c1'], ['c2', 'c3'], ['c4']] as const;
 const KEYS = ['a', 'b', 'a/b', 'ü', '🙂', '\uffff', 'n'];
 const NAMES = ['put', 'del', 'increment', 'putThenFail', 'temporary', 'unknown', 'mark'] as const;
 
@@ -38,7 +34,11 @@ const mutators: Mutators = {
 };
 
 type Step =
-  | { kind: 'push'; group: number; mutations: Array<{ slot: number; foreign: boolean; offset: number; name: (typeof NAMES)[number]; key: string; value: JSONValue; delta: number }> }
+  | {
+      kind: 'push';
+      group: number;
+      mutations: Array<{ slot: number; foreign: boolean; offset: number; name: (typeof NAMES)[number]; key: string; value: JSONValue; delta: number }>;
+    }
   | { kind: 'pull'; group: number; cookiePick: number | null }
   | { kind: 'pullV0'; group: number; slot: number; cookiePick: number | null };
 
@@ -64,7 +64,10 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       ),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('pull' as const), group: fc.nat({ max: GROUPS.length - 1 }), cookiePick: fc.option(fc.nat(), { freq: 4 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('pull' as const), group: fc.nat({ max: GROUPS.length - 1 }), cookiePick: fc.option(fc.nat(), { freq: 4 }) }),
+  },
   {
     weight: 1,
     arbitrary: fc.record({
@@ -168,7 +171,8 @@ async function run(steps: Step[], perMutation = false, storage: Storage = memory
   for (const step of steps) {
     if (step.kind === 'push') {
       const batch = step.mutations.map((m) => {
-        const clientID = GROUPS[(step.group + (m.foreign ? 1 : 0)) % GROUPS.length]![m.slot % GROUPS[(step.group + (m.foreign ? 1 : 0)) % GROUPS.length]!.length]!;
+        const clientID =
+          GROUPS[(step.group + (m.foreign ? 1 : 0)) % GROUPS.length]![m.slot % GROUPS[(step.group + (m.foreign ? 1 : 0)) % GROUPS.length]!.length]!;
         const base = next.get(clientID) ?? (model.clients.get(clientID)?.lmid ?? 0) + 1;
         const id = Math.max(0, base + m.offset);
         next.set(clientID, id + 1);
@@ -232,17 +236,30 @@ describe('model-based: random pushes and pulls agree with the reference model', 
   afterAll(() => vi.useRealTimers());
 
   it('applying any pull patch to the view at its cookie yields the server view; lastMutationIDs never decrease; the cookie grows iff something changed', async () => {
-    await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(sequences, (steps) => run(steps)),
+      { numRuns: RUNS },
+    );
   });
 
   it('the same holds with a storage transaction per mutation, one version per mutation that changed something', async () => {
-    await fc.assert(fc.asyncProperty(sequences, (steps) => run(steps, true)), { numRuns: Math.ceil(RUNS / 3) });
+    await fc.assert(
+      fc.asyncProperty(sequences, (steps) => run(steps, true)),
+      { numRuns: Math.ceil(RUNS / 3) },
+    );
   });
 
   it('the model check can fail: a server that skipped the temporary-error rule would be caught', async () => {
     // Guards against a vacuous property: one hand-written sequence that exercises push rule 7 (a temporary error).
     await run([
-      { kind: 'push', group: 0, mutations: [{ slot: 0, foreign: false, offset: 0, name: 'put', key: 'a', value: 1, delta: 0 }, { slot: 0, foreign: false, offset: 0, name: 'temporary', key: 'a', value: 2, delta: 0 }] },
+      {
+        kind: 'push',
+        group: 0,
+        mutations: [
+          { slot: 0, foreign: false, offset: 0, name: 'put', key: 'a', value: 1, delta: 0 },
+          { slot: 0, foreign: false, offset: 0, name: 'temporary', key: 'a', value: 2, delta: 0 },
+        ],
+      },
       { kind: 'pull', group: 0, cookiePick: null },
     ]);
   });
@@ -269,10 +286,16 @@ describe('model-based, on the durable stores: the same properties, fewer cases',
   }, 60_000);
 
   it(`sqliteStorage (${sqliteDriver})`, async () => {
-    await fc.assert(fc.asyncProperty(sequences, fc.boolean(), (steps, perMutation) => run(steps, perMutation, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 5) });
+    await fc.assert(
+      fc.asyncProperty(sequences, fc.boolean(), (steps, perMutation) => run(steps, perMutation, sqliteStorage(openSQLite()))),
+      { numRuns: Math.ceil(RUNS / 5) },
+    );
   });
 
   it.skipIf(!withPostgres)(`postgresStorage (${server ? 'a real server' : 'PGlite'})`, async () => {
-    await fc.assert(fc.asyncProperty(sequences, fc.boolean(), (steps, perMutation) => run(steps, perMutation, postgresStore())), { numRuns: Math.ceil(RUNS / 5) });
+    await fc.assert(
+      fc.asyncProperty(sequences, fc.boolean(), (steps, perMutation) => run(steps, perMutation, postgresStore())),
+      { numRuns: Math.ceil(RUNS / 5) },
+    );
   });
 });

@@ -15,7 +15,10 @@ function countingReads(storage: Storage): { storage: Storage; reads: () => numbe
 }
 
 /** Sends `pulls` at once; resolves with each answer's status and text. */
-async function pullAll(ctx: SyncContext, pulls: ReadonlyArray<{ group: string; cookie: JSONValue; user?: string }>): Promise<Array<{ status: number; text: string }>> {
+async function pullAll(
+  ctx: SyncContext,
+  pulls: ReadonlyArray<{ group: string; cookie: JSONValue; user?: string }>,
+): Promise<Array<{ status: number; text: string }>> {
   return Promise.all(
     pulls.map(async ({ group, cookie, user }) => {
       const response = await handlePull(post('/pull', pullBody(group, cookie), user === undefined ? {} : as(user)), ctx);
@@ -35,7 +38,10 @@ onEveryStore('shared', (store, create) => {
       await push(ctx, 'g7', [mutation('c7', 2, 'put', { key: 'news', value: { big: 'x'.repeat(100) } })]);
 
       const start = reads();
-      const shared = await pullAll(ctx, groups.map((group) => ({ group, cookie: before })));
+      const shared = await pullAll(
+        ctx,
+        groups.map((group) => ({ group, cookie: before })),
+      );
       // The first pull starts at once; the others arrive while it reads and share the next read.
       expect(reads() - start).toBeLessThanOrEqual(3);
       const alone = [];
@@ -51,9 +57,16 @@ onEveryStore('shared', (store, create) => {
       const { storage, reads } = countingReads(create());
       const ctx = testContext({ storage });
       const entries = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`item/${String(i).padStart(4, '0')}`, { n: i, s: 'é\u2028\u0000"' }]));
-      await push(ctx, 'writer', Object.entries(entries).map(([key, value], i) => mutation('w', i + 1, 'put', { key, value })));
+      await push(
+        ctx,
+        'writer',
+        Object.entries(entries).map(([key, value], i) => mutation('w', i + 1, 'put', { key, value })),
+      );
       const start = reads();
-      const shared = await pullAll(ctx, Array.from({ length: 20 }, (_, i) => ({ group: `reader${i}`, cookie: null })));
+      const shared = await pullAll(
+        ctx,
+        Array.from({ length: 20 }, (_, i) => ({ group: `reader${i}`, cookie: null })),
+      );
       expect(reads() - start).toBeLessThanOrEqual(2);
       const [alone] = await pullAll(createContext({ ...ctx.options, shareReads: false }), [{ group: 'reader0', cookie: null }]);
       for (const answer of shared) expect(answer).toEqual(alone);
@@ -69,7 +82,11 @@ describe('planned reads: a pull that can tell what it will read reads it in one 
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'start', value: 0 })]);
     const { cookie } = await pull(ctx, 'g', null);
     // 300 changes: past the plan's first page of the version index.
-    await push(ctx, 'g', Array.from({ length: 300 }, (_, i) => mutation('c', i + 2, 'put', { key: `k${String(i).padStart(3, '0')}`, value: i })));
+    await push(
+      ctx,
+      'g',
+      Array.from({ length: 300 }, (_, i) => mutation('c', i + 2, 'put', { key: `k${String(i).padStart(3, '0')}`, value: i })),
+    );
     const behind = await pull(ctx, 'g', cookie);
     expect(behind.patch).toHaveLength(300);
     expect(behind.lastMutationIDChanges).toEqual({ c: 301 });
@@ -96,7 +113,10 @@ describe('planned reads: a pull that can tell what it will read reads it in one 
       await push(ctx, 'other', [mutation('d', 1, 'put', { key: 'b', value: 2 }), mutation('d', 2, 'del', { key: 'a' })]);
       statements.length = 0;
       const behind = await pull(ctx, 'g', cookie);
-      expect(behind.patch).toEqual([{ op: 'del', key: 'a' }, { op: 'put', key: 'b', value: 2 }]);
+      expect(behind.patch).toEqual([
+        { op: 'del', key: 'a' },
+        { op: 'put', key: 'b', value: 2 },
+      ]);
       expect(statements).toEqual(['SELECT *']);
     } finally {
       await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -111,7 +131,10 @@ describe("shared reads never cross users' views", () => {
     await write(ctx, 'ann', { 'member/ann/a': 'a', 'doc/a/title': 'Ann only' });
     await write(ctx, 'bob', { 'member/bob/b': 'b', 'doc/b/title': 'Bob only' });
     // Several pulls of each user, interleaved, all sharing one read.
-    const answers = await pullAll(ctx, Array.from({ length: 8 }, (_, i) => ({ group: `group${i}`, cookie: null, user: i % 2 === 0 ? 'ann' : 'bob' })));
+    const answers = await pullAll(
+      ctx,
+      Array.from({ length: 8 }, (_, i) => ({ group: `group${i}`, cookie: null, user: i % 2 === 0 ? 'ann' : 'bob' })),
+    );
     for (const [i, { status, text }] of answers.entries()) {
       expect(status).toBe(200);
       const keys = (JSON.parse(text) as { patch: Array<{ key?: string }> }).patch.map((op) => op.key).filter(Boolean);
@@ -127,8 +150,15 @@ describe("shared reads never cross users' views", () => {
     await write(ctx, 'ann', { 'role/ann': 'admin', 'shared/z': 2 });
     // The first pull reads alone; Ann's and Bob's, from cookies of the same version and the same
     // prefixes, then share a read. Their patches differ: Ann's view grew, Bob's did not.
-    const [, annNow, bobNow] = await pullAll(ctx, [{ group: 'first', cookie: null, user: 'carl' }, { group: 'ann', cookie: ann.cookie, user: 'ann' }, { group: 'bob', cookie: bob.cookie, user: 'bob' }]);
-    expect(JSON.parse(annNow!.text).patch).toEqual([{ op: 'put', key: 'shared/z', value: 2 }, { op: 'put', key: 'secret/y', value: 'for admins' }]);
+    const [, annNow, bobNow] = await pullAll(ctx, [
+      { group: 'first', cookie: null, user: 'carl' },
+      { group: 'ann', cookie: ann.cookie, user: 'ann' },
+      { group: 'bob', cookie: bob.cookie, user: 'bob' },
+    ]);
+    expect(JSON.parse(annNow!.text).patch).toEqual([
+      { op: 'put', key: 'shared/z', value: 2 },
+      { op: 'put', key: 'secret/y', value: 'for admins' },
+    ]);
     expect(JSON.parse(bobNow!.text).patch).toEqual([{ op: 'put', key: 'shared/z', value: 2 }]);
   });
 
@@ -140,7 +170,12 @@ describe("shared reads never cross users' views", () => {
       },
     });
     await write(ctx, 'ann', { 'member/ann/a': 'a', 'doc/a/title': 'hi' });
-    const answers = await pullAll(ctx, [{ group: 'first', cookie: null, user: 'ann' }, { group: 'g1', cookie: null, user: 'ann' }, { group: 'm', cookie: null, user: 'mallory' }, { group: 'g2', cookie: null, user: 'ann' }]);
+    const answers = await pullAll(ctx, [
+      { group: 'first', cookie: null, user: 'ann' },
+      { group: 'g1', cookie: null, user: 'ann' },
+      { group: 'm', cookie: null, user: 'mallory' },
+      { group: 'g2', cookie: null, user: 'ann' },
+    ]);
     expect(answers.map((a) => a.status)).toEqual([200, 200, 403, 200]);
     expect(answers[3]!.text).toBe(answers[1]!.text.replace('"g1"', '"g2"'));
   });
@@ -148,13 +183,27 @@ describe("shared reads never cross users' views", () => {
   it('a store that fails the shared read fails each pull in it cleanly (503), and the next read works', async () => {
     const inner = memoryStorage();
     let failing = false;
-    const ctx = testContext({ storage: { transaction: (fn, o) => inner.transaction(async (tx) => { if (failing && o.readOnly) throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }); return fn(tx); }, o) } });
+    const ctx = testContext({
+      storage: {
+        transaction: (fn, o) =>
+          inner.transaction(async (tx) => {
+            if (failing && o.readOnly) throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+            return fn(tx);
+          }, o),
+      },
+    });
     await push(ctx, 'g', [mutation('c', 1, 'put', { key: 'k', value: 1 })]);
     failing = true;
-    const failed = await pullAll(ctx, Array.from({ length: 5 }, (_, i) => ({ group: `g${i}`, cookie: null })));
+    const failed = await pullAll(
+      ctx,
+      Array.from({ length: 5 }, (_, i) => ({ group: `g${i}`, cookie: null })),
+    );
     expect(failed.every((a) => a.status >= 500)).toBe(true);
     failing = false;
-    const answered = await pullAll(ctx, Array.from({ length: 5 }, (_, i) => ({ group: `g${i}`, cookie: null })));
+    const answered = await pullAll(
+      ctx,
+      Array.from({ length: 5 }, (_, i) => ({ group: `g${i}`, cookie: null })),
+    );
     expect(answered.map((a) => a.status)).toEqual(Array(5).fill(200));
   });
 });
@@ -164,7 +213,6 @@ function withoutPlans(storage: Storage): Storage {
   return { transaction: (fn, options) => storage.transaction(fn, options) };
 }
 
-
 onEveryStore('sharedprop', (store, create) => {
   describe(`shared reads and planned reads, ${store}: a property`, () => {
     it('concurrent pulls, shared or not, planned or not, get exactly the answers they would get alone in a transaction (with and without a view)', async () => {
@@ -172,7 +220,13 @@ onEveryStore('sharedprop', (store, create) => {
       const step = fc.oneof(
         fc.record({ kind: fc.constant('put' as const), key, value: fc.integer() }),
         fc.record({ kind: fc.constant('del' as const), key }),
-        fc.record({ kind: fc.constant('pulls' as const), pulls: fc.array(fc.record({ user: fc.constantFrom('ann', 'bob'), group: fc.integer({ min: 0, max: 3 }), cookie: fc.nat() }), { minLength: 1, maxLength: 12 }) }),
+        fc.record({
+          kind: fc.constant('pulls' as const),
+          pulls: fc.array(fc.record({ user: fc.constantFrom('ann', 'bob'), group: fc.integer({ min: 0, max: 3 }), cookie: fc.nat() }), {
+            minLength: 1,
+            maxLength: 12,
+          }),
+        }),
       );
       await fc.assert(
         fc.asyncProperty(fc.array(step, { maxLength: 12 }), fc.boolean(), async (steps, viewed) => {

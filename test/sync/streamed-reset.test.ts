@@ -37,7 +37,8 @@ function bigContext(inner: Storage, view?: SyncContext['options']['view']) {
 
 async function fill(ctx: SyncContext, entries = ENTRIES): Promise<void> {
   const mutations = [];
-  for (let from = 0, id = 1; from < entries; from += 5_000, id++) mutations.push(mutation('filler', id, 'fill', { from, count: Math.min(5_000, entries - from) }));
+  for (let from = 0, id = 1; from < entries; from += 5_000, id++)
+    mutations.push(mutation('filler', id, 'fill', { from, count: Math.min(5_000, entries - from) }));
   await push(ctx, 'filler-group', mutations);
 }
 
@@ -152,10 +153,17 @@ onEveryStore('streamed_reset', (store, create) => {
       const response = await handlePull(post('/pull', pullBody('viewer', null)), viewed.ctx);
       const secret = { title: 'written after access was lost' };
       const got = { text: '' };
-      const read = readSlowly(response, async (chunk) => {
-        if (chunk !== 0) return;
-        await push(viewed.ctx, 'admin', [mutation('admin', 1, 'put', { key: 'access', value: false }), mutation('admin', 2, 'put', { key: keyOf(20_000), value: secret })]);
-      }, got);
+      const read = readSlowly(
+        response,
+        async (chunk) => {
+          if (chunk !== 0) return;
+          await push(viewed.ctx, 'admin', [
+            mutation('admin', 1, 'put', { key: 'access', value: false }),
+            mutation('admin', 2, 'put', { key: keyOf(20_000), value: secret }),
+          ]);
+        },
+        got,
+      );
       await expect(read).rejects.toThrow();
       // Every page was sent, but nothing of the write.
       expect(got.text.length).toBeGreaterThan(ENTRIES * 50);

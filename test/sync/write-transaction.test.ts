@@ -29,8 +29,8 @@ async function inMutator<T>(seed: Record<string, JSONValue>, body: (tx: WriteTra
 
 const SEED = { a: 1, 'b/1': 2, 'b/2': 3, 'b/3': 4, c: 5 };
 
-describe('the mutator transaction behaves like the client\'s WriteTransaction', () => {
-  it('get, has, isEmpty and del see the space and the mutation\'s own writes', async () => {
+describe("the mutator transaction behaves like the client's WriteTransaction", () => {
+  it("get, has, isEmpty and del see the space and the mutation's own writes", async () => {
     const seen = await inMutator(SEED, async (tx) => {
       const out: unknown[] = [await tx.get('a'), await tx.has('a'), await tx.has('zz'), await tx.isEmpty()];
       await tx.set('zz', { x: 1 });
@@ -46,10 +46,19 @@ describe('the mutator transaction behaves like the client\'s WriteTransaction', 
       await tx.del('b/2');
       return {
         prefix: await tx.scan({ prefix: 'b/' }).entries().toArray(),
-        start: await tx.scan({ prefix: 'b/', start: { key: 'b/15' } }).keys().toArray(),
-        exclusive: await tx.scan({ prefix: 'b/', start: { key: 'b/15', exclusive: true } }).keys().toArray(),
+        start: await tx
+          .scan({ prefix: 'b/', start: { key: 'b/15' } })
+          .keys()
+          .toArray(),
+        exclusive: await tx
+          .scan({ prefix: 'b/', start: { key: 'b/15', exclusive: true } })
+          .keys()
+          .toArray(),
         limit: await tx.scan({ limit: 2 }).toArray(),
-        startBeforePrefix: await tx.scan({ prefix: 'b/', start: { key: 'a' }, limit: 1 }).keys().toArray(),
+        startBeforePrefix: await tx
+          .scan({ prefix: 'b/', start: { key: 'a' }, limit: 1 })
+          .keys()
+          .toArray(),
         iterated: await (async () => {
           const values: JSONValue[] = [];
           for await (const value of tx.scan({ prefix: 'c' })) values.push(value);
@@ -58,7 +67,11 @@ describe('the mutator transaction behaves like the client\'s WriteTransaction', 
       };
     });
     expect(seen).toEqual({
-      prefix: [['b/1', 2], ['b/15', 'new'], ['b/3', 4]],
+      prefix: [
+        ['b/1', 2],
+        ['b/15', 'new'],
+        ['b/3', 4],
+      ],
       start: ['b/15', 'b/3'],
       exclusive: ['b/3'],
       limit: [1, 2],
@@ -103,15 +116,20 @@ describe('the mutator transaction behaves like the client\'s WriteTransaction', 
   it('a scan over any stored and buffered keys returns them once each, in UTF-8 order', async () => {
     const key = fc.string({ unit: 'binary', maxLength: 4 }).filter((s) => s.isWellFormed());
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(key, { maxLength: 12 }), fc.uniqueArray(key, { maxLength: 12 }), fc.array(key, { maxLength: 4 }), async (stored, written, deleted) => {
-        const keys = await inMutator(Object.fromEntries(stored.map((k) => [k, 1])), async (tx) => {
-          for (const k of written) await tx.set(k, 2);
-          for (const k of deleted) await tx.del(k);
-          return tx.scan().keys().toArray();
-        });
-        const expected = [...new Set([...stored, ...written])].filter((k) => !deleted.includes(k)).sort(compareUTF8);
-        expect(keys).toEqual(expected);
-      }),
+      fc.asyncProperty(
+        fc.uniqueArray(key, { maxLength: 12 }),
+        fc.uniqueArray(key, { maxLength: 12 }),
+        fc.array(key, { maxLength: 4 }),
+        async (stored, written, deleted) => {
+          const keys = await inMutator(Object.fromEntries(stored.map((k) => [k, 1])), async (tx) => {
+            for (const k of written) await tx.set(k, 2);
+            for (const k of deleted) await tx.del(k);
+            return tx.scan().keys().toArray();
+          });
+          const expected = [...new Set([...stored, ...written])].filter((k) => !deleted.includes(k)).sort(compareUTF8);
+          expect(keys).toEqual(expected);
+        },
+      ),
       { numRuns: Number(process.env.FC_RUNS ?? 300) },
     );
   });

@@ -37,7 +37,11 @@ it("a mutator's spans are children of its own push's span, also when group commi
         trace.getTracer('app').startSpan('hold').end();
         await first.hold();
       },
-      mark: async (_tx, group) => trace.getTracer('app').startSpan(`mark ${String(group)}`).end(),
+      mark: async (_tx, group) =>
+        trace
+          .getTracer('app')
+          .startSpan(`mark ${String(group)}`)
+          .end(),
     },
   });
   const held = handlePush(post('/push', pushBody('g0', [mutation('c0', 1, 'hold')])), ctx);

@@ -16,7 +16,12 @@ it('a pull in Deno makes its span under a registered provider', async () => {
   expect(out.spans).toEqual([
     {
       name: 'viewsync pull',
-      attributes: expect.objectContaining({ 'viewsync.request_id': 'deno-1', 'viewsync.client_group_id': 'g', 'viewsync.outcome': 'ok', 'viewsync.pull.reset': true }),
+      attributes: expect.objectContaining({
+        'viewsync.request_id': 'deno-1',
+        'viewsync.client_group_id': 'g',
+        'viewsync.outcome': 'ok',
+        'viewsync.pull.reset': true,
+      }),
     },
   ]);
 });

@@ -34,11 +34,20 @@ describe('a pull', () => {
     const { cookie } = await pull(ctx, 'g', null);
     const ahead = { ...(cookie as object), order: (cookie as { order: number }).order + 1 };
     expect(await (await handlePull(post('/pull', pullBody('g', ahead)), ctx)).json()).toEqual({ error: 'ClientStateNotFound' });
-    expect(sdk.spans('viewsync pull')[1]!.attributes).toEqual({ 'viewsync.space': 'room', 'viewsync.client_group_id': 'g', 'viewsync.outcome': 'ClientStateNotFound', 'http.response.status_code': 200 });
+    expect(sdk.spans('viewsync pull')[1]!.attributes).toEqual({
+      'viewsync.space': 'room',
+      'viewsync.client_group_id': 'g',
+      'viewsync.outcome': 'ClientStateNotFound',
+      'http.response.status_code': 200,
+    });
   });
 
   it('that failed once it named its space is a 500 for that space, counted under its schema version', async () => {
-    const ctx = testContext({ space: () => 'room', schema: { current: '2' }, storage: { ...memoryStorage(), transaction: () => Promise.reject(new RangeError('disk on fire')) } });
+    const ctx = testContext({
+      space: () => 'room',
+      schema: { current: '2' },
+      storage: { ...memoryStorage(), transaction: () => Promise.reject(new RangeError('disk on fire')) },
+    });
     expect((await handlePull(post('/pull', pullBody('g', null, { schemaVersion: '2' })), ctx)).status).toBe(500);
     const span = only('viewsync pull');
     expect(span.attributes).toMatchObject({ 'viewsync.space': 'room', 'viewsync.client_group_id': 'g', 'viewsync.outcome': 'InternalServerError' });
@@ -52,7 +61,10 @@ describe('a push', () => {
   it('that found the client state lost is ClientStateNotFound: its committed counts are told, its failures are not', async () => {
     const ctx = testContext({ space: () => 'room', transactionPerMutation: true });
     // The first mutation fails for good and is committed; the second is one past what the store has.
-    const reply = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'putThenFail', { key: 'a', value: 1 }), mutation('c', 3, 'put', { key: 'b', value: 1 })])), ctx);
+    const reply = await handlePush(
+      post('/push', pushBody('g', [mutation('c', 1, 'putThenFail', { key: 'a', value: 1 }), mutation('c', 3, 'put', { key: 'b', value: 1 })])),
+      ctx,
+    );
     expect(await reply.json()).toEqual({ error: 'ClientStateNotFound' });
     const span = only('viewsync push');
     expect(span.attributes).toMatchObject({
@@ -74,7 +86,12 @@ describe('a push', () => {
     const reply = await handlePush(post('/push', pushBody('g2', [mutation('c', 2, 'put', { key: 'a', value: 2 })])), ctx);
     expect(reply.status).toBe(400);
     const span = sdk.spans('viewsync push')[1]!;
-    expect(span.attributes).toEqual({ 'viewsync.space': 'room', 'viewsync.client_group_id': 'g2', 'viewsync.outcome': 'BadRequest', 'http.response.status_code': 400 });
+    expect(span.attributes).toEqual({
+      'viewsync.space': 'room',
+      'viewsync.client_group_id': 'g2',
+      'viewsync.outcome': 'BadRequest',
+      'http.response.status_code': 400,
+    });
     expect(span.status.code).toBe(SpanStatusCode.UNSET);
     const points = await sdk.points('viewsync.push.mutations');
     expect(points.map(({ attributes, value }) => [attributes['viewsync.mutation.result'], value])).toEqual([['processed', 1]]);
@@ -83,7 +100,12 @@ describe('a push', () => {
   it('that failed once it named its space is a 500 for that space', async () => {
     const ctx = testContext({ space: () => 'room', storage: { ...memoryStorage(), transaction: () => Promise.reject(new Error('gone')) } });
     expect((await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])), ctx)).status).toBe(500);
-    expect(only('viewsync push').attributes).toEqual({ 'viewsync.space': 'room', 'viewsync.client_group_id': 'g', 'viewsync.outcome': 'InternalServerError', 'http.response.status_code': 500 });
+    expect(only('viewsync push').attributes).toEqual({
+      'viewsync.space': 'room',
+      'viewsync.client_group_id': 'g',
+      'viewsync.outcome': 'InternalServerError',
+      'http.response.status_code': 500,
+    });
   });
 });
 
@@ -93,11 +115,27 @@ describe("the inspector's live numbers", () => {
   const ran = { tally: new Map([['put', { processed: 3, failed: 0, skipped: 0 }]]), waitedMs: 0, batchSize: 1, failures: [] };
   const pushes: Array<[string, PushFacts, { mutations: number; errors: number; space: boolean }]> = [
     ['unsupported', { kind: 'unsupported', reply: json({ error: 'VersionNotSupported', versionType: 'push' }) }, { mutations: 0, errors: 0, space: false }],
-    ['failed before it named a space', { kind: 'failed', by: undefined, error: new HTTPError(400, 'bad'), reply: json({}, 400) }, { mutations: 0, errors: 0, space: false }],
+    [
+      'failed before it named a space',
+      { kind: 'failed', by: undefined, error: new HTTPError(400, 'bad'), reply: json({}, 400) },
+      { mutations: 0, errors: 0, space: false },
+    ],
     ['failed after', { kind: 'failed', by, error: new Error('gone'), reply: json({}, 500) }, { mutations: 0, errors: 1, space: true }],
-    ['pushed, applied', { kind: 'pushed', by, mutations: 3, outcome: { kind: 'applied', ...ran }, mutators: {}, reply: json({}) }, { mutations: 3, errors: 0, space: true }],
-    ['pushed, stopped', { kind: 'pushed', by, mutations: 4, outcome: { kind: 'stopped', ...ran }, mutators: {}, reply: json({}, 503) }, { mutations: 4, errors: 1, space: true }],
-    ['pushed, lost', { kind: 'pushed', by, mutations: 5, outcome: { kind: 'lost', ...ran }, mutators: {}, reply: json({ error: 'ClientStateNotFound' }) }, { mutations: 5, errors: 0, space: true }],
+    [
+      'pushed, applied',
+      { kind: 'pushed', by, mutations: 3, outcome: { kind: 'applied', ...ran }, mutators: {}, reply: json({}) },
+      { mutations: 3, errors: 0, space: true },
+    ],
+    [
+      'pushed, stopped',
+      { kind: 'pushed', by, mutations: 4, outcome: { kind: 'stopped', ...ran }, mutators: {}, reply: json({}, 503) },
+      { mutations: 4, errors: 1, space: true },
+    ],
+    [
+      'pushed, lost',
+      { kind: 'pushed', by, mutations: 5, outcome: { kind: 'lost', ...ran }, mutators: {}, reply: json({ error: 'ClientStateNotFound' }) },
+      { mutations: 5, errors: 0, space: true },
+    ],
   ];
 
   it.each(pushes)('count a push that came to %s as it says', async (_, facts, want) => {

@@ -13,17 +13,24 @@ afterEach(() => sdk.stop());
 
 async function counted(name: string): Promise<Record<string, number>> {
   const points = await sdk.points(name);
-  return Object.fromEntries(points.map(({ attributes, value }) => [`${String(attributes['viewsync.operation'])}${attributes['viewsync.dry_run'] === true ? ' (dry run)' : ''}`, value]));
+  return Object.fromEntries(
+    points.map(({ attributes, value }) => [`${String(attributes['viewsync.operation'])}${attributes['viewsync.dry_run'] === true ? ' (dry run)' : ''}`, value]),
+  );
 }
 
 describe('history operations', () => {
   it('counts each restore, revert and erasure by operation and dry_run, and the keys each changed', async () => {
     const ctx = testContext({ changes: {} });
     await transact(ctx, 's', (tx) => tx.set('a', 1));
-    await transact(ctx, 's', async (tx) => {
-      await tx.set('a', 2);
-      await tx.set('b', 2);
-    }, { userID: 'mallory' });
+    await transact(
+      ctx,
+      's',
+      async (tx) => {
+        await tx.set('a', 2);
+        await tx.set('b', 2);
+      },
+      { userID: 'mallory' },
+    );
     expect((await restoreSpace(ctx, 's', { to: 1, dryRun: true })).changes).toHaveLength(2);
     expect((await restoreSpace(ctx, 's', { to: 1 })).changes).toHaveLength(2);
     expect((await revertChanges(ctx, 's', { versions: [3, 3] })).changes).toHaveLength(2);

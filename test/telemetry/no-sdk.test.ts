@@ -43,18 +43,36 @@ describe('with an SDK that throws', () => {
   });
 
   it('a tracer provider whose getTracer throws is taken for none', async () => {
-    trace.setGlobalTracerProvider({ getTracer: () => { throw new Error('broken SDK'); } } as unknown as TracerProvider);
+    trace.setGlobalTracerProvider({
+      getTracer: () => {
+        throw new Error('broken SDK');
+      },
+    } as unknown as TracerProvider);
     await exercise();
   });
 
   it('a recording span whose setAttribute throws leaves every request answered', async () => {
-    const span = new Proxy({}, { get: (_, name) => (name === 'isRecording' ? () => true : () => { throw new Error('broken SDK'); }) });
+    const span = new Proxy(
+      {},
+      {
+        get: (_, name) =>
+          name === 'isRecording'
+            ? () => true
+            : () => {
+                throw new Error('broken SDK');
+              },
+      },
+    );
     trace.setGlobalTracerProvider({ getTracer: () => ({ startSpan: () => span }) } as unknown as TracerProvider);
     await exercise();
   });
 
   it('a meter provider whose getMeter throws is taken for none', async () => {
-    metrics.setGlobalMeterProvider({ getMeter: () => { throw new Error('broken SDK'); } } as MeterProvider);
+    metrics.setGlobalMeterProvider({
+      getMeter: () => {
+        throw new Error('broken SDK');
+      },
+    } as MeterProvider);
     await exercise();
   });
 });

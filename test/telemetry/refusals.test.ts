@@ -33,13 +33,19 @@ describe('refusals', () => {
     expect(await refusals()).toEqual({ 'rate.pushes': 1, 'rate.pulls': 1 });
   });
 
-  it("a quota refusal is a failed mutation on the span (error.type QuotaExceededError) and counts as quota.entries or quota.bytes", async () => {
+  it('a quota refusal is a failed mutation on the span (error.type QuotaExceededError) and counts as quota.entries or quota.bytes', async () => {
     const ctx = testContext({ quotas: { entries: 1, bytes: 100 } });
-    const response = await handlePush(post('/push', pushBody('g', [
-      mutation('c', 1, 'put', { key: 'a', value: 1 }),
-      mutation('c', 2, 'put', { key: 'b', value: 2 }),
-      mutation('c', 3, 'put', { key: 'a', value: 'x'.repeat(200) }),
-    ])), ctx);
+    const response = await handlePush(
+      post(
+        '/push',
+        pushBody('g', [
+          mutation('c', 1, 'put', { key: 'a', value: 1 }),
+          mutation('c', 2, 'put', { key: 'b', value: 2 }),
+          mutation('c', 3, 'put', { key: 'a', value: 'x'.repeat(200) }),
+        ]),
+      ),
+      ctx,
+    );
     expect(response.status).toBe(200);
     const [span] = sdk.spans('viewsync push');
     expect(span!.attributes).toMatchObject({ 'viewsync.outcome': 'ok', 'viewsync.push.mutations.processed': 1, 'viewsync.push.mutations.failed': 2 });

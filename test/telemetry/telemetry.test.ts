@@ -67,7 +67,10 @@ describe('the pull span', () => {
     }
     for (const name of ['viewsync.pull.duration', 'viewsync.push.duration']) {
       const durations = await sdk.points<Histogram>(name);
-      expect(durations.map((point) => [point.attributes['viewsync.schema_version'], point.attributes['viewsync.outcome'], point.value.count]).sort(), name).toEqual([
+      expect(
+        durations.map((point) => [point.attributes['viewsync.schema_version'], point.attributes['viewsync.outcome'], point.value.count]).sort(),
+        name,
+      ).toEqual([
         [undefined, 'VersionNotSupported', 1],
         ['1', 'ok', 1],
         ['2', 'ok', 2],
@@ -115,13 +118,19 @@ describe('the pull span', () => {
     const span = only('viewsync pull');
     expect(span.attributes).toMatchObject({ 'viewsync.outcome': 'InternalServerError', 'http.response.status_code': 500 });
     expect(span.status.code).toBe(SpanStatusCode.ERROR);
-    expect(span.events.map((event) => [event.name, event.attributes?.['exception.type'], event.attributes?.['exception.message']])).toEqual([['exception', 'RangeError', 'disk on fire']]);
+    expect(span.events.map((event) => [event.name, event.attributes?.['exception.type'], event.attributes?.['exception.message']])).toEqual([
+      ['exception', 'RangeError', 'disk on fire'],
+    ]);
   });
 
   it('a streamed answer counts its bytes once the body is read', async () => {
     const ctx = testContext();
     const big = 'x'.repeat(100_000);
-    await push(ctx, 'g', Array.from({ length: 20 }, (_, i) => mutation('c', i + 1, 'put', { key: `k${i}`, value: big })));
+    await push(
+      ctx,
+      'g',
+      Array.from({ length: 20 }, (_, i) => mutation('c', i + 1, 'put', { key: `k${i}`, value: big })),
+    );
     const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
     expect(only('viewsync pull').attributes).toMatchObject({ 'viewsync.pull.streamed': true, 'viewsync.pull.patch.operations': 21 });
     expect(await sdk.points<Histogram>('viewsync.pull.body.size')).toEqual([]);
@@ -132,7 +141,14 @@ describe('the pull span', () => {
   });
 
   it('a reset read as it is sent counts its operations once the body is read, the pages included', async () => {
-    const ctx = testContext({ mutators: { ...testMutators, fill: async (tx) => { for (let i = 0; i < 20_000; i++) await tx.set(`k${i}`, i); } } });
+    const ctx = testContext({
+      mutators: {
+        ...testMutators,
+        fill: async (tx) => {
+          for (let i = 0; i < 20_000; i++) await tx.set(`k${i}`, i);
+        },
+      },
+    });
     await push(ctx, 'g', [mutation('c', 1, 'fill')]);
     const response = await handlePull(post('/pull', pullBody('g', null)), ctx);
     expect(only('viewsync pull').attributes).toMatchObject({ 'viewsync.pull.reset': true, 'viewsync.pull.streamed': true });
@@ -187,16 +203,26 @@ describe('the push span', () => {
     ]);
     await push(ctx, 'g', [mutation('c', 2, 'put', { key: 'b', value: 1 })]);
     const points = await sdk.points('viewsync.push.mutations');
-    const counts = Object.fromEntries(points.map(({ attributes, value }) => [`${attributes['viewsync.mutator']} ${attributes['viewsync.mutation.result']}`, value]));
+    const counts = Object.fromEntries(
+      points.map(({ attributes, value }) => [`${attributes['viewsync.mutator']} ${attributes['viewsync.mutation.result']}`, value]),
+    );
     expect(counts).toEqual({ 'put processed': 2, 'putThenFail failed': 1, [`${UNKNOWN_MUTATOR} failed`]: 3, 'put skipped': 1 });
   });
 
   it('a TemporaryError is its outcome, with a 503 marked as an error', async () => {
     const ctx = testContext();
-    const response = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'putThenTemporary', { key: 'b', value: 1 })])), ctx);
+    const response = await handlePush(
+      post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 }), mutation('c', 2, 'putThenTemporary', { key: 'b', value: 1 })])),
+      ctx,
+    );
     expect(response.status).toBe(503);
     const span = only('viewsync push');
-    expect(span.attributes).toMatchObject({ 'viewsync.outcome': 'TemporaryError', 'viewsync.push.mutations.processed': 1, 'viewsync.push.mutations.failed': 1, 'http.response.status_code': 503 });
+    expect(span.attributes).toMatchObject({
+      'viewsync.outcome': 'TemporaryError',
+      'viewsync.push.mutations.processed': 1,
+      'viewsync.push.mutations.failed': 1,
+      'http.response.status_code': 503,
+    });
     expect(span.status.code).toBe(SpanStatusCode.ERROR);
     const [point] = await sdk.points<Histogram>('viewsync.push.duration');
     expect(point!.attributes).toEqual({ 'viewsync.outcome': 'TemporaryError' });
@@ -204,7 +230,9 @@ describe('the push span', () => {
 
   it('ClientStateNotFound and VersionNotSupported are its outcomes', async () => {
     const ctx = testContext();
-    expect(await (await handlePush(post('/push', pushBody('g', [mutation('c', 5, 'put', { key: 'a', value: 1 })])), ctx)).json()).toEqual({ error: 'ClientStateNotFound' });
+    expect(await (await handlePush(post('/push', pushBody('g', [mutation('c', 5, 'put', { key: 'a', value: 1 })])), ctx)).json()).toEqual({
+      error: 'ClientStateNotFound',
+    });
     expect(await (await handlePush(post('/push', pushBody('g', [], { pushVersion: 7 })), ctx)).json()).toMatchObject({ error: 'VersionNotSupported' });
     expect(sdk.spans('viewsync push').map((span) => span.attributes['viewsync.outcome'])).toEqual(['ClientStateNotFound', 'VersionNotSupported']);
     const points = await sdk.points<Histogram>('viewsync.push.duration');
@@ -218,7 +246,11 @@ describe('the push span', () => {
     expect((await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'put', { key: 'a', value: 1 })])), broken)).status).toBe(500);
     const [refused, failed] = sdk.spans('viewsync push');
     expect([refused!.attributes['viewsync.outcome'], refused!.status.code]).toEqual(['Unauthorized', SpanStatusCode.UNSET]);
-    expect([failed!.attributes['viewsync.outcome'], failed!.status.code, failed!.events[0]?.name]).toEqual(['InternalServerError', SpanStatusCode.ERROR, 'exception']);
+    expect([failed!.attributes['viewsync.outcome'], failed!.status.code, failed!.events[0]?.name]).toEqual([
+      'InternalServerError',
+      SpanStatusCode.ERROR,
+      'exception',
+    ]);
   });
 
   it('pushes that queue behind a running one share a transaction: the group-commit size and wait', async () => {
@@ -238,7 +270,12 @@ describe('the push span', () => {
     expect(wait!.value.count).toBe(4);
     expect(wait!.value.max).toBeGreaterThanOrEqual(0.02);
     const groups = sdk.spans('viewsync push').map((span) => [span.attributes['viewsync.client_group_id'], span.attributes['viewsync.push.group_size']]);
-    expect(groups.sort()).toEqual([['g0', 1], ['g1', 3], ['g2', 3], ['g3', 3]]);
+    expect(groups.sort()).toEqual([
+      ['g0', 1],
+      ['g1', 3],
+      ['g2', 3],
+      ['g3', 3],
+    ]);
     const waited = sdk.spans('viewsync push').find((span) => span.attributes['viewsync.client_group_id'] === 'g3')!;
     expect(waited.attributes['viewsync.push.queue_wait']).toBeGreaterThanOrEqual(0.02);
   });

@@ -21,7 +21,9 @@ it('counts deliveries, failures and disablings by webhook, and records the lag o
       mutators: {},
       clock: () => now,
       onError: () => {},
-      changes: { webhooks: { mail: { url: receiver.url, secret: 'webhook-secret-of-thirty-two-characters', allowPrivateAddresses: true, retryForMs: 60_000 } } },
+      changes: {
+        webhooks: { mail: { url: receiver.url, secret: 'webhook-secret-of-thirty-two-characters', allowPrivateAddresses: true, retryForMs: 60_000 } },
+      },
     });
     await transact(ctx, 's', (tx) => tx.set('a', 1));
     receiver.answer = 'fail';
@@ -33,7 +35,12 @@ it('counts deliveries, failures and disablings by webhook, and records the lag o
     await transact(ctx, 't', (tx) => tx.set('c', 1));
     now += 3_000;
     await deliverWebhooks(ctx);
-    const counts = Object.fromEntries((await sdk.points('viewsync.webhook.deliveries')).map(({ attributes, value }) => [`${attributes['viewsync.webhook']} ${attributes['viewsync.outcome']}`, value]));
+    const counts = Object.fromEntries(
+      (await sdk.points('viewsync.webhook.deliveries')).map(({ attributes, value }) => [
+        `${attributes['viewsync.webhook']} ${attributes['viewsync.outcome']}`,
+        value,
+      ]),
+    );
     expect(counts).toEqual({ 'mail failed': 1, 'mail disabled': 1, 'mail delivered': 1 });
     const [lag] = await sdk.points<Histogram>('viewsync.webhook.lag');
     // One delivery of t's two changes, the first committed 3 s before it was sent.

@@ -27,7 +27,17 @@ describe('viewsync/testing: the conformance suite fails stores that break the co
       const inner = memoryStorage();
       return {
         transaction: (fn, options) =>
-          inner.transaction((tx) => fn({ ...tx, get: tx.get, put: tx.put, del: tx.del, scan: async (o) => [...(await tx.scan({ ...o, limit: undefined }))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, o.limit) }), options),
+          inner.transaction(
+            (tx) =>
+              fn({
+                ...tx,
+                get: tx.get,
+                put: tx.put,
+                del: tx.del,
+                scan: async (o) => [...(await tx.scan({ ...o, limit: undefined }))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, o.limit),
+              }),
+            options,
+          ),
       };
     };
     expect(await failures(utf16)).toContain('scan > keys order by their UTF-8 bytes, not by UTF-16 code units');
@@ -43,14 +53,20 @@ describe('viewsync/testing: the conformance suite fails stores that break the co
             get: async (key) => map.get(key) as never,
             put: async (key, value) => void map.set(key, value),
             del: async (key) => void map.delete(key),
-            scan: async ({ prefix, limit = Infinity }) => [...map].filter(([key]) => key.startsWith(prefix)).sort(([a], [b]) => compareUTF8(a, b)).slice(0, limit) as never,
+            scan: async ({ prefix, limit = Infinity }) =>
+              [...map]
+                .filter(([key]) => key.startsWith(prefix))
+                .sort(([a], [b]) => compareUTF8(a, b))
+                .slice(0, limit) as never,
           });
         },
       };
     };
     const failed = await failures(naive);
     expect(failed).toContain('transactions > a callback that throws leaves no trace, and transaction rejects with its error');
-    expect(failed).toContain('transactions > read-write transactions are serialised: 50 concurrent increments with awaits each read a different count and give 50');
+    expect(failed).toContain(
+      'transactions > read-write transactions are serialised: 50 concurrent increments with awaits each read a different count and give 50',
+    );
   });
 
   it('its assertions throw AssertionErrors that show both sides', async () => {

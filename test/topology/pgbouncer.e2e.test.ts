@@ -54,11 +54,14 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
       closers.push(() => sql.end({ timeout: 1 }));
       return sql;
     };
-    return routedStorage({ stores: { a: postgresStorage(client('a'), { tablePrefix: prefix }), b: postgresStorage(client('b'), { tablePrefix: prefix }) }, place: () => 'a' });
+    return routedStorage({
+      stores: { a: postgresStorage(client('a'), { tablePrefix: prefix }), b: postgresStorage(client('b'), { tablePrefix: prefix }) },
+      place: () => 'a',
+    });
   };
 
   for (const driver of ['postgres.js', 'pg'] as const) {
-    it(`${driver}: pushes, pulls, pokes through storeNotifier, housekeeping and a move between the two servers${driver === 'postgres.js' ? ', and the CLI\'s move back' : ''}`, async () => {
+    it(`${driver}: pushes, pulls, pokes through storeNotifier, housekeeping and a move between the two servers${driver === 'postgres.js' ? ", and the CLI's move back" : ''}`, async () => {
       // Each driver in tables of its own, so the two runs share nothing; postgres.js's in the
       // default ones, which the CLI opens.
       const prefix = driver === 'pg' ? 'pgpool_' : undefined;
@@ -101,7 +104,12 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
       const pulled = async (ctx: SyncContext & { errors: unknown[] }, group: string, cookie: unknown) => {
         const response = await pullFrom(ctx, 's', group, cookie);
         expect(response.status, `${await response.clone().text()} ${String(ctx.errors.at(-1))}`).toBe(200);
-        return (await response.json()) as { cookie: unknown; lastMutationIDChanges: Record<string, number>; patch: Array<{ op: string; key?: string; value?: unknown }>; error?: string };
+        return (await response.json()) as {
+          cookie: unknown;
+          lastMutationIDChanges: Record<string, number>;
+          patch: Array<{ op: string; key?: string; value?: unknown }>;
+          error?: string;
+        };
       };
       const first = await pulled(two, 'g1', null);
       expect(first.lastMutationIDChanges).toEqual({ 'g1-client': 1 });
@@ -150,7 +158,9 @@ describe.runIf(havePgBouncer() && haveServers() && !fastLoop)('behind PgBouncer 
     const failures: Error[] = [];
     for (let round = 0; round < 50 && failures.length < 3; round++) {
       await Promise.all(
-        Array.from({ length: 4 }, (_, i) => storage.transaction((tx) => tx.put(`k${i}`, round), { readOnly: false, space: `s${i}` }).catch((error: Error) => failures.push(error))),
+        Array.from({ length: 4 }, (_, i) =>
+          storage.transaction((tx) => tx.put(`k${i}`, round), { readOnly: false, space: `s${i}` }).catch((error: Error) => failures.push(error)),
+        ),
       );
     }
     expect(failures.length).toBeGreaterThan(0);

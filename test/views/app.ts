@@ -25,7 +25,9 @@ let ids = 0;
 /** Writes entries as `user` (a client of its own), in one push. */
 export async function write(ctx: SyncContext, user: string, entries: Record<string, JSONValue | undefined>): Promise<void> {
   const clientID = `writer-${user}-${++ids}`;
-  const mutations = Object.entries(entries).map(([key, value], i) => mutation(clientID, i + 1, value === undefined ? 'del' : 'put', value === undefined ? { key } : { key, value }));
+  const mutations = Object.entries(entries).map(([key, value], i) =>
+    mutation(clientID, i + 1, value === undefined ? 'del' : 'put', value === undefined ? { key } : { key, value }),
+  );
   await push(ctx, `writer-group-${ids}`, mutations, as(user));
 }
 

@@ -48,7 +48,9 @@ describe('per-user views with the real client', () => {
   }
 
   const showing = (shown: { titles: Record<string, ReadonlyJSONValue> }, expected: Record<string, string>, who: string) =>
-    waitFor(() => JSON.stringify(shown.titles) === JSON.stringify(expected), { message: () => `${who}'s screen to show ${JSON.stringify(expected)}; it shows ${JSON.stringify(shown.titles)}` });
+    waitFor(() => JSON.stringify(shown.titles) === JSON.stringify(expected), {
+      message: () => `${who}'s screen to show ${JSON.stringify(expected)}; it shows ${JSON.stringify(shown.titles)}`,
+    });
 
   it('each user sees only their documents; sharing makes one appear on the other’s screen, revoking removes it', async () => {
     recorder = new FetchRecorder();

@@ -7,7 +7,17 @@
 import * as fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import { createContext, handlePull, handlePush, handleRequest, type JSONValue, memoryStorage, type Storage, type SyncContext, type View } from '../../src/index.js';
+import {
+  createContext,
+  handlePull,
+  handlePush,
+  handleRequest,
+  type JSONValue,
+  memoryStorage,
+  type Storage,
+  type SyncContext,
+  type View,
+} from '../../src/index.js';
 import { read } from '../../src/backend.js';
 import { moveSpace } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
@@ -47,7 +57,9 @@ function app(storage: Storage = memoryStorage(), options: Partial<Parameters<typ
 let writes = 0;
 async function write(ctx: SyncContext, entries: Record<string, JSONValue | undefined>): Promise<void> {
   const id = ++writes;
-  const mutations = Object.entries(entries).map(([key, value], i) => mutation(`admin-${id}`, i + 1, value === undefined ? 'del' : 'put', value === undefined ? { key } : { key, value }));
+  const mutations = Object.entries(entries).map(([key, value], i) =>
+    mutation(`admin-${id}`, i + 1, value === undefined ? 'del' : 'put', value === undefined ? { key } : { key, value }),
+  );
   const response = await handlePush(post('/push', pushBody(`admin-g-${id}`, mutations), { authorization: 'admin' }), ctx);
   expect(response.status).toBe(200);
 }
@@ -55,7 +67,10 @@ async function write(ctx: SyncContext, entries: Record<string, JSONValue | undef
 class Client {
   cookie: JSONValue = null;
   data = new Map<string, JSONValue>();
-  constructor(readonly ctx: SyncContext, readonly user: string) {}
+  constructor(
+    readonly ctx: SyncContext,
+    readonly user: string,
+  ) {}
   async pull(ctx = this.ctx): Promise<Record<string, JSONValue>> {
     const response = await handlePull(post('/pull', pullBody(`${this.user}-g`, this.cookie), { authorization: this.user }), ctx);
     const text = await response.text();
@@ -72,7 +87,13 @@ const rows = (storage: Storage) => storage.transaction(async (tx) => (await tx.s
 describe('indexes for views', () => {
   it('a view finds flat todos by their list: each user gets their lists’ todos, and a todo moved to another list moves between users', async () => {
     const ctx = app();
-    await write(ctx, { 'list/a': 'A', 'list/b': 'B', 'todo/1': { listID: 'a', title: 'milk' }, 'todo/2': { listID: 'b', title: 'bread' }, 'todo/3': { listID: 'ab', title: 'not a' } });
+    await write(ctx, {
+      'list/a': 'A',
+      'list/b': 'B',
+      'todo/1': { listID: 'a', title: 'milk' },
+      'todo/2': { listID: 'b', title: 'bread' },
+      'todo/3': { listID: 'ab', title: 'not a' },
+    });
     const a = new Client(ctx, 'a');
     const b = new Client(ctx, 'b');
     expect(await a.pull()).toEqual({ 'list/a': 'A', 'todo/1': { listID: 'a', title: 'milk' } });
@@ -86,19 +107,36 @@ describe('indexes for views', () => {
     expect(await rows(ctx.options.storage)).toEqual(['n//byList/ab\u0000todo/3', 'n//byList/b\u0000todo/1']);
   });
 
-  it.each(['its rows', 'the entries (no write since it was defined)'])('an index scan reads as the client’s does, from %s: [secondary, key] in order, values, a prefix of secondary keys, start and limit; the backend’s read has it too', async (from) => {
-    const storage = memoryStorage();
-    const ctx = app(storage);
-    await write(from === 'its rows' ? ctx : app(storage, { indexes: undefined }), { 'todo/1': { listID: 'b' }, 'todo/2': { listID: 'a' }, 'todo/3': { listID: 'b' }, 'todo/4': { listID: 'ab' } });
-    expect((await rows(storage)).length).toBe(from === 'its rows' ? 4 : 0);
-    const scan = (options: object) => read(ctx, '', (tx) => tx.scan({ indexName: 'byList', ...options }).entries().toArray());
-    const entry = (list: string, id: number) => [[list, `todo/${id}`], { listID: list }];
-    expect(await scan({})).toEqual([entry('a', 2), entry('ab', 4), entry('b', 1), entry('b', 3)]);
-    expect(await scan({ prefix: 'a' })).toEqual([entry('a', 2), entry('ab', 4)]);
-    expect(await scan({ start: { key: ['b', 'todo/1'], exclusive: true } })).toEqual([entry('b', 3)]);
-    expect(await scan({ start: { key: 'ab' }, limit: 2 })).toEqual([entry('ab', 4), entry('b', 1)]);
-    expect(await read(ctx, '', (tx) => tx.scan({ indexName: 'byList', prefix: 'b' }).keys().toArray())).toEqual([['b', 'todo/1'], ['b', 'todo/3']]);
-  });
+  it.each(['its rows', 'the entries (no write since it was defined)'])(
+    'an index scan reads as the client’s does, from %s: [secondary, key] in order, values, a prefix of secondary keys, start and limit; the backend’s read has it too',
+    async (from) => {
+      const storage = memoryStorage();
+      const ctx = app(storage);
+      await write(from === 'its rows' ? ctx : app(storage, { indexes: undefined }), {
+        'todo/1': { listID: 'b' },
+        'todo/2': { listID: 'a' },
+        'todo/3': { listID: 'b' },
+        'todo/4': { listID: 'ab' },
+      });
+      expect((await rows(storage)).length).toBe(from === 'its rows' ? 4 : 0);
+      const scan = (options: object) =>
+        read(ctx, '', (tx) =>
+          tx
+            .scan({ indexName: 'byList', ...options })
+            .entries()
+            .toArray(),
+        );
+      const entry = (list: string, id: number) => [[list, `todo/${id}`], { listID: list }];
+      expect(await scan({})).toEqual([entry('a', 2), entry('ab', 4), entry('b', 1), entry('b', 3)]);
+      expect(await scan({ prefix: 'a' })).toEqual([entry('a', 2), entry('ab', 4)]);
+      expect(await scan({ start: { key: ['b', 'todo/1'], exclusive: true } })).toEqual([entry('b', 3)]);
+      expect(await scan({ start: { key: 'ab' }, limit: 2 })).toEqual([entry('ab', 4), entry('b', 1)]);
+      expect(await read(ctx, '', (tx) => tx.scan({ indexName: 'byList', prefix: 'b' }).keys().toArray())).toEqual([
+        ['b', 'todo/1'],
+        ['b', 'todo/3'],
+      ]);
+    },
+  );
 
   it('an index added to a space with data is read from the entries until the next write, which builds its rows', async () => {
     const storage = memoryStorage();
@@ -136,15 +174,18 @@ describe('indexes for views', () => {
     await write(ctx, { 'todo/1': { listID: 'a' } });
     const a = new Client(ctx, 'a');
     await a.pull();
-    await storage.transaction(async (tx) => {
-      const meta = (await tx.get('m/')) as { version: number };
-      const version = meta.version + 1;
-      const field = version.toString(16).padStart(14, '0');
-      for (const [row] of await tx.scan({ prefix: 'v//' })) await tx.del(row);
-      await tx.put(`v//${field}/todo/1`, null);
-      await tx.put('e//todo/1', { ver: version, val: { listID: 'b' } });
-      await tx.put('m/', { ...meta, version });
-    }, { readOnly: false });
+    await storage.transaction(
+      async (tx) => {
+        const meta = (await tx.get('m/')) as { version: number };
+        const version = meta.version + 1;
+        const field = version.toString(16).padStart(14, '0');
+        for (const [row] of await tx.scan({ prefix: 'v//' })) await tx.del(row);
+        await tx.put(`v//${field}/todo/1`, null);
+        await tx.put('e//todo/1', { ver: version, val: { listID: 'b' } });
+        await tx.put('m/', { ...meta, version });
+      },
+      { readOnly: false },
+    );
     expect(await a.pull()).toEqual({});
     await write(ctx, { 'list/a': 'A' });
     expect(await rows(storage)).toEqual(['n//byList/b\u0000todo/1']);
@@ -164,14 +205,24 @@ describe('indexes for views', () => {
   it('entries whose pointer names no string (or a string with U+0000) are left out; the pointer follows RFC 6901', async () => {
     const storage = memoryStorage();
     const ctx = app(storage, { indexes: { byList: { prefix: 'todo/', jsonPointer: '/meta/list~1id' }, all: { jsonPointer: '' } } });
-    await write(ctx, { 'todo/1': { meta: { 'list/id': 'a' } }, 'todo/2': { meta: { 'list/id': 7 } }, 'todo/3': { meta: {} }, 'todo/4': { meta: { 'list/id': 'a\u0000b' } }, 'todo/5': 'x', other: 'y' });
+    await write(ctx, {
+      'todo/1': { meta: { 'list/id': 'a' } },
+      'todo/2': { meta: { 'list/id': 7 } },
+      'todo/3': { meta: {} },
+      'todo/4': { meta: { 'list/id': 'a\u0000b' } },
+      'todo/5': 'x',
+      other: 'y',
+    });
     expect(await rows(storage)).toEqual(['n//all/x\u0000todo/5', 'n//all/y\u0000other', 'n//byList/a\u0000todo/1']);
   });
 
   it('a mutator that scans an index fails with a clear error (its own writes would not be in it); the push goes on', async () => {
     const errors: unknown[] = [];
     const ctx = app(memoryStorage(), { onError: (error) => void errors.push(error) });
-    const response = await handlePush(post('/push', pushBody('g', [mutation('c', 1, 'scanByIndex', {}), mutation('c', 2, 'put', { key: 'k', value: 1 })]), { authorization: 'a' }), ctx);
+    const response = await handlePush(
+      post('/push', pushBody('g', [mutation('c', 1, 'scanByIndex', {}), mutation('c', 2, 'put', { key: 'k', value: 1 })]), { authorization: 'a' }),
+      ctx,
+    );
     expect(response.status).toBe(200);
     expect(String(errors[0])).toMatch(/on the server, views read them \(the context's `indexes`\), and a mutator scans by key prefix/);
   });
@@ -268,7 +319,10 @@ describe('property: pages that pull only when poked, under a view through an ind
         const pages = USERS.map((user) => new Client(ctx, user));
         const streams: EventReader[] = [];
         for (const page of pages) {
-          const response = await handleRequest(new Request(`http://localhost/poke?clientGroupID=${page.user}-g`, { headers: { authorization: page.user } }), ctx);
+          const response = await handleRequest(
+            new Request(`http://localhost/poke?clientGroupID=${page.user}-g`, { headers: { authorization: page.user } }),
+            ctx,
+          );
           const stream = new EventReader(response.body!);
           await stream.until(() => stream.otherMessages.length > 0);
           streams.push(stream);
@@ -283,8 +337,12 @@ describe('property: pages that pull only when poked, under a view through an ind
           await new Promise((resolve) => setTimeout(resolve, 5));
           for (const [i, page] of pages.entries()) {
             if (streams[i]!.pokes > seen[i]!) await page.pull();
-            const expected = Object.fromEntries([...model].filter(([, v]) => (v as { listID: string }).listID === page.user).sort(([x], [y]) => (x < y ? -1 : 1)));
-            expect(Object.fromEntries([...page.data].sort(([x], [y]) => (x < y ? -1 : 1))), `${page.user} after todo/${id} → ${JSON.stringify(value)}`).toEqual(expected);
+            const expected = Object.fromEntries(
+              [...model].filter(([, v]) => (v as { listID: string }).listID === page.user).sort(([x], [y]) => (x < y ? -1 : 1)),
+            );
+            expect(Object.fromEntries([...page.data].sort(([x], [y]) => (x < y ? -1 : 1))), `${page.user} after todo/${id} → ${JSON.stringify(value)}`).toEqual(
+              expected,
+            );
           }
         }
         for (const stream of streams) await stream.cancel();
@@ -296,7 +354,11 @@ describe('property: pages that pull only when poked, under a view through an ind
 
 describe('model-based: views through an index', () => {
   const USERS = ['a', 'b', 'c'];
-  type Step = { kind: 'todo'; id: number; list: number | null } | { kind: 'share'; user: number; lists: number[] } | { kind: 'pull'; user: number } | { kind: 'unkept'; id: number; list: number };
+  type Step =
+    | { kind: 'todo'; id: number; list: number | null }
+    | { kind: 'share'; user: number; lists: number[] }
+    | { kind: 'pull'; user: number }
+    | { kind: 'unkept'; id: number; list: number };
   const stepArb: fc.Arbitrary<Step> = fc.oneof(
     { weight: 4, arbitrary: fc.record({ kind: fc.constant('todo' as const), id: fc.nat({ max: 5 }), list: fc.option(fc.nat({ max: 2 }), { freq: 4 }) }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('share' as const), user: fc.nat({ max: 2 }), lists: fc.subarray([0, 1, 2]) }) },
@@ -327,7 +389,9 @@ describe('model-based: views through an index', () => {
         const data = await client.pull();
         const lists = [client.user, ...((model.get(`share/${client.user}`) ?? []) as string[])];
         const expected = Object.fromEntries(
-          [...model].filter(([key, value]) => key === `share/${client.user}` || (key.startsWith('todo/') && lists.includes((value as { listID: string }).listID))).sort(([x], [y]) => (x < y ? -1 : 1)),
+          [...model]
+            .filter(([key, value]) => key === `share/${client.user}` || (key.startsWith('todo/') && lists.includes((value as { listID: string }).listID)))
+            .sort(([x], [y]) => (x < y ? -1 : 1)),
         );
         expect(data).toEqual(expected);
       }
@@ -335,11 +399,17 @@ describe('model-based: views through an index', () => {
   }
 
   it('on the memory store: every pull brings its client exactly to the todos of its lists', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(stepArb, { maxLength: 30 }), (steps) => run(steps, memoryStorage())), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { maxLength: 30 }), (steps) => run(steps, memoryStorage())),
+      { numRuns: RUNS },
+    );
   });
 
   it('on SQLite', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(stepArb, { maxLength: 30 }), (steps) => run(steps, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 4) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { maxLength: 30 }), (steps) => run(steps, sqliteStorage(openSQLite()))),
+      { numRuns: Math.ceil(RUNS / 4) },
+    );
   });
 
   const url = process.env.DATABASE_URL;

@@ -86,7 +86,8 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
   const prefixesOf = (data: Map<string, JSONValue>, user: string, group: string): string[] => {
     const prefixes = [`member/${user}/`];
     // A document's entries under `doc/<id>/`, and a flat key of it: `todo/a` for document 1, `todo/ab` for 2.
-    for (const [key, value] of data) if (key.startsWith(`member/${user}/`)) prefixes.push(`doc/${String(value)}/`, String(value) === '1' ? 'todo/a' : 'todo/ab');
+    for (const [key, value] of data)
+      if (key.startsWith(`member/${user}/`)) prefixes.push(`doc/${String(value)}/`, String(value) === '1' ? 'todo/a' : 'todo/ab');
     const extra = extras.get(user);
     if (extra != null) prefixes.push(extra);
     // The second group of each user never sees document 2: views may differ between groups.
@@ -118,9 +119,12 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
     } else if (step.kind === 'extra') {
       extras.set(USERS[step.user]!, step.extra);
     } else if (step.kind === 'loseRecords') {
-      await storage.transaction(async (tx) => {
-        for (const [row] of await tx.scan({ prefix: 'w/' })) await tx.del(row);
-      }, { readOnly: false });
+      await storage.transaction(
+        async (tx) => {
+          for (const [row] of await tx.scan({ prefix: 'w/' })) await tx.del(row);
+        },
+        { readOnly: false },
+      );
     } else if (step.kind === 'collect') {
       now += 2 * DAY;
       await collectGarbage(ctx);
@@ -128,7 +132,8 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
       const user = USERS[step.user]!;
       const group = `${user}-${step.group}`;
       const own = issued.filter((cookie) => cookie.group === group && cookie.v0 === step.v0).at(-1);
-      const from = step.from === 'own' ? own : step.from === 'none' || step.from === 'forged' || issued.length === 0 ? undefined : issued[step.pick % issued.length]!;
+      const from =
+        step.from === 'own' ? own : step.from === 'none' || step.from === 'forged' || issued.length === 0 ? undefined : issued[step.pick % issued.length]!;
       const forged = step.from === 'forged' ? forge(issued, user, step.pick) : undefined;
       if (step.from === 'forged' && forged === undefined) continue;
       const cookie = forged ?? from?.cookie ?? null;
@@ -167,7 +172,9 @@ async function run(steps: Step[], storage: Storage, serverView?: View): Promise<
  * chooses; undefined when no such pair differs from every cookie issued.
  */
 function forge(issued: ReadonlyArray<{ cookie: JSONValue; user: string }>, user: string, pick: number): JSONValue | undefined {
-  const views = [...new Set(issued.filter((cookie) => cookie.user === user).map(({ cookie }) => (cookie as { view?: string }).view))].filter((view) => view !== undefined);
+  const views = [...new Set(issued.filter((cookie) => cookie.user === user).map(({ cookie }) => (cookie as { view?: string }).view))].filter(
+    (view) => view !== undefined,
+  );
   if (views.length === 0) return undefined;
   const { order, epoch } = issued[Math.max(0, issued.length - 1 - (pick % 3))]!.cookie as { order: number; epoch?: string };
   const cookie = { order, ...(epoch !== undefined && { epoch }), view: views[Math.floor(pick / 3) % Math.max(1, views.length - 1)]! };
@@ -183,7 +190,10 @@ const steps = fc.array(stepArb, { minLength: 1, maxLength: 40, size: 'max' });
 
 describe('model-based: per-user views', () => {
   it('on the memory store: every patch brings its client exactly to its view, and names nothing outside it', async () => {
-    await fc.assert(fc.asyncProperty(steps, (s) => run(s, memoryStorage())), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(steps, (s) => run(s, memoryStorage())),
+      { numRuns: RUNS },
+    );
   });
 
   it('the property can fail: a server whose view is the whole space is caught', async () => {
@@ -196,7 +206,10 @@ describe('model-based: per-user views', () => {
   });
 
   it(`sqliteStorage (${sqliteDriver})`, async () => {
-    await fc.assert(fc.asyncProperty(steps, (s) => run(s, sqliteStorage(openSQLite()))), { numRuns: Math.ceil(RUNS / 5) });
+    await fc.assert(
+      fc.asyncProperty(steps, (s) => run(s, sqliteStorage(openSQLite()))),
+      { numRuns: Math.ceil(RUNS / 5) },
+    );
   });
 
   const url = process.env.DATABASE_URL;
@@ -217,7 +230,10 @@ describe('model-based: per-user views', () => {
       schemas.push(schema);
       return postgresStorage(server ?? (lite ??= new PGlite()), { schema });
     };
-    await fc.assert(fc.asyncProperty(steps, (s) => run(s, store())), { numRuns: Math.ceil(RUNS / 10) });
+    await fc.assert(
+      fc.asyncProperty(steps, (s) => run(s, store())),
+      { numRuns: Math.ceil(RUNS / 10) },
+    );
   });
 
   it.runIf(url !== undefined)('postgresStorage (a pg Pool, a real server)', async () => {
@@ -228,7 +244,10 @@ describe('model-based: per-user views', () => {
         schemas.push(schema);
         return postgresStorage(pool, { schema });
       };
-      await fc.assert(fc.asyncProperty(steps, (s) => run(s, store())), { numRuns: Math.ceil(RUNS / 10) });
+      await fc.assert(
+        fc.asyncProperty(steps, (s) => run(s, store())),
+        { numRuns: Math.ceil(RUNS / 10) },
+      );
     } finally {
       await pool.end();
     }

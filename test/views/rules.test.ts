@@ -32,7 +32,13 @@ describe('a pull carries exactly the entries under the user’s prefixes', () =>
     const alice = new ViewClient(ctx, 'alice');
     const { patch } = await alice.pull();
     expect(patch[0]).toEqual({ op: 'clear' });
-    expect(sorted(alice.data)).toEqual({ 'doc/1/body': 'text of one', 'doc/1/title': 'one', 'doc/2/title': 'two', 'member/alice/1': '1', 'member/alice/2': '2' });
+    expect(sorted(alice.data)).toEqual({
+      'doc/1/body': 'text of one',
+      'doc/1/title': 'one',
+      'doc/2/title': 'two',
+      'member/alice/1': '1',
+      'member/alice/2': '2',
+    });
     // `doc/1/` is not `doc/10/`: a prefix is a string prefix, so the view ends it with '/'.
     const bob = new ViewClient(ctx, 'bob');
     await bob.pull();
@@ -109,11 +115,7 @@ describe('when the prefixes change, the patch moves exactly what entered or left
     await write(ctx, 'admin', { 'member/alice/1': undefined });
     await write(ctx, 'admin', { 'doc/1/after-revocation/bob-salary': 1, 'doc/1/body': undefined });
     const { patch } = await alice.pull();
-    expect(patch).toEqual([
-      { op: 'clear' },
-      { op: 'put', key: 'doc/2/title', value: 'two' },
-      { op: 'put', key: 'member/alice/2', value: '2' },
-    ]);
+    expect(patch).toEqual([{ op: 'clear' }, { op: 'put', key: 'doc/2/title', value: 'two' }, { op: 'put', key: 'member/alice/2', value: '2' }]);
     expect(sorted(alice.data)).toEqual({ 'doc/2/title': 'two', 'member/alice/2': '2' });
   });
 
@@ -136,7 +138,13 @@ describe('when the prefixes change, the patch moves exactly what entered or left
     expect(widened.patch.map((op) => op.op === 'put' && op.key).sort()).toEqual(['doc/1/body', 'doc/10/title', 'doc/2/title', 'doc/3/title']);
     prefixes = ['doc/1/title', 'doc/3/'];
     const narrowed = await client.pull();
-    expect(narrowed.patch).toEqual(expect.arrayContaining([{ op: 'del', key: 'doc/1/body' }, { op: 'del', key: 'doc/10/title' }, { op: 'del', key: 'doc/2/title' }]));
+    expect(narrowed.patch).toEqual(
+      expect.arrayContaining([
+        { op: 'del', key: 'doc/1/body' },
+        { op: 'del', key: 'doc/10/title' },
+        { op: 'del', key: 'doc/2/title' },
+      ]),
+    );
     expect(narrowed.patch).toHaveLength(3);
   });
 
@@ -156,7 +164,11 @@ describe('when the prefixes change, the patch moves exactly what entered or left
     let prefixes = ['doc/1/', 'doc/2/'];
     const ctx = await workspace({ view: () => prefixes });
     const { cookie } = await pull(ctx, 'g', null, as('alice'));
-    for (prefixes of [['doc/2/', 'doc/1/'], ['doc/1/', 'doc/2/', 'doc/1/'], ['doc/1/x', 'doc/2/', 'doc/1/']]) {
+    for (prefixes of [
+      ['doc/2/', 'doc/1/'],
+      ['doc/1/', 'doc/2/', 'doc/1/'],
+      ['doc/1/x', 'doc/2/', 'doc/1/'],
+    ]) {
       expect(await pull(ctx, 'g', cookie, as('alice'))).toEqual({ cookie, lastMutationIDChanges: {}, patch: [] });
     }
   });
@@ -182,7 +194,12 @@ describe('a prefix covers whole segments', () => {
     await client.pull();
     prefixes = ['list/a', 'list/a-b/'];
     const narrowed = await client.pull();
-    expect(narrowed.patch.map((op) => `${op.op} ${op.op === 'clear' ? '' : op.key}`).sort()).toEqual(['del list/a-b', 'del list/ab', 'del list/ab/todo/1', 'del list/ab/todo/2']);
+    expect(narrowed.patch.map((op) => `${op.op} ${op.op === 'clear' ? '' : op.key}`).sort()).toEqual([
+      'del list/a-b',
+      'del list/ab',
+      'del list/ab/todo/1',
+      'del list/ab/todo/2',
+    ]);
     expect(sorted(client.data)).toEqual({ 'list/a': 'a', 'list/a-b/todo/1': 'a-b1', 'list/a-b/todo/2': 'a-b2', 'list/a/todo/1': 'a1', 'list/a/todo/2': 'a2' });
   });
 
@@ -194,7 +211,10 @@ describe('a prefix covers whole segments', () => {
     expect(sorted(client.data)).toEqual({ 'todo/1': 'one', 'todo/1/note': 'n', 'todo/3': 'three' });
     await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`todo/${i + 10}`, i])));
     await write(ctx, 'admin', { 'todo/3': undefined, 'todo/1': 'uno' });
-    expect((await client.pull()).patch).toEqual([{ op: 'put', key: 'todo/1', value: 'uno' }, { op: 'del', key: 'todo/3' }]);
+    expect((await client.pull()).patch).toEqual([
+      { op: 'put', key: 'todo/1', value: 'uno' },
+      { op: 'del', key: 'todo/3' },
+    ]);
   });
 
   it('prefixes one covers are one view with the other: `a/b` makes `a/b/` and `a/b/c` say nothing more, but not `a/bc`', async () => {
@@ -215,12 +235,15 @@ describe('a prefix covers whole segments', () => {
     const ctx = await workspace();
     const alice = new ViewClient(ctx, 'alice');
     await alice.pull();
-    await ctx.options.storage.transaction(async (tx) => {
-      for (const [row, record] of await tx.scan({ prefix: 'w/' })) {
-        const { rule: _, ...before } = record as { rule?: string };
-        await tx.put(row, before);
-      }
-    }, { readOnly: false });
+    await ctx.options.storage.transaction(
+      async (tx) => {
+        for (const [row, record] of await tx.scan({ prefix: 'w/' })) {
+          const { rule: _, ...before } = record as { rule?: string };
+          await tx.put(row, before);
+        }
+      },
+      { readOnly: false },
+    );
     await write(ctx, 'admin', { 'member/alice/3': '3' });
     expect((await alice.pull()).patch[0]).toEqual({ op: 'clear' });
   });
@@ -234,19 +257,22 @@ describe('a prefix covers whole segments', () => {
     await second.pull();
     // A push as viewsync 0.1 wrote it: entries and version-index rows, no prefix-index row for a
     // key of one `/`, and the meta record's version moved on past `indexedAt`.
-    await ctx.options.storage.transaction(async (tx) => {
-      const meta = (await tx.get('m/')) as { version: number };
-      const version = meta.version + 1;
-      const field = version.toString(16).padStart(14, '0');
-      for (const [row] of await tx.scan({ prefix: 'v//' })) await tx.del(row);
-      const written: Record<string, string> = { 'todo/1': 'from 0.1' };
-      for (let i = 0; i < 300; i++) written[`other/${i}`] = 'noise';
-      for (const [key, val] of Object.entries(written)) {
-        await tx.put(`v//${field}/${key}`, null);
-        await tx.put(`e//${key}`, { ver: version, val });
-      }
-      await tx.put('m/', { ...meta, version, prefixIndexFrom: 1 });
-    }, { readOnly: false });
+    await ctx.options.storage.transaction(
+      async (tx) => {
+        const meta = (await tx.get('m/')) as { version: number };
+        const version = meta.version + 1;
+        const field = version.toString(16).padStart(14, '0');
+        for (const [row] of await tx.scan({ prefix: 'v//' })) await tx.del(row);
+        const written: Record<string, string> = { 'todo/1': 'from 0.1' };
+        for (let i = 0; i < 300; i++) written[`other/${i}`] = 'noise';
+        for (const [key, val] of Object.entries(written)) {
+          await tx.put(`v//${field}/${key}`, null);
+          await tx.put(`e//${key}`, { ver: version, val });
+        }
+        await tx.put('m/', { ...meta, version, prefixIndexFrom: 1 });
+      },
+      { readOnly: false },
+    );
     expect((await first.pull()).patch).toEqual([{ op: 'put', key: 'todo/1', value: 'from 0.1' }]);
     // The next write that keeps the index starts it again from its own version.
     await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`todo/${i + 10}`, i])));
@@ -265,7 +291,12 @@ describe('forks, other users’ cookies and lost records', () => {
     fork.cookie = first.cookie;
     fork.data = new Map(first.data);
     const { patch } = await fork.pull();
-    expect(patch).toEqual(expect.arrayContaining([{ op: 'put', key: 'doc/1/title', value: 'ONE' }, { op: 'put', key: 'doc/2/title', value: 'two' }]));
+    expect(patch).toEqual(
+      expect.arrayContaining([
+        { op: 'put', key: 'doc/1/title', value: 'ONE' },
+        { op: 'put', key: 'doc/2/title', value: 'two' },
+      ]),
+    );
     expect(patch).toHaveLength(2);
     byGroup = { b: ['doc/2/'] };
     await fork.pull();
@@ -280,7 +311,12 @@ describe('forks, other users’ cookies and lost records', () => {
     bob.cookie = alice.cookie;
     const { patch } = await bob.pull();
     expect(patch[0]).toEqual({ op: 'clear' });
-    expect(patch.slice(1).map((op) => op.op === 'put' && op.key).sort()).toEqual(['doc/2/title', 'member/bob/2']);
+    expect(
+      patch
+        .slice(1)
+        .map((op) => op.op === 'put' && op.key)
+        .sort(),
+    ).toEqual(['doc/2/title', 'member/bob/2']);
   });
 
   it('a forged cookie (the user’s old view, a later order) names no key written after the user lost that view', async () => {
@@ -351,7 +387,12 @@ describe('what a view gets and may return', () => {
         expect(await tx.has('member/alice/9')).toBe(false);
         expect(await tx.isEmpty()).toBe(false);
         expect(await tx.scan({ prefix: 'member/alice/' }).keys().toArray()).toEqual(['member/alice/1', 'member/alice/2']);
-        expect(await tx.scan({ prefix: 'doc/', start: { key: 'doc/2', exclusive: false }, limit: 1 }).entries().toArray()).toEqual([['doc/2/title', 'two']]);
+        expect(
+          await tx
+            .scan({ prefix: 'doc/', start: { key: 'doc/2', exclusive: false }, limit: 1 })
+            .entries()
+            .toArray(),
+        ).toEqual([['doc/2/title', 'two']]);
         return (async function* () {
           yield 'doc/1/';
         })();
@@ -370,7 +411,12 @@ describe('what a view gets and may return', () => {
     expect(seen).toEqual(['client-0']);
     await write(ctx, 'admin', { 'member/bob/2': undefined });
     const next = await handlePull(post('/pull', pullBodyV0('client-0', body.cookie, 0), as('bob')), ctx).then((r) => r.json());
-    expect(next.patch).toEqual(expect.arrayContaining([{ op: 'del', key: 'doc/2/title' }, { op: 'del', key: 'member/bob/2' }]));
+    expect(next.patch).toEqual(
+      expect.arrayContaining([
+        { op: 'del', key: 'doc/2/title' },
+        { op: 'del', key: 'member/bob/2' },
+      ]),
+    );
     expect(next.patch).toHaveLength(2);
   });
 
@@ -380,7 +426,10 @@ describe('what a view gets and may return', () => {
       limits: { appCodeMs: 50 },
       view: async (tx) => {
         await new Promise((resolve) => setTimeout(resolve, 200));
-        late = await tx.get('doc/1/title').then(() => 'read', (error: unknown) => String(error));
+        late = await tx.get('doc/1/title').then(
+          () => 'read',
+          (error: unknown) => String(error),
+        );
         return ['doc/'];
       },
     });
@@ -456,7 +505,9 @@ describe('what a pull costs', () => {
     expect(revoked.ops).toBe(101);
     expect(revoked.reads).toBeLessThan(idle.reads + 101 + 40);
     // 5,000 changes elsewhere in the space and 2 in view: the prefix index reads the 2, not the 5,000.
-    for (let doc = 1; doc < 53; doc++) if (doc % 20 !== 0) await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`doc/${doc}/${String(i).padStart(3, '0')}`, -i])));
+    for (let doc = 1; doc < 53; doc++)
+      if (doc % 20 !== 0)
+        await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`doc/${doc}/${String(i).padStart(3, '0')}`, -i])));
     await write(ctx, 'admin', { 'doc/0/001': 'x', 'doc/20/001': 'y' });
     const elsewhere = await cost();
     expect(elsewhere.ops).toBe(2);
@@ -470,7 +521,8 @@ describe('what a pull of flat keys costs', () => {
     // One list's todos among 20,000: the view names each.
     const mine = Array.from({ length: 50 }, (_, i) => `todo/${i * 400}`);
     const ctx = viewContext({ storage: countingStorage(reads), view: () => mine });
-    for (let batch = 0; batch < 20; batch++) await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`todo/${batch * 1_000 + i}`, i])));
+    for (let batch = 0; batch < 20; batch++)
+      await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`todo/${batch * 1_000 + i}`, i])));
     const alice = new ViewClient(ctx, 'alice');
     await alice.pull();
     expect(alice.data.size).toBe(50);
@@ -479,7 +531,8 @@ describe('what a pull of flat keys costs', () => {
     expect(idle.ops).toBe(0);
     // 5,000 changes to others' todos and 2 to alice's: a page of the version index tells they
     // are many, then the prefix index reads the 2. Before flat keys were indexed: all 5,002.
-    for (let batch = 0; batch < 5; batch++) await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`todo/${batch * 1_000 + i}-other`, -i])));
+    for (let batch = 0; batch < 5; batch++)
+      await write(ctx, 'admin', Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`todo/${batch * 1_000 + i}-other`, -i])));
     await write(ctx, 'admin', { 'todo/0': 'x', 'todo/400': 'y' });
     const elsewhere = await cost();
     expect(elsewhere.ops).toBe(2);
@@ -500,7 +553,10 @@ async function viewRecords(storage: { transaction: <T>(fn: (tx: StorageTransacti
 }
 
 async function wipeViewRecords(storage: Parameters<typeof viewRecords>[0]) {
-  await storage.transaction(async (tx) => {
-    for (const [row] of await tx.scan({ prefix: 'w/' })) await tx.del(row);
-  }, { readOnly: false });
+  await storage.transaction(
+    async (tx) => {
+      for (const [row] of await tx.scan({ prefix: 'w/' })) await tx.del(row);
+    },
+    { readOnly: false },
+  );
 }

@@ -31,7 +31,10 @@ export function h(tag, attrs, ...children) {
 
 /** @param {any[]} children @returns {(Node|string)[]} */
 export function flat(children) {
-  return children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false).map((c) => (c instanceof Node ? c : String(c)));
+  return children
+    .flat(Infinity)
+    .filter((c) => c !== null && c !== undefined && c !== false)
+    .map((c) => (c instanceof Node ? c : String(c)));
 }
 
 /** An SVG element (charts); attributes only. @param {string} tag @param {Record<string, any>} attrs */
@@ -55,14 +58,27 @@ export function say(message, error = false) {
  */
 export function table(caption, columns, rows) {
   const head = columns.map((c) => (Array.isArray(c) ? h('th', { scope: 'col', class: c[1] }, c[0]) : h('th', { scope: 'col' }, c)));
-  const body = rows.map((row) => h('tr', null, row.map((cell) => (Array.isArray(cell) && cell[1] === 'num' ? h('td', { class: 'num' }, cell[0]) : h('td', null, cell)))));
+  const body = rows.map((row) =>
+    h(
+      'tr',
+      null,
+      row.map((cell) => (Array.isArray(cell) && cell[1] === 'num' ? h('td', { class: 'num' }, cell[0]) : h('td', null, cell))),
+    ),
+  );
   return h('div', { class: 'scroll' }, h('table', null, h('caption', null, caption), h('thead', null, h('tr', null, head)), h('tbody', null, body)));
 }
 
 /** A labelled input (its label above it). @param {string} label @param {Record<string, any>} attrs */
 export function field(label, attrs) {
   const id = `f-${++fieldIds}`;
-  const control = attrs.tag === 'select' ? h('select', { ...attrs, tag: null, options: null, id }, attrs.options.map((o) => h('option', { value: o, selected: o === attrs.value }, o))) : h('input', { type: 'text', ...attrs, id });
+  const control =
+    attrs.tag === 'select'
+      ? h(
+          'select',
+          { ...attrs, tag: null, options: null, id },
+          attrs.options.map((o) => h('option', { value: o, selected: o === attrs.value }, o)),
+        )
+      : h('input', { type: 'text', ...attrs, id });
   return h('p', { class: 'field' }, h('label', { for: id }, label), control);
 }
 let fieldIds = 0;
@@ -72,7 +88,11 @@ export const val = (el) => /** @type {HTMLInputElement} */ (el.querySelector('in
 
 /** A <dl> of label–value pairs; pairs whose value is undefined are left out. @param {[string, any][]} pairs */
 export function summary(pairs) {
-  return h('dl', { class: 'summary' }, pairs.filter(([, v]) => v !== undefined).map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+  return h(
+    'dl',
+    { class: 'summary' },
+    pairs.filter(([, v]) => v !== undefined).map(([k, v]) => [h('dt', null, k), h('dd', null, v)]),
+  );
 }
 
 /** Starts a page: its title, its one <h1>, and what comes below. @param {string} title @param {...any} content */
@@ -95,7 +115,10 @@ export function failed(error) {
 
 /** "First page" and "Next page" buttons. @param {boolean} paged @param {string|undefined} next @param {(after: string) => string} href */
 export function pager(paged, next, href) {
-  return h('p', { class: 'bar' },
+  return h(
+    'p',
+    { class: 'bar' },
     paged ? h('button', { type: 'button', class: 'secondary', onclick: () => (location.hash = href('')) }, 'First page') : null,
-    next !== undefined ? h('button', { type: 'button', onclick: () => (location.hash = href(next)) }, 'Next page') : null);
+    next !== undefined ? h('button', { type: 'button', onclick: () => (location.hash = href(next)) }, 'Next page') : null,
+  );
 }

@@ -64,7 +64,10 @@ function route() {
   const at = hash.indexOf('?');
   const path = at < 0 ? hash : hash.slice(0, at);
   const query = new URLSearchParams(at < 0 ? '' : hash.slice(at + 1));
-  const parts = path.split('/').slice(1).filter((p, i, all) => p !== '' || i < all.length - 1);
+  const parts = path
+    .split('/')
+    .slice(1)
+    .filter((p, i, all) => p !== '' || i < all.length - 1);
   let segments;
   try {
     segments = parts.map((p) => decodeURIComponent(p));

@@ -30,7 +30,16 @@ export interface BatchInfo {
  */
 export function runBatched<T>(storage: Storage, space: string, job: Job<T>, { reads = [], name, lane }: BatchOptions = {}): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    queues.add(storage, space, { job: job as Job<unknown>, reads, name, lane, queued: performance.now(), context: activeContext(), resolve: resolve as (value: unknown) => void, reject });
+    queues.add(storage, space, {
+      job: job as Job<unknown>,
+      reads,
+      name,
+      lane,
+      queued: performance.now(),
+      context: activeContext(),
+      resolve: resolve as (value: unknown) => void,
+      reject,
+    });
   });
 }
 
@@ -82,29 +91,41 @@ const readAhead = new ReadAhead();
 
 /** Runs `batch`'s jobs in one transaction of `space`; resolves with their results once committed. */
 function commit(storage: Storage, space: string, batch: readonly Waiting[]): Promise<unknown[]> {
-  return storage.transaction(async (tx) => {
-    // The wait includes the store's own lock, taken before this function runs.
-    const started = performance.now();
-    const waited = batch.map(({ queued }) => started - queued);
-    recordBatchCommit(batch.length, waited);
-    // One round trip for what every job reads first, and what each read last time; a store
-    // keeps what it read.
-    if (tx.getMany) {
-      const reads = [...new Set([...batch.flatMap((waiting) => waiting.reads), ...readAhead.keys(storage, space, batch.map(({ name }) => name))])];
-      if (reads.length > 0) await tx.getMany(reads);
-    }
-    const out: unknown[] = [];
-    for (const [i, { job, context, name, reads }] of batch.entries()) {
-      const read = name === undefined || !tx.getMany ? undefined : new Set<string>();
-      const buffer = new WriteBuffer(read === undefined ? tx : readAhead.recording(tx, read, reads));
-      // In its own caller's trace context, not that of the push whose turn began the drain.
-      const { result, keep } = await inContext(context, () => job(buffer, { size: batch.length, waitedMs: waited[i]! }));
-      if (read !== undefined) readAhead.learn(storage, space, name!, read);
-      if (keep) await buffer.flushTo(tx);
-      out.push(result);
-    }
-    return out;
-  }, { readOnly: false, space, lane: batch.every(({ lane }) => lane === batch[0]!.lane) ? batch[0]!.lane : undefined });
+  return storage.transaction(
+    async (tx) => {
+      // The wait includes the store's own lock, taken before this function runs.
+      const started = performance.now();
+      const waited = batch.map(({ queued }) => started - queued);
+      recordBatchCommit(batch.length, waited);
+      // One round trip for what every job reads first, and what each read last time; a store
+      // keeps what it read.
+      if (tx.getMany) {
+        const reads = [
+          ...new Set([
+            ...batch.flatMap((waiting) => waiting.reads),
+            ...readAhead.keys(
+              storage,
+              space,
+              batch.map(({ name }) => name),
+            ),
+          ]),
+        ];
+        if (reads.length > 0) await tx.getMany(reads);
+      }
+      const out: unknown[] = [];
+      for (const [i, { job, context, name, reads }] of batch.entries()) {
+        const read = name === undefined || !tx.getMany ? undefined : new Set<string>();
+        const buffer = new WriteBuffer(read === undefined ? tx : readAhead.recording(tx, read, reads));
+        // In its own caller's trace context, not that of the push whose turn began the drain.
+        const { result, keep } = await inContext(context, () => job(buffer, { size: batch.length, waitedMs: waited[i]! }));
+        if (read !== undefined) readAhead.learn(storage, space, name!, read);
+        if (keep) await buffer.flushTo(tx);
+        out.push(result);
+      }
+      return out;
+    },
+    { readOnly: false, space, lane: batch.every(({ lane }) => lane === batch[0]!.lane) ? batch[0]!.lane : undefined },
+  );
 }
 
 function settle(batch: readonly Waiting[], results: readonly unknown[]): void {

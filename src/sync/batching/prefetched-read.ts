@@ -28,7 +28,10 @@ export class PrefetchedRead extends SharingRead implements StorageTransaction {
     });
     plan.scans.forEach((read, i) => {
       const rows = results[plan.gets.length + i]!;
-      this.#scans.set(scanKey(read), rows.map(([key, value]) => [key, value] as const));
+      this.#scans.set(
+        scanKey(read),
+        rows.map(([key, value]) => [key, value] as const),
+      );
       if (read.join === undefined) return;
       const skip = read.prefix.length + read.join.skip;
       for (const [key, , joined] of rows) this.#values.set(read.join.prefix + key.slice(skip), joined);

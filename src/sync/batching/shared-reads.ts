@@ -61,7 +61,11 @@ function runBatch(storage: Storage, space: string, batch: readonly Waiting[]): P
 }
 
 async function runPlannedFirst(storage: Storage, space: string, batch: readonly Waiting[]): Promise<void> {
-  const unanswered = await runPlanned(storage, space, batch.filter((waiting) => waiting.plan !== undefined));
+  const unanswered = await runPlanned(
+    storage,
+    space,
+    batch.filter((waiting) => waiting.plan !== undefined),
+  );
   const rest = [...batch.filter((waiting) => waiting.plan === undefined), ...unanswered];
   if (rest.length > 0) await runInTransaction(storage, space, rest);
 }
@@ -112,7 +116,11 @@ async function runInTransaction(storage: Storage, space: string, batch: readonly
       const outcome = outcomes[i]!;
       if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
       else if (batch.length === 1) waiting.reject(outcome.reason);
-      else await read(storage, space, [waiting]).then(([alone]) => (alone!.status === 'fulfilled' ? waiting.resolve(alone!.value) : waiting.reject(alone!.reason)), waiting.reject);
+      else
+        await read(storage, space, [waiting]).then(
+          ([alone]) => (alone!.status === 'fulfilled' ? waiting.resolve(alone!.value) : waiting.reject(alone!.reason)),
+          waiting.reject,
+        );
     }
   } catch (error) {
     // The transaction itself failed (the store is down): each job would have failed alone too.
@@ -122,13 +130,16 @@ async function runInTransaction(storage: Storage, space: string, batch: readonly
 
 /** Runs `batch`'s jobs side by side in one read-only transaction of `space`: how each ended. */
 function read(storage: Storage, space: string, batch: readonly Waiting[]): Promise<Array<PromiseSettledResult<unknown>>> {
-  return storage.transaction(async (tx) => {
-    // A job alone runs on the transaction itself, as it would without sharing.
-    if (batch.length === 1) return [await inContext(batch[0]!.context, () => batch[0]!.job(tx)).then(fulfilled, rejected)];
-    // A store may run this again (a retry): each attempt reads afresh.
-    const shared = new SharedRead(tx);
-    return Promise.allSettled(batch.map(({ job, context }) => inContext(context, () => job(shared))));
-  }, { readOnly: true, space });
+  return storage.transaction(
+    async (tx) => {
+      // A job alone runs on the transaction itself, as it would without sharing.
+      if (batch.length === 1) return [await inContext(batch[0]!.context, () => batch[0]!.job(tx)).then(fulfilled, rejected)];
+      // A store may run this again (a retry): each attempt reads afresh.
+      const shared = new SharedRead(tx);
+      return Promise.allSettled(batch.map(({ job, context }) => inContext(context, () => job(shared))));
+    },
+    { readOnly: true, space },
+  );
 }
 
 const fulfilled = (value: unknown): PromiseSettledResult<unknown> => ({ status: 'fulfilled', value });

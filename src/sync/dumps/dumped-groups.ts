@@ -130,7 +130,10 @@ export async function applyGroups(tx: StorageTransaction, session: SpaceSession,
   const rows = await tx.scan({ prefix: area, limit });
   const lines = rows.map(([row, value]) => [row, recordOf<DumpedGroup>(value)] as const);
   // What the step reads, in one go: a database answers in one round trip, and the session's reads then hit its cache.
-  const reads = lines.flatMap(([, line]) => [keys.group(line.user ?? undefined, line.group), ...('clients' in line ? Object.keys(line.clients).map((client) => keys.client(line.user ?? undefined, client)) : [])]);
+  const reads = lines.flatMap(([, line]) => [
+    keys.group(line.user ?? undefined, line.group),
+    ...('clients' in line ? Object.keys(line.clients).map((client) => keys.client(line.user ?? undefined, client)) : []),
+  ]);
   if (reads.length > 0) await getMany(tx, reads);
   const step: GroupsStep = { done: rows.length < limit, written: 0, skipped: [], expired: false };
   let clients = 0;
@@ -143,13 +146,24 @@ export async function applyGroups(tx: StorageTransaction, session: SpaceSession,
         step.expired = true;
       }
     } else if (seen === 'expired') {
-      for (const clientID of Object.keys(line.clients)) step.skipped.push({ userID: line.user, clientGroupID: line.group, clientID, reason: 'the space expired its group (housekeeping): the client starts over in a new group' });
+      for (const clientID of Object.keys(line.clients))
+        step.skipped.push({
+          userID: line.user,
+          clientGroupID: line.group,
+          clientID,
+          reason: 'the space expired its group (housekeeping): the client starts over in a new group',
+        });
     } else {
       await session.touchGroup(userID, line.group, seen);
       for (const [clientID, lmid] of Object.entries(line.clients)) {
         const held = await session.getClient(userID, clientID);
         if (held !== undefined && held.clientGroupID !== line.group) {
-          step.skipped.push({ userID: line.user, clientGroupID: line.group, clientID, reason: `the space has the client in group ${JSON.stringify(held.clientGroupID)}, where it stays` });
+          step.skipped.push({
+            userID: line.user,
+            clientGroupID: line.group,
+            clientID,
+            reason: `the space has the client in group ${JSON.stringify(held.clientGroupID)}, where it stays`,
+          });
         } else if (held === undefined || held.lastMutationID < lmid) {
           await session.putClient(userID, clientID, { clientGroupID: line.group, lastMutationID: lmid });
           step.written++;

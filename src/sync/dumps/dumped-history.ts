@@ -42,20 +42,32 @@ export type DumpedLogRow = readonly [place: string, row: LogRow];
  * previous line's (`previous`), and its row's shape and sizes. Returns the row, or a problem to
  * report on the line.
  */
-export function checkLogRow(parsed: unknown, keys: SpaceKeys, kept: { from: number; to: number }, previous: string | undefined, limits: Limits): DumpedLogRow | string {
+export function checkLogRow(
+  parsed: unknown,
+  keys: SpaceKeys,
+  kept: { from: number; to: number },
+  previous: string | undefined,
+  limits: Limits,
+): DumpedLogRow | string {
   const { log, ...row } = parsed as { log?: unknown } & Record<string, unknown>;
-  if (!Array.isArray(log) || log.length !== 2 || !log.every((n) => Number.isSafeInteger(n) && n >= 0)) return 'is a row of the change log whose "log" is not [version, seq]';
+  if (!Array.isArray(log) || log.length !== 2 || !log.every((n) => Number.isSafeInteger(n) && n >= 0))
+    return 'is a row of the change log whose "log" is not [version, seq]';
   const [version, seq] = log as [number, number];
-  if (version <= kept.from || version > kept.to) return `is a row of the change log at version ${version}, outside the versions the header says the history keeps (after ${kept.from}, up to ${kept.to})`;
+  if (version <= kept.from || version > kept.to)
+    return `is a row of the change log at version ${version}, outside the versions the header says the history keeps (after ${kept.from}, up to ${kept.to})`;
   const place = keys.logRow(version, seq).slice(keys.logPrefix.length);
-  if (previous !== undefined && place <= previous) return 'is a row of the change log that is not after the previous one: a dump lists them in log order, each once';
-  if (typeof row.at !== 'number' || typeof row.by !== 'object' || row.by === null || typeof (row.by as { kind?: unknown }).kind !== 'string') return 'is a row of the change log without its time ("at") and origin ("by")';
+  if (previous !== undefined && place <= previous)
+    return 'is a row of the change log that is not after the previous one: a dump lists them in log order, each once';
+  if (typeof row.at !== 'number' || typeof row.by !== 'object' || row.by === null || typeof (row.by as { kind?: unknown }).kind !== 'string')
+    return 'is a row of the change log without its time ("at") and origin ("by")';
   const fields = 'topic' in row ? ['at', 'by', 'topic', 'payload', 'erased'] : ['at', 'by', 'key', 'before', 'after', 'erased'];
   const extra = Object.keys(row).find((field) => !fields.includes(field));
   if (extra !== undefined) return `is a row of the change log with a field ${JSON.stringify(extra)} it does not have`;
   const name = 'topic' in row ? row.topic : row.key;
-  if (typeof name !== 'string' || hasLoneSurrogate(name) || !fitsUTF8(name, limits.keyBytes)) return `is a row of the change log whose ${'topic' in row ? 'topic' : 'key'} is not a string within limits.keyBytes`;
-  if (row.erased !== undefined && !['before', 'after', 'both', 'payload'].includes(row.erased as string)) return 'is a row of the change log whose "erased" is not "before", "after", "both" or "payload"';
+  if (typeof name !== 'string' || hasLoneSurrogate(name) || !fitsUTF8(name, limits.keyBytes))
+    return `is a row of the change log whose ${'topic' in row ? 'topic' : 'key'} is not a string within limits.keyBytes`;
+  if (row.erased !== undefined && !['before', 'after', 'both', 'payload'].includes(row.erased as string))
+    return 'is a row of the change log whose "erased" is not "before", "after", "both" or "payload"';
   try {
     for (const field of ['before', 'after', 'payload', 'by']) if (field in row) row[field] = frozenJSONCopy(row[field] as JSONValue, limits.valueBytes);
   } catch (error) {
@@ -93,6 +105,12 @@ export async function markHistory(tx: StorageTransaction, keys: SpaceKeys, kept:
   const meta = (await tx.get(keys.meta)) as Meta | undefined;
   if (meta === undefined || meta.feedAt !== undefined) return false;
   const version = Math.max(meta.version, kept.to);
-  await tx.put(keys.meta, { ...meta, version, feedFrom: kept.from, feedAt: version, ...(meta.history !== undefined && { history: meta.history + bytes }) } satisfies Meta);
+  await tx.put(keys.meta, {
+    ...meta,
+    version,
+    feedFrom: kept.from,
+    feedAt: version,
+    ...(meta.history !== undefined && { history: meta.history + bytes }),
+  } satisfies Meta);
   return true;
 }

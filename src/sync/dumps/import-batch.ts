@@ -35,7 +35,10 @@ export async function stagingSpaces(storage: Storage): Promise<string[]> {
   const spaces: string[] = [];
   let start: string | undefined;
   for (;;) {
-    const [row] = await storage.transaction((tx) => tx.scan({ prefix: STAGING_PREFIX, start: start === undefined ? undefined : { key: start, exclusive: false }, limit: 1 }), { readOnly: true });
+    const [row] = await storage.transaction(
+      (tx) => tx.scan({ prefix: STAGING_PREFIX, start: start === undefined ? undefined : { key: start, exclusive: false }, limit: 1 }),
+      { readOnly: true },
+    );
     if (row === undefined) return spaces;
     const space = spaceOfStaging(row[0]);
     spaces.push(space);
@@ -118,7 +121,13 @@ export interface ApplyStep extends ApplyAt {
  * `applyGroups`), in the same transaction: an import of a few of each is one, so no pull sees
  * its data without the lastMutationIDs that go with it.
  */
-export async function applyStep(tx: StorageTransaction, space: string, id: string, at: ApplyAt, options: { replace: boolean; limit: number; clock: SessionClock; session: SessionOptions }): Promise<ApplyStep> {
+export async function applyStep(
+  tx: StorageTransaction,
+  space: string,
+  id: string,
+  at: ApplyAt,
+  options: { replace: boolean; limit: number; clock: SessionClock; session: SessionOptions },
+): Promise<ApplyStep> {
   await checkStaging(tx, space, id);
   const keys = new SpaceKeys(space);
   const session = await globalVersion.open(tx, space, options.clock, undefined, options.session);
@@ -164,7 +173,10 @@ async function applyEntries(
   const within = (key: string) => bound === undefined || compareUTF8(key, bound) <= 0;
   const incoming = staged.map(([row, value]) => [row.slice(area.length), value as JSONValue] as const).filter(([key]) => within(key));
   // What the space holds at those keys, in one read (a round trip on a database, not one per key).
-  const held = (await getMany(tx, incoming.map(([key]) => keys.entry(key)))) as Array<Entry | undefined>;
+  const held = (await getMany(
+    tx,
+    incoming.map(([key]) => keys.entry(key)),
+  )) as Array<Entry | undefined>;
 
   const unnamed = new Set(live.filter(([key]) => within(key)).map(([key]) => key));
   let written = 0;

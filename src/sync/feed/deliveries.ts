@@ -87,7 +87,7 @@ export type Claim = (
   | { kind: 'deliver'; batch: Batch; changes: FeedChange[]; version: number }
   | { kind: 'wait'; until: number }
   | { kind: 'idle' }
-  | { kind: 'disabled'; reason: string; /** Disabled by this claim, not before. */ now: boolean }
+  | { kind: 'disabled'; reason: string /** Disabled by this claim, not before. */; now: boolean }
 ) & {
   /** Deliveries asked again that could not be sent as they were (their changes trimmed), and why: dropped. */
   dropped?: string[];
@@ -151,15 +151,15 @@ export async function claimDelivery(tx: StorageTransaction, space: string, rule:
   const save = () => tx.put(keys.delivery(rule.name), toStored(state));
   try {
     let changes: FeedChange[] | undefined;
-    if (state.pending === undefined && state.replays?.length) state.pending = { ...state.replays.shift()!, attempts: 0, firstAt: now, nextAt: now, replay: true };
+    if (state.pending === undefined && state.replays?.length)
+      state.pending = { ...state.replays.shift()!, attempts: 0, firstAt: now, nextAt: now, replay: true };
     for (let page = 0; state.pending === undefined; page++) {
       const read = await readFeedPage(tx, space, parseCursor(state.cursor), { limit: rule.maxBatch, maxChars: rule.maxChars });
       changes = read.changes.filter((change) => rule.wants(change));
       if (changes.length > 0) {
         state.pending = { from: state.cursor, to: read.cursor, attempts: 0, firstAt: now, nextAt: now, ...(state.gap && { gap: state.gap }) };
         delete state.gap;
-      }
-      else {
+      } else {
         const moved = read.cursor !== state.cursor;
         state.cursor = read.cursor;
         // Nothing wanted up to here: the cursor moves on, and a long run of unwanted changes is read a few pages per claim.
@@ -204,7 +204,16 @@ export async function claimDelivery(tx: StorageTransaction, space: string, rule:
  * error as its reason. Resolves `'lost'`, changing nothing, when the lease was lost meanwhile (it
  * ran out and another instance took the batch over: it sends it again, under the same ID).
  */
-export async function finishDelivery(tx: StorageTransaction, space: string, rule: HookRule, owner: string, batch: Batch, outcome: { ok: true } | { ok: false; error: string }, now: number, retentionMs: number | false): Promise<'delivered' | 'failed' | 'disabled' | 'lost'> {
+export async function finishDelivery(
+  tx: StorageTransaction,
+  space: string,
+  rule: HookRule,
+  owner: string,
+  batch: Batch,
+  outcome: { ok: true } | { ok: false; error: string },
+  now: number,
+  retentionMs: number | false,
+): Promise<'delivered' | 'failed' | 'disabled' | 'lost'> {
   const keys = new SpaceKeys(space);
   const state = (await tx.get(keys.delivery(rule.name))) as DeliveryState | undefined;
   const pending = state?.pending;
@@ -215,7 +224,12 @@ export async function finishDelivery(tx: StorageTransaction, space: string, rule
     delete state.pending;
     state.delivered++;
     state.lastAt = now;
-    await tx.put(recordKey(keys, rule.name, parseCursor(pending.to), pending.from), { from: pending.from, to: pending.to, at: now, attempts: pending.attempts + 1 } satisfies DeliveryRecord);
+    await tx.put(recordKey(keys, rule.name, parseCursor(pending.to), pending.from), {
+      from: pending.from,
+      to: pending.to,
+      at: now,
+      attempts: pending.attempts + 1,
+    } satisfies DeliveryRecord);
     state.records = (state.records ?? 0) + 1;
     await trimRecords(tx, keys, rule.name, state, retentionMs === false ? -Infinity : now - retentionMs, rule.maxRecords ?? MAX_RECORDS);
   } else {
@@ -223,7 +237,11 @@ export async function finishDelivery(tx: StorageTransaction, space: string, rule
     pending.error = outcome.error.slice(0, 500);
     state.failures++;
     pending.nextAt = now + backoff(pending.attempts);
-    if (now - pending.firstAt >= rule.retryForMs) state.disabled = { at: now, reason: `deliveries failed for ${Math.round((now - pending.firstAt) / 60_000)} min (${pending.attempts} attempts); the last: ${pending.error}` };
+    if (now - pending.firstAt >= rule.retryForMs)
+      state.disabled = {
+        at: now,
+        reason: `deliveries failed for ${Math.round((now - pending.firstAt) / 60_000)} min (${pending.attempts} attempts); the last: ${pending.error}`,
+      };
   }
   await tx.put(keys.delivery(rule.name), toStored(state));
   return outcome.ok ? 'delivered' : state.disabled ? 'disabled' : 'failed';
@@ -297,7 +315,8 @@ export async function askAgain(tx: StorageTransaction, space: string, name: stri
 }
 
 /** What to tell an operator whose webhook the log's gap stopped. */
-const AFTER_GAP = 'To go on after the gap, and never deliver the changes in it: enableWebhook(ctx, name, space, { afterGap: true }), or viewsync webhook enable NAME SPACE --after-gap.';
+const AFTER_GAP =
+  'To go on after the gap, and never deliver the changes in it: enableWebhook(ctx, name, space, { afterGap: true }), or viewsync webhook enable NAME SPACE --after-gap.';
 
 /**
  * Enables the webhook named `name` in `space` again; its batch in flight is retried at once.
@@ -317,7 +336,10 @@ export async function enableDelivery(tx: StorageTransaction, space: string, name
     await readFeedPage(tx, space, cursor, { limit: 1, maxChars: 0 });
   } catch (error) {
     if (!(error instanceof ChangesGoneError)) throw error;
-    if (!afterGap) throw new ChangesGoneError(`Webhook ${JSON.stringify(name)} cannot go on in space ${JSON.stringify(space)} from its cursor ${state.cursor}: ${error.message.replace(/ Start again from an export.*$/, '')} ${AFTER_GAP}`);
+    if (!afterGap)
+      throw new ChangesGoneError(
+        `Webhook ${JSON.stringify(name)} cannot go on in space ${JSON.stringify(space)} from its cursor ${state.cursor}: ${error.message.replace(/ Start again from an export.*$/, '')} ${AFTER_GAP}`,
+      );
     const resume = feedFrom(meta) ?? meta?.version ?? 0;
     state.gap = { from: state.gap?.from ?? state.cursor, to: String(resume) };
     state.cursor = String(resume);

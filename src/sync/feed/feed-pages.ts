@@ -75,7 +75,10 @@ export interface Cursor {
 export function parseCursor(text: unknown): Cursor {
   const match = typeof text === 'string' ? /^(0|[1-9]\d{0,15})(?:\.(0|[1-9]\d{0,9}))?$/.exec(text) : null;
   const version = match ? Number(match[1]) : NaN;
-  if (!match || !Number.isSafeInteger(version)) throw new ChangeCursorError(`A change feed cursor is "<version>" or "<version>.<seq>", as the feed gave it out (or "0" for the start), got ${JSON.stringify(String(text).slice(0, 60))}`);
+  if (!match || !Number.isSafeInteger(version))
+    throw new ChangeCursorError(
+      `A change feed cursor is "<version>" or "<version>.<seq>", as the feed gave it out (or "0" for the start), got ${JSON.stringify(String(text).slice(0, 60))}`,
+    );
   return match[2] === undefined ? { version } : { version, seq: Number(match[2]) };
 }
 
@@ -90,7 +93,8 @@ export function formatCursor({ version, seq }: Cursor): string {
  */
 export function readSpaceFeed(storage: Storage, space: string, after: string | undefined, limit = DEFAULT_LIMIT): Promise<FeedPage> {
   const cursor = after === undefined ? undefined : parseCursor(after);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`readChanges: limit must be a whole number from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+    throw new RangeError(`readChanges: limit must be a whole number from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
   return storage.transaction((tx) => readFeedPage(tx, space, cursor, { limit, maxChars: MAX_PAGE_CHARS }), { readOnly: true, space });
 }
 
@@ -113,7 +117,8 @@ export async function readFeedPage(tx: StorageTransaction, space: string, from: 
   const after = from ?? { version: meta === undefined ? 0 : (feedFrom(meta) ?? meta.version) };
   const latest = meta?.version ?? 0;
   const end = readableUpTo(space, meta, after);
-  const start = after.seq === undefined ? { key: keys.logPrefix + encodeVersion(after.version + 1) } : { key: keys.logRow(after.version, after.seq), exclusive: true };
+  const start =
+    after.seq === undefined ? { key: keys.logPrefix + encodeVersion(after.version + 1) } : { key: keys.logRow(after.version, after.seq), exclusive: true };
   const rows = end <= after.version && after.seq === undefined ? [] : await tx.scan({ prefix: keys.logPrefix, start, limit: bounds.limit + 1 });
   const changes: FeedChange[] = [];
   let chars = 0;
@@ -145,18 +150,27 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
   // Up to date: nothing to read, so nothing can be missing, whatever the log holds.
   if (after.version === latest && after.seq === undefined) return latest;
   const lost = meta?.gaps?.find(([from, to]) => after.version > from && after.version < to);
-  if (lost !== undefined) throw new ChangesGoneError(`The cursor ${formatCursor(after)} read changes of space ${name} its store lost (commits after version ${lost[0]}, in a failover or a restore).${restart}`);
+  if (lost !== undefined)
+    throw new ChangesGoneError(
+      `The cursor ${formatCursor(after)} read changes of space ${name} its store lost (commits after version ${lost[0]}, in a failover or a restore).${restart}`,
+    );
   const whole = feedFrom(meta);
   const from = whole ?? meta?.feedFrom;
   // Mid-version, a cursor may also have lost that version's first rows.
   if (from === undefined || after.version < from || (after.version === from && after.seq !== undefined && from > 0)) {
-    const why = from === undefined ? 'the change feed was never on for it' : `its change log holds the changes after version ${from} only (trimmed past retention.changesMs, or started then: the feed turned on, or on again after writes that left it)`;
+    const why =
+      from === undefined
+        ? 'the change feed was never on for it'
+        : `its change log holds the changes after version ${from} only (trimmed past retention.changesMs, or started then: the feed turned on, or on again after writes that left it)`;
     throw new ChangesGoneError(`The changes of space ${name} after cursor ${formatCursor(after)} are gone: ${why}.${restart}`);
   }
   if (whole !== undefined) return latest;
   // A write that left the log (the feed off, an older viewsync) broke it off at `feedAt`: what comes before it is whole.
   const brokeAt = meta!.feedAt!;
-  if (after.version >= brokeAt) throw new ChangesGoneError(`The changes of space ${name} after version ${brokeAt} were written without the change feed (it was turned off, or an older viewsync wrote them); its log starts again at the next write that keeps it.${restart}`);
+  if (after.version >= brokeAt)
+    throw new ChangesGoneError(
+      `The changes of space ${name} after version ${brokeAt} were written without the change feed (it was turned off, or an older viewsync wrote them); its log starts again at the next write that keeps it.${restart}`,
+    );
   return brokeAt;
 }
 
@@ -166,7 +180,10 @@ function readableUpTo(space: string, meta: Meta | undefined, after: Cursor): num
  * from, where a cursor names the last one read). Lost commits are the rare case, said last.
  */
 function aheadMessage(after: Cursor, latest: number, name: string, restart: string): string {
-  const oneAhead = after.version === latest + 1 && after.seq === undefined ? ` (a cursor names the last version read, not the next: "${latest}" reads what comes after version ${latest})` : '';
+  const oneAhead =
+    after.version === latest + 1 && after.seq === undefined
+      ? ` (a cursor names the last version read, not the next: "${latest}" reads what comes after version ${latest})`
+      : '';
   return `The cursor ${formatCursor(after)} is ahead of space ${name}, at version ${latest}, so this space's feed has not given it out: it is another space's, or made by hand${oneAhead}. If this space's feed did give it out, its store has since lost commits (a failover, a restore).${restart}`;
 }
 
@@ -176,7 +193,15 @@ function toChange(space: string, version: number, seq: number, row: LogRow): Fee
   if (row.erased !== undefined) {
     // A set's value after was there, erased or not; a delete had none.
     const was = row.after !== undefined || row.erased !== 'before' ? 'set' : 'del';
-    return { ...place, op: 'erased', was, key: row.key, ...(row.before !== undefined && { before: row.before }), ...(row.after !== undefined && { after: row.after }), erased: row.erased };
+    return {
+      ...place,
+      op: 'erased',
+      was,
+      key: row.key,
+      ...(row.before !== undefined && { before: row.before }),
+      ...(row.after !== undefined && { after: row.after }),
+      erased: row.erased,
+    };
   }
   if (row.after === undefined) return { ...place, op: 'del', key: row.key, before: row.before! };
   return { ...place, op: 'set', key: row.key, ...(row.before !== undefined && { before: row.before }), after: row.after };

@@ -59,7 +59,15 @@ function storesOf(storage: Storage, name?: string): Array<[string | undefined, S
 
 /** The store's record in each of its stores (null: none yet), by the store's name (undefined: a store of one). */
 export async function readFeedRecords(storage: Storage): Promise<Array<[string | undefined, FeedRecord | null]>> {
-  return Promise.all(storesOf(storage).map(async ([name, store]) => [name, await store.transaction(async (tx) => ((await tx.get(FEED_RECORD)) as FeedRecord | undefined) ?? null, { readOnly: true })] as [string | undefined, FeedRecord | null]));
+  return Promise.all(
+    storesOf(storage).map(
+      async ([name, store]) =>
+        [name, await store.transaction(async (tx) => ((await tx.get(FEED_RECORD)) as FeedRecord | undefined) ?? null, { readOnly: true })] as [
+          string | undefined,
+          FeedRecord | null,
+        ],
+    ),
+  );
 }
 
 /**
@@ -71,9 +79,12 @@ export async function writeFeedRecord(storage: Storage, on: boolean, now: number
     storesOf(storage).map(async ([, store]) => {
       const says = async (tx: StorageTransaction) => ((await tx.get(FEED_RECORD)) as FeedRecord | undefined)?.on === on;
       if (await store.transaction(says, { readOnly: true })) return;
-      await store.transaction(async (tx) => {
-        if (!(await says(tx))) await tx.put(FEED_RECORD, { on, at: now } satisfies FeedRecord);
-      }, { readOnly: false });
+      await store.transaction(
+        async (tx) => {
+          if (!(await says(tx))) await tx.put(FEED_RECORD, { on, at: now } satisfies FeedRecord);
+        },
+        { readOnly: false },
+      );
     }),
   );
 }

@@ -25,11 +25,18 @@ export interface StoreFeedPage {
 
 /** A page of the feed of the store's `spaces` after the store cursor `after` (see {@link StoreFeedPage.cursor}). */
 export async function readStoreFeed(storage: Storage, spaces: readonly string[], after: string | undefined, limit = DEFAULT_LIMIT): Promise<StoreFeedPage> {
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`readAllChanges: limit must be a whole number from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+    throw new RangeError(`readAllChanges: limit must be a whole number from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
   const { spaces: cursors, next } = parseStoreCursor(after);
   let left = limit;
   // From the space the last page stopped at, round to the one before it.
-  const from = next === undefined ? 0 : Math.max(0, spaces.findIndex((space) => compareUTF8(space, next) >= 0));
+  const from =
+    next === undefined
+      ? 0
+      : Math.max(
+          0,
+          spaces.findIndex((space) => compareUTF8(space, next) >= 0),
+        );
   const changes: FeedChange[] = [];
   let stoppedAt: string | undefined;
   for (let i = 0; i < spaces.length; i++) {
@@ -56,7 +63,10 @@ async function readSpace(storage: Storage, space: string, after: string | undefi
     return await readSpaceFeed(storage, space, after, limit);
   } catch (error) {
     if (!(error instanceof ChangesGoneError)) throw error;
-    throw new ChangesGoneError(`${error.message} To go on with every other space, take ${JSON.stringify(space)} out of the cursor's "spaces" (it is then read from the oldest change its log holds) or set it there to the export's version.`, { cause: error });
+    throw new ChangesGoneError(
+      `${error.message} To go on with every other space, take ${JSON.stringify(space)} out of the cursor's "spaces" (it is then read from the oldest change its log holds) or set it there to the export's version.`,
+      { cause: error },
+    );
   }
 }
 

@@ -29,7 +29,15 @@ interface Base {
  * time, after the key `after` when given; a {@link HistoryGoneError} when its history does not
  * keep that version. Memory: the keys changed between the version and its base, not the space.
  */
-export async function* asOfPages(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta | undefined, version: number, prefix = '', after?: string): AsyncGenerator<Array<[string, JSONValue]>> {
+export async function* asOfPages(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  space: string,
+  meta: Meta | undefined,
+  version: number,
+  prefix = '',
+  after?: string,
+): AsyncGenerator<Array<[string, JSONValue]>> {
   const kept = checkKept(space, meta, version);
   const base = await nearestBase(tx, keys, kept, version);
   let changed = await changedSince(tx, keys, base.version, version, prefix);
@@ -52,7 +60,13 @@ async function nearestBase(tx: StorageTransaction, keys: SpaceKeys, kept: { from
  * The value at `version` of each key under `prefix` that changed between it and `base`, sorted
  * by key (undefined: absent then, or erased): undone from a later base, redone from an earlier one.
  */
-async function changedSince(tx: StorageTransaction, keys: SpaceKeys, base: number, version: number, prefix: string): Promise<Array<[string, JSONValue | undefined]>> {
+async function changedSince(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  base: number,
+  version: number,
+  prefix: string,
+): Promise<Array<[string, JSONValue | undefined]>> {
   const values = new Map<string, JSONValue | undefined>();
   const undo = base >= version;
   for await (const page of changesBetween(tx, keys, Math.min(base, version), Math.max(base, version))) {
@@ -71,7 +85,13 @@ async function changedSince(tx: StorageTransaction, keys: SpaceKeys, base: numbe
 }
 
 /** The base's entries under `prefix`, in key order, a page at a time. */
-async function* baseRows(tx: StorageTransaction, keys: SpaceKeys, base: Base, prefix: string, after: string | undefined): AsyncGenerator<Array<[string, JSONValue]>> {
+async function* baseRows(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  base: Base,
+  prefix: string,
+  after: string | undefined,
+): AsyncGenerator<Array<[string, JSONValue]>> {
   const from = base.checkpoint === undefined ? keys.entryPrefix : keys.checkpoint(base.checkpoint);
   for await (const page of scanPages(tx, { prefix: from + prefix, start: after === undefined ? undefined : { key: from + after, exclusive: true } })) {
     const rows: Array<[string, JSONValue]> = [];
@@ -84,7 +104,10 @@ async function* baseRows(tx: StorageTransaction, keys: SpaceKeys, base: Base, pr
 }
 
 /** The base's rows with the changed keys' values laid over them, in key order; absent values left out. */
-async function* merged(base: AsyncGenerator<Array<[string, JSONValue]>>, changed: Array<[string, JSONValue | undefined]>): AsyncGenerator<Array<[string, JSONValue]>> {
+async function* merged(
+  base: AsyncGenerator<Array<[string, JSONValue]>>,
+  changed: Array<[string, JSONValue | undefined]>,
+): AsyncGenerator<Array<[string, JSONValue]>> {
   let next = 0;
   for await (const page of base) {
     // A page of tombstones only holds nothing; one no changed key falls in goes out as it is.
@@ -118,7 +141,14 @@ async function* merged(base: AsyncGenerator<Array<[string, JSONValue]>>, changed
 }
 
 /** The entries of `space` under `prefix` at `version`, whole, in key order. */
-export async function asOf(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta | undefined, version: number, prefix = ''): Promise<Map<string, JSONValue>> {
+export async function asOf(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  space: string,
+  meta: Meta | undefined,
+  version: number,
+  prefix = '',
+): Promise<Map<string, JSONValue>> {
   const entries = new Map<string, JSONValue>();
   for await (const page of asOfPages(tx, keys, space, meta, version, prefix)) for (const [key, value] of page) entries.set(key, value);
   return entries;

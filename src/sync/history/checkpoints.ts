@@ -47,7 +47,15 @@ export interface CheckpointStep {
  * `every` is the fewest versions between two; undefined: none is begun (the context keeps no
  * `history`), though one begun elsewhere is finished and old ones go.
  */
-export async function checkpointStep(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta, now: number, limit: number, every: number | undefined): Promise<CheckpointStep> {
+export async function checkpointStep(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  space: string,
+  meta: Meta,
+  now: number,
+  limit: number,
+  every: number | undefined,
+): Promise<CheckpointStep> {
   const step: CheckpointStep = { written: 0, removed: 0, bytes: 0, done: true };
   const kept = keptVersions(meta);
   const records = await checkpointRecords(tx, keys);
@@ -78,7 +86,15 @@ export async function checkpointStep(tx: StorageTransaction, keys: SpaceKeys, sp
 }
 
 /** Writes the next page (at most `limit` rows) of the checkpoint of `version`, from the space as of it; marks it whole after its last. */
-async function build(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta, version: number, record: CheckpointRecord, limit: number): Promise<{ written: number; bytes: number }> {
+async function build(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  space: string,
+  meta: Meta,
+  version: number,
+  record: CheckpointRecord,
+  limit: number,
+): Promise<{ written: number; bytes: number }> {
   const rows = keys.checkpoint(version);
   let written = 0;
   let bytes = 0;

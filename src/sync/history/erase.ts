@@ -1,5 +1,5 @@
 import type { JSONValue } from '../../protocol/json.js';
-import type { StorageTransaction, } from '../../storage/types.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import type { Erased, LogRow } from '../feed/change-log.js';
 import type { ChangeOrigin, Entry } from '../version/records.js';
 import type { KeptRejection } from '../schema/rejected.js';
@@ -75,7 +75,8 @@ export async function keysToErase(tx: StorageTransaction, keys: SpaceKeys, targe
   }
   if ('prefix' in target) {
     const found: string[] = [];
-    for await (const page of scanPages(tx, { prefix: keys.entryPrefix + target.prefix })) for (const [row, value] of page) if (!recordOf<Entry>(value).del) found.push(row.slice(keys.entryPrefix.length));
+    for await (const page of scanPages(tx, { prefix: keys.entryPrefix + target.prefix }))
+      for (const [row, value] of page) if (!recordOf<Entry>(value).del) found.push(row.slice(keys.entryPrefix.length));
     return found;
   }
   const authorship = new Authorship(target);
@@ -113,7 +114,11 @@ export async function stripHistory(tx: StorageTransaction, keys: SpaceKeys, targ
   const atCheckpoint = new Map<number, string[]>();
   let next = 0;
   const passCheckpoints = (version: number) => {
-    for (; next < checkpoints.length && checkpoints[next]! < version; next++) atCheckpoint.set(checkpoints[next]!, [...theirs].filter(([, mine]) => mine).map(([key]) => key));
+    for (; next < checkpoints.length && checkpoints[next]! < version; next++)
+      atCheckpoint.set(
+        checkpoints[next]!,
+        [...theirs].filter(([, mine]) => mine).map(([key]) => key),
+      );
   };
   for await (const page of scanPages(tx, { prefix: keys.logPrefix })) {
     for (const [rowKey, value] of page) {
@@ -129,7 +134,10 @@ export async function stripHistory(tx: StorageTransaction, keys: SpaceKeys, targ
   passCheckpoints(Infinity);
   for (const version of checkpoints) {
     const prefix = keys.checkpoint(version);
-    const rows = 'userID' in target ? (atCheckpoint.get(version) ?? []).map((key) => prefix + key) : await rowsUnder(tx, prefix + ('key' in target ? target.key : target.prefix), 'key' in target);
+    const rows =
+      'userID' in target
+        ? (atCheckpoint.get(version) ?? []).map((key) => prefix + key)
+        : await rowsUnder(tx, prefix + ('key' in target ? target.key : target.prefix), 'key' in target);
     for (const row of rows) {
       const value = (await tx.get(row)) as JSONValue | undefined;
       if (value === undefined) continue;
@@ -165,7 +173,12 @@ function strip(target: EraseTarget, row: LogRow, authorship: Authorship): LogRow
   } else if (!keyMatches(target, row.key)) return undefined;
   if (!before && !after) return undefined;
   const { before: was, after: is, erased, ...rest } = row;
-  const gone: Erased = (before || erased === 'before' || erased === 'both') && (after || erased === 'after' || erased === 'both') ? 'both' : before || erased === 'before' ? 'before' : 'after';
+  const gone: Erased =
+    (before || erased === 'before' || erased === 'both') && (after || erased === 'after' || erased === 'both')
+      ? 'both'
+      : before || erased === 'before'
+        ? 'before'
+        : 'after';
   return { ...rest, ...(!before && was !== undefined && { before: was }), ...(!after && is !== undefined && { after: is }), erased: gone };
 }
 

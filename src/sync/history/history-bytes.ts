@@ -31,7 +31,8 @@ export function originBytes(origin: ChangeOrigin): number {
 
 /** What a stored row of the change log counts for: as {@link logRowBytes} counted it when it was written. */
 export function storedLogRowBytes(row: LogRow): number {
-  const values = 'topic' in row ? valueBytes(row.payload) : (row.before === undefined ? 0 : valueBytes(row.before)) + (row.after === undefined ? 0 : valueBytes(row.after));
+  const values =
+    'topic' in row ? valueBytes(row.payload) : (row.before === undefined ? 0 : valueBytes(row.before)) + (row.after === undefined ? 0 : valueBytes(row.after));
   return logRowBytes('topic' in row ? row.topic : row.key, values, originBytes(row.by));
 }
 

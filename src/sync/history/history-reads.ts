@@ -34,19 +34,23 @@ export interface AsOf {
 /** The space as it was at `version`, a page of `options.limit` entries (see `at`). */
 export async function readAsOf(storage: Storage, space: string, version: number, options: AtOptions = {}): Promise<AsOf> {
   const limit = options.limit ?? Infinity;
-  if (!(limit === Infinity || (Number.isSafeInteger(limit) && limit > 0))) throw new TypeError(`limit must be a whole number of at least 1, got ${JSON.stringify(options.limit)}`);
+  if (!(limit === Infinity || (Number.isSafeInteger(limit) && limit > 0)))
+    throw new TypeError(`limit must be a whole number of at least 1, got ${JSON.stringify(options.limit)}`);
   const keys = new SpaceKeys(space);
-  return storage.transaction(async (tx) => {
-    const meta = (await tx.get(keys.meta)) as Meta | undefined;
-    const entries: Array<[string, JSONValue]> = [];
-    for await (const page of asOfPages(tx, keys, space, meta, version, options.prefix ?? '', options.after)) {
-      for (const entry of page) {
-        if (entries.length === limit) return { version, entries, more: true, next: entries.at(-1)![0] };
-        entries.push(entry);
+  return storage.transaction(
+    async (tx) => {
+      const meta = (await tx.get(keys.meta)) as Meta | undefined;
+      const entries: Array<[string, JSONValue]> = [];
+      for await (const page of asOfPages(tx, keys, space, meta, version, options.prefix ?? '', options.after)) {
+        for (const entry of page) {
+          if (entries.length === limit) return { version, entries, more: true, next: entries.at(-1)![0] };
+          entries.push(entry);
+        }
       }
-    }
-    return { version, entries, more: false };
-  }, { readOnly: true, space });
+      return { version, entries, more: false };
+    },
+    { readOnly: true, space },
+  );
 }
 
 /** Options for `readHistory` (backend/history.ts). */
@@ -75,27 +79,31 @@ export interface HistoryPage {
 /** A page of the space's history (see `readHistory`). */
 export async function readHistoryPage(storage: Storage, space: string, options: ReadHistoryOptions = {}): Promise<HistoryPage> {
   const limit = options.limit ?? 1_000;
-  if (!(Number.isSafeInteger(limit) && limit > 0 && limit <= 10_000)) throw new TypeError(`limit must be a whole number from 1 to 10,000, got ${JSON.stringify(options.limit)}`);
+  if (!(Number.isSafeInteger(limit) && limit > 0 && limit <= 10_000))
+    throw new TypeError(`limit must be a whole number from 1 to 10,000, got ${JSON.stringify(options.limit)}`);
   // Both would be a question with two answers: refused, as the CLI and HTTP refuse it, not one picked.
   if (options.key !== undefined && options.prefix !== undefined) throw new TypeError('readHistory takes key or prefix, not both');
   const keys = new SpaceKeys(space);
   const wanted = options.key !== undefined ? (key: string) => key === options.key : (key: string) => key.startsWith(options.prefix ?? '');
-  return storage.transaction(async (tx) => {
-    const meta = (await tx.get(keys.meta)) as Meta | undefined;
-    const kept = checkKept(space, meta, meta?.version ?? 0);
-    const after = options.after ?? kept.from;
-    // A version past the space's is refused too: the reader saw versions this history never had (the space was replaced).
-    if (options.after !== undefined) checkKept(space, meta, after);
-    const changes: LoggedChange[] = [];
-    let version = after;
-    for await (const page of changesBetween(tx, keys, after, kept.to)) {
-      for (const change of page) {
-        // A page ends between versions, so that reading on after `version` misses nothing.
-        if (changes.length >= limit && change.version !== version) return { changes, kept, version, more: true };
-        version = change.version;
-        if (wanted(change.key)) changes.push(change);
+  return storage.transaction(
+    async (tx) => {
+      const meta = (await tx.get(keys.meta)) as Meta | undefined;
+      const kept = checkKept(space, meta, meta?.version ?? 0);
+      const after = options.after ?? kept.from;
+      // A version past the space's is refused too: the reader saw versions this history never had (the space was replaced).
+      if (options.after !== undefined) checkKept(space, meta, after);
+      const changes: LoggedChange[] = [];
+      let version = after;
+      for await (const page of changesBetween(tx, keys, after, kept.to)) {
+        for (const change of page) {
+          // A page ends between versions, so that reading on after `version` misses nothing.
+          if (changes.length >= limit && change.version !== version) return { changes, kept, version, more: true };
+          version = change.version;
+          if (wanted(change.key)) changes.push(change);
+        }
       }
-    }
-    return { changes, kept, version: kept.to, more: false };
-  }, { readOnly: true, space });
+      return { changes, kept, version: kept.to, more: false };
+    },
+    { readOnly: true, space },
+  );
 }

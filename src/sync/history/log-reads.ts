@@ -46,9 +46,14 @@ export class HistoryGoneError extends RangeError {
 export function checkKept(space: string, meta: Meta | undefined, version: number): { from: number; to: number } {
   if (!Number.isSafeInteger(version) || version < 0) throw new TypeError(`A version is a whole number of at least 0, got ${JSON.stringify(version)}`);
   const kept = keptVersions(meta);
-  if (kept === undefined) throw new HistoryGoneError(`Space ${JSON.stringify(space)} keeps no history now: its change log is not whole (the change feed was off for a write since it was last kept; it starts again with the next write of a context with \`changes\`)`);
+  if (kept === undefined)
+    throw new HistoryGoneError(
+      `Space ${JSON.stringify(space)} keeps no history now: its change log is not whole (the change feed was off for a write since it was last kept; it starts again with the next write of a context with \`changes\`)`,
+    );
   if (version < kept.from || version > kept.to) {
-    throw new HistoryGoneError(`Version ${version} of space ${JSON.stringify(space)} is not kept: its history holds versions ${kept.from} to ${kept.to} (older ones went past retention.historyMs, or were before the change feed was on)`);
+    throw new HistoryGoneError(
+      `Version ${version} of space ${JSON.stringify(space)} is not kept: its history holds versions ${kept.from} to ${kept.to} (older ones went past retention.historyMs, or were before the change feed was on)`,
+    );
   }
   return kept;
 }

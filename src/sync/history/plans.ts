@@ -34,7 +34,14 @@ export async function liveEntries(tx: StorageTransaction, keys: SpaceKeys, prefi
 }
 
 /** What restoring the keys under `prefix` to `version` changes: each key whose value then differs from now's, in key order. */
-export async function restorePlan(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta | undefined, version: number, prefix: string): Promise<PlannedChange[]> {
+export async function restorePlan(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  space: string,
+  meta: Meta | undefined,
+  version: number,
+  prefix: string,
+): Promise<PlannedChange[]> {
   const then = await asOf(tx, keys, space, meta, version, prefix);
   const now = await liveEntries(tx, keys, prefix);
   const changes: PlannedChange[] = [];
@@ -78,7 +85,8 @@ export function madeBy(cause: RevertCause, change: Pick<LoggedChange, 'version' 
   const { by } = change;
   if (cause.versions !== undefined && (change.version < cause.versions[0] || change.version > cause.versions[1])) return false;
   if (cause.since !== undefined && change.at < cause.since) return false;
-  if (cause.mutation !== undefined && !(by.kind === 'mutation' && by.clientID === cause.mutation.clientID && by.mutationID === cause.mutation.mutationID)) return false;
+  if (cause.mutation !== undefined && !(by.kind === 'mutation' && by.clientID === cause.mutation.clientID && by.mutationID === cause.mutation.mutationID))
+    return false;
   if (cause.clientGroupID !== undefined && !(by.kind === 'mutation' && by.clientGroupID === cause.clientGroupID)) return false;
   if (cause.userID !== undefined && !('userID' in by && by.userID === cause.userID)) return false;
   if (cause.mutator !== undefined && !((by.kind === 'mutation' || (by.kind === 'backend' && by.call === 'mutate')) && by.name === cause.mutator)) return false;
@@ -91,13 +99,23 @@ export function madeBy(cause: RevertCause, change: Pick<LoggedChange, 'version' 
  * by `policy`) or the value was erased (a conflict, never written). Keys already at that value
  * need nothing.
  */
-export async function revertPlan(tx: StorageTransaction, keys: SpaceKeys, space: string, meta: Meta | undefined, cause: RevertCause, policy: ConflictPolicy): Promise<RevertPlan> {
+export async function revertPlan(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  space: string,
+  meta: Meta | undefined,
+  cause: RevertCause,
+  policy: ConflictPolicy,
+): Promise<RevertPlan> {
   const kept = keptVersions(meta);
-  if (kept === undefined) throw new HistoryGoneError(`Space ${JSON.stringify(space)} keeps no history now: its change log is not whole, so no cause's changes can be found`);
+  if (kept === undefined)
+    throw new HistoryGoneError(`Space ${JSON.stringify(space)} keeps no history now: its change log is not whole, so no cause's changes can be found`);
   const from = cause.versions === undefined ? kept.from : Math.max(kept.from, cause.versions[0] - 1);
   // A window that starts before what the log holds would miss changes: refused, never narrowed.
   if (cause.versions !== undefined && cause.versions[0] - 1 < kept.from && kept.from > 0) {
-    throw new HistoryGoneError(`Versions ${cause.versions[0]} to ${cause.versions[1]} of space ${JSON.stringify(space)} are not all kept: its history holds the changes after version ${kept.from} only`);
+    throw new HistoryGoneError(
+      `Versions ${cause.versions[0]} to ${cause.versions[1]} of space ${JSON.stringify(space)} are not all kept: its history holds the changes after version ${kept.from} only`,
+    );
   }
   const touched = new Map<string, { first: LoggedChange; later: LoggedChange[] }>();
   for await (const page of changesBetween(tx, keys, from, kept.to)) {
@@ -121,7 +139,14 @@ export async function revertPlan(tx: StorageTransaction, keys: SpaceKeys, space:
       continue;
     }
     if (!erased && sameValue(current, revertTo)) continue;
-    plan.conflicts.push({ key, version: first.version, ...(revertTo !== undefined && !erased && { revertTo }), ...(current !== undefined && { current }), later: later.map(({ version, by }) => ({ version, by })), ...(erased && { erased: true as const }) });
+    plan.conflicts.push({
+      key,
+      version: first.version,
+      ...(revertTo !== undefined && !erased && { revertTo }),
+      ...(current !== undefined && { current }),
+      later: later.map(({ version, by }) => ({ version, by })),
+      ...(erased && { erased: true as const }),
+    });
     if (!erased && policy === 'overwrite') plan.changes.push(planned(key, current, revertTo));
   }
   if (policy === 'stop' && plan.conflicts.length > 0) return { changes: [], conflicts: plan.conflicts, stopped: true };

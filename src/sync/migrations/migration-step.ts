@@ -1,6 +1,6 @@
 import type { JSONValue } from '../../protocol/json.js';
 import { compareUTF8 } from '../../base/utf8.js';
-import type { StorageTransaction, } from '../../storage/types.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import { globalVersion } from '../session/global-version.js';
 import { SpaceKeys } from '../version/keys.js';
 import type { SessionClock, SessionOptions } from '../version/strategy.js';
@@ -105,7 +105,13 @@ export async function migrationStep(tx: StorageTransaction, space: string, migra
       await options.run(() => Promise.resolve(migration.space(mtx, space)));
       done = true;
     } else {
-      ({ done, entries, after } = await entryBatch(mtx, session.scan(migration.prefix ?? '', record?.after === undefined ? undefined : { key: record.after, exclusive: true }), migration, record?.after, options));
+      ({ done, entries, after } = await entryBatch(
+        mtx,
+        session.scan(migration.prefix ?? '', record?.after === undefined ? undefined : { key: record.after, exclusive: true }),
+        migration,
+        record?.after,
+        options,
+      ));
     }
   } catch (error) {
     mtx.discard();
@@ -156,13 +162,22 @@ async function entryBatch(
     const value = written.has(key) ? ((await tx.get(key)) as JSONValue | undefined) : read.get(key);
     if (value === undefined) continue;
     if (++entries > options.batch * MAX_GROWTH) {
-      throw new Error(`Migration ${JSON.stringify(migration.name)} keeps writing keys after the one it is given, under its prefix, which it is then given too: more than ${MAX_GROWTH} times a batch of them at once. Write the new keys outside the prefix, or give it a prefix`);
+      throw new Error(
+        `Migration ${JSON.stringify(migration.name)} keeps writing keys after the one it is given, under its prefix, which it is then given too: more than ${MAX_GROWTH} times a batch of them at once. Write the new keys outside the prefix, or give it a prefix`,
+      );
     }
     const before = new Set(written);
     await options.run(() => Promise.resolve(migration.entry(tracked, key, value)));
     // Keys it wrote ahead of itself, within this batch's range, are entries of this batch too.
     for (const next of written) {
-      if (before.has(next) || !next.startsWith(prefix) || compareUTF8(next, key) <= 0 || (bound !== undefined && compareUTF8(next, bound) > 0) || read.has(next)) continue;
+      if (
+        before.has(next) ||
+        !next.startsWith(prefix) ||
+        compareUTF8(next, key) <= 0 ||
+        (bound !== undefined && compareUTF8(next, bound) > 0) ||
+        read.has(next)
+      )
+        continue;
       read.set(next, null);
       queue.splice(insertionPoint(queue, next, i + 1), 0, next);
     }

@@ -29,7 +29,9 @@ export class Downgrade {
   readonly #timeoutMs: number;
 
   constructor(steps: readonly OlderSchema[], timeoutMs = Infinity) {
-    this.#reads = [...steps].reverse().map(({ version, read }) => ({ version, keys: read?.keys ?? ((key) => [key]), value: read?.value ?? ((key, get) => get(key)) }));
+    this.#reads = [...steps]
+      .reverse()
+      .map(({ version, read }) => ({ version, keys: read?.keys ?? ((key) => [key]), value: read?.value ?? ((key, get) => get(key)) }));
     this.#timeoutMs = timeoutMs;
   }
 
@@ -50,7 +52,15 @@ export class Downgrade {
     const mapped = this.#reads.length === 1 ? this.#patchOneStep(patch, today, covers) : this.#patchSteps(patch, today, covers);
     if (this.#timeoutMs === Infinity) return mapped;
     const version = this.#reads.at(-1)!.version;
-    return within(mapped, this.#timeoutMs, () => new TemporaryError(`schema version ${JSON.stringify(version)}: mapping a patch to its shape (read.keys, read.value) ran longer than ${this.#timeoutMs} ms (limits.appCodeMs)`, { retryAfterSeconds: 1 }));
+    return within(
+      mapped,
+      this.#timeoutMs,
+      () =>
+        new TemporaryError(
+          `schema version ${JSON.stringify(version)}: mapping a patch to its shape (read.keys, read.value) ran longer than ${this.#timeoutMs} ms (limits.appCodeMs)`,
+          { retryAfterSeconds: 1 },
+        ),
+    );
   }
 
   /** {@link patch} through every step, for a version two or more back. */
@@ -72,7 +82,8 @@ export class Downgrade {
       if (pending === undefined) {
         const step = this.#reads[level - 1]!;
         const get = (read: string) => {
-          if (typeof read !== 'string') return Promise.reject(new DowngradeError(`schema version ${JSON.stringify(step.version)}: read.value's get takes a key, got ${typeof read}`));
+          if (typeof read !== 'string')
+            return Promise.reject(new DowngradeError(`schema version ${JSON.stringify(step.version)}: read.value's get takes a key, got ${typeof read}`));
           if (!this.#checkedKeys(level - 1, read).includes(key)) return Promise.reject(this.#unmapped(step.version, key, read));
           return valueAt(level - 1, read);
         };
@@ -113,7 +124,8 @@ export class Downgrade {
     const keys = [...affected];
     const computed: Array<JSONValue | undefined | Promise<JSONValue | undefined>> = keys.map((key) =>
       step.value(key, (read) => {
-        if (typeof read !== 'string') return Promise.reject(new DowngradeError(`schema version ${JSON.stringify(step.version)}: read.value's get takes a key, got ${typeof read}`));
+        if (typeof read !== 'string')
+          return Promise.reject(new DowngradeError(`schema version ${JSON.stringify(step.version)}: read.value's get takes a key, got ${typeof read}`));
         if (!(feeds.get(read) ?? this.#checkedKeys(0, read)).includes(key)) return Promise.reject(this.#unmapped(step.version, key, read));
         if (values.has(read)) return Promise.resolve(values.get(read));
         const op = ops.get(read);
@@ -134,7 +146,10 @@ export class Downgrade {
   }
 
   /** What `patch` names: whether it starts over (`clear`), its operations by key, and the old keys each feeds (`keysOf`), all of them in order. */
-  #scan(patch: Patch, keysOf: (key: string) => readonly string[]): { cleared: boolean; ops: Map<string, Patch[number]>; feeds: Map<string, readonly string[]>; affected: Set<string> } {
+  #scan(
+    patch: Patch,
+    keysOf: (key: string) => readonly string[],
+  ): { cleared: boolean; ops: Map<string, Patch[number]>; feeds: Map<string, readonly string[]>; affected: Set<string> } {
     const ops = new Map<string, Patch[number]>();
     const feeds = new Map<string, readonly string[]>();
     const affected = new Set<string>();
@@ -154,14 +169,17 @@ export class Downgrade {
   }
 
   #unmapped(version: string, key: string, read: string): DowngradeError {
-    return new DowngradeError(`schema version ${JSON.stringify(version)}: read.value for ${JSON.stringify(key)} read ${JSON.stringify(read)}, whose read.keys do not include it, so its changes would never reach that key; make read.keys(${JSON.stringify(read)}) return it`);
+    return new DowngradeError(
+      `schema version ${JSON.stringify(version)}: read.value for ${JSON.stringify(key)} read ${JSON.stringify(read)}, whose read.keys do not include it, so its changes would never reach that key; make read.keys(${JSON.stringify(read)}) return it`,
+    );
   }
 
   /** The step's `keys` of `key`, checked: a list of strings. */
   #checkedKeys(step: number, key: string): readonly string[] {
     const read = this.#reads[step]!;
     const keys = read.keys(key);
-    if (!Array.isArray(keys) || keys.some((each) => typeof each !== 'string')) throw new DowngradeError(`schema version ${JSON.stringify(read.version)}: read.keys(${JSON.stringify(key)}) must return a list of keys`);
+    if (!Array.isArray(keys) || keys.some((each) => typeof each !== 'string'))
+      throw new DowngradeError(`schema version ${JSON.stringify(read.version)}: read.keys(${JSON.stringify(key)}) must return a list of keys`);
     return keys;
   }
 }

@@ -62,7 +62,10 @@ export interface OlderSchema {
  * mutation); or `{run}`, the mutator kept as it was, run for this version's mutations on today's
  * data in the mutation's transaction.
  */
-export type MutationUpgrade = string | { name?: string; args?: (args: JSONValue, mutation: { name: string; clientID: string; id: number }) => JSONValue } | { run: Mutator };
+export type MutationUpgrade =
+  | string
+  | { name?: string; args?: (args: JSONValue, mutation: { name: string; clientID: string; id: number }) => JSONValue }
+  | { run: Mutator };
 
 /**
  * How an older version's clients read the next version's entries, applied to every pull's patch,
@@ -119,21 +122,30 @@ const steps = new WeakMap<SchemaOptions, Map<string, readonly OlderSchema[]>>();
 
 /** The checks `createContext` makes of the `schema` option: what it names and the shape of each step. */
 export function checkSchema(schema: unknown, describe: (value: unknown) => string): void {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new TypeError(`schema must be { current, older?, minimum?, activeMs? }, got ${describe(schema)}`);
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new TypeError(`schema must be { current, older?, minimum?, activeMs? }, got ${describe(schema)}`);
   const s = schema as Record<string, unknown>;
-  for (const field of Object.keys(s)) if (!['current', 'older', 'minimum', 'activeMs'].includes(field)) throw new TypeError(`schema.${field} is not an option; the options are current, older, minimum and activeMs`);
+  for (const field of Object.keys(s))
+    if (!['current', 'older', 'minimum', 'activeMs'].includes(field))
+      throw new TypeError(`schema.${field} is not an option; the options are current, older, minimum and activeMs`);
   if (typeof s.current !== 'string') throw new TypeError(`schema.current must be today's schemaVersion, a string, got ${describe(s.current)}`);
-  if (s.activeMs !== undefined && !(typeof s.activeMs === 'number' && s.activeMs > 0)) throw new TypeError(`schema.activeMs must be a number of milliseconds above 0, got ${describe(s.activeMs)}`);
-  if (s.older !== undefined && !Array.isArray(s.older)) throw new TypeError(`schema.older must be a list of older versions, newest first, got ${describe(s.older)}`);
+  if (s.activeMs !== undefined && !(typeof s.activeMs === 'number' && s.activeMs > 0))
+    throw new TypeError(`schema.activeMs must be a number of milliseconds above 0, got ${describe(s.activeMs)}`);
+  if (s.older !== undefined && !Array.isArray(s.older))
+    throw new TypeError(`schema.older must be a list of older versions, newest first, got ${describe(s.older)}`);
   const seen = new Set([s.current]);
   for (const [i, step] of ((s.older ?? []) as unknown[]).entries()) checkStep(step, `schema.older[${i}]`, seen, describe);
-  if (s.minimum !== undefined && !seen.has(s.minimum as string)) throw new TypeError(`schema.minimum must name schema.current or a version in schema.older, got ${describe(s.minimum)}`);
+  if (s.minimum !== undefined && !seen.has(s.minimum as string))
+    throw new TypeError(`schema.minimum must name schema.current or a version in schema.older, got ${describe(s.minimum)}`);
 }
 
 function checkStep(step: unknown, path: string, seen: Set<unknown>, describe: (value: unknown) => string): void {
-  if (typeof step !== 'object' || step === null || Array.isArray(step)) throw new TypeError(`${path} must be { version, mutators?, read?, closesAt? }, got ${describe(step)}`);
+  if (typeof step !== 'object' || step === null || Array.isArray(step))
+    throw new TypeError(`${path} must be { version, mutators?, read?, closesAt? }, got ${describe(step)}`);
   const o = step as Record<string, unknown>;
-  for (const field of Object.keys(o)) if (!['version', 'mutators', 'read', 'closesAt'].includes(field)) throw new TypeError(`${path}.${field} is not an option; the options are version, mutators, read and closesAt`);
+  for (const field of Object.keys(o))
+    if (!['version', 'mutators', 'read', 'closesAt'].includes(field))
+      throw new TypeError(`${path}.${field} is not an option; the options are version, mutators, read and closesAt`);
   if (typeof o.version !== 'string') throw new TypeError(`${path}.version must be a string, got ${describe(o.version)}`);
   if (seen.has(o.version)) throw new TypeError(`${path}.version ${JSON.stringify(o.version)} is listed twice (schema.current or another of schema.older)`);
   seen.add(o.version);
@@ -141,14 +153,19 @@ function checkStep(step: unknown, path: string, seen: Set<unknown>, describe: (v
     throw new TypeError(`${path}.closesAt must be a time (a Date, or milliseconds since the epoch), got ${describe(o.closesAt)}`);
   }
   if (o.mutators !== undefined) {
-    if (typeof o.mutators !== 'object' || o.mutators === null || Array.isArray(o.mutators)) throw new TypeError(`${path}.mutators must be an object of upgrades by mutator name, got ${describe(o.mutators)}`);
+    if (typeof o.mutators !== 'object' || o.mutators === null || Array.isArray(o.mutators))
+      throw new TypeError(`${path}.mutators must be an object of upgrades by mutator name, got ${describe(o.mutators)}`);
     for (const [name, upgrade] of Object.entries(o.mutators)) checkUpgrade(upgrade, `${path}.mutators.${name}`, describe);
   }
   if (o.read !== undefined) {
     const read = o.read as Record<string, unknown>;
-    if (typeof read !== 'object' || read === null || Array.isArray(read)) throw new TypeError(`${path}.read must be { keys?, value? }, got ${describe(o.read)}`);
-    for (const field of Object.keys(read)) if (!['keys', 'value'].includes(field)) throw new TypeError(`${path}.read.${field} is not an option; the options are keys and value`);
-    for (const field of ['keys', 'value'] as const) if (read[field] !== undefined && typeof read[field] !== 'function') throw new TypeError(`${path}.read.${field} must be a function, got ${describe(read[field])}`);
+    if (typeof read !== 'object' || read === null || Array.isArray(read))
+      throw new TypeError(`${path}.read must be { keys?, value? }, got ${describe(o.read)}`);
+    for (const field of Object.keys(read))
+      if (!['keys', 'value'].includes(field)) throw new TypeError(`${path}.read.${field} is not an option; the options are keys and value`);
+    for (const field of ['keys', 'value'] as const)
+      if (read[field] !== undefined && typeof read[field] !== 'function')
+        throw new TypeError(`${path}.read.${field} must be a function, got ${describe(read[field])}`);
   }
 }
 

@@ -22,7 +22,8 @@ export function upgradeMutation(steps: readonly OlderSchema[], mutators: Mutator
   for (const step of steps) {
     const upgrade = step.mutators !== undefined && Object.hasOwn(step.mutators, name) ? step.mutators[name] : undefined;
     if (upgrade === undefined) continue;
-    if (upgrade === null) throw new MutationUpgradeError(`Schema version ${JSON.stringify(step.version)} no longer applies ${JSON.stringify(name)} (its upgrade is null)`);
+    if (upgrade === null)
+      throw new MutationUpgradeError(`Schema version ${JSON.stringify(step.version)} no longer applies ${JSON.stringify(name)} (its upgrade is null)`);
     if (typeof upgrade === 'string') {
       name = upgrade;
       continue;
@@ -32,9 +33,15 @@ export function upgradeMutation(steps: readonly OlderSchema[], mutators: Mutator
       try {
         args = upgrade.args(args ?? null, { name, clientID: mutation.clientID, id: mutation.id });
       } catch (error) {
-        throw new MutationUpgradeError(`The upgrade of ${JSON.stringify(name)} from schema version ${JSON.stringify(step.version)} threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        throw new MutationUpgradeError(
+          `The upgrade of ${JSON.stringify(name)} from schema version ${JSON.stringify(step.version)} threw: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
       }
-      if (args === undefined) throw new MutationUpgradeError(`The upgrade of ${JSON.stringify(name)} from schema version ${JSON.stringify(step.version)} returned undefined, not the next version's args`);
+      if (args === undefined)
+        throw new MutationUpgradeError(
+          `The upgrade of ${JSON.stringify(name)} from schema version ${JSON.stringify(step.version)} returned undefined, not the next version's args`,
+        );
     }
     name = upgrade.name ?? name;
   }

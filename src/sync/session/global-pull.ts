@@ -42,7 +42,13 @@ export class GlobalPull {
   }
 
   /** See `SpaceSession.pull`. */
-  async pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead = false, order: () => readonly string[] = () => []): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
+  async pull(
+    cookie: JSONValue,
+    group: GroupRef | undefined,
+    view?: ResolvedView,
+    waitIfAhead = false,
+    order: () => readonly string[] = () => [],
+  ): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
     // A page of a first sync in pages goes on where it left off, or, when it cannot, starts over.
     const held = readCookie(cookie);
     let firstPage = 0;
@@ -118,7 +124,12 @@ export class GlobalPull {
    * kept, under the caller's view, signed by this space, in the pull's `order` or in key order as
    * it began); else the number of the page a reset then starts at, so its pages' orders go on rising.
    */
-  async #resume(cookie: VersionCookie, view: ResolvedView | undefined, waitIfAhead: boolean, chosen: () => readonly string[]): Promise<PullResult | number | 'CookieAhead'> {
+  async #resume(
+    cookie: VersionCookie,
+    view: ResolvedView | undefined,
+    waitIfAhead: boolean,
+    chosen: () => readonly string[],
+  ): Promise<PullResult | number | 'CookieAhead'> {
     const { start, cursor } = readPage(cookie as VersionCookie & { page: string })!;
     const over = cursor.number + 1;
     // The cursor numbers a range of the order it began in: another order's ranges are others.
@@ -156,11 +167,22 @@ export class GlobalPull {
     // An empty space's cookie names no data: no later pull needs its view's record.
     const known = this.#version === 0 || (view.seen !== undefined && this.#clock.now - view.seen < this.#clock.touchEveryMs);
     const wanted = [...(known ? [] : [view.id]), ...(old === undefined ? [] : [old])];
-    const records = wanted.length === 0 ? [] : ((await getMany(this.#tx, wanted.map((id) => this.#keys.view(id)))) as Array<ViewRecord | undefined>);
+    const records =
+      wanted.length === 0
+        ? []
+        : ((await getMany(
+            this.#tx,
+            wanted.map((id) => this.#keys.view(id)),
+          )) as Array<ViewRecord | undefined>);
     const record = old === undefined ? undefined : records.at(-1);
     return {
       current: known ? undefined : { used: records[0]?.used },
-      old: old === undefined ? undefined : record === undefined || record.user !== (view.userID ?? null) || record.rule !== RULE ? 'lost' : Prefixes.canonical(record.prefixes),
+      old:
+        old === undefined
+          ? undefined
+          : record === undefined || record.user !== (view.userID ?? null) || record.rule !== RULE
+            ? 'lost'
+            : Prefixes.canonical(record.prefixes),
     };
   }
 
@@ -193,10 +215,18 @@ export const planPull: Strategy['pullPlan'] = (space, cookie, who) => {
   if (since < 0) return undefined;
   const keys = new SpaceKeys(space);
   const after = encodeVersion(since + 1);
-  const changes: RangeRead = { prefix: keys.versionPrefix, start: { key: keys.versionPrefix + after }, limit: FIRST_PAGE, join: { prefix: keys.entryPrefix, skip: VERSION_FIELD } };
+  const changes: RangeRead = {
+    prefix: keys.versionPrefix,
+    start: { key: keys.versionPrefix + after },
+    limit: FIRST_PAGE,
+    join: { prefix: keys.entryPrefix, skip: VERSION_FIELD },
+  };
   if ('clientID' in who) return { gets: [keys.meta, keys.client(who.userID, who.clientID)], scans: [changes] };
   const lmids = keys.lmidPrefix(who.userID, who.clientGroupID);
-  return { gets: [keys.meta, keys.group(who.userID, who.clientGroupID)], scans: [changes, { prefix: lmids, start: { key: lmids + after }, limit: FIRST_PAGE }] };
+  return {
+    gets: [keys.meta, keys.group(who.userID, who.clientGroupID)],
+    scans: [changes, { prefix: lmids, start: { key: lmids + after }, limit: FIRST_PAGE }],
+  };
 };
 
 /**

@@ -1,5 +1,5 @@
 import type { JSONValue } from '../../protocol/json.js';
-import type { StorageTransaction, } from '../../storage/types.js';
+import type { StorageTransaction } from '../../storage/types.js';
 import { getMany } from '../../storage/write-buffer.js';
 import { orderBase } from '../version/cookie.js';
 import { collectSpace } from './housekeeping.js';
@@ -90,7 +90,16 @@ class GlobalVersionSession implements SpaceSession {
   /** The store's feed is off and this space's log was broken: its commit marks the space off (see feed-record.ts). */
   readonly #markOff: boolean;
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, meta: Meta | undefined, clock: SessionClock, options: SessionOptions, read?: { key: string; record: GroupRecord | undefined }, incarnation?: string, log: LogDecision = 'leave') {
+  constructor(
+    tx: StorageTransaction,
+    keys: SpaceKeys,
+    meta: Meta | undefined,
+    clock: SessionClock,
+    options: SessionOptions,
+    read?: { key: string; record: GroupRecord | undefined },
+    incarnation?: string,
+    log: LogDecision = 'leave',
+  ) {
     this.#tx = tx;
     this.#keys = keys;
     this.#meta = meta;
@@ -160,7 +169,9 @@ class GlobalVersionSession implements SpaceSession {
     if (this.#maxKeyBytes === undefined) return;
     const longest = this.#keys.longestRow(key, this.#prefixIndex);
     if (longest > this.#maxKeyBytes) {
-      throw new RangeError(`A key of ${utf8Length(key)} bytes is too long for this store: with the space's name and the indexes it makes a row key of ${longest} bytes, more than the ${this.#maxKeyBytes} the store can hold (storage.maxKeyBytes)`);
+      throw new RangeError(
+        `A key of ${utf8Length(key)} bytes is too long for this store: with the space's name and the indexes it makes a row key of ${longest} bytes, more than the ${this.#maxKeyBytes} the store can hold (storage.maxKeyBytes)`,
+      );
     }
   }
 
@@ -179,7 +190,10 @@ class GlobalVersionSession implements SpaceSession {
   }
 
   async getMany(keys: readonly string[]): Promise<Array<JSONValue | undefined>> {
-    const entries = (await getMany(this.#tx, keys.map((key) => this.#keys.entry(key)))) as Array<Entry | undefined>;
+    const entries = (await getMany(
+      this.#tx,
+      keys.map((key) => this.#keys.entry(key)),
+    )) as Array<Entry | undefined>;
     return entries.map((entry) => (entry?.del ? undefined : entry?.val));
   }
 
@@ -219,7 +233,10 @@ class GlobalVersionSession implements SpaceSession {
     const keys = this.#keys;
     if (seen !== undefined) await this.#tx.del(keys.groupAt(keys.activityPrefix, seen, userID, clientGroupID));
     // A group's schema version never changes (the client opens a new group for a new one): `inspect` counts groups by it.
-    await this.#tx.put(keys.group(userID, clientGroupID), (schemaVersion === undefined ? { seen: now } : { seen: now, schema: schemaVersion }) satisfies GroupRecord);
+    await this.#tx.put(
+      keys.group(userID, clientGroupID),
+      (schemaVersion === undefined ? { seen: now } : { seen: now, schema: schemaVersion }) satisfies GroupRecord,
+    );
     await this.#tx.put(keys.groupAt(keys.activityPrefix, now, userID, clientGroupID), [userID ?? null, clientGroupID]);
   }
 
@@ -267,7 +284,9 @@ class GlobalVersionSession implements SpaceSession {
       ...(this.#rejected > 0 && { rejected: (rest.rejected ?? 0) + this.#rejected }),
       ...(kept !== undefined && { indexes: kept, indexesAt: version }),
       // The log runs on from the last write that kept it, or starts at this one; a space turned off stays so until then.
-      ...(this.#log !== undefined ? { feedFrom: feedFrom(created) ?? created.version, feedAt: version } : (feedOff || this.#markOff) && { feedOff: true as const }),
+      ...(this.#log !== undefined
+        ? { feedFrom: feedFrom(created) ?? created.version, feedAt: version }
+        : (feedOff || this.#markOff) && { feedOff: true as const }),
       ...((this.#incarnation ?? incarnation) !== undefined && { incarnation: this.#incarnation ?? incarnation }),
     };
     this.#skipTo = undefined;
@@ -286,7 +305,13 @@ class GlobalVersionSession implements SpaceSession {
     return this.#touched && [...this.#touched];
   }
 
-  pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead?: boolean, order?: () => readonly string[]): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
+  pull(
+    cookie: JSONValue,
+    group: GroupRef | undefined,
+    view?: ResolvedView,
+    waitIfAhead?: boolean,
+    order?: () => readonly string[],
+  ): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'> {
     return this.#pulls().pull(cookie, group, view, waitIfAhead, order);
   }
 
@@ -337,7 +362,8 @@ class GlobalVersionSession implements SpaceSession {
     }
     await this.#log?.change(entry.ver, key, old === undefined || old.del ? undefined : old.val, entry.del ? undefined : entry.val);
     // The index's name and secondary key stand for its rows in what pokes are told.
-    for (const touched of await this.#indexRows.write(key, old === undefined || old.del ? undefined : old.val, entry.del ? undefined : entry.val)) this.#touch(touched);
+    for (const touched of await this.#indexRows.write(key, old === undefined || old.del ? undefined : old.val, entry.del ? undefined : entry.val))
+      this.#touch(touched);
     this.#touch(key);
     this.#changed = true;
   }

@@ -17,7 +17,13 @@ import { checkpointStep } from '../history/checkpoints.js';
  * know: the newest version whose deletes are gone (older cookies then get a reset) and that
  * groups were expired.
  */
-export async function collectSpace(tx: StorageTransaction, space: string, now: number, retention: Retention, limit: number): Promise<Collected & { done: boolean }> {
+export async function collectSpace(
+  tx: StorageTransaction,
+  space: string,
+  now: number,
+  retention: Retention,
+  limit: number,
+): Promise<Collected & { done: boolean }> {
   const keys = new SpaceKeys(space);
   const counts = { clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 };
   // What a crashed import left behind (see import-batch.ts): no import runs for a day.
@@ -28,14 +34,23 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   if (meta === undefined) return { ...counts, done };
   let floor = meta.floor ?? 0;
 
-  const tombstones = await oldest(tx, keys.tombstonePrefix, limit, retention.tombstonesMs === false ? -Infinity : now - retention.tombstonesMs, (_, at) => at as number);
+  const tombstones = await oldest(
+    tx,
+    keys.tombstonePrefix,
+    limit,
+    retention.tombstonesMs === false ? -Infinity : now - retention.tombstonesMs,
+    (_, at) => at as number,
+  );
   done &&= tombstones.done;
   const found = tombstones.rows.map(([row]) => {
     const rest = row.slice(keys.tombstonePrefix.length);
     return { row, version: decodeVersion(rest.slice(0, VERSION_FIELD - 1)), key: rest.slice(VERSION_FIELD) };
   });
   // One read for the batch's entries: one round trip on a database.
-  const entries = (await readMany(tx, found.map(({ key }) => keys.entry(key)))) as Array<Entry | undefined>;
+  const entries = (await readMany(
+    tx,
+    found.map(({ key }) => keys.entry(key)),
+  )) as Array<Entry | undefined>;
   // The space's history counts each tombstone row and log row (see quota.ts) until they go here.
   let history = meta.history;
   for (const [i, { row, version, key }] of found.entries()) {
@@ -54,9 +69,18 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   }
 
   // A group costs two reads of its own (its clients): fewer of them a batch keeps batches short.
-  const idle = await oldest(tx, keys.activityPrefix, Math.max(1, Math.floor(limit / 4)), retention.clientGroupsMs === false ? -Infinity : now - retention.clientGroupsMs, timeOf(keys.activityPrefix));
+  const idle = await oldest(
+    tx,
+    keys.activityPrefix,
+    Math.max(1, Math.floor(limit / 4)),
+    retention.clientGroupsMs === false ? -Infinity : now - retention.clientGroupsMs,
+    timeOf(keys.activityPrefix),
+  );
   done &&= idle.done;
-  const idleGroups = (await readMany(tx, idle.rows.map(([, value]) => keys.group(...groupOf(value))))) as Array<GroupRecord | undefined>;
+  const idleGroups = (await readMany(
+    tx,
+    idle.rows.map(([, value]) => keys.group(...groupOf(value))),
+  )) as Array<GroupRecord | undefined>;
   for (const [i, [row, value]] of idle.rows.entries()) {
     const [userID, group] = groupOf(value);
     const record = idleGroups[i];
@@ -79,10 +103,19 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
 
   // A view record no pull issued for the group retention: a client holding a cookie that names
   // it gets a reset if its view changed since (and nothing worse), so it may go.
-  const unused = await oldest(tx, keys.viewUsePrefix, limit, retention.clientGroupsMs === false ? -Infinity : now - retention.clientGroupsMs, timeOf(keys.viewUsePrefix));
+  const unused = await oldest(
+    tx,
+    keys.viewUsePrefix,
+    limit,
+    retention.clientGroupsMs === false ? -Infinity : now - retention.clientGroupsMs,
+    timeOf(keys.viewUsePrefix),
+  );
   done &&= unused.done;
   const ids = unused.rows.map(([row]) => row.slice(keys.viewUsePrefix.length + VERSION_FIELD));
-  const views = (await readMany(tx, ids.map((id) => keys.view(id)))) as Array<ViewRecord | undefined>;
+  const views = (await readMany(
+    tx,
+    ids.map((id) => keys.view(id)),
+  )) as Array<ViewRecord | undefined>;
   for (const [i, [row]] of unused.rows.entries()) {
     // A row left behind by a later refresh is not the record's current one: only the row goes.
     if (views[i] !== undefined && views[i].used === timeOf(keys.viewUsePrefix)(row)) {
@@ -114,7 +147,13 @@ export async function collectSpace(tx: StorageTransaction, space: string, now: n
   if (meta.rejected !== undefined) await trimRejected(tx, keys, now, retention.changesMs);
 
   if (floor !== (meta.floor ?? 0) || (counts.clientGroups > 0 && !meta.expiredGroups) || feedFrom !== meta.feedFrom || history !== meta.history) {
-    await tx.put(keys.meta, { ...meta, floor, ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }), ...(feedFrom !== undefined && { feedFrom }), ...(history !== undefined && { history }) } satisfies Meta);
+    await tx.put(keys.meta, {
+      ...meta,
+      floor,
+      ...((counts.clientGroups > 0 || meta.expiredGroups) && { expiredGroups: true }),
+      ...(feedFrom !== undefined && { feedFrom }),
+      ...(history !== undefined && { history }),
+    } satisfies Meta);
   }
   return { ...counts, done };
 }
@@ -155,7 +194,10 @@ async function removeClients(tx: StorageTransaction, keys: SpaceKeys, userID: st
   let removed = 0;
   const rows = await tx.scan({ prefix });
   const clientIDs = rows.map(([row]) => row.slice(prefix.length + VERSION_FIELD));
-  const clients = (await readMany(tx, clientIDs.map((clientID) => keys.client(userID, clientID)))) as Array<StoredClient | undefined>;
+  const clients = (await readMany(
+    tx,
+    clientIDs.map((clientID) => keys.client(userID, clientID)),
+  )) as Array<StoredClient | undefined>;
   for (const [i, [row]] of rows.entries()) {
     const clientID = clientIDs[i]!;
     // A client record that moved to another group (it cannot, today) would not be this group's.

@@ -93,7 +93,11 @@ export class UnknownMutatorError extends Error {
  */
 export class MutatorTimeoutError extends TemporaryError {
   override name = 'MutatorTimeoutError';
-  constructor(mutatorName: string, ms: number, message = `Mutator ${JSON.stringify(mutatorName)} ran longer than ${ms} ms (limits.appCodeMs); its writes were discarded`) {
+  constructor(
+    mutatorName: string,
+    ms: number,
+    message = `Mutator ${JSON.stringify(mutatorName)} ran longer than ${ms} ms (limits.appCodeMs); its writes were discarded`,
+  ) {
     super(message, {
       retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
     });

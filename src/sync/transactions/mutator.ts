@@ -31,7 +31,10 @@ export type Mutators = Readonly<Record<string, Mutator>>;
  *   await tx.set(key, (((await tx.get(key)) as number | undefined) ?? 0) + delta);
  * });
  */
-export function defineMutator<TSchema extends StandardSchemaV1>(schema: TSchema, run: (tx: WriteTransaction, args: StandardSchemaV1.InferOutput<TSchema>) => unknown): Mutator {
+export function defineMutator<TSchema extends StandardSchemaV1>(
+  schema: TSchema,
+  run: (tx: WriteTransaction, args: StandardSchemaV1.InferOutput<TSchema>) => unknown,
+): Mutator {
   const standard = schema['~standard'];
   if (standard?.version !== 1 || typeof standard.validate !== 'function') {
     throw new TypeError('defineMutator takes a Standard Schema (valibot, zod 3.24+, arktype, ...): its schema has no ~standard.validate');

@@ -25,11 +25,13 @@ export type Quotas = SpaceQuota | ((space: string) => SpaceQuota | undefined);
 /** The quota of `space` under `quotas`, checked; undefined when it has none. */
 export function quotaOf(quotas: Quotas | undefined, space: string): SpaceQuota | undefined {
   const quota = typeof quotas === 'function' ? quotas(space) : quotas;
-  if (quota === undefined || (quota.entries === undefined && quota.bytes === undefined && (quota.historyBytes === undefined || quota.historyBytes === false))) return undefined;
+  if (quota === undefined || (quota.entries === undefined && quota.bytes === undefined && (quota.historyBytes === undefined || quota.historyBytes === false)))
+    return undefined;
   for (const field of ['entries', 'bytes', 'historyBytes'] as const) {
     const bound = quota[field];
     // An app's bug (a string from an environment variable, say) must not read as "no quota".
-    if (bound !== undefined && !(field === 'historyBytes' && bound === false) && !(typeof bound === 'number' && bound >= 0)) throw new TypeError(`quotas.${field} must be a number of at least 0${field === 'historyBytes' ? ', or false' : ''}, got ${JSON.stringify(bound)}`);
+    if (bound !== undefined && !(field === 'historyBytes' && bound === false) && !(typeof bound === 'number' && bound >= 0))
+      throw new TypeError(`quotas.${field} must be a number of at least 0${field === 'historyBytes' ? ', or false' : ''}, got ${JSON.stringify(bound)}`);
   }
   return quota;
 }
@@ -63,7 +65,14 @@ export function valueBytes(value: JSONValue, known?: number): number {
  * value (in one read): run only when a quota is set. `measured`: the bytes of values already
  * measured, by key.
  */
-export async function overQuota(session: SpaceSession, space: string, quota: SpaceQuota, writes: ReadonlyMap<string, JSONValue | typeof DELETED>, measured?: ReadonlyMap<string, number>, events: ReadonlyArray<readonly [topic: string, bytes: number]> = []): Promise<QuotaExceededError | undefined> {
+export async function overQuota(
+  session: SpaceSession,
+  space: string,
+  quota: SpaceQuota,
+  writes: ReadonlyMap<string, JSONValue | typeof DELETED>,
+  measured?: ReadonlyMap<string, number>,
+  events: ReadonlyArray<readonly [topic: string, bytes: number]> = [],
+): Promise<QuotaExceededError | undefined> {
   const now = await session.usage();
   const olds = await session.getMany([...writes.keys()]);
   let entries = 0;
@@ -87,7 +96,8 @@ export async function overQuota(session: SpaceSession, space: string, quota: Spa
     }
   }
   for (const [topic, payloadBytes] of events) history += session.logRowBytes(topic, payloadBytes);
-  if (entries > 0 && quota.entries !== undefined && now.entries + entries > quota.entries) return new QuotaExceededError(space, 'entries', now.entries + entries, quota.entries);
+  if (entries > 0 && quota.entries !== undefined && now.entries + entries > quota.entries)
+    return new QuotaExceededError(space, 'entries', now.entries + entries, quota.entries);
   if (bytes > 0 && quota.bytes !== undefined && now.bytes + bytes > quota.bytes) return new QuotaExceededError(space, 'bytes', now.bytes + bytes, quota.bytes);
   const limit = historyLimit(quota);
   // A set with the log off adds nothing, but is still held back by a history over its bound (tombstones).

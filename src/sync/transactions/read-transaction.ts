@@ -55,7 +55,8 @@ export class SpaceReadTransaction implements ReadTransaction {
     const byIndex = 'indexName' in options && options.indexName !== undefined;
     type Entry = readonly [string | IndexKey, JSONValue];
     // An index's keys are read without the values, which are a read of their own.
-    const pages = (keysOnly = false): AsyncIterator<ReadonlyArray<Entry>> => (byIndex ? this.#indexPages(options as ScanIndexOptions, keysOnly) : this.#pages(options as ScanOptions));
+    const pages = (keysOnly = false): AsyncIterator<ReadonlyArray<Entry>> =>
+      byIndex ? this.#indexPages(options as ScanIndexOptions, keysOnly) : this.#pages(options as ScanOptions);
     const values = () => iterator(pages(), (entry) => entry[1]);
     return {
       [Symbol.asyncIterator]: values,
@@ -67,17 +68,29 @@ export class SpaceReadTransaction implements ReadTransaction {
   }
 
   /** The entries of an index in range, a page at a time; only views read indexes on the server (see indexes.ts). */
-  protected indexRange(name: string, prefix: string, start: IndexStart | undefined, keysOnly: boolean): AsyncIterable<ReadonlyArray<readonly [IndexKey, JSONValue]>> {
-    if (this.space.scanIndex === undefined) throw new TypeError(`scan: indexes (indexName ${JSON.stringify(name.slice(0, 100))}) are read on the server by views only, from the context's \`indexes\``);
+  protected indexRange(
+    name: string,
+    prefix: string,
+    start: IndexStart | undefined,
+    keysOnly: boolean,
+  ): AsyncIterable<ReadonlyArray<readonly [IndexKey, JSONValue]>> {
+    if (this.space.scanIndex === undefined)
+      throw new TypeError(
+        `scan: indexes (indexName ${JSON.stringify(name.slice(0, 100))}) are read on the server by views only, from the context's \`indexes\``,
+      );
     return this.space.scanIndex(name, prefix, start, keysOnly);
   }
 
-  async *#indexPages({ indexName, prefix = '', start, limit = Infinity }: ScanIndexOptions, keysOnly: boolean): AsyncGenerator<ReadonlyArray<readonly [IndexKey, JSONValue]>> {
+  async *#indexPages(
+    { indexName, prefix = '', start, limit = Infinity }: ScanIndexOptions,
+    keysOnly: boolean,
+  ): AsyncGenerator<ReadonlyArray<readonly [IndexKey, JSONValue]>> {
     this.check();
     if (typeof indexName !== 'string' || typeof prefix !== 'string') throw new TypeError('scan: indexName and prefix must be strings');
     const key = start?.key;
     const [secondary, primary] = typeof key === 'string' ? [key, undefined] : Array.isArray(key) ? key : [undefined, undefined];
-    if (key !== undefined && (typeof secondary !== 'string' || (primary !== undefined && typeof primary !== 'string'))) throw new TypeError('scan: start.key must be a secondary key, or [secondary, primary]');
+    if (key !== undefined && (typeof secondary !== 'string' || (primary !== undefined && typeof primary !== 'string')))
+      throw new TypeError('scan: start.key must be a secondary key, or [secondary, primary]');
     if (limit <= 0) return;
     // Before the prefix, a start says nothing more than the prefix does.
     const from = secondary !== undefined && compareUTF8(secondary, prefix) >= 0 ? { secondary, key: primary, exclusive: start?.exclusive ?? false } : undefined;
@@ -100,7 +113,10 @@ export class SpaceReadTransaction implements ReadTransaction {
   }
 
   /** The entries in range in key order, a page at a time, as this transaction sees them (removed ones as {@link DELETED}). */
-  protected range(prefix: string, from: { key: string; exclusive: boolean } | undefined): AsyncIterable<ReadonlyArray<readonly [string, JSONValue | typeof DELETED]>> {
+  protected range(
+    prefix: string,
+    from: { key: string; exclusive: boolean } | undefined,
+  ): AsyncIterable<ReadonlyArray<readonly [string, JSONValue | typeof DELETED]>> {
     return this.space.scan(prefix, from);
   }
 

@@ -47,7 +47,9 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
 
   /** A mutator's own writes are not in the space's indexes yet: an index read here would miss them. */
   protected override indexRange(name: string): never {
-    throw new TypeError(`scan: indexes (indexName ${JSON.stringify(name.slice(0, 100))}) exist only on the client for mutators; on the server, views read them (the context's \`indexes\`), and a mutator scans by key prefix`);
+    throw new TypeError(
+      `scan: indexes (indexName ${JSON.stringify(name.slice(0, 100))}) exist only on the client for mutators; on the server, views read them (the context's \`indexes\`), and a mutator scans by key prefix`,
+    );
   }
 
   async set(key: string, value: JSONValue): Promise<void> {
@@ -71,8 +73,14 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
   /** The outbox (see emit.ts): an event committed with this mutation's writes, if it commits. */
   async [EMIT](topic: string, payload: unknown): Promise<void> {
     this.check();
-    if (!this.#space.logging) throw new TypeError('emit: events go out through the change feed, which is off on this server: turn it on with the context option `changes` (createContext({ ..., changes: {} }))');
-    if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC) throw new TypeError(`emit: a topic is a string of 1 to ${MAX_TOPIC} characters, got ${typeof topic === 'string' ? `one of ${topic.length}` : typeof topic}`);
+    if (!this.#space.logging)
+      throw new TypeError(
+        'emit: events go out through the change feed, which is off on this server: turn it on with the context option `changes` (createContext({ ..., changes: {} }))',
+      );
+    if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC)
+      throw new TypeError(
+        `emit: a topic is a string of 1 to ${MAX_TOPIC} characters, got ${typeof topic === 'string' ? `one of ${topic.length}` : typeof topic}`,
+      );
     if (this.#events.length >= MAX_EVENTS) throw new RangeError(`emit: a mutation emits at most ${MAX_EVENTS} events`);
     const { copy, bytes } = measuredJSONCopy(payload as JSONValue, this.#limits.valueBytes);
     this.#events.push([topic, copy, bytes]);
@@ -80,7 +88,14 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
 
   /** Whether this mutation's writes would take `space` over `quota` (see quota.ts): the error to fail it with. */
   overQuota(space: string, quota: SpaceQuota): Promise<QuotaExceededError | undefined> {
-    return overQuota(this.#space, space, quota, this.#writes, this.#bytes, this.#events.map(([topic, , bytes]) => [topic, bytes] as const));
+    return overQuota(
+      this.#space,
+      space,
+      quota,
+      this.#writes,
+      this.#bytes,
+      this.#events.map(([topic, , bytes]) => [topic, bytes] as const),
+    );
   }
 
   /** Ends the mutation: its writes go to the space. */
@@ -113,8 +128,7 @@ export class MutationTransaction extends SpaceReadTransaction implements WriteTr
   /** The space's entries and the buffered writes in range, merged in key order, a page at a time. */
   protected override async *range(prefix: string, from: { key: string; exclusive: boolean } | undefined) {
     const writes = this.#writes;
-    const inRange = (key: string) =>
-      key.startsWith(prefix) && (from === undefined || compareUTF8(key, from.key) >= (from.exclusive ? 1 : 0));
+    const inRange = (key: string) => key.startsWith(prefix) && (from === undefined || compareUTF8(key, from.key) >= (from.exclusive ? 1 : 0));
     const buffered = [...writes.keys()].filter(inRange).sort(compareUTF8);
     let b = 0;
     for await (const page of this.#space.scan(prefix, from)) {

@@ -128,9 +128,18 @@ export function answerTo(cookie: JSONValue, meta: Meta | undefined, view: { id: 
   // next takes its base from that push's clock, which may have been read before this pull's (the
   // reloaded page pushes and pulls at once) or run behind it (another instance). Sorting above
   // that base, the cookie would get ClientStateNotFound once the space held data.
-  if (version !== 0) return { since: 'reset', current, ...(parsed !== 'foreign' && parsed.epoch === meta!.epoch && parsed.order - meta!.base === version + 1 && { ahead: true as const }) };
+  if (version !== 0)
+    return {
+      since: 'reset',
+      current,
+      ...(parsed !== 'foreign' && parsed.epoch === meta!.epoch && parsed.order - meta!.base === version + 1 && { ahead: true as const }),
+    };
   const ahead = meta === undefined && parsed !== 'foreign' && parsed.epoch !== '';
-  return { since: 'reset', ...(ahead && { ahead: true as const }), current: named({ order: parsed === 'foreign' ? orderBase(now) : parsed.order + 1, epoch: '' }) };
+  return {
+    since: 'reset',
+    ...(ahead && { ahead: true as const }),
+    current: named({ order: parsed === 'foreign' ? orderBase(now) : parsed.order + 1, epoch: '' }),
+  };
 }
 
 /**

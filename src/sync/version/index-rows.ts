@@ -25,7 +25,13 @@ export class IndexRows {
   /** Whether each index's rows are whole, once a scan read the meta record (a view scans once per list). */
   readonly #whole = new Map<string, boolean>();
 
-  constructor(tx: StorageTransaction, keys: SpaceKeys, indexes: IndexDefinitions, maxKeyBytes: number | undefined, entries: Pick<SpaceSession, 'scan' | 'getMany'>) {
+  constructor(
+    tx: StorageTransaction,
+    keys: SpaceKeys,
+    indexes: IndexDefinitions,
+    maxKeyBytes: number | undefined,
+    entries: Pick<SpaceSession, 'scan' | 'getMany'>,
+  ) {
     this.#tx = tx;
     this.#keys = keys;
     this.#indexes = indexes;
@@ -77,14 +83,19 @@ export class IndexRows {
     const index = this.#indexes[name];
     if (index === undefined) {
       const names = Object.keys(this.#indexes);
-      throw new TypeError(`scan: no index is named ${JSON.stringify(name.slice(0, 100))} (${names.length === 0 ? 'the context has no indexes' : `indexes: ${names.map((known) => JSON.stringify(known)).join(', ')}`})`);
+      throw new TypeError(
+        `scan: no index is named ${JSON.stringify(name.slice(0, 100))} (${names.length === 0 ? 'the context has no indexes' : `indexes: ${names.map((known) => JSON.stringify(known)).join(', ')}`})`,
+      );
     }
     if (!(await this.#isWhole(name, index))) {
       yield* this.#scanEntries(index, prefix, start);
       return;
     }
     const base = this.#keys.index(name);
-    const from = start && { key: base + start.secondary + (start.key === undefined ? '' : '\u0000' + start.key), exclusive: start.key !== undefined && start.exclusive };
+    const from = start && {
+      key: base + start.secondary + (start.key === undefined ? '' : '\u0000' + start.key),
+      exclusive: start.key !== undefined && start.exclusive,
+    };
     for await (const page of scanPages(this.#tx, { prefix: base + prefix, start: from })) {
       const found = page.map(([row]) => {
         const rest = row.slice(base.length);
@@ -124,12 +135,15 @@ export class IndexRows {
       }
     }
     found.sort(([[a, x]], [[b, y]]) => compareUTF8(a, b) || compareUTF8(x, y));
-    const after = start === undefined ? found : found.filter(([[secondary, key]]) => {
-      const bySecondary = compareUTF8(secondary, start.secondary);
-      if (bySecondary !== 0 || start.key === undefined) return bySecondary >= 0;
-      const byKey = compareUTF8(key, start.key);
-      return start.exclusive ? byKey > 0 : byKey >= 0;
-    });
+    const after =
+      start === undefined
+        ? found
+        : found.filter(([[secondary, key]]) => {
+            const bySecondary = compareUTF8(secondary, start.secondary);
+            if (bySecondary !== 0 || start.key === undefined) return bySecondary >= 0;
+            const byKey = compareUTF8(key, start.key);
+            return start.exclusive ? byKey > 0 : byKey >= 0;
+          });
     for (let i = 0; i < after.length; i += PAGE) yield after.slice(i, i + PAGE);
   }
 

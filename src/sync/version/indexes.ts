@@ -52,7 +52,8 @@ function pointAt(value: JSONValue, pointer: string): JSONValue | undefined {
  * names that are strings, pointers that are RFC 6901 pointers.
  */
 export function checkIndexes(indexes: unknown): asserts indexes is IndexDefinitions {
-  if (indexes === null || typeof indexes !== 'object' || Array.isArray(indexes)) throw new TypeError(`indexes must be an object of index definitions by name, got ${Array.isArray(indexes) ? 'an array' : typeof indexes}`);
+  if (indexes === null || typeof indexes !== 'object' || Array.isArray(indexes))
+    throw new TypeError(`indexes must be an object of index definitions by name, got ${Array.isArray(indexes) ? 'an array' : typeof indexes}`);
   for (const [name, index] of Object.entries(indexes)) {
     const where = `indexes[${JSON.stringify(name)}]`;
     if (name === '') throw new TypeError('indexes: an index needs a name');
@@ -61,7 +62,8 @@ export function checkIndexes(indexes: unknown): asserts indexes is IndexDefiniti
     const unknown = Object.keys(rest)[0];
     if (unknown !== undefined) throw new TypeError(`${where}.${unknown} is not an option of an index (prefix, jsonPointer, allowEmpty)`);
     if (prefix !== undefined && typeof prefix !== 'string') throw new TypeError(`${where}.prefix must be a string`);
-    if (typeof jsonPointer !== 'string' || (jsonPointer !== '' && !jsonPointer.startsWith('/'))) throw new TypeError(`${where}.jsonPointer must be a JSON Pointer: '' or starting with '/', like '/listID'`);
+    if (typeof jsonPointer !== 'string' || (jsonPointer !== '' && !jsonPointer.startsWith('/')))
+      throw new TypeError(`${where}.jsonPointer must be a JSON Pointer: '' or starting with '/', like '/listID'`);
     if (allowEmpty !== undefined && typeof allowEmpty !== 'boolean') throw new TypeError(`${where}.allowEmpty must be a boolean`);
   }
 }

@@ -116,7 +116,22 @@ export class SpaceKeys {
     // The versioned rows are caught up by version; the rest are compared whole (src/route/copy.ts).
     return {
       versioned: [this.entryPrefix, this.versionPrefix, this.tombstonePrefix, `b/${s}/`, this.logPrefix],
-      whole: [this.checkpointRecordPrefix, this.checkpointPrefix, this.groupPrefix, this.clientPrefix, `l/${s}/`, this.activityPrefix, this.expiredPrefix, `w/${s}/`, this.viewUsePrefix, this.stagingPrefix, `n/${s}/`, this.deliveryPrefix, this.rejectedPrefix, this.migrationPrefix],
+      whole: [
+        this.checkpointRecordPrefix,
+        this.checkpointPrefix,
+        this.groupPrefix,
+        this.clientPrefix,
+        `l/${s}/`,
+        this.activityPrefix,
+        this.expiredPrefix,
+        `w/${s}/`,
+        this.viewUsePrefix,
+        this.stagingPrefix,
+        `n/${s}/`,
+        this.deliveryPrefix,
+        this.rejectedPrefix,
+        this.migrationPrefix,
+      ],
     };
   }
 

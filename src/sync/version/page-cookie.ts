@@ -59,7 +59,9 @@ export function pageCookie<C extends { order: number; sig?: string }>(start: C, 
  * The start and cursor of a page's cookie (its signature left to the caller), or undefined for a
  * `page` field this server never wrote.
  */
-export function readPage<C extends { order: number; page: string; sig?: string }>(cookie: C): { start: Omit<C, 'page' | 'sig'>; cursor: PageCursor } | undefined {
+export function readPage<C extends { order: number; page: string; sig?: string }>(
+  cookie: C,
+): { start: Omit<C, 'page' | 'sig'>; cursor: PageCursor } | undefined {
   let parsed: JSONValue;
   try {
     parsed = JSON.parse(cookie.page) as JSONValue;

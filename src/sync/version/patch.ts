@@ -49,7 +49,13 @@ const ENTRY_HEAD = /^\{"ver":(\d+),"val":/;
  * The changes after version `since` up to `latest` (the space's version), in version order, of
  * the keys `keep` accepts (all without it).
  */
-export async function changesSince(tx: StorageTransaction, keys: SpaceKeys, since: number, latest: number, keep?: (key: string) => boolean): Promise<PatchOperation[]> {
+export async function changesSince(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  since: number,
+  latest: number,
+  keep?: (key: string) => boolean,
+): Promise<PatchOperation[]> {
   const patch: PatchOperation[] = [];
   // An up-to-date client, the most common pull: no version after the latest to look for.
   if (since >= latest) return patch;
@@ -163,7 +169,11 @@ function bucketsFor(prefixes: Prefixes): Map<string, string[]> | undefined {
  * The entry rows of the keys `prefix` covers (`coversKey`), a page at a time, through `scan`: for
  * `list/a`, the key itself and the keys under `list/a/`, never those of `list/ab`.
  */
-async function* regionPages<V>(scan: (options: ScanOptions) => Promise<ReadonlyArray<readonly [string, V]>>, keys: SpaceKeys, prefix: string): AsyncGenerator<ReadonlyArray<readonly [string, V]>> {
+async function* regionPages<V>(
+  scan: (options: ScanOptions) => Promise<ReadonlyArray<readonly [string, V]>>,
+  keys: SpaceKeys,
+  prefix: string,
+): AsyncGenerator<ReadonlyArray<readonly [string, V]>> {
   if (prefix !== '' && !prefix.endsWith('/')) {
     // The key itself sorts first among the rows it starts.
     const row = keys.entry(prefix);
@@ -177,7 +187,10 @@ async function* regionPages<V>(scan: (options: ScanOptions) => Promise<ReadonlyA
 /** The operations for changed keys, their entries read in one round trip. */
 async function readChanges(tx: StorageTransaction, keys: SpaceKeys, changed: readonly string[]): Promise<PatchOperation[]> {
   if (changed.length === 0) return [];
-  const entries = await getMany(tx, changed.map((key) => keys.entry(key)));
+  const entries = await getMany(
+    tx,
+    changed.map((key) => keys.entry(key)),
+  );
   return changed.map((key, i) => {
     const entry = recordOf<Entry>(entries[i]!);
     return entry.del ? { op: 'del', key } : { op: 'put', key, value: entry.val };
@@ -202,7 +215,10 @@ export function scanPages(tx: StorageTransaction, options: ScanOptions): AsyncGe
 }
 
 /** {@link scanPages} through any scan: `StorageTransaction.scan`, or `scanText` for values as text. */
-export async function* pagesOf<V>(scan: (options: ScanOptions) => Promise<ReadonlyArray<readonly [string, V]>>, options: ScanOptions): AsyncGenerator<ReadonlyArray<readonly [string, V]>> {
+export async function* pagesOf<V>(
+  scan: (options: ScanOptions) => Promise<ReadonlyArray<readonly [string, V]>>,
+  options: ScanOptions,
+): AsyncGenerator<ReadonlyArray<readonly [string, V]>> {
   let start = options.start;
   for (let size = FIRST_PAGE; ; size = Math.min(size * 2, LAST_PAGE)) {
     const page = await scan({ prefix: options.prefix, start, limit: size });

@@ -43,7 +43,8 @@ export class Prefixes {
     const add = (prefix: unknown) => {
       if (typeof prefix !== 'string') throw new TypeError(`view returned a prefix that is not a string: ${prefix === null ? 'null' : typeof prefix}`);
       if (hasLoneSurrogate(prefix)) throw new TypeError(`view returned the prefix ${JSON.stringify(prefix.slice(0, 100))}, which holds a lone surrogate`);
-      if (!fitsUTF8(prefix, limits.keyBytes)) throw new RangeError(`view returned a prefix longer than a key may be (limits.keyBytes, ${limits.keyBytes} bytes)`);
+      if (!fitsUTF8(prefix, limits.keyBytes))
+        throw new RangeError(`view returned a prefix longer than a key may be (limits.keyBytes, ${limits.keyBytes} bytes)`);
       if (all.push(prefix) > limits.viewPrefixes) throw new RangeError(`view returned more than ${limits.viewPrefixes} prefixes (limits.viewPrefixes)`);
     };
     // An array (the usual answer) without an await per prefix.

@@ -43,7 +43,13 @@ export interface ResetPage {
  * of values (a space of less is answered whole), and where the rest starts. Pages grow from
  * {@link FIRST_PAGE} rows: a small space costs one read.
  */
-export async function resetStart(tx: StorageTransaction, keys: SpaceKeys, version: number, view?: Prefixes, order?: readonly string[]): Promise<{ patch: Patch; rest: ResetCursor | undefined }> {
+export async function resetStart(
+  tx: StorageTransaction,
+  keys: SpaceKeys,
+  version: number,
+  view?: Prefixes,
+  order?: readonly string[],
+): Promise<{ patch: Patch; rest: ResetCursor | undefined }> {
   const patch: Array<PatchOperation | TextPut> = [{ op: 'clear' }];
   let cursor: ResetCursor | undefined = { ranges: entryRanges(keys, view, order), version, range: 0, after: undefined };
   let read = 0;
@@ -71,7 +77,13 @@ export async function resetStart(tx: StorageTransaction, keys: SpaceKeys, versio
  * characters a row, and once the room is used up the generator returns where the next page
  * would start.
  */
-export async function* resetRest(storage: Storage, space: string, keys: SpaceKeys, cursor: ResetCursor, room?: () => number): AsyncGenerator<Patch, ResetCursor | undefined, undefined> {
+export async function* resetRest(
+  storage: Storage,
+  space: string,
+  keys: SpaceKeys,
+  cursor: ResetCursor,
+  room?: () => number,
+): AsyncGenerator<Patch, ResetCursor | undefined, undefined> {
   const read = (from: ResetCursor, rows: number) => storage.transaction((tx) => readPage(tx, keys, from, rows), { readOnly: true, space });
   if (room !== undefined) return yield* fitted(read, cursor, room);
   let rows = PAGE_ROWS;
@@ -91,7 +103,11 @@ export async function* resetRest(storage: Storage, space: string, keys: SpaceKey
 }
 
 /** {@link resetRest} with `room`: pages that fit it, read one after another. */
-async function* fitted(read: (from: ResetCursor, rows: number) => Promise<ResetPage>, cursor: ResetCursor, room: () => number): AsyncGenerator<Patch, ResetCursor | undefined, undefined> {
+async function* fitted(
+  read: (from: ResetCursor, rows: number) => Promise<ResetPage>,
+  cursor: ResetCursor,
+  room: () => number,
+): AsyncGenerator<Patch, ResetCursor | undefined, undefined> {
   let rows = FIRST_PAGE;
   let perRow: number | undefined;
   for (let at: ResetCursor | undefined = cursor; at !== undefined; ) {
@@ -122,7 +138,13 @@ function nextRows(rows: number, page: ResetPage): number {
 }
 
 /** Where a page of a first sync in pages left a reset of `view` in `order` as of `version` (page-cookie.ts). */
-export function resumeAt(keys: SpaceKeys, version: number, view: Prefixes | undefined, order: readonly string[], at: { range: number; after: string | undefined }): ResetCursor {
+export function resumeAt(
+  keys: SpaceKeys,
+  version: number,
+  view: Prefixes | undefined,
+  order: readonly string[],
+  at: { range: number; after: string | undefined },
+): ResetCursor {
   return { ranges: entryRanges(keys, view, order), version, range: at.range, after: at.after };
 }
 

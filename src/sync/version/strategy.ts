@@ -107,7 +107,12 @@ export interface SpaceSession {
    * order (secondary, then key), from `start` on, a page at a time; with `keysOnly`, their values
    * are not read (and are `null`). Throws for an index the session was not given.
    */
-  scanIndex(name: string, prefix: string, start?: { secondary: string; key?: string | undefined; exclusive: boolean }, keysOnly?: boolean): AsyncGenerator<ReadonlyArray<readonly [readonly [string, string], JSONValue]>>;
+  scanIndex(
+    name: string,
+    prefix: string,
+    start?: { secondary: string; key?: string | undefined; exclusive: boolean },
+    keysOnly?: boolean,
+  ): AsyncGenerator<ReadonlyArray<readonly [readonly [string, string], JSONValue]>>;
   /** Sets `key`, stamping the change for later pulls; `valueBytes`, when known, saves measuring the value again. */
   put(key: string, value: JSONValue, valueBytes?: number): Promise<void>;
   /** Removes `key` (softly, so pulls can report it); a missing key is no change. */
@@ -168,7 +173,13 @@ export interface SpaceSession {
    * without it, for the answer a cookie the store is not at gets. A reset sends the keys of
    * the prefixes `order()` gives first, in that order (a first sync's `order`), the rest in key order.
    */
-  pull(cookie: JSONValue, group: GroupRef | undefined, view?: ResolvedView, waitIfAhead?: boolean, order?: () => readonly string[]): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'>;
+  pull(
+    cookie: JSONValue,
+    group: GroupRef | undefined,
+    view?: ResolvedView,
+    waitIfAhead?: boolean,
+    order?: () => readonly string[],
+  ): Promise<PullResult | 'ClientStateNotFound' | 'CookieAhead'>;
   /**
    * Stores the record of `view`, which a pull named in its cookie (see {@link PullResult.viewRecord});
    * `used` is when the record was last written, if it exists.

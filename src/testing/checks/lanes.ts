@@ -23,7 +23,9 @@ export function lanesChecks({ describe, it, create, oneAtATime, lanesApart }: Su
           await tx.put(key, n + 1);
         }, options);
       // Interleaved: each lane's writers, and writers of both, one after another in arrival.
-      await Promise.all(Array.from({ length: 10 }, () => [increment('a/d', data), increment('a/h', deliveries), increment('a/d', whole), increment('a/h', whole)]).flat());
+      await Promise.all(
+        Array.from({ length: 10 }, () => [increment('a/d', data), increment('a/h', deliveries), increment('a/d', whole), increment('a/h', whole)]).flat(),
+      );
       expect(await read(storage, async (tx) => [await tx.get('a/d'), await tx.get('a/h')])).toEqual([20, 20]);
     });
 
@@ -31,11 +33,14 @@ export function lanesChecks({ describe, it, create, oneAtATime, lanesApart }: Su
       const storage = await create();
       await storage.transaction((tx) => tx.put('a/x', 0), { readOnly: false, space: 'a' });
       const { gate, release } = opened();
-      const failing = storage.transaction(async (tx) => {
-        await tx.put('a/x', 1);
-        await gate;
-        throw new Error('rolled back');
-      }, { readOnly: false, space: 'a', lane: 'data' });
+      const failing = storage.transaction(
+        async (tx) => {
+          await tx.put('a/x', 1);
+          await gate;
+          throw new Error('rolled back');
+        },
+        { readOnly: false, space: 'a', lane: 'data' },
+      );
       failing.catch(() => {});
       await tick();
       const seen = storage.transaction((tx) => tx.get('a/x'), { readOnly: false, space: 'a', lane: 'deliveries' });
@@ -46,31 +51,44 @@ export function lanesChecks({ describe, it, create, oneAtATime, lanesApart }: Su
       expect(await read(storage, (tx) => tx.get('a/x'))).toBe(0);
     });
 
-    if (lanesApart && !oneAtATime) it("a deliveries transaction goes on while a data transaction of its space waits, and each commits its own rows", async () => {
-      const storage = await create();
-      await besideHeldData(storage, () => storage.transaction(async (tx) => (await tx.put('a/h', 1), tx.get('a/d')), { readOnly: false, space: 'a', lane: 'deliveries' }));
-    });
+    if (lanesApart && !oneAtATime)
+      it('a deliveries transaction goes on while a data transaction of its space waits, and each commits its own rows', async () => {
+        const storage = await create();
+        await besideHeldData(storage, () =>
+          storage.transaction(async (tx) => (await tx.put('a/h', 1), tx.get('a/d')), { readOnly: false, space: 'a', lane: 'deliveries' }),
+        );
+      });
 
-    it('a transaction of several spaces\' deliveries lanes (where the store runs one) is whole, and serialised with each space\'s transactions: concurrent increments, in any order of spaces, are all counted', async () => {
+    it("a transaction of several spaces' deliveries lanes (where the store runs one) is whole, and serialised with each space's transactions: concurrent increments, in any order of spaces, are all counted", async () => {
       const storage = await create();
       if (!storage.manySpaces) return;
       const spaces = ['a', 'b', 'c'];
-      await storage.transaction(async (tx) => {
-        for (const space of spaces) await tx.put(`${space}/h`, 0);
-      }, { readOnly: false });
+      await storage.transaction(
+        async (tx) => {
+          for (const space of spaces) await tx.put(`${space}/h`, 0);
+        },
+        { readOnly: false },
+      );
       const increment = async (tx: StorageTransaction, space: string) => {
         const n = (await tx.get(`${space}/h`)) as number;
         await tick();
         await tx.put(`${space}/h`, n + 1);
       };
-      const many = (order: string[]) => storage.transaction(async (tx) => {
-        for (const space of order) await increment(tx, space);
-      }, { readOnly: false, lane: 'deliveries', spaces: order });
+      const many = (order: string[]) =>
+        storage.transaction(
+          async (tx) => {
+            for (const space of order) await increment(tx, space);
+          },
+          { readOnly: false, lane: 'deliveries', spaces: order },
+        );
       const one = (space: string, lane?: WriteLane) => storage.transaction((tx) => increment(tx, space), { readOnly: false, space, lane });
-      const rolledBack = storage.transaction(async (tx) => {
-        for (const space of spaces) await increment(tx, space);
-        throw new Error('rolled back');
-      }, { readOnly: false, lane: 'deliveries', spaces });
+      const rolledBack = storage.transaction(
+        async (tx) => {
+          for (const space of spaces) await increment(tx, space);
+          throw new Error('rolled back');
+        },
+        { readOnly: false, lane: 'deliveries', spaces },
+      );
       await Promise.all([
         ...Array.from({ length: 5 }, () => [many(['a', 'b', 'c']), many(['c', 'b', 'a']), one('b', 'deliveries'), one('c')]).flat(),
         rolledBack.then(
@@ -81,16 +99,24 @@ export function lanesChecks({ describe, it, create, oneAtATime, lanesApart }: Su
       expect(await read(storage, async (tx) => Promise.all(spaces.map((space) => tx.get(`${space}/h`))))).toEqual([10, 15, 15]);
     });
 
-    if (lanesApart && !oneAtATime) it("a transaction of several spaces' deliveries lanes goes on while a data transaction of one of them waits", async () => {
-      const storage = await create();
-      if (!storage.manySpaces) return;
-      await besideHeldData(storage, () => storage.transaction(async (tx) => (await tx.put('a/h', 1), await tx.put('b/h', 1)), { readOnly: false, lane: 'deliveries', spaces: ['a', 'b'] }));
-    });
+    if (lanesApart && !oneAtATime)
+      it("a transaction of several spaces' deliveries lanes goes on while a data transaction of one of them waits", async () => {
+        const storage = await create();
+        if (!storage.manySpaces) return;
+        await besideHeldData(storage, () =>
+          storage.transaction(async (tx) => (await tx.put('a/h', 1), await tx.put('b/h', 1)), { readOnly: false, lane: 'deliveries', spaces: ['a', 'b'] }),
+        );
+      });
 
     it('a transaction of several spaces that is not of the deliveries lane, or names a space too, is refused', async () => {
       const storage = await create();
       if (!storage.manySpaces) return;
-      for (const options of [{ readOnly: false, spaces: ['a'] }, { readOnly: false, lane: 'data', spaces: ['a'] }, { readOnly: false, lane: 'deliveries', space: 'a', spaces: ['a'] }, { readOnly: false, lane: 'deliveries', spaces: [] }] as TransactionOptions[]) {
+      for (const options of [
+        { readOnly: false, spaces: ['a'] },
+        { readOnly: false, lane: 'data', spaces: ['a'] },
+        { readOnly: false, lane: 'deliveries', space: 'a', spaces: ['a'] },
+        { readOnly: false, lane: 'deliveries', spaces: [] },
+      ] as TransactionOptions[]) {
         await expect(storage.transaction((tx) => tx.put('a/h', 1), options)).rejects.toThrow('A transaction of several spaces');
       }
       expect(await read(storage, (tx) => tx.get('a/h'))).toBeUndefined();
@@ -111,10 +137,13 @@ function opened(): { gate: Promise<void>; release: () => void } {
  */
 async function besideHeldData(storage: Storage, delivery: () => Promise<unknown>): Promise<void> {
   const { gate, release } = opened();
-  const slow = storage.transaction(async (tx) => {
-    await tx.put('a/d', 1);
-    await gate;
-  }, { readOnly: false, space: 'a', lane: 'data' });
+  const slow = storage.transaction(
+    async (tx) => {
+      await tx.put('a/d', 1);
+      await gate;
+    },
+    { readOnly: false, space: 'a', lane: 'data' },
+  );
   await tick();
   const timeout = new Promise((resolve) => setTimeout(() => resolve('waited for the data transaction'), 2_000));
   expect(await Promise.race([delivery(), timeout])).toBeUndefined();

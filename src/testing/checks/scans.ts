@@ -99,7 +99,10 @@ export function scansChecks({ describe, it, create, runs }: Suite): void {
       const keys = UNICODE_KEYS.map((key) => `u/${key}`);
       // The premise: these keys sort differently by UTF-16 units, so a UTF-16 store fails here.
       expect([...keys].sort()).not.toEqual([...keys].sort(compareBytes));
-      await putAll(storage, shuffled(keys).map((key) => [key, key]));
+      await putAll(
+        storage,
+        shuffled(keys).map((key) => [key, key]),
+      );
       const entries = await scan(storage, { prefix: 'u/' });
       expect(keysOf(entries)).toEqual([...keys].sort(compareBytes));
       expect(entries.every(([key, value]) => key === value)).toBe(true);
@@ -107,12 +110,21 @@ export function scansChecks({ describe, it, create, runs }: Suite): void {
 
     it('prefix and start compare in UTF-8 order', async () => {
       const storage = await create();
-      await putAll(storage, shuffled(UNICODE_KEYS).map((key) => [key, key]));
+      await putAll(
+        storage,
+        shuffled(UNICODE_KEYS).map((key) => [key, key]),
+      );
       const sorted = [...UNICODE_KEYS].sort(compareBytes);
-      const after = (start: string, exclusive: boolean) =>
-        sorted.filter((key) => compareBytes(key, start) > (exclusive ? 0 : -1));
+      const after = (start: string, exclusive: boolean) => sorted.filter((key) => compareBytes(key, start) > (exclusive ? 0 : -1));
       // '😀' is a surrogate pair: below '\uFFFD' in UTF-16 units, above it in UTF-8 bytes.
-      for (const [start, exclusive] of [['\uFFFD', false], ['\uFFFD', true], ['😀', false], ['😀', true], ['\uE000', true], ['a\uFFFF', true]] as const) {
+      for (const [start, exclusive] of [
+        ['\uFFFD', false],
+        ['\uFFFD', true],
+        ['😀', false],
+        ['😀', true],
+        ['\uE000', true],
+        ['a\uFFFF', true],
+      ] as const) {
         expect(keysOf(await scan(storage, { prefix: '', start: { key: start, exclusive } }))).toEqual(after(start, exclusive));
       }
       expect(keysOf(await scan(storage, { prefix: '😀', start: { key: '\uFFFD' } }))).toEqual(['😀', '😀a', '😀😀']);
@@ -122,7 +134,10 @@ export function scansChecks({ describe, it, create, runs }: Suite): void {
 
     it('any scan (prefix, start, exclusive, limit) returns the model entries in range, in UTF-8 order', async () => {
       const storage = await create();
-      await putAll(storage, shuffled(UNICODE_KEYS).map((key) => [key, key]));
+      await putAll(
+        storage,
+        shuffled(UNICODE_KEYS).map((key) => [key, key]),
+      );
       const sorted = [...UNICODE_KEYS].sort(compareBytes);
       const bound = fc.constantFrom('', 'a', '😀', '\uFFFD', '\uE000', 'b', ...UNICODE_KEYS);
       // The start key is often the prefix itself or a key under it, where the edge cases are.
@@ -131,7 +146,11 @@ export function scansChecks({ describe, it, create, runs }: Suite): void {
           prefix: fc.constant(prefix),
           start: fc.option(
             fc.record({
-              key: fc.oneof(fc.constant(prefix), bound, fc.string({ unit: 'binary', maxLength: 2 }).map((s) => prefix + s)),
+              key: fc.oneof(
+                fc.constant(prefix),
+                bound,
+                fc.string({ unit: 'binary', maxLength: 2 }).map((s) => prefix + s),
+              ),
               exclusive: fc.boolean(),
             }),
             { nil: undefined },

@@ -20,36 +20,47 @@ export function spacesChecks({ describe, it, create, oneAtATime }: Suite): void 
       expect(await storage.transaction((tx) => tx.get('n'), { readOnly: true, space: 'a' })).toBe(30);
     });
 
-    if (!oneAtATime) it("another space's reads and writes go on while one space's transaction waits", async () => {
-      const storage = await create();
-      let release!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
-      const slow = storage.transaction(async (tx) => {
-        await tx.put('a/x', 1);
-        await gate;
-        await tx.put('a/y', 1);
-      }, { readOnly: false, space: 'a' });
-      await tick();
-      const other = (async () => {
-        await storage.transaction((tx) => tx.put('b/x', 1), { readOnly: false, space: 'b' });
-        return storage.transaction((tx) => tx.get('b/x'), { readOnly: true, space: 'b' });
-      })();
-      const timeout = new Promise((resolve) => setTimeout(() => resolve('waited for space a'), 2_000));
-      expect(await Promise.race([other, timeout])).toBe(1);
-      release();
-      await slow;
-      expect(await scan(storage, { prefix: '' })).toEqual([['a/x', 1], ['a/y', 1], ['b/x', 1]]);
-    });
+    if (!oneAtATime)
+      it("another space's reads and writes go on while one space's transaction waits", async () => {
+        const storage = await create();
+        let release!: () => void;
+        const gate = new Promise<void>((resolve) => (release = resolve));
+        const slow = storage.transaction(
+          async (tx) => {
+            await tx.put('a/x', 1);
+            await gate;
+            await tx.put('a/y', 1);
+          },
+          { readOnly: false, space: 'a' },
+        );
+        await tick();
+        const other = (async () => {
+          await storage.transaction((tx) => tx.put('b/x', 1), { readOnly: false, space: 'b' });
+          return storage.transaction((tx) => tx.get('b/x'), { readOnly: true, space: 'b' });
+        })();
+        const timeout = new Promise((resolve) => setTimeout(() => resolve('waited for space a'), 2_000));
+        expect(await Promise.race([other, timeout])).toBe(1);
+        release();
+        await slow;
+        expect(await scan(storage, { prefix: '' })).toEqual([
+          ['a/x', 1],
+          ['a/y', 1],
+          ['b/x', 1],
+        ]);
+      });
 
     it("a transaction of no space sees a space's transaction whole or not at all", async () => {
       const storage = await create();
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
-      const writing = storage.transaction(async (tx) => {
-        await tx.put('a/x', 1);
-        await gate;
-        await tx.put('a/y', 1);
-      }, { readOnly: false, space: 'a' });
+      const writing = storage.transaction(
+        async (tx) => {
+          await tx.put('a/x', 1);
+          await gate;
+          await tx.put('a/y', 1);
+        },
+        { readOnly: false, space: 'a' },
+      );
       await tick();
       const reading = read(storage, async (tx) => [await tx.get('a/x'), await tx.get('a/y')]);
       await tick();

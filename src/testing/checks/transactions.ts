@@ -8,7 +8,11 @@ export function transactionsChecks({ describe, it, create, runs }: Suite): void 
   describe('transactions', () => {
     it('a transaction sees its own puts and dels, by get and by scan, before it commits', async () => {
       const storage = await create();
-      await putAll(storage, [['a', 1], ['b', 2], ['c', 3]]);
+      await putAll(storage, [
+        ['a', 1],
+        ['b', 2],
+        ['c', 3],
+      ]);
       const seen = await storage.transaction(async (tx) => {
         await tx.put('a', 10);
         await tx.del('b');
@@ -26,14 +30,34 @@ export function transactionsChecks({ describe, it, create, runs }: Suite): void 
           page: await tx.scan({ prefix: '', start: { key: 'a', exclusive: true }, limit: 2 }),
         };
       }, RW);
-      const expected = [['a', 10], ['c', 3], ['d', 4], ['\uFFFD', 7], ['😀', 6]];
-      expect(seen).toEqual({ a: 10, b: undefined, d: 4, ab: undefined, all: expected, page: [['c', 3], ['d', 4]] });
+      const expected = [
+        ['a', 10],
+        ['c', 3],
+        ['d', 4],
+        ['\uFFFD', 7],
+        ['😀', 6],
+      ];
+      expect(seen).toEqual({
+        a: 10,
+        b: undefined,
+        d: 4,
+        ab: undefined,
+        all: expected,
+        page: [
+          ['c', 3],
+          ['d', 4],
+        ],
+      });
       expect(await scan(storage, { prefix: '' })).toEqual(expected);
     });
 
     it('a callback that throws leaves no trace, and transaction rejects with its error', async () => {
       const storage = await create();
-      const before = [['deleted', 'still here'], ['kept', 'original'], ['twice', 'original']] as const;
+      const before = [
+        ['deleted', 'still here'],
+        ['kept', 'original'],
+        ['twice', 'original'],
+      ] as const;
       await putAll(storage, before);
       const error = new Error('callback failed');
       const result = storage.transaction(async (tx) => {
@@ -58,10 +82,12 @@ export function transactionsChecks({ describe, it, create, runs }: Suite): void 
     it('a transaction after a failed one commits normally', async () => {
       const storage = await create();
       await putAll(storage, [['k', 0]]);
-      await expect(storage.transaction(async (tx) => {
-        await tx.put('k', 1);
-        throw new Error('fail');
-      }, RW)).rejects.toThrow('fail');
+      await expect(
+        storage.transaction(async (tx) => {
+          await tx.put('k', 1);
+          throw new Error('fail');
+        }, RW),
+      ).rejects.toThrow('fail');
       await storage.transaction(async (tx) => tx.put('k', ((await tx.get('k')) as number) + 10), RW);
       expect(await scan(storage, { prefix: '' })).toEqual([['k', 10]]);
     });
@@ -121,39 +147,55 @@ export function transactionsChecks({ describe, it, create, runs }: Suite): void 
       ['read-write', false],
     ])('a %s transaction reads one committed state: A === B while writers update both', async (_, readOnly) => {
       const storage = await create();
-      await putAll(storage, [['snap/A', 0], ['snap/B', 0]]);
+      await putAll(storage, [
+        ['snap/A', 0],
+        ['snap/B', 0],
+      ]);
       const seen: Array<Promise<StoredValue[]>> = [];
       const jobs = writersOfBoth(storage, ['snap/A', 'snap/B'], () =>
-        seen.push(storage.transaction(async (tx) => {
-          const a = await tx.get('snap/A');
-          await tick();
-          const b = await tx.get('snap/B');
-          await tick();
-          return [a, b, await tx.get('snap/A')] as StoredValue[];
-        }, { readOnly })),
+        seen.push(
+          storage.transaction(
+            async (tx) => {
+              const a = await tx.get('snap/A');
+              await tick();
+              const b = await tx.get('snap/B');
+              await tick();
+              return [a, b, await tx.get('snap/A')] as StoredValue[];
+            },
+            { readOnly },
+          ),
+        ),
       );
       await Promise.all(jobs);
       for (const [a, ...rest] of await Promise.all(seen)) expect(rest).toEqual([a, a]);
       // Whichever writer committed last: a store promises no order among concurrent writers.
       const final = await scan(storage, { prefix: 'snap/' });
       const last = final[0]?.[1];
-      expect(final).toEqual([['snap/A', last], ['snap/B', last]]);
+      expect(final).toEqual([
+        ['snap/A', last],
+        ['snap/B', last],
+      ]);
       expect(typeof last === 'number' && last >= 1 && last <= 20).toBe(true);
     });
 
     it('scans in one transaction read one committed state while writers update the range', async () => {
       const storage = await create();
-      await putAll(storage, [['snap/A', 0], ['snap/B', 0]]);
+      await putAll(storage, [
+        ['snap/A', 0],
+        ['snap/B', 0],
+      ]);
       const seen: Array<Promise<StoredValue[]>> = [];
       const jobs = writersOfBoth(storage, ['snap/B', 'snap/A'], () =>
-        seen.push(read(storage, async (tx) => {
-          const first = await tx.scan({ prefix: 'snap/', limit: 1 });
-          await tick();
-          const rest = await tx.scan({ prefix: 'snap/', start: { key: first[0]![0], exclusive: true } });
-          await tick();
-          const all = await tx.scan({ prefix: 'snap/' });
-          return [...first, ...rest, ...all].map(([, value]) => value);
-        })),
+        seen.push(
+          read(storage, async (tx) => {
+            const first = await tx.scan({ prefix: 'snap/', limit: 1 });
+            await tick();
+            const rest = await tx.scan({ prefix: 'snap/', start: { key: first[0]![0], exclusive: true } });
+            await tick();
+            const all = await tx.scan({ prefix: 'snap/' });
+            return [...first, ...rest, ...all].map(([, value]) => value);
+          }),
+        ),
       );
       await Promise.all(jobs);
       for (const values of await Promise.all(seen)) expect(values).toEqual(Array(4).fill(values[0]));
@@ -161,25 +203,37 @@ export function transactionsChecks({ describe, it, create, runs }: Suite): void 
 
     it('no transaction sees the writes of a transaction that fails', async () => {
       const storage = await create();
-      await putAll(storage, [['A', 'clean'], ['B', 'clean']]);
+      await putAll(storage, [
+        ['A', 'clean'],
+        ['B', 'clean'],
+      ]);
       const jobs: Array<Promise<unknown>> = [];
       const seen: Array<Promise<Array<StoredValue | undefined>>> = [];
       for (let i = 0; i < 10; i++) {
-        jobs.push(storage.transaction(async (tx) => {
-          await tx.put('A', 'dirty');
-          await tx.put('C', 'dirty');
-          await tick();
-          await tx.put('B', 'dirty');
-          await tick();
-          throw new Error('rolled back');
-        }, RW).catch(() => undefined));
+        jobs.push(
+          storage
+            .transaction(async (tx) => {
+              await tx.put('A', 'dirty');
+              await tx.put('C', 'dirty');
+              await tick();
+              await tx.put('B', 'dirty');
+              await tick();
+              throw new Error('rolled back');
+            }, RW)
+            .catch(() => undefined),
+        );
         for (const readOnly of [true, false]) {
-          seen.push(storage.transaction(async (tx) => {
-            const values = [await tx.get('A'), await tx.get('C')];
-            await tick();
-            values.push(await tx.get('B'), ...(await tx.scan({ prefix: '' })).map(([, value]) => value));
-            return values;
-          }, { readOnly }));
+          seen.push(
+            storage.transaction(
+              async (tx) => {
+                const values = [await tx.get('A'), await tx.get('C')];
+                await tick();
+                values.push(await tx.get('B'), ...(await tx.scan({ prefix: '' })).map(([, value]) => value));
+                return values;
+              },
+              { readOnly },
+            ),
+          );
         }
       }
       await Promise.all(jobs);

@@ -28,24 +28,40 @@ export function valuesChecks({ describe, it, create, runs }: Suite): void {
 
     it('put over an existing key replaces its value', async () => {
       const storage = await create();
-      await putAll(storage, [['k', 1], ['l', 'other']]);
+      await putAll(storage, [
+        ['k', 1],
+        ['l', 'other'],
+      ]);
       await putAll(storage, [['k', { now: 2 }]]);
       expect(await read(storage, (tx) => tx.get('k'))).toEqual({ now: 2 });
-      expect(await scan(storage, { prefix: '' })).toEqual([['k', { now: 2 }], ['l', 'other']]);
+      expect(await scan(storage, { prefix: '' })).toEqual([
+        ['k', { now: 2 }],
+        ['l', 'other'],
+      ]);
     });
 
     it('del removes a key from get and scan; deleting a missing key resolves and changes nothing', async () => {
       const storage = await create();
-      await putAll(storage, [['a', 1], ['b', 2], ['c', 3]]);
+      await putAll(storage, [
+        ['a', 1],
+        ['b', 2],
+        ['c', 3],
+      ]);
       await storage.transaction(async (tx) => {
         await tx.del('b');
         await tx.del('missing');
         await tx.del('b');
       }, RW);
       expect(await read(storage, (tx) => tx.get('b'))).toBeUndefined();
-      expect(await scan(storage, { prefix: '' })).toEqual([['a', 1], ['c', 3]]);
+      expect(await scan(storage, { prefix: '' })).toEqual([
+        ['a', 1],
+        ['c', 3],
+      ]);
       await storage.transaction((tx) => tx.del('never-there'), RW);
-      expect(await scan(storage, { prefix: '' })).toEqual([['a', 1], ['c', 3]]);
+      expect(await scan(storage, { prefix: '' })).toEqual([
+        ['a', 1],
+        ['c', 3],
+      ]);
     });
 
     it('holds a key as long as its maxKeyBytes says, in UTF-8 bytes, with U+0000 and U+0001 counted twice, and lists many of them (skipped without maxKeyBytes)', async () => {
@@ -53,9 +69,13 @@ export function valuesChecks({ describe, it, create, runs }: Suite): void {
       const max = storage.maxKeyBytes;
       if (max === undefined) return;
       // Characters no compression shrinks much, so that the bound is met as random keys meet it.
-      const key = (seed: number, low: string) => Array.from({ length: max - 2 * low.length }, (_, i) => String.fromCharCode(48 + ((i * 7919 + seed * 104729) % 75))).join('') + low;
+      const key = (seed: number, low: string) =>
+        Array.from({ length: max - 2 * low.length }, (_, i) => String.fromCharCode(48 + ((i * 7919 + seed * 104729) % 75))).join('') + low;
       const keys = [key(1, ''), key(2, '\u0000'), key(3, '\u0001\u0000')].sort(compareUTF8);
-      await putAll(storage, keys.map((k, i) => [k, i]));
+      await putAll(
+        storage,
+        keys.map((k, i) => [k, i]),
+      );
       expect(await scan(storage, { prefix: '' })).toEqual(keys.map((k, i) => [k, i]));
     });
 
@@ -90,14 +110,23 @@ export function valuesChecks({ describe, it, create, runs }: Suite): void {
 
     it('keys and values containing U+0000 round-trip, and such keys sort by their bytes', async () => {
       const storage = await create();
-      await putAll(storage, [['a\u0000b', 'nul \u0000 inside'], ['a', 1], ['a\u0001', 2], ['a\u0000', 3]]);
+      await putAll(storage, [
+        ['a\u0000b', 'nul \u0000 inside'],
+        ['a', 1],
+        ['a\u0001', 2],
+        ['a\u0000', 3],
+      ]);
       expect(await read(storage, (tx) => tx.get('a\u0000b'))).toBe('nul \u0000 inside');
       expect(keysOf(await scan(storage, { prefix: 'a' }))).toEqual(['a', 'a\u0000', 'a\u0000b', 'a\u0001']);
     });
 
     it('getMany, where a store has it, reads as get does: in order, missing keys undefined, own writes seen', async () => {
       const storage = await create();
-      await putAll(storage, [['a', 1], ['b', { two: 2 }], ['c\u0000', 3]]);
+      await putAll(storage, [
+        ['a', 1],
+        ['b', { two: 2 }],
+        ['c\u0000', 3],
+      ]);
       const keys = ['b', 'missing', 'a', 'c\u0000', 'a'];
       const expected = [{ two: 2 }, undefined, 1, 3, 1];
       const { viaMany, viaGet } = await storage.transaction(async (tx) => {
@@ -121,14 +150,21 @@ export function valuesChecks({ describe, it, create, runs }: Suite): void {
       const read = (keys: string[]) =>
         fc.record({
           prefix: text(2),
-          start: fc.option(fc.record({ key: keys.length === 0 ? text(3) : fc.oneof(text(3), fc.constantFrom(...keys)), exclusive: fc.boolean() }), { nil: undefined }),
+          start: fc.option(fc.record({ key: keys.length === 0 ? text(3) : fc.oneof(text(3), fc.constantFrom(...keys)), exclusive: fc.boolean() }), {
+            nil: undefined,
+          }),
           limit: fc.constantFrom(undefined, 0, 1, 3),
         });
-      const keysAndReads = fc.uniqueArray(text(4), { maxLength: 12 }).chain((keys) => fc.tuple(fc.constant(keys), fc.array(read(keys), { minLength: 1, maxLength: 4 })));
+      const keysAndReads = fc
+        .uniqueArray(text(4), { maxLength: 12 })
+        .chain((keys) => fc.tuple(fc.constant(keys), fc.array(read(keys), { minLength: 1, maxLength: 4 })));
       await fc.assert(
         fc.asyncProperty(keysAndReads, async ([keys, reads]) => {
           await clear(storage);
-          await putAll(storage, keys.map((key, i) => [key, { i }]));
+          await putAll(
+            storage,
+            keys.map((key, i) => [key, { i }]),
+          );
           const got = await storage.readMany!(reads, {});
           const want = await storage.transaction((tx) => Promise.all(reads.map((options) => tx.scan(options))), RO);
           expect(got.map((rows) => rows.map(([key, value]) => [key, value]))).toEqual(want.map((rows) => rows.map(([key, value]) => [key, value])));
@@ -148,9 +184,13 @@ export function valuesChecks({ describe, it, create, runs }: Suite): void {
 
     it('scanText, where a store has it, returns what scan does with each value as its JSON text, own writes included', async () => {
       const storage = await create();
-      await putAll(storage, [['p/a', { one: [1, 'ü\u0000'] }], ['p/b', null], ['p/c\u0000', 'three'], ['q', 4]]);
-      const both = (tx: StorageTransaction, options: ScanOptions) =>
-        Promise.all([tx.scan(options), tx.scanText ? tx.scanText(options) : undefined]);
+      await putAll(storage, [
+        ['p/a', { one: [1, 'ü\u0000'] }],
+        ['p/b', null],
+        ['p/c\u0000', 'three'],
+        ['q', 4],
+      ]);
+      const both = (tx: StorageTransaction, options: ScanOptions) => Promise.all([tx.scan(options), tx.scanText ? tx.scanText(options) : undefined]);
       for (const options of [{ prefix: 'p/' }, { prefix: 'p/', start: { key: 'p/a', exclusive: true }, limit: 1 }, { prefix: '' }]) {
         const [values, texts] = await storage.transaction((tx) => both(tx, options), RO);
         if (texts !== undefined) expect(texts.map(([key, text]) => [key, JSON.parse(text) as unknown])).toEqual(values);
@@ -160,7 +200,10 @@ export function valuesChecks({ describe, it, create, runs }: Suite): void {
         await tx.del('p/a');
         return both(tx, { prefix: 'p/' });
       }, RW);
-      expect(values).toEqual([['p/b', 'written'], ['p/c\u0000', 'three']]);
+      expect(values).toEqual([
+        ['p/b', 'written'],
+        ['p/c\u0000', 'three'],
+      ]);
       if (texts !== undefined) expect(texts.map(([key, text]) => [key, JSON.parse(text) as unknown])).toEqual(values);
     });
 

@@ -13,20 +13,57 @@ export async function feedPage(space, signal) {
   let busy = false;
   let cursor = '';
   let count = 0;
-  const toggle = h('button', { type: 'button', onclick: () => {
-    paused = !paused;
-    toggle.textContent = paused ? 'Resume' : 'Pause';
-    say(paused ? 'Feed paused.' : 'Feed resumed.');
-  } }, 'Pause');
-  const tableBox = h('div', { class: 'scroll' }, h('table', null, h('caption', null, 'Changes, newest first'),
-    h('thead', null, h('tr', null, ['Version', 'Time', 'Op', 'Key or topic', 'Change', 'Made by'].map((c) => h('th', { scope: 'col' }, c)))), body));
+  const toggle = h(
+    'button',
+    {
+      type: 'button',
+      onclick: () => {
+        paused = !paused;
+        toggle.textContent = paused ? 'Resume' : 'Pause';
+        say(paused ? 'Feed paused.' : 'Feed resumed.');
+      },
+    },
+    'Pause',
+  );
+  const tableBox = h(
+    'div',
+    { class: 'scroll' },
+    h(
+      'table',
+      null,
+      h('caption', null, 'Changes, newest first'),
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          ['Version', 'Time', 'Op', 'Key or topic', 'Change', 'Made by'].map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      body,
+    ),
+  );
   page(`Feed of ${space}`, backTo(space), h('p', { class: 'bar' }, toggle), note, tableBox);
   /** Adds changes (oldest first as they come) at the top, keeping the latest 500 rows. */
   const add = (changes) => {
     for (const c of changes) {
-      const what = c.op === 'event' ? [h('code', null, short(c.payload)), c.erased ? ' (erased)' : ''] : [change(c.before, c.after), c.op === 'erased' ? ` (erased: ${c.erased})` : ''];
-      body.prepend(h('tr', null, h('td', { class: 'num' }, `${c.version}.${c.seq}`), h('td', null, time(c.at)), h('td', null, c.op === 'erased' ? `${c.was}, erased` : c.op),
-        h('td', null, c.op === 'event' ? ['event ', h('code', null, c.topic)] : h('a', { href: spaceHref(space, `/key/${enc(c.key)}`) }, c.key)), h('td', null, what), h('td', null, origin(c.by))));
+      const what =
+        c.op === 'event'
+          ? [h('code', null, short(c.payload)), c.erased ? ' (erased)' : '']
+          : [change(c.before, c.after), c.op === 'erased' ? ` (erased: ${c.erased})` : ''];
+      body.prepend(
+        h(
+          'tr',
+          null,
+          h('td', { class: 'num' }, `${c.version}.${c.seq}`),
+          h('td', null, time(c.at)),
+          h('td', null, c.op === 'erased' ? `${c.was}, erased` : c.op),
+          h('td', null, c.op === 'event' ? ['event ', h('code', null, c.topic)] : h('a', { href: spaceHref(space, `/key/${enc(c.key)}`) }, c.key)),
+          h('td', null, what),
+          h('td', null, origin(c.by)),
+        ),
+      );
       count++;
     }
     while (body.children.length > 500) body.lastElementChild?.remove();
@@ -46,7 +83,7 @@ export async function feedPage(space, signal) {
       }
     } catch (error) {
       if (!alive(signal)) return;
-      note.replaceWith(note = failed(error));
+      note.replaceWith((note = failed(error)));
       // A 4xx (no feed kept, say) will not mend by asking again.
       if (error instanceof ApiError && error.status < 500) {
         stopTimers();

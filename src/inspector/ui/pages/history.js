@@ -9,23 +9,39 @@ export function historyPage(space) {
     page(`History of ${space}`, backTo(space), h('p', null, 'Read-only: actions are off.'));
     return;
   }
-  page(`History of ${space}`, backTo(space),
-    h('p', null, 'Each action runs as a dry run first: it lists what would change. The real run is offered after a dry run of the same inputs and asks to be confirmed; it acts on the space as it is then, which may have changed since the dry run.'),
-    actionForm(space, 'restore', 'Restore', [
-      field('Restore to version', { name: 'to', type: 'number', min: 0, step: 1, required: true }),
-      field('Only keys starting with', { name: 'prefix' }),
-    ], (v) => ({ to: Number(v.to), ...(v.prefix !== '' && { prefix: v.prefix }) })),
-    actionForm(space, 'revert', 'Revert', [
-      field('User ID', { name: 'userID' }),
-      field('Client group ID', { name: 'clientGroupID' }),
-      field('Mutator', { name: 'mutator' }),
-      field('Client ID', { name: 'clientID' }),
-      field('Mutation ID', { name: 'mutationID', type: 'number', min: 1, step: 1 }),
-      field('From version', { name: 'from', type: 'number', min: 0, step: 1 }),
-      field('To version', { name: 'to', type: 'number', min: 0, step: 1 }),
-      field('Since (minutes ago)', { name: 'since', type: 'number', min: 0, step: 'any' }),
-      field('On conflict', { tag: 'select', name: 'onConflict', options: ['skip', 'overwrite', 'stop'], value: 'skip' }),
-    ], revertBody));
+  page(
+    `History of ${space}`,
+    backTo(space),
+    h(
+      'p',
+      null,
+      'Each action runs as a dry run first: it lists what would change. The real run is offered after a dry run of the same inputs and asks to be confirmed; it acts on the space as it is then, which may have changed since the dry run.',
+    ),
+    actionForm(
+      space,
+      'restore',
+      'Restore',
+      [field('Restore to version', { name: 'to', type: 'number', min: 0, step: 1, required: true }), field('Only keys starting with', { name: 'prefix' })],
+      (v) => ({ to: Number(v.to), ...(v.prefix !== '' && { prefix: v.prefix }) }),
+    ),
+    actionForm(
+      space,
+      'revert',
+      'Revert',
+      [
+        field('User ID', { name: 'userID' }),
+        field('Client group ID', { name: 'clientGroupID' }),
+        field('Mutator', { name: 'mutator' }),
+        field('Client ID', { name: 'clientID' }),
+        field('Mutation ID', { name: 'mutationID', type: 'number', min: 1, step: 1 }),
+        field('From version', { name: 'from', type: 'number', min: 0, step: 1 }),
+        field('To version', { name: 'to', type: 'number', min: 0, step: 1 }),
+        field('Since (minutes ago)', { name: 'since', type: 'number', min: 0, step: 'any' }),
+        field('On conflict', { tag: 'select', name: 'onConflict', options: ['skip', 'overwrite', 'stop'], value: 'skip' }),
+      ],
+      revertBody,
+    ),
+  );
 }
 
 /** A revert's body from its form's values; throws a message when the cause is not whole. */
@@ -53,57 +69,97 @@ function actionForm(space, path, verb, fields, toBody) {
   const result = h('div', { 'aria-live': 'polite' });
   /** @type {{inputs: string, body: any} | null} */
   let tried = null;
-  const values = () => Object.fromEntries(fields.map((f) => {
-    const control = /** @type {HTMLInputElement} */ (f.querySelector('input, select'));
-    return [control.name, control.value.trim()];
-  }));
-  const run = h('button', { type: 'button', class: 'danger', disabled: true, onclick: () => {
-    confirm.hidden = false;
-    confirm.focus();
-  } }, verb);
-  const confirm = h('button', { type: 'button', class: 'danger', hidden: true, onclick: async () => {
-    if (!tried) return;
-    const body = tried.body;
-    reset();
-    try {
-      const { result: r } = await api(path, {}, { body: { ...body, dryRun: false } });
-      const message = r.stopped ? `${verb} stopped: there were conflicts, nothing changed.` : r.version !== undefined && r.version !== null ? `${verb} done: the space is now at version ${r.version} (${keys(r.total ?? r.changes.length)} changed).` : `${verb} done: nothing needed to change.`;
-      say(message);
-      result.replaceChildren(h('p', { class: 'ok' }, message), ...flat(plan(r)));
-    } catch (error) {
-      result.replaceChildren(failed(error));
-    }
-  } }, `Confirm ${path}`);
+  const values = () =>
+    Object.fromEntries(
+      fields.map((f) => {
+        const control = /** @type {HTMLInputElement} */ (f.querySelector('input, select'));
+        return [control.name, control.value.trim()];
+      }),
+    );
+  const run = h(
+    'button',
+    {
+      type: 'button',
+      class: 'danger',
+      disabled: true,
+      onclick: () => {
+        confirm.hidden = false;
+        confirm.focus();
+      },
+    },
+    verb,
+  );
+  const confirm = h(
+    'button',
+    {
+      type: 'button',
+      class: 'danger',
+      hidden: true,
+      onclick: async () => {
+        if (!tried) return;
+        const body = tried.body;
+        reset();
+        try {
+          const { result: r } = await api(path, {}, { body: { ...body, dryRun: false } });
+          const message = r.stopped
+            ? `${verb} stopped: there were conflicts, nothing changed.`
+            : r.version !== undefined && r.version !== null
+              ? `${verb} done: the space is now at version ${r.version} (${keys(r.total ?? r.changes.length)} changed).`
+              : `${verb} done: nothing needed to change.`;
+          say(message);
+          result.replaceChildren(h('p', { class: 'ok' }, message), ...flat(plan(r)));
+        } catch (error) {
+          result.replaceChildren(failed(error));
+        }
+      },
+    },
+    `Confirm ${path}`,
+  );
   const reset = () => {
     tried = null;
     run.disabled = true;
     confirm.hidden = true;
   };
-  const form = h('form', { onsubmit: async (e) => {
-    e.preventDefault();
-    reset();
-    const inputs = JSON.stringify(values());
-    let body;
-    try {
-      body = { space, ...toBody(values()) };
-    } catch (error) {
-      result.replaceChildren(failed(error));
-      return;
-    }
-    result.replaceChildren(h('p', null, 'Running the dry run…'));
-    try {
-      const { result: r } = await api(path, {}, { body: { ...body, dryRun: true } });
-      if (JSON.stringify(values()) !== inputs) return;
-      tried = { inputs, body };
-      run.disabled = false;
-      say(`Dry run of the ${path}: ${keys(r.total ?? r.changes.length)} would change.`);
-      result.replaceChildren(h('p', null, `Dry run: ${keys(r.total ?? r.changes.length)} would change${r.conflicts?.length ? `, ${num(r.conflicts.length)} conflict${r.conflicts.length === 1 ? '' : 's'}` : ''}${r.stopped ? '; with “stop”, nothing would change' : ''}.`), ...flat(plan(r)));
-    } catch (error) {
-      result.replaceChildren(failed(error));
-    }
-  }, oninput: () => {
-    if (tried && JSON.stringify(values()) !== tried.inputs) reset();
-  } }, h('div', { class: 'bar' }, fields), h('p', { class: 'bar' }, h('button', null, 'Dry run'), run, confirm));
+  const form = h(
+    'form',
+    {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        reset();
+        const inputs = JSON.stringify(values());
+        let body;
+        try {
+          body = { space, ...toBody(values()) };
+        } catch (error) {
+          result.replaceChildren(failed(error));
+          return;
+        }
+        result.replaceChildren(h('p', null, 'Running the dry run…'));
+        try {
+          const { result: r } = await api(path, {}, { body: { ...body, dryRun: true } });
+          if (JSON.stringify(values()) !== inputs) return;
+          tried = { inputs, body };
+          run.disabled = false;
+          say(`Dry run of the ${path}: ${keys(r.total ?? r.changes.length)} would change.`);
+          result.replaceChildren(
+            h(
+              'p',
+              null,
+              `Dry run: ${keys(r.total ?? r.changes.length)} would change${r.conflicts?.length ? `, ${num(r.conflicts.length)} conflict${r.conflicts.length === 1 ? '' : 's'}` : ''}${r.stopped ? '; with “stop”, nothing would change' : ''}.`,
+            ),
+            ...flat(plan(r)),
+          );
+        } catch (error) {
+          result.replaceChildren(failed(error));
+        }
+      },
+      oninput: () => {
+        if (tried && JSON.stringify(values()) !== tried.inputs) reset();
+      },
+    },
+    h('div', { class: 'bar' }, fields),
+    h('p', { class: 'bar' }, h('button', null, 'Dry run'), run, confirm),
+  );
   return h('section', { 'aria-labelledby': `${path}-h` }, h('h2', { id: `${path}-h` }, verb), form, result);
 }
 
@@ -113,11 +169,28 @@ function plan(r) {
   const conflicts = r.conflicts ?? [];
   const total = r.total ?? changes.length;
   return [
-    changes.length ? table(`Changes (${num(total)}${total > Math.min(500, changes.length) ? `, the first ${num(Math.min(500, changes.length))} shown` : ''})`, ['Key', 'Before → after'], changes.slice(0, 500).map((c) => [h('code', null, c.key), change(c.before, c.after)])) : null,
-    conflicts.length ? table(`Conflicts (${num(conflicts.length)}${conflicts.length > 500 ? ', the first 500 shown' : ''})`, ['Key', ['Version', 'num'], 'Would go back to', 'Now', 'Later changes'], conflicts.slice(0, 500).map((c) => [
-      h('code', null, c.key), [c.version, 'num'], c.erased ? 'erased: never written' : h('code', null, short(c.revertTo, 80, '(deleted)')), h('code', null, short(c.current)),
-      c.later.map((l) => `v${l.version} by ${origin(l.by)}`).join('; '),
-    ])) : null,
+    changes.length
+      ? table(
+          `Changes (${num(total)}${total > Math.min(500, changes.length) ? `, the first ${num(Math.min(500, changes.length))} shown` : ''})`,
+          ['Key', 'Before → after'],
+          changes.slice(0, 500).map((c) => [h('code', null, c.key), change(c.before, c.after)]),
+        )
+      : null,
+    conflicts.length
+      ? table(
+          `Conflicts (${num(conflicts.length)}${conflicts.length > 500 ? ', the first 500 shown' : ''})`,
+          ['Key', ['Version', 'num'], 'Would go back to', 'Now', 'Later changes'],
+          conflicts
+            .slice(0, 500)
+            .map((c) => [
+              h('code', null, c.key),
+              [c.version, 'num'],
+              c.erased ? 'erased: never written' : h('code', null, short(c.revertTo, 80, '(deleted)')),
+              h('code', null, short(c.current)),
+              c.later.map((l) => `v${l.version} by ${origin(l.by)}`).join('; '),
+            ]),
+        )
+      : null,
   ];
 }
 

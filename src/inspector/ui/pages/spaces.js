@@ -11,10 +11,19 @@ export async function spacesPage(query, signal) {
   const after = query.get('after') ?? '';
   const data = await api('spaces', { prefix, after, limit: 50 }, { signal });
   if (!alive(signal)) return;
-  const form = h('form', { class: 'bar', role: 'search', onsubmit: (e) => {
-    e.preventDefault();
-    location.hash = `#/${hashQuery({ prefix: val(form) })}`;
-  } }, field('Space name starts with', { name: 'prefix', value: prefix }), h('p', { class: 'field' }, h('button', null, 'Filter')));
+  const form = h(
+    'form',
+    {
+      class: 'bar',
+      role: 'search',
+      onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = `#/${hashQuery({ prefix: val(form) })}`;
+      },
+    },
+    field('Space name starts with', { name: 'prefix', value: prefix }),
+    h('p', { class: 'field' }, h('button', null, 'Filter')),
+  );
   const rows = data.spaces.map((s) => [
     h('a', { href: spaceHref(s.space) }, s.space),
     [num(s.version), 'num'],
@@ -27,7 +36,27 @@ export async function spacesPage(query, signal) {
     [num(s.activity?.pushes), 'num'],
     [num(s.activity?.pulls), 'num'],
   ]);
-  page('Spaces', form,
-    rows.length === 0 ? h('p', null, prefix || after ? 'No spaces here.' : 'No spaces yet.') : table(`Spaces${prefix ? ` starting with “${prefix}”` : ''}${after ? ` after “${after}”` : ''}`, ['Space', ['Version', 'num'], ['Entries', 'num'], ['Bytes', 'num'], ['History', 'num'], 'Quota use', 'Store', 'Move', ['Pushes (1 min)', 'num'], ['Pulls (1 min)', 'num']], rows),
-    pager(after !== '', data.next, (next) => `#/${hashQuery({ prefix, after: next })}`));
+  page(
+    'Spaces',
+    form,
+    rows.length === 0
+      ? h('p', null, prefix || after ? 'No spaces here.' : 'No spaces yet.')
+      : table(
+          `Spaces${prefix ? ` starting with “${prefix}”` : ''}${after ? ` after “${after}”` : ''}`,
+          [
+            'Space',
+            ['Version', 'num'],
+            ['Entries', 'num'],
+            ['Bytes', 'num'],
+            ['History', 'num'],
+            'Quota use',
+            'Store',
+            'Move',
+            ['Pushes (1 min)', 'num'],
+            ['Pulls (1 min)', 'num'],
+          ],
+          rows,
+        ),
+    pager(after !== '', data.next, (next) => `#/${hashQuery({ prefix, after: next })}`),
+  );
 }

@@ -12,12 +12,45 @@ export function webhooksSection(space, hooks) {
     return section;
   }
   const list = hooks?.webhooks ?? [];
-  section.append(table('Webhook deliveries in this space', ['Webhook', 'URL', 'Cursor', ['Lag (versions)', 'num'], ['Lag (ms)', 'num'], ['Delivered', 'num'], ['Failures', 'num'], 'Pending delivery', ['Replays', 'num'], 'Disabled'], list.map(({ name, url, state: w }) => w ? [
-    name, url ? h('code', null, url) : h('span', { class: 'muted' }, 'not this server\'s'), h('code', null, w.cursor), [num(w.lagVersions), 'num'], [num(w.lagMs), 'num'], [num(w.delivered), 'num'], [num(w.failures), 'num'],
-    w.pending ? [h('code', null, w.pending.delivery), `, attempt ${w.pending.attempts}, next ${new Date(w.pending.nextAttempt).toLocaleString()}`, w.pending.error ? h('div', { class: 'error' }, w.pending.error) : null] : '—',
-    [num(w.replays), 'num'],
-    w.disabled ? `${w.disabled.reason} (${new Date(w.disabled.at).toLocaleString()})` : 'no',
-  ] : [name, h('code', null, url), h('span', { class: 'muted' }, 'no delivery yet'), '', '', '', '', '', '', ''])));
+  section.append(
+    table(
+      'Webhook deliveries in this space',
+      [
+        'Webhook',
+        'URL',
+        'Cursor',
+        ['Lag (versions)', 'num'],
+        ['Lag (ms)', 'num'],
+        ['Delivered', 'num'],
+        ['Failures', 'num'],
+        'Pending delivery',
+        ['Replays', 'num'],
+        'Disabled',
+      ],
+      list.map(({ name, url, state: w }) =>
+        w
+          ? [
+              name,
+              url ? h('code', null, url) : h('span', { class: 'muted' }, "not this server's"),
+              h('code', null, w.cursor),
+              [num(w.lagVersions), 'num'],
+              [num(w.lagMs), 'num'],
+              [num(w.delivered), 'num'],
+              [num(w.failures), 'num'],
+              w.pending
+                ? [
+                    h('code', null, w.pending.delivery),
+                    `, attempt ${w.pending.attempts}, next ${new Date(w.pending.nextAttempt).toLocaleString()}`,
+                    w.pending.error ? h('div', { class: 'error' }, w.pending.error) : null,
+                  ]
+                : '—',
+              [num(w.replays), 'num'],
+              w.disabled ? `${w.disabled.reason} (${new Date(w.disabled.at).toLocaleString()})` : 'no',
+            ]
+          : [name, h('code', null, url), h('span', { class: 'muted' }, 'no delivery yet'), '', '', '', '', '', '', ''],
+      ),
+    ),
+  );
   if (overview.readOnly) return section;
   for (const { name, state } of list) section.append(webhookActions(space, name, state));
   return section;
@@ -36,18 +69,53 @@ function webhookActions(space, name, state) {
       failed(error);
     }
   };
-  if (state?.disabled) box.append(h('p', null, h('button', { type: 'button', onclick: () => act('webhooks/enable', {}, (r) => (r?.wasDisabled === false ? `Webhook ${name} was not disabled.` : `Webhook ${name} enabled.`)) }, 'Enable')));
+  if (state?.disabled)
+    box.append(
+      h(
+        'p',
+        null,
+        h(
+          'button',
+          {
+            type: 'button',
+            onclick: () => act('webhooks/enable', {}, (r) => (r?.wasDisabled === false ? `Webhook ${name} was not disabled.` : `Webhook ${name} enabled.`)),
+          },
+          'Enable',
+        ),
+      ),
+    );
   const delivery = field('Delivery ID', { name: 'delivery', value: state?.pending?.delivery ?? '', required: true });
-  box.append(h('form', { class: 'bar', onsubmit: (e) => {
-    e.preventDefault();
-    act('webhooks/replay', { delivery: val(delivery) }, (r) => `Webhook ${name}: ${queued(r)} queued for replay.`);
-  } }, delivery, h('p', { class: 'field' }, h('button', null, 'Replay delivery'))));
+  box.append(
+    h(
+      'form',
+      {
+        class: 'bar',
+        onsubmit: (e) => {
+          e.preventDefault();
+          act('webhooks/replay', { delivery: val(delivery) }, (r) => `Webhook ${name}: ${queued(r)} queued for replay.`);
+        },
+      },
+      delivery,
+      h('p', { class: 'field' }, h('button', null, 'Replay delivery')),
+    ),
+  );
   const from = field('From cursor', { name: 'from', required: true });
   const to = field('To cursor', { name: 'to', required: true, value: state?.cursor ?? '' });
-  box.append(h('form', { class: 'bar', onsubmit: (e) => {
-    e.preventDefault();
-    act('webhooks/replay', { from: val(from), to: val(to) }, (r) => `Webhook ${name}: ${queued(r)} queued for replay.`);
-  } }, from, to, h('p', { class: 'field' }, h('button', null, 'Replay range'))));
+  box.append(
+    h(
+      'form',
+      {
+        class: 'bar',
+        onsubmit: (e) => {
+          e.preventDefault();
+          act('webhooks/replay', { from: val(from), to: val(to) }, (r) => `Webhook ${name}: ${queued(r)} queued for replay.`);
+        },
+      },
+      from,
+      to,
+      h('p', { class: 'field' }, h('button', null, 'Replay range')),
+    ),
+  );
   return box;
 }
 
