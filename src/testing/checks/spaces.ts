@@ -1,5 +1,6 @@
 import { expect } from '../expect.js';
 import { read, scan, tick, type Suite } from './suite.js';
+import type { Storage } from '../../storage/types.js';
 
 /** The checks of spaces: one space serialised, others going on beside it. */
 export function spacesChecks({ describe, it, create, oneAtATime }: Suite): void {
@@ -23,16 +24,7 @@ export function spacesChecks({ describe, it, create, oneAtATime }: Suite): void 
     if (!oneAtATime)
       it("another space's reads and writes go on while one space's transaction waits", async () => {
         const storage = await create();
-        let release!: () => void;
-        const gate = new Promise<void>((resolve) => (release = resolve));
-        const slow = storage.transaction(
-          async (tx) => {
-            await tx.put('a/x', 1);
-            await gate;
-            await tx.put('a/y', 1);
-          },
-          { readOnly: false, space: 'a' },
-        );
+        const { release, done: slow } = heldWrite(storage);
         await tick();
         const other = (async () => {
           await storage.transaction((tx) => tx.put('b/x', 1), { readOnly: false, space: 'b' });
@@ -51,16 +43,7 @@ export function spacesChecks({ describe, it, create, oneAtATime }: Suite): void 
 
     it("a transaction of no space sees a space's transaction whole or not at all", async () => {
       const storage = await create();
-      let release!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
-      const writing = storage.transaction(
-        async (tx) => {
-          await tx.put('a/x', 1);
-          await gate;
-          await tx.put('a/y', 1);
-        },
-        { readOnly: false, space: 'a' },
-      );
+      const { release, done: writing } = heldWrite(storage);
       await tick();
       const reading = read(storage, async (tx) => [await tx.get('a/x'), await tx.get('a/y')]);
       await tick();
@@ -70,4 +53,19 @@ export function spacesChecks({ describe, it, create, oneAtATime }: Suite): void 
       expect(x).toBe(y);
     });
   });
+}
+
+/** A transaction of space `a` that writes `a/x`, then waits for `release` before it writes `a/y` and commits. */
+function heldWrite(storage: Storage): { release: () => void; done: Promise<void> } {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const done = storage.transaction(
+    async (tx) => {
+      await tx.put('a/x', 1);
+      await gate;
+      await tx.put('a/y', 1);
+    },
+    { readOnly: false, space: 'a' },
+  );
+  return { release, done };
 }
