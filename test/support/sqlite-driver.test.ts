@@ -23,7 +23,7 @@ function standIn(opened: Array<[string, unknown]>, fails?: Error): new (path: st
 }
 
 const coded = (code: string, message: string) => Object.assign(new Error(message), { code });
-const notInstalled = coded('ERR_MODULE_NOT_FOUND', "Cannot find package 'better-sqlite3' imported from /work/test/support/sqlite-driver.ts");
+const notInstalled = coded('MODULE_NOT_FOUND', "Cannot find module 'better-sqlite3'\nRequire stack:\n- /work/test/support/sqlite-driver.ts");
 const otherABI = coded('ERR_DLOPEN_FAILED', 'The module was compiled against a different Node.js version using NODE_MODULE_VERSION 115.');
 
 function sources(better: { import?: Error; open?: Error }, env: Record<string, string> = {}, nodeSQLite = true) {
@@ -73,9 +73,13 @@ describe('the suites’ SQLite driver', () => {
     );
   });
 
-  it('fails on any other failure to load better-sqlite3, rather than hide it behind another driver', async () => {
-    const broken = coded('ERR_DLOPEN_FAILED', 'better_sqlite3.node: cannot open shared object file: Permission denied');
-    await expect(pickSQLiteDriver(sources({ open: broken }).given)).rejects.toBe(broken);
+  const unreadable = coded('ERR_DLOPEN_FAILED', 'better_sqlite3.node: cannot open shared object file: Permission denied');
+  const brokenInstall = coded('MODULE_NOT_FOUND', "Cannot find module 'bindings'\nRequire stack:\n- /work/node_modules/better-sqlite3/lib/database.js");
+  it.each([
+    ['a native build that cannot be read', { open: unreadable }, unreadable],
+    ['a dependency of it missing', { import: brokenInstall }, brokenInstall],
+  ])('fails on any other failure to load better-sqlite3 (%s), rather than hide it behind another driver', async (_, better, error) => {
+    await expect(pickSQLiteDriver(sources(better).given)).rejects.toBe(error);
   });
 
   it('fails clearly on a Node with neither driver', async () => {

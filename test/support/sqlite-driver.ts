@@ -8,6 +8,7 @@
  * better-sqlite3 fails the run instead: CI never drops silently to a driver it was not meant to test.
  * A failure that is neither of those two (missing, built for another Node) fails the run too.
  */
+import { createRequire } from 'node:module';
 import type { SQLiteDatabase, SQLiteStatement } from '../../src/storage/sqlite.js';
 
 /** A statement a test prepares; both drivers have these methods. */
@@ -47,11 +48,13 @@ export interface DriverSources {
   env: Record<string, string | undefined>;
 }
 
+// Node's own require, not Vite's import: Vite turns a missing optional peer of the package
+// (better-sqlite3) into a module that throws an error of its own. Untyped: @types/node 20 has no
+// node:sqlite.
+const require = createRequire(import.meta.url);
 const PROCESS_SOURCES: DriverSources = {
-  // By names Vite does not resolve ahead: better-sqlite3 may be missing, which pickSQLiteDriver
-  // catches, and @types/node 20 has no node:sqlite.
-  betterSQLite: async () => (await import(/* @vite-ignore */ 'better-sqlite3' as string)).default,
-  nodeSQLite: async () => (await import(/* @vite-ignore */ 'node:sqlite' as string)).DatabaseSync,
+  betterSQLite: async () => require('better-sqlite3'),
+  nodeSQLite: async () => require('node:sqlite').DatabaseSync,
   env: process.env,
 };
 
@@ -92,10 +95,11 @@ export function openSQLite(path = ':memory:', options: OpenOptions = {}): TestSQ
 
 /** Says why better-sqlite3 did not load, where that is a reason to fall back; rethrows any other failure. */
 function whyMissing(error: unknown): string {
-  const { code, message } = error as { code?: string; message?: string };
-  if (code === 'ERR_MODULE_NOT_FOUND' || /Cannot find (package|module) 'better-sqlite3'/.test(String(message)))
+  const message = String((error as Error).message);
+  // Only better-sqlite3 itself: a dependency of it missing is a broken install, not an absent one.
+  if (message.startsWith("Cannot find module 'better-sqlite3'"))
     return 'better-sqlite3 is not installed (an optional dependency: npm ci leaves it out where it cannot build)';
   // A native addon loads only in the Node it was built for.
-  if (String(message).includes('NODE_MODULE_VERSION')) return `the installed better-sqlite3 is built for another Node than ${process.version}`;
+  if (message.includes('NODE_MODULE_VERSION')) return `the installed better-sqlite3 is built for another Node than ${process.version}`;
   throw error;
 }
