@@ -16,7 +16,7 @@ import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { betterSQLiteMissing, openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../support/helpers.js';
-import { ROOT } from '../package/packed.js';
+import { ROOT, userProject } from '../package/packed.js';
 import { bin, project, sh, shAsync, work } from './process.js';
 import { testDatabase } from '../support/stores.js';
 
@@ -280,6 +280,21 @@ describe('the viewsync CLI, run as a process', () => {
     expect(imported.status, imported.stderr).toBe(0);
     const inspected = sh(`${otherNode} ${cli} inspect --sqlite other-node.db`);
     expect(inspected.status, inspected.stderr).toBe(0);
+    expect(inspected.stdout).toMatch(/\bs\b.*\b1\b/);
+  });
+
+  // Node 22, which warns that node:sqlite is experimental: this one where it is 22.15 or later (CI's), else .ci/lts's.
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+  const node22 = major === 22 && minor >= 15 ? process.execPath : [join(ROOT, '.ci/lts/node_modules/node22/bin/node')].find((path) => existsSync(path));
+  it.runIf(node22)('without better-sqlite3 installed, uses node:sqlite on Node 22, with nothing on stderr', () => {
+    // A project of its own, without better-sqlite3 (the shared one links it).
+    const bare = userProject(['postgres']);
+    const cli = join(bare, 'node_modules', 'viewsync', 'dist', 'cli.js');
+    writeFileSync(join(work, 'bare.ndjson'), '{"viewsync":"space","format":2}\n{"key":"a","value":1}\n{"viewsync":"end","entries":1}\n');
+    const imported = sh(`${node22} ${cli} import s --sqlite bare.db --quiet < bare.ndjson`);
+    expect([imported.status, imported.stderr]).toEqual([0, '']);
+    const inspected = sh(`${node22} ${cli} inspect --sqlite bare.db`);
+    expect([inspected.status, inspected.stderr]).toEqual([0, '']);
     expect(inspected.stdout).toMatch(/\bs\b.*\b1\b/);
   });
 
