@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { quoteIdentifier } from '../storage/sql.js';
 import type { Storage } from '../storage/types.js';
 import { duration, formatDuration } from './duration.js';
@@ -198,20 +199,40 @@ async function openDatabase(file: string): Promise<{ prepare(sql: string): any; 
     return new DatabaseSync(file);
   }
   try {
-    const { default: Database } = await import(/* @vite-ignore */ 'better-sqlite3' as string);
+    // Node's require, not import: Vite (which runs the tests) turns a missing optional peer into
+    // a module that throws an error of its own, with no code.
+    const Database = createRequire(import.meta.url)('better-sqlite3');
     return new Database(file);
   } catch (error) {
     // Not installed, or built for another Node (a native addon loads only in the Node it was
     // built for: ERR_DLOPEN_FAILED): node:sqlite, where this Node has it, does as well.
     const code = (error as { code?: string }).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'ERR_DLOPEN_FAILED') throw new CLIError(`Cannot open ${file}: ${(error as Error).message}`);
+    if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_DLOPEN_FAILED') throw new CLIError(`Cannot open ${file}: ${(error as Error).message}`);
   }
   try {
+    quietSQLiteWarning();
     const { DatabaseSync } = await import(/* @vite-ignore */ 'node:sqlite' as string);
     return new DatabaseSync(file);
   } catch {
     throw new CLIError('No SQLite driver: install better-sqlite3 (npm i better-sqlite3), or run on Node 22 or later (node:sqlite) or Bun');
   }
+}
+
+// Once per process: a CLI run may open several SQLite files (a routed store's).
+let sqliteWarningQuiet = false;
+/**
+ * Node 22 warns once that node:sqlite is experimental (24 does not): a line on stderr an operator
+ * would take for a failure, and scripts that read stderr for one. Other warnings print as before.
+ */
+function quietSQLiteWarning(): void {
+  if (sqliteWarningQuiet) return;
+  sqliteWarningQuiet = true;
+  const printers = process.listeners('warning');
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => {
+    if (warning.name === 'ExperimentalWarning' && /SQLite/.test(warning.message)) return;
+    for (const print of printers) print.call(process, warning);
+  });
 }
 
 async function openPostgres(url: string, schema: string | undefined, tablePrefix: string | undefined, timeoutMs: number): Promise<OpenStore> {

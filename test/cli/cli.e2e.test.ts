@@ -8,15 +8,15 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { createServer as createHTTPServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { handlePull, type JSONValue, type SyncContext, createContext } from '../../src/index.js';
 import { read, transact } from '../../src/backend.js';
 import { collectGarbage, importSpace, inspect, moveSpace, routedStorage } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { betterSQLiteMissing, openSQLite } from '../support/sqlite-driver.js';
 import { applyPatch, mutation, post, pullBody, push, testMutators } from '../support/helpers.js';
-import { ROOT } from '../package/packed.js';
+import { ROOT, userProject } from '../package/packed.js';
 import { bin, project, sh, shAsync, work } from './process.js';
 import { testDatabase } from '../support/stores.js';
 
@@ -25,7 +25,7 @@ const database = testDatabase('cli');
 
 /** Everything in a SQLite file's viewsync table, raw. */
 function rows(file: string): unknown[] {
-  const db = new Database(file, { readonly: true });
+  const db = openSQLite(file, { readOnly: true });
   try {
     return db.prepare('SELECT * FROM viewsync_kv ORDER BY key').all();
   } finally {
@@ -36,7 +36,7 @@ function rows(file: string): unknown[] {
 /** A SQLite file holding `entries` entries in `space`, imported from a dump. */
 async function filled(name: string, space: string, entries: number): Promise<string> {
   const file = join(work, name);
-  const db = new Database(file);
+  const db = openSQLite(file);
   const lines = Array.from({ length: entries }, (_, i) =>
     JSON.stringify({ key: `todo/${String(i).padStart(6, '0')}`, value: { title: `Todo ${i}`, done: i % 2 === 0 } }),
   );
@@ -49,7 +49,7 @@ async function filled(name: string, space: string, entries: number): Promise<str
 /** A SQLite file with a history: pushes, a delete, a client group. */
 async function sqliteFile(name: string): Promise<string> {
   const file = join(work, name);
-  const db = new Database(file);
+  const db = openSQLite(file);
   const ctx: SyncContext = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {} });
   for (let i = 0; i < 5; i++) {
     await push(
@@ -80,7 +80,7 @@ async function withRouted<T>(
   options: { place?: (space: string) => string; directory?: string },
   fn: (ctx: SyncContext) => Promise<T>,
 ): Promise<T> {
-  const dbs = Object.entries(files).map(([name, file]) => [name, new Database(file)] as const);
+  const dbs = Object.entries(files).map(([name, file]) => [name, openSQLite(file)] as const);
   try {
     const storage = routedStorage({ stores: Object.fromEntries(dbs.map(([name, db]) => [name, sqliteStorage(db, { claim: false })])), ...options });
     return await fn(createContext({ storage, mutators: testMutators, onError: () => {} }));
@@ -192,11 +192,11 @@ describe('the viewsync CLI, run as a process', () => {
     );
     // Readers, so that the CLI's imports below may claim the file (a store that writes holds it).
     const original: SyncContext = createContext({
-      storage: sqliteStorage(new Database(file, { readonly: false }), { claim: false }),
+      storage: sqliteStorage(openSQLite(file), { claim: false }),
       mutators: {},
       onError: () => {},
     });
-    const copy: SyncContext = createContext({ storage: sqliteStorage(new Database(join(work, 'copy.db')), { claim: false }), mutators: {}, onError: () => {} });
+    const copy: SyncContext = createContext({ storage: sqliteStorage(openSQLite(join(work, 'copy.db')), { claim: false }), mutators: {}, onError: () => {} });
     expect(await fullPull(copy, 'copy')).toEqual(await fullPull(original, ''));
     // Its client group came along, so its client goes on; --skip-clients leaves it out.
     expect((await inspect(copy, 'copy')).groups).toMatchObject([{ userID: null, clientGroupID: 'g1', clients: { c1: 5_001 } }]);
@@ -272,7 +272,8 @@ describe('the viewsync CLI, run as a process', () => {
 
   // The better-sqlite3 installed here was built for this Node; the releases .ci/lts installs are others.
   const otherNode = ['node24', 'node22', 'node26'].map((name) => join(ROOT, '.ci/lts/node_modules', name, 'bin/node')).find((path) => existsSync(path));
-  it.runIf(otherNode)('on a Node the installed better-sqlite3 was not built for, uses node:sqlite', () => {
+  if (betterSQLiteMissing) console.log(`Skipped: the CLI on a Node better-sqlite3 was not built for: ${betterSQLiteMissing}`);
+  it.runIf(otherNode && !betterSQLiteMissing)('on a Node the installed better-sqlite3 was not built for, uses node:sqlite', () => {
     const cli = join(project, 'node_modules', 'viewsync', 'dist', 'cli.js');
     writeFileSync(join(work, 'other-node.ndjson'), '{"viewsync":"space","format":2}\n{"key":"a","value":1}\n{"viewsync":"end","entries":1}\n');
     const imported = sh(`${otherNode} ${cli} import s --sqlite other-node.db < other-node.ndjson`);
@@ -282,9 +283,24 @@ describe('the viewsync CLI, run as a process', () => {
     expect(inspected.stdout).toMatch(/\bs\b.*\b1\b/);
   });
 
+  // Node 22, which warns that node:sqlite is experimental: this one where it is 22.15 or later (CI's), else .ci/lts's.
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+  const node22 = major === 22 && minor >= 15 ? process.execPath : [join(ROOT, '.ci/lts/node_modules/node22/bin/node')].find((path) => existsSync(path));
+  it.runIf(node22)('without better-sqlite3 installed, uses node:sqlite on Node 22, with nothing on stderr', () => {
+    // A project of its own, without better-sqlite3 (the shared one links it).
+    const bare = userProject(['postgres']);
+    const cli = join(bare, 'node_modules', 'viewsync', 'dist', 'cli.js');
+    writeFileSync(join(work, 'bare.ndjson'), '{"viewsync":"space","format":2}\n{"key":"a","value":1}\n{"viewsync":"end","entries":1}\n');
+    const imported = sh(`${node22} ${cli} import s --sqlite bare.db --quiet < bare.ndjson`);
+    expect([imported.status, imported.stderr]).toEqual([0, '']);
+    const inspected = sh(`${node22} ${cli} inspect --sqlite bare.db`);
+    expect([inspected.status, inspected.stderr]).toEqual([0, '']);
+    expect(inspected.stdout).toMatch(/\bs\b.*\b1\b/);
+  });
+
   it('moves a space between the SQLite files of a routed storage, finishes a second run, and inspects them as one store', async () => {
     const a = await sqliteFile('route-a.db');
-    new Database(join(work, 'route-b.db')).close();
+    openSQLite(join(work, 'route-b.db')).close();
     const stores = `--store a=${a} --store b=route-b.db --directory a`;
     const before = JSON.parse(sh(`viewsync inspect '' --json ${stores}`).stdout) as {
       version: number;
@@ -429,7 +445,7 @@ describe('the viewsync CLI, run as a process', () => {
 
   it('gc removes what the retention lets go', async () => {
     const file = join(work, 'gc.db');
-    const db = new Database(file);
+    const db = openSQLite(file);
     const ctx: SyncContext = createContext({
       storage: sqliteStorage(db),
       mutators: testMutators,
@@ -452,7 +468,7 @@ describe('the viewsync CLI, run as a process', () => {
     expect(run.stdout).toBe('Removed 1 client group (1 client), 1 tombstone, 0 view records, 0 change log rows.\n');
     expect(
       await collectGarbage(
-        createContext({ ...ctx.options, storage: sqliteStorage(new Database(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }),
+        createContext({ ...ctx.options, storage: sqliteStorage(openSQLite(file)), clock: Date.now, retention: { clientGroupsMs: 1, tombstonesMs: 1 } }),
       ),
     ).toEqual({ clientGroups: 0, clients: 0, tombstones: 0, views: 0, changes: 0 });
   });
@@ -466,7 +482,7 @@ describe('the viewsync CLI, run as a process', () => {
     const moved = sh(`viewsync export '' --sqlite move.db | viewsync import '' ${flags}`);
     expect(moved.status, moved.stderr).toBe(0);
     expect(moved.stderr).toMatch(/imported 4,999 entries into "" in [\d.]+ s: 4,999 written/);
-    const source: SyncContext = createContext({ storage: sqliteStorage(new Database(file)), mutators: {}, onError: () => {} });
+    const source: SyncContext = createContext({ storage: sqliteStorage(openSQLite(file)), mutators: {}, onError: () => {} });
     const destination: SyncContext = createContext({ storage: postgresStorage(sql, { schema }), mutators: {}, onError: () => {} });
     expect(await fullPull(destination, '')).toEqual(await fullPull(source, ''));
     // DATABASE_URL is the default store.
@@ -608,7 +624,7 @@ describe('the viewsync CLI, run as a process', () => {
     expect(sh('viewsync gc --sqlite killed.db').status).toBe(0);
     expect(rows(join(work, 'killed.db')).length).toBeGreaterThanOrEqual(1_000);
     const ctx: SyncContext = createContext({
-      storage: sqliteStorage(new Database(join(work, 'killed.db'))),
+      storage: sqliteStorage(openSQLite(join(work, 'killed.db'))),
       mutators: {},
       onError: () => {},
       clock: () => Date.now() + 25 * 60 * 60 * 1000,
@@ -623,7 +639,7 @@ describe('viewsync changes', () => {
   /** A SQLite file whose space `s` was written with the feed on: a set, a change, a delete. */
   async function withFeed(name: string): Promise<{ file: string; write: (key: string, value: number) => Promise<void>; close: () => void }> {
     const file = join(work, name);
-    const db = new Database(file);
+    const db = openSQLite(file);
     const ctx = createContext({ storage: sqliteStorage(db), mutators: testMutators, onError: () => {}, changes: {} });
     await transact(ctx, 's', (tx) => tx.set('a', 1));
     await transact(ctx, 's', (tx) => tx.set('a', 2));
@@ -660,7 +676,7 @@ describe('viewsync changes', () => {
     const { file, write, close } = await withFeed('all.db');
     await write('b', 1);
     close();
-    const db = new Database(file);
+    const db = openSQLite(file);
     await transact(createContext({ storage: sqliteStorage(db), mutators: {}, changes: {} }), 't', (tx) => tx.set('other', 1));
     db.close();
     const all = sh(`viewsync changes --all --sqlite ${file}`);
@@ -733,7 +749,7 @@ describe('viewsync changes', () => {
     child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
     const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
     await arrived('err', /does not exist yet; following it from its first change\n/);
-    const db = new Database(file);
+    const db = openSQLite(file);
     await transact(createContext({ storage: sqliteStorage(db), mutators: {}, onError: () => {}, changes: {} }), 'later', (tx) => tx.set('first', 1));
     await arrived('out', /\n/);
     child.kill('SIGTERM');

@@ -5,11 +5,11 @@
  * a webhook a gap in the log stopped past it only when told, and `inspect` shows why it stopped.
  */
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createContext, type SyncContext } from '../../src/index.js';
 import { deliverWebhooks, transact } from '../../src/backend.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 import { startReceiver } from '../feed/receiver.js';
 import { sh, work } from './process.js';
 
@@ -19,7 +19,7 @@ afterAll(() => receiver.close());
 
 /** A run of a server on the SQLite file, with the feed and a webhook: its failures in `errors`; `stop` closes the file. */
 function server(file: string): SyncContext & { errors: string[]; stop(): void } {
-  const db = new Database(file);
+  const db = openSQLite(file);
   const errors: string[] = [];
   const ctx = createContext({
     storage: sqliteStorage(db),
@@ -75,7 +75,7 @@ describe('the CLI and the change feed', () => {
     await deliverWebhooks(run);
     run.stop();
     // A write by an older viewsync, which left the log behind.
-    const db = new Database(file);
+    const db = openSQLite(file);
     const meta = JSON.parse((db.prepare("SELECT value FROM viewsync_kv WHERE key = 'm/g'").get() as { value: string }).value) as { version: number };
     db.prepare("UPDATE viewsync_kv SET value = ? WHERE key = 'm/g'").run(JSON.stringify({ ...meta, version: meta.version + 1 }));
     db.close();

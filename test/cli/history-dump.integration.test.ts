@@ -7,9 +7,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 import { historyContext, metaOf, Recorder, stateAt } from '../history/suite.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -28,7 +28,7 @@ function viewsync(args: string[], input?: string): { status: number | null; stdo
 describe('viewsync export/import --history', () => {
   it('carries a space with its history into a new space of another file; without --history the dump is format 3', async () => {
     const [from, to] = [join(work, 'from.db'), join(work, 'to.db')];
-    const source = sqliteStorage(new Database(from));
+    const source = sqliteStorage(openSQLite(from));
     const { ctx } = historyContext(source);
     const r = new Recorder(ctx, 'acme');
     for (let i = 0; i < 5; i++) await r.modelled({ [`k${i % 2}`]: i, ...(i === 3 && { k0: undefined }) });
@@ -39,7 +39,7 @@ describe('viewsync export/import --history', () => {
 
     const imported = viewsync(['import', 'acme', '--history', '--quiet', '--sqlite', to], exported.stdout);
     expect(imported.status, imported.stderr).toBe(0);
-    const { ctx: target } = historyContext(sqliteStorage(new Database(to)));
+    const { ctx: target } = historyContext(sqliteStorage(openSQLite(to)));
     expect((await metaOf(target, 'acme'))!.version).toBe(5);
     for (let v = 0; v <= 5; v++) expect(await stateAt(target, 'acme', v)).toEqual(r.at(v));
   });

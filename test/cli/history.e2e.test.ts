@@ -6,17 +6,17 @@
  * changing nothing.
  */
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createContext, type SyncContext } from '../../src/index.js';
 import { at, readHistory } from '../../src/backend.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 import { mutation, push, testMutators } from '../support/helpers.js';
 import { sh, work } from './process.js';
 
 /** A server on the SQLite file keeping the feed, users named by the `user` header, every request in space `s`; `stop` closes the file. */
 function server(file: string): SyncContext & { stop(): void } {
-  const db = new Database(file);
+  const db = openSQLite(file);
   const ctx = createContext({
     storage: sqliteStorage(db),
     mutators: testMutators,
@@ -276,7 +276,7 @@ describe('viewsync history, restore, revert and erase', () => {
 describe('gc and history', () => {
   it('keeps the log for the longer of --changes and --keep-history: history a server keeps longer is not trimmed by a gc told only --changes', async () => {
     const file = join(work, 'gc-history.db');
-    const db = new Database(file);
+    const db = openSQLite(file);
     const day = 24 * 60 * 60 * 1000;
     // Written ten days ago, by a server that keeps history for 90 days.
     const old = createContext({

@@ -6,12 +6,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { createContext } from '../../src/index.js';
 import { transact } from '../../src/backend.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 
 const work = mkdtempSync(join(tmpdir(), 'viewsync-cli-main-'));
 
@@ -44,7 +44,7 @@ function callBack(rest: unknown[]): void {
 /** A SQLite file with the feed on, holding space `s` at version 2 (one change a version). */
 async function fileWithSpace(name: string): Promise<string> {
   const file = join(work, name);
-  const db = new Database(file);
+  const db = openSQLite(file);
   const ctx = createContext({ storage: sqliteStorage(db), mutators: {}, changes: {}, pokes: false, onError: () => {} });
   await transact(ctx, 's', (tx) => tx.set('a', 1));
   await transact(ctx, 's', (tx) => tx.set('a', 2));

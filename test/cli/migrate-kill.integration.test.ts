@@ -9,13 +9,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createContext, handlePush, type Storage, type SyncContext } from '../../src/index.js';
 import { migrationStatus } from '../../src/ops.js';
 import { postgresStorage } from '../../src/storage/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 import { entriesOf, itemKey, seed } from '../backend/migrations-suite.js';
 import { mutation, post, pushBody, testMutators } from '../support/helpers.js';
 
@@ -114,7 +114,7 @@ describe('viewsync migrate, killed at random points', () => {
   it('on SQLite: every entry migrated exactly once, and the pushes between the runs kept', async () => {
     const file = join(work, 'app.db');
     const open = () => {
-      const db = new Database(file);
+      const db = openSQLite(file);
       return { ctx: context(sqliteStorage(db)), close: () => db.close() };
     };
     let server = open();

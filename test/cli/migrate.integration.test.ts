@@ -9,9 +9,9 @@ import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 import { entriesOf, migrationContext, seed } from '../backend/migrations-suite.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -34,7 +34,7 @@ function viewsync(args: string[], env: Record<string, string> = {}): { status: n
 
 describe('viewsync migrate', () => {
   it('runs a migration over every space, telling its progress on stderr; --status and inspect say it is done', async () => {
-    const db = new Database(file);
+    const db = openSQLite(file);
     const ctx = migrationContext(sqliteStorage(db));
     for (const space of ['a', 'b']) await seed(ctx, space, 40);
     db.close();
@@ -68,7 +68,7 @@ describe('viewsync migrate', () => {
     expect([again.status, again.stderr]).toEqual([0, '']);
     expect(again.stdout).toMatch(/0 spaces migrated \(0 entries, 0\/s\), 2 done before/);
 
-    const check = new Database(file);
+    const check = openSQLite(file);
     const entries = await entriesOf(migrationContext(sqliteStorage(check)), 'b');
     check.close();
     expect([...entries.values()].filter(({ m }) => m === 1)).toHaveLength(40);

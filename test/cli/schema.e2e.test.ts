@@ -5,10 +5,10 @@
  * applied, with every client-sent string escaped.
  */
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createContext, handlePush, type Mutators } from '../../src/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 import { mutation, post, pushBody } from '../support/helpers.js';
 import { mutatorsV2, schemaV2 } from '../schema/app.js';
 import { sh, work } from './process.js';
@@ -16,7 +16,7 @@ import { sh, work } from './process.js';
 describe('the CLI and schema versions', () => {
   it('inspect shows active groups by schema version, and a space’s rejected mutations', async () => {
     const file = join(work, 'schema.db');
-    const db = new Database(file);
+    const db = openSQLite(file);
     const ctx = createContext({
       storage: sqliteStorage(db),
       mutators: mutatorsV2 as unknown as Mutators,

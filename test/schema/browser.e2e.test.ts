@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { hasChromium, launchChromium } from '../support/chromium.js';
+import { openSQLite, type TestSQLite } from '../support/sqlite-driver.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContext, HTTPError, type Mutators, type SchemaOptions, type SyncContext } from '../../src/index.js';
 import { transact } from '../../src/backend.js';
@@ -30,7 +30,7 @@ interface Sent {
 
 describe.skipIf(!hasChromium('the schema browser test'))('the real client across a schema change, in Chromium', () => {
   let dir: string;
-  let db: Database.Database;
+  let db: TestSQLite;
   let ctx: SyncContext;
   let script: Uint8Array;
   let server: AppServer;
@@ -49,7 +49,7 @@ describe.skipIf(!hasChromium('the schema browser test'))('the real client across
   const soon = { timeout: 15_000, interval: 50 };
 
   const serveVersion = async (schema: SchemaOptions, mutators: object, port = 0) => {
-    db = new Database(join(dir, 'todos.db'));
+    db = openSQLite(join(dir, 'todos.db'));
     ctx = createContext({ storage: sqliteStorage(db), mutators: mutators as Mutators, schema, onError: (error) => serverErrors.push(error) });
     server = await startAppServer(ctx, script, port);
   };

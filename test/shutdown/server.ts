@@ -1,13 +1,13 @@
 // The server the SIGTERM tests stop, as a user deploys one: the Node adapter on a SQLite file
 // (STORE=sqlite:FILE) or a PostgreSQL schema (STORE=postgres:SCHEMA, with DATABASE_URL), stopped
 // gracefully on SIGTERM, then its store closed. Prints {"url": …} once it listens.
-import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { serve } from '../../adapters/node.js';
 import type { Mutators, Storage } from '../../src/index.js';
 import { postgresNotifier, postgresStorage } from '../../src/postgres.js';
 import { sqliteStorage } from '../../src/storage/sqlite.js';
 import { createContext } from '../../src/index.js';
+import { openSQLite } from '../support/sqlite-driver.js';
 
 /**
  * `add` is not idempotent: it counts the client's mutations, and records the count each one saw.
@@ -29,7 +29,7 @@ let storage: Storage;
 let close: () => unknown;
 let pokes = {};
 if (kind === 'sqlite') {
-  const db = new Database(where);
+  const db = openSQLite(where);
   storage = sqliteStorage(db);
   close = () => db.close();
 } else {
