@@ -12,7 +12,7 @@ import { HTTPError } from '../../src/base/errors.js';
 import { LiveStats } from '../../src/telemetry/live.js';
 import { observe, type PullFacts, type PushFacts } from '../../src/telemetry/telemetry.js';
 import { mutation, post, pull, pullBody, push, pushBody, testContext } from '../support/helpers.js';
-import { registerSdk, type TestSdk } from './sdk.js';
+import { onlySpan, registerSdk, type TestSdk } from './sdk.js';
 
 let sdk: TestSdk;
 beforeEach(() => {
@@ -20,12 +20,8 @@ beforeEach(() => {
 });
 afterEach(() => sdk.stop());
 
-/** The attributes of the only span named `name`, and its status. */
-function only(name: string) {
-  const spans = sdk.spans(name);
-  expect(spans.map((span) => span.name)).toEqual([name]);
-  return spans[0]!;
-}
+/** The only span named `name`. */
+const only = (name: string) => onlySpan(sdk, name);
 
 describe('a pull', () => {
   it('that found the client state lost is ClientStateNotFound, for the space and group it named', async () => {

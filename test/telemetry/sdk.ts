@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { metrics, trace } from '@opentelemetry/api';
 import { type DataPoint, type Histogram, MeterProvider, type MetricData, MetricReader } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
@@ -41,6 +42,13 @@ export function registerSdk(): TestSdk {
       await Promise.all([tracerProvider.shutdown(), meterProvider.shutdown()]);
     },
   };
+}
+
+/** The one span named `name` that `sdk` has seen end: fails the test if there is none, or more. */
+export function onlySpan(sdk: TestSdk, name: string): ReadableSpan {
+  const spans = sdk.spans(name);
+  expect(spans.map((span) => span.name)).toEqual([name]);
+  return spans[0]!;
 }
 
 export type { Histogram };

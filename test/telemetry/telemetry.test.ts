@@ -6,7 +6,7 @@ import { handlePoke, handlePull, handlePush, memoryStorage, type SyncContext } f
 import { SCOPE, UNKNOWN_MUTATOR, VERSION } from '../../src/telemetry/telemetry.js';
 import { gate } from '../support/gate.js';
 import { mutation, post, pull, pullBody, push, pushBody, testContext, testMutators } from '../support/helpers.js';
-import { registerSdk, type TestSdk } from './sdk.js';
+import { onlySpan, registerSdk, type TestSdk } from './sdk.js';
 
 let sdk: TestSdk;
 beforeEach(() => {
@@ -14,12 +14,8 @@ beforeEach(() => {
 });
 afterEach(() => sdk.stop());
 
-/** The attributes of the only span named `name`. */
-function only(name: string) {
-  const spans = sdk.spans(name);
-  expect(spans.map((span) => span.name)).toEqual([name]);
-  return spans[0]!;
-}
+/** The only span named `name`. */
+const only = (name: string) => onlySpan(sdk, name);
 
 describe('the pull span', () => {
   it('is named `viewsync pull` and carries the space, client group, request ID, patch size, reset and outcome', async () => {
